@@ -1,0 +1,2 @@
+//! `candle-trace`: read, validate, summarise and query candle-trace files.
+fn main() {}

@@ -1,0 +1,1 @@
+//! The `candle-trace` command-line tool.

@@ -1,0 +1,7 @@
+//! # candle-trace-capture
+//!
+//! Writes candle-trace files from training and inference binaries. Behind the `cli` feature it
+//! also holds the `candle-trace` command-line tool ([`cli`]).
+
+#[cfg(feature = "cli")]
+pub mod cli;

@@ -1,0 +1,645 @@
+//! Event types of the execution trace `candle-graph/trace/6` (SCHEMA.md §1).
+//!
+//! Field and enum names follow SCHEMA.md exactly. On write, `Option` fields are omitted when
+//! `None`; on read, `null` is accepted for every optional or defaulted field and unknown fields
+//! are ignored. [`decode_line`] turns one JSONL line into a [`TraceEvent`].
+
+use alloc::borrow::Cow;
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::diagnostics::{classify_json_error, Category};
+
+/// The `schema` value of a trace/6 `meta` line.
+pub const TRACE_SCHEMA: &str = "candle-graph/trace/6";
+
+/// Read `null` as the type's default (SCHEMA.md: readers accept `null` for optional fields).
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// Whether the run was a training update or an inference invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// A training update.
+    Train,
+    /// An inference invocation.
+    Infer,
+}
+
+/// How nested span durations were taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimingMode {
+    /// Host wall clock only; device work may still be in flight at a span's edges.
+    Host,
+    /// Every span synchronized the device at its edges.
+    DeviceSynchronized,
+}
+
+/// What a span stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanKind {
+    /// A function or free-form region.
+    Function,
+    /// A single tensor operation.
+    Op,
+    /// A model module (`Linear`, `Attention` ...).
+    Module,
+}
+
+/// The training step a span belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// Forward pass.
+    Forward,
+    /// Backward pass.
+    Backward,
+    /// Optimizer update.
+    Optimizer,
+}
+
+/// What a tensor or an allocation holds.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TensorCategory {
+    /// Model weights.
+    Parameter,
+    /// Intermediate values of the forward pass.
+    Activation,
+    /// Gradients.
+    Gradient,
+    /// Optimizer state (moments ...).
+    Optimizer,
+    /// Anything else (the default).
+    #[default]
+    Other,
+}
+
+impl TensorCategory {
+    /// All categories, in display order.
+    pub const ALL: [TensorCategory; 5] = [
+        TensorCategory::Parameter,
+        TensorCategory::Activation,
+        TensorCategory::Gradient,
+        TensorCategory::Optimizer,
+        TensorCategory::Other,
+    ];
+
+    /// The snake_case spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TensorCategory::Parameter => "parameter",
+            TensorCategory::Activation => "activation",
+            TensorCategory::Gradient => "gradient",
+            TensorCategory::Optimizer => "optimizer",
+            TensorCategory::Other => "other",
+        }
+    }
+
+    /// Position in [`TensorCategory::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Whether a `memory` line allocates or frees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryAction {
+    /// Bytes became live.
+    Alloc,
+    /// Bytes were released.
+    Free,
+}
+
+/// What a parameter's gradient looked like after backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GradientState {
+    /// A finite, non-zero gradient.
+    Present,
+    /// No gradient at all (frozen or disconnected parameter).
+    Missing,
+    /// A gradient that is exactly zero everywhere.
+    Zero,
+    /// A gradient with NaN or infinite entries.
+    NonFinite,
+}
+
+impl GradientState {
+    /// All states, in display order.
+    pub const ALL: [GradientState; 4] = [
+        GradientState::Present,
+        GradientState::Missing,
+        GradientState::Zero,
+        GradientState::NonFinite,
+    ];
+
+    /// The snake_case spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GradientState::Present => "present",
+            GradientState::Missing => "missing",
+            GradientState::Zero => "zero",
+            GradientState::NonFinite => "non_finite",
+        }
+    }
+}
+
+/// The `meta` line: who captured what, how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// Must equal [`TRACE_SCHEMA`].
+    pub schema: String,
+    /// Stable id of this probe run.
+    pub run_id: String,
+    /// Caller-owned key shared with NVTX range labels and external artifacts.
+    pub correlation_id: String,
+    /// Analysed entry point, e.g. `train::loss`.
+    pub entrypoint: String,
+    /// Training or inference.
+    pub phase: Phase,
+    /// ISO-8601 capture time.
+    pub timestamp: String,
+    /// One-based optimizer update or inference invocation that was captured.
+    pub capture_step: u64,
+    /// Completed invocations before the captured one.
+    pub warmup_steps: u64,
+    /// Device requested by the caller: `cpu`, `cuda:0` ...
+    pub device: String,
+    /// The measured region is bounded by device synchronizations.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub measured_region_device_synchronized: bool,
+    /// How nested span durations were taken.
+    pub timing_mode: TimingMode,
+    /// Provenance: batch size, git revision ...
+    pub tags: BTreeMap<String, String>,
+    /// candle version of the captured binary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candle_version: Option<String>,
+}
+
+/// A span opened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpanStart {
+    /// Unique in the stream.
+    pub id: String,
+    /// Enclosing span; absent for a root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// Display name.
+    pub name: String,
+    /// Monotonic ns since the run started.
+    pub start_ns: u64,
+    /// Function, op or module.
+    pub span_kind: SpanKind,
+    /// True only for the caller-controlled region that is the run's performance total.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub measured: bool,
+    /// Training step the span belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<Step>,
+}
+
+/// A span closed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpanEnd {
+    /// Id of the span being closed.
+    pub id: String,
+    /// Wall duration of the span.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub duration_ns: u64,
+}
+
+/// A timed operation inside a span.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Op {
+    /// Span the op ran in.
+    pub span_id: String,
+    /// Operation name (`matmul`, `add` ...).
+    pub op_name: String,
+    /// Input tensor ids.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub inputs: Vec<String>,
+    /// Output tensor id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// Output shape.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub shape: Vec<u64>,
+    /// Output dtype (`f32`, `bf16` ...).
+    pub dtype: String,
+    /// Device the op ran on.
+    pub device: String,
+    /// How long the op took.
+    pub duration_ns: u64,
+    /// When the op started, ns since the run started.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub timestamp_ns: u64,
+    /// Dense output bytes; see [`Op::output_bytes`] for the derived value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_bytes: Option<u64>,
+    /// Bytes of all inputs.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub input_storage_bytes: u64,
+}
+
+impl Op {
+    /// `storage_bytes`, or product(shape) × size(dtype) when absent.
+    pub fn output_bytes(&self) -> u64 {
+        self.storage_bytes
+            .unwrap_or_else(|| derived_storage_bytes(&self.shape, &self.dtype))
+    }
+}
+
+/// A tensor observed in a span.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorEvent {
+    /// Span the tensor was observed in.
+    pub span_id: String,
+    /// Tensor id.
+    pub tensor_id: String,
+    /// Shape.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub shape: Vec<u64>,
+    /// Dtype.
+    pub dtype: String,
+    /// Device.
+    pub device: String,
+    /// Whether the tensor tracks gradients.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub requires_grad: bool,
+    /// Dense bytes; see [`TensorEvent::bytes`] for the derived value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_bytes: Option<u64>,
+    /// What the tensor holds.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub category: TensorCategory,
+}
+
+impl TensorEvent {
+    /// `storage_bytes`, or product(shape) × size(dtype) when absent.
+    pub fn bytes(&self) -> u64 {
+        self.storage_bytes
+            .unwrap_or_else(|| derived_storage_bytes(&self.shape, &self.dtype))
+    }
+}
+
+/// An allocation or a free.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryEvent {
+    /// When it happened, ns since the run started.
+    pub timestamp_ns: u64,
+    /// Tensor the bytes belong to.
+    pub tensor_id: String,
+    /// Span it happened in.
+    pub span_id: String,
+    /// Op that caused it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_name: Option<String>,
+    /// Device holding the bytes.
+    pub device: String,
+    /// Number of bytes.
+    pub bytes: u64,
+    /// Alloc or free.
+    pub action: MemoryAction,
+    /// Tensor shape.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub shape: Vec<u64>,
+    /// Tensor dtype.
+    pub dtype: String,
+    /// What the bytes hold.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub category: TensorCategory,
+}
+
+/// A device-level memory checkpoint (cudaMemGetInfo-style).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceMemory {
+    /// When it was taken, ns since the run started.
+    pub timestamp_ns: u64,
+    /// Device.
+    pub device: String,
+    /// Bytes in use on the device.
+    pub used_bytes: u64,
+    /// Bytes free on the device.
+    pub free_bytes: u64,
+    /// Bytes reserved by the framework's caching allocator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_bytes: Option<u64>,
+}
+
+/// One parameter's gradient fact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gradient {
+    /// Event id.
+    pub event_id: String,
+    /// VarMap / VarBuilder name the parameter lives under.
+    pub root: String,
+    /// Parameter name under `root`.
+    pub key: String,
+    /// Present, missing, zero or non-finite.
+    pub state: GradientState,
+    /// L2 norm of the gradient.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub norm: Option<f64>,
+}
+
+/// Timing between two spans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edge {
+    /// Source span id.
+    pub from_span: String,
+    /// Target span id.
+    pub to_span: String,
+    /// Time between them.
+    pub duration_ns: u64,
+}
+
+/// One line of a trace/6 file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TraceEvent {
+    /// Run metadata.
+    Meta(Meta),
+    /// A span opened.
+    SpanStart(SpanStart),
+    /// A span closed.
+    SpanEnd(SpanEnd),
+    /// A timed operation.
+    Op(Op),
+    /// A tensor snapshot.
+    Tensor(TensorEvent),
+    /// An allocation or free.
+    Memory(MemoryEvent),
+    /// A device memory checkpoint.
+    DeviceMemory(DeviceMemory),
+    /// A gradient fact.
+    Gradient(Gradient),
+    /// Timing between spans.
+    Edge(Edge),
+}
+
+impl TraceEvent {
+    /// The `kind` discriminator of this event.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TraceEvent::Meta(_) => "meta",
+            TraceEvent::SpanStart(_) => "span_start",
+            TraceEvent::SpanEnd(_) => "span_end",
+            TraceEvent::Op(_) => "op",
+            TraceEvent::Tensor(_) => "tensor",
+            TraceEvent::Memory(_) => "memory",
+            TraceEvent::DeviceMemory(_) => "device_memory",
+            TraceEvent::Gradient(_) => "gradient",
+            TraceEvent::Edge(_) => "edge",
+        }
+    }
+
+    /// One JSONL line (without the `\n`).
+    pub fn to_json_line(&self) -> String {
+        // Serializing these plain structs into a String cannot fail: every map key is a
+        // string and no type has a fallible Serialize impl.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Size in bytes of one element of `dtype` (case-insensitive), `None` when unknown.
+pub fn dtype_size(dtype: &str) -> Option<u64> {
+    let size = match dtype.len() {
+        2..=4 => {
+            let mut lower = [0u8; 4];
+            for (d, s) in lower.iter_mut().zip(dtype.bytes()) {
+                *d = s.to_ascii_lowercase();
+            }
+            match &lower[..dtype.len()] {
+                b"u8" | b"i8" | b"bool" | b"f8" => 1,
+                b"u16" | b"i16" | b"f16" | b"bf16" => 2,
+                b"u32" | b"i32" | b"f32" => 4,
+                b"u64" | b"i64" | b"f64" => 8,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    Some(size)
+}
+
+/// product(shape) × size(dtype); 0 when the dtype is unknown or the shape is empty (SCHEMA.md).
+/// Saturates instead of overflowing.
+pub fn derived_storage_bytes(shape: &[u64], dtype: &str) -> u64 {
+    match dtype_size(dtype) {
+        Some(size) if !shape.is_empty() => shape.iter().fold(size, |acc, &d| acc.saturating_mul(d)),
+        _ => 0,
+    }
+}
+
+/// Why one line could not become an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineError {
+    /// The line has a `kind` this reader does not know (a warning: a newer writer may add kinds).
+    UnknownKind(String),
+    /// The line is broken: category and message for the diagnostic.
+    Invalid(Category, String),
+}
+
+#[derive(Deserialize)]
+struct KindOnly<'a> {
+    #[serde(borrow)]
+    kind: Option<Cow<'a, str>>,
+}
+
+/// Decode one trace/6 line.
+///
+/// Fast path: lines our writer produces start with `{"kind":"…",`, so the kind is read from that
+/// prefix and the line is deserialized once, straight into the kind's struct. Any other layout
+/// (whitespace, `kind` later in the object) is parsed once to find `kind`, then again typed.
+pub fn decode_line(bytes: &[u8]) -> Result<TraceEvent, LineError> {
+    const PREFIX: &[u8] = b"{\"kind\":\"";
+    if let Some(rest) = bytes.strip_prefix(PREFIX) {
+        if let Some(end) = memchr::memchr(b'"', rest) {
+            let kind = &rest[..end];
+            // A kind is plain ASCII; anything with an escape goes the slow way.
+            if !kind.contains(&b'\\') {
+                if let Ok(kind) = core::str::from_utf8(kind) {
+                    return decode_kind(kind, bytes);
+                }
+            }
+        }
+    }
+    let kind = match serde_json::from_slice::<KindOnly<'_>>(bytes) {
+        Ok(KindOnly { kind: Some(kind) }) => kind,
+        Ok(KindOnly { kind: None }) => {
+            return Err(LineError::Invalid(
+                Category::MissingField,
+                String::from("missing field `kind`"),
+            ))
+        }
+        Err(e) => {
+            let (category, message) = classify_json_error(&e);
+            // A JSON value that is not an object (an array, a number) is a syntax problem here.
+            let category = if category == Category::WrongType {
+                Category::Syntax
+            } else {
+                category
+            };
+            return Err(LineError::Invalid(category, message));
+        }
+    };
+    decode_kind(&kind, bytes)
+}
+
+fn decode_kind(kind: &str, bytes: &[u8]) -> Result<TraceEvent, LineError> {
+    fn typed<'a, T: Deserialize<'a>>(
+        bytes: &'a [u8],
+        wrap: fn(T) -> TraceEvent,
+    ) -> Result<TraceEvent, LineError> {
+        serde_json::from_slice::<T>(bytes).map(wrap).map_err(|e| {
+            let (category, message) = classify_json_error(&e);
+            LineError::Invalid(category, message)
+        })
+    }
+    match kind {
+        "meta" => typed(bytes, TraceEvent::Meta),
+        "span_start" => typed(bytes, TraceEvent::SpanStart),
+        "span_end" => typed(bytes, TraceEvent::SpanEnd),
+        "op" => typed(bytes, TraceEvent::Op),
+        "tensor" => typed(bytes, TraceEvent::Tensor),
+        "memory" => typed(bytes, TraceEvent::Memory),
+        "device_memory" => typed(bytes, TraceEvent::DeviceMemory),
+        "gradient" => typed(bytes, TraceEvent::Gradient),
+        "edge" => typed(bytes, TraceEvent::Edge),
+        other => {
+            // Still require a well-formed line before calling it merely unknown.
+            if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+                let (category, message) = classify_json_error(&e);
+                return Err(LineError::Invalid(category, message));
+            }
+            Err(LineError::UnknownKind(String::from(other)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    #[test]
+    fn dtype_sizes_are_case_insensitive() {
+        assert_eq!(dtype_size("F32"), Some(4));
+        assert_eq!(dtype_size("bf16"), Some(2));
+        assert_eq!(dtype_size("BOOL"), Some(1));
+        assert_eq!(dtype_size("i64"), Some(8));
+        assert_eq!(dtype_size("f4"), None);
+        assert_eq!(dtype_size("float32"), None);
+        assert_eq!(dtype_size(""), None);
+    }
+
+    #[test]
+    fn derived_bytes_follow_the_schema() {
+        assert_eq!(derived_storage_bytes(&[2, 3], "f32"), 24);
+        assert_eq!(derived_storage_bytes(&[], "f32"), 0);
+        assert_eq!(derived_storage_bytes(&[4], "q4k"), 0);
+        assert_eq!(derived_storage_bytes(&[u64::MAX, 2], "f64"), u64::MAX);
+        assert_eq!(derived_storage_bytes(&[5, 0], "f32"), 0);
+    }
+
+    #[test]
+    fn fast_and_slow_paths_agree() {
+        let fast = br#"{"kind":"span_end","id":"s1","duration_ns":5}"#;
+        let slow = br#"{ "duration_ns":5, "id":"s1", "kind":"span_end" }"#;
+        let a = decode_line(fast).unwrap();
+        assert_eq!(a, decode_line(slow).unwrap());
+        assert_eq!(
+            a,
+            TraceEvent::SpanEnd(SpanEnd {
+                id: "s1".into(),
+                duration_ns: 5
+            })
+        );
+    }
+
+    #[test]
+    fn null_optional_fields_read_as_absent() {
+        let line = br#"{"kind":"span_start","id":"a","parent_id":null,"name":"n","start_ns":1,"span_kind":"op","measured":null,"step":null}"#;
+        match decode_line(line).unwrap() {
+            TraceEvent::SpanStart(s) => {
+                assert_eq!(s.parent_id, None);
+                assert!(!s.measured);
+                assert_eq!(s.step, None);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_and_unknown_kinds_reported() {
+        let line =
+            br#"{"kind":"edge","from_span":"a","to_span":"b","duration_ns":3,"future":[1,2]}"#;
+        assert!(matches!(decode_line(line), Ok(TraceEvent::Edge(_))));
+        assert_eq!(
+            decode_line(br#"{"kind":"kernel","x":1}"#),
+            Err(LineError::UnknownKind("kernel".into()))
+        );
+    }
+
+    #[test]
+    fn broken_lines_are_classified() {
+        let cases: [(&[u8], Category); 6] = [
+            (br#"{"kind":"span_end"}"#, Category::MissingField),
+            (br#"{"kind":"span_end","id":7}"#, Category::WrongType),
+            (
+                br#"{"kind":"span_start","id":"a","name":"n","start_ns":1,"span_kind":"kernel"}"#,
+                Category::InvalidValue,
+            ),
+            (br#"{"kind":"op","span_id":"#, Category::Truncated),
+            (br#"[1,2,3]"#, Category::Syntax),
+            (br#"{"id":"x"}"#, Category::MissingField),
+        ];
+        for (line, want) in cases {
+            match decode_line(line) {
+                Err(LineError::Invalid(c, m)) => {
+                    assert_eq!(c, want, "{}: {m}", String::from_utf8_lossy(line))
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn write_omits_absent_optionals() {
+        let e = TraceEvent::Op(Op {
+            span_id: "s".into(),
+            op_name: "matmul".into(),
+            inputs: vec!["t1".into()],
+            output: None,
+            shape: vec![2, 2],
+            dtype: "f32".into(),
+            device: "cpu".into(),
+            duration_ns: 10,
+            timestamp_ns: 0,
+            storage_bytes: None,
+            input_storage_bytes: 0,
+        });
+        let line = e.to_json_line();
+        assert!(line.starts_with(r#"{"kind":"op","#), "{line}");
+        assert!(!line.contains("null"));
+        assert!(!line.contains("output"));
+        assert_eq!(decode_line(line.as_bytes()).unwrap(), e);
+        assert_eq!("op".to_string(), e.kind());
+    }
+}

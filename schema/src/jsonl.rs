@@ -1,0 +1,161 @@
+//! JSONL framing: split a byte stream, fed in chunks of any size, into numbered lines.
+//!
+//! A multi-gigabyte file never has to be one string: callers push chunks as they read them and
+//! get each complete line back as a byte slice (borrowed from the chunk when it lies inside one,
+//! copied only when it straddles two chunks). Rules from SCHEMA.md: lines are `\n` separated,
+//! a trailing `\r` is dropped, and blank lines are skipped (they still count for numbering).
+
+use alloc::vec::Vec;
+
+/// One line of a JSONL stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Line<'a> {
+    /// 1-based line number in the file.
+    pub number: u64,
+    /// The line's bytes without the `\n` and without a trailing `\r`.
+    pub bytes: &'a [u8],
+    /// `false` only for the last line of a stream that does not end in `\n`.
+    pub terminated: bool,
+}
+
+/// Splits pushed chunks into lines.
+#[derive(Debug, Default)]
+pub struct LineSplitter {
+    carry: Vec<u8>,
+    lines_seen: u64,
+    bytes_seen: u64,
+}
+
+impl LineSplitter {
+    /// A splitter at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of bytes pushed so far.
+    pub fn bytes_seen(&self) -> u64 {
+        self.bytes_seen
+    }
+
+    /// Feed the next chunk; `on_line` is called for every non-blank line it completes.
+    pub fn push(&mut self, mut chunk: &[u8], mut on_line: impl FnMut(Line<'_>)) {
+        self.bytes_seen += chunk.len() as u64;
+        if !self.carry.is_empty() {
+            match memchr::memchr(b'\n', chunk) {
+                None => {
+                    self.carry.extend_from_slice(chunk);
+                    return;
+                }
+                Some(end) => {
+                    self.carry.extend_from_slice(&chunk[..end]);
+                    chunk = &chunk[end + 1..];
+                    self.lines_seen += 1;
+                    let carry = core::mem::take(&mut self.carry);
+                    emit(self.lines_seen, &carry, true, &mut on_line);
+                    // Reuse the allocation for the next straddling line.
+                    self.carry = carry;
+                    self.carry.clear();
+                }
+            }
+        }
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', chunk) {
+            self.lines_seen += 1;
+            emit(self.lines_seen, &chunk[start..end], true, &mut on_line);
+            start = end + 1;
+        }
+        self.carry.extend_from_slice(&chunk[start..]);
+    }
+
+    /// End of stream: emits the last line if the stream did not end with `\n`.
+    pub fn finish(mut self, mut on_line: impl FnMut(Line<'_>)) {
+        if !self.carry.is_empty() {
+            self.lines_seen += 1;
+            let carry = core::mem::take(&mut self.carry);
+            emit(self.lines_seen, &carry, false, &mut on_line);
+        }
+    }
+}
+
+fn emit(number: u64, mut bytes: &[u8], terminated: bool, on_line: &mut impl FnMut(Line<'_>)) {
+    if let [rest @ .., b'\r'] = bytes {
+        bytes = rest;
+    }
+    if is_blank(bytes) {
+        return;
+    }
+    on_line(Line {
+        number,
+        bytes,
+        terminated,
+    });
+}
+
+/// True when `bytes` holds only ASCII whitespace.
+pub fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(|b| b.is_ascii_whitespace())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::String;
+    use alloc::vec;
+
+    fn split(chunks: &[&[u8]]) -> Vec<(u64, String, bool)> {
+        let mut out = Vec::new();
+        let mut s = LineSplitter::new();
+        for c in chunks {
+            s.push(c, |l| {
+                out.push((
+                    l.number,
+                    String::from_utf8_lossy(l.bytes).into_owned(),
+                    l.terminated,
+                ))
+            });
+        }
+        s.finish(|l| {
+            out.push((
+                l.number,
+                String::from_utf8_lossy(l.bytes).into_owned(),
+                l.terminated,
+            ))
+        });
+        out
+    }
+
+    #[test]
+    fn numbers_skip_blank_lines_and_strip_cr() {
+        let got = split(&[b"a\r\n\n  \nb\nc"]);
+        assert_eq!(
+            got,
+            vec![
+                (1, "a".into(), true),
+                (4, "b".into(), true),
+                (5, "c".into(), false)
+            ]
+        );
+    }
+
+    #[test]
+    fn lines_straddling_chunks_are_joined() {
+        let whole: &[u8] = b"{\"a\":1}\n{\"b\":2}\r\n{\"c\":3}\n";
+        let expect = split(&[whole]);
+        for cut1 in 0..whole.len() {
+            for cut2 in cut1..whole.len() {
+                let got = split(&[&whole[..cut1], &whole[cut1..cut2], &whole[cut2..]]);
+                assert_eq!(got, expect, "cuts at {cut1},{cut2}");
+            }
+        }
+        assert_eq!(expect.len(), 3);
+        assert!(expect.iter().all(|l| l.2));
+    }
+
+    #[test]
+    fn a_cr_split_from_its_newline_is_still_stripped() {
+        assert_eq!(
+            split(&[b"x\r", b"\ny"]),
+            vec![(1, "x".into(), true), (2, "y".into(), false)]
+        );
+    }
+}

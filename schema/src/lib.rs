@@ -1,0 +1,46 @@
+//! # candle-trace-schema
+//!
+//! The shared model of candle-trace: event types for the execution trace
+//! `candle-graph/trace/6` and the inference profile (schema v1), a streaming JSONL reader that
+//! reports every bad line with its 1-based line number and keeps everything valid, and the
+//! analysis behind every number the CLI and the viewer show.
+//!
+//! ```
+//! use candle_trace_schema::trace::TraceReader;
+//!
+//! let file = concat!(
+//!     r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","#,
+//!     r#""entrypoint":"train::step","phase":"train","timestamp":"2026-01-01T00:00:00Z","#,
+//!     r#""capture_step":2,"warmup_steps":1,"device":"cpu","timing_mode":"host","tags":{}}"#, "\n",
+//!     r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#, "\n",
+//!     r#"{"kind":"span_end","id":"s","duration_ns":1500}"#, "\n",
+//! );
+//! let mut reader = TraceReader::new();
+//! // Chunks may split lines anywhere.
+//! for chunk in file.as_bytes().chunks(7) {
+//!     reader.push(chunk);
+//! }
+//! let doc = reader.finish();
+//! assert!(doc.diagnostics.is_empty());
+//! assert_eq!(doc.summary().total_ns, 1500);
+//! ```
+//!
+//! ## `no_std`
+//!
+//! The crate is `#![no_std]` and needs only `alloc`. The default `std` feature adds
+//! `std::error::Error` impls; to build without it:
+//!
+//! ```toml
+//! [dependencies]
+//! candle-trace-schema = { version = "0.1", default-features = false }
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod diagnostics;
+pub mod events;
+pub mod jsonl;

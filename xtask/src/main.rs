@@ -1,0 +1,2 @@
+//! `cargo xtask`: project automation.
+fn main() {}
