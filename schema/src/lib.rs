@@ -6,7 +6,7 @@
 //! analysis behind every number the CLI and the viewer show.
 //!
 //! ```
-//! use candle_trace_schema::trace::TraceReader;
+//! use candle_trace_schema::document::TraceReader;
 //!
 //! let file = concat!(
 //!     r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","#,
@@ -42,5 +42,13 @@ extern crate alloc;
 extern crate std;
 
 pub mod diagnostics;
+pub mod document;
 pub mod events;
+pub mod format;
+pub mod gradients;
 pub mod jsonl;
+pub mod memory;
+pub mod ops;
+pub mod spans;
+pub mod summary;
+pub mod units;

@@ -1,0 +1,177 @@
+//! Which format a file is in, from its first bytes.
+//!
+//! Rules (SCHEMA.md's table, made precise):
+//! - The first non-blank byte `[` means Chrome Trace Event JSON (an array of events).
+//! - Otherwise the first non-blank lines (up to [`PROBE_LINES`], within [`PROBE_BYTES`]) are
+//!   parsed one by one; the first that is a JSON object decides: `kind` → trace/6,
+//!   `event_kind` or `schema_version` → inference profile, `traceEvents` → Chrome JSON.
+//! - When none of them parses (a pretty-printed Chrome object starts with a lone `{`), the
+//!   probe window is searched for the tell-tale keys in the same order of preference.
+//! - A UTF-8 byte-order mark is skipped.
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+/// How many non-blank lines the probe looks at, at most.
+pub const PROBE_LINES: usize = 8;
+/// How many bytes the probe looks at, at most.
+pub const PROBE_BYTES: usize = 1 << 20;
+
+/// A file format candle-trace knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Execution trace `candle-graph/trace/6` (JSONL).
+    Trace,
+    /// Inference profile, schema_version 1 (JSONL).
+    Profile,
+    /// Chrome Trace Event JSON (import only).
+    Chrome,
+}
+
+impl Format {
+    /// Human name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Trace => "candle-graph/trace/6",
+            Format::Profile => "inference profile (schema_version 1)",
+            Format::Chrome => "Chrome Trace Event JSON",
+        }
+    }
+}
+
+/// What the probe concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detection {
+    /// The format is known.
+    Known(Format),
+    /// Not a format candle-trace reads (including an empty file).
+    Unknown,
+    /// More bytes are needed to tell (only returned when `at_eof` is false).
+    NeedMore,
+}
+
+#[derive(Deserialize)]
+#[allow(non_snake_case)]
+struct Probe {
+    kind: Option<IgnoredAny>,
+    event_kind: Option<IgnoredAny>,
+    schema_version: Option<IgnoredAny>,
+    traceEvents: Option<IgnoredAny>,
+}
+
+/// Strip a leading UTF-8 byte-order mark.
+pub fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
+/// Detect the format of a file from its first bytes. `at_eof` says `prefix` is the whole file.
+pub fn detect(prefix: &[u8], at_eof: bool) -> Detection {
+    let prefix = strip_bom(prefix);
+    let Some(first) = prefix.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return if at_eof || prefix.len() >= PROBE_BYTES {
+            Detection::Unknown
+        } else {
+            Detection::NeedMore
+        };
+    };
+    match prefix[first] {
+        b'[' => return Detection::Known(Format::Chrome),
+        b'{' => {}
+        _ => return Detection::Unknown,
+    }
+    let window = &prefix[..prefix.len().min(PROBE_BYTES)];
+    let complete = at_eof || prefix.len() >= PROBE_BYTES;
+    let mut seen = 0;
+    let mut rest = window;
+    loop {
+        let (line, tail, terminated) = match memchr::memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..], true),
+            None => (rest, &rest[rest.len()..], false),
+        };
+        if !crate::jsonl::is_blank(line) {
+            if !terminated && !complete {
+                return Detection::NeedMore;
+            }
+            seen += 1;
+            if let Ok(p) = serde_json::from_slice::<Probe>(line) {
+                if p.kind.is_some() {
+                    return Detection::Known(Format::Trace);
+                }
+                if p.event_kind.is_some() || p.schema_version.is_some() {
+                    return Detection::Known(Format::Profile);
+                }
+                if p.traceEvents.is_some() {
+                    return Detection::Known(Format::Chrome);
+                }
+            }
+        }
+        if seen >= PROBE_LINES || !terminated || tail.is_empty() {
+            if !terminated || complete || seen >= PROBE_LINES {
+                break;
+            }
+            return Detection::NeedMore;
+        }
+        rest = tail;
+    }
+    let has = |needle: &[u8]| memchr::memmem::find(window, needle).is_some();
+    if has(b"\"traceEvents\"") {
+        Detection::Known(Format::Chrome)
+    } else if has(b"\"kind\"") {
+        Detection::Known(Format::Trace)
+    } else if has(b"\"event_kind\"") || has(b"\"schema_version\"") {
+        Detection::Known(Format::Profile)
+    } else {
+        Detection::Unknown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_each_format() {
+        let trace = b"{\"kind\":\"meta\",\"schema\":\"candle-graph/trace/6\"}\n";
+        assert_eq!(detect(trace, false), Detection::Known(Format::Trace));
+        let profile = b"\n{\"schema_version\":1,\"event_kind\":\"instant\"}\n";
+        assert_eq!(detect(profile, false), Detection::Known(Format::Profile));
+        assert_eq!(
+            detect(b"  [{\"ph\":\"X\"}", false),
+            Detection::Known(Format::Chrome)
+        );
+        assert_eq!(
+            detect(b"{\n  \"traceEvents\": [\n", true),
+            Detection::Known(Format::Chrome)
+        );
+        assert_eq!(
+            detect(b"{\"traceEvents\":[]}", true),
+            Detection::Known(Format::Chrome)
+        );
+        assert_eq!(
+            detect(b"\xEF\xBB\xBF{\"kind\":\"op\"}\n", false),
+            Detection::Known(Format::Trace)
+        );
+    }
+
+    #[test]
+    fn a_broken_first_line_does_not_hide_the_format() {
+        let f = b"{not json\n{\"kind\":\"meta\"}\n";
+        assert_eq!(detect(f, false), Detection::Known(Format::Trace));
+        let f = b"{\"kind\":\"meta\",\"run_id\":\"trunc";
+        assert_eq!(detect(f, true), Detection::Known(Format::Trace));
+    }
+
+    #[test]
+    fn waits_for_a_complete_line() {
+        assert_eq!(detect(b"{\"kind\":", false), Detection::NeedMore);
+        assert_eq!(detect(b"   ", false), Detection::NeedMore);
+    }
+
+    #[test]
+    fn unknown_inputs() {
+        assert_eq!(detect(b"", true), Detection::Unknown);
+        assert_eq!(detect(b"hello", true), Detection::Unknown);
+        assert_eq!(detect(b"{\"a\":1}\n", true), Detection::Unknown);
+        assert_eq!(detect(b"\x00\x01\x02", true), Detection::Unknown);
+    }
+}

@@ -1,0 +1,72 @@
+//! Human units for durations and sizes, shared by the CLI and the viewer.
+
+use alloc::format;
+use alloc::string::String;
+
+/// A duration in ns as `850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s` (three significant digits).
+pub fn format_ns(ns: u64) -> String {
+    const UNITS: [(f64, &str); 3] = [(1e9, "s"), (1e6, "ms"), (1e3, "µs")];
+    if ns < 1_000 {
+        return format!("{ns} ns");
+    }
+    let v = ns as f64;
+    for (scale, unit) in UNITS {
+        if v >= scale * 0.9995 {
+            return format!("{} {unit}", three_digits(v / scale));
+        }
+    }
+    format!("{ns} ns")
+}
+
+/// A size in bytes as `512 B`, `1.50 KiB`, `3.20 MiB`, `1.00 GiB` (binary units).
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [(f64, &str); 4] = [
+        (1024.0 * 1024.0 * 1024.0 * 1024.0, "TiB"),
+        (1024.0 * 1024.0 * 1024.0, "GiB"),
+        (1024.0 * 1024.0, "MiB"),
+        (1024.0, "KiB"),
+    ];
+    let v = bytes as f64;
+    for (scale, unit) in UNITS {
+        if v >= scale {
+            return format!("{} {unit}", three_digits(v / scale));
+        }
+    }
+    format!("{bytes} B")
+}
+
+/// Three significant digits: 1.23, 12.3, 123.
+fn three_digits(v: f64) -> String {
+    if v >= 99.95 {
+        format!("{v:.0}")
+    } else if v >= 9.995 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(format_ns(0), "0 ns");
+        assert_eq!(format_ns(999), "999 ns");
+        assert_eq!(format_ns(1_000), "1.00 µs");
+        assert_eq!(format_ns(12_345), "12.3 µs");
+        assert_eq!(format_ns(999_999), "1.00 ms");
+        assert_eq!(format_ns(4_560_000), "4.56 ms");
+        assert_eq!(format_ns(1_234_000_000), "1.23 s");
+        assert_eq!(format_ns(3_600_000_000_000), "3600 s");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(format_bytes(512), "512 B");
+        assert_eq!(format_bytes(1536), "1.50 KiB");
+        assert_eq!(format_bytes(10 * 1024 * 1024), "10.0 MiB");
+        assert_eq!(format_bytes(1 << 30), "1.00 GiB");
+    }
+}
