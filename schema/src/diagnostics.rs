@@ -5,7 +5,6 @@
 //! category a tool can filter on, and a human message.
 
 use alloc::string::String;
-use alloc::vec::Vec;
 use core::fmt;
 use serde::{Deserialize, Serialize};
 
@@ -168,7 +167,7 @@ impl DiagnosticCounts {
 
 /// Sort diagnostics by line, then errors before warnings, keeping the discovery order
 /// otherwise (stable sort).
-pub fn sort_diagnostics(diagnostics: &mut Vec<Diagnostic>) {
+pub fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| a.line.cmp(&b.line).then(b.severity.cmp(&a.severity)));
 }
 
