@@ -44,3 +44,5 @@ extern crate std;
 pub mod diagnostics;
 pub mod events;
 pub mod jsonl;
+pub mod percentiles;
+pub mod profile;
