@@ -16,7 +16,7 @@ use crate::diagnostics::{classify_json_error, Category};
 pub const TRACE_SCHEMA: &str = "candle-graph/trace/6";
 
 /// Read `null` as the type's default (SCHEMA.md: readers accept `null` for optional fields).
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Default + Deserialize<'de>,

@@ -52,3 +52,5 @@ pub mod ops;
 pub mod spans;
 pub mod summary;
 pub mod units;
+pub mod percentiles;
+pub mod profile;
