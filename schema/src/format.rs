@@ -175,3 +175,152 @@ mod tests {
         assert_eq!(detect(b"\x00\x01\x02", true), Detection::Unknown);
     }
 }
+
+/// A document of any format this crate reads.
+#[derive(Debug, Clone)]
+pub enum AnyDocument {
+    /// An execution trace.
+    Trace(crate::document::TraceDocument),
+    /// An inference profile.
+    Profile(crate::profile::ProfileDocument),
+    /// A file this crate cannot read (yet): its format if recognised, and why.
+    Unsupported {
+        /// The recognised format, `None` when unrecognised.
+        format: Option<Format>,
+        /// One error diagnostic explaining the refusal.
+        diagnostics: alloc::vec::Vec<crate::diagnostics::Diagnostic>,
+    },
+}
+
+impl AnyDocument {
+    /// The document's format, `None` when unrecognised.
+    pub fn format(&self) -> Option<Format> {
+        match self {
+            AnyDocument::Trace(_) => Some(Format::Trace),
+            AnyDocument::Profile(_) => Some(Format::Profile),
+            AnyDocument::Unsupported { format, .. } => *format,
+        }
+    }
+
+    /// Every diagnostic, sorted by line.
+    pub fn diagnostics(&self) -> &[crate::diagnostics::Diagnostic] {
+        match self {
+            AnyDocument::Trace(d) => &d.diagnostics,
+            AnyDocument::Profile(d) => &d.diagnostics,
+            AnyDocument::Unsupported { diagnostics, .. } => diagnostics,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum ReaderState {
+    Probing(alloc::vec::Vec<u8>),
+    Trace(crate::document::TraceReader),
+    Profile(crate::profile::ProfileReader),
+    Rejected(Option<Format>, bool),
+}
+
+/// Streaming reader for any format: buffers the first bytes until [`detect`] decides, then
+/// streams into the matching reader.
+#[derive(Debug)]
+pub struct AnyReader {
+    state: ReaderState,
+}
+
+impl Default for AnyReader {
+    fn default() -> Self {
+        AnyReader {
+            state: ReaderState::Probing(alloc::vec::Vec::new()),
+        }
+    }
+}
+
+impl AnyReader {
+    /// A reader at the start of a file.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True once the file is known to be unreadable: further bytes are ignored, so a caller
+    /// may stop reading.
+    pub fn is_rejected(&self) -> bool {
+        matches!(self.state, ReaderState::Rejected(..))
+    }
+
+    /// The detected format, once known.
+    pub fn format(&self) -> Option<Format> {
+        match &self.state {
+            ReaderState::Probing(_) => None,
+            ReaderState::Trace(_) => Some(Format::Trace),
+            ReaderState::Profile(_) => Some(Format::Profile),
+            ReaderState::Rejected(format, _) => *format,
+        }
+    }
+
+    /// Feed the next chunk.
+    pub fn push(&mut self, chunk: &[u8]) {
+        match &mut self.state {
+            ReaderState::Probing(buf) => {
+                buf.extend_from_slice(chunk);
+                self.decide(false);
+            }
+            ReaderState::Trace(r) => r.push(chunk),
+            ReaderState::Profile(r) => r.push(chunk),
+            ReaderState::Rejected(..) => {}
+        }
+    }
+
+    fn decide(&mut self, at_eof: bool) {
+        let ReaderState::Probing(buf) = &mut self.state else {
+            return;
+        };
+        let detection = detect(buf, at_eof);
+        let buf = core::mem::take(buf);
+        let bytes = strip_bom(&buf);
+        self.state = match detection {
+            Detection::NeedMore => ReaderState::Probing(buf),
+            Detection::Known(Format::Trace) => {
+                let mut r = crate::document::TraceReader::new();
+                r.push(bytes);
+                ReaderState::Trace(r)
+            }
+            Detection::Known(Format::Profile) => {
+                let mut r = crate::profile::ProfileReader::new();
+                r.push(bytes);
+                ReaderState::Profile(r)
+            }
+            Detection::Known(Format::Chrome) => ReaderState::Rejected(Some(Format::Chrome), false),
+            Detection::Unknown => ReaderState::Rejected(None, crate::jsonl::is_blank(bytes)),
+        };
+    }
+
+    /// End of file.
+    pub fn finish(mut self) -> AnyDocument {
+        use crate::diagnostics::{Category, Diagnostic};
+        self.decide(true);
+        match self.state {
+            ReaderState::Trace(r) => AnyDocument::Trace(r.finish()),
+            ReaderState::Profile(r) => AnyDocument::Profile(r.finish()),
+            ReaderState::Rejected(format, empty) => {
+                let message = match (format, empty) {
+                    (Some(Format::Chrome), _) => "this is Chrome Trace Event JSON; candle-trace cannot import it yet (trace/6 and inference profiles are read)",
+                    (_, true) => "the file is empty",
+                    _ => "not a candle-trace file: expected a trace/6 JSONL file (first line {\"kind\":\"meta\",...}), an inference profile (lines with \"schema_version\":1 and \"event_kind\") or Chrome Trace Event JSON",
+                };
+                AnyDocument::Unsupported {
+                    format,
+                    diagnostics: alloc::vec![Diagnostic::error(1, Category::Format, message)],
+                }
+            }
+            // `decide(true)` never leaves the probe undecided.
+            ReaderState::Probing(_) => AnyDocument::Unsupported {
+                format: None,
+                diagnostics: alloc::vec![Diagnostic::error(
+                    1,
+                    Category::Format,
+                    "format could not be detected"
+                )],
+            },
+        }
+    }
+}

@@ -16,9 +16,18 @@ const WASM: &str = "wasm32-unknown-unknown";
 /// Crates that must never appear in `capture`'s dependency tree (it links into training
 /// binaries) and in `viewer`'s (it is a wasm page), after rerun's `denied_sdk_deps`.
 const DENIED: &[(&str, &[&str])] = &[
-    ("candle-trace-capture", &["leptos", "web-sys", "wasm-bindgen", "js-sys"]),
-    ("candle-trace-viewer", &["candle-core", "candle-nn", "cudarc"]),
-    ("candle-trace-schema", &["candle-core", "cudarc", "leptos", "web-sys"]),
+    (
+        "candle-trace-capture",
+        &["leptos", "web-sys", "wasm-bindgen", "js-sys"],
+    ),
+    (
+        "candle-trace-viewer",
+        &["candle-core", "candle-nn", "cudarc"],
+    ),
+    (
+        "candle-trace-schema",
+        &["candle-core", "cudarc", "leptos", "web-sys"],
+    ),
 ];
 
 fn main() -> Result<()> {
@@ -42,7 +51,10 @@ fn ci() -> Result<()> {
         let result = f();
         let secs = t.elapsed().as_secs_f64();
         timings.push((name, secs));
-        eprintln!("<== {name}: {} in {secs:.1} s", if result.is_ok() { "ok" } else { "FAILED" });
+        eprintln!(
+            "<== {name}: {} in {secs:.1} s",
+            if result.is_ok() { "ok" } else { "FAILED" }
+        );
         result.with_context(|| format!("stage `{name}` failed"))
     };
     stage("toolchain", &|| {
@@ -51,33 +63,89 @@ fn ci() -> Result<()> {
     })?;
     stage("fmt", &|| cargo(&["fmt", "--all", "--", "--check"]))?;
     stage("clippy (native)", &|| {
-        cargo(&["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])
+        cargo(&[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--all-features",
+            "--",
+            "-D",
+            "warnings",
+        ])
     })?;
     stage("clippy (wasm32)", &|| {
-        cargo(&["clippy", "-p", "candle-trace-schema", "-p", "candle-trace-viewer", "--target", WASM, "--", "-D", "warnings"])?;
-        cargo(&["clippy", "-p", "candle-trace-schema", "--no-default-features", "--target", WASM, "--", "-D", "warnings"])
+        cargo(&[
+            "clippy",
+            "-p",
+            "candle-trace-schema",
+            "-p",
+            "candle-trace-viewer",
+            "--target",
+            WASM,
+            "--",
+            "-D",
+            "warnings",
+        ])?;
+        cargo(&[
+            "clippy",
+            "-p",
+            "candle-trace-schema",
+            "--no-default-features",
+            "--target",
+            WASM,
+            "--",
+            "-D",
+            "warnings",
+        ])
     })?;
     stage("schema no_std wasm32 build", &|| {
-        cargo(&["build", "-p", "candle-trace-schema", "--no-default-features", "--target", WASM])
+        cargo(&[
+            "build",
+            "-p",
+            "candle-trace-schema",
+            "--no-default-features",
+            "--target",
+            WASM,
+        ])
     })?;
-    stage("tests", &|| cargo(&["test", "--workspace", "--all-features"]))?;
+    stage("tests", &|| {
+        cargo(&["test", "--workspace", "--all-features"])
+    })?;
     stage("dependency guard", &dependency_guard)?;
     eprintln!("\nstage timings:");
     for (name, secs) in &timings {
         eprintln!("  {name:<28} {secs:>7.1} s");
     }
-    eprintln!("  {:<28} {:>7.1} s", "total", started.elapsed().as_secs_f64());
+    eprintln!(
+        "  {:<28} {:>7.1} s",
+        "total",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
 fn dependency_guard() -> Result<()> {
     for (package, denied) in DENIED {
         let output = Command::new(env_cargo())
-            .args(["tree", "-p", package, "--all-features", "-e", "normal,build", "--prefix", "none", "--format", "{p}"])
+            .args([
+                "tree",
+                "-p",
+                package,
+                "--all-features",
+                "-e",
+                "normal,build",
+                "--prefix",
+                "none",
+                "--format",
+                "{p}",
+            ])
             .output()
             .with_context(|| format!("cannot run cargo tree for {package}"))?;
         if !output.status.success() {
-            bail!("cargo tree -p {package} failed: {}", String::from_utf8_lossy(&output.stderr));
+            bail!(
+                "cargo tree -p {package} failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
         }
         let tree = String::from_utf8_lossy(&output.stdout);
         let found: Vec<&str> = tree

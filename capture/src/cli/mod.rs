@@ -1,1 +1,203 @@
-//! The `candle-trace` command-line tool.
+//! The `candle-trace` command-line tool: read, validate, summarise and query candle-trace files.
+//!
+//! [`run`] is the whole tool behind a testable signature (arguments in, text out, exit code
+//! back); `src/bin/candle-trace/main.rs` only wires it to the process. Exit codes:
+//! 0 success; 1 `validate` found at least one error-severity diagnostic; 2 the file could not
+//! be read at all (missing, unreadable, a format candle-trace cannot read) or the command line
+//! was wrong.
+
+mod query;
+mod summary;
+pub mod table;
+mod validate;
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use candle_trace_schema::format::{AnyDocument, AnyReader};
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Read, validate, summarise and query candle-trace files (trace/6 and inference profiles).
+#[derive(Debug, Parser)]
+#[command(name = "candle-trace", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the headline numbers of a trace (the eight TraceSummary fields) or of an
+    /// inference profile (requests, event counts, TTFT and ITL percentiles).
+    Summary {
+        /// The file to read.
+        file: PathBuf,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every problem in a file with its line number. Exit 0 when there is no error
+    /// (warnings allowed), 1 when there is at least one, 2 when the file cannot be read.
+    Validate {
+        /// The file to read.
+        file: PathBuf,
+        /// Print `{"diagnostics":[{"line","severity","category","message"}...]}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer one question about a file.
+    Query {
+        /// The file to read.
+        file: PathBuf,
+        /// What to list.
+        #[arg(long, value_enum)]
+        kind: QueryKind,
+        /// How many rows at most.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// For `--kind ops`: group by op name, or by (op name, shape, dtype).
+        #[arg(long, value_enum, default_value_t = OpsBy::Name)]
+        by: OpsBy,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What `query` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QueryKind {
+    /// Spans by wall duration, longest first.
+    Slowest,
+    /// Spans by self time (duration minus direct children), largest first.
+    #[value(name = "self")]
+    SelfTime,
+    /// Ops with the largest outputs (bytes), largest first.
+    Heaviest,
+    /// The memory profile: peak, per-device peaks and capacity, live allocations at the peak.
+    Memory,
+    /// Gradient health: counts per state, then problems first.
+    Gradients,
+    /// Op aggregates: count, total, mean, max duration and bytes per group.
+    Ops,
+    /// Inference profiles: one row per request (status, duration, TTFT, tokens, mean ITL).
+    Requests,
+}
+
+/// How `query --kind ops` groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OpsBy {
+    /// One row per op name.
+    Name,
+    /// One row per (op name, shape, dtype).
+    Shape,
+}
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: the file has error-severity diagnostics (`validate`).
+pub const EXIT_INVALID: i32 = 1;
+/// Exit code: the file (or the command line) could not be used at all.
+pub const EXIT_UNREADABLE: i32 = 2;
+
+/// Size of the chunks a file is read in: the file is never held in memory as a whole.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// Run the tool with `args` (the first item is the program name); output goes to `out`,
+/// messages to `err`. Returns the exit code.
+pub fn run<I, T>(args: I, out: &mut dyn Write, err: &mut dyn Write) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                EXIT_UNREADABLE
+            } else {
+                EXIT_OK
+            };
+            let text = e.render().ansi().to_string();
+            let _ = if e.use_stderr() {
+                write!(err, "{text}")
+            } else {
+                write!(out, "{text}")
+            };
+            return code;
+        }
+    };
+    let result = match &cli.command {
+        Command::Summary { file, json } => {
+            read(file).and_then(|doc| summary::run(file, &doc, *json, out))
+        }
+        Command::Validate { file, json } => {
+            read(file).and_then(|doc| validate::run(file, &doc, *json, out))
+        }
+        Command::Query {
+            file,
+            kind,
+            limit,
+            by,
+            json,
+        } => read(file).and_then(|doc| {
+            query::run(
+                file,
+                &doc,
+                query::Options {
+                    kind: *kind,
+                    limit: *limit,
+                    by: *by,
+                    json: *json,
+                },
+                out,
+            )
+        }),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = writeln!(err, "candle-trace: {e:#}");
+            EXIT_UNREADABLE
+        }
+    }
+}
+
+/// Read `path` in chunks into whatever format it holds. An unsupported format is an error
+/// (exit 2) naming the file.
+fn read(path: &Path) -> anyhow::Result<AnyDocument> {
+    let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut reader = AnyReader::new();
+    let mut buf = vec![0u8; CHUNK_BYTES];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        reader.push(&buf[..n]);
+        if reader.is_rejected() {
+            break;
+        }
+    }
+    match reader.finish() {
+        AnyDocument::Unsupported { diagnostics, .. } => {
+            let why = diagnostics
+                .first()
+                .map(|d| d.message.as_str())
+                .unwrap_or("unsupported format");
+            anyhow::bail!("{}: {why}", path.display())
+        }
+        doc => Ok(doc),
+    }
+}
+
+/// Write a JSON value and a newline.
+fn write_json(out: &mut dyn Write, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value).context("cannot write JSON")?;
+    writeln!(out)?;
+    Ok(())
+}

@@ -1,0 +1,394 @@
+//! `candle-trace query`.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::bail;
+use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::events::{SpanKind, Step, TensorCategory};
+use candle_trace_schema::format::AnyDocument;
+use candle_trace_schema::gradients::{gradients_for_review, GradientCounts};
+use candle_trace_schema::ops::{heaviest_ops, op_groups, OpGrouping};
+use candle_trace_schema::profile::ProfileDocument;
+use candle_trace_schema::units::{format_bytes, format_ns};
+use serde_json::{json, Value};
+
+use super::table::{Align, Table};
+use super::{write_json, OpsBy, QueryKind, EXIT_OK};
+
+/// Parsed `query` options.
+pub(super) struct Options {
+    pub kind: QueryKind,
+    pub limit: usize,
+    pub by: OpsBy,
+    pub json: bool,
+}
+
+pub(super) fn run(
+    path: &Path,
+    doc: &AnyDocument,
+    opts: Options,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    match (doc, opts.kind) {
+        (AnyDocument::Profile(p), QueryKind::Requests) => requests(p, &opts, out)?,
+        (AnyDocument::Profile(_), kind) => bail!(
+            "{}: `--kind {}` needs a trace/6 file; this is an inference profile (try `--kind requests`)",
+            path.display(),
+            kind_name(kind)
+        ),
+        (AnyDocument::Trace(_), QueryKind::Requests) => bail!(
+            "{}: `--kind requests` needs an inference profile; this is a trace/6 file",
+            path.display()
+        ),
+        (AnyDocument::Trace(t), kind) => {
+            let (value, table, preamble) = match kind {
+                QueryKind::Slowest => spans(t, &t.slowest_spans(opts.limit)),
+                QueryKind::SelfTime => spans(t, &t.spans_by_self_time(opts.limit)),
+                QueryKind::Heaviest => heaviest(t, opts.limit),
+                QueryKind::Memory => memory(t, opts.limit),
+                QueryKind::Gradients => gradients(t, opts.limit),
+                QueryKind::Ops => ops(t, opts.limit, opts.by),
+                QueryKind::Requests => unreachable_requests()?,
+            };
+            if opts.json {
+                write_json(out, &value)?;
+            } else {
+                if !preamble.is_empty() {
+                    writeln!(out, "{preamble}")?;
+                }
+                if table.is_empty() {
+                    writeln!(out, "(nothing to list)")?;
+                } else {
+                    write!(out, "{}", table.render())?;
+                }
+            }
+        }
+        (AnyDocument::Unsupported { .. }, _) => super::summary::unreachable_unsupported()?,
+    }
+    Ok(EXIT_OK)
+}
+
+/// The `(Trace, Requests)` pair is answered above.
+fn unreachable_requests() -> anyhow::Result<(Value, Table, String)> {
+    bail!("`--kind requests` needs an inference profile")
+}
+
+fn kind_name(kind: QueryKind) -> &'static str {
+    match kind {
+        QueryKind::Slowest => "slowest",
+        QueryKind::SelfTime => "self",
+        QueryKind::Heaviest => "heaviest",
+        QueryKind::Memory => "memory",
+        QueryKind::Gradients => "gradients",
+        QueryKind::Ops => "ops",
+        QueryKind::Requests => "requests",
+    }
+}
+
+fn span_kind_name(kind: SpanKind) -> &'static str {
+    match kind {
+        SpanKind::Function => "function",
+        SpanKind::Op => "op",
+        SpanKind::Module => "module",
+    }
+}
+
+fn step_name(step: Option<Step>) -> &'static str {
+    match step {
+        Some(Step::Forward) => "forward",
+        Some(Step::Backward) => "backward",
+        Some(Step::Optimizer) => "optimizer",
+        None => "",
+    }
+}
+
+fn shape_text(shape: &[u64]) -> String {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    format!("[{}]", dims.join(", "))
+}
+
+fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, String) {
+    let mut table = Table::new(&[
+        ("span", Align::Left),
+        ("kind", Align::Left),
+        ("step", Align::Left),
+        ("duration", Align::Right),
+        ("self", Align::Right),
+        ("start", Align::Right),
+        ("line", Align::Right),
+    ]);
+    let mut rows = Vec::new();
+    for &i in order {
+        let s = &doc.spans[i];
+        let self_ns = doc.tree.self_ns[i];
+        let path = doc.span_path(i);
+        table.row(vec![
+            path.clone(),
+            span_kind_name(s.span_kind).into(),
+            step_name(s.step).into(),
+            format_ns(s.duration_or_zero()),
+            format_ns(self_ns),
+            format_ns(s.start_ns),
+            s.line.to_string(),
+        ]);
+        rows.push(json!({
+            "id": s.id, "name": s.name, "path": path, "span_kind": span_kind_name(s.span_kind),
+            "step": s.step.map(|st| step_name(Some(st))), "start_ns": s.start_ns,
+            "duration_ns": s.duration_ns, "self_ns": self_ns, "depth": doc.tree.depth[i], "line": s.line,
+        }));
+    }
+    (json!({ "spans": rows }), table, String::new())
+}
+
+fn heaviest(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
+    let mut table = Table::new(&[
+        ("op", Align::Left),
+        ("shape", Align::Left),
+        ("dtype", Align::Left),
+        ("device", Align::Left),
+        ("output", Align::Right),
+        ("inputs", Align::Right),
+        ("duration", Align::Right),
+        ("span", Align::Left),
+        ("line", Align::Right),
+    ]);
+    let mut rows = Vec::new();
+    for i in heaviest_ops(&doc.ops, limit) {
+        let op = &doc.ops[i];
+        let span = doc.span(&op.span_id).map_or("?", |s| s.name.as_str());
+        table.row(vec![
+            op.op_name.clone(),
+            shape_text(&op.shape),
+            op.dtype.clone(),
+            op.device.clone(),
+            format_bytes(op.output_bytes()),
+            format_bytes(op.input_storage_bytes),
+            format_ns(op.duration_ns),
+            span.into(),
+            op.line.to_string(),
+        ]);
+        rows.push(json!({
+            "op_name": op.op_name, "shape": op.shape, "dtype": op.dtype, "device": op.device,
+            "output_bytes": op.output_bytes(), "input_storage_bytes": op.input_storage_bytes,
+            "duration_ns": op.duration_ns, "span_id": op.span_id, "line": op.line,
+        }));
+    }
+    (json!({ "ops": rows }), table, String::new())
+}
+
+fn memory(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
+    let p = &doc.memory_profile;
+    let mut preamble = match (&p.peak_device, p.peak_timestamp_ns) {
+        (Some(d), Some(ts)) => format!(
+            "peak {} ({} B) on {d} at {}\n",
+            format_bytes(p.peak_bytes),
+            p.peak_bytes,
+            format_ns(ts)
+        ),
+        _ => String::from("no memory events\n"),
+    };
+    let by_category: serde_json::Map<String, Value> = TensorCategory::ALL
+        .iter()
+        .filter(|c| p.peak_by_category[c.index()] > 0)
+        .map(|c| (c.as_str().to_string(), json!(p.peak_by_category[c.index()])))
+        .collect();
+    if !by_category.is_empty() {
+        let parts: Vec<String> = TensorCategory::ALL
+            .iter()
+            .filter(|c| p.peak_by_category[c.index()] > 0)
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    c.as_str(),
+                    format_bytes(p.peak_by_category[c.index()])
+                )
+            })
+            .collect();
+        preamble.push_str(&format!(
+            "live at the peak by category: {}\n",
+            parts.join(", ")
+        ));
+    }
+    let mut devices = Table::new(&[
+        ("device", Align::Left),
+        ("peak", Align::Right),
+        ("at", Align::Right),
+        ("final live", Align::Right),
+        ("capacity", Align::Right),
+        ("allocs", Align::Right),
+        ("frees", Align::Right),
+    ]);
+    for d in &p.devices {
+        devices.row(vec![
+            d.device.clone(),
+            format_bytes(d.peak_bytes),
+            d.peak_timestamp_ns.map_or(String::new(), format_ns),
+            format_bytes(d.final_live_bytes),
+            d.capacity_bytes
+                .map_or(String::from("unknown"), format_bytes),
+            d.alloc_count.to_string(),
+            d.free_count.to_string(),
+        ]);
+    }
+    preamble.push('\n');
+    preamble.push_str(&devices.render());
+    preamble.push_str("\nlive allocations at the peak, largest first:");
+    let mut table = Table::new(&[
+        ("tensor", Align::Left),
+        ("bytes", Align::Right),
+        ("category", Align::Left),
+        ("op", Align::Left),
+        ("span", Align::Left),
+        ("line", Align::Right),
+    ]);
+    let mut live = Vec::new();
+    for a in p.live_at_peak.iter().take(limit) {
+        let span = doc
+            .span(&a.span_id)
+            .map_or(a.span_id.as_str(), |s| s.name.as_str());
+        table.row(vec![
+            a.tensor_id.clone(),
+            format_bytes(a.bytes),
+            a.category.as_str().into(),
+            a.op_name.clone().unwrap_or_default(),
+            span.into(),
+            a.line.to_string(),
+        ]);
+        live.push(json!({
+            "tensor_id": a.tensor_id, "bytes": a.bytes, "category": a.category.as_str(),
+            "op_name": a.op_name, "span_id": a.span_id, "timestamp_ns": a.timestamp_ns, "line": a.line,
+        }));
+    }
+    let device_json: Vec<Value> = p
+        .devices
+        .iter()
+        .map(|d| {
+            json!({
+                "device": d.device, "peak_bytes": d.peak_bytes, "peak_timestamp_ns": d.peak_timestamp_ns,
+                "final_live_bytes": d.final_live_bytes, "capacity_bytes": d.capacity_bytes,
+                "alloc_count": d.alloc_count, "free_count": d.free_count,
+            })
+        })
+        .collect();
+    let value = json!({
+        "peak_bytes": p.peak_bytes, "peak_timestamp_ns": p.peak_timestamp_ns, "peak_device": p.peak_device,
+        "peak_by_category": by_category, "live_at_peak": live, "live_at_peak_total": p.live_at_peak.len(),
+        "devices": device_json,
+    });
+    (value, table, preamble)
+}
+
+fn gradients(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
+    let counts = GradientCounts::of(&doc.gradients);
+    let preamble = format!(
+        "{} parameter(s): {} present, {} missing, {} zero, {} non-finite\n",
+        doc.gradients.len(),
+        counts.present,
+        counts.missing,
+        counts.zero,
+        counts.non_finite
+    );
+    let mut table = Table::new(&[
+        ("root", Align::Left),
+        ("parameter", Align::Left),
+        ("state", Align::Left),
+        ("norm", Align::Right),
+        ("line", Align::Right),
+    ]);
+    let mut rows = Vec::new();
+    for i in gradients_for_review(&doc.gradients).into_iter().take(limit) {
+        let g = &doc.gradients[i];
+        table.row(vec![
+            g.root.clone(),
+            g.key.clone(),
+            g.state.as_str().into(),
+            g.norm.map_or(String::new(), |n| format!("{n:.4e}")),
+            g.line.to_string(),
+        ]);
+        rows.push(json!({ "root": g.root, "key": g.key, "state": g.state.as_str(), "norm": g.norm, "line": g.line }));
+    }
+    (
+        json!({ "counts": counts, "gradients": rows }),
+        table,
+        preamble,
+    )
+}
+
+fn ops(doc: &TraceDocument, limit: usize, by: OpsBy) -> (Value, Table, String) {
+    let grouping = match by {
+        OpsBy::Name => OpGrouping::Name,
+        OpsBy::Shape => OpGrouping::NameShapeDtype,
+    };
+    let mut headers = vec![("op", Align::Left)];
+    if by == OpsBy::Shape {
+        headers.extend([("shape", Align::Left), ("dtype", Align::Left)]);
+    }
+    headers.extend([
+        ("count", Align::Right),
+        ("total", Align::Right),
+        ("mean", Align::Right),
+        ("max", Align::Right),
+        ("output", Align::Right),
+        ("B/ns", Align::Right),
+    ]);
+    let mut table = Table::new(&headers);
+    let mut rows = Vec::new();
+    for g in op_groups(&doc.ops, grouping).into_iter().take(limit) {
+        let mut cells = vec![g.op_name.clone()];
+        if let (Some(shape), Some(dtype)) = (&g.shape, &g.dtype) {
+            cells.extend([shape_text(shape), dtype.clone()]);
+        }
+        cells.extend([
+            g.count.to_string(),
+            format_ns(g.total_ns),
+            format_ns(g.mean_ns),
+            format_ns(g.max_ns),
+            format_bytes(g.output_bytes),
+            g.output_bytes_per_ns()
+                .map_or(String::new(), |r| format!("{r:.3}")),
+        ]);
+        table.row(cells);
+        rows.push(json!({
+            "op_name": g.op_name, "shape": g.shape, "dtype": g.dtype, "count": g.count,
+            "total_ns": g.total_ns, "mean_ns": g.mean_ns, "max_ns": g.max_ns, "min_ns": g.min_ns,
+            "output_bytes": g.output_bytes, "input_bytes": g.input_bytes,
+        }));
+    }
+    (json!({ "groups": rows }), table, String::new())
+}
+
+fn requests(doc: &ProfileDocument, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()> {
+    let requests = doc.requests();
+    if opts.json {
+        let rows: Vec<&_> = requests.iter().take(opts.limit).collect();
+        return write_json(out, &json!({ "requests": rows }));
+    }
+    let mut table = Table::new(&[
+        ("request", Align::Left),
+        ("status", Align::Left),
+        ("model", Align::Left),
+        ("duration", Align::Right),
+        ("TTFT", Align::Right),
+        ("tokens", Align::Right),
+        ("mean ITL", Align::Right),
+        ("events", Align::Right),
+        ("invalid", Align::Right),
+    ]);
+    let us = |v: Option<u64>| v.map_or(String::from("–"), |v| format_ns(v.saturating_mul(1_000)));
+    for r in requests.iter().take(opts.limit) {
+        table.row(vec![
+            r.request_id.clone(),
+            r.status.as_str().to_string(),
+            r.model.clone().unwrap_or_default(),
+            us(r.duration_us),
+            us(r.ttft_us),
+            r.output_tokens.map_or(String::from("–"), |t| t.to_string()),
+            us(r.itl_us_avg),
+            r.event_count.to_string(),
+            r.invalid_event_count.to_string(),
+        ]);
+    }
+    write!(out, "{}", table.render())?;
+    Ok(())
+}

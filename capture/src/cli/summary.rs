@@ -1,0 +1,235 @@
+//! `candle-trace summary`.
+
+use std::io::Write;
+use std::path::Path;
+
+use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::format::AnyDocument;
+use candle_trace_schema::percentiles::Percentiles;
+use candle_trace_schema::profile::ProfileDocument;
+use candle_trace_schema::summary::TraceSummary;
+use candle_trace_schema::units::{format_bytes, format_ns};
+use serde::Serialize;
+
+use super::table::{Align, Table};
+use super::{write_json, EXIT_OK};
+
+/// `summary --json` for a trace: the eight fields at the top level, everything else under
+/// `extra`.
+#[derive(Serialize)]
+struct TraceSummaryJson<'a> {
+    #[serde(flatten)]
+    summary: TraceSummary,
+    extra: Extra<'a>,
+}
+
+#[derive(Serialize)]
+struct Extra<'a> {
+    format: &'static str,
+    errors: u64,
+    warnings: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    entrypoint: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_device: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_timestamp_ns: Option<u64>,
+}
+
+pub(super) fn run(
+    path: &Path,
+    doc: &AnyDocument,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    match doc {
+        AnyDocument::Trace(t) => trace(path, t, json, out)?,
+        AnyDocument::Profile(p) => profile(path, p, json, out)?,
+        AnyDocument::Unsupported { .. } => unreachable_unsupported()?,
+    }
+    Ok(EXIT_OK)
+}
+
+/// `read` turns unsupported files into errors before any command runs.
+pub(super) fn unreachable_unsupported() -> anyhow::Result<()> {
+    anyhow::bail!("unsupported file format")
+}
+
+fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let summary = doc.summary();
+    let counts = doc.diagnostic_counts();
+    let profile = &doc.memory_profile;
+    if json {
+        return write_json(
+            out,
+            &TraceSummaryJson {
+                summary,
+                extra: Extra {
+                    format: "candle-graph/trace/6",
+                    errors: counts.errors,
+                    warnings: counts.warnings,
+                    entrypoint: doc.meta.as_ref().map(|m| m.entrypoint.as_str()),
+                    peak_device: profile.peak_device.as_deref(),
+                    peak_timestamp_ns: profile.peak_timestamp_ns,
+                },
+            },
+        );
+    }
+    writeln!(out, "{} — candle-graph/trace/6", path.display())?;
+    if let Some(meta) = &doc.meta {
+        let phase = match meta.phase {
+            candle_trace_schema::events::Phase::Train => "train",
+            candle_trace_schema::events::Phase::Infer => "infer",
+        };
+        let timing = match meta.timing_mode {
+            candle_trace_schema::events::TimingMode::Host => "host",
+            candle_trace_schema::events::TimingMode::DeviceSynchronized => "device_synchronized",
+        };
+        writeln!(
+            out,
+            "{} · {phase} · {} · timing {timing}{} · step {} after {} warm-up",
+            meta.entrypoint,
+            meta.device,
+            if meta.measured_region_device_synchronized {
+                " (measured region synchronized)"
+            } else {
+                ""
+            },
+            meta.capture_step,
+            meta.warmup_steps,
+        )?;
+    }
+    writeln!(out)?;
+    let mut t = Table::new(&[
+        ("metric", Align::Left),
+        ("value", Align::Right),
+        ("exact", Align::Right),
+    ]);
+    let peak_at = match (&profile.peak_device, profile.peak_timestamp_ns) {
+        (Some(d), Some(ts)) => format!(" on {d} at {}", format_ns(ts)),
+        _ => String::new(),
+    };
+    let rows = [
+        (
+            "total (measured)",
+            format_ns(summary.total_ns),
+            format!("{} ns", summary.total_ns),
+        ),
+        ("ops", summary.op_count.to_string(), String::new()),
+        ("spans", summary.span_count.to_string(), String::new()),
+        (
+            "root spans",
+            summary.root_span_count.to_string(),
+            String::new(),
+        ),
+        ("max depth", summary.max_depth.to_string(), String::new()),
+        ("allocs", summary.alloc_count.to_string(), String::new()),
+        ("frees", summary.free_count.to_string(), String::new()),
+        (
+            "peak memory",
+            format!("{}{peak_at}", format_bytes(summary.peak_bytes)),
+            format!("{} B", summary.peak_bytes),
+        ),
+    ];
+    for (name, value, exact) in rows {
+        t.row(vec![name.to_string(), value, exact]);
+    }
+    write!(out, "{}", t.render())?;
+    diagnostics_line(path, counts.errors, counts.warnings, out)
+}
+
+fn diagnostics_line(
+    path: &Path,
+    errors: u64,
+    warnings: u64,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    writeln!(out)?;
+    if errors + warnings == 0 {
+        writeln!(out, "no diagnostics")?;
+    } else {
+        writeln!(
+            out,
+            "{errors} error(s), {warnings} warning(s){} — see `candle-trace validate {}`",
+            if errors > 0 {
+                ": the file is untrusted"
+            } else {
+                ""
+            },
+            path.display()
+        )?;
+    }
+    Ok(())
+}
+
+fn profile(
+    path: &Path,
+    doc: &ProfileDocument,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let summary = doc.summary();
+    if json {
+        return write_json(out, &summary);
+    }
+    let counts = candle_trace_schema::diagnostics::DiagnosticCounts::of(&doc.diagnostics);
+    writeln!(
+        out,
+        "{} — inference profile (schema_version 1)",
+        path.display()
+    )?;
+    writeln!(
+        out,
+        "{} request(s), {} event(s), {} invalid",
+        summary.request_count, summary.event_count, summary.invalid_event_count
+    )?;
+    writeln!(out)?;
+    let mut t = Table::new(&[("event kind", Align::Left), ("count", Align::Right)]);
+    for (kind, n) in &summary.events_by_kind {
+        t.row(vec![kind.clone(), n.to_string()]);
+    }
+    write!(out, "{}", t.render())?;
+    writeln!(out)?;
+    let mut t = Table::new(&[("status", Align::Left), ("count", Align::Right)]);
+    for (status, n) in &summary.events_by_status {
+        t.row(vec![status.clone(), n.to_string()]);
+    }
+    write!(out, "{}", t.render())?;
+    writeln!(out)?;
+    let mut t = Table::new(&[
+        ("latency", Align::Left),
+        ("n", Align::Right),
+        ("p50", Align::Right),
+        ("p90", Align::Right),
+        ("p99", Align::Right),
+        ("max", Align::Right),
+        ("mean", Align::Right),
+    ]);
+    let mut latency_row = |name: &str, p: &Option<Percentiles>, ns_per_unit: u64| {
+        let f = |v: u64| format_ns(v.saturating_mul(ns_per_unit));
+        match p {
+            Some(p) => t.row(vec![
+                name.into(),
+                p.count.to_string(),
+                f(p.p50),
+                f(p.p90),
+                f(p.p99),
+                f(p.max),
+                f(p.mean),
+            ]),
+            None => t.row(vec![
+                name.into(),
+                "0".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+            ]),
+        }
+    };
+    latency_row("time to first token", &summary.ttft_us, 1_000);
+    latency_row("inter-token latency", &summary.itl_nanos, 1);
+    write!(out, "{}", t.render())?;
+    diagnostics_line(path, counts.errors, counts.warnings, out)
+}
