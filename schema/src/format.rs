@@ -180,7 +180,7 @@ mod tests {
 #[derive(Debug, Clone)]
 pub enum AnyDocument {
     /// An execution trace.
-    Trace(crate::document::TraceDocument),
+    Trace(alloc::boxed::Box<crate::document::TraceDocument>),
     /// An inference profile.
     Profile(crate::profile::ProfileDocument),
     /// A file this crate cannot read (yet): its format if recognised, and why.
@@ -215,7 +215,7 @@ impl AnyDocument {
 #[derive(Debug)]
 enum ReaderState {
     Probing(alloc::vec::Vec<u8>),
-    Trace(crate::document::TraceReader),
+    Trace(alloc::boxed::Box<crate::document::TraceReader>),
     Profile(crate::profile::ProfileReader),
     Rejected(Option<Format>, bool),
 }
@@ -280,7 +280,7 @@ impl AnyReader {
         self.state = match detection {
             Detection::NeedMore => ReaderState::Probing(buf),
             Detection::Known(Format::Trace) => {
-                let mut r = crate::document::TraceReader::new();
+                let mut r = alloc::boxed::Box::new(crate::document::TraceReader::new());
                 r.push(bytes);
                 ReaderState::Trace(r)
             }
@@ -299,7 +299,7 @@ impl AnyReader {
         use crate::diagnostics::{Category, Diagnostic};
         self.decide(true);
         match self.state {
-            ReaderState::Trace(r) => AnyDocument::Trace(r.finish()),
+            ReaderState::Trace(r) => AnyDocument::Trace(alloc::boxed::Box::new(r.finish())),
             ReaderState::Profile(r) => AnyDocument::Profile(r.finish()),
             ReaderState::Rejected(format, empty) => {
                 let message = match (format, empty) {

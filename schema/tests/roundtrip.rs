@@ -1,6 +1,8 @@
 //! Property tests: any event the writer can emit reads back equal, and any bytes read give
 //! diagnostics, never a panic.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
+
 use std::collections::BTreeMap;
 
 use candle_trace_schema::document::TraceReader;

@@ -3,6 +3,8 @@
 //! exit codes are as promised, and the outputs match the golden files in
 //! `tests/fixtures/golden/` (rewrite them with `UPDATE_GOLDEN=1`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
+
 use std::path::{Path, PathBuf};
 
 use candle_trace_capture::cli::run;

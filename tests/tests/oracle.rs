@@ -2,6 +2,8 @@
 //! which `oracle.py` computed from SCHEMA.md alone: depth and self time of every span, the whole
 //! memory profile, op aggregates by name and gradient counts.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
+
 use std::collections::BTreeMap;
 
 use candle_trace_schema::document::TraceDocument;
