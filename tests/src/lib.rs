@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+pub mod generate;
+
 /// The `tests/fixtures` folder of this workspace.
 pub fn fixtures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
