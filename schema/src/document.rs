@@ -439,23 +439,33 @@ impl TraceReader {
         doc.tree = tree;
         diags.extend(tree_diags);
 
-        let mut dangling = |kind: &str, span_id: &str, line: u64| {
-            if !index.contains_key(span_id) {
+        // Consecutive records usually name the same span: remember the last id that resolved
+        // and skip the hash lookup for it.
+        let mut last_ok: &str = "";
+        let records = (doc.ops.iter().map(|r| ("op", r.span_id.as_str(), r.line)))
+            .chain(
+                doc.tensors
+                    .iter()
+                    .map(|r| ("tensor", r.span_id.as_str(), r.line)),
+            )
+            .chain(
+                doc.memory
+                    .iter()
+                    .map(|r| ("memory", r.span_id.as_str(), r.line)),
+            );
+        for (kind, span_id, line) in records {
+            if span_id == last_ok {
+                continue;
+            }
+            if index.contains_key(span_id) {
+                last_ok = span_id;
+            } else {
                 diags.push(Diagnostic::warning(
                     line,
                     Category::Reference,
                     format!("{kind} names span `{span_id}`, which is no span"),
                 ));
             }
-        };
-        for op in &doc.ops {
-            dangling("op", &op.span_id, op.line);
-        }
-        for t in &doc.tensors {
-            dangling("tensor", &t.span_id, t.line);
-        }
-        for m in &doc.memory {
-            dangling("memory", &m.span_id, m.line);
         }
 
         let (profile, memory_diags) = MemoryProfile::build(&doc.memory, &doc.device_memory);
