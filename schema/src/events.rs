@@ -12,6 +12,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::diagnostics::{classify_json_error, Category};
 
+mod fast;
+
 /// The `schema` value of a trace/6 `meta` line.
 pub const TRACE_SCHEMA: &str = "candle-graph/trace/6";
 
@@ -474,6 +476,9 @@ pub fn decode_line(bytes: &[u8]) -> Result<TraceEvent, LineError> {
             // A kind is plain ASCII; anything with an escape goes the slow way.
             if !kind.contains(&b'\\') {
                 if let Ok(kind) = core::str::from_utf8(kind) {
+                    if let Some(event) = fast::decode(kind, bytes) {
+                        return Ok(event);
+                    }
                     return decode_kind(kind, bytes);
                 }
             }
