@@ -16,6 +16,10 @@ use candle_trace_schema::summary::TraceSummary;
 use candle_trace_tests::generate::{write_trace, GenConfig, GenStats};
 use criterion::{Criterion, SamplingMode, Throughput};
 
+/// The same allocator the `candle-trace` CLI ships with, for ours and the peer alike.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const CHUNK: usize = 1 << 20;
 
 struct Input {

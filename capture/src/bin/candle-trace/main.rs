@@ -2,6 +2,11 @@
 //! See `candle-trace --help`; the tool itself is `candle_trace_capture::cli::run`.
 
 use std::io::Write;
+
+/// Reading a trace allocates millions of small strings; mimalloc frees them several times faster
+/// than glibc's allocator (see BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
