@@ -87,6 +87,17 @@ impl Span {
     }
 }
 
+/// An `edge` with its endpoints resolved to span indices.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResolvedEdge<'a> {
+    /// The edge record.
+    pub edge: &'a Lined<Edge>,
+    /// Index of `from_span` in `TraceDocument::spans`.
+    pub from: Option<usize>,
+    /// Index of `to_span` in `TraceDocument::spans`.
+    pub to: Option<usize>,
+}
+
 /// Everything read from one trace/6 file.
 #[derive(Debug, Clone, Default)]
 pub struct TraceDocument {
@@ -169,6 +180,27 @@ impl TraceDocument {
         order.sort_by(|&a, &b| key(b).cmp(&key(a)).then(a.cmp(&b)));
         order.truncate(limit);
         order
+    }
+
+    /// Edges sorted by duration, longest first (ties by file order), each with the two spans it
+    /// joins resolved to indices (`None` when an id names no span).
+    pub fn edges_by_duration(&self) -> Vec<ResolvedEdge<'_>> {
+        let mut rows: Vec<ResolvedEdge<'_>> = self
+            .edges
+            .iter()
+            .map(|e| ResolvedEdge {
+                edge: e,
+                from: self.span_index(&e.from_span),
+                to: self.span_index(&e.to_span),
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.edge
+                .duration_ns
+                .cmp(&a.edge.duration_ns)
+                .then(a.edge.line.cmp(&b.edge.line))
+        });
+        rows
     }
 
     /// Names along the layout path from the root to span `i`, joined with `/`.
@@ -618,6 +650,32 @@ mod tests {
         assert_eq!(s.root_span_count, 1);
         assert_eq!(s.max_depth, 1);
         assert_eq!(doc.tree.self_ns[doc.span_index("a").unwrap()], 20 - 5 - 4);
+    }
+
+    #[test]
+    fn edges_resolve_and_sort_by_duration() {
+        let edge = |from: &str, to: &str, d: u64| {
+            format!(r#"{{"kind":"edge","from_span":"{from}","to_span":"{to}","duration_ns":{d}}}"#)
+        };
+        let doc = read(&[
+            META.to_string(),
+            start("a", None, 0, true),
+            start("b", Some("a"), 5, false),
+            edge("a", "b", 3),
+            edge("b", "zz", 9),
+            end("b", 1),
+            end("a", 10),
+        ]);
+        let rows = doc.edges_by_duration();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (rows[0].edge.duration_ns, rows[0].from, rows[0].to),
+            (9, Some(1), None)
+        );
+        assert_eq!(
+            (rows[1].edge.duration_ns, rows[1].from, rows[1].to),
+            (3, Some(0), Some(1))
+        );
     }
 
     #[test]

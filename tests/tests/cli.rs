@@ -221,7 +221,15 @@ fn human_output_names_file_and_line() {
 fn query_kinds_answer_on_the_golden_trace() {
     let f = "fixtures/train_step.trace6.jsonl";
     let want = expected(Path::new(f));
-    for kind in ["slowest", "self", "heaviest", "memory", "gradients", "ops"] {
+    for kind in [
+        "slowest",
+        "self",
+        "heaviest",
+        "memory",
+        "gradients",
+        "ops",
+        "edges",
+    ] {
         let out = cli(&["query", f, "--kind", kind]);
         assert_eq!(out.code, 0, "{kind}: {}", out.stderr);
         assert!(!out.stdout.trim().is_empty(), "{kind}");
@@ -279,6 +287,21 @@ fn query_kinds_answer_on_the_golden_trace() {
             "capacity of {name}"
         );
     }
+    // edges: the fixture's two edges (fwd → bwd and bwd → opt, 10 µs each), in file order.
+    let out = json(&cli(&["query", f, "--kind", "edges", "--json"]).stdout);
+    let pairs: Vec<(&str, &str, u64)> = out["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .map(|e| {
+            (
+                e["from_span"].as_str().expect("from"),
+                e["to_span"].as_str().expect("to"),
+                e["duration_ns"].as_u64().expect("d"),
+            )
+        })
+        .collect();
+    assert_eq!(pairs, [("fwd", "bwd", 10_000), ("bwd", "opt", 10_000)]);
     // gradients: counts per state.
     let out = json(&cli(&["query", f, "--kind", "gradients", "--json"]).stdout);
     assert_eq!(out["counts"], want["gradients"]);

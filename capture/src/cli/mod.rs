@@ -82,6 +82,8 @@ pub enum QueryKind {
     Gradients,
     /// Op aggregates: count, total, mean, max duration and bytes per group.
     Ops,
+    /// Edges (timing between two spans), longest first.
+    Edges,
     /// Inference profiles: one row per request (status, duration, TTFT, tokens, mean ITL).
     Requests,
 }

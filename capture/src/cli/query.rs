@@ -49,6 +49,7 @@ pub(super) fn run(
                 QueryKind::Memory => memory(t, opts.limit),
                 QueryKind::Gradients => gradients(t, opts.limit),
                 QueryKind::Ops => ops(t, opts.limit, opts.by),
+                QueryKind::Edges => edges(t, opts.limit),
                 QueryKind::Requests => unreachable_requests()?,
             };
             if opts.json {
@@ -82,6 +83,7 @@ fn kind_name(kind: QueryKind) -> &'static str {
         QueryKind::Memory => "memory",
         QueryKind::Gradients => "gradients",
         QueryKind::Ops => "ops",
+        QueryKind::Edges => "edges",
         QueryKind::Requests => "requests",
     }
 }
@@ -356,6 +358,33 @@ fn ops(doc: &TraceDocument, limit: usize, by: OpsBy) -> (Value, Table, String) {
         }));
     }
     (json!({ "groups": rows }), table, String::new())
+}
+
+fn edges(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
+    let mut table = Table::new(&[
+        ("from", Align::Left),
+        ("to", Align::Left),
+        ("duration", Align::Right),
+        ("line", Align::Right),
+    ]);
+    let mut rows = Vec::new();
+    let name = |i: Option<usize>, id: &str| {
+        i.map_or_else(|| format!("{id} (no such span)"), |i| doc.span_path(i))
+    };
+    for r in doc.edges_by_duration().into_iter().take(limit) {
+        let (from, to) = (name(r.from, &r.edge.from_span), name(r.to, &r.edge.to_span));
+        table.row(vec![
+            from.clone(),
+            to.clone(),
+            format_ns(r.edge.duration_ns),
+            r.edge.line.to_string(),
+        ]);
+        rows.push(json!({
+            "from_span": r.edge.from_span, "to_span": r.edge.to_span, "from_path": from, "to_path": to,
+            "duration_ns": r.edge.duration_ns, "line": r.edge.line,
+        }));
+    }
+    (json!({ "edges": rows }), table, String::new())
 }
 
 fn requests(doc: &ProfileDocument, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()> {
