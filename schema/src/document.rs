@@ -43,6 +43,13 @@ pub struct Lined<T> {
     pub event: T,
 }
 
+impl<T> Lined<T> {
+    /// `event` as read from `line`.
+    pub fn new(line: u64, event: T) -> Self {
+        Lined { line, event }
+    }
+}
+
 impl<T> Deref for Lined<T> {
     type Target = T;
     fn deref(&self) -> &T {
@@ -362,30 +369,12 @@ impl TraceReader {
                 });
             }
             TraceEvent::SpanEnd(e) => self.ends.push((e.id, e.duration_ns, number)),
-            TraceEvent::Op(event) => doc.ops.push(Lined {
-                line: number,
-                event,
-            }),
-            TraceEvent::Tensor(event) => doc.tensors.push(Lined {
-                line: number,
-                event,
-            }),
-            TraceEvent::Memory(event) => doc.memory.push(Lined {
-                line: number,
-                event,
-            }),
-            TraceEvent::DeviceMemory(event) => doc.device_memory.push(Lined {
-                line: number,
-                event,
-            }),
-            TraceEvent::Gradient(event) => doc.gradients.push(Lined {
-                line: number,
-                event,
-            }),
-            TraceEvent::Edge(event) => doc.edges.push(Lined {
-                line: number,
-                event,
-            }),
+            TraceEvent::Op(event) => doc.ops.push(Lined::new(number, event)),
+            TraceEvent::Tensor(event) => doc.tensors.push(Lined::new(number, event)),
+            TraceEvent::Memory(event) => doc.memory.push(Lined::new(number, event)),
+            TraceEvent::DeviceMemory(event) => doc.device_memory.push(Lined::new(number, event)),
+            TraceEvent::Gradient(event) => doc.gradients.push(Lined::new(number, event)),
+            TraceEvent::Edge(event) => doc.edges.push(Lined::new(number, event)),
         }
     }
 
