@@ -5,3 +5,9 @@
 
 #[cfg(feature = "cli")]
 pub mod cli;
+
+pub mod alloc;
+#[cfg(feature = "candle")]
+pub mod candle;
+pub mod sink;
+pub mod sync;
