@@ -15,7 +15,8 @@
 //!   `candle-core/cuda`) so the events are ordered with candle's kernels; candle's streams do
 //!   not synchronize with the legacy default stream.
 //! - [`NvtxRange`]: an NVTX push/pop range named like the span, so Nsight Systems shows the
-//!   trace's spans on its timeline. Names with NUL bytes are cut at the first NUL.
+//!   trace's spans on its timeline (with feature `nvtx`; a no-op without it). Names with NUL
+//!   bytes are cut at the first NUL.
 
 use std::sync::{Arc, OnceLock};
 
@@ -78,10 +79,11 @@ pub fn driver_available() -> bool {
     *AVAILABLE.get_or_init(|| library_loadable(&["cuda", "nvcuda"]))
 }
 
-/// Whether the NVTX library (`libnvToolsExt`) can be loaded (checked once per process).
+/// Whether NVTX ranges are emitted: the crate was built with feature `nvtx` and the NVTX
+/// library (`libnvToolsExt`) can be loaded (checked once per process).
 pub fn nvtx_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| library_loadable(&["nvToolsExt"]))
+    cfg!(feature = "nvtx") && *AVAILABLE.get_or_init(|| library_loadable(&["nvToolsExt"]))
 }
 
 /// Number of CUDA devices the driver reports.
@@ -246,6 +248,7 @@ impl Drop for NvtxRange {
 }
 
 /// The part of `name` before its first NUL byte (NVTX takes C strings).
+#[cfg(any(feature = "nvtx", test))]
 fn nvtx_name(name: &str) -> &str {
     name.split('\0').next().unwrap_or_default()
 }
@@ -256,13 +259,22 @@ pub fn nvtx_push(name: &str) -> bool {
     if !nvtx_available() {
         return false;
     }
-    // The name has no NUL byte, so cudarc's CString conversion cannot fail.
-    cudarc::nvtx::result::range_push(nvtx_name(name));
-    true
+    #[cfg(feature = "nvtx")]
+    {
+        // The name has no NUL byte, so cudarc's CString conversion cannot fail.
+        cudarc::nvtx::result::range_push(nvtx_name(name));
+        true
+    }
+    #[cfg(not(feature = "nvtx"))]
+    {
+        let _ = name;
+        false
+    }
 }
 
 /// Pop the innermost NVTX range of this thread (does nothing without NVTX).
 pub fn nvtx_pop() {
+    #[cfg(feature = "nvtx")]
     if nvtx_available() {
         cudarc::nvtx::result::range_pop();
     }
