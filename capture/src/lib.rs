@@ -5,3 +5,11 @@
 
 #[cfg(feature = "cli")]
 pub mod cli;
+
+pub mod alloc;
+#[cfg(feature = "candle")]
+pub mod candle;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+pub mod sink;
+pub mod sync;

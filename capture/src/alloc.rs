@@ -1,0 +1,512 @@
+//! Host memory: an opt-in counting global allocator, per-span attribution, and helpers that
+//! write `memory` and `device_memory` events.
+//!
+//! [`TrackingAllocator`] wraps another allocator (the system one by default) and keeps two
+//! process-wide numbers, live and peak host bytes. It is opt-in: a binary installs it with
+//!
+//! ```
+//! use candle_trace_capture::alloc::TrackingAllocator;
+//!
+//! #[global_allocator]
+//! static ALLOC: TrackingAllocator = TrackingAllocator::system();
+//! # fn main() {}
+//! ```
+//!
+//! Without it installed, [`live_bytes`] and [`peak_bytes`] stay 0 and attribution scopes
+//! report zeros.
+//!
+//! **Attribution.** While an [`AttributionScope`] is open on a thread (the recorder opens one
+//! per span), that thread's allocations and frees are also counted in thread-local counters,
+//! and [`AttributionScope::finish`] returns what happened between open and finish:
+//! bytes allocated and freed, counts, and the peak net growth. Scopes nest (a parent's numbers
+//! include its children's). Frees are counted on the thread that frees, whoever allocated.
+//!
+//! **Safety of the hot path.** `alloc`/`dealloc` only touch atomics and const-initialised
+//! thread-locals of `Copy` types (no destructor to register, so touching them never
+//! allocates); a thread-local re-entrancy flag makes a nested call skip attribution; nothing
+//! in them can panic (`try_with` is used, so a thread being torn down is simply not attributed).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use candle_trace_schema::events::{
+    DeviceMemory, MemoryAction, MemoryEvent, TensorCategory, TraceEvent,
+};
+
+use crate::sink::Sink;
+
+static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
+static PEAK_BYTES: AtomicU64 = AtomicU64::new(0);
+static ALLOC_COUNT: AtomicU64 = AtomicU64::new(0);
+static FREE_COUNT: AtomicU64 = AtomicU64::new(0);
+
+/// Per-thread attribution state; all `Copy`, const-initialised, no destructor.
+struct ThreadCounters {
+    /// Open attribution scopes on this thread (0 = attribution off).
+    depth: Cell<u32>,
+    /// Set while this thread is inside the allocator's bookkeeping.
+    busy: Cell<bool>,
+    allocated_bytes: Cell<u64>,
+    freed_bytes: Cell<u64>,
+    alloc_count: Cell<u64>,
+    free_count: Cell<u64>,
+    /// allocated − freed on this thread (wrapping; only differences are used).
+    net_bytes: Cell<i64>,
+    /// Largest `net_bytes` since the innermost scope opened.
+    high_water: Cell<i64>,
+}
+
+thread_local! {
+    static THREAD: ThreadCounters = const {
+        ThreadCounters {
+            depth: Cell::new(0),
+            busy: Cell::new(false),
+            allocated_bytes: Cell::new(0),
+            freed_bytes: Cell::new(0),
+            alloc_count: Cell::new(0),
+            free_count: Cell::new(0),
+            net_bytes: Cell::new(0),
+            high_water: Cell::new(0),
+        }
+    };
+}
+
+fn on_alloc(bytes: u64) {
+    let live = LIVE_BYTES
+        .fetch_add(bytes, Ordering::Relaxed)
+        .wrapping_add(bytes);
+    PEAK_BYTES.fetch_max(live, Ordering::Relaxed);
+    ALLOC_COUNT.fetch_add(1, Ordering::Relaxed);
+    let _ = THREAD.try_with(|t| {
+        if t.depth.get() == 0 || t.busy.get() {
+            return;
+        }
+        t.busy.set(true);
+        t.allocated_bytes
+            .set(t.allocated_bytes.get().wrapping_add(bytes));
+        t.alloc_count.set(t.alloc_count.get().wrapping_add(1));
+        let net = t.net_bytes.get().wrapping_add(bytes as i64);
+        t.net_bytes.set(net);
+        if net > t.high_water.get() {
+            t.high_water.set(net);
+        }
+        t.busy.set(false);
+    });
+}
+
+fn on_free(bytes: u64) {
+    // Saturate: a free can only follow its alloc, but never let a bookkeeping slip wrap.
+    let _ = LIVE_BYTES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |live| {
+        Some(live.saturating_sub(bytes))
+    });
+    FREE_COUNT.fetch_add(1, Ordering::Relaxed);
+    let _ = THREAD.try_with(|t| {
+        if t.depth.get() == 0 || t.busy.get() {
+            return;
+        }
+        t.busy.set(true);
+        t.freed_bytes.set(t.freed_bytes.get().wrapping_add(bytes));
+        t.free_count.set(t.free_count.get().wrapping_add(1));
+        t.net_bytes
+            .set(t.net_bytes.get().wrapping_sub(bytes as i64));
+        t.busy.set(false);
+    });
+}
+
+/// A global allocator that counts live and peak host bytes, then delegates to `A`.
+///
+/// The counters are process-wide statics (there is only one global allocator), read with
+/// [`live_bytes`], [`peak_bytes`] and [`allocation_counts`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TrackingAllocator<A = System> {
+    inner: A,
+}
+
+impl TrackingAllocator<System> {
+    /// Track the system allocator.
+    pub const fn system() -> Self {
+        TrackingAllocator { inner: System }
+    }
+}
+
+impl<A> TrackingAllocator<A> {
+    /// Track `inner` (e.g. a jemalloc or mimalloc allocator).
+    pub const fn new(inner: A) -> Self {
+        TrackingAllocator { inner }
+    }
+}
+
+// SAFETY: every method forwards to `inner` with the caller's arguments unchanged, so `inner`'s
+// GlobalAlloc contract is upheld exactly; the bookkeeping around the calls touches only atomics
+// and thread-locals, never allocates, and cannot panic or unwind.
+#[allow(unsafe_code)]
+unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged (see the impl comment).
+        let ptr = unsafe { self.inner.alloc(layout) };
+        if !ptr.is_null() {
+            on_alloc(layout.size() as u64);
+        }
+        ptr
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let ptr = unsafe { self.inner.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            on_alloc(layout.size() as u64);
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged.
+        unsafe { self.inner.dealloc(ptr, layout) };
+        on_free(layout.size() as u64);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged.
+        let new_ptr = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        if !new_ptr.is_null() {
+            // A realloc is a free of the old block and an alloc of the new one.
+            on_free(layout.size() as u64);
+            on_alloc(new_size as u64);
+        }
+        new_ptr
+    }
+}
+
+/// Host bytes currently allocated through [`TrackingAllocator`] (0 when it is not installed).
+pub fn live_bytes() -> u64 {
+    LIVE_BYTES.load(Ordering::Relaxed)
+}
+
+/// The largest [`live_bytes`] seen since start or the last [`reset_peak`].
+pub fn peak_bytes() -> u64 {
+    PEAK_BYTES.load(Ordering::Relaxed)
+}
+
+/// Restart peak tracking from the current live bytes (e.g. at the start of the captured step).
+pub fn reset_peak() {
+    PEAK_BYTES.store(LIVE_BYTES.load(Ordering::Relaxed), Ordering::Relaxed);
+}
+
+/// Process-wide `(allocations, frees)` counted by [`TrackingAllocator`].
+pub fn allocation_counts() -> (u64, u64) {
+    (
+        ALLOC_COUNT.load(Ordering::Relaxed),
+        FREE_COUNT.load(Ordering::Relaxed),
+    )
+}
+
+/// What one thread allocated and freed while an [`AttributionScope`] was open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpanAllocation {
+    /// Bytes allocated (reallocs count their new size).
+    pub allocated_bytes: u64,
+    /// Bytes freed (reallocs count their old size).
+    pub freed_bytes: u64,
+    /// Number of allocations.
+    pub alloc_count: u64,
+    /// Number of frees.
+    pub free_count: u64,
+    /// Largest net growth (allocated − freed) reached inside the scope, 0 if it never grew.
+    pub peak_growth_bytes: u64,
+}
+
+impl SpanAllocation {
+    /// allocated − freed, negative when the scope released more than it took.
+    pub fn net_bytes(&self) -> i64 {
+        (self.allocated_bytes as i64).wrapping_sub(self.freed_bytes as i64)
+    }
+}
+
+/// Attribution of this thread's allocations to one span; open with [`AttributionScope::open`].
+///
+/// Close scopes in reverse order of opening (a span guard's drop order does this); dropping a
+/// scope without [`finish`](AttributionScope::finish) closes it too. Not `Send`: it must close
+/// on the thread that opened it.
+#[derive(Debug)]
+pub struct AttributionScope {
+    start: SpanAllocationSnapshot,
+    outer_high_water: i64,
+    closed: bool,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SpanAllocationSnapshot {
+    allocated_bytes: u64,
+    freed_bytes: u64,
+    alloc_count: u64,
+    free_count: u64,
+    net_bytes: i64,
+}
+
+fn snapshot(t: &ThreadCounters) -> SpanAllocationSnapshot {
+    SpanAllocationSnapshot {
+        allocated_bytes: t.allocated_bytes.get(),
+        freed_bytes: t.freed_bytes.get(),
+        alloc_count: t.alloc_count.get(),
+        free_count: t.free_count.get(),
+        net_bytes: t.net_bytes.get(),
+    }
+}
+
+impl AttributionScope {
+    /// Start attributing this thread's allocations to a new (innermost) scope.
+    pub fn open() -> Self {
+        let (start, outer_high_water) = THREAD
+            .try_with(|t| {
+                t.depth.set(t.depth.get().saturating_add(1));
+                let start = snapshot(t);
+                let outer = t.high_water.get();
+                t.high_water.set(start.net_bytes);
+                (start, outer)
+            })
+            .unwrap_or_default();
+        AttributionScope {
+            start,
+            outer_high_water,
+            closed: false,
+            _not_send: std::marker::PhantomData,
+        }
+    }
+
+    /// Stop attributing to this scope and return what it saw.
+    pub fn finish(mut self) -> SpanAllocation {
+        self.close()
+    }
+
+    fn close(&mut self) -> SpanAllocation {
+        if self.closed {
+            return SpanAllocation::default();
+        }
+        self.closed = true;
+        let start = self.start;
+        let outer_high_water = self.outer_high_water;
+        THREAD
+            .try_with(|t| {
+                let end = snapshot(t);
+                let high_water = t.high_water.get();
+                // The parent's high water is the larger of its own and this child's.
+                t.high_water.set(outer_high_water.max(high_water));
+                t.depth.set(t.depth.get().saturating_sub(1));
+                SpanAllocation {
+                    allocated_bytes: end.allocated_bytes.wrapping_sub(start.allocated_bytes),
+                    freed_bytes: end.freed_bytes.wrapping_sub(start.freed_bytes),
+                    alloc_count: end.alloc_count.wrapping_sub(start.alloc_count),
+                    free_count: end.free_count.wrapping_sub(start.free_count),
+                    peak_growth_bytes: u64::try_from(high_water.wrapping_sub(start.net_bytes))
+                        .unwrap_or(0),
+                }
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for AttributionScope {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+/// Free host memory as the OS reports it (`MemAvailable` of `/proc/meminfo`), 0 where unknown.
+pub fn host_available_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| parse_mem_available(&text))
+        .unwrap_or(0)
+}
+
+fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo
+        .lines()
+        .find(|line| line.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Emit a `device_memory` checkpoint for the host: device `cpu`, `used_bytes` = [`live_bytes`],
+/// `free_bytes` = [`host_available_bytes`]. Does nothing when the sink is not recording.
+pub fn record_host_memory<S: Sink + ?Sized>(sink: &S) {
+    if !sink.is_recording() {
+        return;
+    }
+    sink.emit(TraceEvent::DeviceMemory(DeviceMemory {
+        timestamp_ns: sink.now_ns(),
+        device: "cpu".to_string(),
+        used_bytes: live_bytes(),
+        free_bytes: host_available_bytes(),
+        reserved_bytes: None,
+    }));
+}
+
+fn memory_event<S: Sink + ?Sized>(
+    sink: &S,
+    action: MemoryAction,
+    tensor_id: &str,
+    bytes: u64,
+    category: TensorCategory,
+    op_name: Option<&str>,
+) -> TraceEvent {
+    TraceEvent::Memory(MemoryEvent {
+        timestamp_ns: sink.now_ns(),
+        tensor_id: tensor_id.to_string(),
+        span_id: sink.current_span_id().unwrap_or_default(),
+        op_name: op_name.map(str::to_string),
+        device: sink.device().to_string(),
+        bytes,
+        action,
+        shape: Vec::new(),
+        dtype: String::new(),
+        category,
+    })
+}
+
+/// Emit a `memory` `alloc` of `bytes` for `tensor_id` on the sink's device, in the current span.
+/// (With candle tensors, `candle::record_tensor_alloc` also fills shape, dtype and device.)
+pub fn record_alloc<S: Sink + ?Sized>(
+    sink: &S,
+    tensor_id: &str,
+    bytes: u64,
+    category: TensorCategory,
+    op_name: Option<&str>,
+) {
+    if !sink.is_recording() {
+        return;
+    }
+    sink.emit(memory_event(
+        sink,
+        MemoryAction::Alloc,
+        tensor_id,
+        bytes,
+        category,
+        op_name,
+    ));
+}
+
+/// Emit a `memory` `free` of `bytes` for `tensor_id` on the sink's device, in the current span.
+pub fn record_free<S: Sink + ?Sized>(
+    sink: &S,
+    tensor_id: &str,
+    bytes: u64,
+    category: TensorCategory,
+    op_name: Option<&str>,
+) {
+    if !sink.is_recording() {
+        return;
+    }
+    sink.emit(memory_event(
+        sink,
+        MemoryAction::Free,
+        tensor_id,
+        bytes,
+        category,
+        op_name,
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::VecSink;
+
+    // The unit-test binary installs the tracking allocator so the counters move.
+    #[global_allocator]
+    static ALLOC: TrackingAllocator = TrackingAllocator::system();
+
+    #[test]
+    fn live_bytes_grow_by_at_least_a_vec() {
+        const N: usize = 4 << 20;
+        let before = live_bytes();
+        let v: Vec<u8> = vec![1u8; N];
+        let during = live_bytes();
+        // Other test threads allocate and free concurrently, but they cannot free our Vec.
+        assert!(during >= N as u64, "live {during} < {N} (before: {before})");
+        // Every live value was at most the peak (only this test resets the peak).
+        assert!(peak_bytes() >= during);
+        std::hint::black_box(&v);
+        drop(v);
+        let (allocs, frees) = allocation_counts();
+        assert!(allocs >= 1 && frees >= 1);
+    }
+
+    #[test]
+    fn scopes_attribute_this_threads_allocations() {
+        const N: usize = 1 << 20;
+        let outer = AttributionScope::open();
+        let inner = AttributionScope::open();
+        let v: Vec<u8> = vec![0u8; N];
+        std::hint::black_box(&v);
+        drop(v);
+        let inner_seen = inner.finish();
+        let w: Vec<u8> = Vec::with_capacity(N / 2);
+        std::hint::black_box(&w);
+        let outer_seen = outer.finish();
+        drop(w);
+
+        assert!(inner_seen.allocated_bytes >= N as u64);
+        assert!(inner_seen.freed_bytes >= N as u64);
+        assert!(inner_seen.alloc_count >= 1 && inner_seen.free_count >= 1);
+        assert!(inner_seen.peak_growth_bytes >= N as u64);
+        // The outer scope includes the inner one and the still-live `w`.
+        assert!(outer_seen.allocated_bytes >= inner_seen.allocated_bytes + (N / 2) as u64);
+        assert!(outer_seen.peak_growth_bytes >= N as u64);
+        assert!(outer_seen.net_bytes() >= (N / 2) as i64);
+        // Closed: this thread no longer attributes.
+        let idle = THREAD.with(|t| t.depth.get());
+        assert_eq!(idle, 0);
+    }
+
+    #[test]
+    fn dropping_a_scope_closes_it() {
+        {
+            let _scope = AttributionScope::open();
+        }
+        assert_eq!(THREAD.with(|t| t.depth.get()), 0);
+    }
+
+    #[test]
+    fn alloc_free_and_checkpoint_events() {
+        let sink = VecSink::new("cuda:0");
+        sink.set_current_span(Some("backward".into()));
+        record_alloc(&sink, "t1", 4096, TensorCategory::Gradient, Some("matmul"));
+        record_free(&sink, "t1", 4096, TensorCategory::Gradient, None);
+        record_host_memory(&sink);
+        let events = sink.events();
+        assert_eq!(events.len(), 3);
+        match &events[0] {
+            TraceEvent::Memory(m) => {
+                assert_eq!(m.action, MemoryAction::Alloc);
+                assert_eq!(m.device, "cuda:0");
+                assert_eq!(m.span_id, "backward");
+                assert_eq!(m.bytes, 4096);
+                assert_eq!(m.op_name.as_deref(), Some("matmul"));
+                assert_eq!(m.category, TensorCategory::Gradient);
+            }
+            other => panic!("expected memory, got {other:?}"),
+        }
+        match &events[1] {
+            TraceEvent::Memory(m) => assert_eq!(m.action, MemoryAction::Free),
+            other => panic!("expected memory, got {other:?}"),
+        }
+        match &events[2] {
+            TraceEvent::DeviceMemory(d) => {
+                assert_eq!(d.device, "cpu");
+                assert!(d.used_bytes > 0, "the test allocator is installed");
+            }
+            other => panic!("expected device_memory, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn meminfo_parsing() {
+        let text = "MemTotal:       16000000 kB\nMemFree:  100 kB\nMemAvailable:    2048 kB\n";
+        assert_eq!(parse_mem_available(text), Some(2048 * 1024));
+        assert_eq!(parse_mem_available("nothing"), None);
+        assert_eq!(parse_mem_available("MemAvailable: x kB"), None);
+    }
+}

@@ -1,0 +1,820 @@
+//! candle instrumentation: `op`, `tensor`, `memory` and `gradient` events from candle tensors.
+//!
+//! Every recording function starts with one [`Sink::is_recording`] check and returns at once
+//! when the sink is not capturing, so the calls can stay in a training loop for every step.
+//! Functions take `&S` with `S: Sink + ?Sized`: a `&VecSink`, a `&Recorder` or a `&dyn Sink`.
+//!
+//! Spellings written into events:
+//! - tensor ids: the number inside candle's [`Tensor::id`] (`"17"`), see [`tensor_id`];
+//! - dtypes: candle's own names ([`DType::as_str`]), which are SCHEMA.md's for every dtype
+//!   SCHEMA.md knows (`u8 u32 i16 i32 i64 f16 bf16 f32 f64`); candle's sub-byte and 8-bit float
+//!   formats keep candle's names (`f8e4m3`, `f6e2m3`, `f4` ...);
+//! - devices: `cpu`, `cuda:N`, `metal:N` ([`device_name`]);
+//! - `storage_bytes`: element count × element size of the dense tensor ([`storage_bytes`]),
+//!   always written, so readers never need to derive it (scalars included);
+//! - `span_id`: the sink's current span, or `""` when no span is open (readers warn about it).
+//!
+//! Timing: [`timed_op`] reads the sink's clock before and after the closure. On CUDA and Metal
+//! that measures the launch unless the caller synchronizes the device (see [`crate::sync`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use candle_core::backprop::GradStore;
+use candle_core::{DType, Device, DeviceLocation, Tensor, Var};
+use candle_nn::VarMap;
+use candle_trace_schema::events::{
+    Gradient, GradientState, MemoryAction, MemoryEvent, Op, TensorCategory, TensorEvent, TraceEvent,
+};
+
+use crate::sink::Sink;
+use crate::sync::{note_sync_error, DeviceSync};
+
+/// The resolved `candle-core` version this crate was built against (e.g. `0.11.1`), for the
+/// `candle_version` field of the trace's `meta` line.
+///
+/// The build script reads it from the build's `Cargo.lock` (the nearest one above this crate's
+/// manifest or the build's `OUT_DIR`); when no lock file can be found it is the semver series
+/// of the dependency requirement, `0.11`.
+pub fn candle_version() -> &'static str {
+    env!("CANDLE_TRACE_CANDLE_CORE_VERSION")
+}
+
+/// The trace spelling of a tensor's id: the number in candle's `TensorId` (`"17"`).
+///
+/// candle exposes `TensorId` only through `Debug` (`TensorId(17)`); should that text ever
+/// change shape, the whole `Debug` text is used, which is still unique per tensor.
+pub fn tensor_id(tensor: &Tensor) -> String {
+    let debug = format!("{:?}", tensor.id());
+    match debug
+        .strip_prefix("TensorId(")
+        .and_then(|rest| rest.strip_suffix(')'))
+    {
+        Some(number) => number.to_string(),
+        None => debug,
+    }
+}
+
+/// The trace spelling of a candle dtype (see the module docs).
+pub fn dtype_name(dtype: DType) -> &'static str {
+    dtype.as_str()
+}
+
+/// The trace spelling of a candle device: `cpu`, `cuda:N` or `metal:N`.
+pub fn device_name(device: &Device) -> String {
+    match device.location() {
+        DeviceLocation::Cpu => "cpu".to_string(),
+        DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
+        DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
+    }
+}
+
+/// Bytes of one dense tensor: element count × element size. Sub-byte formats (`f4`, `f6…`)
+/// count their bits, rounded up to whole bytes. Saturates instead of overflowing.
+pub fn storage_bytes(tensor: &Tensor) -> u64 {
+    let elements = tensor.elem_count() as u64;
+    let dtype = tensor.dtype();
+    match dtype.size_in_bytes() {
+        0 => {
+            let bits: u64 = match dtype {
+                DType::F4 => 4,
+                DType::F6E2M3 | DType::F6E3M2 => 6,
+                _ => 0,
+            };
+            elements.saturating_mul(bits).div_ceil(8)
+        }
+        size => elements.saturating_mul(size as u64),
+    }
+}
+
+/// A tensor's shape as trace `shape` values.
+pub fn shape_of(tensor: &Tensor) -> Vec<u64> {
+    tensor.dims().iter().map(|&d| d as u64).collect()
+}
+
+/// Build the `op` event for `output = op_name(inputs)` that started at `timestamp_ns`.
+fn op_event<S: Sink + ?Sized>(
+    sink: &S,
+    op_name: &str,
+    inputs: &[&Tensor],
+    output: &Tensor,
+    timestamp_ns: u64,
+    duration_ns: u64,
+) -> TraceEvent {
+    TraceEvent::Op(Op {
+        span_id: sink.current_span_id().unwrap_or_default(),
+        op_name: op_name.to_string(),
+        inputs: inputs.iter().map(|t| tensor_id(t)).collect(),
+        output: Some(tensor_id(output)),
+        shape: shape_of(output),
+        dtype: dtype_name(output.dtype()).to_string(),
+        device: device_name(output.device()),
+        duration_ns,
+        timestamp_ns,
+        storage_bytes: Some(storage_bytes(output)),
+        input_storage_bytes: inputs
+            .iter()
+            .fold(0u64, |sum, t| sum.saturating_add(storage_bytes(t))),
+    })
+}
+
+/// Record an `op` event for `output = op_name(inputs)` that just finished and took
+/// `duration_ns`. Its `timestamp_ns` is the op's start: now − `duration_ns`.
+pub fn record_op<S: Sink + ?Sized>(
+    sink: &S,
+    op_name: &str,
+    inputs: &[&Tensor],
+    output: &Tensor,
+    duration_ns: u64,
+) {
+    if !sink.is_recording() {
+        return;
+    }
+    let timestamp_ns = sink.now_ns().saturating_sub(duration_ns);
+    sink.emit(op_event(
+        sink,
+        op_name,
+        inputs,
+        output,
+        timestamp_ns,
+        duration_ns,
+    ));
+}
+
+/// Run `op` and, when recording, emit an `op` event timed on the sink's clock. The closure's
+/// result is returned unchanged; a failed op records nothing.
+///
+/// ```
+/// # use candle_core::{Device, Tensor};
+/// # use candle_trace_capture::{candle::timed_op, sink::VecSink};
+/// let sink = VecSink::new("cpu");
+/// let a = Tensor::ones((2, 3), candle_core::DType::F32, &Device::Cpu)?;
+/// let b = Tensor::ones((3, 4), candle_core::DType::F32, &Device::Cpu)?;
+/// let c = timed_op(&sink, "matmul", &[&a, &b], || a.matmul(&b))?;
+/// assert_eq!(c.dims(), &[2, 4]);
+/// assert_eq!(sink.events().len(), 1);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn timed_op<S, F>(
+    sink: &S,
+    op_name: &str,
+    inputs: &[&Tensor],
+    op: F,
+) -> candle_core::Result<Tensor>
+where
+    S: Sink + ?Sized,
+    F: FnOnce() -> candle_core::Result<Tensor>,
+{
+    if !sink.is_recording() {
+        return op();
+    }
+    let start_ns = sink.now_ns();
+    let output = op()?;
+    let duration_ns = sink.now_ns().saturating_sub(start_ns);
+    sink.emit(op_event(
+        sink,
+        op_name,
+        inputs,
+        &output,
+        start_ns,
+        duration_ns,
+    ));
+    Ok(output)
+}
+
+/// Record a `tensor` event: `tensor` observed in the current span under `name_or_id` (a
+/// parameter name such as `fc1.weight`, or [`tensor_id`]). `requires_grad` is candle's
+/// [`Tensor::is_variable`].
+pub fn record_tensor<S: Sink + ?Sized>(
+    sink: &S,
+    name_or_id: &str,
+    tensor: &Tensor,
+    category: TensorCategory,
+) {
+    if !sink.is_recording() {
+        return;
+    }
+    sink.emit(TraceEvent::Tensor(TensorEvent {
+        span_id: sink.current_span_id().unwrap_or_default(),
+        tensor_id: name_or_id.to_string(),
+        shape: shape_of(tensor),
+        dtype: dtype_name(tensor.dtype()).to_string(),
+        device: device_name(tensor.device()),
+        requires_grad: tensor.is_variable(),
+        storage_bytes: Some(storage_bytes(tensor)),
+        category,
+    }));
+}
+
+fn tensor_memory_event<S: Sink + ?Sized>(
+    sink: &S,
+    tensor: &Tensor,
+    action: MemoryAction,
+    category: TensorCategory,
+    op_name: Option<&str>,
+) -> TraceEvent {
+    TraceEvent::Memory(MemoryEvent {
+        timestamp_ns: sink.now_ns(),
+        tensor_id: tensor_id(tensor),
+        span_id: sink.current_span_id().unwrap_or_default(),
+        op_name: op_name.map(str::to_string),
+        device: device_name(tensor.device()),
+        bytes: storage_bytes(tensor),
+        action,
+        shape: shape_of(tensor),
+        dtype: dtype_name(tensor.dtype()).to_string(),
+        category,
+    })
+}
+
+/// Record a `memory` `alloc` of `tensor`'s storage (id, bytes, shape, dtype and device taken
+/// from the tensor), made by `op_name` when known.
+pub fn record_tensor_alloc<S: Sink + ?Sized>(
+    sink: &S,
+    tensor: &Tensor,
+    category: TensorCategory,
+    op_name: Option<&str>,
+) {
+    if !sink.is_recording() {
+        return;
+    }
+    sink.emit(tensor_memory_event(
+        sink,
+        tensor,
+        MemoryAction::Alloc,
+        category,
+        op_name,
+    ));
+}
+
+/// Record a `memory` `free` of `tensor`'s storage (call it where the tensor is dropped).
+pub fn record_tensor_free<S: Sink + ?Sized>(sink: &S, tensor: &Tensor, category: TensorCategory) {
+    if !sink.is_recording() {
+        return;
+    }
+    sink.emit(tensor_memory_event(
+        sink,
+        tensor,
+        MemoryAction::Free,
+        category,
+        None,
+    ));
+}
+
+/// How many `gradient` events of each state one call recorded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GradientTally {
+    /// Finite, non-zero gradients.
+    pub present: u64,
+    /// Parameters without a gradient.
+    pub missing: u64,
+    /// Gradients that are zero everywhere.
+    pub zero: u64,
+    /// Gradients with NaN or infinite entries.
+    pub non_finite: u64,
+}
+
+impl GradientTally {
+    /// The count for one state.
+    pub fn get(&self, state: GradientState) -> u64 {
+        match state {
+            GradientState::Present => self.present,
+            GradientState::Missing => self.missing,
+            GradientState::Zero => self.zero,
+            GradientState::NonFinite => self.non_finite,
+        }
+    }
+
+    /// All events counted.
+    pub fn total(&self) -> u64 {
+        self.present + self.missing + self.zero + self.non_finite
+    }
+
+    fn add(&mut self, state: GradientState) {
+        match state {
+            GradientState::Present => self.present += 1,
+            GradientState::Missing => self.missing += 1,
+            GradientState::Zero => self.zero += 1,
+            GradientState::NonFinite => self.non_finite += 1,
+        }
+    }
+}
+
+/// One gradient's classification: its state and, when finite, its L2 norm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GradientFact {
+    /// `present`, `missing`, `zero` or `non_finite`.
+    pub state: GradientState,
+    /// The L2 norm: `Some` for `present` and `zero` (0.0), `None` otherwise (JSON has no NaN).
+    pub norm: Option<f64>,
+}
+
+/// Classify gradients (`None` = the parameter has none) with one batched device read.
+///
+/// For each gradient the device computes two scalars, Σg² and max|g| (in f64, or f32 on Metal,
+/// which has no f64); all scalars are stacked into one tensor and read with one `to_vec1`.
+/// Σg² = NaN means NaN entries, max|g| = ∞ means infinite entries (both `non_finite`);
+/// max|g| = 0 means `zero`; otherwise the norm is √Σg². The rare gradients whose Σg² over- or
+/// underflowed while max|g| is finite and non-zero are read back alone and their norm is
+/// computed on the host with scaling (max|g|·√Σ(g/max|g|)²), so they are never misfiled.
+/// Gradients on different devices cannot be stacked; they are then read one scalar at a time.
+pub fn classify_gradients(grads: &[Option<&Tensor>]) -> candle_core::Result<Vec<GradientFact>> {
+    let mut scalars: Vec<Tensor> = Vec::with_capacity(grads.len() * 2);
+    for grad in grads.iter().flatten() {
+        if grad.elem_count() == 0 {
+            continue;
+        }
+        let wide = if matches!(grad.device().location(), DeviceLocation::Metal { .. }) {
+            DType::F32
+        } else {
+            DType::F64
+        };
+        let g = grad.detach().to_dtype(wide)?;
+        scalars.push(g.sqr()?.sum_all()?.to_dtype(DType::F64)?);
+        scalars.push(g.abs()?.max_all()?.to_dtype(DType::F64)?);
+    }
+    let values: Vec<f64> = if scalars.is_empty() {
+        Vec::new()
+    } else {
+        match Tensor::stack(&scalars, 0).and_then(|all| all.to_vec1::<f64>()) {
+            Ok(values) => values,
+            Err(_) => scalars
+                .iter()
+                .map(|s| s.to_device(&Device::Cpu)?.to_scalar::<f64>())
+                .collect::<candle_core::Result<_>>()?,
+        }
+    };
+
+    let mut facts = Vec::with_capacity(grads.len());
+    let mut next = values.chunks_exact(2);
+    for grad in grads {
+        let fact = match grad {
+            None => GradientFact {
+                state: GradientState::Missing,
+                norm: None,
+            },
+            Some(g) if g.elem_count() == 0 => GradientFact {
+                state: GradientState::Zero,
+                norm: Some(0.0),
+            },
+            Some(g) => match next.next() {
+                Some(&[sum_sq, max_abs]) => classify_one(g, sum_sq, max_abs)?,
+                // One pair was pushed per non-empty gradient above, so this cannot happen;
+                // should it ever, read this gradient alone.
+                _ => exact_fact(g)?,
+            },
+        };
+        facts.push(fact);
+    }
+    Ok(facts)
+}
+
+fn classify_one(grad: &Tensor, sum_sq: f64, max_abs: f64) -> candle_core::Result<GradientFact> {
+    let non_finite = GradientFact {
+        state: GradientState::NonFinite,
+        norm: None,
+    };
+    if sum_sq.is_nan() || max_abs.is_nan() || max_abs.is_infinite() {
+        return Ok(non_finite);
+    }
+    if max_abs == 0.0 {
+        return Ok(GradientFact {
+            state: GradientState::Zero,
+            norm: Some(0.0),
+        });
+    }
+    if sum_sq.is_infinite() || sum_sq == 0.0 {
+        // Finite, non-zero entries whose squares over- or underflowed.
+        return exact_fact(grad);
+    }
+    Ok(GradientFact {
+        state: GradientState::Present,
+        norm: Some(sum_sq.sqrt()),
+    })
+}
+
+/// Read one gradient to the host and classify it exactly, with a scaled norm.
+fn exact_fact(grad: &Tensor) -> candle_core::Result<GradientFact> {
+    let values = grad
+        .detach()
+        .to_device(&Device::Cpu)?
+        .to_dtype(DType::F64)?
+        .flatten_all()?
+        .to_vec1::<f64>()?;
+    Ok(fact_from_values(&values))
+}
+
+/// Classify host values: `non_finite` if any is NaN/∞, `zero` if all are 0, else `present`
+/// with the L2 norm computed as max|x|·√Σ(x/max|x|)² so it neither over- nor underflows.
+fn fact_from_values(values: &[f64]) -> GradientFact {
+    if values.iter().any(|v| !v.is_finite()) {
+        return GradientFact {
+            state: GradientState::NonFinite,
+            norm: None,
+        };
+    }
+    let max_abs = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if max_abs == 0.0 {
+        return GradientFact {
+            state: GradientState::Zero,
+            norm: Some(0.0),
+        };
+    }
+    let scaled: f64 = values.iter().map(|v| (v / max_abs).powi(2)).sum();
+    GradientFact {
+        state: GradientState::Present,
+        norm: Some(max_abs * scaled.sqrt()),
+    }
+}
+
+static GRADIENT_EVENT_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// A process-unique `event_id` for a `gradient` event (`grad-N`).
+fn next_gradient_event_id() -> String {
+    format!(
+        "grad-{}",
+        GRADIENT_EVENT_SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Record one `gradient` event per parameter of `params` (name under `root`, variable): the
+/// state and norm come from [`classify_gradients`] (one batched device read). Returns what was
+/// recorded per state; records nothing and returns an empty tally when the sink is not
+/// recording. An error means a device computation or read failed; nothing was emitted then.
+pub fn record_gradients<S: Sink + ?Sized>(
+    sink: &S,
+    root: &str,
+    params: &[(String, Var)],
+    grads: &GradStore,
+) -> candle_core::Result<GradientTally> {
+    if !sink.is_recording() {
+        return Ok(GradientTally::default());
+    }
+    let found: Vec<Option<&Tensor>> = params
+        .iter()
+        .map(|(_, var)| grads.get(var.as_tensor()))
+        .collect();
+    let facts = classify_gradients(&found)?;
+    let mut tally = GradientTally::default();
+    for ((key, _), fact) in params.iter().zip(facts) {
+        tally.add(fact.state);
+        sink.emit(TraceEvent::Gradient(Gradient {
+            event_id: next_gradient_event_id(),
+            root: root.to_string(),
+            key: key.clone(),
+            state: fact.state,
+            norm: fact.norm,
+        }));
+    }
+    Ok(tally)
+}
+
+/// The variables of a `VarMap`, sorted by name (the order `gradient` events are written in).
+pub fn varmap_params(varmap: &VarMap) -> Vec<(String, Var)> {
+    let data = varmap
+        .data()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut params: Vec<(String, Var)> = data
+        .iter()
+        .map(|(name, var)| (name.clone(), var.clone()))
+        .collect();
+    drop(data);
+    params.sort_by(|a, b| a.0.cmp(&b.0));
+    params
+}
+
+/// [`record_gradients`] for every variable of a `VarMap` (sorted by name).
+pub fn record_varmap_gradients<S: Sink + ?Sized>(
+    sink: &S,
+    root: &str,
+    varmap: &VarMap,
+    grads: &GradStore,
+) -> candle_core::Result<GradientTally> {
+    if !sink.is_recording() {
+        return Ok(GradientTally::default());
+    }
+    record_gradients(sink, root, &varmap_params(varmap), grads)
+}
+
+/// `Device::synchronize`; a failure is counted ([`crate::sync::sync_error_count`]), never raised.
+impl DeviceSync for Device {
+    fn synchronize(&self) {
+        if Device::synchronize(self).is_err() {
+            note_sync_error();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::VecSink;
+    use candle_core::Device;
+
+    fn ops(sink: &VecSink) -> Vec<Op> {
+        sink.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                TraceEvent::Op(op) => Some(op),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A sink that never records: every function must do nothing.
+    struct Off;
+    impl Sink for Off {
+        fn is_recording(&self) -> bool {
+            false
+        }
+        fn now_ns(&self) -> u64 {
+            panic!("now_ns called while not recording")
+        }
+        fn current_span_id(&self) -> Option<String> {
+            panic!("current_span_id called while not recording")
+        }
+        fn device(&self) -> &str {
+            "cpu"
+        }
+        fn emit(&self, _event: TraceEvent) {
+            panic!("emit called while not recording")
+        }
+    }
+
+    #[test]
+    fn record_op_of_a_matmul_has_exact_shape_dtype_bytes_and_ids() -> candle_core::Result<()> {
+        let sink = VecSink::new("cpu");
+        sink.set_current_span(Some("forward".into()));
+        let a = Tensor::ones((8, 16), DType::F32, &Device::Cpu)?;
+        let b = Tensor::ones((16, 4), DType::F32, &Device::Cpu)?;
+        let c = a.matmul(&b)?;
+        record_op(&sink, "matmul", &[&a, &b], &c, 1_000);
+        let ops = ops(&sink);
+        assert_eq!(ops.len(), 1);
+        let op = &ops[0];
+        assert_eq!(op.span_id, "forward");
+        assert_eq!(op.op_name, "matmul");
+        assert_eq!(op.shape, vec![8, 4]);
+        assert_eq!(op.dtype, "f32");
+        assert_eq!(op.device, "cpu");
+        assert_eq!(op.storage_bytes, Some(8 * 4 * 4));
+        assert_eq!(op.input_storage_bytes, (8 * 16 + 16 * 4) * 4);
+        assert_eq!(op.duration_ns, 1_000);
+        assert_eq!(op.inputs, vec![tensor_id(&a), tensor_id(&b)]);
+        assert_eq!(op.output, Some(tensor_id(&c)));
+        // Ids are candle's TensorId numbers, distinct per tensor.
+        assert!(op.inputs[0].parse::<u64>().is_ok());
+        assert_ne!(op.inputs[0], op.inputs[1]);
+        assert_ne!(op.inputs[0], tensor_id(&c));
+        // The bytes agree with what a reader derives from shape and dtype.
+        assert_eq!(
+            op.storage_bytes,
+            Some(candle_trace_schema::events::derived_storage_bytes(
+                &op.shape, &op.dtype
+            ))
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn timed_op_times_and_passes_the_result_through() -> candle_core::Result<()> {
+        let sink = VecSink::new("cpu");
+        let a = Tensor::new(&[1u8, 2, 3], &Device::Cpu)?;
+        let b = timed_op(&sink, "to_f16", &[&a], || a.to_dtype(DType::F16))?;
+        assert_eq!(b.dtype(), DType::F16);
+        let ops = ops(&sink);
+        assert_eq!(ops.len(), 1);
+        assert_eq!(ops[0].span_id, "");
+        assert_eq!(ops[0].dtype, "f16");
+        assert_eq!(ops[0].storage_bytes, Some(6));
+        assert_eq!(ops[0].input_storage_bytes, 3);
+        // A failing op records nothing and returns the error.
+        let bad = timed_op(&sink, "bad", &[&a], || a.matmul(&a));
+        assert!(bad.is_err());
+        assert_eq!(sink.events().len(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn nothing_happens_when_not_recording() -> candle_core::Result<()> {
+        let a = Tensor::ones((2, 2), DType::F32, &Device::Cpu)?;
+        record_op(&Off, "x", &[&a], &a, 1);
+        let dyn_sink: &dyn Sink = &Off;
+        let b = timed_op(dyn_sink, "x", &[&a], || a.exp())?;
+        assert_eq!(b.dims(), &[2, 2]);
+        record_tensor(&Off, "a", &a, TensorCategory::Activation);
+        record_tensor_alloc(&Off, &a, TensorCategory::Activation, None);
+        record_tensor_free(&Off, &a, TensorCategory::Activation);
+        let grads = a.sum_all()?.backward()?;
+        assert_eq!(
+            record_gradients(&Off, "m", &[], &grads)?,
+            GradientTally::default()
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn dtype_and_device_spellings() -> candle_core::Result<()> {
+        for (dtype, name, size) in [
+            (DType::U8, "u8", 1u64),
+            (DType::U32, "u32", 4),
+            (DType::I64, "i64", 8),
+            (DType::F16, "f16", 2),
+            (DType::BF16, "bf16", 2),
+            (DType::F32, "f32", 4),
+            (DType::F64, "f64", 8),
+        ] {
+            assert_eq!(dtype_name(dtype), name);
+            assert_eq!(
+                candle_trace_schema::events::dtype_size(name),
+                Some(size),
+                "{name}"
+            );
+            let t = Tensor::zeros((3, 5), dtype, &Device::Cpu)?;
+            assert_eq!(storage_bytes(&t), 15 * size);
+        }
+        assert_eq!(device_name(&Device::Cpu), "cpu");
+        let scalar = Tensor::new(2.0f32, &Device::Cpu)?;
+        assert_eq!(storage_bytes(&scalar), 4);
+        assert!(shape_of(&scalar).is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn record_tensor_and_memory_events() -> candle_core::Result<()> {
+        let sink = VecSink::new("cpu");
+        sink.set_current_span(Some("s".into()));
+        let var = Var::zeros((4, 2), DType::F32, &Device::Cpu)?;
+        record_tensor(
+            &sink,
+            "fc.weight",
+            var.as_tensor(),
+            TensorCategory::Parameter,
+        );
+        let act = var.as_tensor().exp()?;
+        record_tensor_alloc(&sink, &act, TensorCategory::Activation, Some("exp"));
+        record_tensor_free(&sink, &act, TensorCategory::Activation);
+        let events = sink.events();
+        assert_eq!(events.len(), 3);
+        match &events[0] {
+            TraceEvent::Tensor(t) => {
+                assert_eq!(t.tensor_id, "fc.weight");
+                assert!(t.requires_grad);
+                assert_eq!(t.storage_bytes, Some(32));
+                assert_eq!(t.category, TensorCategory::Parameter);
+                assert_eq!(t.span_id, "s");
+            }
+            other => panic!("expected a tensor event, got {other:?}"),
+        }
+        match (&events[1], &events[2]) {
+            (TraceEvent::Memory(a), TraceEvent::Memory(f)) => {
+                assert_eq!(a.action, MemoryAction::Alloc);
+                assert_eq!(f.action, MemoryAction::Free);
+                assert_eq!(a.tensor_id, tensor_id(&act));
+                assert_eq!(a.tensor_id, f.tensor_id);
+                assert_eq!(a.bytes, 32);
+                assert_eq!(a.op_name.as_deref(), Some("exp"));
+                assert_eq!(a.shape, vec![4, 2]);
+                assert!(f.timestamp_ns >= a.timestamp_ns);
+            }
+            other => panic!("expected memory events, got {other:?}"),
+        }
+        Ok(())
+    }
+
+    fn norm_close(fact: GradientFact, want: f64) {
+        let got = fact.norm.unwrap_or(f64::NAN);
+        assert!(
+            (got - want).abs() <= want.abs() * 1e-12,
+            "norm {got} != {want}"
+        );
+    }
+
+    #[test]
+    fn classify_hand_made_gradients() -> candle_core::Result<()> {
+        let cpu = Device::Cpu;
+        let present = Tensor::new(&[3.0f32, 4.0], &cpu)?; // √(9+16) = 5
+        let present_2d = Tensor::new(&[[1.0f64, 2.0], [2.0, 4.0]], &cpu)?; // √25 = 5
+        let half = Tensor::new(&[1.0f32, -1.0, 1.0, -1.0], &cpu)?.to_dtype(DType::F16)?; // 2
+        let zero = Tensor::zeros((3, 3), DType::F32, &cpu)?;
+        let nan = Tensor::new(&[1.0f32, f32::NAN], &cpu)?;
+        let inf = Tensor::new(&[f32::NEG_INFINITY, 0.0], &cpu)?;
+        let big = Tensor::new(&[3e200f64, 4e200], &cpu)?; // Σg² overflows f64: 5e200
+        let tiny = Tensor::new(&[3e-200f64, 4e-200], &cpu)?; // Σg² underflows: 5e-200
+        let empty = Tensor::zeros((0, 4), DType::F32, &cpu)?;
+        let facts = classify_gradients(&[
+            Some(&present),
+            None,
+            Some(&present_2d),
+            Some(&half),
+            Some(&zero),
+            Some(&nan),
+            Some(&inf),
+            Some(&big),
+            Some(&tiny),
+            Some(&empty),
+        ])?;
+        let states: Vec<GradientState> = facts.iter().map(|f| f.state).collect();
+        use GradientState::*;
+        assert_eq!(
+            states,
+            vec![
+                Present, Missing, Present, Present, Zero, NonFinite, NonFinite, Present, Present,
+                Zero
+            ]
+        );
+        norm_close(facts[0], 5.0);
+        assert_eq!(facts[1].norm, None);
+        norm_close(facts[2], 5.0);
+        norm_close(facts[3], 2.0);
+        assert_eq!(facts[4].norm, Some(0.0));
+        assert_eq!(facts[5].norm, None);
+        assert_eq!(facts[6].norm, None);
+        norm_close(facts[7], 5e200);
+        norm_close(facts[8], 5e-200);
+        assert_eq!(facts[9].norm, Some(0.0));
+        Ok(())
+    }
+
+    #[test]
+    fn record_gradients_after_a_real_backward() -> candle_core::Result<()> {
+        let cpu = Device::Cpu;
+        // loss = Σ w·x with x = [1, 2, 2]: ∂loss/∂w = x, norm 3.
+        let w = Var::new(&[0.5f32, 0.5, 0.5], &cpu)?;
+        // d enters the loss multiplied by a zero tensor: its gradient exists and is all zero.
+        let d = Var::new(&[7.0f32, 8.0], &cpu)?;
+        // frozen never enters the loss: its gradient is missing.
+        let frozen = Var::new(&[1.0f32], &cpu)?;
+        let x = Tensor::new(&[1.0f32, 2.0, 2.0], &cpu)?;
+        let loss = (w.as_tensor() * &x)?
+            .sum_all()?
+            .add(&(d.as_tensor() * Tensor::zeros(2, DType::F32, &cpu)?)?.sum_all()?)?;
+        let grads = loss.backward()?;
+        let sink = VecSink::new("cpu");
+        let params = vec![
+            ("w".to_string(), w),
+            ("d".to_string(), d),
+            ("frozen".to_string(), frozen),
+        ];
+        let tally = record_gradients(&sink, "model", &params, &grads)?;
+        assert_eq!(
+            tally,
+            GradientTally {
+                present: 1,
+                missing: 1,
+                zero: 1,
+                non_finite: 0
+            }
+        );
+        let gradients: Vec<Gradient> = sink
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                TraceEvent::Gradient(g) => Some(g),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(gradients.len(), 3);
+        assert_eq!(gradients[0].key, "w");
+        assert_eq!(gradients[0].root, "model");
+        assert_eq!(gradients[0].state, GradientState::Present);
+        assert!((gradients[0].norm.unwrap_or(0.0) - 3.0).abs() < 1e-9);
+        assert_eq!(gradients[1].state, GradientState::Zero);
+        assert_eq!(gradients[2].state, GradientState::Missing);
+        assert_eq!(gradients[2].norm, None);
+        let mut ids: Vec<&str> = gradients.iter().map(|g| g.event_id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 3, "event ids are unique");
+        Ok(())
+    }
+
+    #[test]
+    fn varmap_gradients_are_sorted_by_name() -> candle_core::Result<()> {
+        let varmap = VarMap::new();
+        let vb = candle_nn::VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
+        let lin = candle_nn::linear(3, 2, vb.pp("fc"))?;
+        let x = Tensor::ones((4, 3), DType::F32, &Device::Cpu)?;
+        let loss = candle_nn::Module::forward(&lin, &x)?.sqr()?.sum_all()?;
+        let grads = loss.backward()?;
+        let sink = VecSink::new("cpu");
+        let tally = record_varmap_gradients(&sink, "varmap", &varmap, &grads)?;
+        assert_eq!(tally.total(), 2);
+        let keys: Vec<String> = sink
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                TraceEvent::Gradient(g) => Some(g.key),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(keys, vec!["fc.bias", "fc.weight"]);
+        Ok(())
+    }
+
+    #[test]
+    fn version_and_sync() {
+        assert!(candle_version().starts_with("0.11"));
+        DeviceSync::synchronize(&Device::Cpu);
+    }
+}
