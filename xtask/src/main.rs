@@ -5,6 +5,8 @@
 //!   (native and wasm32, `-D warnings`), the schema crate built `no_std` for wasm32, all native
 //!   tests, and the dependency guard.
 //! - `cargo xtask deps` — only the dependency guard.
+//! - `cargo xtask demo` — capture a fresh training-step trace with the `train_mlp` example
+//!   (`target/demo/train.trace6.jsonl`) and summarise it with the CLI.
 
 use std::process::Command;
 use std::time::Instant;
@@ -35,8 +37,9 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("deps") => dependency_guard(),
+        Some("demo") => demo(),
         _ => {
-            eprintln!("usage: cargo xtask <ci|deps>");
+            eprintln!("usage: cargo xtask <ci|deps|demo>");
             std::process::exit(2);
         }
     }
@@ -121,6 +124,50 @@ fn ci() -> Result<()> {
         "total",
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+fn demo() -> Result<()> {
+    let dir = std::path::Path::new("target").join("demo");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let train = dir.join("train.trace6.jsonl");
+    let train = train.to_str().context("the demo path is not UTF-8")?;
+    cargo(&[
+        "run",
+        "--release",
+        "-q",
+        "-p",
+        "candle-trace-capture",
+        "--features",
+        "candle",
+        "--example",
+        "train_mlp",
+        "--",
+        "--out",
+        train,
+    ])?;
+    let cli = [
+        "run",
+        "--release",
+        "-q",
+        "-p",
+        "candle-trace-capture",
+        "--features",
+        "cli",
+        "--bin",
+        "candle-trace",
+        "--",
+    ];
+    for args in [
+        vec!["summary", train],
+        vec!["query", train, "--kind", "self", "--limit", "8"],
+        vec!["query", train, "--kind", "gradients"],
+    ] {
+        let mut all: Vec<&str> = cli.to_vec();
+        all.extend(args);
+        cargo(&all)?;
+    }
+    eprintln!("\ntrace written to {train}");
     Ok(())
 }
 
