@@ -1,0 +1,3 @@
+//! Span cost benchmarks (filled in by the next commit).
+
+fn main() {}
