@@ -3,7 +3,10 @@
 //! Producers hand items to a bounded queue (`std::sync::mpsc::sync_channel`) with `try_send`, so
 //! they never block: when the queue is full the item is dropped and counted. One background
 //! thread owns the outputs, turns each item into one whole JSON line and writes it to a
-//! `BufWriter`; it flushes at least every 100 ms while there is unflushed data, on request, and
+//! `BufWriter`. While events arrive it polls the queue every millisecond, so a producer's
+//! `try_send` never has to wake it (a futex call would cost more than the span being
+//! recorded); after 20 empty polls it blocks until the next event, so an idle recorder costs
+//! nothing. It flushes at least every 100 ms while there is unflushed data, on request, and
 //! when the writer is finished or dropped. Because only that thread writes, lines never
 //! interleave, and a process killed at any point leaves a file that is valid up to the last flush
 //! (at worst followed by one truncated line, which readers report as a warning).
@@ -15,7 +18,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -29,6 +32,12 @@ pub const DEFAULT_QUEUE_CAPACITY: usize = 65_536;
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
 const BUFFER_BYTES: usize = 64 * 1024;
+
+/// How long the writer thread sleeps between polls of the queue while events flow.
+const POLL_INTERVAL: Duration = Duration::from_millis(1);
+
+/// Empty polls in a row after which the writer thread blocks until the next event.
+const IDLE_POLLS: u32 = 20;
 
 /// What `finish()` reports about a completed capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,6 +369,28 @@ impl State<'_> {
         self.line.clear();
     }
 
+    /// Write or act on one message; false on `Shutdown`.
+    fn handle<T: Encode>(&mut self, msg: Msg<T>) -> bool {
+        match msg {
+            Msg::Item(item) => {
+                item.encode(&mut self.line);
+                self.write_line();
+            }
+            Msg::Flush(ack) => {
+                self.flush();
+                let _ = ack.send(());
+            }
+            Msg::Shutdown => return false,
+        }
+        true
+    }
+
+    fn flush_if_due(&mut self) {
+        if self.dirty && self.last_flush.elapsed() >= FLUSH_INTERVAL {
+            self.flush();
+        }
+    }
+
     fn flush(&mut self) {
         self.dirty = false;
         self.last_flush = Instant::now();
@@ -395,33 +426,52 @@ fn run<T: Encode>(
         // The header is on disk before any event: a reader can identify the file at once.
         s.flush();
     }
-    loop {
+    // Polling while events flow: a producer's `try_send` then never has a sleeping receiver
+    // to wake (a futex call costing more than the span itself); after `IDLE_POLLS` empty polls
+    // the thread blocks in `recv` until the next event, so an idle recorder costs nothing.
+    let mut idle_polls = 0u32;
+    'run: loop {
+        let mut received = 0u32;
+        loop {
+            match rx.try_recv() {
+                Ok(msg) => {
+                    if !s.handle(msg) {
+                        break 'run;
+                    }
+                    received += 1;
+                    if received % 1024 == 0 {
+                        s.flush_if_due();
+                    }
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => break 'run,
+            }
+        }
+        s.flush_if_due();
+        if received > 0 {
+            idle_polls = 0;
+        } else {
+            idle_polls += 1;
+        }
+        if idle_polls < IDLE_POLLS {
+            std::thread::sleep(POLL_INTERVAL);
+            continue;
+        }
         let msg = if s.dirty {
             match rx.recv_timeout(FLUSH_INTERVAL.saturating_sub(s.last_flush.elapsed())) {
-                Ok(msg) => Some(msg),
-                Err(RecvTimeoutError::Timeout) => None,
+                Ok(msg) => msg,
+                Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         } else {
             match rx.recv() {
-                Ok(msg) => Some(msg),
+                Ok(msg) => msg,
                 Err(_) => break,
             }
         };
-        match msg {
-            Some(Msg::Item(item)) => {
-                item.encode(&mut s.line);
-                s.write_line();
-            }
-            Some(Msg::Flush(ack)) => {
-                s.flush();
-                let _ = ack.send(());
-            }
-            Some(Msg::Shutdown) => break,
-            None => {}
-        }
-        if s.dirty && s.last_flush.elapsed() >= FLUSH_INTERVAL {
-            s.flush();
+        idle_polls = 0;
+        if !s.handle(msg) {
+            break;
         }
     }
     let dropped = counters.dropped.load(Ordering::Relaxed);

@@ -1,4 +1,5 @@
 //! The recorder end to end: everything is read back with the schema's trace reader.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
 mod common;
 
@@ -318,7 +319,7 @@ fn a_plain_path_is_readable_while_recording_and_after_drop() {
     let doc =
         candle_trace_schema::document::TraceDocument::from_bytes(&std::fs::read(&path).unwrap());
     assert!(errors(&doc).is_empty(), "{:?}", errors(&doc));
-    assert_eq!(doc.spans[0].duration_ns.is_some(), true);
+    assert!(doc.spans[0].duration_ns.is_some());
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -403,6 +404,7 @@ fn emit_refuses_meta_and_writes_other_events_through_sink() {
             to_span: span.id().unwrap(),
             duration_ns: 0,
         }));
+        assert!(rec.flush(Duration::from_secs(10)));
         let copy = out.document();
         sink.emit(TraceEvent::Meta(copy.meta.unwrap().event));
     }
