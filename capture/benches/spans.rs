@@ -184,6 +184,10 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     criterion_runs(&mut c, &mut variants);
     c.final_summary();
+    // Criterion's profiling and listing modes measure nothing: no table either.
+    if std::env::args().any(|a| a == "--profile-time" || a == "--list" || a == "--test") {
+        return;
+    }
 
     // The same name filter as criterion's: the first argument that is not a flag.
     let filter = std::env::args()
