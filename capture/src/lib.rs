@@ -1,7 +1,89 @@
 //! # candle-trace-capture
 //!
-//! Writes candle-trace files from training and inference binaries. Behind the `cli` feature it
-//! also holds the `candle-trace` command-line tool ([`cli`]).
+//! Writes candle-trace files from training and inference binaries: one representative
+//! optimizer update or inference invocation as a `candle-graph/trace/6` execution trace
+//! ([`Recorder`]), and inference requests as an inference profile ([`InferenceProfiler`]).
+//! Behind the `cli` feature it also holds the `candle-trace` command-line tool (`cli`).
+//!
+//! ```
+//! use candle_trace_capture::{Recorder, Sink};
+//! use candle_trace_schema::document::TraceDocument;
+//! use candle_trace_schema::events::Step;
+//! # use std::sync::{Arc, Mutex};
+//! # #[derive(Clone, Default)]
+//! # struct Shared(Arc<Mutex<Vec<u8>>>);
+//! # impl std::io::Write for Shared {
+//! #     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> { self.0.lock().unwrap().extend_from_slice(b); Ok(b.len()) }
+//! #     fn flush(&mut self) -> std::io::Result<()> { Ok(()) }
+//! # }
+//! # let out = Shared::default();
+//!
+//! // Usually `.path("trace.jsonl")`; here an in-memory writer.
+//! let recorder = Recorder::builder("train::step")
+//!     .warmup_steps(1) // capture the second step
+//!     .tag("batch_size", "32")
+//!     .writer(out.clone())
+//!     .build()?;
+//!
+//! for _ in 0..3 {
+//!     let _step = recorder.begin_step(); // only step 2 records
+//!     let _total = recorder.measured("update");
+//!     {
+//!         let _fwd = recorder.step(Step::Forward);
+//!         let _linear = recorder.module("Linear");
+//!         // ... model code; candle helpers emit ops and memory through `Sink` ...
+//!     }
+//!     let _bwd = recorder.step(Step::Backward);
+//! }
+//! let report = recorder.finish()?;
+//! assert_eq!(report.events_dropped, 0);
+//!
+//! let doc = TraceDocument::from_bytes(&out.0.lock().unwrap());
+//! assert!(doc.diagnostics.is_empty());
+//! assert_eq!(doc.summary().span_count, 4); // update, forward, Linear, backward
+//! assert_eq!(doc.meta.unwrap().event.capture_step, 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # How it records
+//!
+//! - **Gating.** [`Recorder::begin_step`] counts steps; only the capture step sets the
+//!   recording flag, and dropping its [`StepToken`] clears it. Outside the captured step every
+//!   span guard, [`Sink::emit`] and tracing-layer call returns after one atomic load.
+//! - **Spans** are RAII guards ([`SpanGuard`]): `span_start` on creation, `span_end` with
+//!   `duration_ns` on drop, also during a panic unwind. Parents come from a per-thread stack, so
+//!   spans nest correctly on every thread; ids are unique across threads.
+//! - **Writing** never blocks the caller: events go to a bounded queue drained by one
+//!   background thread that writes whole lines into a buffered output, flushed at least every
+//!   100 ms, when asked ([`Recorder::flush`]) and at [`Recorder::finish`]. A full queue drops
+//!   events and counts them; the count is in the [`CaptureReport`] and, only when it is not
+//!   zero, in a last line `{"kind":"capture_stats","events_dropped":N,...}` that readers show
+//!   as an unknown-kind warning, so the file itself says it is incomplete. The first I/O error
+//!   is kept and returned by `finish()`; the training loop never sees it.
+//! - **tracing.** [`TraceLayer`] turns `tracing` spans entered during the captured step into
+//!   trace/6 spans: a drop-in replacement for the `tracing-chrome` layer candle's examples use.
+//!
+//! # Choices where SCHEMA.md is silent
+//!
+//! - Span ids are `s1`, `s2` ... in opening order across all threads.
+//! - A span without a `step` of its own inherits its parent's.
+//! - [`Sink::emit`] outside the captured step is ignored; a `meta` passed to it is refused
+//!   (the recorder writes the only meta line) and noted in the report.
+//! - Only the first [`Recorder::measured`] call in a run records; later calls return an inert
+//!   guard and are noted in the report.
+//! - Spans still open at `finish()` stay unclosed in the file (readers warn).
+//! - `timestamp` in the meta is the time the recorder was built, in UTC with nanoseconds.
+
+pub mod error;
+pub mod gating;
+pub mod layer;
+pub mod meta;
+pub mod profiler;
+pub mod recorder;
+pub mod sink;
+pub mod span;
+mod wallclock;
+pub mod writer;
 
 #[cfg(feature = "cli")]
 pub mod cli;
@@ -11,5 +93,17 @@ pub mod alloc;
 pub mod candle;
 #[cfg(feature = "cuda")]
 pub mod cuda;
-pub mod sink;
 pub mod sync;
+
+pub use error::CaptureError;
+pub use gating::StepToken;
+pub use layer::TraceLayer;
+pub use meta::RecorderBuilder;
+pub use profiler::{InferenceProfiler, ProfileReport, ProfilerBuilder, RequestHandle};
+pub use recorder::Recorder;
+pub use sink::{Sink, VecSink};
+pub use span::SpanGuard;
+pub use sync::DeviceSync;
+pub use writer::CaptureReport;
+
+pub use candle_trace_schema::events::{Phase, SpanKind, Step, TimingMode};

@@ -1,4 +1,8 @@
-//! The `Sink` trait: where instrumentation sends events.
+//! The [`Sink`] trait every instrumentation point talks to, and [`VecSink`], an in-memory sink
+//! for tests.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use candle_trace_schema::events::TraceEvent;
 
@@ -16,50 +20,104 @@ pub trait Sink: Send + Sync {
     fn emit(&self, event: TraceEvent);
 }
 
-/// A sink that keeps every event in memory and always records (for tests).
-#[derive(Debug, Default)]
-pub struct VecSink {
-    events: std::sync::Mutex<Vec<TraceEvent>>,
-    device: String,
-    span: std::sync::Mutex<Option<String>>,
-    start: StartInstant,
-}
-
-/// The creation instant of a [`VecSink`]; a newtype so that `VecSink` can derive `Default`.
-#[derive(Debug, Clone, Copy)]
-struct StartInstant(std::time::Instant);
-
-impl Default for StartInstant {
-    fn default() -> Self {
-        StartInstant(std::time::Instant::now())
+impl<S: Sink + ?Sized> Sink for Arc<S> {
+    fn is_recording(&self) -> bool {
+        (**self).is_recording()
+    }
+    fn now_ns(&self) -> u64 {
+        (**self).now_ns()
+    }
+    fn current_span_id(&self) -> Option<String> {
+        (**self).current_span_id()
+    }
+    fn device(&self) -> &str {
+        (**self).device()
+    }
+    fn emit(&self, event: TraceEvent) {
+        (**self).emit(event)
     }
 }
 
-/// Lock a mutex, recovering the data when another thread panicked while holding it.
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+impl<S: Sink + ?Sized> Sink for &S {
+    fn is_recording(&self) -> bool {
+        (**self).is_recording()
+    }
+    fn now_ns(&self) -> u64 {
+        (**self).now_ns()
+    }
+    fn current_span_id(&self) -> Option<String> {
+        (**self).current_span_id()
+    }
+    fn device(&self) -> &str {
+        (**self).device()
+    }
+    fn emit(&self, event: TraceEvent) {
+        (**self).emit(event)
+    }
+}
+
+/// A [`Sink`] that keeps every event in memory and is always recording: for unit tests of
+/// instrumentation code.
+///
+/// Its "current span" is one value shared by all threads, set with
+/// [`VecSink::set_current_span`] (there are no span guards here).
+///
+/// ```
+/// use candle_trace_capture::{Sink, VecSink};
+/// use candle_trace_schema::events::{Edge, TraceEvent};
+///
+/// let sink = VecSink::new("cuda:0");
+/// assert!(sink.is_recording());
+/// sink.emit(TraceEvent::Edge(Edge { from_span: "a".into(), to_span: "b".into(), duration_ns: 3 }));
+/// assert_eq!(sink.events().len(), 1);
+/// assert_eq!(sink.device(), "cuda:0");
+/// ```
+#[derive(Debug)]
+pub struct VecSink {
+    device: String,
+    start: Instant,
+    current_span: Mutex<Option<String>>,
+    events: Mutex<Vec<TraceEvent>>,
 }
 
 impl VecSink {
-    /// An empty sink whose events carry `device` (`cpu`, `cuda:0` ...); its clock starts now.
+    /// An empty sink for `device`; its clock starts now.
     pub fn new(device: impl Into<String>) -> Self {
         VecSink {
             device: device.into(),
-            ..VecSink::default()
+            start: Instant::now(),
+            current_span: Mutex::new(None),
+            events: Mutex::new(Vec::new()),
         }
     }
 
-    /// Set (or clear) the span id that [`Sink::current_span_id`] reports.
-    pub fn set_current_span(&self, span_id: Option<String>) {
-        *lock(&self.span) = span_id;
+    /// Make `id` what [`Sink::current_span_id`] returns, on every thread.
+    pub fn set_current_span(&self, id: Option<String>) {
+        *lock(&self.current_span) = id;
     }
 
-    /// A copy of every event emitted so far, in emission order.
+    /// A copy of the events emitted so far, in order.
     pub fn events(&self) -> Vec<TraceEvent> {
         lock(&self.events).clone()
     }
+
+    /// The events emitted so far, leaving the sink empty.
+    pub fn take(&self) -> Vec<TraceEvent> {
+        std::mem::take(&mut *lock(&self.events))
+    }
+}
+
+impl Default for VecSink {
+    /// A sink for `cpu`.
+    fn default() -> Self {
+        VecSink::new("cpu")
+    }
+}
+
+/// Lock ignoring poisoning: the data (a list of events) stays consistent after a panic
+/// elsewhere, and a test sink must not turn one panic into many.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Sink for VecSink {
@@ -68,11 +126,11 @@ impl Sink for VecSink {
     }
 
     fn now_ns(&self) -> u64 {
-        u64::try_from(self.start.0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     fn current_span_id(&self) -> Option<String> {
-        lock(&self.span).clone()
+        lock(&self.current_span).clone()
     }
 
     fn device(&self) -> &str {
@@ -87,25 +145,24 @@ impl Sink for VecSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::events::{Edge, TraceEvent};
+    use candle_trace_schema::events::SpanEnd;
 
     #[test]
-    fn vec_sink_keeps_events_span_and_device() {
-        let sink = VecSink::new("cuda:0");
-        assert!(sink.is_recording());
-        assert_eq!(sink.device(), "cuda:0");
-        assert_eq!(sink.current_span_id(), None);
+    fn vec_sink_keeps_events_and_the_current_span() {
+        let sink = Arc::new(VecSink::default());
+        let as_dyn: &dyn Sink = &sink;
+        assert_eq!(as_dyn.device(), "cpu");
+        assert_eq!(as_dyn.current_span_id(), None);
         sink.set_current_span(Some("s1".into()));
-        assert_eq!(sink.current_span_id().as_deref(), Some("s1"));
-        let a = sink.now_ns();
-        let b = sink.now_ns();
-        assert!(b >= a);
-        let edge = TraceEvent::Edge(Edge {
-            from_span: "a".into(),
-            to_span: "b".into(),
-            duration_ns: 3,
-        });
-        sink.emit(edge.clone());
-        assert_eq!(sink.events(), vec![edge]);
+        assert_eq!(as_dyn.current_span_id().as_deref(), Some("s1"));
+        let a = as_dyn.now_ns();
+        assert!(as_dyn.now_ns() >= a);
+        as_dyn.emit(TraceEvent::SpanEnd(SpanEnd {
+            id: "s1".into(),
+            duration_ns: 1,
+        }));
+        assert_eq!(sink.events().len(), 1);
+        assert_eq!(sink.take().len(), 1);
+        assert!(sink.events().is_empty());
     }
 }

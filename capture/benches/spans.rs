@@ -1,0 +1,215 @@
+//! What a span costs the instrumented thread: candle-trace's guards with recording on and off,
+//! `tracing` spans through [`TraceLayer`], `tracing-chrome`'s layer and `puffin::profile_scope!`,
+//! all doing the same 3-level nesting in one run.
+//!
+//! ```text
+//! cargo bench -p candle-trace-capture --bench spans -- --quick
+//! ```
+//!
+//! Every iteration opens and closes 3 nested spans. Recording variants run in chunks of
+//! 10 000 iterations; between chunks (untimed) the candle-trace writer is flushed so that its
+//! bounded queue never overflows and every span is really written, and puffin starts a new
+//! frame. The writer threads (candle-trace, tracing-chrome) write to `io::sink()` and run
+//! concurrently with the timed loop, as they would in a training run. After criterion, a
+//! plain best-of-5 loop prints ns per span and the ratio to tracing-chrome.
+
+use std::hint::black_box;
+use std::io;
+use std::time::{Duration, Instant};
+
+use candle_trace_capture::{Recorder, SpanKind, TraceLayer};
+use criterion::Criterion;
+use tracing_subscriber::layer::SubscriberExt;
+
+const CHUNK: u64 = 10_000;
+
+/// Three nested candle-trace spans.
+#[inline(never)]
+fn nested_recorder(rec: &Recorder) {
+    let _a = rec.span("a", SpanKind::Function);
+    let _b = rec.module("b");
+    let _c = rec.op_span("c");
+}
+
+/// Three nested tracing spans.
+#[inline(never)]
+fn nested_tracing() {
+    let _a = tracing::info_span!("a").entered();
+    let _b = tracing::info_span!("b").entered();
+    let _c = tracing::info_span!("c").entered();
+}
+
+/// Three nested puffin scopes.
+#[inline(never)]
+fn nested_puffin() {
+    puffin::profile_scope!("a");
+    {
+        puffin::profile_scope!("b");
+        {
+            puffin::profile_scope!("c");
+            black_box(());
+        }
+    }
+}
+
+fn recorder(capture: bool) -> Recorder {
+    let rec = Recorder::builder("bench")
+        .capture_step(if capture { 1 } else { 2 })
+        .writer(io::sink())
+        .build()
+        .unwrap_or_else(|e| panic!("recorder: {e}"));
+    // Begin step 1 and keep it open for the whole benchmark (forgetting the token leaves
+    // recording on when step 1 is the capture step, off otherwise).
+    std::mem::forget(rec.begin_step());
+    rec
+}
+
+/// Run `iters` iterations of `f` in chunks, calling `between` untimed after each chunk.
+fn chunked(iters: u64, mut f: impl FnMut(), mut between: impl FnMut()) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let n = left.min(CHUNK);
+        let t = Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        total += t.elapsed();
+        between();
+        left -= n;
+    }
+    total
+}
+
+/// One variant: a name and a function timing `iters` iterations.
+struct Variant {
+    name: &'static str,
+    time: Box<dyn FnMut(u64) -> Duration>,
+}
+
+fn variants() -> Vec<Variant> {
+    let mut v: Vec<Variant> = Vec::new();
+
+    let off = recorder(false);
+    v.push(Variant {
+        name: "candle-trace guards, recording off",
+        time: Box::new(move |iters| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                nested_recorder(black_box(&off));
+            }
+            t.elapsed()
+        }),
+    });
+
+    let on = recorder(true);
+    v.push(Variant {
+        name: "candle-trace guards, recording on",
+        time: Box::new(move |iters| {
+            chunked(
+                iters,
+                || nested_recorder(black_box(&on)),
+                || {
+                    on.flush(Duration::from_secs(60));
+                },
+            )
+        }),
+    });
+
+    for (name, capture) in [
+        ("tracing + TraceLayer, recording off", false),
+        ("tracing + TraceLayer, recording on", true),
+    ] {
+        let rec = recorder(capture);
+        let dispatch = tracing::Dispatch::new(
+            tracing_subscriber::registry().with(TraceLayer::new(rec.clone())),
+        );
+        v.push(Variant {
+            name,
+            time: Box::new(move |iters| {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    chunked(iters, nested_tracing, || {
+                        rec.flush(Duration::from_secs(60));
+                    })
+                })
+            }),
+        });
+    }
+
+    let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new()
+        .writer(io::sink())
+        .build();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(chrome));
+    v.push(Variant {
+        name: "tracing + tracing-chrome layer",
+        time: Box::new(move |iters| {
+            let _keep = &guard;
+            tracing::dispatcher::with_default(&dispatch, || chunked(iters, nested_tracing, || {}))
+        }),
+    });
+
+    v.push(Variant {
+        name: "puffin::profile_scope!, on",
+        time: Box::new(|iters| {
+            puffin::set_scopes_on(true);
+            let d = chunked(iters, nested_puffin, || {
+                puffin::GlobalProfiler::lock().new_frame();
+            });
+            puffin::set_scopes_on(false);
+            d
+        }),
+    });
+    v
+}
+
+fn criterion_runs(c: &mut Criterion, variants: &mut [Variant]) {
+    let mut group = c.benchmark_group("3 nested spans");
+    for variant in variants.iter_mut() {
+        group.bench_function(variant.name, |b| {
+            b.iter_custom(|iters| (variant.time)(iters))
+        });
+    }
+    group.finish();
+}
+
+/// ns per span (one enter + exit): best of 5 runs of `iters` iterations of 3 nested spans.
+fn ns_per_span(variant: &mut Variant, iters: u64) -> f64 {
+    (0..5)
+        .map(|_| (variant.time)(iters).as_nanos() as f64 / (iters * 3) as f64)
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn main() {
+    let mut variants = variants();
+    let mut c = Criterion::default().configure_from_args();
+    criterion_runs(&mut c, &mut variants);
+    c.final_summary();
+    // Criterion's profiling and listing modes measure nothing: no table either.
+    if std::env::args().any(|a| a == "--profile-time" || a == "--list" || a == "--test") {
+        return;
+    }
+
+    // The same name filter as criterion's: the first argument that is not a flag.
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .unwrap_or_default();
+    let iters = 200_000;
+    let results: Vec<(&str, f64)> = variants
+        .iter_mut()
+        .filter(|v| v.name.contains(filter.as_str()) || v.name.contains("tracing-chrome"))
+        .map(|v| (v.name, ns_per_span(v, iters)))
+        .collect();
+    let peer = results
+        .iter()
+        .find(|(name, _)| name.contains("tracing-chrome"))
+        .map_or(1.0, |(_, ns)| *ns);
+    println!("\nns per span enter+exit (3-level nesting, best of 5 × {iters} iterations):");
+    println!(
+        "{:<40} {:>10} {:>16}",
+        "variant", "ns/span", "vs tracing-chrome"
+    );
+    for (name, ns) in &results {
+        println!("{name:<40} {ns:>10.2} {:>15.2}x", ns / peer);
+    }
+}

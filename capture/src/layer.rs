@@ -1,0 +1,218 @@
+//! [`TraceLayer`]: `tracing` spans as trace/6 spans.
+//!
+//! candle's examples record with `tracing-chrome`'s layer, and candle-transformers instruments
+//! its models with `tracing::span!` (`linear`, `attn`, `mlp` ...). This layer takes its place:
+//!
+//! ```
+//! use candle_trace_capture::{Recorder, TraceLayer};
+//! use tracing_subscriber::layer::SubscriberExt;
+//!
+//! let recorder = Recorder::builder("Model::forward").capture_step(1).writer(std::io::sink()).build()?;
+//! let subscriber = tracing_subscriber::registry().with(TraceLayer::new(recorder.clone()));
+//! tracing::subscriber::with_default(subscriber, || {
+//!     let _step = recorder.begin_step();
+//!     let _total = recorder.measured("forward");
+//!     let _attn = tracing::trace_span!("attn").entered(); // recorded, parent `forward`
+//! });
+//! recorder.finish()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Each enter/exit pair of a tracing span during the captured step becomes one trace/6 span
+//! (a span entered twice is two spans, like `tracing-chrome`'s default threaded mode), named
+//! after the tracing span. Its parent is the tracing parent's open trace/6 span when the parent
+//! was recorded, else the innermost recorder span on the thread; recorder spans opened inside
+//! it nest under it. The kind is `module` when [`looks_like_module`] (or the rule given to
+//! [`TraceLayer::with_module_rule`]) says so, else `function`. Outside the captured step
+//! `on_enter` costs one atomic load, and `on_exit` one more when no layer span is open.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use candle_trace_schema::events::SpanKind;
+use tracing::span::Id;
+use tracing::{Metadata, Subscriber};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+
+use crate::recorder::Recorder;
+
+/// Words that make a span name a module (`self-attn`, `layer-norm`, `mlp` ...).
+const MODULE_WORDS: &[&str] = &[
+    "attn",
+    "attention",
+    "block",
+    "conv",
+    "conv1d",
+    "conv2d",
+    "decoder",
+    "embed",
+    "embedding",
+    "embeddings",
+    "encoder",
+    "ffn",
+    "head",
+    "layer",
+    "layernorm",
+    "linear",
+    "mlp",
+    "model",
+    "norm",
+    "rmsnorm",
+    "transformer",
+];
+
+/// The default rule for `span_kind`: `module` when the name starts with an uppercase letter (a
+/// type name such as `Linear`), when one of its words (split at `-`, `_`, `.`, `:` and blanks)
+/// names a model part (`attn`, `mlp`, `block`, `layer`, `linear`, `embedding`, `norm`,
+/// `conv2d`, `encoder` ...), or when the target is in `candle_nn`.
+pub fn looks_like_module(metadata: &Metadata<'_>) -> bool {
+    let name = metadata.name();
+    if name.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return true;
+    }
+    if metadata.target().starts_with("candle_nn") {
+        return true;
+    }
+    name.split(|c: char| matches!(c, '-' | '_' | '.' | ':') || c.is_whitespace())
+        .any(|word| MODULE_WORDS.iter().any(|m| m.eq_ignore_ascii_case(word)))
+}
+
+/// A `tracing_subscriber` layer that records tracing spans into a [`Recorder`] during the
+/// captured step. See the [module docs](self).
+pub struct TraceLayer {
+    recorder: Recorder,
+    module_rule: fn(&Metadata<'_>) -> bool,
+    /// Spans this layer opened and has not closed yet: lets `on_exit` skip the span lookup.
+    open: AtomicUsize,
+}
+
+impl std::fmt::Debug for TraceLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceLayer")
+            .field("recorder", &self.recorder)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The trace/6 spans open for one tracing span (one per active enter), innermost last.
+struct Entered(Vec<OpenEntry>);
+
+#[derive(Clone, Copy)]
+struct OpenEntry {
+    id: u64,
+    start_ns: u64,
+    sync: bool,
+}
+
+impl TraceLayer {
+    /// A layer recording into `recorder`, with [`looks_like_module`] as the kind rule.
+    pub fn new(recorder: Recorder) -> Self {
+        TraceLayer {
+            recorder,
+            module_rule: looks_like_module,
+            open: AtomicUsize::new(0),
+        }
+    }
+
+    /// Use `rule` instead of [`looks_like_module`] to decide which spans are modules.
+    #[must_use]
+    pub fn with_module_rule(mut self, rule: fn(&Metadata<'_>) -> bool) -> Self {
+        self.module_rule = rule;
+        self
+    }
+}
+
+impl<S> Layer<S> for TraceLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let inner = &self.recorder.inner;
+        if !inner.is_recording() {
+            return;
+        }
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let parent = span.parent().and_then(|p| {
+            p.extensions()
+                .get::<Entered>()
+                .and_then(|e| e.0.last().map(|o| o.id))
+        });
+        let metadata = span.metadata();
+        let kind = if (self.module_rule)(metadata) {
+            SpanKind::Module
+        } else {
+            SpanKind::Function
+        };
+        let sync = inner.nested_sync();
+        let (sid, start_ns) = inner.open_span(
+            Cow::Borrowed(metadata.name()),
+            kind,
+            false,
+            None,
+            parent,
+            sync,
+        );
+        let entry = OpenEntry {
+            id: sid,
+            start_ns,
+            sync,
+        };
+        let mut extensions = span.extensions_mut();
+        match extensions.get_mut::<Entered>() {
+            Some(entered) => entered.0.push(entry),
+            None => extensions.insert(Entered(vec![entry])),
+        }
+        self.open.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        if self.open.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let entry = span
+            .extensions_mut()
+            .get_mut::<Entered>()
+            .and_then(|e| e.0.pop());
+        if let Some(entry) = entry {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+            self.recorder
+                .inner
+                .close_span(entry.id, entry.start_ns, entry.sync);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing::Level;
+
+    fn kind_of(span: tracing::Span) -> bool {
+        span.metadata().map(looks_like_module).unwrap()
+    }
+
+    #[test]
+    fn module_rule_reads_names_and_targets() {
+        // A subscriber must be set for spans to carry metadata.
+        let subscriber = tracing_subscriber::registry();
+        tracing::subscriber::with_default(subscriber, || {
+            assert!(kind_of(tracing::span!(Level::TRACE, "self-attn")));
+            assert!(kind_of(tracing::span!(Level::TRACE, "layer-norm")));
+            assert!(kind_of(tracing::span!(Level::TRACE, "Linear")));
+            assert!(kind_of(tracing::span!(Level::TRACE, "mlp")));
+            assert!(kind_of(
+                tracing::span!(target: "candle_nn::ops", Level::TRACE, "softmax")
+            ));
+            assert!(!kind_of(tracing::span!(Level::TRACE, "rot")));
+            assert!(!kind_of(tracing::span!(Level::TRACE, "qmatmul")));
+            assert!(!kind_of(tracing::span!(Level::TRACE, "cache-kv")));
+        });
+    }
+}
