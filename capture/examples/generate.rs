@@ -102,7 +102,8 @@ impl RequestCount {
 
     /// The example's own TTFT, µs (midpoint of its bracket).
     pub fn ttft_us(&self) -> Option<u64> {
-        self.ttft_ns_bounds().map(|(lo, hi)| (lo / 2 + hi / 2) / 1000)
+        self.ttft_ns_bounds()
+            .map(|(lo, hi)| (lo / 2 + hi / 2) / 1000)
     }
 
     /// The example's own mean ITL, µs (midpoints of its brackets); `None` with one token.
@@ -206,10 +207,7 @@ impl TinyLm {
 
     /// Feed `token`: the new state and the next token.
     fn decode(&self, token: u32, h: &Tensor) -> candle_core::Result<(Tensor, u32)> {
-        let x_proj = self
-            .embed
-            .narrow(0, token as usize, 1)?
-            .matmul(&self.w_x)?;
+        let x_proj = self.embed.narrow(0, token as usize, 1)?.matmul(&self.w_x)?;
         self.cell(&x_proj, h)
     }
 }
@@ -223,7 +221,9 @@ fn prompt(index: usize, len: usize) -> Vec<u32> {
 
 /// FNV-1a over the model configuration: the `runtime_preset_hash`.
 fn preset_hash() -> String {
-    let config = format!("tiny-gru vocab={VOCAB} embed={EMBED} hidden={HIDDEN} ctx={MAX_CONTEXT} seed={SEED} greedy");
+    let config = format!(
+        "tiny-gru vocab={VOCAB} embed={EMBED} hidden={HIDDEN} ctx={MAX_CONTEXT} seed={SEED} greedy"
+    );
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in config.bytes() {
         h ^= u64::from(b);
@@ -372,7 +372,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             q.events,
             show(q.ttft_us()),
             show(q.itl_us_avg()),
-            if q.failed { "  failed: context_overflow" } else { "" },
+            if q.failed {
+                "  failed: context_overflow"
+            } else {
+                ""
+            },
         );
     }
     Ok(())

@@ -200,7 +200,9 @@ fn forward(
     };
     let out = {
         let _fc2 = cap.span(cap.recorder.module("fc2"));
-        let o = cap.op("linear", &[&h, model.fc2.weight()], || model.fc2.forward(&h))?;
+        let o = cap.op("linear", &[&h, model.fc2.weight()], || {
+            model.fc2.forward(&h)
+        })?;
         keep(&o, "linear");
         // Frozen: the scale is used detached, so no gradient reaches it.
         let frozen = model.frozen.detach();

@@ -2,6 +2,7 @@
 //! with the schema's `AnyReader` and with the `candle-trace` CLI (`validate --json`,
 //! `summary --json`), and checks that the files are clean and that their numbers are what the
 //! examples themselves counted.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
 #[path = "../examples/train_mlp.rs"]
 #[allow(dead_code)]
@@ -237,7 +238,10 @@ fn generate_profile_is_clean_and_matches_what_the_example_counted() {
     assert_eq!(summary.request_count, outcome.requests.len() as u64);
     assert_eq!(summary.event_count, outcome.events());
     assert_eq!(summary.invalid_event_count, 0);
-    assert_eq!(summary.error_count, 2, "the error event and the failed close");
+    assert_eq!(
+        summary.error_count, 2,
+        "the error event and the failed close"
+    );
     assert_eq!(summary.memory_snapshot_count, 3, "one per served request");
     let waves: u64 = outcome
         .requests
