@@ -328,6 +328,11 @@ pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
         .model(format!("tiny-gru-v{VOCAB}-h{HIDDEN}"))
         .build()?;
 
+    // Warm up outside any request (first-call costs of the matmul kernels and the allocator),
+    // as a server does before it takes traffic.
+    let (h, token) = model.prefill(&prompt(REQUESTS.len(), 4))?;
+    model.decode(token, &h)?;
+
     let mut requests = Vec::new();
     for (index, spec) in REQUESTS.into_iter().enumerate() {
         requests.push(serve(&profiler, &model, index, spec)?);
