@@ -1,163 +1,71 @@
 //! Train a small candle-nn MLP on synthetic data for four AdamW updates and capture update 2
-//! as a `candle-graph/trace/6` file.
+//! as a `candle-graph/trace/6` file with a [`Recorder`].
 //!
 //! ```sh
-//! cargo run -p candle-trace-capture --features candle --example train_mlp -- --out train.jsonl
+//! cargo run --release -p candle-trace-capture --features candle --example train_mlp -- --out train.jsonl
 //! cargo trace summary train.jsonl     # compare with the counts this example prints
 //! ```
 //!
-//! The captured update has a measured root span `train_step` with `forward` (two `module`
-//! spans, one per layer), `backward` and `optimizer` children; every tensor op of the forward
-//! pass is timed with `timed_op`; activations and gradients get `memory` alloc/free records;
-//! parameters and gradients get `tensor` events; and every parameter gets a `gradient` fact.
+//! Every update calls `recorder.begin_step()`; the recorder turns recording on for update 2
+//! only (one warm-up update), so the same instrumented code runs in every update and costs one
+//! atomic load per call outside the captured one.
+//!
+//! The captured update has a measured root span `train_step` with three step spans:
+//! - `forward` (step `forward`): a `module` span per layer (`fc1`, `fc2`); every tensor op is
+//!   timed with [`timed_op`] and every activation gets a `memory` alloc;
+//! - `backward` (step `backward`): the gradients get `tensor` events and `memory` allocs, the
+//!   activations are freed, and every parameter gets a `gradient` fact;
+//! - `optimizer` (step `optimizer`): AdamW written out with candle ops (the same arithmetic as
+//!   `candle_nn::AdamW`) so that each of its ops is timed too; its moments get `tensor` events
+//!   (category `optimizer`) and its temporaries are allocated and freed inside the span.
+//!
+//! The gradients are freed in `train_step` after the optimizer. Each step span starts and ends
+//! with a `device_memory` checkpoint of the host from the tracking allocator.
 //! `frozen.scale` is deliberately frozen (used detached and left out of the optimizer), so its
 //! gradient is `missing`.
 //!
-//! TODO(recorder): this example writes through `VecSink` and a small local JSONL writer
-//! (`StepSink`, `write_trace`) because the `Recorder` lives in another branch. Switch to
-//! `Recorder` (its span guards, writer and meta) once that branch is merged; the library calls
-//! (`timed_op`, `record_*`) stay as they are.
+//! The example counts what it asks the recorder to write (spans, ops, tensors, allocs, frees,
+//! checkpoints, gradients per state) and times the measured region with its own `Instant`s;
+//! `main` prints both next to the recorder's `CaptureReport`, and `tests/examples.rs` checks
+//! them against the file.
 
-use std::io::Write as _;
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::time::Instant;
 
+use candle_core::backprop::GradStore;
 use candle_core::{DType, Device, Tensor, Var};
-use candle_nn::{AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
-use candle_trace_capture::alloc::{self, AttributionScope, TrackingAllocator};
+use candle_nn::{Linear, Module, VarBuilder, VarMap};
+use candle_trace_capture::alloc;
 use candle_trace_capture::candle::{
-    candle_version, record_tensor, record_tensor_alloc, record_tensor_free,
+    candle_version, device_name, record_tensor, record_tensor_alloc, record_tensor_free,
     record_varmap_gradients, timed_op, varmap_params, GradientTally,
 };
-use candle_trace_capture::sink::{Sink, VecSink};
-use candle_trace_capture::sync::DeviceSync;
-use candle_trace_schema::events::{
-    GradientState, MemoryAction, Meta, Phase, SpanEnd, SpanKind, SpanStart, Step, TensorCategory,
-    TimingMode, TraceEvent, TRACE_SCHEMA,
-};
+use candle_trace_capture::{CaptureReport, Recorder, Sink, SpanGuard, Step};
+use candle_trace_schema::events::TensorCategory;
 
+// Counts live and peak host bytes for the `device_memory` checkpoints. Left out when a test
+// includes this file as a module: the test binary installs its own.
+#[cfg(not(test))]
 #[global_allocator]
-static ALLOC: TrackingAllocator = TrackingAllocator::system();
+static ALLOC: alloc::TrackingAllocator = alloc::TrackingAllocator::system();
 
-/// Updates run; the one captured (one-based).
+/// Updates run; the one captured is update `WARMUP + 1`.
 const STEPS: u64 = 4;
-const CAPTURE_STEP: u64 = 2;
+const WARMUP: u64 = 1;
 const BATCH: usize = 32;
 const IN: usize = 8;
 const HIDDEN: usize = 32;
 const OUT: usize = 4;
+const LR: f64 = 1e-2;
 
-/// TODO(recorder): stand-in for `Recorder`: a `VecSink` that records only while `recording` is
-/// set and keeps a stack of open spans for `current_span_id`.
-struct StepSink {
-    inner: VecSink,
-    recording: AtomicBool,
-    open: Mutex<Vec<String>>,
-    next_span: AtomicU64,
-}
-
-/// An open span (example stand-in for the recorder's span guard).
-struct OpenSpan {
-    id: String,
-    start_ns: u64,
-}
-
-impl StepSink {
-    fn new(device: &str) -> Self {
-        StepSink {
-            inner: VecSink::new(device),
-            recording: AtomicBool::new(false),
-            open: Mutex::new(Vec::new()),
-            next_span: AtomicU64::new(1),
-        }
-    }
-
-    fn open_spans(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
-        self.open.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn span_start(
-        &self,
-        name: &str,
-        span_kind: SpanKind,
-        step: Option<Step>,
-        measured: bool,
-    ) -> Option<OpenSpan> {
-        if !self.is_recording() {
-            return None;
-        }
-        let id = format!("s{}", self.next_span.fetch_add(1, Ordering::Relaxed));
-        let start_ns = self.now_ns();
-        let parent_id = self.open_spans().last().cloned();
-        self.emit(TraceEvent::SpanStart(SpanStart {
-            id: id.clone(),
-            parent_id,
-            name: name.to_string(),
-            start_ns,
-            span_kind,
-            measured,
-            step,
-        }));
-        self.open_spans().push(id.clone());
-        self.inner.set_current_span(Some(id.clone()));
-        Some(OpenSpan { id, start_ns })
-    }
-
-    fn span_end(&self, span: Option<OpenSpan>) {
-        let Some(span) = span else { return };
-        let duration_ns = self.now_ns().saturating_sub(span.start_ns);
-        let mut open = self.open_spans();
-        if let Some(pos) = open.iter().rposition(|id| *id == span.id) {
-            open.remove(pos);
-        }
-        self.inner.set_current_span(open.last().cloned());
-        drop(open);
-        self.emit(TraceEvent::SpanEnd(SpanEnd {
-            id: span.id,
-            duration_ns,
-        }));
-    }
-
-    /// Run `f` inside a span.
-    fn span<R>(
-        &self,
-        name: &str,
-        span_kind: SpanKind,
-        step: Option<Step>,
-        f: impl FnOnce() -> R,
-    ) -> R {
-        let span = self.span_start(name, span_kind, step, false);
-        let result = f();
-        self.span_end(span);
-        result
-    }
-}
-
-impl Sink for StepSink {
-    fn is_recording(&self) -> bool {
-        self.recording.load(Ordering::Relaxed)
-    }
-    fn now_ns(&self) -> u64 {
-        self.inner.now_ns()
-    }
-    fn current_span_id(&self) -> Option<String> {
-        self.inner.current_span_id()
-    }
-    fn device(&self) -> &str {
-        self.inner.device()
-    }
-    fn emit(&self, event: TraceEvent) {
-        self.inner.emit(event);
-    }
-}
-
-/// What the example recorded, in `candle-trace summary` terms.
+/// What the example asked the recorder to write during the captured update, counted as it
+/// went (not read back from the file).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Counts {
-    /// `op` events.
+    /// `op` events (forward and optimizer ops).
     pub op_count: u64,
-    /// `span_start` events.
+    /// Spans opened (one `span_start` each).
     pub span_count: u64,
     /// `tensor` events.
     pub tensor_count: u64,
@@ -165,30 +73,100 @@ pub struct Counts {
     pub alloc_count: u64,
     /// `memory` frees.
     pub free_count: u64,
+    /// `device_memory` checkpoints.
+    pub device_memory_count: u64,
     /// `gradient` events per state.
     pub gradients: GradientTally,
+    /// The measured region timed with the example's own `Instant`s, taken just before the
+    /// measured span opens and just after it closes: the file's `total_ns` is at most this.
+    pub measured_outer_ns: u64,
 }
 
-impl Counts {
-    fn of(events: &[TraceEvent]) -> Self {
-        let mut counts = Counts::default();
-        for event in events {
-            match event {
-                TraceEvent::Op(_) => counts.op_count += 1,
-                TraceEvent::SpanStart(_) => counts.span_count += 1,
-                TraceEvent::Tensor(_) => counts.tensor_count += 1,
-                TraceEvent::Memory(m) if m.action == MemoryAction::Alloc => counts.alloc_count += 1,
-                TraceEvent::Memory(_) => counts.free_count += 1,
-                TraceEvent::Gradient(g) => match g.state {
-                    GradientState::Present => counts.gradients.present += 1,
-                    GradientState::Missing => counts.gradients.missing += 1,
-                    GradientState::Zero => counts.gradients.zero += 1,
-                    GradientState::NonFinite => counts.gradients.non_finite += 1,
-                },
-                _ => {}
-            }
+/// What [`run`] returns: the example's own counts and the recorder's report.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// What the example counted.
+    pub counts: Counts,
+    /// What `Recorder::finish` reported.
+    pub report: CaptureReport,
+    /// The loss after each update.
+    pub losses: Vec<f32>,
+}
+
+/// The recorder plus the example's tally of what it recorded. Every call records only while
+/// the recorder is recording (the captured update) and counts only what it recorded.
+struct Capture {
+    recorder: Recorder,
+    counts: RefCell<Counts>,
+}
+
+impl Capture {
+    fn count(&self, f: impl FnOnce(&mut Counts)) {
+        if self.recorder.is_recording() {
+            f(&mut self.counts.borrow_mut());
         }
-        counts
+    }
+
+    /// Count a span guard that records.
+    fn span<'r>(&self, guard: SpanGuard<'r>) -> SpanGuard<'r> {
+        if guard.is_recording() {
+            self.counts.borrow_mut().span_count += 1;
+        }
+        guard
+    }
+
+    /// A step span with a host-memory checkpoint at each edge.
+    fn step(&self, step: Step) -> StepSpan<'_> {
+        let guard = self.span(self.recorder.step(step));
+        self.host_checkpoint();
+        StepSpan {
+            capture: self,
+            guard: Some(guard),
+        }
+    }
+
+    fn host_checkpoint(&self) {
+        alloc::record_host_memory(&self.recorder);
+        self.count(|c| c.device_memory_count += 1);
+    }
+
+    fn op(
+        &self,
+        name: &str,
+        inputs: &[&Tensor],
+        f: impl FnOnce() -> candle_core::Result<Tensor>,
+    ) -> candle_core::Result<Tensor> {
+        let out = timed_op(&self.recorder, name, inputs, f)?;
+        self.count(|c| c.op_count += 1);
+        Ok(out)
+    }
+
+    fn tensor(&self, name: &str, t: &Tensor, category: TensorCategory) {
+        record_tensor(&self.recorder, name, t, category);
+        self.count(|c| c.tensor_count += 1);
+    }
+
+    fn alloc(&self, t: &Tensor, category: TensorCategory, op: &str) {
+        record_tensor_alloc(&self.recorder, t, category, Some(op));
+        self.count(|c| c.alloc_count += 1);
+    }
+
+    fn free(&self, t: &Tensor, category: TensorCategory) {
+        record_tensor_free(&self.recorder, t, category);
+        self.count(|c| c.free_count += 1);
+    }
+}
+
+/// A step span whose end is preceded by a host-memory checkpoint.
+struct StepSpan<'c> {
+    capture: &'c Capture,
+    guard: Option<SpanGuard<'c>>,
+}
+
+impl Drop for StepSpan<'_> {
+    fn drop(&mut self) {
+        self.capture.host_checkpoint();
+        drop(self.guard.take());
     }
 }
 
@@ -199,53 +177,144 @@ struct Mlp {
     frozen: Tensor,
 }
 
-/// Forward pass; every tensor op timed, every activation recorded as allocated.
+/// Forward pass; every tensor op timed, every activation recorded as allocated and kept in
+/// `activations` until backward has run.
 fn forward(
     model: &Mlp,
-    sink: &StepSink,
+    cap: &Capture,
     x: &Tensor,
     y: &Tensor,
     activations: &mut Vec<Tensor>,
 ) -> candle_core::Result<Tensor> {
     let mut keep = |t: &Tensor, op: &str| {
-        record_tensor_alloc(sink, t, TensorCategory::Activation, Some(op));
+        cap.alloc(t, TensorCategory::Activation, op);
         activations.push(t.clone());
     };
-    let h = sink.span("fc1", SpanKind::Module, Some(Step::Forward), || {
-        let h = timed_op(sink, "linear", &[x, model.fc1.weight()], || {
-            model.fc1.forward(x)
-        })?;
+    let h = {
+        let _fc1 = cap.span(cap.recorder.module("fc1"));
+        let h = cap.op("linear", &[x, model.fc1.weight()], || model.fc1.forward(x))?;
         keep(&h, "linear");
-        let h = timed_op(sink, "relu", &[&h], || h.relu())?;
+        let h = cap.op("relu", &[&h], || h.relu())?;
         keep(&h, "relu");
-        Ok::<_, candle_core::Error>(h)
-    })?;
-    let out = sink.span("fc2", SpanKind::Module, Some(Step::Forward), || {
-        let o = timed_op(sink, "linear", &[&h, model.fc2.weight()], || {
+        h
+    };
+    let out = {
+        let _fc2 = cap.span(cap.recorder.module("fc2"));
+        let o = cap.op("linear", &[&h, model.fc2.weight()], || {
             model.fc2.forward(&h)
         })?;
         keep(&o, "linear");
         // Frozen: the scale is used detached, so no gradient reaches it.
         let frozen = model.frozen.detach();
-        let o = timed_op(sink, "broadcast_mul", &[&o, &frozen], || {
-            o.broadcast_mul(&frozen)
-        })?;
+        let o = cap.op("broadcast_mul", &[&o, &frozen], || o.broadcast_mul(&frozen))?;
         keep(&o, "broadcast_mul");
-        Ok::<_, candle_core::Error>(o)
-    })?;
-    let diff = timed_op(sink, "sub", &[&out, y], || out.sub(y))?;
+        o
+    };
+    let diff = cap.op("sub", &[&out, y], || out.sub(y))?;
     keep(&diff, "sub");
-    let sq = timed_op(sink, "sqr", &[&diff], || diff.sqr())?;
+    let sq = cap.op("sqr", &[&diff], || diff.sqr())?;
     keep(&sq, "sqr");
-    let loss = timed_op(sink, "mean_all", &[&sq], || sq.mean_all())?;
+    let loss = cap.op("mean_all", &[&sq], || sq.mean_all())?;
     keep(&loss, "mean_all");
     Ok(loss)
 }
 
-/// Train for [`STEPS`] updates, capture update [`CAPTURE_STEP`], write the trace to `out`.
-pub fn run(out: &Path) -> Result<Counts, Box<dyn std::error::Error>> {
+/// AdamW with `candle_nn::AdamW`'s arithmetic and defaults (betas 0.9/0.999, eps 1e-8,
+/// weight decay 0.01), written with timed candle ops.
+struct AdamW {
+    /// (name, parameter, first moment, second moment).
+    params: Vec<(String, Var, Var, Var)>,
+    step_t: i32,
+}
+
+impl AdamW {
+    const BETA1: f64 = 0.9;
+    const BETA2: f64 = 0.999;
+    const EPS: f64 = 1e-8;
+    const WEIGHT_DECAY: f64 = 0.01;
+
+    fn new(params: Vec<(String, Var)>) -> candle_core::Result<Self> {
+        let params = params
+            .into_iter()
+            .map(|(name, var)| {
+                let t = var.as_tensor();
+                let m = Var::zeros(t.shape(), t.dtype(), t.device())?;
+                let v = Var::zeros(t.shape(), t.dtype(), t.device())?;
+                Ok((name, var, m, v))
+            })
+            .collect::<candle_core::Result<_>>()?;
+        Ok(AdamW { params, step_t: 0 })
+    }
+
+    fn step(&mut self, grads: &GradStore, cap: &Capture) -> candle_core::Result<()> {
+        self.step_t += 1;
+        let scale_m = 1.0 / (1.0 - Self::BETA1.powi(self.step_t));
+        let scale_v = 1.0 / (1.0 - Self::BETA2.powi(self.step_t));
+        let opt = TensorCategory::Optimizer;
+        for (name, theta, m_var, v_var) in &self.params {
+            let Some(g) = grads.get(theta.as_tensor()) else {
+                continue;
+            };
+            let (m, v) = (m_var.as_tensor(), v_var.as_tensor());
+            let next_m = cap.op("adamw_moment1", &[m, g], || {
+                (m * Self::BETA1)? + (g * (1.0 - Self::BETA1))?
+            })?;
+            cap.alloc(&next_m, opt, "adamw_moment1");
+            let next_v = cap.op("adamw_moment2", &[v, g], || {
+                (v * Self::BETA2)? + (g.sqr()? * (1.0 - Self::BETA2))?
+            })?;
+            cap.alloc(&next_v, opt, "adamw_moment2");
+            let direction = cap.op("adamw_direction", &[&next_m, &next_v], || {
+                let m_hat = (&next_m * scale_m)?;
+                let v_hat = (&next_v * scale_v)?;
+                m_hat / (v_hat.sqrt()? + Self::EPS)?
+            })?;
+            cap.alloc(&direction, opt, "adamw_direction");
+            let t = theta.as_tensor();
+            let next_theta = cap.op("adamw_apply", &[t, &direction], || {
+                (t * (1.0 - LR * Self::WEIGHT_DECAY))? - (&direction * LR)?
+            })?;
+            cap.alloc(&next_theta, TensorCategory::Parameter, "adamw_apply");
+            // `Var::set` copies into the variables' storage; the temporaries die here.
+            m_var.set(&next_m)?;
+            v_var.set(&next_v)?;
+            theta.set(&next_theta)?;
+            cap.tensor(&format!("{name}.adamw_m"), m, opt);
+            cap.tensor(&format!("{name}.adamw_v"), v, opt);
+            for (tmp, category) in [
+                (&next_m, opt),
+                (&next_v, opt),
+                (&direction, opt),
+                (&next_theta, TensorCategory::Parameter),
+            ] {
+                cap.free(tmp, category);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Train for [`STEPS`] updates, capture update `WARMUP + 1`, write the trace to `out`.
+pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
     let device = Device::Cpu;
-    let sink = StepSink::new("cpu");
+    let recorder = Recorder::builder("train_mlp::train_step")
+        .phase(candle_trace_capture::Phase::Train)
+        .device(device_name(&device))
+        .device_sync(device.clone())
+        .tag("batch_size", BATCH.to_string())
+        .tag("lr", LR.to_string())
+        .tag("hidden", HIDDEN.to_string())
+        .tag("model", format!("mlp {IN}-{HIDDEN}-{OUT}"))
+        .tag("optimizer", "adamw")
+        .candle_version(candle_version())
+        .warmup_steps(WARMUP)
+        .path(out)
+        .atomic(true)
+        .build()?;
+    let cap = Capture {
+        recorder,
+        counts: RefCell::new(Counts::default()),
+    };
 
     let varmap = VarMap::new();
     let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
@@ -256,18 +325,11 @@ pub fn run(out: &Path) -> Result<Counts, Box<dyn std::error::Error>> {
             .pp("frozen")
             .get_with_hints(OUT, "scale", candle_nn::Init::Const(1.0))?,
     };
-    let trainable: Vec<Var> = varmap_params(&varmap)
+    let trainable: Vec<(String, Var)> = varmap_params(&varmap)
         .into_iter()
         .filter(|(name, _)| !name.starts_with("frozen."))
-        .map(|(_, var)| var)
         .collect();
-    let mut opt = AdamW::new(
-        trainable,
-        ParamsAdamW {
-            lr: 1e-2,
-            ..Default::default()
-        },
-    )?;
+    let mut opt = AdamW::new(trainable)?;
 
     // Synthetic regression data: x in [-1, 1], y = x · W_true.
     let x = (Tensor::arange(0u32, (BATCH * IN) as u32, &device)?
@@ -282,138 +344,85 @@ pub fn run(out: &Path) -> Result<Counts, Box<dyn std::error::Error>> {
         .cos()?;
     let y = x.matmul(&w_true)?;
 
-    for step in 1..=STEPS {
-        let capture = step == CAPTURE_STEP;
-        if capture {
+    let mut losses = Vec::new();
+    for _ in 0..STEPS {
+        let step = cap.recorder.begin_step();
+        if step.is_captured() {
             alloc::reset_peak();
-            sink.recording.store(true, Ordering::Relaxed);
-            alloc::record_host_memory(&sink);
         }
-        DeviceSync::synchronize(&device);
-        let root = sink.span_start("train_step", SpanKind::Function, None, true);
+        let outer_start = Instant::now();
+        let measured = cap.span(cap.recorder.measured("train_step"));
 
         let mut activations = Vec::new();
-        let scope = AttributionScope::open();
-        let loss = sink.span("forward", SpanKind::Function, Some(Step::Forward), || {
-            forward(&model, &sink, &x, &y, &mut activations)
-        })?;
-        let forward_alloc = scope.finish();
+        let loss = {
+            let _forward = cap.step(Step::Forward);
+            forward(&model, &cap, &x, &y, &mut activations)?
+        };
 
-        let grads = sink.span("backward", SpanKind::Function, Some(Step::Backward), || {
+        let grads = {
+            let _backward = cap.step(Step::Backward);
             let grads = loss.backward()?;
             for (name, var) in varmap_params(&varmap) {
                 if let Some(g) = grads.get(var.as_tensor()) {
-                    record_tensor_alloc(&sink, g, TensorCategory::Gradient, Some("backward"));
-                    record_tensor(&sink, &format!("{name}.grad"), g, TensorCategory::Gradient);
+                    cap.alloc(g, TensorCategory::Gradient, "backward");
+                    cap.tensor(&format!("{name}.grad"), g, TensorCategory::Gradient);
                 }
             }
             // The graph (and with it every activation) is released once backward is done.
             for a in activations.drain(..) {
-                record_tensor_free(&sink, &a, TensorCategory::Activation);
+                cap.free(&a, TensorCategory::Activation);
             }
-            record_varmap_gradients(&sink, "varmap", &varmap, &grads)?;
-            Ok::<_, candle_core::Error>(grads)
-        })?;
+            let tally = record_varmap_gradients(&cap.recorder, "varmap", &varmap, &grads)?;
+            // The library says what it recorded per state (nothing outside the capture).
+            let mut counts = cap.counts.borrow_mut();
+            counts.gradients.present += tally.present;
+            counts.gradients.missing += tally.missing;
+            counts.gradients.zero += tally.zero;
+            counts.gradients.non_finite += tally.non_finite;
+            drop(counts);
+            grads
+        };
 
-        sink.span(
-            "optimizer",
-            SpanKind::Function,
-            Some(Step::Optimizer),
-            || {
-                opt.step(&grads)?;
-                for (name, var) in varmap_params(&varmap) {
-                    record_tensor(&sink, &name, var.as_tensor(), TensorCategory::Parameter);
-                }
-                Ok::<_, candle_core::Error>(())
-            },
-        )?;
-        // The gradients are released here, in the root span.
+        {
+            let _optimizer = cap.step(Step::Optimizer);
+            opt.step(&grads, &cap)?;
+            for (name, var) in varmap_params(&varmap) {
+                cap.tensor(&name, var.as_tensor(), TensorCategory::Parameter);
+            }
+        }
+        // The gradients are released here, in the measured root span.
         for (_, var) in varmap_params(&varmap) {
             if let Some(g) = grads.get(var.as_tensor()) {
-                record_tensor_free(&sink, g, TensorCategory::Gradient);
+                cap.free(g, TensorCategory::Gradient);
             }
         }
         drop(grads);
 
-        DeviceSync::synchronize(&device);
-        sink.span_end(root);
-        if capture {
-            alloc::record_host_memory(&sink);
-            sink.recording.store(false, Ordering::Relaxed);
+        let recorded = measured.is_recording();
+        drop(measured);
+        if recorded {
+            cap.counts.borrow_mut().measured_outer_ns =
+                u64::try_from(outer_start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        }
+        let loss = loss.to_scalar::<f32>()?;
+        losses.push(loss);
+        if step.is_captured() {
             println!(
-                "update {step}: loss {:.5}, forward allocated {} B on this thread (peak growth {} B), host peak {} B",
-                loss.to_scalar::<f32>()?,
-                forward_alloc.allocated_bytes,
-                forward_alloc.peak_growth_bytes,
-                alloc::peak_bytes(),
+                "update {}: loss {loss:.5} (captured; host peak {} B)",
+                step.step(),
+                alloc::peak_bytes()
             );
         } else {
-            println!("update {step}: loss {:.5}", loss.to_scalar::<f32>()?);
+            println!("update {}: loss {loss:.5}", step.step());
         }
     }
 
-    let events = sink.inner.events();
-    write_trace(out, &events)?;
-    Ok(Counts::of(&events))
-}
-
-/// TODO(recorder): the recorder's writer replaces this. Writes the meta line, then each event.
-fn write_trace(out: &Path, events: &[TraceEvent]) -> std::io::Result<()> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let run_id = format!("train-mlp-{}-{}", std::process::id(), now.as_nanos());
-    let meta = TraceEvent::Meta(Meta {
-        schema: TRACE_SCHEMA.to_string(),
-        run_id: run_id.clone(),
-        correlation_id: run_id,
-        entrypoint: "train_mlp::train_step".to_string(),
-        phase: Phase::Train,
-        timestamp: iso8601(now.as_secs()),
-        capture_step: CAPTURE_STEP,
-        warmup_steps: CAPTURE_STEP - 1,
-        device: "cpu".to_string(),
-        // The root span is bounded by `Device::synchronize` (a no-op on the CPU).
-        measured_region_device_synchronized: true,
-        timing_mode: TimingMode::Host,
-        tags: [
-            ("batch_size", BATCH.to_string()),
-            ("model", format!("mlp {IN}-{HIDDEN}-{OUT}")),
-            ("optimizer", "adamw".to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect(),
-        candle_version: Some(candle_version().to_string()),
-    });
-    let mut file = std::io::BufWriter::new(std::fs::File::create(out)?);
-    writeln!(file, "{}", meta.to_json_line())?;
-    for event in events {
-        writeln!(file, "{}", event.to_json_line())?;
-    }
-    file.flush()
-}
-
-/// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the Unix epoch (proleptic Gregorian, UTC).
-fn iso8601(unix_secs: u64) -> String {
-    let days = (unix_secs / 86_400) as i64;
-    let secs = unix_secs % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    let report = cap.recorder.finish()?;
+    Ok(Outcome {
+        counts: cap.counts.into_inner(),
+        report,
+        losses,
+    })
 }
 
 #[allow(dead_code)] // Unused when a test includes this file as a module.
@@ -430,22 +439,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             other => return Err(format!("unknown argument {other:?}").into()),
         }
     }
-    let counts = run(&out)?;
-    println!("wrote {}", out.display());
+    let Outcome { counts, report, .. } = run(&out)?;
+    let path = report.path.as_deref().unwrap_or(&out);
+    println!("wrote {}", path.display());
     println!(
-        "counted: op_count={} span_count={} tensor_count={} alloc_count={} free_count={}",
+        "recorder: events_written={} events_dropped={} bytes_written={} notes={:?}",
+        report.events_written, report.events_dropped, report.bytes_written, report.notes
+    );
+    println!(
+        "counted: op_count={} span_count={} tensor_count={} alloc_count={} free_count={} device_memory={}",
         counts.op_count,
         counts.span_count,
         counts.tensor_count,
         counts.alloc_count,
-        counts.free_count
+        counts.free_count,
+        counts.device_memory_count,
     );
     println!(
         "gradients: present={} missing={} zero={} non_finite={}",
-        counts.gradients.get(GradientState::Present),
-        counts.gradients.get(GradientState::Missing),
-        counts.gradients.get(GradientState::Zero),
-        counts.gradients.get(GradientState::NonFinite),
+        counts.gradients.present,
+        counts.gradients.missing,
+        counts.gradients.zero,
+        counts.gradients.non_finite,
+    );
+    println!(
+        "measured total: at most {} ns (own Instants around the measured span)",
+        counts.measured_outer_ns
     );
     Ok(())
 }

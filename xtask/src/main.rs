@@ -6,7 +6,8 @@
 //!   tests, and the dependency guard.
 //! - `cargo xtask deps` — only the dependency guard.
 //! - `cargo xtask demo` — capture a fresh training-step trace with the `train_mlp` example
-//!   (`target/demo/train.trace6.jsonl`) and summarise it with the CLI.
+//!   (`target/demo/train.trace6.jsonl`) and an inference profile with the `generate` example
+//!   (`target/demo/infer.profile.jsonl`), then summarise both with the CLI.
 
 use std::process::Command;
 use std::time::Instant;
@@ -132,20 +133,24 @@ fn demo() -> Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let train = dir.join("train.trace6.jsonl");
     let train = train.to_str().context("the demo path is not UTF-8")?;
-    cargo(&[
-        "run",
-        "--release",
-        "-q",
-        "-p",
-        "candle-trace-capture",
-        "--features",
-        "candle",
-        "--example",
-        "train_mlp",
-        "--",
-        "--out",
-        train,
-    ])?;
+    let infer = dir.join("infer.profile.jsonl");
+    let infer = infer.to_str().context("the demo path is not UTF-8")?;
+    for (example, out) in [("train_mlp", train), ("generate", infer)] {
+        cargo(&[
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "candle-trace-capture",
+            "--features",
+            "candle",
+            "--example",
+            example,
+            "--",
+            "--out",
+            out,
+        ])?;
+    }
     let cli = [
         "run",
         "--release",
@@ -162,12 +167,14 @@ fn demo() -> Result<()> {
         vec!["summary", train],
         vec!["query", train, "--kind", "self", "--limit", "8"],
         vec!["query", train, "--kind", "gradients"],
+        vec!["summary", infer],
+        vec!["query", infer, "--kind", "requests"],
     ] {
         let mut all: Vec<&str> = cli.to_vec();
         all.extend(args);
         cargo(&all)?;
     }
-    eprintln!("\ntrace written to {train}");
+    eprintln!("\ntrace written to {train}\ninference profile written to {infer}");
     Ok(())
 }
 
