@@ -39,6 +39,8 @@ pub mod timeline;
 
 #[cfg(target_arch = "wasm32")]
 mod components;
+#[cfg(target_arch = "wasm32")]
+mod load;
 
 /// Mount the app on the page's `<body>` (browser only).
 #[cfg(target_arch = "wasm32")]
