@@ -51,6 +51,8 @@ pub fn App() -> impl IntoView {
     let progress: RwSignal<Option<Progress>> = RwSignal::new(None);
     let error: RwSignal<Option<String>> = RwSignal::new(None);
     let dragging = RwSignal::new(false);
+    // How many documents have been shown: `<main data-load-seq>` lets tests wait for the next.
+    let load_seq = RwSignal::new(0u64);
     // Each load gets a generation; a newer load or the cancel button makes older ones stop.
     let generation = StoredValue::new(0u64);
 
@@ -94,6 +96,7 @@ pub fn App() -> impl IntoView {
                         }
                     };
                     opened.set(Some((name, shown)));
+                    load_seq.update(|n| *n += 1);
                 }
                 Err(LoadError::Cancelled) => {}
                 Err(LoadError::Failed(msg)) => error.set(Some(msg)),
@@ -213,7 +216,7 @@ pub fn App() -> impl IntoView {
                 .get()
                 .map(|e| view! { <div class="load-error" role="alert" data-testid="load-error">{e}</div> })
         }}
-        <main>
+        <main data-load-seq=move || load_seq.get().to_string()>
             {move || match opened.get() {
                 None => view! { <Welcome /> }.into_any(),
                 Some((name, Opened::Trace(model))) => {

@@ -226,13 +226,17 @@ pub fn Timeline() -> impl IntoView {
             ))
         })
     };
-    // Search results become the highlight set.
-    Effect::new(move |_| {
+    // Search results become the highlight set; clearing the search clears it.
+    Effect::new(move |was_searching: Option<bool>| {
         let m = matches.get();
         current_match.set(None);
-        if !query.with(|q| q.trim().is_empty()) {
+        let searching = !query.with(|q| q.trim().is_empty());
+        if searching {
             ctx.highlighted.set(m);
+        } else if was_searching == Some(true) {
+            ctx.highlighted.set(Arc::new(Vec::new()));
         }
+        searching
     });
 
     // Repaint whenever anything drawn changes.
