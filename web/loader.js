@@ -2,7 +2,9 @@
 // Content-Security-Policy can forbid inline scripts); this file does the same job.
 import init from './candle-trace-viewer.js';
 
-init({ module_or_path: new URL('./candle-trace-viewer_bg.wasm', import.meta.url) }).catch((err) => {
+init({ module_or_path: new URL('./candle-trace-viewer_bg.wasm', import.meta.url) })
+  .then(() => document.getElementById('boot-message')?.remove())
+  .catch((err) => {
   const p = document.createElement('p');
   p.setAttribute('role', 'alert');
   p.className = 'load-error';
