@@ -12,7 +12,7 @@ use candle_trace_schema::units::format_ns;
 
 use super::TraceContext;
 use crate::model::TraceModel;
-use crate::timeline::lod::visible_blocks;
+use crate::timeline::lod::{visible_blocks, Block};
 use crate::timeline::minimap::{view_for_minimap_click, window_on_minimap};
 use crate::timeline::palette::{
     axis_color, highlight_color, kind_name, label_color, merged_fill, span_fill, step_name, Theme,
@@ -152,29 +152,52 @@ fn paint(
 }
 
 /// Paint the minimap: every lane squeezed into the strip, and the visible window.
+/// The minimap's blocks for one width: (lane, block) pairs, computed once per width because
+/// the minimap always shows the whole run.
+type MinimapBlocks = (f64, Vec<(usize, Block)>);
+
 fn paint_minimap(
     canvas: &web_sys::HtmlCanvasElement,
     model: &TraceModel,
     view: &Viewport,
     theme: Theme,
+    cache: StoredValue<Option<MinimapBlocks>>,
 ) {
     let Some((ctx, width)) = prepare(canvas, MINIMAP_PX) else {
         return;
     };
-    let whole = Viewport::fit(model.lanes.start_ns, model.lanes.end_ns, width);
+    if cache.with_value(|c| c.as_ref().is_none_or(|(w, _)| (*w - width).abs() > 0.5)) {
+        let whole = Viewport::fit(model.lanes.start_ns, model.lanes.end_ns, width);
+        let blocks = model
+            .lanes
+            .lanes
+            .iter()
+            .enumerate()
+            .flat_map(|(depth, lane)| {
+                visible_blocks(lane, &whole)
+                    .into_iter()
+                    .map(move |b| (depth, b))
+            })
+            .collect();
+        cache.set_value(Some((width, blocks)));
+    }
     let lane_h = (MINIMAP_PX / model.lanes.len().max(1) as f64).min(6.0);
-    for (depth, lane) in model.lanes.lanes.iter().enumerate() {
-        let y = depth as f64 * lane_h;
-        for b in visible_blocks(lane, &whole) {
+    cache.with_value(|c| {
+        for (depth, b) in c.iter().flat_map(|(_, blocks)| blocks.iter()) {
             let span = &model.doc.spans[b.span as usize];
             ctx.set_fill_style_str(if b.is_merged() {
                 merged_fill(theme)
             } else {
                 span_fill(span.step, span.span_kind, theme)
             });
-            ctx.fill_rect(b.x0, y, (b.x1 - b.x0).max(1.0), lane_h.max(1.0));
+            ctx.fill_rect(
+                b.x0,
+                *depth as f64 * lane_h,
+                (b.x1 - b.x0).max(1.0),
+                lane_h.max(1.0),
+            );
         }
-    }
+    });
     let (x0, x1) = window_on_minimap(view, width);
     ctx.set_stroke_style_str(highlight_color(theme));
     ctx.set_line_width(2.0);
@@ -207,6 +230,7 @@ pub fn Timeline() -> impl IntoView {
     // (press x, viewport at press, moved) while the mouse is down on the chart.
     let drag: StoredValue<Option<(f64, Viewport, bool)>> = StoredValue::new(None);
     let minimap_drag = StoredValue::new(false);
+    let minimap_cache: StoredValue<Option<MinimapBlocks>> = StoredValue::new(None);
     let resize_tick = RwSignal::new(0u32);
     let _ = window_event_listener(leptos::ev::resize, move |_| {
         resize_tick.update(|t| *t = t.wrapping_add(1))
@@ -258,7 +282,7 @@ pub fn Timeline() -> impl IntoView {
             let selected = ctx.selected.get();
             ctx.highlighted
                 .with(|h| paint(&canvas, &model, &view, selected, h, theme));
-            paint_minimap(&minimap, &model, &view, theme);
+            paint_minimap(&minimap, &model, &view, theme, minimap_cache);
         });
     }
     // Show a range when a table (or the details panel) asks for it.
