@@ -43,11 +43,25 @@ fn system_prefers_dark() -> bool {
 /// The resolved theme signal plus the choice signal; sets `data-theme` on `<html>`.
 pub fn theme_signals() -> (RwSignal<ThemeChoice>, Signal<Theme>) {
     let choice = RwSignal::new(ThemeChoice::System);
+    let system_dark = RwSignal::new(system_prefers_dark());
+    // Follow the system when it switches while the page is open.
+    if let Some(query) =
+        web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
+    {
+        let on_change = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
+            system_dark.set(system_prefers_dark())
+        });
+        query.set_onchange(Some(wasm_bindgen::JsCast::unchecked_ref(
+            on_change.as_ref(),
+        )));
+        // The page lives as long as the listener: leak it on purpose.
+        on_change.forget();
+    }
     let resolved = Signal::derive(move || match choice.get() {
         ThemeChoice::Light => Theme::Light,
         ThemeChoice::Dark => Theme::Dark,
         ThemeChoice::System => {
-            if system_prefers_dark() {
+            if system_dark.get() {
                 Theme::Dark
             } else {
                 Theme::Light
