@@ -440,7 +440,8 @@ pub fn Timeline() -> impl IntoView {
                     <div
                         class="tooltip"
                         data-testid="tooltip"
-                        style=format!("left: {}px; top: {}px", h.x + 14.0, h.y + 14.0)
+                        style:left=format!("{}px", h.x + 14.0)
+                        style:top=format!("{}px", h.y + 14.0)
                     >
                         <div class="tooltip-name">{s.name.clone()}</div>
                         <div>{kind_name(s.span_kind)} " · step " {step_name(s.step)}</div>
@@ -466,11 +467,8 @@ pub fn Timeline() -> impl IntoView {
                                 <li>
                                     <span
                                         class="swatch"
-                                        style=move || {
-                                            format!(
-                                                "background: {}",
-                                                span_fill(*step, candle_trace_schema::events::SpanKind::Function, ctx.theme.get()),
-                                            )
+                                        style:background=move || {
+                                            span_fill(*step, candle_trace_schema::events::SpanKind::Function, ctx.theme.get())
                                         }
                                     ></span>
                                     {*label}
@@ -537,7 +535,7 @@ pub fn Timeline() -> impl IntoView {
             <canvas
                 class="minimap"
                 node_ref=minimap_ref
-                style=format!("height: {MINIMAP_PX}px")
+                style:height=format!("{MINIMAP_PX}px")
                 data-testid="minimap"
                 on:mousedown=move |ev: web_sys::MouseEvent| {
                     minimap_drag.set_value(true);
@@ -562,7 +560,7 @@ pub fn Timeline() -> impl IntoView {
                         data-testid="timeline-canvas"
                         data-view-start=move || format!("{:.0}", view_sig.get().start_ns)
                         data-view-end=move || format!("{:.0}", view_sig.get().end_ns())
-                        style=format!("height: {chart_height}px")
+                        style:height=format!("{chart_height}px")
                         on:wheel=on_wheel
                         on:mousedown=on_down
                         on:mousemove=on_move
