@@ -4,7 +4,7 @@
 //! the progress bar and stays responsive. Parsing runs on the main thread: there is no Web
 //! Worker yet.
 
-use candle_trace_schema::format::{AnyDocument, AnyReader};
+use candle_trace_schema::format::AnyReader;
 use js_sys::{Promise, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -41,7 +41,7 @@ fn js_err(context: &str, e: JsValue) -> LoadError {
 }
 
 /// Resolve after a zero-delay timer: lets the browser paint and handle input.
-async fn yield_now() {
+pub async fn yield_now() {
     let promise = Promise::new(&mut |resolve, _reject| {
         if let Some(w) = web_sys::window() {
             let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
@@ -50,13 +50,14 @@ async fn yield_now() {
     let _ = JsFuture::from(promise).await;
 }
 
-/// Read `source` to the end. `progress(bytes_read, total)` is called after each chunk;
-/// `is_current()` is asked before each chunk and a `false` stops the read as cancelled.
+/// Read `source` to the end into a reader; the caller calls `finish()` (the analysis that
+/// needs the whole file, a single step). `progress(bytes_read, total)` is called after each
+/// chunk; `is_current()` is asked before each chunk and a `false` stops the read as cancelled.
 pub async fn read(
     source: Source,
     progress: impl Fn(u64, Option<u64>),
     is_current: impl Fn() -> bool,
-) -> Result<AnyDocument, LoadError> {
+) -> Result<AnyReader, LoadError> {
     let mut reader = AnyReader::new();
     match source {
         Source::File(file) => read_file(&file, &mut reader, &progress, &is_current).await?,
@@ -65,7 +66,7 @@ pub async fn read(
     if !is_current() {
         return Err(LoadError::Cancelled);
     }
-    Ok(reader.finish())
+    Ok(reader)
 }
 
 async fn read_file(

@@ -62,7 +62,12 @@ fn large_trace_models_and_frames() {
         .unwrap_or(100_000);
     let text = generate(spans);
     let t0 = Instant::now();
-    let doc = TraceDocument::from_bytes(text.as_bytes());
+    let mut reader = candle_trace_viewer::schema::document::TraceReader::new();
+    for chunk in text.as_bytes().chunks(1 << 20) {
+        reader.push(chunk);
+    }
+    let pushed = t0.elapsed();
+    let doc: TraceDocument = reader.finish();
     let parsed = t0.elapsed();
     assert!(doc.diagnostics.is_empty(), "{:?}", &doc.diagnostics[..1]);
     assert_eq!(doc.spans.len(), spans);
@@ -90,7 +95,8 @@ fn large_trace_models_and_frames() {
         .sum();
     assert!(drawn < 200, "{drawn} blocks");
     eprintln!(
-        "{spans} spans ({} bytes): parse {parsed:?}, models {modelled:?}, whole-run frame {frame:?} ({blocks} blocks)",
-        text.len()
+        "{spans} spans ({} bytes): parse {parsed:?} (finish {:?}), models {modelled:?}, whole-run frame {frame:?} ({blocks} blocks)",
+        text.len(),
+        parsed - pushed
     );
 }

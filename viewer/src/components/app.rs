@@ -19,7 +19,7 @@ use super::tables::{OpTable, SpanTable};
 use super::theme::{theme_signals, ThemeToggle};
 use super::timeline::Timeline;
 use super::TraceContext;
-use crate::load::{read, LoadError, Source};
+use crate::load::{read, yield_now, LoadError, Source};
 use crate::model::diagnostics::DiagnosticsPanel;
 use crate::model::{ProfileModel, TraceModel};
 use crate::timeline::palette::Theme;
@@ -38,6 +38,8 @@ enum Opened {
 /// A load in progress.
 #[derive(Clone, Debug, PartialEq)]
 struct Progress {
+    /// `Reading` or `Analysing`.
+    phase: &'static str,
     name: String,
     bytes_read: u64,
     total: Option<u64>,
@@ -61,6 +63,7 @@ pub fn App() -> impl IntoView {
         generation.set_value(my_gen);
         error.set(None);
         progress.set(Some(Progress {
+            phase: "Reading",
             name: name.clone(),
             bytes_read: 0,
             total: None,
@@ -73,6 +76,7 @@ pub fn App() -> impl IntoView {
                 |bytes_read, total| {
                     if is_current() {
                         progress.set(Some(Progress {
+                            phase: "Reading",
                             name: name_for_progress.clone(),
                             bytes_read,
                             total,
@@ -85,9 +89,21 @@ pub fn App() -> impl IntoView {
             if !is_current() {
                 return;
             }
-            progress.set(None);
             match result {
-                Ok(doc) => {
+                Ok(reader) => {
+                    // The whole-file analysis and the view models are single steps; yield
+                    // before each so the page shows where it is.
+                    progress.update(|p| {
+                        if let Some(p) = p {
+                            p.phase = "Analysing";
+                        }
+                    });
+                    yield_now().await;
+                    let doc = reader.finish();
+                    yield_now().await;
+                    if !is_current() {
+                        return;
+                    }
                     let shown = match doc {
                         AnyDocument::Trace(t) => Opened::Trace(Arc::new(TraceModel::new(*t))),
                         AnyDocument::Profile(p) => Opened::Profile(Arc::new(ProfileModel::new(&p))),
@@ -95,11 +111,15 @@ pub fn App() -> impl IntoView {
                             Opened::Unsupported(Arc::new(DiagnosticsPanel::of(&diagnostics)))
                         }
                     };
+                    progress.set(None);
                     opened.set(Some((name, shown)));
                     load_seq.update(|n| *n += 1);
                 }
                 Err(LoadError::Cancelled) => {}
-                Err(LoadError::Failed(msg)) => error.set(Some(msg)),
+                Err(LoadError::Failed(msg)) => {
+                    progress.set(None);
+                    error.set(Some(msg));
+                }
             }
         });
     };
@@ -200,7 +220,7 @@ pub fn App() -> impl IntoView {
                         .map(|t| (p.bytes_read as f64 / t as f64 * 100.0).min(100.0));
                     view! {
                         <div class="progress" data-testid="progress" role="status">
-                            <span>"Reading " {p.name.clone()} " — " {format_bytes(p.bytes_read)}
+                            <span>{p.phase} " " {p.name.clone()} " — " {format_bytes(p.bytes_read)}
                                 {p.total.map(|t| format!(" of {}", format_bytes(t)))}
                             </span>
                             <progress max="100" value=pct.map(|v| format!("{v:.0}"))></progress>

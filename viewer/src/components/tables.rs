@@ -8,7 +8,7 @@ use candle_trace_schema::ops::OpGrouping;
 use candle_trace_schema::units::{format_bytes, format_ns};
 
 use super::TraceContext;
-use crate::model::ops::{op_rows, sort_op_rows, OpColumn};
+use crate::model::ops::{op_rows, rate_text, sort_op_rows, OpColumn};
 use crate::model::spans::{span_rows, SpanOrder};
 use crate::timeline::palette::{kind_name, step_name};
 
@@ -160,7 +160,7 @@ pub fn OpTable() -> impl IntoView {
                                         <td class="num">{format_ns(r.mean_ns)}</td>
                                         <td class="num">{format_ns(r.max_ns)}</td>
                                         <td class="num">{format_bytes(r.output_bytes)}</td>
-                                        <td class="num">{r.bytes_per_ns.map_or_else(|| "—".to_string(), |b| format!("{b:.2}"))}</td>
+                                        <td class="num">{rate_text(r.bytes_per_ns)}</td>
                                     </tr>
                                 }
                             })

@@ -56,6 +56,21 @@ pub fn shape_text(shape: &[u64]) -> String {
     format!("[{}]", dims.join(", "))
 }
 
+/// Bytes per ns with three significant digits (`12.3`, `0.0421`), `—` when undefined.
+pub fn rate_text(bytes_per_ns: Option<f64>) -> String {
+    match bytes_per_ns {
+        None => "—".to_string(),
+        Some(b) if !b.is_finite() => "—".to_string(),
+        Some(0.0) => "0".to_string(),
+        Some(b) => {
+            // Digits after the point so that three significant digits show.
+            let magnitude = b.abs().log10().floor() as i32;
+            let decimals = (2 - magnitude).clamp(0, 9) as usize;
+            format!("{b:.decimals$}")
+        }
+    }
+}
+
 /// The rows for `doc` with this grouping, in the schema's order (total time, largest first).
 pub fn op_rows(doc: &TraceDocument, grouping: OpGrouping) -> Vec<OpRow> {
     op_groups(&doc.ops, grouping)
@@ -173,6 +188,16 @@ mod tests {
         assert!(rows.windows(2).all(|w| w[0].mean_ns >= w[1].mean_ns));
         sort_op_rows(&mut rows, OpColumn::Total, true);
         assert!(rows.windows(2).all(|w| w[0].total_ns >= w[1].total_ns));
+    }
+
+    #[test]
+    fn rates_have_three_significant_digits() {
+        assert_eq!(rate_text(None), "—");
+        assert_eq!(rate_text(Some(0.0)), "0");
+        assert_eq!(rate_text(Some(123.456)), "123");
+        assert_eq!(rate_text(Some(12.345)), "12.3");
+        assert_eq!(rate_text(Some(0.0421)), "0.0421");
+        assert_eq!(rate_text(Some(f64::INFINITY)), "—");
     }
 
     #[test]
