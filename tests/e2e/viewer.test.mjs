@@ -307,6 +307,7 @@ test('a generated large trace opens and pans without stalling the tab', { skip: 
   console.log(`big trace: ${made} spans, ${statSync(file).size} bytes, load ${loadMs} ms, ` +
     `longest unresponsive wait while loading ${longest} ms, worst zoom/pan frame ${worstFrame} ms`);
   assert.ok(worstFrame < 500, `zoom/pan frame took ${worstFrame} ms`);
+  assert.ok(longest < 1500, `the page did not answer for ${longest} ms while loading`);
   assert.deepEqual(seen.errors, []);
   await page.close();
 });
