@@ -235,12 +235,36 @@ test('keyboard zoom and pan change the visible window; screenshots', async () =>
   const box = await canvas.boundingBox();
   await page.mouse.click(box.x + box.width / 2, box.y + 22 + 10);
   await page.waitForSelector('[data-testid=span-details] dl.fields');
+  // Search steps through matches and selects them.
+  await page.fill('[data-testid=search-input]', 'MATMUL');
+  await page.waitForFunction(() => /^\d+ matches$/.test(document.querySelector('[data-testid=search-count]').textContent));
+  const count = Number((await page.textContent('[data-testid=search-count]')).split(' ')[0]);
+  assert.ok(count > 0);
+  await page.press('[data-testid=search-input]', 'Enter');
+  assert.equal(await page.textContent('[data-testid=search-count]'), `1 / ${count}`);
+  const selectedName = await page.textContent('[data-testid=span-details] dl.fields dd');
+  assert.equal(selectedName, 'matmul');
+  await page.fill('[data-testid=search-input]', '');
+  // An op row selects a span that ran the op.
+  await page.click('[data-testid=op-row] >> nth=0');
+  const opName = await page.textContent('[data-testid=op-row] >> nth=0 >> td >> nth=0');
+  const opsInSpan = await page.$$eval('[data-testid=span-details] .ops-in-span tbody td:first-child', (tds) => tds.map((t) => t.textContent));
+  assert.ok(opsInSpan.includes(opName), `${opName} in ${opsInSpan}`);
+  // Sorting by name puts the rows in name order.
+  await page.click('[data-testid=op-table] th >> nth=0 >> button');
+  const names = await page.$$eval('[data-testid=op-row] td:first-child', (tds) => tds.map((t) => t.textContent));
+  assert.deepEqual(names, [...names].sort());
+  await page.click('[data-testid=span-row] >> nth=0');
   await page.screenshot({ path: join(artifacts, 'viewer-light.png'), fullPage: true });
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.click('[data-testid=theme-toggle]'); // system → light
   await page.click('[data-testid=theme-toggle]'); // light → dark
   assert.equal(await page.getAttribute('html', 'data-theme'), 'dark');
   await page.screenshot({ path: join(artifacts, 'viewer-dark.png'), fullPage: true });
+  await openByPicker(page, join(fixtures, 'broken_cycle.trace6.jsonl'));
+  await page.screenshot({ path: join(artifacts, 'viewer-untrusted-dark.png'), fullPage: true });
+  await openByPicker(page, join(fixtures, 'infer_run.profile.jsonl'));
+  await page.screenshot({ path: join(artifacts, 'viewer-profile-dark.png'), fullPage: true });
   assert.deepEqual(seen.errors, []);
   await page.close();
 });
