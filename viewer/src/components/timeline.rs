@@ -13,7 +13,7 @@ use candle_trace_schema::units::format_ns;
 use super::TraceContext;
 use crate::model::TraceModel;
 use crate::timeline::lod::{visible_blocks, Block};
-use crate::timeline::minimap::{view_for_minimap_click, window_on_minimap};
+use crate::timeline::minimap::{tooltip_position, view_for_minimap_click, window_on_minimap};
 use crate::timeline::palette::{
     axis_color, highlight_color, kind_name, label_color, merged_fill, span_fill, step_name, Theme,
     STEP_LEGEND,
@@ -28,6 +28,8 @@ const LANE_PX: f64 = 20.0;
 const AXIS_PX: f64 = 22.0;
 /// Height of the minimap.
 const MINIMAP_PX: f64 = 36.0;
+/// Width the tooltip is assumed to have when placing it (its CSS `max-width`).
+const TOOLTIP_PX: f64 = 320.0;
 /// A mouse that moved less than this between press and release clicked.
 const CLICK_SLOP_PX: f64 = 3.0;
 
@@ -436,12 +438,14 @@ pub fn Timeline() -> impl IntoView {
                 let duration = s
                     .duration_ns
                     .map_or_else(|| "never closed".to_string(), format_ns);
+                let (left, top) =
+                    tooltip_position(h.x, h.y, view_sig.get_untracked().width_px, TOOLTIP_PX);
                 Some(view! {
                     <div
                         class="tooltip"
                         data-testid="tooltip"
-                        style:left=format!("{}px", h.x + 14.0)
-                        style:top=format!("{}px", h.y + 14.0)
+                        style:left=format!("{left}px")
+                        style:top=format!("{top}px")
                     >
                         <div class="tooltip-name">{s.name.clone()}</div>
                         <div>{kind_name(s.span_kind)} " · step " {step_name(s.step)}</div>

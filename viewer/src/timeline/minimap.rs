@@ -59,3 +59,27 @@ mod tests {
         assert_eq!(ns_from_minimap_x(&v, 500.0, 200.0), 1_000_000.0);
     }
 }
+
+/// Where a tooltip about `(x, y)` goes inside a box `width_px` wide: below-right of the
+/// pointer, or below-left when it would overflow the right edge.
+pub fn tooltip_position(x: f64, y: f64, width_px: f64, tooltip_width_px: f64) -> (f64, f64) {
+    const OFFSET: f64 = 14.0;
+    let left = if x + OFFSET + tooltip_width_px > width_px {
+        (x - OFFSET - tooltip_width_px).max(0.0)
+    } else {
+        x + OFFSET
+    };
+    (left, y + OFFSET)
+}
+
+#[cfg(test)]
+mod tooltip_tests {
+    use super::tooltip_position;
+
+    #[test]
+    fn tooltips_stay_inside() {
+        assert_eq!(tooltip_position(10.0, 5.0, 1000.0, 300.0), (24.0, 19.0));
+        assert_eq!(tooltip_position(900.0, 5.0, 1000.0, 300.0), (586.0, 19.0));
+        assert_eq!(tooltip_position(100.0, 5.0, 200.0, 300.0), (0.0, 19.0));
+    }
+}
