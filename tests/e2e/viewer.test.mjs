@@ -303,6 +303,12 @@ test('a generated large trace opens and pans without stalling the tab', { skip: 
   const file = join(artifacts, 'big.trace6.jsonl');
   const made = writeBigTrace(file, bigSpans);
   const { page, seen } = await openPage();
+  // Cancel stops a load: no document appears.
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.click('[data-testid=cancel]');
+  await page.waitForSelector('[data-testid=progress]', { state: 'detached' });
+  await page.waitForTimeout(500);
+  assert.equal(await loadSeq(page), 0);
   const n = await loadSeq(page);
   const started = Date.now();
   await page.setInputFiles('[data-testid=file-input]', file);
