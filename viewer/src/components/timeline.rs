@@ -12,7 +12,7 @@ use candle_trace_schema::units::format_ns;
 
 use super::TraceContext;
 use crate::model::TraceModel;
-use crate::timeline::lod::{visible_blocks, Block};
+use crate::timeline::lod::{visible_blocks_keyed, Block};
 use crate::timeline::minimap::{tooltip_position, view_for_minimap_click, window_on_minimap};
 use crate::timeline::palette::{
     axis_color, highlight_color, kind_name, label_color, merged_fill, span_fill, step_name, Theme,
@@ -75,6 +75,19 @@ fn fit_label(name: &str, width_px: f64) -> Option<String> {
     }
 }
 
+/// What picks a span's colour: its step and kind.
+fn step_key(model: &TraceModel, i: u32) -> u32 {
+    model.doc.spans.get(i as usize).map_or(0, |s| {
+        let step = match s.step {
+            None => 0,
+            Some(candle_trace_schema::events::Step::Forward) => 1,
+            Some(candle_trace_schema::events::Step::Backward) => 2,
+            Some(candle_trace_schema::events::Step::Optimizer) => 3,
+        };
+        step * 4 + s.span_kind as u32
+    })
+}
+
 /// Paint the lanes, the axis and the outlines.
 fn paint(
     canvas: &web_sys::HtmlCanvasElement,
@@ -107,9 +120,9 @@ fn paint(
     ctx.set_font("12px system-ui, sans-serif");
     for (depth, lane) in model.lanes.lanes.iter().enumerate() {
         let y = AXIS_PX + depth as f64 * LANE_PX;
-        for b in visible_blocks(lane, view) {
+        for b in visible_blocks_keyed(lane, view, |i| step_key(model, i)) {
             let span = &model.doc.spans[b.span as usize];
-            let fill = if b.is_merged() {
+            let fill = if b.mixed {
                 merged_fill(theme)
             } else {
                 span_fill(span.step, span.span_kind, theme)
@@ -176,7 +189,7 @@ fn paint_minimap(
             .iter()
             .enumerate()
             .flat_map(|(depth, lane)| {
-                visible_blocks(lane, &whole)
+                visible_blocks_keyed(lane, &whole, |i| step_key(model, i))
                     .into_iter()
                     .map(move |b| (depth, b))
             })
@@ -187,7 +200,7 @@ fn paint_minimap(
     cache.with_value(|c| {
         for (depth, b) in c.iter().flat_map(|(_, blocks)| blocks.iter()) {
             let span = &model.doc.spans[b.span as usize];
-            ctx.set_fill_style_str(if b.is_merged() {
+            ctx.set_fill_style_str(if b.mixed {
                 merged_fill(theme)
             } else {
                 span_fill(span.step, span.span_kind, theme)
@@ -480,7 +493,7 @@ pub fn Timeline() -> impl IntoView {
                             }
                         })
                         .collect_view()}
-                    <li class="legend-note">"shade: module light · function · op dark; grey = merged"</li>
+                    <li class="legend-note">"shade: module light · function · op dark; grey = merged spans of mixed colours"</li>
                 </ul>
                 <div class="search" role="search">
                     <input

@@ -22,6 +22,9 @@ pub struct Block {
     pub span: u32,
     /// Number of spans the block stands for (1 for a single span).
     pub count: u32,
+    /// True when the merged spans have different keys (see [`visible_blocks_keyed`]), so the
+    /// block cannot be drawn in the first span's colour.
+    pub mixed: bool,
 }
 
 impl Block {
@@ -33,6 +36,12 @@ impl Block {
 
 /// The blocks of `lane` visible in `view`, left to right (by span start).
 pub fn visible_blocks(lane: &Lane, view: &Viewport) -> Vec<Block> {
+    visible_blocks_keyed(lane, view, |_| 0)
+}
+
+/// [`visible_blocks`], marking merged blocks whose spans have different `key`s (for example
+/// the step, which picks the colour) as `mixed`.
+pub fn visible_blocks_keyed(lane: &Lane, view: &Viewport, key: impl Fn(u32) -> u32) -> Vec<Block> {
     let mut out: Vec<Block> = Vec::new();
     if lane.is_empty() {
         return out;
@@ -58,6 +67,7 @@ pub fn visible_blocks(lane: &Lane, view: &Viewport) -> Vec<Block> {
                 x1,
                 span,
                 count: 1,
+                mixed: false,
             });
             continue;
         }
@@ -66,6 +76,9 @@ pub fn visible_blocks(lane: &Lane, view: &Viewport) -> Vec<Block> {
             Some(b) if x0 <= b.x1 + MIN_BLOCK_PX => {
                 b.x1 = b.x1.max(x1);
                 b.count += 1;
+                if !b.mixed && key(span) != key(b.span) {
+                    b.mixed = true;
+                }
             }
             _ => {
                 if let Some(b) = open.take() {
@@ -76,6 +89,7 @@ pub fn visible_blocks(lane: &Lane, view: &Viewport) -> Vec<Block> {
                     x1,
                     span,
                     count: 1,
+                    mixed: false,
                 });
             }
         }
@@ -136,6 +150,18 @@ mod tests {
         let b = visible_blocks(&l.lanes[0], &z);
         assert!(b.iter().all(|b| !b.is_merged()));
         assert_eq!(b.len(), 11); // spans 0..=9 plus the one starting at 10
+    }
+
+    #[test]
+    fn merged_blocks_know_whether_their_keys_agree() {
+        let l = lane_of(&[(0, 1), (1, 2), (2, 3), (500, 501), (501, 502)]);
+        let v = Viewport::fit(0, 1000, 100.0);
+        // Spans 0..3 share key 0; span 3 has key 1, span 4 key 2.
+        let b = visible_blocks_keyed(&l.lanes[0], &v, |s| s.saturating_sub(2));
+        assert_eq!(b.len(), 2);
+        assert!(!b[0].mixed && b[0].count == 3);
+        assert!(b[1].mixed && b[1].count == 2);
+        assert!(visible_blocks(&l.lanes[0], &v).iter().all(|b| !b.mixed));
     }
 
     #[test]
