@@ -121,6 +121,7 @@ fn paint(
     for (depth, lane) in model.lanes.lanes.iter().enumerate() {
         let y = AXIS_PX + depth as f64 * LANE_PX;
         for b in visible_blocks_keyed(lane, view, |i| step_key(model, i)) {
+            // Lanes are built from this document's spans: every block's span index is valid.
             let span = &model.doc.spans[b.span as usize];
             let fill = if b.mixed {
                 merged_fill(theme)

@@ -164,6 +164,7 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
         .children(i)
         .iter()
         .map(|&c| {
+            // The tree and the index are built from `doc`: their indices are in range.
             let c_span = &doc.spans[c as usize];
             (c, c_span.name.clone(), c_span.duration_or_zero())
         })
