@@ -132,7 +132,7 @@ fn paint(
             ctx.fill_rect(b.x0, y + 1.0, (b.x1 - b.x0 - 0.5).max(1.0), LANE_PX - 2.0);
             if !b.is_merged() {
                 if let Some(label) = fit_label(&span.name, b.x1 - b.x0) {
-                    ctx.set_fill_style_str(label_color(theme));
+                    ctx.set_fill_style_str(label_color(fill));
                     let _ = ctx.fill_text(&label, b.x0 + 3.0, y + LANE_PX - 6.0);
                 }
             }

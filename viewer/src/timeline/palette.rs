@@ -32,7 +32,7 @@ pub fn span_fill(step: Option<Step>, kind: SpanKind, theme: Theme) -> &'static s
     ];
     const DARK: [[&str; 3]; 4] = [
         ["#3b6eb0", "#2c5a96", "#1f446f"],
-        ["#b0672a", "#8f521f", "#6c3d16"],
+        ["#a55f26", "#8f521f", "#6c3d16"],
         ["#3e8f50", "#2f733f", "#22552e"],
         ["#6b717a", "#555a62", "#41454b"],
     ];
@@ -61,11 +61,39 @@ pub fn merged_fill(theme: Theme) -> &'static str {
     }
 }
 
-/// Text colour drawn on span blocks.
-pub fn label_color(theme: Theme) -> &'static str {
-    match theme {
-        Theme::Light => "#0b1220",
-        Theme::Dark => "#f2f4f8",
+/// Relative luminance (WCAG 2) of a `#rrggbb` colour; `None` for other spellings.
+pub fn luminance(hex: &str) -> Option<f64> {
+    let hex = hex.strip_prefix('#')?;
+    if hex.len() != 6 {
+        return None;
+    }
+    let channel = |i: usize| -> Option<f64> {
+        let v = f64::from(u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()?) / 255.0;
+        Some(if v <= 0.03928 {
+            v / 12.92
+        } else {
+            ((v + 0.055) / 1.055).powf(2.4)
+        })
+    };
+    Some(0.2126 * channel(0)? + 0.7152 * channel(2)? + 0.0722 * channel(4)?)
+}
+
+/// WCAG contrast ratio of two `#rrggbb` colours (1 when either cannot be read).
+pub fn contrast(a: &str, b: &str) -> f64 {
+    match (luminance(a), luminance(b)) {
+        (Some(x), Some(y)) => (x.max(y) + 0.05) / (x.min(y) + 0.05),
+        _ => 1.0,
+    }
+}
+
+/// Text colour for labels drawn on `fill`: near-black or near-white, whichever contrasts more.
+pub fn label_color(fill: &str) -> &'static str {
+    const DARK: &str = "#0b1220";
+    const LIGHT: &str = "#ffffff";
+    if contrast(fill, DARK) >= contrast(fill, LIGHT) {
+        DARK
+    } else {
+        LIGHT
     }
 }
 
@@ -122,6 +150,21 @@ mod tests {
             }
         }
         assert_eq!(step_name(Some(Step::Backward)), "backward");
+    }
+
+    #[test]
+    fn labels_are_readable_on_every_fill() {
+        assert!((contrast("#000000", "#ffffff") - 21.0).abs() < 1e-9);
+        assert_eq!(contrast("nope", "#ffffff"), 1.0);
+        for theme in [Theme::Light, Theme::Dark] {
+            for (step, _) in STEP_LEGEND {
+                for kind in [SpanKind::Module, SpanKind::Function, SpanKind::Op] {
+                    let fill = span_fill(step, kind, theme);
+                    let ratio = contrast(fill, label_color(fill));
+                    assert!(ratio >= 4.5, "{fill}: {ratio}");
+                }
+            }
+        }
         assert_eq!(kind_name(SpanKind::Module), "module");
     }
 }
