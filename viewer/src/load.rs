@@ -40,6 +40,11 @@ fn js_err(context: &str, e: JsValue) -> LoadError {
     LoadError::Failed(format!("{context}: {detail}"))
 }
 
+/// Newlines in a chunk: the progress bar's count of lines (records) read.
+fn count_lines(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|&&b| b == b'\n').count() as u64
+}
+
 /// Resolve after a zero-delay timer: lets the browser paint and handle input.
 pub async fn yield_now() {
     let promise = Promise::new(&mut |resolve, _reject| {
@@ -51,11 +56,11 @@ pub async fn yield_now() {
 }
 
 /// Read `source` to the end into a reader; the caller calls `finish()` (the analysis that
-/// needs the whole file, a single step). `progress(bytes_read, total)` is called after each
-/// chunk; `is_current()` is asked before each chunk and a `false` stops the read as cancelled.
+/// needs the whole file, a single step). `progress(bytes_read, total, lines_read)` is called
+/// after each chunk; `is_current()` is asked before each chunk and a `false` stops the read as cancelled.
 pub async fn read(
     source: Source,
-    progress: impl Fn(u64, Option<u64>),
+    progress: impl Fn(u64, Option<u64>, u64),
     is_current: impl Fn() -> bool,
 ) -> Result<AnyReader, LoadError> {
     let mut reader = AnyReader::new();
@@ -72,12 +77,13 @@ pub async fn read(
 async fn read_file(
     file: &web_sys::File,
     reader: &mut AnyReader,
-    progress: &impl Fn(u64, Option<u64>),
+    progress: &impl Fn(u64, Option<u64>, u64),
     is_current: &impl Fn() -> bool,
 ) -> Result<(), LoadError> {
     let size = file.size();
     let mut offset = 0.0;
-    progress(0, Some(size as u64));
+    let mut lines = 0u64;
+    progress(0, Some(size as u64), 0);
     while offset < size {
         if !is_current() {
             return Err(LoadError::Cancelled);
@@ -90,9 +96,10 @@ async fn read_file(
             .await
             .map_err(|e| js_err("cannot read the file", e))?;
         let bytes = Uint8Array::new(&buffer).to_vec();
+        lines += count_lines(&bytes);
         reader.push(&bytes);
         offset = end;
-        progress(offset as u64, Some(size as u64));
+        progress(offset as u64, Some(size as u64), lines);
         if reader.is_rejected() {
             break;
         }
@@ -125,7 +132,7 @@ fn same_origin(url: &str) -> Result<String, LoadError> {
 async fn read_url(
     url: &str,
     reader: &mut AnyReader,
-    progress: &impl Fn(u64, Option<u64>),
+    progress: &impl Fn(u64, Option<u64>, u64),
     is_current: &impl Fn() -> bool,
 ) -> Result<(), LoadError> {
     let url = same_origin(url)?;
@@ -155,7 +162,8 @@ async fn read_url(
         .dyn_into()
         .map_err(|e| js_err("cannot stream the response", e.into()))?;
     let mut read = 0u64;
-    progress(0, total);
+    let mut lines = 0u64;
+    progress(0, total, 0);
     loop {
         if !is_current() {
             let _ = stream.cancel();
@@ -174,9 +182,10 @@ async fn read_url(
         if let Ok(value) = Reflect::get(&chunk, &JsValue::from_str("value")) {
             let bytes = Uint8Array::new(&value).to_vec();
             read += bytes.len() as u64;
+            lines += count_lines(&bytes);
             reader.push(&bytes);
         }
-        progress(read, total);
+        progress(read, total, lines);
         if reader.is_rejected() {
             let _ = stream.cancel();
             break;

@@ -43,6 +43,7 @@ struct Progress {
     name: String,
     bytes_read: u64,
     total: Option<u64>,
+    lines: u64,
 }
 
 /// The whole page.
@@ -67,19 +68,21 @@ pub fn App() -> impl IntoView {
             name: name.clone(),
             bytes_read: 0,
             total: None,
+            lines: 0,
         }));
         spawn_local(async move {
             let is_current = move || generation.try_get_value() == Some(my_gen);
             let name_for_progress = name.clone();
             let result = read(
                 source,
-                |bytes_read, total| {
+                |bytes_read, total, lines| {
                     if is_current() {
                         progress.set(Some(Progress {
                             phase: "Reading",
                             name: name_for_progress.clone(),
                             bytes_read,
                             total,
+                            lines,
                         }));
                     }
                 },
@@ -222,6 +225,7 @@ pub fn App() -> impl IntoView {
                         <div class="progress" data-testid="progress" role="status">
                             <span>{p.phase} " " {p.name.clone()} " — " {format_bytes(p.bytes_read)}
                                 {p.total.map(|t| format!(" of {}", format_bytes(t)))}
+                                {format!(", {} lines", p.lines)}
                             </span>
                             <progress max="100" value=pct.map(|v| format!("{v:.0}"))></progress>
                             <button type="button" data-testid="cancel" on:click=cancel>
