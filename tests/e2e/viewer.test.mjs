@@ -205,6 +205,13 @@ test('the example button and ?url= open the shipped example', async () => {
   assert.deepEqual(other, []);
   assert.deepEqual([...seen.errors, ...second.seen.errors], []);
   await second.page.close();
+
+  // A ?url= on another origin is refused before any request is made.
+  const third = await openPage('/?url=http://203.0.113.7/trace.jsonl');
+  await third.page.waitForSelector('[data-testid=load-error]');
+  assert.match(await third.page.textContent('[data-testid=load-error]'), /another origin/);
+  assert.ok(third.seen.requests.every((u) => u.startsWith(origin)), third.seen.requests.join('\n'));
+  await third.page.close();
 });
 
 test('a hostile span name is text, and nothing executes', async () => {
