@@ -14,6 +14,7 @@ use super::cards::SummaryCards;
 use super::details::SpanDetailsPanel;
 use super::diagnostics::Diagnostics;
 use super::header::RunHeaderView;
+use super::memory::MemoryView;
 use super::profile::ProfileView;
 use super::tables::{OpTable, SpanTable};
 use super::theme::{theme_signals, ThemeToggle};
@@ -307,6 +308,7 @@ fn TraceView(
                 <OpTable />
                 <SpanTable />
             </div>
+            <MemoryView />
         </section>
     }
 }

@@ -6,6 +6,7 @@ pub mod cards;
 pub mod details;
 pub mod diagnostics;
 pub mod header;
+pub mod memory;
 pub mod profile;
 pub mod tables;
 pub mod theme;

@@ -3,6 +3,7 @@
 
 pub mod diagnostics;
 pub mod header;
+pub mod memory;
 pub mod ops;
 pub mod profile;
 pub mod spans;
@@ -32,6 +33,8 @@ pub struct TraceModel {
     pub lanes: Lanes,
     /// Ops and allocations by span.
     pub index: SpanIndex,
+    /// The memory panel.
+    pub memory: memory::MemoryPanel,
 }
 
 impl TraceModel {
@@ -43,6 +46,7 @@ impl TraceModel {
             diagnostics: DiagnosticsPanel::of(&doc.diagnostics),
             lanes: Lanes::build(&extents_of(&doc)),
             index: SpanIndex::of(&doc),
+            memory: memory::MemoryPanel::of(&doc, 20),
             doc,
         }
     }
