@@ -152,6 +152,11 @@ async function checkAgainstCli(page, file, how) {
   }
   const want = validate.diagnostics.map((d) => ({ line: d.line, severity: d.severity }));
   assert.deepEqual(await shownDiagnostics(page), want, `${name} (${how}): diagnostics`);
+  if ('peak_bytes' in summary && summary.peak_bytes > 0) {
+    // The memory panel's largest device peak is the summary's peak.
+    const peaks = await page.$$eval('[data-testid=memory-device]', (rows) => rows.map((r) => Number(r.dataset.value)));
+    assert.equal(String(Math.max(...peaks)), String(summary.peak_bytes), `${name} (${how}): memory panel`);
+  }
   const untrusted = await page.locator('[data-testid=untrusted-banner]').count();
   assert.equal(untrusted > 0, validate.errors > 0, `${name} (${how}): untrusted banner`);
 }
