@@ -75,11 +75,13 @@ impl MemoryPanel {
                     .capacity_bytes
                     .filter(|&c| c > 0)
                     .map(|c| {
-                        format!(
-                            " of {} ({:.0}%)",
-                            format_bytes(c),
-                            d.peak_bytes as f64 / c as f64 * 100.0
-                        )
+                        let pct = d.peak_bytes as f64 / c as f64 * 100.0;
+                        let pct = if d.peak_bytes > 0 && pct < 1.0 {
+                            "<1".to_string()
+                        } else {
+                            format!("{pct:.0}")
+                        };
+                        format!(" of {} ({pct}%)", format_bytes(c))
                     })
                     .unwrap_or_default();
                 DeviceRow {
@@ -138,7 +140,7 @@ mod tests {
         assert_eq!(cats, vec!["gradient", "activation", "parameter", "other"]);
         let cpu = m.devices.iter().find(|d| d.device == "cpu").unwrap();
         assert_eq!(cpu.peak_bytes, 2252);
-        assert!(cpu.peak.contains("of 16.0 GiB"));
+        assert_eq!(cpu.peak, "2.20 KiB of 16.0 GiB (<1%)");
         assert_eq!(m.live.len(), 3);
         assert!(m.live_count >= 3);
         assert!(m.live.iter().all(|l| l.span.is_some()));
