@@ -13,6 +13,7 @@ use candle_trace_schema::units::format_bytes;
 use super::cards::SummaryCards;
 use super::details::SpanDetailsPanel;
 use super::diagnostics::Diagnostics;
+use super::gradients::GradientView;
 use super::header::RunHeaderView;
 use super::memory::MemoryView;
 use super::profile::ProfileView;
@@ -308,7 +309,10 @@ fn TraceView(
                 <OpTable />
                 <SpanTable />
             </div>
-            <MemoryView />
+            <div class="tables">
+                <MemoryView />
+                <GradientView />
+            </div>
         </section>
     }
 }

@@ -5,6 +5,7 @@ pub mod app;
 pub mod cards;
 pub mod details;
 pub mod diagnostics;
+pub mod gradients;
 pub mod header;
 pub mod memory;
 pub mod profile;

@@ -2,6 +2,7 @@
 //! render. Nothing here touches the browser, so native tests check every number shown.
 
 pub mod diagnostics;
+pub mod gradients;
 pub mod header;
 pub mod memory;
 pub mod ops;
@@ -35,6 +36,8 @@ pub struct TraceModel {
     pub index: SpanIndex,
     /// The memory panel.
     pub memory: memory::MemoryPanel,
+    /// The gradient panel.
+    pub gradients: gradients::GradientPanel,
 }
 
 impl TraceModel {
@@ -47,6 +50,7 @@ impl TraceModel {
             lanes: Lanes::build(&extents_of(&doc)),
             index: SpanIndex::of(&doc),
             memory: memory::MemoryPanel::of(&doc, 20),
+            gradients: gradients::GradientPanel::of(&doc, 50),
             doc,
         }
     }
