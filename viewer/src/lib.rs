@@ -1,9 +1,49 @@
 //! # candle-trace-viewer
 //!
-//! The browser viewer for candle-trace files. The Leptos app lands with the viewer issue; the
-//! crate exists now so that the workspace layout, the dependency guard and the wasm32 clippy run
-//! are in place from the start. Everything it will show is computed by
-//! [`candle_trace_schema`].
-#![no_std]
+//! The browser viewer for candle-trace files: a Leptos (client-side rendered) page compiled to
+//! wasm and served from `web/`. Everything it shows is computed by [`candle_trace_schema`] and
+//! shaped for display by plain Rust that native tests check:
+//!
+//! - [`model`]: view models (summary cards, run header, diagnostics, op and span tables, span
+//!   details, inference requests);
+//! - [`timeline`]: the flame chart's math (viewport, lanes, level of detail, ticks, minimap,
+//!   search, colours).
+//!
+//! In the browser (`target_arch = "wasm32"`) the `components` module renders them with Leptos
+//! and [`start`] mounts the app. Natively the crate is just the models:
+//!
+//! ```
+//! use candle_trace_viewer::model::TraceModel;
+//! use candle_trace_viewer::schema::document::TraceDocument;
+//! use candle_trace_viewer::timeline::{lod::visible_blocks, viewport::Viewport};
+//!
+//! let file = concat!(
+//!     r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","#,
+//!     r#""entrypoint":"train::step","phase":"train","timestamp":"2026-01-01T00:00:00Z","#,
+//!     r#""capture_step":2,"warmup_steps":1,"device":"cpu","timing_mode":"host","tags":{}}"#, "\n",
+//!     r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#, "\n",
+//!     r#"{"kind":"span_end","id":"s","duration_ns":1500}"#, "\n",
+//! );
+//! let model = TraceModel::new(TraceDocument::from_bytes(file.as_bytes()));
+//! assert_eq!(model.cards[0].field, "total_ns");
+//! assert_eq!(model.cards[0].value, 1500);
+//! let view = Viewport::fit(model.lanes.start_ns, model.lanes.end_ns, 600.0);
+//! let blocks = visible_blocks(&model.lanes.lanes[0], &view);
+//! assert_eq!((blocks[0].x0, blocks[0].x1), (0.0, 600.0));
+//! ```
 
 pub use candle_trace_schema as schema;
+
+pub mod model;
+pub mod timeline;
+
+#[cfg(target_arch = "wasm32")]
+mod components;
+#[cfg(target_arch = "wasm32")]
+mod load;
+
+/// Mount the app on the page's `<body>` (browser only).
+#[cfg(target_arch = "wasm32")]
+pub fn start() {
+    leptos::mount::mount_to_body(components::app::App);
+}

@@ -1,0 +1,369 @@
+// Browser end-to-end tests of the candle-trace viewer (see README.md).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import { readFileSync, readdirSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { join, extname, resolve, dirname, basename } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '..', '..');
+const dist = resolve(process.env.VIEWER_DIST ?? join(root, 'web', 'dist'));
+const fixtures = join(root, 'tests', 'fixtures');
+const artifacts = join(root, 'target', 'e2e');
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+const TRACE_FIELDS = [
+  'op_count', 'total_ns', 'span_count', 'root_span_count',
+  'max_depth', 'alloc_count', 'free_count', 'peak_bytes',
+];
+const PROFILE_FIELDS = [
+  'request_count', 'event_count', 'invalid_event_count', 'error_count', 'memory_snapshot_count',
+];
+
+/** Run the CLI and parse its JSON output (exit status 1 = the file has errors, still JSON). */
+function cli(...args) {
+  const bin = process.env.CANDLE_TRACE_BIN;
+  const [cmd, argv] = bin
+    ? [bin, args]
+    : ['cargo', ['run', '-q', '--release', '-p', 'candle-trace-capture', '--features', 'cli',
+        '--bin', 'candle-trace', '--', ...args]];
+  const r = spawnSync(cmd, argv, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 });
+  if (r.status !== 0 && r.status !== 1) {
+    throw new Error(`${cmd} ${argv.join(' ')} exited ${r.status}: ${r.stderr}`);
+  }
+  return JSON.parse(r.stdout);
+}
+
+const MIME = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
+  '.css': 'text/css', '.jsonl': 'application/x-ndjson', '.json': 'application/json',
+};
+
+let server;
+let origin;
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(join(dist, 'index.html')), `build the page first: ${dist}/index.html`);
+  server = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    let file = resolve(dist, '.' + (path.endsWith('/') ? path + 'index.html' : path));
+    if (!file.startsWith(dist) || !existsSync(file) || !statSync(file).isFile()) {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    res.writeHead(200, { 'content-type': MIME[extname(file)] ?? 'application/octet-stream' });
+    res.end(readFileSync(file));
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  origin = `http://127.0.0.1:${server.address().port}`;
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  mkdirSync(artifacts, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+/** A fresh page that records requests, console errors and dialogs. */
+async function openPage(path = '/') {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const seen = { requests: [], errors: [], dialogs: [] };
+  page.on('request', (r) => seen.requests.push(r.url()));
+  page.on('console', (m) => { if (m.type() === 'error') seen.errors.push(m.text()); });
+  page.on('pageerror', (e) => seen.errors.push(String(e)));
+  page.on('dialog', async (d) => { seen.dialogs.push(d.message()); await d.dismiss(); });
+  await page.goto(origin + path);
+  await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  return { page, seen };
+}
+
+async function loadSeq(page) {
+  return Number(await page.getAttribute('main', 'data-load-seq'));
+}
+
+async function waitNextDocument(page, before) {
+  await page.waitForFunction(
+    (n) => Number(document.querySelector('main')?.getAttribute('data-load-seq')) > n,
+    before, { timeout: 60_000 });
+}
+
+async function openByPicker(page, file) {
+  const n = await loadSeq(page);
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await waitNextDocument(page, n);
+}
+
+async function openByDrop(page, name, bytes) {
+  const n = await loadSeq(page);
+  await page.evaluate(({ name, b64 }) => {
+    const bin = atob(b64);
+    const data = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) data[i] = bin.charCodeAt(i);
+    const dt = new DataTransfer();
+    dt.items.add(new File([data], name, { type: 'application/x-ndjson' }));
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      document.body.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt }));
+    }
+  }, { name, b64: Buffer.from(bytes).toString('base64') });
+  await waitNextDocument(page, n);
+}
+
+async function shownValues(page) {
+  return page.$$eval('[data-testid^="summary-"]', (els) =>
+    Object.fromEntries(els.map((e) => [e.dataset.testid.slice('summary-'.length), e.dataset.value])));
+}
+
+async function shownDiagnostics(page) {
+  return page.$$eval('[data-testid=diagnostic]', (els) =>
+    els.map((e) => ({ line: Number(e.dataset.line), severity: e.dataset.severity })));
+}
+
+async function checkAgainstCli(page, file, how) {
+  const name = basename(file);
+  const summary = cli('summary', '--json', file);
+  const validate = cli('validate', '--json', file);
+  const values = await shownValues(page);
+  const format = await page.getAttribute('[data-testid=document]', 'data-format');
+  if ('op_count' in summary) {
+    assert.equal(format, 'trace', `${name} (${how})`);
+    for (const f of TRACE_FIELDS) {
+      assert.equal(values[f], String(summary[f]), `${name} (${how}): ${f}`);
+    }
+  } else {
+    assert.equal(format, 'profile', `${name} (${how})`);
+    for (const f of PROFILE_FIELDS) {
+      assert.equal(values[f], String(summary[f]), `${name} (${how}): ${f}`);
+    }
+    for (const key of ['ttft_us', 'itl_nanos']) {
+      for (const p of ['p50', 'p90', 'p99', 'max']) {
+        const want = summary[key] ? String(summary[key][p]) : undefined;
+        assert.equal(values[`${key}-${p}`], want, `${name} (${how}): ${key} ${p}`);
+      }
+    }
+  }
+  const want = validate.diagnostics.map((d) => ({ line: d.line, severity: d.severity }));
+  assert.deepEqual(await shownDiagnostics(page), want, `${name} (${how}): diagnostics`);
+  if ('peak_bytes' in summary && summary.peak_bytes > 0) {
+    // The memory panel's largest device peak is the summary's peak.
+    const peaks = await page.$$eval('[data-testid=memory-device]', (rows) => rows.map((r) => Number(r.dataset.value)));
+    assert.equal(String(Math.max(...peaks)), String(summary.peak_bytes), `${name} (${how}): memory panel`);
+  }
+  const untrusted = await page.locator('[data-testid=untrusted-banner]').count();
+  assert.equal(untrusted > 0, validate.errors > 0, `${name} (${how}): untrusted banner`);
+}
+
+const fixtureFiles = readdirSync(fixtures).filter((f) => f.endsWith('.jsonl')).sort();
+
+test('every fixture by picker and by drop matches the CLI', async () => {
+  assert.ok(fixtureFiles.length > 20);
+  const { page, seen } = await openPage();
+  for (const f of fixtureFiles) {
+    const file = join(fixtures, f);
+    await openByPicker(page, file);
+    await checkAgainstCli(page, file, 'picker');
+    await openByDrop(page, f, readFileSync(file));
+    await checkAgainstCli(page, file, 'drop');
+  }
+  assert.deepEqual(seen.errors, []);
+  assert.ok(seen.requests.every((u) => u.startsWith(origin)), seen.requests.join('\n'));
+  await page.close();
+});
+
+const extraFiles = (process.env.E2E_EXTRA_FILES ?? '').split(':').filter(Boolean);
+test('extra files (E2E_EXTRA_FILES, e.g. generated traces) by picker match the CLI', { skip: extraFiles.length === 0 && 'set E2E_EXTRA_FILES=a.jsonl:b.jsonl' }, async () => {
+  const { page, seen } = await openPage();
+  for (const file of extraFiles) {
+    const started = Date.now();
+    await openByPicker(page, resolve(file));
+    console.log(`${file}: shown after ${Date.now() - started} ms`);
+    await checkAgainstCli(page, resolve(file), 'picker');
+    await page.screenshot({ path: join(artifacts, `extra-${basename(file)}.png`) });
+  }
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('the example button and ?url= open the shipped example', async () => {
+  const expected = cli('summary', '--json', join(fixtures, 'train_step.trace6.jsonl'));
+  const { page, seen } = await openPage();
+  const n = await loadSeq(page);
+  await page.click('[data-testid=open-example]');
+  await waitNextDocument(page, n);
+  let values = await shownValues(page);
+  for (const f of TRACE_FIELDS) assert.equal(values[f], String(expected[f]), f);
+  await page.close();
+
+  const second = await openPage('/?url=assets/example.trace6.jsonl');
+  await waitNextDocument(second.page, 0);
+  values = await shownValues(second.page);
+  for (const f of TRACE_FIELDS) assert.equal(values[f], String(expected[f]), f);
+  const other = [...seen.requests, ...second.seen.requests].filter((u) => !u.startsWith(origin));
+  assert.deepEqual(other, []);
+  assert.deepEqual([...seen.errors, ...second.seen.errors], []);
+  await second.page.close();
+
+  // A ?url= on another origin is refused before any request is made.
+  const third = await openPage('/?url=http://203.0.113.7/trace.jsonl');
+  await third.page.waitForSelector('[data-testid=load-error]');
+  assert.match(await third.page.textContent('[data-testid=load-error]'), /another origin/);
+  assert.ok(third.seen.requests.every((u) => u.startsWith(origin)), third.seen.requests.join('\n'));
+  await third.page.close();
+});
+
+test('a hostile span name is text, and nothing executes', async () => {
+  const evil = '<img src=x onerror=alert(1)>';
+  const lines = [
+    JSON.stringify({ kind: 'meta', schema: 'candle-graph/trace/6', run_id: 'r', correlation_id: 'c',
+      entrypoint: '<script>alert(2)</script>', phase: 'train', timestamp: '2026-01-01T00:00:00Z',
+      capture_step: 1, warmup_steps: 0, device: 'cpu', timing_mode: 'host', tags: { evil } }),
+    JSON.stringify({ kind: 'span_start', id: 's', name: evil, start_ns: 0, span_kind: 'function', measured: true }),
+    JSON.stringify({ kind: 'span_end', id: 's', duration_ns: 1000 }),
+  ];
+  const { page, seen } = await openPage();
+  await openByDrop(page, 'evil.trace6.jsonl', Buffer.from(lines.join('\n') + '\n'));
+  const names = await page.$$eval('[data-testid=span-row] td:first-child', (tds) => tds.map((t) => t.textContent));
+  assert.deepEqual(names, [evil]);
+  assert.equal(await page.locator('[data-testid=document] img').count(), 0);
+  assert.equal(await page.locator('[data-testid=document] script').count(), 0);
+  await page.waitForTimeout(300);
+  assert.deepEqual(seen.dialogs, []);
+  assert.ok(seen.requests.every((u) => u.startsWith(origin)), seen.requests.join('\n'));
+  await page.close();
+});
+
+test('keyboard zoom and pan change the visible window; screenshots', async () => {
+  const { page, seen } = await openPage();
+  await openByPicker(page, join(fixtures, 'train_step.trace6.jsonl'));
+  const canvas = page.locator('[data-testid=timeline-canvas]');
+  const window = async () => ({
+    start: Number(await canvas.getAttribute('data-view-start')),
+    end: Number(await canvas.getAttribute('data-view-end')),
+  });
+  const before = await window();
+  await canvas.focus();
+  await page.keyboard.press('w');
+  const zoomed = await window();
+  assert.ok(zoomed.end - zoomed.start < before.end - before.start, JSON.stringify({ before, zoomed }));
+  await page.keyboard.press('d');
+  const panned = await window();
+  assert.ok(panned.start > zoomed.start, JSON.stringify({ zoomed, panned }));
+  // Clicking a span shows its details.
+  await page.keyboard.press('0');
+  const box = await canvas.boundingBox();
+  await page.mouse.click(box.x + box.width / 2, box.y + 22 + 10);
+  await page.waitForSelector('[data-testid=span-details] dl.fields');
+  // Search steps through matches and selects them.
+  await page.fill('[data-testid=search-input]', 'MATMUL');
+  await page.waitForFunction(() => /^\d+ matches$/.test(document.querySelector('[data-testid=search-count]').textContent));
+  const count = Number((await page.textContent('[data-testid=search-count]')).split(' ')[0]);
+  assert.ok(count > 0);
+  await page.press('[data-testid=search-input]', 'Enter');
+  assert.equal(await page.textContent('[data-testid=search-count]'), `1 / ${count}`);
+  const selectedName = await page.textContent('[data-testid=span-details] dl.fields dd');
+  assert.equal(selectedName, 'matmul');
+  await page.fill('[data-testid=search-input]', '');
+  // An op row selects a span that ran the op.
+  await page.click('[data-testid=op-row] >> nth=0');
+  const opName = await page.textContent('[data-testid=op-row] >> nth=0 >> td >> nth=0');
+  const opsInSpan = await page.$$eval('[data-testid=span-details] .ops-in-span tbody td:first-child', (tds) => tds.map((t) => t.textContent));
+  assert.ok(opsInSpan.includes(opName), `${opName} in ${opsInSpan}`);
+  // Sorting by name puts the rows in name order.
+  await page.click('[data-testid=op-table] th >> nth=0 >> button');
+  const names = await page.$$eval('[data-testid=op-row] td:first-child', (tds) => tds.map((t) => t.textContent));
+  assert.deepEqual(names, [...names].sort());
+  await page.click('[data-testid=span-row] >> nth=0');
+  await page.screenshot({ path: join(artifacts, 'viewer-light.png'), fullPage: true });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.click('[data-testid=theme-toggle]'); // system → light
+  await page.click('[data-testid=theme-toggle]'); // light → dark
+  assert.equal(await page.getAttribute('html', 'data-theme'), 'dark');
+  await page.screenshot({ path: join(artifacts, 'viewer-dark.png'), fullPage: true });
+  await openByPicker(page, join(fixtures, 'broken_cycle.trace6.jsonl'));
+  await page.screenshot({ path: join(artifacts, 'viewer-untrusted-dark.png'), fullPage: true });
+  await openByPicker(page, join(fixtures, 'infer_run.profile.jsonl'));
+  await page.screenshot({ path: join(artifacts, 'viewer-profile-dark.png'), fullPage: true });
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+/** Write a trace/6 file with `spans` spans (a root, blocks of 100 under it, ops under those). */
+function writeBigTrace(path, spans) {
+  const out = [];
+  out.push(JSON.stringify({ kind: 'meta', schema: 'candle-graph/trace/6', run_id: 'big', correlation_id: 'big',
+    entrypoint: 'big::step', phase: 'train', timestamp: '2026-01-01T00:00:00Z', capture_step: 1,
+    warmup_steps: 0, device: 'cpu', timing_mode: 'host', tags: {} }));
+  const steps = ['forward', 'backward', 'optimizer'];
+  const blocks = Math.ceil((spans - 1) / 100);
+  let t = 0;
+  out.push(`{"kind":"span_start","id":"r","name":"step","start_ns":0,"span_kind":"function","measured":true}`);
+  let made = 1;
+  for (let b = 0; b < blocks && made < spans; b++) {
+    const step = steps[Math.floor((b * 3) / blocks)];
+    const bstart = t;
+    out.push(`{"kind":"span_start","id":"b${b}","parent_id":"r","name":"block_${b}","start_ns":${bstart},"span_kind":"module","step":"${step}"}`);
+    made++;
+    for (let i = 0; i < 99 && made < spans; i++, made++) {
+      out.push(`{"kind":"span_start","id":"b${b}o${i}","parent_id":"b${b}","name":"op_${i % 7}","start_ns":${t},"span_kind":"op","step":"${step}"}`);
+      out.push(`{"kind":"span_end","id":"b${b}o${i}","duration_ns":${80 + (i % 5) * 10}}`);
+      t += 150;
+    }
+    out.push(`{"kind":"span_end","id":"b${b}","duration_ns":${t - bstart + 50}}`);
+    t += 100;
+  }
+  out.push(`{"kind":"span_end","id":"r","duration_ns":${t + 10}}`);
+  writeFileSync(path, out.join('\n') + '\n');
+  return made;
+}
+
+const bigSpans = Number(process.env.E2E_BIG_SPANS ?? 0);
+test('a generated large trace opens and pans without stalling the tab', { skip: bigSpans === 0 && 'set E2E_BIG_SPANS (e.g. 1000000)' }, async () => {
+  const file = join(artifacts, 'big.trace6.jsonl');
+  const made = writeBigTrace(file, bigSpans);
+  const { page, seen } = await openPage();
+  // Cancel stops a load: no document appears.
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.click('[data-testid=cancel]');
+  await page.waitForSelector('[data-testid=progress]', { state: 'detached' });
+  await page.waitForTimeout(500);
+  assert.equal(await loadSeq(page), 0);
+  const n = await loadSeq(page);
+  const started = Date.now();
+  await page.setInputFiles('[data-testid=file-input]', file);
+  // While it loads, the page must keep answering: record the longest wait for a round trip.
+  let longest = 0;
+  while (Number(await page.getAttribute('main', 'data-load-seq')) <= n) {
+    const t0 = Date.now();
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
+    longest = Math.max(longest, Date.now() - t0);
+    if (Date.now() - started > 300_000) throw new Error('load took over 5 minutes');
+    await page.waitForTimeout(100);
+  }
+  const loadMs = Date.now() - started;
+  const values = await shownValues(page);
+  assert.equal(values.span_count, String(made));
+  const canvas = page.locator('[data-testid=timeline-canvas]');
+  await canvas.focus();
+  const frames = [];
+  for (const key of ['w', 'w', 'w', 'd', 'd', 'a', 's', 's', 's', 'd']) {
+    const t0 = Date.now();
+    await page.keyboard.press(key);
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
+    frames.push(Date.now() - t0);
+  }
+  const worstFrame = Math.max(...frames);
+  console.log(`big trace: ${made} spans, ${statSync(file).size} bytes, load ${loadMs} ms, ` +
+    `longest unresponsive wait while loading ${longest} ms, worst zoom/pan frame ${worstFrame} ms`);
+  assert.ok(worstFrame < 500, `zoom/pan frame took ${worstFrame} ms`);
+  assert.ok(longest < 1500, `the page did not answer for ${longest} ms while loading`);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});

@@ -1,0 +1,318 @@
+//! The app shell: opening files (picker, drop anywhere, `?url=`, the example), progress and
+//! cancel, and the view of whatever was read.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use wasm_bindgen::JsCast;
+
+use candle_trace_schema::format::AnyDocument;
+use candle_trace_schema::units::format_bytes;
+
+use super::cards::SummaryCards;
+use super::details::SpanDetailsPanel;
+use super::diagnostics::Diagnostics;
+use super::gradients::GradientView;
+use super::header::RunHeaderView;
+use super::memory::MemoryView;
+use super::profile::ProfileView;
+use super::tables::{OpTable, SpanTable};
+use super::theme::{theme_signals, ThemeToggle};
+use super::timeline::Timeline;
+use super::TraceContext;
+use crate::load::{read, yield_now, LoadError, Source};
+use crate::model::diagnostics::DiagnosticsPanel;
+use crate::model::{ProfileModel, TraceModel};
+use crate::timeline::palette::Theme;
+
+/// The shipped example trace (a copy of `tests/fixtures/train_step.trace6.jsonl`).
+const EXAMPLE_URL: &str = "assets/example.trace6.jsonl";
+
+/// A read file, ready to show.
+#[derive(Clone)]
+enum Opened {
+    Trace(Arc<TraceModel>),
+    Profile(Arc<ProfileModel>),
+    Unsupported(Arc<DiagnosticsPanel>),
+}
+
+/// A load in progress.
+#[derive(Clone, Debug, PartialEq)]
+struct Progress {
+    /// `Reading` or `Analysing`.
+    phase: &'static str,
+    name: String,
+    bytes_read: u64,
+    total: Option<u64>,
+    lines: u64,
+}
+
+/// The whole page.
+#[component]
+pub fn App() -> impl IntoView {
+    let (theme_choice, theme) = theme_signals();
+    let opened: RwSignal<Option<(String, Opened)>> = RwSignal::new(None);
+    let progress: RwSignal<Option<Progress>> = RwSignal::new(None);
+    let error: RwSignal<Option<String>> = RwSignal::new(None);
+    let dragging = RwSignal::new(false);
+    // How many documents have been shown: `<main data-load-seq>` lets tests wait for the next.
+    let load_seq = RwSignal::new(0u64);
+    // Each load gets a generation; a newer load or the cancel button makes older ones stop.
+    let generation = StoredValue::new(0u64);
+
+    let open = move |name: String, source: Source| {
+        let my_gen = generation.get_value() + 1;
+        generation.set_value(my_gen);
+        error.set(None);
+        progress.set(Some(Progress {
+            phase: "Reading",
+            name: name.clone(),
+            bytes_read: 0,
+            total: None,
+            lines: 0,
+        }));
+        spawn_local(async move {
+            let is_current = move || generation.try_get_value() == Some(my_gen);
+            let name_for_progress = name.clone();
+            let result = read(
+                source,
+                |bytes_read, total, lines| {
+                    if is_current() {
+                        progress.set(Some(Progress {
+                            phase: "Reading",
+                            name: name_for_progress.clone(),
+                            bytes_read,
+                            total,
+                            lines,
+                        }));
+                    }
+                },
+                is_current,
+            )
+            .await;
+            if !is_current() {
+                return;
+            }
+            match result {
+                Ok(reader) => {
+                    // The whole-file analysis and the view models are single steps; yield
+                    // before each so the page shows where it is.
+                    progress.update(|p| {
+                        if let Some(p) = p {
+                            p.phase = "Analysing";
+                        }
+                    });
+                    yield_now().await;
+                    let doc = reader.finish();
+                    yield_now().await;
+                    if !is_current() {
+                        return;
+                    }
+                    let shown = match doc {
+                        AnyDocument::Trace(t) => Opened::Trace(Arc::new(TraceModel::new(*t))),
+                        AnyDocument::Profile(p) => Opened::Profile(Arc::new(ProfileModel::new(&p))),
+                        AnyDocument::Unsupported { diagnostics, .. } => {
+                            Opened::Unsupported(Arc::new(DiagnosticsPanel::of(&diagnostics)))
+                        }
+                    };
+                    progress.set(None);
+                    opened.set(Some((name, shown)));
+                    load_seq.update(|n| *n += 1);
+                }
+                Err(LoadError::Cancelled) => {}
+                Err(LoadError::Failed(msg)) => {
+                    progress.set(None);
+                    error.set(Some(msg));
+                }
+            }
+        });
+    };
+
+    let cancel = move |_| {
+        generation.update_value(|g| *g += 1);
+        progress.set(None);
+    };
+
+    // `?url=PATH` opens a same-origin file at start.
+    if let Some(url) = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .and_then(|s| web_sys::UrlSearchParams::new_with_str(&s).ok())
+        .and_then(|p| p.get("url"))
+        .filter(|u| !u.trim().is_empty())
+    {
+        let name = url.rsplit('/').next().unwrap_or(&url).to_string();
+        open(name, Source::Url(url));
+    }
+
+    // Drop anywhere on the page.
+    let on_drag = move |ev: web_sys::DragEvent| {
+        ev.prevent_default();
+        dragging.set(true);
+    };
+    let _ = window_event_listener(leptos::ev::dragover, on_drag);
+    let _ = window_event_listener(leptos::ev::dragenter, on_drag);
+    let _ = window_event_listener(leptos::ev::dragleave, move |ev: web_sys::DragEvent| {
+        // Leaving the window (not moving between elements) has no related target.
+        if ev.related_target().is_none() {
+            dragging.set(false);
+        }
+    });
+    let _ = window_event_listener(leptos::ev::drop, move |ev: web_sys::DragEvent| {
+        ev.prevent_default();
+        dragging.set(false);
+        if let Some(file) = ev
+            .data_transfer()
+            .and_then(|dt| dt.files())
+            .and_then(|files| files.get(0))
+        {
+            open(file.name(), Source::File(file));
+        }
+    });
+
+    let on_pick = move |ev: leptos::ev::Event| {
+        let Some(input) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+        else {
+            return;
+        };
+        if let Some(file) = input.files().and_then(|f| f.get(0)) {
+            open(file.name(), Source::File(file));
+        }
+        // Picking the same file again must fire `change` again.
+        input.set_value("");
+    };
+
+    view! {
+        <header class="topbar">
+            <h1>"candle-trace"</h1>
+            <label class="button" for="file-input">"Open file…"</label>
+            <input
+                id="file-input"
+                class="visually-hidden"
+                type="file"
+                accept=".jsonl,.json,application/json,text/plain"
+                data-testid="file-input"
+                on:change=on_pick
+            />
+            <button
+                type="button"
+                data-testid="open-example"
+                on:click=move |_| open("example.trace6.jsonl".into(), Source::Url(EXAMPLE_URL.into()))
+            >
+                "Open example"
+            </button>
+            <span class="hint">"or drop a .jsonl file anywhere"</span>
+            <span class="spacer"></span>
+            <ThemeToggle choice=theme_choice />
+        </header>
+        <div
+            class="drop-target"
+            class:active=move || dragging.get()
+            data-testid="drop-target"
+            aria-hidden="true"
+        >
+            <div>"Drop the trace to open it"</div>
+        </div>
+        {move || {
+            progress
+                .get()
+                .map(|p| {
+                    let pct = p
+                        .total
+                        .filter(|t| *t > 0)
+                        .map(|t| (p.bytes_read as f64 / t as f64 * 100.0).min(100.0));
+                    view! {
+                        <div class="progress" data-testid="progress" role="status">
+                            <span>{p.phase} " " {p.name.clone()} " — " {format_bytes(p.bytes_read)}
+                                {p.total.map(|t| format!(" of {}", format_bytes(t)))}
+                                {format!(", {} lines", p.lines)}
+                            </span>
+                            <progress max="100" value=pct.map(|v| format!("{v:.0}"))></progress>
+                            <button type="button" data-testid="cancel" on:click=cancel>
+                                "Cancel"
+                            </button>
+                        </div>
+                    }
+                })
+        }}
+        {move || {
+            error
+                .get()
+                .map(|e| view! { <div class="load-error" role="alert" data-testid="load-error">{e}</div> })
+        }}
+        <main data-load-seq=move || load_seq.get().to_string()>
+            {move || match opened.get() {
+                None => view! { <Welcome /> }.into_any(),
+                Some((name, Opened::Trace(model))) => {
+                    view! { <TraceView model=model file_name=name theme=theme /> }.into_any()
+                }
+                Some((name, Opened::Profile(model))) => {
+                    view! { <ProfileView model=model file_name=name /> }.into_any()
+                }
+                Some((name, Opened::Unsupported(panel))) => {
+                    view! {
+                        <section data-testid="document" data-file=name.clone() data-format="unsupported">
+                            <h2>{name.clone()} " could not be read"</h2>
+                            <Diagnostics panel=(*panel).clone() />
+                        </section>
+                    }
+                        .into_any()
+                }
+            }}
+        </main>
+    }
+}
+
+/// What the page says before a file is open.
+#[component]
+fn Welcome() -> impl IntoView {
+    view! {
+        <section class="welcome">
+            <p>
+                "Open a candle-trace execution trace (trace/6) or an inference profile: pick a file, drop it on the page, or open the example. Files are read in the browser; nothing leaves this machine."
+            </p>
+        </section>
+    }
+}
+
+/// Everything about one execution trace.
+#[component]
+fn TraceView(
+    /// The document and its view models.
+    model: Arc<TraceModel>,
+    /// The opened file's name.
+    file_name: String,
+    /// Light or dark.
+    theme: Signal<Theme>,
+) -> impl IntoView {
+    let ctx = TraceContext {
+        model: model.clone(),
+        selected: RwSignal::new(None),
+        highlighted: RwSignal::new(Arc::new(Vec::new())),
+        focus: RwSignal::new(None),
+        theme,
+    };
+    provide_context(ctx);
+    view! {
+        <section data-testid="document" data-file=file_name.clone() data-format="trace">
+            {model
+                .header
+                .clone()
+                .map(|h| view! { <RunHeaderView header=h file_name=file_name.clone() /> })}
+            <Diagnostics panel=model.diagnostics.clone() />
+            <SummaryCards cards=model.cards.clone() />
+            <Timeline />
+            <SpanDetailsPanel />
+            <div class="tables">
+                <OpTable />
+                <SpanTable />
+            </div>
+            <div class="tables">
+                <MemoryView />
+                <GradientView />
+            </div>
+        </section>
+    }
+}

@@ -1,0 +1,255 @@
+//! The op table and the top-spans table; clicking a row highlights its spans in the timeline.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+
+use candle_trace_schema::ops::OpGrouping;
+use candle_trace_schema::units::{format_bytes, format_ns};
+
+use super::TraceContext;
+use crate::model::ops::{op_rows, rate_text, sort_op_rows, OpColumn};
+use crate::model::spans::{span_rows, SpanOrder};
+use crate::timeline::palette::{kind_name, step_name};
+
+/// At most this many rows are rendered in a table.
+const MAX_ROWS: usize = 500;
+
+/// A sortable column header.
+#[component]
+fn SortHeader(
+    /// Column label.
+    label: &'static str,
+    /// The column it sorts by.
+    column: OpColumn,
+    /// The current sort.
+    sort: RwSignal<(OpColumn, bool)>,
+) -> impl IntoView {
+    let aria = move || {
+        let (c, desc) = sort.get();
+        if c == column {
+            if desc {
+                "descending"
+            } else {
+                "ascending"
+            }
+        } else {
+            "none"
+        }
+    };
+    view! {
+        <th scope="col" aria-sort=aria>
+            <button
+                type="button"
+                class="sort"
+                on:click=move |_| {
+                    sort.update(|(c, desc)| {
+                        if *c == column {
+                            *desc = !*desc;
+                        } else {
+                            *c = column;
+                            *desc = column != OpColumn::Name;
+                        }
+                    })
+                }
+            >
+                {label}
+                {move || match aria() {
+                    "descending" => " ▼",
+                    "ascending" => " ▲",
+                    _ => "",
+                }}
+            </button>
+        </th>
+    }
+}
+
+/// Ops grouped by name or by (name, shape, dtype), sortable by every column.
+#[component]
+pub fn OpTable() -> impl IntoView {
+    let Some(ctx) = use_context::<TraceContext>() else {
+        return ().into_any();
+    };
+    let by_shape = RwSignal::new(false);
+    let sort = RwSignal::new((OpColumn::Total, true));
+    let active: RwSignal<Option<usize>> = RwSignal::new(None);
+    let rows = {
+        let model = ctx.model.clone();
+        Memo::new(move |_| {
+            let grouping = if by_shape.get() {
+                OpGrouping::NameShapeDtype
+            } else {
+                OpGrouping::Name
+            };
+            let mut rows = op_rows(&model.doc, grouping);
+            let (c, desc) = sort.get();
+            sort_op_rows(&mut rows, c, desc);
+            Arc::new(rows)
+        })
+    };
+    Effect::new(move |_| {
+        rows.track();
+        active.set(None);
+    });
+    view! {
+        <section class="op-table" data-testid="op-table">
+            <div class="table-bar">
+                <h3>"Ops"</h3>
+                <label>
+                    <input
+                        type="checkbox"
+                        data-testid="group-by-shape"
+                        prop:checked=move || by_shape.get()
+                        on:change=move |ev| by_shape.set(event_target_checked(&ev))
+                    />
+                    " group by shape and dtype"
+                </label>
+            </div>
+            <table>
+                <thead>
+                    <tr>
+                        <SortHeader label="op" column=OpColumn::Name sort=sort />
+                        {move || by_shape.get().then(|| view! { <th scope="col">"shape"</th><th scope="col">"dtype"</th> })}
+                        <SortHeader label="count" column=OpColumn::Count sort=sort />
+                        <SortHeader label="total" column=OpColumn::Total sort=sort />
+                        <SortHeader label="mean" column=OpColumn::Mean sort=sort />
+                        <SortHeader label="max" column=OpColumn::Max sort=sort />
+                        <SortHeader label="output" column=OpColumn::OutputBytes sort=sort />
+                        <SortHeader label="bytes/ns" column=OpColumn::BytesPerNs sort=sort />
+                    </tr>
+                </thead>
+                <tbody>
+                    {move || {
+                        let ctx = ctx.clone();
+                        let rows = rows.get();
+                        let shape_cols = by_shape.get();
+                        rows.iter()
+                            .take(MAX_ROWS)
+                            .enumerate()
+                            .map(|(pos, r)| {
+                                let spans = Arc::new(r.spans.clone());
+                                let ctx = ctx.clone();
+                                let activate = move || {
+                                    active.set(Some(pos));
+                                    ctx.highlighted.set(spans.clone());
+                                    if let Some(&first) = spans.first() {
+                                        ctx.selected.set(Some(first));
+                                    }
+                                };
+                                let activate_key = activate.clone();
+                                view! {
+                                    <tr
+                                        tabindex="0"
+                                        class:active=move || active.get() == Some(pos)
+                                        data-testid="op-row"
+                                        on:click=move |_| activate()
+                                        on:keydown=move |ev: web_sys::KeyboardEvent| {
+                                            if ev.key() == "Enter" || ev.key() == " " {
+                                                ev.prevent_default();
+                                                activate_key();
+                                            }
+                                        }
+                                    >
+                                        <td>{r.op_name.clone()}</td>
+                                        {shape_cols.then(|| view! {
+                                            <td>{r.shape.clone().unwrap_or_default()}</td>
+                                            <td>{r.dtype.clone().unwrap_or_default()}</td>
+                                        })}
+                                        <td class="num">{r.count}</td>
+                                        <td class="num">{format_ns(r.total_ns)}</td>
+                                        <td class="num">{format_ns(r.mean_ns)}</td>
+                                        <td class="num">{format_ns(r.max_ns)}</td>
+                                        <td class="num">{format_bytes(r.output_bytes)}</td>
+                                        <td class="num">{rate_text(r.bytes_per_ns)}</td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()
+                    }}
+                </tbody>
+            </table>
+        </section>
+    }
+    .into_any()
+}
+
+/// The top spans by self time or by duration; a click selects and shows the span.
+#[component]
+pub fn SpanTable() -> impl IntoView {
+    let Some(ctx) = use_context::<TraceContext>() else {
+        return ().into_any();
+    };
+    let by_self = RwSignal::new(true);
+    let rows = {
+        let model = ctx.model.clone();
+        Memo::new(move |_| {
+            let order = if by_self.get() {
+                SpanOrder::SelfTime
+            } else {
+                SpanOrder::Total
+            };
+            Arc::new(span_rows(&model.doc, order, 50))
+        })
+    };
+    view! {
+        <section class="span-table" data-testid="span-table">
+            <div class="table-bar">
+                <h3>"Top spans"</h3>
+                <div role="group" aria-label="order">
+                    <button type="button" aria-pressed=move || by_self.get().to_string() on:click=move |_| by_self.set(true)>"by self time"</button>
+                    <button type="button" aria-pressed=move || (!by_self.get()).to_string() on:click=move |_| by_self.set(false)>"by total time"</button>
+                </div>
+            </div>
+            <table>
+                <thead>
+                    <tr>
+                        <th scope="col">"span"</th>
+                        <th scope="col">"kind"</th>
+                        <th scope="col">"step"</th>
+                        <th scope="col">"self"</th>
+                        <th scope="col">"total"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {move || {
+                        let ctx = ctx.clone();
+                        rows.get()
+                            .iter()
+                            .map(|r| {
+                                let i = r.index;
+                                let ctx_click = ctx.clone();
+                                let ctx_key = ctx.clone();
+                                let ctx_sel = ctx.clone();
+                                view! {
+                                    <tr
+                                        tabindex="0"
+                                        data-testid="span-row"
+                                        class:active=move || ctx_sel.selected.get() == Some(i)
+                                        on:click=move |_| {
+                                            ctx_click.highlighted.set(Arc::new(vec![i]));
+                                            ctx_click.select_and_show(i);
+                                        }
+                                        on:keydown=move |ev: web_sys::KeyboardEvent| {
+                                            if ev.key() == "Enter" || ev.key() == " " {
+                                                ev.prevent_default();
+                                                ctx_key.highlighted.set(Arc::new(vec![i]));
+                                                ctx_key.select_and_show(i);
+                                            }
+                                        }
+                                    >
+                                        <td title=r.path.clone()>{r.name.clone()}</td>
+                                        <td>{kind_name(r.kind)}</td>
+                                        <td>{step_name(r.step)}</td>
+                                        <td class="num">{format_ns(r.self_ns)}</td>
+                                        <td class="num">{format_ns(r.duration_ns)}</td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()
+                    }}
+                </tbody>
+            </table>
+        </section>
+    }
+    .into_any()
+}

@@ -1,0 +1,196 @@
+//! Reading a file in the browser: a picked or dropped `File` in `Blob` slices, or a same-origin
+//! URL as a response stream, fed chunk by chunk to [`AnyReader`]. Never one JS string; between
+//! chunks the loop yields to the event loop (a zero-delay timer), so the page keeps painting
+//! the progress bar and stays responsive. Parsing runs on the main thread: there is no Web
+//! Worker yet.
+
+use candle_trace_schema::format::AnyReader;
+use js_sys::{Promise, Reflect, Uint8Array};
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+/// Bytes read from a `File` per step.
+pub const CHUNK_BYTES: f64 = (1 << 20) as f64;
+
+/// Where a file comes from.
+pub enum Source {
+    /// A picked or dropped file.
+    File(web_sys::File),
+    /// A same-origin URL (`?url=` or the example).
+    Url(String),
+}
+
+/// Why reading stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// A newer load (or the cancel button) replaced this one.
+    Cancelled,
+    /// The browser could not read the file or URL.
+    Failed(String),
+}
+
+fn js_err(context: &str, e: JsValue) -> LoadError {
+    let detail = e
+        .as_string()
+        .or_else(|| {
+            e.dyn_ref::<js_sys::Error>()
+                .map(|err| String::from(err.message()))
+        })
+        .unwrap_or_else(|| "unknown error".to_string());
+    LoadError::Failed(format!("{context}: {detail}"))
+}
+
+/// Newlines in a chunk: the progress bar's count of lines (records) read.
+fn count_lines(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+/// Resolve after a zero-delay timer: lets the browser paint and handle input.
+pub async fn yield_now() {
+    let promise = Promise::new(&mut |resolve, _reject| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+        }
+    });
+    let _ = JsFuture::from(promise).await;
+}
+
+/// Read `source` to the end into a reader; the caller calls `finish()` (the analysis that
+/// needs the whole file, a single step). `progress(bytes_read, total, lines_read)` is called
+/// after each chunk; `is_current()` is asked before each chunk and a `false` stops the read as cancelled.
+pub async fn read(
+    source: Source,
+    progress: impl Fn(u64, Option<u64>, u64),
+    is_current: impl Fn() -> bool,
+) -> Result<AnyReader, LoadError> {
+    let mut reader = AnyReader::new();
+    match source {
+        Source::File(file) => read_file(&file, &mut reader, &progress, &is_current).await?,
+        Source::Url(url) => read_url(&url, &mut reader, &progress, &is_current).await?,
+    }
+    if !is_current() {
+        return Err(LoadError::Cancelled);
+    }
+    Ok(reader)
+}
+
+async fn read_file(
+    file: &web_sys::File,
+    reader: &mut AnyReader,
+    progress: &impl Fn(u64, Option<u64>, u64),
+    is_current: &impl Fn() -> bool,
+) -> Result<(), LoadError> {
+    let size = file.size();
+    let mut offset = 0.0;
+    let mut lines = 0u64;
+    progress(0, Some(size as u64), 0);
+    while offset < size {
+        if !is_current() {
+            return Err(LoadError::Cancelled);
+        }
+        let end = (offset + CHUNK_BYTES).min(size);
+        let blob = file
+            .slice_with_f64_and_f64(offset, end)
+            .map_err(|e| js_err("cannot slice the file", e))?;
+        let buffer = JsFuture::from(blob.array_buffer())
+            .await
+            .map_err(|e| js_err("cannot read the file", e))?;
+        let bytes = Uint8Array::new(&buffer).to_vec();
+        lines += count_lines(&bytes);
+        reader.push(&bytes);
+        offset = end;
+        progress(offset as u64, Some(size as u64), lines);
+        if reader.is_rejected() {
+            break;
+        }
+        yield_now().await;
+    }
+    Ok(())
+}
+
+/// The URL resolved against the page, if it has the page's origin.
+fn same_origin(url: &str) -> Result<String, LoadError> {
+    let window = web_sys::window().ok_or_else(|| LoadError::Failed("no window".into()))?;
+    let here = window
+        .location()
+        .href()
+        .map_err(|e| js_err("cannot read the page address", e))?;
+    let resolved = web_sys::Url::new_with_base(url, &here)
+        .map_err(|_| LoadError::Failed(format!("`{url}` is not a valid address")))?;
+    let origin = window
+        .location()
+        .origin()
+        .map_err(|e| js_err("cannot read the page origin", e))?;
+    if resolved.origin() != origin {
+        return Err(LoadError::Failed(format!(
+            "`{url}` is on another origin; the viewer only opens files from its own origin"
+        )));
+    }
+    Ok(resolved.href())
+}
+
+async fn read_url(
+    url: &str,
+    reader: &mut AnyReader,
+    progress: &impl Fn(u64, Option<u64>, u64),
+    is_current: &impl Fn() -> bool,
+) -> Result<(), LoadError> {
+    let url = same_origin(url)?;
+    let window = web_sys::window().ok_or_else(|| LoadError::Failed("no window".into()))?;
+    let response: web_sys::Response = JsFuture::from(window.fetch_with_str(&url))
+        .await
+        .map_err(|e| js_err("cannot fetch the file", e))?
+        .dyn_into()
+        .map_err(|e| js_err("unexpected fetch result", e))?;
+    if !response.ok() {
+        return Err(LoadError::Failed(format!(
+            "fetching the file failed with HTTP {}",
+            response.status()
+        )));
+    }
+    let total = response
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse::<u64>().ok());
+    let Some(body) = response.body() else {
+        return Ok(());
+    };
+    let stream: web_sys::ReadableStreamDefaultReader = body
+        .get_reader()
+        .dyn_into()
+        .map_err(|e| js_err("cannot stream the response", e.into()))?;
+    let mut read = 0u64;
+    let mut lines = 0u64;
+    progress(0, total, 0);
+    loop {
+        if !is_current() {
+            let _ = stream.cancel();
+            return Err(LoadError::Cancelled);
+        }
+        let chunk = JsFuture::from(stream.read())
+            .await
+            .map_err(|e| js_err("cannot read the response", e))?;
+        let done = Reflect::get(&chunk, &JsValue::from_str("done"))
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true);
+        if done {
+            break;
+        }
+        if let Ok(value) = Reflect::get(&chunk, &JsValue::from_str("value")) {
+            let bytes = Uint8Array::new(&value).to_vec();
+            read += bytes.len() as u64;
+            lines += count_lines(&bytes);
+            reader.push(&bytes);
+        }
+        progress(read, total, lines);
+        if reader.is_rejected() {
+            let _ = stream.cancel();
+            break;
+        }
+        yield_now().await;
+    }
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! The memory panel: the peak (where, when, by category), per-device peaks and capacity, and
+//! the largest allocations live at the peak.
+
+use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::events::TensorCategory;
+use candle_trace_schema::units::{format_bytes, format_ns};
+
+/// One device's row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceRow {
+    /// Device name.
+    pub device: String,
+    /// Peak live bytes (exact).
+    pub peak_bytes: u64,
+    /// Peak in human units, with the capacity share when known (`1.00 GiB of 16.0 GiB (6%)`).
+    pub peak: String,
+    /// Allocations and frees on the device.
+    pub allocs_frees: String,
+}
+
+/// One allocation live at the peak.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveRow {
+    /// Tensor id.
+    pub tensor_id: String,
+    /// Bytes, human.
+    pub bytes: String,
+    /// Category.
+    pub category: &'static str,
+    /// Span (name, or the id when it names no span) and op that allocated it.
+    pub origin: String,
+    /// Index of the span that allocated it, for the click-through.
+    pub span: Option<u32>,
+}
+
+/// The memory panel.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemoryPanel {
+    /// `2.20 KiB on cpu at 693 µs`, or `None` without memory events.
+    pub peak: Option<String>,
+    /// (category, bytes) live at the peak, non-zero ones only, largest first.
+    pub by_category: Vec<(&'static str, String)>,
+    /// One row per device.
+    pub devices: Vec<DeviceRow>,
+    /// The largest allocations live at the peak (at most `limit`).
+    pub live: Vec<LiveRow>,
+    /// How many allocations were live at the peak in all.
+    pub live_count: usize,
+}
+
+impl MemoryPanel {
+    /// The panel of `doc`, listing at most `limit` live allocations.
+    pub fn of(doc: &TraceDocument, limit: usize) -> Self {
+        let p = &doc.memory_profile;
+        if p.alloc_count == 0 && p.free_count == 0 && p.devices.is_empty() {
+            return MemoryPanel::default();
+        }
+        let peak = Some(match (&p.peak_device, p.peak_timestamp_ns) {
+            (Some(d), Some(t)) => {
+                format!("{} on {d} at {}", format_bytes(p.peak_bytes), format_ns(t))
+            }
+            _ => format_bytes(p.peak_bytes),
+        });
+        let mut by_category: Vec<(TensorCategory, u64)> = TensorCategory::ALL
+            .iter()
+            .map(|&c| (c, p.peak_by_category[c.index()]))
+            .filter(|&(_, b)| b > 0)
+            .collect();
+        by_category.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let devices = p
+            .devices
+            .iter()
+            .map(|d| {
+                let share = d
+                    .capacity_bytes
+                    .filter(|&c| c > 0)
+                    .map(|c| {
+                        let pct = d.peak_bytes as f64 / c as f64 * 100.0;
+                        let pct = if d.peak_bytes > 0 && pct < 1.0 {
+                            "<1".to_string()
+                        } else {
+                            format!("{pct:.0}")
+                        };
+                        format!(" of {} ({pct}%)", format_bytes(c))
+                    })
+                    .unwrap_or_default();
+                DeviceRow {
+                    device: d.device.clone(),
+                    peak_bytes: d.peak_bytes,
+                    peak: format!("{}{share}", format_bytes(d.peak_bytes)),
+                    allocs_frees: format!("{} / {}", d.alloc_count, d.free_count),
+                }
+            })
+            .collect();
+        let live = p
+            .live_at_peak
+            .iter()
+            .take(limit)
+            .map(|a| {
+                let span = doc.span_index(&a.span_id);
+                let span_name = span.map_or(a.span_id.as_str(), |i| doc.spans[i].name.as_str());
+                LiveRow {
+                    tensor_id: a.tensor_id.clone(),
+                    bytes: format_bytes(a.bytes),
+                    category: a.category.as_str(),
+                    origin: match &a.op_name {
+                        Some(op) => format!("{span_name} · {op}"),
+                        None => span_name.to_string(),
+                    },
+                    span: span.map(|i| i as u32),
+                }
+            })
+            .collect();
+        MemoryPanel {
+            peak,
+            by_category: by_category
+                .into_iter()
+                .map(|(c, b)| (c.as_str(), format_bytes(b)))
+                .collect(),
+            devices,
+            live,
+            live_count: p.live_at_peak.len(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn golden_memory_panel() {
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/train_step.trace6.jsonl"
+        ));
+        let m = MemoryPanel::of(&doc, 3);
+        assert_eq!(m.peak.as_deref(), Some("2.20 KiB on cpu at 693 µs"));
+        // activation 804, gradient 900, other 160, parameter 388 (fixtures README).
+        let cats: Vec<&str> = m.by_category.iter().map(|c| c.0).collect();
+        assert_eq!(cats, vec!["gradient", "activation", "parameter", "other"]);
+        let cpu = m.devices.iter().find(|d| d.device == "cpu").unwrap();
+        assert_eq!(cpu.peak_bytes, 2252);
+        assert_eq!(cpu.peak, "2.20 KiB of 16.0 GiB (<1%)");
+        assert_eq!(m.live.len(), 3);
+        assert!(m.live_count >= 3);
+        assert!(m.live.iter().all(|l| l.span.is_some()));
+    }
+
+    #[test]
+    fn no_memory_no_panel() {
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/broken_cycle.trace6.jsonl"
+        ));
+        assert_eq!(MemoryPanel::of(&doc, 10), MemoryPanel::default());
+    }
+}

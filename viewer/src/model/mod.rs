@@ -1,0 +1,79 @@
+//! View models: plain Rust values built once from a read document, which the components only
+//! render. Nothing here touches the browser, so native tests check every number shown.
+
+pub mod diagnostics;
+pub mod gradients;
+pub mod header;
+pub mod memory;
+pub mod ops;
+pub mod profile;
+pub mod spans;
+pub mod summary;
+
+use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::profile::ProfileDocument;
+
+use crate::timeline::lanes::{extents_of, Lanes};
+use diagnostics::DiagnosticsPanel;
+use header::RunHeader;
+use spans::SpanIndex;
+use summary::SummaryCard;
+
+/// Everything the page shows for an execution trace.
+#[derive(Debug, Clone)]
+pub struct TraceModel {
+    /// The document as read.
+    pub doc: TraceDocument,
+    /// Run header (`None` without a usable `meta`).
+    pub header: Option<RunHeader>,
+    /// The eight summary cards.
+    pub cards: Vec<SummaryCard>,
+    /// Diagnostics.
+    pub diagnostics: DiagnosticsPanel,
+    /// Timeline lanes.
+    pub lanes: Lanes,
+    /// Ops and allocations by span.
+    pub index: SpanIndex,
+    /// The memory panel.
+    pub memory: memory::MemoryPanel,
+    /// The gradient panel.
+    pub gradients: gradients::GradientPanel,
+}
+
+impl TraceModel {
+    /// Build every view model of `doc`.
+    pub fn new(doc: TraceDocument) -> Self {
+        TraceModel {
+            header: doc.meta.as_ref().map(|m| RunHeader::of(&m.event)),
+            cards: summary::trace_cards(&doc.summary()),
+            diagnostics: DiagnosticsPanel::of(&doc.diagnostics),
+            lanes: Lanes::build(&extents_of(&doc)),
+            index: SpanIndex::of(&doc),
+            memory: memory::MemoryPanel::of(&doc, 20),
+            gradients: gradients::GradientPanel::of(&doc, 50),
+            doc,
+        }
+    }
+}
+
+/// Everything the page shows for an inference profile.
+#[derive(Debug, Clone)]
+pub struct ProfileModel {
+    /// Headline cards.
+    pub cards: Vec<SummaryCard>,
+    /// Diagnostics.
+    pub diagnostics: DiagnosticsPanel,
+    /// One row per request.
+    pub requests: Vec<profile::RequestRow>,
+}
+
+impl ProfileModel {
+    /// Build every view model of `doc`.
+    pub fn new(doc: &ProfileDocument) -> Self {
+        ProfileModel {
+            cards: summary::profile_cards(&doc.summary()),
+            diagnostics: DiagnosticsPanel::of(&doc.diagnostics),
+            requests: profile::request_rows(doc),
+        }
+    }
+}

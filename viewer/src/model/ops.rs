@@ -1,0 +1,208 @@
+//! The op table: op groups (by name, or by name + shape + dtype) as rows, sortable by any
+//! column, with the spans each group ran in for the timeline's click-through.
+
+use core::cmp::Ordering;
+
+use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::ops::{op_groups, OpGrouping};
+
+/// One row of the op table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpRow {
+    /// Op name.
+    pub op_name: String,
+    /// Output shape, e.g. `[8, 16]` (grouping by shape only).
+    pub shape: Option<String>,
+    /// Output dtype (grouping by shape only).
+    pub dtype: Option<String>,
+    /// Number of ops.
+    pub count: u64,
+    /// Sum of durations.
+    pub total_ns: u64,
+    /// Integer mean duration.
+    pub mean_ns: u64,
+    /// Longest duration.
+    pub max_ns: u64,
+    /// Sum of output bytes.
+    pub output_bytes: u64,
+    /// Output bytes per ns of op time.
+    pub bytes_per_ns: Option<f64>,
+    /// Document indices of the spans the group's ops ran in (sorted, deduplicated).
+    pub spans: Vec<u32>,
+}
+
+/// A sortable column of the op table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpColumn {
+    /// Op name (then shape, dtype).
+    Name,
+    /// Count.
+    Count,
+    /// Total time.
+    Total,
+    /// Mean time.
+    Mean,
+    /// Longest op.
+    Max,
+    /// Output bytes.
+    OutputBytes,
+    /// Output bytes per ns.
+    BytesPerNs,
+}
+
+/// `[8, 16]`.
+pub fn shape_text(shape: &[u64]) -> String {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    format!("[{}]", dims.join(", "))
+}
+
+/// Bytes per ns with three significant digits (`12.3`, `0.0421`), `—` when undefined.
+pub fn rate_text(bytes_per_ns: Option<f64>) -> String {
+    match bytes_per_ns {
+        None => "—".to_string(),
+        Some(b) if !b.is_finite() => "—".to_string(),
+        Some(0.0) => "0".to_string(),
+        Some(b) => {
+            // Digits after the point so that three significant digits show.
+            let magnitude = b.abs().log10().floor() as i32;
+            let decimals = (2 - magnitude).clamp(0, 9) as usize;
+            format!("{b:.decimals$}")
+        }
+    }
+}
+
+/// The rows for `doc` with this grouping, in the schema's order (total time, largest first).
+pub fn op_rows(doc: &TraceDocument, grouping: OpGrouping) -> Vec<OpRow> {
+    op_groups(&doc.ops, grouping)
+        .into_iter()
+        .map(|g| {
+            let mut spans: Vec<u32> = g
+                .op_indices
+                .iter()
+                .filter_map(|&i| doc.span_index(&doc.ops[i].span_id))
+                .map(|i| i as u32)
+                .collect();
+            spans.sort_unstable();
+            spans.dedup();
+            OpRow {
+                bytes_per_ns: g.output_bytes_per_ns(),
+                op_name: g.op_name,
+                shape: g.shape.as_deref().map(shape_text),
+                dtype: g.dtype,
+                count: g.count,
+                total_ns: g.total_ns,
+                mean_ns: g.mean_ns,
+                max_ns: g.max_ns,
+                output_bytes: g.output_bytes,
+                spans,
+            }
+        })
+        .collect()
+}
+
+fn name_key(r: &OpRow) -> (&str, Option<&str>, Option<&str>) {
+    (&r.op_name, r.shape.as_deref(), r.dtype.as_deref())
+}
+
+/// Sort rows by `column` (descending when `descending`); ties by name, shape and dtype
+/// ascending, so the order is total and stable across sorts.
+pub fn sort_op_rows(rows: &mut [OpRow], column: OpColumn, descending: bool) {
+    rows.sort_by(|a, b| {
+        let primary = match column {
+            OpColumn::Name => name_key(a).cmp(&name_key(b)),
+            OpColumn::Count => a.count.cmp(&b.count),
+            OpColumn::Total => a.total_ns.cmp(&b.total_ns),
+            OpColumn::Mean => a.mean_ns.cmp(&b.mean_ns),
+            OpColumn::Max => a.max_ns.cmp(&b.max_ns),
+            OpColumn::OutputBytes => a.output_bytes.cmp(&b.output_bytes),
+            OpColumn::BytesPerNs => {
+                let (x, y) = (
+                    a.bytes_per_ns.unwrap_or(-1.0),
+                    b.bytes_per_ns.unwrap_or(-1.0),
+                );
+                x.partial_cmp(&y).unwrap_or(Ordering::Equal)
+            }
+        };
+        let primary = if descending {
+            primary.reverse()
+        } else {
+            primary
+        };
+        primary.then_with(|| name_key(a).cmp(&name_key(b)))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc() -> TraceDocument {
+        TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/train_step.trace6.jsonl"
+        ))
+    }
+
+    #[test]
+    fn rows_by_name_cover_every_op() {
+        let d = doc();
+        let rows = op_rows(&d, OpGrouping::Name);
+        let n: u64 = rows.iter().map(|r| r.count).sum();
+        assert_eq!(n, 18);
+        assert!(rows.iter().all(|r| r.shape.is_none() && r.dtype.is_none()));
+        assert!(rows.windows(2).all(|w| w[0].total_ns >= w[1].total_ns));
+        assert!(rows.iter().all(|r| !r.spans.is_empty()));
+    }
+
+    #[test]
+    fn grouping_by_shape_splits_groups() {
+        let d = doc();
+        let by_name = op_rows(&d, OpGrouping::Name);
+        let by_shape = op_rows(&d, OpGrouping::NameShapeDtype);
+        assert!(by_shape.len() >= by_name.len());
+        assert!(by_shape
+            .iter()
+            .all(|r| r.shape.is_some() && r.dtype.is_some()));
+    }
+
+    #[test]
+    fn sorting_by_each_column() {
+        let d = doc();
+        let mut rows = op_rows(&d, OpGrouping::Name);
+        sort_op_rows(&mut rows, OpColumn::Name, false);
+        assert!(rows.windows(2).all(|w| w[0].op_name <= w[1].op_name));
+        sort_op_rows(&mut rows, OpColumn::Count, true);
+        assert!(rows.windows(2).all(|w| w[0].count >= w[1].count));
+        sort_op_rows(&mut rows, OpColumn::Max, false);
+        assert!(rows.windows(2).all(|w| w[0].max_ns <= w[1].max_ns));
+        sort_op_rows(&mut rows, OpColumn::OutputBytes, true);
+        assert!(rows
+            .windows(2)
+            .all(|w| w[0].output_bytes >= w[1].output_bytes));
+        sort_op_rows(&mut rows, OpColumn::BytesPerNs, true);
+        let b: Vec<f64> = rows
+            .iter()
+            .map(|r| r.bytes_per_ns.unwrap_or(-1.0))
+            .collect();
+        assert!(b.windows(2).all(|w| w[0] >= w[1]));
+        sort_op_rows(&mut rows, OpColumn::Mean, true);
+        assert!(rows.windows(2).all(|w| w[0].mean_ns >= w[1].mean_ns));
+        sort_op_rows(&mut rows, OpColumn::Total, true);
+        assert!(rows.windows(2).all(|w| w[0].total_ns >= w[1].total_ns));
+    }
+
+    #[test]
+    fn rates_have_three_significant_digits() {
+        assert_eq!(rate_text(None), "—");
+        assert_eq!(rate_text(Some(0.0)), "0");
+        assert_eq!(rate_text(Some(123.456)), "123");
+        assert_eq!(rate_text(Some(12.345)), "12.3");
+        assert_eq!(rate_text(Some(0.0421)), "0.0421");
+        assert_eq!(rate_text(Some(f64::INFINITY)), "—");
+    }
+
+    #[test]
+    fn shapes_print_like_arrays() {
+        assert_eq!(shape_text(&[]), "[]");
+        assert_eq!(shape_text(&[8, 16]), "[8, 16]");
+    }
+}

@@ -1,0 +1,261 @@
+//! The span table (top spans by self or total time) and the details of one span: its fields,
+//! self time, children, the ops that ran in it and the memory allocated in it.
+
+use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::events::{MemoryAction, SpanKind, Step};
+
+use super::ops::shape_text;
+
+/// How the span table is ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanOrder {
+    /// By self time, largest first.
+    SelfTime,
+    /// By duration, longest first.
+    Total,
+}
+
+/// One row of the span table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanRow {
+    /// Index into the document's spans.
+    pub index: u32,
+    /// Name.
+    pub name: String,
+    /// Names from the root, joined with `/`.
+    pub path: String,
+    /// Kind.
+    pub kind: SpanKind,
+    /// Step.
+    pub step: Option<Step>,
+    /// Duration (0 while unclosed).
+    pub duration_ns: u64,
+    /// Self time.
+    pub self_ns: u64,
+}
+
+/// The top `limit` spans in this order (ties by file order).
+pub fn span_rows(doc: &TraceDocument, order: SpanOrder, limit: usize) -> Vec<SpanRow> {
+    let indices = match order {
+        SpanOrder::SelfTime => doc.spans_by_self_time(limit),
+        SpanOrder::Total => doc.slowest_spans(limit),
+    };
+    indices
+        .into_iter()
+        .map(|i| {
+            let s = &doc.spans[i];
+            SpanRow {
+                index: i as u32,
+                name: s.name.clone(),
+                path: doc.span_path(i),
+                kind: s.span_kind,
+                step: s.step,
+                duration_ns: s.duration_or_zero(),
+                self_ns: doc.tree.self_ns.get(i).copied().unwrap_or(0),
+            }
+        })
+        .collect()
+}
+
+/// Per-span indexes of the records that name a span (built once per document).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpanIndex {
+    /// Indices into `doc.ops` of the ops in each span.
+    pub ops: Vec<Vec<u32>>,
+    /// Indices into `doc.memory` of the allocations (action `alloc`) in each span.
+    pub allocs: Vec<Vec<u32>>,
+}
+
+impl SpanIndex {
+    /// Index `doc`'s ops and allocations by span.
+    pub fn of(doc: &TraceDocument) -> Self {
+        let n = doc.spans.len();
+        let mut ops = vec![Vec::new(); n];
+        let mut allocs = vec![Vec::new(); n];
+        for (i, op) in doc.ops.iter().enumerate() {
+            if let Some(s) = doc.span_index(&op.span_id) {
+                ops[s].push(i as u32);
+            }
+        }
+        for (i, m) in doc.memory.iter().enumerate() {
+            if m.action == MemoryAction::Alloc {
+                if let Some(s) = doc.span_index(&m.span_id) {
+                    allocs[s].push(i as u32);
+                }
+            }
+        }
+        SpanIndex { ops, allocs }
+    }
+}
+
+/// An op inside a span, for the details panel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpInSpan {
+    /// Op name.
+    pub op_name: String,
+    /// Output shape.
+    pub shape: String,
+    /// Output dtype.
+    pub dtype: String,
+    /// Duration.
+    pub duration_ns: u64,
+    /// Output bytes.
+    pub output_bytes: u64,
+}
+
+/// Everything the details panel shows about one span.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanDetails {
+    /// Index into the document's spans.
+    pub index: u32,
+    /// (field, value) pairs: every `span_start`/`span_end` field plus derived ones.
+    pub fields: Vec<(&'static str, String)>,
+    /// Self time.
+    pub self_ns: u64,
+    /// Children: (index, name, duration).
+    pub children: Vec<(u32, String, u64)>,
+    /// Ops that ran in the span.
+    pub ops: Vec<OpInSpan>,
+    /// Number of allocations made in the span.
+    pub alloc_count: u64,
+    /// Bytes allocated in the span.
+    pub alloc_bytes: u64,
+}
+
+/// The details of span `index`, `None` when there is no such span.
+pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<SpanDetails> {
+    let s = doc.spans.get(i)?;
+    let self_ns = doc.tree.self_ns.get(i).copied().unwrap_or(0);
+    let mut fields = vec![
+        ("name", s.name.clone()),
+        ("id", s.id.clone()),
+        (
+            "parent_id",
+            s.parent_id.clone().unwrap_or_else(|| "—".into()),
+        ),
+        ("path", doc.span_path(i)),
+        (
+            "span_kind",
+            super::super::timeline::palette::kind_name(s.span_kind).into(),
+        ),
+        (
+            "step",
+            super::super::timeline::palette::step_name(s.step).into(),
+        ),
+        ("measured", s.measured.to_string()),
+        ("start_ns", s.start_ns.to_string()),
+        (
+            "duration_ns",
+            s.duration_ns
+                .map_or_else(|| "never closed".into(), |d| d.to_string()),
+        ),
+        ("self_ns", self_ns.to_string()),
+        (
+            "depth",
+            doc.tree.depth.get(i).copied().unwrap_or(0).to_string(),
+        ),
+        ("line", s.line.to_string()),
+    ];
+    if let Some(l) = s.end_line {
+        fields.push(("end line", l.to_string()));
+    }
+    let children = doc
+        .tree
+        .children(i)
+        .iter()
+        .map(|&c| {
+            // The tree and the index are built from `doc`: their indices are in range.
+            let c_span = &doc.spans[c as usize];
+            (c, c_span.name.clone(), c_span.duration_or_zero())
+        })
+        .collect();
+    let ops = index
+        .ops
+        .get(i)
+        .map(|v| v.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|&o| {
+            let op = &doc.ops[o as usize];
+            OpInSpan {
+                op_name: op.op_name.clone(),
+                shape: shape_text(&op.shape),
+                dtype: op.dtype.clone(),
+                duration_ns: op.duration_ns,
+                output_bytes: op.output_bytes(),
+            }
+        })
+        .collect();
+    let allocs = index
+        .allocs
+        .get(i)
+        .map(|v| v.as_slice())
+        .unwrap_or_default();
+    Some(SpanDetails {
+        index: i as u32,
+        fields,
+        self_ns,
+        children,
+        ops,
+        alloc_count: allocs.len() as u64,
+        alloc_bytes: allocs
+            .iter()
+            .map(|&m| doc.memory[m as usize].bytes)
+            .fold(0, u64::saturating_add),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc() -> TraceDocument {
+        TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/train_step.trace6.jsonl"
+        ))
+    }
+
+    #[test]
+    fn top_spans_are_ordered() {
+        let d = doc();
+        let by_self = span_rows(&d, SpanOrder::SelfTime, 5);
+        assert_eq!(by_self.len(), 5);
+        assert!(by_self.windows(2).all(|w| w[0].self_ns >= w[1].self_ns));
+        let by_total = span_rows(&d, SpanOrder::Total, 100);
+        assert_eq!(by_total.len(), 25);
+        assert_eq!(by_total[0].name, "train_step");
+        assert_eq!(by_total[0].duration_ns, 950_000);
+        assert!(by_total[1].path.starts_with("train_step/"));
+    }
+
+    #[test]
+    fn details_of_the_root() {
+        let d = doc();
+        let idx = SpanIndex::of(&d);
+        let root = d.span_index("step").unwrap();
+        let det = span_details(&d, &idx, root).unwrap();
+        assert_eq!(det.fields[0], ("name", "train_step".to_string()));
+        assert!(!det.children.is_empty());
+        let child_sum: u64 = det.children.iter().map(|c| c.2).sum();
+        assert_eq!(det.self_ns, 950_000u64.saturating_sub(child_sum));
+        assert!(span_details(&d, &idx, 10_000).is_none());
+        // Every op and allocation is indexed under some span of this clean fixture.
+        assert_eq!(idx.ops.iter().map(Vec::len).sum::<usize>(), 18);
+        assert_eq!(idx.allocs.iter().map(Vec::len).sum::<usize>(), 25);
+    }
+
+    #[test]
+    fn details_list_ops_with_shapes() {
+        let d = doc();
+        let idx = SpanIndex::of(&d);
+        let (i, _) = idx
+            .ops
+            .iter()
+            .enumerate()
+            .find(|(_, o)| !o.is_empty())
+            .unwrap();
+        let det = span_details(&d, &idx, i).unwrap();
+        assert!(!det.ops.is_empty());
+        assert!(det.ops[0].shape.starts_with('['));
+    }
+}

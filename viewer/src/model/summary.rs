@@ -1,0 +1,183 @@
+//! Summary cards: the eight `TraceSummary` numbers (and a profile's headline numbers), each
+//! with its exact integer and a human rendering.
+
+use candle_trace_schema::percentiles::Percentiles;
+use candle_trace_schema::profile::ProfileSummary;
+use candle_trace_schema::summary::TraceSummary;
+use candle_trace_schema::units::{format_bytes, format_ns};
+
+/// One card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryCard {
+    /// Field name (`op_count` ...): the card's `data-testid` is `summary-<field>`.
+    pub field: String,
+    /// Human label.
+    pub label: &'static str,
+    /// The exact integer (`data-value`).
+    pub value: u64,
+    /// The value in human units.
+    pub display: String,
+}
+
+fn card(field: &str, label: &'static str, value: u64, display: String) -> SummaryCard {
+    SummaryCard {
+        field: field.to_string(),
+        label,
+        value,
+        display,
+    }
+}
+
+fn count(n: u64) -> String {
+    // Thousands separated by a thin space: 1 234 567.
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push('\u{2009}');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The eight cards of a trace, in SCHEMA.md order.
+pub fn trace_cards(s: &TraceSummary) -> Vec<SummaryCard> {
+    vec![
+        card(
+            "total_ns",
+            "measured total",
+            s.total_ns,
+            format_ns(s.total_ns),
+        ),
+        card("op_count", "ops", s.op_count, count(s.op_count)),
+        card("span_count", "spans", s.span_count, count(s.span_count)),
+        card(
+            "root_span_count",
+            "root spans",
+            s.root_span_count,
+            count(s.root_span_count),
+        ),
+        card("max_depth", "max depth", s.max_depth, count(s.max_depth)),
+        card("alloc_count", "allocs", s.alloc_count, count(s.alloc_count)),
+        card("free_count", "frees", s.free_count, count(s.free_count)),
+        card(
+            "peak_bytes",
+            "peak memory",
+            s.peak_bytes,
+            format_bytes(s.peak_bytes),
+        ),
+    ]
+}
+
+fn percentile_cards(
+    out: &mut Vec<SummaryCard>,
+    field: &str,
+    label: &'static str,
+    p: &Option<Percentiles>,
+    to_ns: u64,
+) {
+    let Some(p) = p else { return };
+    for (name, v) in [
+        ("p50", p.p50),
+        ("p90", p.p90),
+        ("p99", p.p99),
+        ("max", p.max),
+    ] {
+        out.push(card(
+            &format!("{field}-{name}"),
+            label,
+            v,
+            format!("{name} {}", format_ns(v.saturating_mul(to_ns))),
+        ));
+    }
+}
+
+/// The headline cards of an inference profile: counts, then TTFT and ITL percentiles
+/// (`summary-ttft_us-p50` ...), values in the profile's own unit (µs for TTFT, ns for ITL).
+pub fn profile_cards(s: &ProfileSummary) -> Vec<SummaryCard> {
+    let mut out = vec![
+        card(
+            "request_count",
+            "requests",
+            s.request_count,
+            count(s.request_count),
+        ),
+        card("event_count", "events", s.event_count, count(s.event_count)),
+        card(
+            "invalid_event_count",
+            "invalid events",
+            s.invalid_event_count,
+            count(s.invalid_event_count),
+        ),
+        card("error_count", "errors", s.error_count, count(s.error_count)),
+        card(
+            "memory_snapshot_count",
+            "memory snapshots",
+            s.memory_snapshot_count,
+            count(s.memory_snapshot_count),
+        ),
+    ];
+    percentile_cards(
+        &mut out,
+        "ttft_us",
+        "time to first token",
+        &s.ttft_us,
+        1_000,
+    );
+    percentile_cards(
+        &mut out,
+        "itl_nanos",
+        "inter-token latency",
+        &s.itl_nanos,
+        1,
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_trace_schema::document::TraceDocument;
+    use candle_trace_schema::profile::read_profile;
+
+    #[test]
+    fn golden_trace_cards_carry_exact_values() {
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/train_step.trace6.jsonl"
+        ));
+        let cards = trace_cards(&doc.summary());
+        let get = |f: &str| cards.iter().find(|c| c.field == f).map(|c| c.value);
+        assert_eq!(cards.len(), 8);
+        assert_eq!(get("op_count"), Some(18));
+        assert_eq!(get("total_ns"), Some(950_000));
+        assert_eq!(get("span_count"), Some(25));
+        assert_eq!(get("root_span_count"), Some(1));
+        assert_eq!(get("max_depth"), Some(3));
+        assert_eq!(get("alloc_count"), Some(25));
+        assert_eq!(get("free_count"), Some(9));
+        assert_eq!(get("peak_bytes"), Some(2252));
+        assert_eq!(cards[0].display, "950 µs");
+        assert_eq!(cards[7].display, "2.20 KiB");
+    }
+
+    #[test]
+    fn profile_cards_have_requests_and_latency() {
+        let doc = read_profile(include_bytes!(
+            "../../../tests/fixtures/infer_run.profile.jsonl"
+        ));
+        let cards = profile_cards(&doc.summary());
+        let get = |f: &str| cards.iter().find(|c| c.field == f).map(|c| c.value);
+        assert_eq!(get("request_count"), Some(3));
+        assert_eq!(get("event_count"), Some(17));
+        assert_eq!(get("ttft_us-p50"), Some(1200));
+        assert_eq!(get("itl_nanos-max"), Some(530_000));
+    }
+
+    #[test]
+    fn counts_are_grouped() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1_234_567), "1\u{2009}234\u{2009}567");
+    }
+}

@@ -1,0 +1,12 @@
+//! The flame chart's math, free of any browser API so native tests check it: the visible
+//! window ([`viewport`]), lanes ([`lanes`]), level of detail ([`lod`]), the time axis
+//! ([`ticks`]), the minimap ([`minimap`]), search ([`search`]) and colours ([`palette`]).
+//! `components::timeline` only paints what these return.
+
+pub mod lanes;
+pub mod lod;
+pub mod minimap;
+pub mod palette;
+pub mod search;
+pub mod ticks;
+pub mod viewport;

@@ -1,0 +1,170 @@
+//! Colours of the flame chart: the step picks the hue (forward, backward, optimizer, none),
+//! the span kind the shade (module light, function medium, op dark), so colour-blind readers
+//! still get the kind from the shade and the legend.
+
+use candle_trace_schema::events::{SpanKind, Step};
+
+/// Light or dark page theme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Theme {
+    /// Light background.
+    Light,
+    /// Dark background.
+    Dark,
+}
+
+/// The legend's step categories, in display order.
+pub const STEP_LEGEND: [(Option<Step>, &str); 4] = [
+    (Some(Step::Forward), "forward"),
+    (Some(Step::Backward), "backward"),
+    (Some(Step::Optimizer), "optimizer"),
+    (None, "no step"),
+];
+
+/// The fill colour of a span block as a CSS colour.
+pub fn span_fill(step: Option<Step>, kind: SpanKind, theme: Theme) -> &'static str {
+    // [module, function, op] shades per step, for light and dark backgrounds.
+    const LIGHT: [[&str; 3]; 4] = [
+        ["#9cc3f5", "#5b9be6", "#2f6fc0"], // forward: blue
+        ["#f7c08c", "#ee9550", "#c86a1f"], // backward: orange
+        ["#9fdcaa", "#5cbf70", "#2f8f45"], // optimizer: green
+        ["#c9ccd1", "#a4a9b1", "#7d838c"], // none: grey
+    ];
+    const DARK: [[&str; 3]; 4] = [
+        ["#3b6eb0", "#2c5a96", "#1f446f"],
+        ["#a55f26", "#8f521f", "#6c3d16"],
+        ["#3e8f50", "#2f733f", "#22552e"],
+        ["#6b717a", "#555a62", "#41454b"],
+    ];
+    let row = match step {
+        Some(Step::Forward) => 0,
+        Some(Step::Backward) => 1,
+        Some(Step::Optimizer) => 2,
+        None => 3,
+    };
+    let col = match kind {
+        SpanKind::Module => 0,
+        SpanKind::Function => 1,
+        SpanKind::Op => 2,
+    };
+    match theme {
+        Theme::Light => LIGHT[row][col],
+        Theme::Dark => DARK[row][col],
+    }
+}
+
+/// Colour of a block that merges several narrow spans (their steps may differ).
+pub fn merged_fill(theme: Theme) -> &'static str {
+    match theme {
+        Theme::Light => "#8a8f98",
+        Theme::Dark => "#7a808a",
+    }
+}
+
+/// Relative luminance (WCAG 2) of a `#rrggbb` colour; `None` for other spellings.
+pub fn luminance(hex: &str) -> Option<f64> {
+    let hex = hex.strip_prefix('#')?;
+    if hex.len() != 6 {
+        return None;
+    }
+    let channel = |i: usize| -> Option<f64> {
+        let v = f64::from(u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()?) / 255.0;
+        Some(if v <= 0.03928 {
+            v / 12.92
+        } else {
+            ((v + 0.055) / 1.055).powf(2.4)
+        })
+    };
+    Some(0.2126 * channel(0)? + 0.7152 * channel(2)? + 0.0722 * channel(4)?)
+}
+
+/// WCAG contrast ratio of two `#rrggbb` colours (1 when either cannot be read).
+pub fn contrast(a: &str, b: &str) -> f64 {
+    match (luminance(a), luminance(b)) {
+        (Some(x), Some(y)) => (x.max(y) + 0.05) / (x.min(y) + 0.05),
+        _ => 1.0,
+    }
+}
+
+/// Text colour for labels drawn on `fill`: near-black or near-white, whichever contrasts more.
+pub fn label_color(fill: &str) -> &'static str {
+    const DARK: &str = "#0b1220";
+    const LIGHT: &str = "#ffffff";
+    if contrast(fill, DARK) >= contrast(fill, LIGHT) {
+        DARK
+    } else {
+        LIGHT
+    }
+}
+
+/// Outline of the selected span, of search matches and of table highlights.
+pub fn highlight_color(theme: Theme) -> &'static str {
+    match theme {
+        Theme::Light => "#d01c8b",
+        Theme::Dark => "#ff79c6",
+    }
+}
+
+/// Axis lines and tick labels.
+pub fn axis_color(theme: Theme) -> &'static str {
+    match theme {
+        Theme::Light => "#555b66",
+        Theme::Dark => "#aab1bd",
+    }
+}
+
+/// Short name of a step for tooltips and tables.
+pub fn step_name(step: Option<Step>) -> &'static str {
+    match step {
+        Some(Step::Forward) => "forward",
+        Some(Step::Backward) => "backward",
+        Some(Step::Optimizer) => "optimizer",
+        None => "—",
+    }
+}
+
+/// Short name of a span kind.
+pub fn kind_name(kind: SpanKind) -> &'static str {
+    match kind {
+        SpanKind::Function => "function",
+        SpanKind::Op => "op",
+        SpanKind::Module => "module",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_step_and_kind_has_a_distinct_colour_per_theme() {
+        for theme in [Theme::Light, Theme::Dark] {
+            let mut seen = Vec::new();
+            for (step, _) in STEP_LEGEND {
+                for kind in [SpanKind::Module, SpanKind::Function, SpanKind::Op] {
+                    let c = span_fill(step, kind, theme);
+                    assert!(c.starts_with('#') && c.len() == 7);
+                    assert!(!seen.contains(&c));
+                    seen.push(c);
+                }
+            }
+        }
+        assert_eq!(step_name(Some(Step::Backward)), "backward");
+    }
+
+    #[test]
+    fn labels_are_readable_on_every_fill() {
+        assert!((contrast("#000000", "#ffffff") - 21.0).abs() < 1e-9);
+        assert_eq!(contrast("nope", "#ffffff"), 1.0);
+        for theme in [Theme::Light, Theme::Dark] {
+            for (step, _) in STEP_LEGEND {
+                for kind in [SpanKind::Module, SpanKind::Function, SpanKind::Op] {
+                    let fill = span_fill(step, kind, theme);
+                    let ratio = contrast(fill, label_color(fill));
+                    assert!(ratio >= 4.5, "{fill}: {ratio}");
+                }
+            }
+        }
+        assert_eq!(kind_name(SpanKind::Module), "module");
+    }
+}

@@ -1,0 +1,202 @@
+//! The visible time window of the timeline: x-from-time and back, zoom around a point, pan.
+//!
+//! A [`Viewport`] maps nanoseconds to CSS pixels with `x = (ns - start_ns) / ns_per_px`. It is
+//! kept inside the trace's bounds (with a small margin) and never zooms in past
+//! [`MIN_NS_PER_PX`] or out past the whole trace.
+
+/// The most zoomed-in view: this many nanoseconds per CSS pixel.
+pub const MIN_NS_PER_PX: f64 = 0.01;
+
+/// A visible time window `width_px` pixels wide.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Viewport {
+    /// Time at the left edge, in ns since the run started.
+    pub start_ns: f64,
+    /// Nanoseconds per CSS pixel.
+    pub ns_per_px: f64,
+    /// Width of the drawing area in CSS pixels.
+    pub width_px: f64,
+    /// Start of the whole trace (ns); the view never pans before it.
+    pub bound_start_ns: f64,
+    /// End of the whole trace (ns); the view never pans past it.
+    pub bound_end_ns: f64,
+}
+
+impl Viewport {
+    /// A view that shows `[start_ns, end_ns]` (the whole trace) in `width_px` pixels.
+    pub fn fit(start_ns: u64, end_ns: u64, width_px: f64) -> Self {
+        let width_px = width_px.max(1.0);
+        let (start, end) = (start_ns as f64, (end_ns.max(start_ns + 1)) as f64);
+        Viewport {
+            start_ns: start,
+            ns_per_px: ((end - start) / width_px).max(MIN_NS_PER_PX),
+            width_px,
+            bound_start_ns: start,
+            bound_end_ns: end,
+        }
+    }
+
+    /// The x pixel of time `ns`.
+    pub fn x_from_ns(&self, ns: f64) -> f64 {
+        (ns - self.start_ns) / self.ns_per_px
+    }
+
+    /// The time at pixel `x`.
+    pub fn ns_from_x(&self, x: f64) -> f64 {
+        self.start_ns + x * self.ns_per_px
+    }
+
+    /// Time at the right edge.
+    pub fn end_ns(&self) -> f64 {
+        self.ns_from_x(self.width_px)
+    }
+
+    /// Largest `ns_per_px`: the whole trace fits the width.
+    fn max_ns_per_px(&self) -> f64 {
+        ((self.bound_end_ns - self.bound_start_ns) / self.width_px).max(MIN_NS_PER_PX)
+    }
+
+    /// Keep the view inside the bounds and the zoom within its limits.
+    fn clamped(mut self) -> Self {
+        self.ns_per_px = self.ns_per_px.clamp(MIN_NS_PER_PX, self.max_ns_per_px());
+        let visible = self.ns_per_px * self.width_px;
+        let latest_start = (self.bound_end_ns - visible).max(self.bound_start_ns);
+        self.start_ns = self.start_ns.clamp(self.bound_start_ns, latest_start);
+        self
+    }
+
+    /// Zoom by `factor` (> 1 zooms in) keeping the time under pixel `x` fixed.
+    pub fn zoom_at(&self, x: f64, factor: f64) -> Self {
+        if !(factor.is_finite() && factor > 0.0) {
+            return *self;
+        }
+        let anchor = self.ns_from_x(x);
+        let ns_per_px = (self.ns_per_px / factor).clamp(MIN_NS_PER_PX, self.max_ns_per_px());
+        Viewport {
+            start_ns: anchor - x * ns_per_px,
+            ns_per_px,
+            ..*self
+        }
+        .clamped()
+    }
+
+    /// Move the view so that content moves right by `dx_px` pixels (drag to the right shows
+    /// earlier time).
+    pub fn pan_px(&self, dx_px: f64) -> Self {
+        Viewport {
+            start_ns: self.start_ns - dx_px * self.ns_per_px,
+            ..*self
+        }
+        .clamped()
+    }
+
+    /// Show `[start_ns, end_ns]` with `margin` (a fraction of the window) on both sides.
+    pub fn show_range(&self, start_ns: u64, end_ns: u64, margin: f64) -> Self {
+        let span = (end_ns.saturating_sub(start_ns)).max(1) as f64;
+        let padded = span * (1.0 + 2.0 * margin);
+        Viewport {
+            start_ns: start_ns as f64 - span * margin,
+            ns_per_px: padded / self.width_px,
+            ..*self
+        }
+        .clamped()
+    }
+
+    /// The same view on a drawing area of a new width (time at the left edge and scale kept).
+    pub fn resized(&self, width_px: f64) -> Self {
+        Viewport {
+            width_px: width_px.max(1.0),
+            ..*self
+        }
+        .clamped()
+    }
+
+    /// Centre the view on `ns` keeping the scale.
+    pub fn centered_on(&self, ns: f64) -> Self {
+        Viewport {
+            start_ns: ns - self.width_px * self.ns_per_px / 2.0,
+            ..*self
+        }
+        .clamped()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-6 * a.abs().max(b.abs()).max(1.0)
+    }
+
+    #[test]
+    fn fit_maps_bounds_to_edges() {
+        let v = Viewport::fit(1_000, 11_000, 1000.0);
+        assert!(close(v.ns_per_px, 10.0));
+        assert!(close(v.x_from_ns(1_000.0), 0.0));
+        assert!(close(v.x_from_ns(11_000.0), 1000.0));
+        assert!(close(v.ns_from_x(500.0), 6_000.0));
+        assert!(close(v.end_ns(), 11_000.0));
+    }
+
+    #[test]
+    fn x_and_ns_are_inverse() {
+        let v = Viewport::fit(0, 1_000_000, 777.0).zoom_at(300.0, 8.0);
+        for x in [0.0, 1.5, 300.0, 776.0] {
+            assert!(close(v.x_from_ns(v.ns_from_x(x)), x));
+        }
+    }
+
+    #[test]
+    fn zoom_keeps_the_time_under_the_cursor() {
+        let v = Viewport::fit(0, 1_000_000, 1000.0);
+        let before = v.ns_from_x(250.0);
+        let z = v.zoom_at(250.0, 4.0);
+        assert!(close(z.ns_per_px, 250.0));
+        assert!(close(z.ns_from_x(250.0), before));
+        // Zooming back out restores the whole trace.
+        let back = z.zoom_at(250.0, 0.25);
+        assert!(close(back.start_ns, 0.0));
+        assert!(close(back.ns_per_px, 1000.0));
+    }
+
+    #[test]
+    fn zoom_is_limited() {
+        let v = Viewport::fit(0, 1_000, 1000.0);
+        assert!(close(v.zoom_at(0.0, 1e9).ns_per_px, MIN_NS_PER_PX));
+        assert!(close(v.zoom_at(0.0, 1e-9).ns_per_px, 1.0));
+        assert_eq!(v.zoom_at(0.0, f64::NAN), v);
+        assert_eq!(v.zoom_at(0.0, 0.0), v);
+    }
+
+    #[test]
+    fn pan_stays_in_bounds() {
+        let v = Viewport::fit(0, 1_000_000, 1000.0).zoom_at(0.0, 10.0);
+        assert!(close(v.start_ns, 0.0));
+        let right = v.pan_px(-500.0);
+        assert!(close(right.start_ns, 50_000.0));
+        let far = v.pan_px(-1e9);
+        assert!(close(far.end_ns(), 1_000_000.0));
+        let left = right.pan_px(1e9);
+        assert!(close(left.start_ns, 0.0));
+    }
+
+    #[test]
+    fn show_range_and_centre() {
+        let v = Viewport::fit(0, 1_000_000, 1000.0);
+        let s = v.show_range(100_000, 200_000, 0.0);
+        assert!(close(s.start_ns, 100_000.0));
+        assert!(close(s.end_ns(), 200_000.0));
+        let c = s.centered_on(500_000.0);
+        assert!(close(c.ns_from_x(500.0), 500_000.0));
+        let r = s.resized(500.0);
+        assert!(close(r.ns_per_px, s.ns_per_px));
+    }
+
+    #[test]
+    fn empty_trace_does_not_divide_by_zero() {
+        let v = Viewport::fit(5, 5, 0.0);
+        assert!(v.ns_per_px.is_finite() && v.ns_per_px > 0.0);
+        assert!(v.x_from_ns(5.0).is_finite());
+    }
+}
