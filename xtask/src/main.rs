@@ -3,11 +3,17 @@
 //! - `cargo xtask ci` — every check CI runs, in order, with the time each stage took: installs
 //!   the wasm32 target and the rustfmt/clippy components when missing, then fmt check, clippy
 //!   (native and wasm32, `-D warnings`), the schema crate built `no_std` for wasm32, all native
-//!   tests, and the dependency guard.
+//!   tests, the dependency guard, the viewer built with trunk (pinned tools installed under
+//!   [`tools::tools_root`] when missing) and the browser end-to-end tests in Debian's headless
+//!   chromium (installed with apt when missing).
 //! - `cargo xtask deps` — only the dependency guard.
-//! - `cargo xtask demo` — capture a fresh training-step trace with the `train_mlp` example
-//!   (`target/demo/train.trace6.jsonl`) and an inference profile with the `generate` example
-//!   (`target/demo/infer.profile.jsonl`), then summarise both with the CLI.
+//! - `cargo xtask demo [--port N] [--no-serve]` — capture a fresh training-step trace with the
+//!   `train_mlp` example (`target/demo/train.trace6.jsonl`) and an inference profile with the
+//!   `generate` example (`target/demo/infer.profile.jsonl`), summarise both with the CLI, build
+//!   the viewer and serve it on 127.0.0.1 with the trace preloaded through `?url=`.
+
+mod serve;
+mod tools;
 
 use std::process::Command;
 use std::time::Instant;
@@ -38,7 +44,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("deps") => dependency_guard(),
-        Some("demo") => demo(),
+        Some("demo") => demo(&args[1..]),
         _ => {
             eprintln!("usage: cargo xtask <ci|deps|demo>");
             std::process::exit(2);
@@ -116,6 +122,8 @@ fn ci() -> Result<()> {
         cargo(&["test", "--workspace", "--all-features"])
     })?;
     stage("dependency guard", &dependency_guard)?;
+    stage("viewer build (trunk)", &tools::build_viewer)?;
+    stage("browser end-to-end tests", &browser_tests)?;
     eprintln!("\nstage timings:");
     for (name, secs) in &timings {
         eprintln!("  {name:<28} {secs:>7.1} s");
@@ -128,7 +136,62 @@ fn ci() -> Result<()> {
     Ok(())
 }
 
-fn demo() -> Result<()> {
+/// The playwright-core tests in `tests/e2e` against `web/dist`, in Debian's chromium.
+fn browser_tests() -> Result<()> {
+    tools::ensure_browser()?;
+    cargo(&[
+        "build",
+        "--release",
+        "-q",
+        "-p",
+        "candle-trace-capture",
+        "--features",
+        "cli",
+        "--bin",
+        "candle-trace",
+    ])?;
+    let e2e = std::path::Path::new("tests").join("e2e");
+    if !e2e.join("node_modules").join("playwright-core").exists() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&e2e)
+            .status()
+            .context("cannot start npm")?;
+        if !status.success() {
+            bail!("npm ci failed ({status})");
+        }
+    }
+    let bin =
+        std::fs::canonicalize("target/release/candle-trace").context("the CLI was not built")?;
+    let status = Command::new("node")
+        .args(["--test", "viewer.test.mjs"])
+        .current_dir(&e2e)
+        .env("CANDLE_TRACE_BIN", bin)
+        .env("CHROMIUM", "/usr/bin/chromium")
+        .status()
+        .context("cannot start node")?;
+    if !status.success() {
+        bail!("browser tests failed ({status})");
+    }
+    Ok(())
+}
+
+fn demo(args: &[String]) -> Result<()> {
+    let mut port: u16 = 8000;
+    let mut serve_page = true;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--port" => {
+                port = it
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .context("--port needs a number")?
+            }
+            "--no-serve" => serve_page = false,
+            other => bail!("unknown demo option {other} (use --port N, --no-serve)"),
+        }
+    }
     let dir = std::path::Path::new("target").join("demo");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let train = dir.join("train.trace6.jsonl");
@@ -175,7 +238,15 @@ fn demo() -> Result<()> {
         cargo(&all)?;
     }
     eprintln!("\ntrace written to {train}\ninference profile written to {infer}");
-    Ok(())
+    if !serve_page {
+        return Ok(());
+    }
+    tools::build_viewer()?;
+    let dist = std::path::Path::new("web").join("dist");
+    serve::serve(&dist, &dir, port, |addr| {
+        eprintln!("\nviewer: http://{addr}/?url=demo/train.trace6.jsonl");
+        eprintln!("(serving web/dist and target/demo on 127.0.0.1 only; Ctrl-C stops)");
+    })
 }
 
 fn dependency_guard() -> Result<()> {
