@@ -157,6 +157,16 @@ async function checkAgainstCli(page, file, how) {
     const peaks = await page.$$eval('[data-testid=memory-device]', (rows) => rows.map((r) => Number(r.dataset.value)));
     assert.equal(String(Math.max(...peaks)), String(summary.peak_bytes), `${name} (${how}): memory panel`);
   }
+  if ('op_count' in summary) {
+    // Gradient counts equal `query --kind gradients` (the panel is absent without gradients).
+    const grads = cli('query', file, '--kind', 'gradients', '--json');
+    const total = Object.values(grads.counts).reduce((a, b) => a + b, 0);
+    for (const [state, count] of Object.entries(grads.counts)) {
+      const el = page.locator(`[data-testid=gradients-${state}]`);
+      const shown = (await el.count()) === 0 ? null : await el.getAttribute('data-value');
+      assert.equal(shown, total === 0 ? null : String(count), `${name} (${how}): gradients ${state}`);
+    }
+  }
   const untrusted = await page.locator('[data-testid=untrusted-banner]').count();
   assert.equal(untrusted > 0, validate.errors > 0, `${name} (${how}): untrusted banner`);
 }
