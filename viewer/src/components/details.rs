@@ -26,8 +26,15 @@ pub fn SpanDetailsPanel() -> impl IntoView {
                 None => view! { <p class="muted">"Click a span in the timeline or a row in a table to see its details."</p> }.into_any(),
                 Some(d) => {
                     let ctx = ctx.clone();
+                    let index = d.index;
+                    let ctx_zoom = ctx.clone();
                     view! {
-                        <h3>"Span details"</h3>
+                        <div class="table-bar">
+                            <h3>"Span details"</h3>
+                            <button type="button" data-testid="zoom-to-span" on:click=move |_| ctx_zoom.select_and_show(index)>
+                                "Show in timeline"
+                            </button>
+                        </div>
                         <div class="details-grid">
                             <dl class="fields">
                                 {d.fields.into_iter().map(|(k, v)| view! { <div><dt>{k}</dt><dd>{v}</dd></div> }).collect_view()}
