@@ -271,6 +271,16 @@ test('keyboard zoom and pan change the visible window; screenshots', async () =>
   const box = await canvas.boundingBox();
   await page.mouse.click(box.x + box.width / 2, box.y + 22 + 10);
   await page.waitForSelector('[data-testid=span-details] dl.fields');
+  const detailsName = () => page.textContent('[data-testid=span-details] dl.fields dd');
+  assert.equal(await detailsName(), 'train_step');
+  // Arrow keys walk the tree.
+  await canvas.focus();
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await detailsName(), 'forward');
+  await page.keyboard.press(']');
+  assert.equal(await detailsName(), 'backward');
+  await page.keyboard.press('ArrowUp');
+  assert.equal(await detailsName(), 'train_step');
   // Search steps through matches and selects them.
   await page.fill('[data-testid=search-input]', 'MATMUL');
   await page.waitForFunction(() => /^\d+ matches$/.test(document.querySelector('[data-testid=search-count]').textContent));

@@ -11,6 +11,7 @@ use web_sys::CanvasRenderingContext2d;
 use candle_trace_schema::units::format_ns;
 
 use super::TraceContext;
+use crate::model::spans::{navigate, SpanMove};
 use crate::model::TraceModel;
 use crate::timeline::lod::{visible_blocks_keyed, Block};
 use crate::timeline::minimap::{tooltip_position, view_for_minimap_click, window_on_minimap};
@@ -401,6 +402,31 @@ pub fn Timeline() -> impl IntoView {
                     ctx.selected.set(None);
                     v
                 }
+                key @ ("ArrowUp" | "ArrowDown" | "[" | "]") => {
+                    let m = match key {
+                        "ArrowUp" => SpanMove::Parent,
+                        "ArrowDown" => SpanMove::FirstChild,
+                        "[" => SpanMove::PrevSibling,
+                        _ => SpanMove::NextSibling,
+                    };
+                    // Without a selection, start at the first root.
+                    let next = match ctx.selected.get_untracked() {
+                        Some(i) => navigate(&model.doc, i, m),
+                        None => model.doc.tree.roots.first().copied(),
+                    };
+                    match next.and_then(|i| model.doc.spans.get(i as usize).map(|s| (i, s))) {
+                        Some((i, s)) => {
+                            ctx.selected.set(Some(i));
+                            if (s.start_ns as f64) < v.start_ns || (s.end_ns() as f64) > v.end_ns()
+                            {
+                                v.show_range(s.start_ns, s.end_ns(), 0.1)
+                            } else {
+                                v
+                            }
+                        }
+                        None => v,
+                    }
+                }
                 _ => return,
             };
             ev.prevent_default();
@@ -574,7 +600,7 @@ pub fn Timeline() -> impl IntoView {
                         node_ref=canvas_ref
                         tabindex="0"
                         role="img"
-                        aria-label="flame chart: W/S zoom, A/D pan, F zoom to selection, 0 fit"
+                        aria-label="flame chart: W/S zoom, A/D pan, arrow up/down parent/child, [ ] siblings, F zoom to selection, 0 fit"
                         data-testid="timeline-canvas"
                         data-view-start=move || format!("{:.0}", view_sig.get().start_ns)
                         data-view-end=move || format!("{:.0}", view_sig.get().end_ns())
@@ -590,7 +616,7 @@ pub fn Timeline() -> impl IntoView {
                 </div>
             </div>
             <p class="timeline-help">
-                "Wheel or W/S to zoom at the cursor, drag or A/D to pan, click a span for details, F zooms to it, 0 fits the run."
+                "Wheel or W/S to zoom at the cursor, drag or A/D to pan, click a span for details; ↑/↓ parent/child, [ ] siblings, F zooms to the selection, 0 fits the run."
             </p>
         </section>
     }

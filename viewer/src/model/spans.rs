@@ -259,3 +259,59 @@ mod tests {
         assert!(det.ops[0].shape.starts_with('['));
     }
 }
+
+/// A keyboard move from the selected span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanMove {
+    /// To the parent.
+    Parent,
+    /// To the first child.
+    FirstChild,
+    /// To the previous sibling (or previous root).
+    PrevSibling,
+    /// To the next sibling (or next root).
+    NextSibling,
+}
+
+/// The span reached from `i` by `m`, `None` when there is none. Siblings are ordered by start
+/// time (the span tree's order).
+pub fn navigate(doc: &TraceDocument, i: u32, m: SpanMove) -> Option<u32> {
+    let tree = &doc.tree;
+    let parent = tree.parent.get(i as usize).copied().flatten();
+    let siblings: &[u32] = match parent {
+        Some(p) => tree.children(p as usize),
+        None => &tree.roots,
+    };
+    let pos = siblings.iter().position(|&s| s == i);
+    match m {
+        SpanMove::Parent => parent,
+        SpanMove::FirstChild => tree.children(i as usize).first().copied(),
+        SpanMove::PrevSibling => pos
+            .and_then(|p| p.checked_sub(1))
+            .and_then(|p| siblings.get(p).copied()),
+        SpanMove::NextSibling => pos.and_then(|p| siblings.get(p + 1).copied()),
+    }
+}
+
+#[cfg(test)]
+mod nav_tests {
+    use super::*;
+
+    #[test]
+    fn moves_through_the_tree() {
+        let d = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/train_step.trace6.jsonl"
+        ));
+        let idx = |id: &str| d.span_index(id).unwrap() as u32;
+        let root = idx("step");
+        assert_eq!(navigate(&d, root, SpanMove::Parent), None);
+        assert_eq!(navigate(&d, root, SpanMove::PrevSibling), None);
+        assert_eq!(navigate(&d, root, SpanMove::NextSibling), None);
+        let first = navigate(&d, root, SpanMove::FirstChild).unwrap();
+        assert_eq!(d.spans[first as usize].name, "forward");
+        let second = navigate(&d, first, SpanMove::NextSibling).unwrap();
+        assert_eq!(d.spans[second as usize].name, "backward");
+        assert_eq!(navigate(&d, second, SpanMove::PrevSibling), Some(first));
+        assert_eq!(navigate(&d, second, SpanMove::Parent), Some(root));
+    }
+}
