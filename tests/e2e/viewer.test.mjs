@@ -250,6 +250,22 @@ test('a hostile span name is text, and nothing executes', async () => {
   await page.close();
 });
 
+test('unreadable files say why', async () => {
+  const { page, seen } = await openPage();
+  for (const [name, text, why] of [
+    ['chrome.json', '[{"name":"a","ph":"X","ts":0,"dur":1,"pid":1,"tid":1}]', /Chrome Trace Event JSON/],
+    ['empty.jsonl', '', /empty/],
+    ['notes.txt', 'hello\n', /not a candle-trace file/],
+  ]) {
+    await openByDrop(page, name, Buffer.from(text));
+    assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'unsupported', name);
+    assert.deepEqual(await shownDiagnostics(page), [{ line: 1, severity: 'error' }], name);
+    assert.match(await page.textContent('[data-testid=diagnostic]'), why, name);
+  }
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
 test('keyboard zoom and pan change the visible window; screenshots', async () => {
   const { page, seen } = await openPage();
   await openByPicker(page, join(fixtures, 'train_step.trace6.jsonl'));
