@@ -249,9 +249,11 @@ pub fn Timeline() -> impl IntoView {
     let minimap_drag = StoredValue::new(false);
     let minimap_cache: StoredValue<Option<MinimapBlocks>> = StoredValue::new(None);
     let resize_tick = RwSignal::new(0u32);
-    let _ = window_event_listener(leptos::ev::resize, move |_| {
+    let resize = window_event_listener(leptos::ev::resize, move |_| {
         resize_tick.update(|t| *t = t.wrapping_add(1))
     });
+    // A second file replaces this timeline: stop listening then.
+    on_cleanup(move || resize.remove());
     let query = RwSignal::new(String::new());
     let current_match: RwSignal<Option<usize>> = RwSignal::new(None);
     let matches = {
