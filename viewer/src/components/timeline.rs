@@ -8,16 +8,17 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
-use candle_trace_schema::units::format_ns;
+use candle_trace_schema::units::{format_bytes, format_ns};
 
 use super::TraceContext;
 use crate::model::spans::{navigate, SpanMove};
 use crate::model::TraceModel;
 use crate::timeline::lod::{visible_blocks_keyed, Block};
+use crate::timeline::memory_curve::column_max;
 use crate::timeline::minimap::{tooltip_position, view_for_minimap_click, window_on_minimap};
 use crate::timeline::palette::{
-    axis_color, highlight_color, kind_name, label_color, merged_fill, span_fill, step_name, Theme,
-    STEP_LEGEND,
+    axis_color, device_color, highlight_color, kind_name, label_color, merged_fill, span_fill,
+    step_name, Theme, STEP_LEGEND,
 };
 use crate::timeline::search::{matching_spans, step_match};
 use crate::timeline::ticks::ticks;
@@ -221,6 +222,50 @@ fn paint_minimap(
     ctx.stroke_rect(x0 + 1.0, 1.0, (x1 - x0 - 2.0).max(1.0), MINIMAP_PX - 2.0);
 }
 
+/// Height of the memory strip.
+const MEMORY_PX: f64 = 48.0;
+
+/// Paint each device's live bytes under the chart, on one scale (the largest device peak).
+fn paint_memory(
+    canvas: &web_sys::HtmlCanvasElement,
+    model: &TraceModel,
+    view: &Viewport,
+    theme: Theme,
+) {
+    let Some((ctx, _)) = prepare(canvas, MEMORY_PX) else {
+        return;
+    };
+    let top = model
+        .memory_curves
+        .iter()
+        .map(|c| c.peak_bytes)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let y_of = |bytes: u64| MEMORY_PX - 2.0 - (bytes as f64 / top) * (MEMORY_PX - 4.0);
+    for (i, curve) in model.memory_curves.iter().enumerate() {
+        ctx.set_stroke_style_str(device_color(i, theme));
+        ctx.set_line_width(1.5);
+        ctx.begin_path();
+        let mut drawing = false;
+        for (x, v) in column_max(curve, view).into_iter().enumerate() {
+            match v {
+                Some(bytes) => {
+                    let (x, y) = (x as f64 + 0.5, y_of(bytes));
+                    if drawing {
+                        ctx.line_to(x, y);
+                    } else {
+                        ctx.move_to(x, y);
+                        drawing = true;
+                    }
+                }
+                None => drawing = false,
+            }
+        }
+        ctx.stroke();
+    }
+}
+
 /// What the tooltip shows.
 #[derive(Clone, PartialEq)]
 struct Hover {
@@ -238,6 +283,7 @@ pub fn Timeline() -> impl IntoView {
     let model = ctx.model.clone();
     let canvas_ref = NodeRef::<Canvas>::new();
     let minimap_ref = NodeRef::<Canvas>::new();
+    let memory_ref = NodeRef::<Canvas>::new();
     let view_sig = RwSignal::new(Viewport::fit(
         model.lanes.start_ns,
         model.lanes.end_ns,
@@ -302,6 +348,9 @@ pub fn Timeline() -> impl IntoView {
             ctx.highlighted
                 .with(|h| paint(&canvas, &model, &view, selected, h, theme));
             paint_minimap(&minimap, &model, &view, theme, minimap_cache);
+            if let Some(memory) = memory_ref.get() {
+                paint_memory(&memory, &model, &view, theme);
+            }
         });
     }
     // Show a range when a table (or the details panel) asks for it.
@@ -617,6 +666,23 @@ pub fn Timeline() -> impl IntoView {
                     {tooltip}
                 </div>
             </div>
+            {(!model.memory_curves.is_empty()).then(|| {
+                let legend: Vec<_> = model.memory_curves.iter().enumerate().map(|(i, c)| (i, c.device.clone(), format_bytes(c.peak_bytes))).collect();
+                view! {
+                    <div class="memory-strip">
+                        <canvas class="memory-curve" node_ref=memory_ref style:height=format!("{MEMORY_PX}px") data-testid="memory-curve" aria-label="live bytes over time per device"></canvas>
+                        <ul class="legend" aria-label="memory legend">
+                            <li>"live memory:"</li>
+                            {legend.into_iter().map(|(i, device, peak)| view! {
+                                <li>
+                                    <span class="swatch" style:background=move || device_color(i, ctx.theme.get())></span>
+                                    {device} " (peak " {peak} ")"
+                                </li>
+                            }).collect_view()}
+                        </ul>
+                    </div>
+                }
+            })}
             <p class="timeline-help">
                 "Wheel or W/S to zoom at the cursor, drag or A/D to pan, click a span for details; ↑/↓ parent/child, [ ] siblings, F zooms to the selection, 0 fits the run."
             </p>

@@ -38,6 +38,8 @@ pub struct TraceModel {
     pub memory: memory::MemoryPanel,
     /// The gradient panel.
     pub gradients: gradients::GradientPanel,
+    /// Live bytes over time, per device, for the memory strip.
+    pub memory_curves: Vec<crate::timeline::memory_curve::DeviceCurve>,
 }
 
 impl TraceModel {
@@ -51,6 +53,7 @@ impl TraceModel {
             index: SpanIndex::of(&doc),
             memory: memory::MemoryPanel::of(&doc, 20),
             gradients: gradients::GradientPanel::of(&doc, 50),
+            memory_curves: crate::timeline::memory_curve::device_curves(&doc.memory_profile),
             doc,
         }
     }
