@@ -252,6 +252,14 @@ test('a hostile span name is text, and nothing executes', async () => {
 
 test('unreadable files say why', async () => {
   const { page, seen } = await openPage();
+  // Dragging a file over the page shows the drop target.
+  assert.equal(await page.isVisible('[data-testid=drop-target]'), false);
+  await page.evaluate(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(['x'], 'x.jsonl'));
+    document.body.dispatchEvent(new DragEvent('dragenter', { bubbles: true, cancelable: true, dataTransfer: dt }));
+  });
+  assert.equal(await page.isVisible('[data-testid=drop-target]'), true);
   for (const [name, text, why] of [
     ['chrome.json', '[{"name":"a","ph":"X","ts":0,"dur":1,"pid":1,"tid":1}]', /Chrome Trace Event JSON/],
     ['empty.jsonl', '', /empty/],
