@@ -239,6 +239,11 @@ test('a hostile span name is text, and nothing executes', async () => {
     JSON.stringify({ kind: 'span_end', id: 's', duration_ns: 1000 }),
   ];
   const { page, seen } = await openPage();
+  // The page carries a CSP that allows only its own scripts, and has no inline script.
+  const csp = await page.getAttribute('meta[http-equiv=Content-Security-Policy]', 'content');
+  assert.match(csp, /script-src 'self' 'wasm-unsafe-eval';/);
+  assert.match(csp, /default-src 'none'/);
+  assert.equal(await page.locator('script:not([src])').count(), 0);
   await openByDrop(page, 'evil.trace6.jsonl', Buffer.from(lines.join('\n') + '\n'));
   const names = await page.$$eval('[data-testid=span-row] td:first-child', (tds) => tds.map((t) => t.textContent));
   assert.deepEqual(names, [evil]);
