@@ -41,7 +41,15 @@ pub fn SpanDetailsPanel() -> impl IntoView {
                                 <div><dt>"self time"</dt><dd>{format_ns(d.self_ns)}</dd></div>
                                 <div>
                                     <dt>"memory allocated"</dt>
-                                    <dd>{format!("{} in {} allocation(s)", format_bytes(d.alloc_bytes), d.alloc_count)}</dd>
+                                    <dd>
+                                        {format!(
+                                            "{} in {} allocation(s); with descendants {} in {}",
+                                            format_bytes(d.alloc_bytes),
+                                            d.alloc_count,
+                                            format_bytes(d.alloc_bytes_inclusive),
+                                            d.alloc_count_inclusive,
+                                        )}
+                                    </dd>
                                 </div>
                             </dl>
                             <div>
