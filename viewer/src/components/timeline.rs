@@ -142,15 +142,13 @@ fn paint(
     }
     // Outlines: highlights thin, selection thick; only those in view are drawn.
     let outline = |i: u32, width: f64| {
-        let (Some(span), Some(&depth)) = (
-            model.doc.spans.get(i as usize),
-            model.doc.tree.depth.get(i as usize),
-        ) else {
+        let Some(extent) = model.extent(i) else {
             return;
         };
+        let depth = extent.depth;
         let (x0, x1) = (
-            view.x_from_ns(span.start_ns as f64),
-            view.x_from_ns(span.end_ns() as f64),
+            view.x_from_ns(extent.start_ns as f64),
+            view.x_from_ns(extent.end_ns as f64),
         );
         if x1 < 0.0 || x0 > view.width_px {
             return;
@@ -441,12 +439,8 @@ pub fn Timeline() -> impl IntoView {
                 "a" | "A" | "ArrowLeft" => v.pan_px(v.width_px * 0.15),
                 "d" | "D" | "ArrowRight" => v.pan_px(-v.width_px * 0.15),
                 "0" => Viewport::fit(model.lanes.start_ns, model.lanes.end_ns, v.width_px),
-                "f" | "F" => match ctx
-                    .selected
-                    .get_untracked()
-                    .and_then(|i| model.doc.spans.get(i as usize))
-                {
-                    Some(s) => v.show_range(s.start_ns, s.end_ns(), 0.1),
+                "f" | "F" => match ctx.selected.get_untracked().and_then(|i| model.extent(i)) {
+                    Some(s) => v.show_range(s.start_ns, s.end_ns, 0.1),
                     None => v,
                 },
                 "Escape" => {
@@ -465,12 +459,11 @@ pub fn Timeline() -> impl IntoView {
                         Some(i) => navigate(&model.doc, i, m),
                         None => model.doc.tree.roots.first().copied(),
                     };
-                    match next.and_then(|i| model.doc.spans.get(i as usize).map(|s| (i, s))) {
+                    match next.and_then(|i| model.extent(i).map(|s| (i, s))) {
                         Some((i, s)) => {
                             ctx.selected.set(Some(i));
-                            if (s.start_ns as f64) < v.start_ns || (s.end_ns() as f64) > v.end_ns()
-                            {
-                                v.show_range(s.start_ns, s.end_ns(), 0.1)
+                            if (s.start_ns as f64) < v.start_ns || (s.end_ns as f64) > v.end_ns() {
+                                v.show_range(s.start_ns, s.end_ns, 0.1)
                             } else {
                                 v
                             }
@@ -491,14 +484,13 @@ pub fn Timeline() -> impl IntoView {
             if let Some(pos) = step_match(m.len(), current_match.get_untracked(), forward) {
                 current_match.set(Some(pos));
                 let i = m[pos];
-                if let Some(s) = model.doc.spans.get(i as usize) {
+                if let Some(s) = model.extent(i) {
                     ctx.selected.set(Some(i));
                     view_sig.update(|v| {
-                        *v = if (s.end_ns() as f64) - (s.start_ns as f64) > v.end_ns() - v.start_ns
-                        {
-                            v.show_range(s.start_ns, s.end_ns(), 0.1)
+                        *v = if (s.end_ns as f64) - (s.start_ns as f64) > v.end_ns() - v.start_ns {
+                            v.show_range(s.start_ns, s.end_ns, 0.1)
                         } else {
-                            v.centered_on((s.start_ns as f64 + s.end_ns() as f64) / 2.0)
+                            v.centered_on((s.start_ns as f64 + s.end_ns as f64) / 2.0)
                         }
                     });
                 }
@@ -607,8 +599,8 @@ pub fn Timeline() -> impl IntoView {
                         on:click={
                             let model = model.clone();
                             move |_| {
-                                if let Some(s) = ctx.selected.get_untracked().and_then(|i| model.doc.spans.get(i as usize)) {
-                                    view_sig.update(|v| *v = v.show_range(s.start_ns, s.end_ns(), 0.1));
+                                if let Some(s) = ctx.selected.get_untracked().and_then(|i| model.extent(i)) {
+                                    view_sig.update(|v| *v = v.show_range(s.start_ns, s.end_ns, 0.1));
                                 }
                             }
                         }
