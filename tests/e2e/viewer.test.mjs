@@ -157,6 +157,16 @@ async function checkAgainstCli(page, file, how) {
     const peaks = await page.$$eval('[data-testid=memory-device]', (rows) => rows.map((r) => Number(r.dataset.value)));
     assert.equal(String(Math.max(...peaks)), String(summary.peak_bytes), `${name} (${how}): memory panel`);
   }
+  if ('op_count' in summary) {
+    // Gradient counts equal `query --kind gradients` (the panel is absent without gradients).
+    const grads = cli('query', file, '--kind', 'gradients', '--json');
+    const total = Object.values(grads.counts).reduce((a, b) => a + b, 0);
+    for (const [state, count] of Object.entries(grads.counts)) {
+      const el = page.locator(`[data-testid=gradients-${state}]`);
+      const shown = (await el.count()) === 0 ? null : await el.getAttribute('data-value');
+      assert.equal(shown, total === 0 ? null : String(count), `${name} (${how}): gradients ${state}`);
+    }
+  }
   const untrusted = await page.locator('[data-testid=untrusted-banner]').count();
   assert.equal(untrusted > 0, validate.errors > 0, `${name} (${how}): untrusted banner`);
 }
@@ -229,6 +239,11 @@ test('a hostile span name is text, and nothing executes', async () => {
     JSON.stringify({ kind: 'span_end', id: 's', duration_ns: 1000 }),
   ];
   const { page, seen } = await openPage();
+  // The page carries a CSP that allows only its own scripts, and has no inline script.
+  const csp = await page.getAttribute('meta[http-equiv=Content-Security-Policy]', 'content');
+  assert.match(csp, /script-src 'self' 'wasm-unsafe-eval';/);
+  assert.match(csp, /default-src 'none'/);
+  assert.equal(await page.locator('script:not([src])').count(), 0);
   await openByDrop(page, 'evil.trace6.jsonl', Buffer.from(lines.join('\n') + '\n'));
   const names = await page.$$eval('[data-testid=span-row] td:first-child', (tds) => tds.map((t) => t.textContent));
   assert.deepEqual(names, [evil]);
@@ -237,6 +252,30 @@ test('a hostile span name is text, and nothing executes', async () => {
   await page.waitForTimeout(300);
   assert.deepEqual(seen.dialogs, []);
   assert.ok(seen.requests.every((u) => u.startsWith(origin)), seen.requests.join('\n'));
+  await page.close();
+});
+
+test('unreadable files say why', async () => {
+  const { page, seen } = await openPage();
+  // Dragging a file over the page shows the drop target.
+  assert.equal(await page.isVisible('[data-testid=drop-target]'), false);
+  await page.evaluate(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(['x'], 'x.jsonl'));
+    document.body.dispatchEvent(new DragEvent('dragenter', { bubbles: true, cancelable: true, dataTransfer: dt }));
+  });
+  assert.equal(await page.isVisible('[data-testid=drop-target]'), true);
+  for (const [name, text, why] of [
+    ['chrome.json', '[{"name":"a","ph":"X","ts":0,"dur":1,"pid":1,"tid":1}]', /Chrome Trace Event JSON/],
+    ['empty.jsonl', '', /empty/],
+    ['notes.txt', 'hello\n', /not a candle-trace file/],
+  ]) {
+    await openByDrop(page, name, Buffer.from(text));
+    assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'unsupported', name);
+    assert.deepEqual(await shownDiagnostics(page), [{ line: 1, severity: 'error' }], name);
+    assert.match(await page.textContent('[data-testid=diagnostic]'), why, name);
+  }
+  assert.deepEqual(seen.errors, []);
   await page.close();
 });
 
@@ -261,6 +300,16 @@ test('keyboard zoom and pan change the visible window; screenshots', async () =>
   const box = await canvas.boundingBox();
   await page.mouse.click(box.x + box.width / 2, box.y + 22 + 10);
   await page.waitForSelector('[data-testid=span-details] dl.fields');
+  const detailsName = () => page.textContent('[data-testid=span-details] dl.fields dd');
+  assert.equal(await detailsName(), 'train_step');
+  // Arrow keys walk the tree.
+  await canvas.focus();
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await detailsName(), 'forward');
+  await page.keyboard.press(']');
+  assert.equal(await detailsName(), 'backward');
+  await page.keyboard.press('ArrowUp');
+  assert.equal(await detailsName(), 'train_step');
   // Search steps through matches and selects them.
   await page.fill('[data-testid=search-input]', 'MATMUL');
   await page.waitForFunction(() => /^\d+ matches$/.test(document.querySelector('[data-testid=search-count]').textContent));

@@ -5,7 +5,7 @@
 //! shaped for display by plain Rust that native tests check:
 //!
 //! - [`model`]: view models (summary cards, run header, diagnostics, op and span tables, span
-//!   details, inference requests);
+//!   details, memory and gradient panels, inference requests);
 //! - [`timeline`]: the flame chart's math (viewport, lanes, level of detail, ticks, minimap,
 //!   search, colours).
 //!

@@ -147,8 +147,15 @@ pub fn App() -> impl IntoView {
 
     // Drop anywhere on the page.
     let on_drag = move |ev: web_sys::DragEvent| {
-        ev.prevent_default();
-        dragging.set(true);
+        // Only files: dragging text or links around the page shows no drop target.
+        let has_files = ev.data_transfer().is_some_and(|dt| {
+            dt.types()
+                .includes(&wasm_bindgen::JsValue::from_str("Files"), 0)
+        });
+        if has_files {
+            ev.prevent_default();
+            dragging.set(true);
+        }
     };
     let _ = window_event_listener(leptos::ev::dragover, on_drag);
     let _ = window_event_listener(leptos::ev::dragenter, on_drag);

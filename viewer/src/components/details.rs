@@ -26,15 +26,30 @@ pub fn SpanDetailsPanel() -> impl IntoView {
                 None => view! { <p class="muted">"Click a span in the timeline or a row in a table to see its details."</p> }.into_any(),
                 Some(d) => {
                     let ctx = ctx.clone();
+                    let index = d.index;
+                    let ctx_zoom = ctx.clone();
                     view! {
-                        <h3>"Span details"</h3>
+                        <div class="table-bar">
+                            <h3>"Span details"</h3>
+                            <button type="button" data-testid="zoom-to-span" on:click=move |_| ctx_zoom.select_and_show(index)>
+                                "Show in timeline"
+                            </button>
+                        </div>
                         <div class="details-grid">
                             <dl class="fields">
                                 {d.fields.into_iter().map(|(k, v)| view! { <div><dt>{k}</dt><dd>{v}</dd></div> }).collect_view()}
                                 <div><dt>"self time"</dt><dd>{format_ns(d.self_ns)}</dd></div>
                                 <div>
                                     <dt>"memory allocated"</dt>
-                                    <dd>{format!("{} in {} allocation(s)", format_bytes(d.alloc_bytes), d.alloc_count)}</dd>
+                                    <dd>
+                                        {format!(
+                                            "{} in {} allocation(s); with descendants {} in {}",
+                                            format_bytes(d.alloc_bytes),
+                                            d.alloc_count,
+                                            format_bytes(d.alloc_bytes_inclusive),
+                                            d.alloc_count_inclusive,
+                                        )}
+                                    </dd>
                                 </div>
                             </dl>
                             <div>

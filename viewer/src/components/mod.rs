@@ -39,9 +39,9 @@ pub struct TraceContext {
 impl TraceContext {
     /// Select span `i` and ask the timeline to show it.
     pub fn select_and_show(&self, i: u32) {
-        if let Some(s) = self.model.doc.spans.get(i as usize) {
+        if let Some(e) = self.model.extent(i) {
             self.selected.set(Some(i));
-            self.focus.set(Some((s.start_ns, s.end_ns())));
+            self.focus.set(Some((e.start_ns, e.end_ns)));
         }
     }
 }

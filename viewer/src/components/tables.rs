@@ -133,7 +133,7 @@ pub fn OpTable() -> impl IntoView {
                                     active.set(Some(pos));
                                     ctx.highlighted.set(spans.clone());
                                     if let Some(&first) = spans.first() {
-                                        ctx.selected.set(Some(first));
+                                        ctx.select_and_show(first);
                                     }
                                 };
                                 let activate_key = activate.clone();

@@ -8,15 +8,17 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
-use candle_trace_schema::units::format_ns;
+use candle_trace_schema::units::{format_bytes, format_ns};
 
 use super::TraceContext;
+use crate::model::spans::{navigate, SpanMove};
 use crate::model::TraceModel;
 use crate::timeline::lod::{visible_blocks_keyed, Block};
+use crate::timeline::memory_curve::column_max;
 use crate::timeline::minimap::{tooltip_position, view_for_minimap_click, window_on_minimap};
 use crate::timeline::palette::{
-    axis_color, highlight_color, kind_name, label_color, merged_fill, span_fill, step_name, Theme,
-    STEP_LEGEND,
+    axis_color, device_color, highlight_color, kind_name, label_color, merged_fill, span_fill,
+    step_name, Theme, STEP_LEGEND,
 };
 use crate::timeline::search::{matching_spans, step_match};
 use crate::timeline::ticks::ticks;
@@ -140,15 +142,13 @@ fn paint(
     }
     // Outlines: highlights thin, selection thick; only those in view are drawn.
     let outline = |i: u32, width: f64| {
-        let (Some(span), Some(&depth)) = (
-            model.doc.spans.get(i as usize),
-            model.doc.tree.depth.get(i as usize),
-        ) else {
+        let Some(extent) = model.extent(i) else {
             return;
         };
+        let depth = extent.depth;
         let (x0, x1) = (
-            view.x_from_ns(span.start_ns as f64),
-            view.x_from_ns(span.end_ns() as f64),
+            view.x_from_ns(extent.start_ns as f64),
+            view.x_from_ns(extent.end_ns as f64),
         );
         if x1 < 0.0 || x0 > view.width_px {
             return;
@@ -220,6 +220,50 @@ fn paint_minimap(
     ctx.stroke_rect(x0 + 1.0, 1.0, (x1 - x0 - 2.0).max(1.0), MINIMAP_PX - 2.0);
 }
 
+/// Height of the memory strip.
+const MEMORY_PX: f64 = 48.0;
+
+/// Paint each device's live bytes under the chart, on one scale (the largest device peak).
+fn paint_memory(
+    canvas: &web_sys::HtmlCanvasElement,
+    model: &TraceModel,
+    view: &Viewport,
+    theme: Theme,
+) {
+    let Some((ctx, _)) = prepare(canvas, MEMORY_PX) else {
+        return;
+    };
+    let top = model
+        .memory_curves
+        .iter()
+        .map(|c| c.peak_bytes)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let y_of = |bytes: u64| MEMORY_PX - 2.0 - (bytes as f64 / top) * (MEMORY_PX - 4.0);
+    for (i, curve) in model.memory_curves.iter().enumerate() {
+        ctx.set_stroke_style_str(device_color(i, theme));
+        ctx.set_line_width(1.5);
+        ctx.begin_path();
+        let mut drawing = false;
+        for (x, v) in column_max(curve, view).into_iter().enumerate() {
+            match v {
+                Some(bytes) => {
+                    let (x, y) = (x as f64 + 0.5, y_of(bytes));
+                    if drawing {
+                        ctx.line_to(x, y);
+                    } else {
+                        ctx.move_to(x, y);
+                        drawing = true;
+                    }
+                }
+                None => drawing = false,
+            }
+        }
+        ctx.stroke();
+    }
+}
+
 /// What the tooltip shows.
 #[derive(Clone, PartialEq)]
 struct Hover {
@@ -237,6 +281,7 @@ pub fn Timeline() -> impl IntoView {
     let model = ctx.model.clone();
     let canvas_ref = NodeRef::<Canvas>::new();
     let minimap_ref = NodeRef::<Canvas>::new();
+    let memory_ref = NodeRef::<Canvas>::new();
     let view_sig = RwSignal::new(Viewport::fit(
         model.lanes.start_ns,
         model.lanes.end_ns,
@@ -248,9 +293,11 @@ pub fn Timeline() -> impl IntoView {
     let minimap_drag = StoredValue::new(false);
     let minimap_cache: StoredValue<Option<MinimapBlocks>> = StoredValue::new(None);
     let resize_tick = RwSignal::new(0u32);
-    let _ = window_event_listener(leptos::ev::resize, move |_| {
+    let resize = window_event_listener(leptos::ev::resize, move |_| {
         resize_tick.update(|t| *t = t.wrapping_add(1))
     });
+    // A second file replaces this timeline: stop listening then.
+    on_cleanup(move || resize.remove());
     let query = RwSignal::new(String::new());
     let current_match: RwSignal<Option<usize>> = RwSignal::new(None);
     let matches = {
@@ -299,6 +346,9 @@ pub fn Timeline() -> impl IntoView {
             ctx.highlighted
                 .with(|h| paint(&canvas, &model, &view, selected, h, theme));
             paint_minimap(&minimap, &model, &view, theme, minimap_cache);
+            if let Some(memory) = memory_ref.get() {
+                paint_memory(&memory, &model, &view, theme);
+            }
         });
     }
     // Show a range when a table (or the details panel) asks for it.
@@ -389,17 +439,37 @@ pub fn Timeline() -> impl IntoView {
                 "a" | "A" | "ArrowLeft" => v.pan_px(v.width_px * 0.15),
                 "d" | "D" | "ArrowRight" => v.pan_px(-v.width_px * 0.15),
                 "0" => Viewport::fit(model.lanes.start_ns, model.lanes.end_ns, v.width_px),
-                "f" | "F" => match ctx
-                    .selected
-                    .get_untracked()
-                    .and_then(|i| model.doc.spans.get(i as usize))
-                {
-                    Some(s) => v.show_range(s.start_ns, s.end_ns(), 0.1),
+                "f" | "F" => match ctx.selected.get_untracked().and_then(|i| model.extent(i)) {
+                    Some(s) => v.show_range(s.start_ns, s.end_ns, 0.1),
                     None => v,
                 },
                 "Escape" => {
                     ctx.selected.set(None);
                     v
+                }
+                key @ ("ArrowUp" | "ArrowDown" | "[" | "]") => {
+                    let m = match key {
+                        "ArrowUp" => SpanMove::Parent,
+                        "ArrowDown" => SpanMove::FirstChild,
+                        "[" => SpanMove::PrevSibling,
+                        _ => SpanMove::NextSibling,
+                    };
+                    // Without a selection, start at the first root.
+                    let next = match ctx.selected.get_untracked() {
+                        Some(i) => navigate(&model.doc, i, m),
+                        None => model.doc.tree.roots.first().copied(),
+                    };
+                    match next.and_then(|i| model.extent(i).map(|s| (i, s))) {
+                        Some((i, s)) => {
+                            ctx.selected.set(Some(i));
+                            if (s.start_ns as f64) < v.start_ns || (s.end_ns as f64) > v.end_ns() {
+                                v.show_range(s.start_ns, s.end_ns, 0.1)
+                            } else {
+                                v
+                            }
+                        }
+                        None => v,
+                    }
                 }
                 _ => return,
             };
@@ -414,14 +484,13 @@ pub fn Timeline() -> impl IntoView {
             if let Some(pos) = step_match(m.len(), current_match.get_untracked(), forward) {
                 current_match.set(Some(pos));
                 let i = m[pos];
-                if let Some(s) = model.doc.spans.get(i as usize) {
+                if let Some(s) = model.extent(i) {
                     ctx.selected.set(Some(i));
                     view_sig.update(|v| {
-                        *v = if (s.end_ns() as f64) - (s.start_ns as f64) > v.end_ns() - v.start_ns
-                        {
-                            v.show_range(s.start_ns, s.end_ns(), 0.1)
+                        *v = if (s.end_ns as f64) - (s.start_ns as f64) > v.end_ns() - v.start_ns {
+                            v.show_range(s.start_ns, s.end_ns, 0.1)
                         } else {
-                            v.centered_on((s.start_ns as f64 + s.end_ns() as f64) / 2.0)
+                            v.centered_on((s.start_ns as f64 + s.end_ns as f64) / 2.0)
                         }
                     });
                 }
@@ -530,8 +599,8 @@ pub fn Timeline() -> impl IntoView {
                         on:click={
                             let model = model.clone();
                             move |_| {
-                                if let Some(s) = ctx.selected.get_untracked().and_then(|i| model.doc.spans.get(i as usize)) {
-                                    view_sig.update(|v| *v = v.show_range(s.start_ns, s.end_ns(), 0.1));
+                                if let Some(s) = ctx.selected.get_untracked().and_then(|i| model.extent(i)) {
+                                    view_sig.update(|v| *v = v.show_range(s.start_ns, s.end_ns, 0.1));
                                 }
                             }
                         }
@@ -574,7 +643,7 @@ pub fn Timeline() -> impl IntoView {
                         node_ref=canvas_ref
                         tabindex="0"
                         role="img"
-                        aria-label="flame chart: W/S zoom, A/D pan, F zoom to selection, 0 fit"
+                        aria-label="flame chart: W/S zoom, A/D pan, arrow up/down parent/child, [ ] siblings, F zoom to selection, 0 fit"
                         data-testid="timeline-canvas"
                         data-view-start=move || format!("{:.0}", view_sig.get().start_ns)
                         data-view-end=move || format!("{:.0}", view_sig.get().end_ns())
@@ -589,8 +658,25 @@ pub fn Timeline() -> impl IntoView {
                     {tooltip}
                 </div>
             </div>
+            {(!model.memory_curves.is_empty()).then(|| {
+                let legend: Vec<_> = model.memory_curves.iter().enumerate().map(|(i, c)| (i, c.device.clone(), format_bytes(c.peak_bytes))).collect();
+                view! {
+                    <div class="memory-strip">
+                        <canvas class="memory-curve" node_ref=memory_ref style:height=format!("{MEMORY_PX}px") data-testid="memory-curve" aria-label="live bytes over time per device"></canvas>
+                        <ul class="legend" aria-label="memory legend">
+                            <li>"live memory:"</li>
+                            {legend.into_iter().map(|(i, device, peak)| view! {
+                                <li>
+                                    <span class="swatch" style:background=move || device_color(i, ctx.theme.get())></span>
+                                    {device} " (peak " {peak} ")"
+                                </li>
+                            }).collect_view()}
+                        </ul>
+                    </div>
+                }
+            })}
             <p class="timeline-help">
-                "Wheel or W/S to zoom at the cursor, drag or A/D to pan, click a span for details, F zooms to it, 0 fits the run."
+                "Wheel or W/S to zoom at the cursor, drag or A/D to pan, click a span for details; ↑/↓ parent/child, [ ] siblings, F zooms to the selection, 0 fits the run."
             </p>
         </section>
     }

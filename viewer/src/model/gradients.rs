@@ -17,6 +17,15 @@ pub struct GradientRow {
     pub problem: bool,
 }
 
+/// A norm as `0.8125` in the everyday range, `1.250e-7` outside it.
+pub fn norm_text(n: f64) -> String {
+    if n == 0.0 || (1e-3..1e5).contains(&n.abs()) {
+        format!("{n:.4}")
+    } else {
+        format!("{n:.3e}")
+    }
+}
+
 /// The panel.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct GradientPanel {
@@ -48,9 +57,7 @@ impl GradientPanel {
                     GradientRow {
                         parameter: format!("{}/{}", g.root, g.key),
                         state: g.state.as_str(),
-                        norm: g
-                            .norm
-                            .map_or_else(|| "—".to_string(), |n| format!("{n:.4e}")),
+                        norm: g.norm.map_or_else(|| "—".to_string(), norm_text),
                         problem: g.state != GradientState::Present,
                     }
                 })
@@ -63,6 +70,14 @@ impl GradientPanel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn norms_read_well() {
+        assert_eq!(norm_text(0.8125), "0.8125");
+        assert_eq!(norm_text(0.0), "0.0000");
+        assert_eq!(norm_text(1.25e-7), "1.250e-7");
+        assert_eq!(norm_text(f64::NAN), "NaN");
+    }
 
     #[test]
     fn golden_gradients() {

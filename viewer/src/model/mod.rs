@@ -13,7 +13,7 @@ pub mod summary;
 use candle_trace_schema::document::TraceDocument;
 use candle_trace_schema::profile::ProfileDocument;
 
-use crate::timeline::lanes::{extents_of, Lanes};
+use crate::timeline::lanes::{extents_of, Lanes, SpanExtent};
 use diagnostics::DiagnosticsPanel;
 use header::RunHeader;
 use spans::SpanIndex;
@@ -32,27 +32,41 @@ pub struct TraceModel {
     pub diagnostics: DiagnosticsPanel,
     /// Timeline lanes.
     pub lanes: Lanes,
+    /// Where each span is drawn (unclosed spans reach their parent's end).
+    pub extents: Vec<SpanExtent>,
     /// Ops and allocations by span.
     pub index: SpanIndex,
     /// The memory panel.
     pub memory: memory::MemoryPanel,
     /// The gradient panel.
     pub gradients: gradients::GradientPanel,
+    /// Live bytes over time, per device, for the memory strip.
+    pub memory_curves: Vec<crate::timeline::memory_curve::DeviceCurve>,
 }
 
 impl TraceModel {
     /// Build every view model of `doc`.
     pub fn new(doc: TraceDocument) -> Self {
+        let extents = extents_of(&doc);
         TraceModel {
             header: doc.meta.as_ref().map(|m| RunHeader::of(&m.event)),
             cards: summary::trace_cards(&doc.summary()),
             diagnostics: DiagnosticsPanel::of(&doc.diagnostics),
-            lanes: Lanes::build(&extents_of(&doc)),
+            lanes: Lanes::build(&extents),
+            extents,
             index: SpanIndex::of(&doc),
             memory: memory::MemoryPanel::of(&doc, 20),
             gradients: gradients::GradientPanel::of(&doc, 50),
+            memory_curves: crate::timeline::memory_curve::device_curves(&doc.memory_profile),
             doc,
         }
+    }
+}
+
+impl TraceModel {
+    /// Where span `i` is drawn, `None` when there is no such span.
+    pub fn extent(&self, i: u32) -> Option<SpanExtent> {
+        self.extents.get(i as usize).copied()
     }
 }
 

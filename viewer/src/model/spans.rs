@@ -120,6 +120,10 @@ pub struct SpanDetails {
     pub alloc_count: u64,
     /// Bytes allocated in the span.
     pub alloc_bytes: u64,
+    /// Allocations in the span and all its descendants.
+    pub alloc_count_inclusive: u64,
+    /// Bytes allocated in the span and all its descendants.
+    pub alloc_bytes_inclusive: u64,
 }
 
 /// The details of span `index`, `None` when there is no such span.
@@ -191,6 +195,24 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
         .get(i)
         .map(|v| v.as_slice())
         .unwrap_or_default();
+    let bytes_of = |list: &[u32]| {
+        list.iter()
+            .map(|&m| doc.memory[m as usize].bytes)
+            .fold(0, u64::saturating_add)
+    };
+    // The subtree, walked with an explicit stack (traces can be deep).
+    let (mut count_inclusive, mut bytes_inclusive) = (0u64, 0u64);
+    let mut stack = vec![i as u32];
+    while let Some(s) = stack.pop() {
+        let list = index
+            .allocs
+            .get(s as usize)
+            .map(|v| v.as_slice())
+            .unwrap_or_default();
+        count_inclusive += list.len() as u64;
+        bytes_inclusive = bytes_inclusive.saturating_add(bytes_of(list));
+        stack.extend_from_slice(doc.tree.children(s as usize));
+    }
     Some(SpanDetails {
         index: i as u32,
         fields,
@@ -198,10 +220,9 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
         children,
         ops,
         alloc_count: allocs.len() as u64,
-        alloc_bytes: allocs
-            .iter()
-            .map(|&m| doc.memory[m as usize].bytes)
-            .fold(0, u64::saturating_add),
+        alloc_bytes: bytes_of(allocs),
+        alloc_count_inclusive: count_inclusive,
+        alloc_bytes_inclusive: bytes_inclusive,
     })
 }
 
@@ -239,6 +260,16 @@ mod tests {
         let child_sum: u64 = det.children.iter().map(|c| c.2).sum();
         assert_eq!(det.self_ns, 950_000u64.saturating_sub(child_sum));
         assert!(span_details(&d, &idx, 10_000).is_none());
+        // The root's subtree holds every allocation.
+        assert_eq!(det.alloc_count_inclusive, 25);
+        let all: u64 = d
+            .memory
+            .iter()
+            .filter(|m| m.action == MemoryAction::Alloc)
+            .map(|m| m.bytes)
+            .sum();
+        assert_eq!(det.alloc_bytes_inclusive, all);
+        assert!(det.alloc_count <= det.alloc_count_inclusive);
         // Every op and allocation is indexed under some span of this clean fixture.
         assert_eq!(idx.ops.iter().map(Vec::len).sum::<usize>(), 18);
         assert_eq!(idx.allocs.iter().map(Vec::len).sum::<usize>(), 25);
@@ -257,5 +288,61 @@ mod tests {
         let det = span_details(&d, &idx, i).unwrap();
         assert!(!det.ops.is_empty());
         assert!(det.ops[0].shape.starts_with('['));
+    }
+}
+
+/// A keyboard move from the selected span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanMove {
+    /// To the parent.
+    Parent,
+    /// To the first child.
+    FirstChild,
+    /// To the previous sibling (or previous root).
+    PrevSibling,
+    /// To the next sibling (or next root).
+    NextSibling,
+}
+
+/// The span reached from `i` by `m`, `None` when there is none. Siblings are ordered by start
+/// time (the span tree's order).
+pub fn navigate(doc: &TraceDocument, i: u32, m: SpanMove) -> Option<u32> {
+    let tree = &doc.tree;
+    let parent = tree.parent.get(i as usize).copied().flatten();
+    let siblings: &[u32] = match parent {
+        Some(p) => tree.children(p as usize),
+        None => &tree.roots,
+    };
+    let pos = siblings.iter().position(|&s| s == i);
+    match m {
+        SpanMove::Parent => parent,
+        SpanMove::FirstChild => tree.children(i as usize).first().copied(),
+        SpanMove::PrevSibling => pos
+            .and_then(|p| p.checked_sub(1))
+            .and_then(|p| siblings.get(p).copied()),
+        SpanMove::NextSibling => pos.and_then(|p| siblings.get(p + 1).copied()),
+    }
+}
+
+#[cfg(test)]
+mod nav_tests {
+    use super::*;
+
+    #[test]
+    fn moves_through_the_tree() {
+        let d = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/train_step.trace6.jsonl"
+        ));
+        let idx = |id: &str| d.span_index(id).unwrap() as u32;
+        let root = idx("step");
+        assert_eq!(navigate(&d, root, SpanMove::Parent), None);
+        assert_eq!(navigate(&d, root, SpanMove::PrevSibling), None);
+        assert_eq!(navigate(&d, root, SpanMove::NextSibling), None);
+        let first = navigate(&d, root, SpanMove::FirstChild).unwrap();
+        assert_eq!(d.spans[first as usize].name, "forward");
+        let second = navigate(&d, first, SpanMove::NextSibling).unwrap();
+        assert_eq!(d.spans[second as usize].name, "backward");
+        assert_eq!(navigate(&d, second, SpanMove::PrevSibling), Some(first));
+        assert_eq!(navigate(&d, second, SpanMove::Parent), Some(root));
     }
 }

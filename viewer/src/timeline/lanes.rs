@@ -242,10 +242,12 @@ mod tests {
     }
 }
 
-/// The extents of a trace document's spans (depth from its span tree; an unclosed span ends
-/// where it starts).
+/// The extents of a trace document's spans (depth from its span tree). A span that was never
+/// closed is drawn to the end of its parent's extent, or of the trace for a root, so that it
+/// stays visible (its tooltip says it was never closed).
 pub fn extents_of(doc: &candle_trace_schema::document::TraceDocument) -> Vec<SpanExtent> {
-    doc.spans
+    let mut extents: Vec<SpanExtent> = doc
+        .spans
         .iter()
         .enumerate()
         .map(|(i, s)| SpanExtent {
@@ -253,7 +255,25 @@ pub fn extents_of(doc: &candle_trace_schema::document::TraceDocument) -> Vec<Spa
             end_ns: s.end_ns(),
             depth: doc.tree.depth.get(i).copied().unwrap_or(0),
         })
-        .collect()
+        .collect();
+    let trace_end = extents.iter().map(|e| e.end_ns).max().unwrap_or(0);
+    // Parents come before their children in pre-order, so a parent's extent is final first.
+    for i in doc.tree.preorder() {
+        let i = i as usize;
+        let (Some(span), Some(parent)) = (doc.spans.get(i), doc.tree.parent.get(i)) else {
+            continue;
+        };
+        if span.duration_ns.is_none() {
+            let limit = match parent {
+                Some(p) => extents.get(*p as usize).map_or(trace_end, |e| e.end_ns),
+                None => trace_end,
+            };
+            if let Some(e) = extents.get_mut(i) {
+                e.end_ns = limit.max(span.start_ns);
+            }
+        }
+    }
+    extents
 }
 
 #[cfg(test)]
@@ -270,5 +290,17 @@ mod doc_tests {
         let total: usize = lanes.lanes.iter().map(Lane::len).sum();
         assert_eq!(total, doc.spans.len());
         assert_eq!(lanes.lanes[0].len() as u64, doc.summary().root_span_count);
+    }
+
+    #[test]
+    fn unclosed_spans_reach_their_parents_end() {
+        let bytes = include_bytes!("../../../tests/fixtures/broken_unclosed.trace6.jsonl");
+        let doc = TraceDocument::from_bytes(bytes);
+        let ext = extents_of(&doc);
+        let mm = doc.span_index("mm").unwrap();
+        let root = doc.span_index("root").unwrap();
+        assert!(doc.spans[mm].duration_ns.is_none());
+        assert_eq!(ext[mm].end_ns, ext[root].end_ns);
+        assert_eq!(ext[root].end_ns, 10_000);
     }
 }

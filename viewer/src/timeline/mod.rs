@@ -5,6 +5,7 @@
 
 pub mod lanes;
 pub mod lod;
+pub mod memory_curve;
 pub mod minimap;
 pub mod palette;
 pub mod search;

@@ -113,6 +113,16 @@ pub fn axis_color(theme: Theme) -> &'static str {
     }
 }
 
+/// Line colour of the `i`-th device's memory curve.
+pub fn device_color(i: usize, theme: Theme) -> &'static str {
+    const LIGHT: [&str; 4] = ["#7b3fb3", "#0f7c7c", "#b33f6e", "#6b6b00"];
+    const DARK: [&str; 4] = ["#c69cf0", "#5fd3d3", "#f08cb6", "#d6d65c"];
+    match theme {
+        Theme::Light => LIGHT[i % LIGHT.len()],
+        Theme::Dark => DARK[i % DARK.len()],
+    }
+}
+
 /// Short name of a step for tooltips and tables.
 pub fn step_name(step: Option<Step>) -> &'static str {
     match step {

@@ -1,0 +1,153 @@
+//! The memory strip under the flame chart: each device's live bytes over time (a step
+//! function: the value after a memory event holds until the next event), reduced to one
+//! maximum per pixel column of the view so drawing costs the width, not the event count.
+
+use candle_trace_schema::memory::MemoryProfile;
+
+use super::viewport::Viewport;
+
+/// One device's live-bytes curve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceCurve {
+    /// Device name.
+    pub device: String,
+    /// Event times, non-decreasing.
+    pub timestamp_ns: Vec<u64>,
+    /// Live bytes after each event.
+    pub live_bytes: Vec<u64>,
+    /// Largest value.
+    pub peak_bytes: u64,
+}
+
+/// One curve per device of the profile, in the profile's device order.
+pub fn device_curves(profile: &MemoryProfile) -> Vec<DeviceCurve> {
+    let mut curves: Vec<DeviceCurve> = profile
+        .devices
+        .iter()
+        .map(|d| DeviceCurve {
+            device: d.device.clone(),
+            timestamp_ns: Vec::new(),
+            live_bytes: Vec::new(),
+            peak_bytes: 0,
+        })
+        .collect();
+    for s in &profile.samples {
+        if let Some(c) = curves.get_mut(s.device as usize) {
+            c.timestamp_ns.push(s.timestamp_ns);
+            c.live_bytes.push(s.live_bytes);
+            c.peak_bytes = c.peak_bytes.max(s.live_bytes);
+        }
+    }
+    curves.retain(|c| !c.timestamp_ns.is_empty());
+    curves
+}
+
+/// The largest live value in each pixel column of `view` (`None` before the first event).
+pub fn column_max(curve: &DeviceCurve, view: &Viewport) -> Vec<Option<u64>> {
+    let width = view.width_px.ceil().max(0.0) as usize;
+    let mut cols: Vec<Option<u64>> = vec![None; width];
+    if width == 0 || curve.timestamp_ns.is_empty() {
+        return cols;
+    }
+    let (view_start, view_end) = (view.start_ns, view.end_ns());
+    let t = &curve.timestamp_ns;
+    // The event in force at the left edge: the last one at or before it.
+    let first = t
+        .partition_point(|&ts| (ts as f64) <= view_start)
+        .saturating_sub(1);
+    let column =
+        |ns: f64| -> usize { (view.x_from_ns(ns).floor().max(0.0) as usize).min(width - 1) };
+    for i in first..t.len() {
+        let seg_start = t[i] as f64;
+        if seg_start > view_end {
+            break;
+        }
+        let seg_end = t.get(i + 1).map_or(view_end, |&n| n as f64);
+        if seg_end < view_start {
+            continue;
+        }
+        let (a, b) = (
+            column(seg_start.max(view_start)),
+            column(seg_end.min(view_end)),
+        );
+        // A segment ending exactly on a column edge does not reach into that column.
+        let b = if seg_end < view_end && b > a && view.x_from_ns(seg_end).fract() == 0.0 {
+            b - 1
+        } else {
+            b
+        };
+        let v = curve.live_bytes[i];
+        for c in &mut cols[a..=b] {
+            *c = Some(c.map_or(v, |old| old.max(v)));
+        }
+    }
+    cols
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_trace_schema::document::TraceDocument;
+
+    fn curve(points: &[(u64, u64)]) -> DeviceCurve {
+        DeviceCurve {
+            device: "cpu".into(),
+            timestamp_ns: points.iter().map(|p| p.0).collect(),
+            live_bytes: points.iter().map(|p| p.1).collect(),
+            peak_bytes: points.iter().map(|p| p.1).max().unwrap_or(0),
+        }
+    }
+
+    #[test]
+    fn steps_hold_until_the_next_event() {
+        let c = curve(&[(10, 100), (50, 300), (60, 0)]);
+        let v = Viewport::fit(0, 100, 10.0); // 10 ns per column
+        let cols = column_max(&c, &v);
+        assert_eq!(
+            cols,
+            vec![
+                None,
+                Some(100),
+                Some(100),
+                Some(100),
+                Some(100),
+                Some(300),
+                Some(0),
+                Some(0),
+                Some(0),
+                Some(0)
+            ]
+        );
+    }
+
+    #[test]
+    fn narrow_spikes_survive_as_column_maxima() {
+        // A 1 ns spike inside a 10 ns column is still drawn.
+        let c = curve(&[(0, 10), (33, 1000), (34, 10)]);
+        let v = Viewport::fit(0, 100, 10.0);
+        let cols = column_max(&c, &v);
+        assert_eq!(cols[3], Some(1000));
+        assert_eq!(cols[2], Some(10));
+        assert_eq!(cols[4], Some(10));
+    }
+
+    #[test]
+    fn zoomed_in_view_starts_with_the_value_in_force() {
+        let c = curve(&[(0, 5), (1000, 7)]);
+        let v = Viewport::fit(0, 2000, 100.0).show_range(400, 600, 0.0);
+        assert!(column_max(&c, &v).iter().all(|&x| x == Some(5)));
+    }
+
+    #[test]
+    fn golden_curves() {
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/train_step.trace6.jsonl"
+        ));
+        let curves = device_curves(&doc.memory_profile);
+        let cpu = curves.iter().find(|c| c.device == "cpu").unwrap();
+        assert_eq!(cpu.peak_bytes, 2252);
+        let v = Viewport::fit(0, 1_000_000, 500.0);
+        let max = column_max(cpu, &v).into_iter().flatten().max();
+        assert_eq!(max, Some(2252));
+    }
+}
