@@ -22,6 +22,18 @@ use anyhow::{bail, Context, Result};
 
 const WASM: &str = "wasm32-unknown-unknown";
 
+/// Cargo arguments that select the release `candle-trace` CLI.
+const CLI_BIN: &[&str] = &[
+    "--release",
+    "-q",
+    "-p",
+    "candle-trace-capture",
+    "--features",
+    "cli",
+    "--bin",
+    "candle-trace",
+];
+
 /// Crates that must never appear in `capture`'s dependency tree (it links into training
 /// binaries) and in `viewer`'s (it is a wasm page), after rerun's `denied_sdk_deps`.
 const DENIED: &[(&str, &[&str])] = &[
@@ -139,17 +151,7 @@ fn ci() -> Result<()> {
 /// The playwright-core tests in `tests/e2e` against `web/dist`, in Debian's chromium.
 fn browser_tests() -> Result<()> {
     tools::ensure_browser()?;
-    cargo(&[
-        "build",
-        "--release",
-        "-q",
-        "-p",
-        "candle-trace-capture",
-        "--features",
-        "cli",
-        "--bin",
-        "candle-trace",
-    ])?;
+    cargo(&[&["build"], CLI_BIN].concat())?;
     let e2e = std::path::Path::new("tests").join("e2e");
     if !e2e.join("node_modules").join("playwright-core").exists() {
         let status = Command::new("npm")
@@ -214,18 +216,7 @@ fn demo(args: &[String]) -> Result<()> {
             out,
         ])?;
     }
-    let cli = [
-        "run",
-        "--release",
-        "-q",
-        "-p",
-        "candle-trace-capture",
-        "--features",
-        "cli",
-        "--bin",
-        "candle-trace",
-        "--",
-    ];
+    let cli = [&["run"], CLI_BIN, &["--"]].concat();
     for args in [
         vec!["summary", train],
         vec!["query", train, "--kind", "self", "--limit", "8"],
