@@ -375,17 +375,14 @@ pub fn record_alloc<S: Sink + ?Sized>(
     category: TensorCategory,
     op_name: Option<&str>,
 ) {
-    if !sink.is_recording() {
-        return;
-    }
-    sink.emit(memory_event(
+    record(
         sink,
         MemoryAction::Alloc,
         tensor_id,
         bytes,
         category,
         op_name,
-    ));
+    );
 }
 
 /// Emit a `memory` `free` of `bytes` for `tensor_id` on the sink's device, in the current span.
@@ -396,17 +393,29 @@ pub fn record_free<S: Sink + ?Sized>(
     category: TensorCategory,
     op_name: Option<&str>,
 ) {
-    if !sink.is_recording() {
-        return;
-    }
-    sink.emit(memory_event(
+    record(
         sink,
         MemoryAction::Free,
         tensor_id,
         bytes,
         category,
         op_name,
-    ));
+    );
+}
+
+fn record<S: Sink + ?Sized>(
+    sink: &S,
+    action: MemoryAction,
+    tensor_id: &str,
+    bytes: u64,
+    category: TensorCategory,
+    op_name: Option<&str>,
+) {
+    if sink.is_recording() {
+        sink.emit(memory_event(
+            sink, action, tensor_id, bytes, category, op_name,
+        ));
+    }
 }
 
 #[cfg(test)]
