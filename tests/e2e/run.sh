@@ -13,4 +13,4 @@ target_dir="$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";pr
 export CANDLE_TRACE_BIN="$target_dir/release/candle-trace"
 cd "$here"
 [ -d node_modules ] || npm ci --no-audit --no-fund
-exec node --test "$@" viewer.test.mjs
+exec node --test "$@" *.test.mjs

@@ -57,8 +57,10 @@ fn main() -> Result<()> {
         Some("ci") => ci(),
         Some("deps") => dependency_guard(),
         Some("demo") => demo(&args[1..]),
+        // Install the pinned web tools and the browser ahead of time (ci and demo do it too).
+        Some("tools") => tools::ensure_web_tools().and_then(|()| tools::ensure_browser()),
         _ => {
-            eprintln!("usage: cargo xtask <ci|deps|demo>");
+            eprintln!("usage: cargo xtask <ci|deps|demo|tools>");
             std::process::exit(2);
         }
     }
@@ -166,7 +168,8 @@ fn browser_tests() -> Result<()> {
     let bin =
         std::fs::canonicalize("target/release/candle-trace").context("the CLI was not built")?;
     let status = Command::new("node")
-        .args(["--test", "viewer.test.mjs"])
+        .arg("--test")
+        .args(e2e_test_files(&e2e)?)
         .current_dir(&e2e)
         .env("CANDLE_TRACE_BIN", bin)
         .env("CHROMIUM", "/usr/bin/chromium")
@@ -176,6 +179,18 @@ fn browser_tests() -> Result<()> {
         bail!("browser tests failed ({status})");
     }
     Ok(())
+}
+
+/// Every `*.test.mjs` in `dir`, sorted.
+fn e2e_test_files(dir: &std::path::Path) -> Result<Vec<String>> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".test.mjs"))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 fn demo(args: &[String]) -> Result<()> {
