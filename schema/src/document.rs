@@ -23,6 +23,7 @@ use alloc::vec::Vec;
 use core::ops::Deref;
 
 use hashbrown::HashMap;
+use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{sort_diagnostics, Category, Diagnostic, DiagnosticCounts, Severity};
 use crate::events::{
@@ -35,7 +36,7 @@ use crate::spans::SpanTree;
 use crate::summary::TraceSummary;
 
 /// A record together with the 1-based line it was read from.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Lined<T> {
     /// 1-based line number in the file.
     pub line: u64,
@@ -58,7 +59,7 @@ impl<T> Deref for Lined<T> {
 }
 
 /// A span: its `span_start` fields and, once closed, its duration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Span {
     /// Unique id.
     pub id: String,
@@ -143,6 +144,16 @@ impl TraceDocument {
         let mut reader = TraceReader::new();
         reader.push(bytes);
         reader.finish()
+    }
+
+    /// Rebuild the id → index map from `spans` (the first span with an id wins, as when
+    /// reading). Needed only by code that assembles a document from its public fields, such
+    /// as the viewer moving a read document from its worker to the page.
+    pub fn rebuild_span_index(&mut self) {
+        self.span_index.clear();
+        for (i, s) in self.spans.iter().enumerate() {
+            self.span_index.entry(s.id.clone()).or_insert(i as u32);
+        }
     }
 
     /// Index of the span with this id.

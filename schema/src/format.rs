@@ -18,7 +18,7 @@ pub const PROBE_LINES: usize = 8;
 pub const PROBE_BYTES: usize = 1 << 20;
 
 /// A file format candle-trace knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
 pub enum Format {
     /// Execution trace `candle-graph/trace/6` (JSONL).
     Trace,

@@ -16,11 +16,13 @@ use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use serde::{Deserialize, Serialize};
+
 use crate::diagnostics::{Category, Diagnostic};
 use crate::document::Span;
 
 /// Parent/child structure of a document's spans, indexed like `TraceDocument::spans`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpanTree {
     /// Layout parent of each span (`None` for roots, dangling parents and cycle breakers).
     pub parent: Vec<Option<u32>>,

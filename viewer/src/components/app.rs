@@ -21,10 +21,13 @@ use super::tables::{OpTable, SpanTable};
 use super::theme::{theme_signals, ThemeToggle};
 use super::timeline::Timeline;
 use super::TraceContext;
-use crate::load::{read, yield_now, LoadError, Source};
+use crate::load::{yield_now, LoadError, Source};
 use crate::model::diagnostics::DiagnosticsPanel;
+use crate::model::spans::SpanIndex;
 use crate::model::{ProfileModel, TraceModel};
+use crate::timeline::lanes::{extents_of, Lanes};
 use crate::timeline::palette::Theme;
+use crate::worker::{self, Stage};
 
 /// The shipped example trace (a copy of `tests/fixtures/train_step.trace6.jsonl`).
 const EXAMPLE_URL: &str = "assets/example.trace6.jsonl";
@@ -40,7 +43,7 @@ enum Opened {
 /// A load in progress.
 #[derive(Clone, Debug, PartialEq)]
 struct Progress {
-    /// `Reading` or `Analysing`.
+    /// What is happening: reading, analysing (in the worker), preparing, laying out.
     phase: &'static str,
     name: String,
     bytes_read: u64,
@@ -74,19 +77,25 @@ pub fn App() -> impl IntoView {
         }));
         spawn_local(async move {
             let is_current = move || generation.try_get_value() == Some(my_gen);
-            let name_for_progress = name.clone();
-            let result = read(
+            let result = worker::open(
                 source,
-                |bytes_read, total, lines| {
-                    if is_current() {
-                        progress.set(Some(Progress {
-                            phase: "Reading",
-                            name: name_for_progress.clone(),
-                            bytes_read,
-                            total,
-                            lines,
-                        }));
+                |stage| {
+                    if !is_current() {
+                        return;
                     }
+                    progress.update(|p| {
+                        let Some(p) = p else { return };
+                        match stage {
+                            Stage::Reading { read, total, lines } => {
+                                p.phase = "Reading";
+                                p.bytes_read = read;
+                                p.total = total;
+                                p.lines = lines;
+                            }
+                            Stage::Analysing => p.phase = "Analysing",
+                            Stage::Receiving { .. } => p.phase = "Preparing the view of",
+                        }
+                    });
                 },
                 is_current,
             )
@@ -95,22 +104,33 @@ pub fn App() -> impl IntoView {
                 return;
             }
             match result {
-                Ok(reader) => {
-                    // The whole-file analysis and the view models are single steps; yield
-                    // before each so the page shows where it is.
+                Ok(doc) => {
+                    // Building the view models is one step; let the page show that first.
                     progress.update(|p| {
                         if let Some(p) = p {
-                            p.phase = "Analysing";
+                            p.phase = "Laying out";
                         }
                     });
-                    yield_now().await;
-                    let doc = reader.finish();
                     yield_now().await;
                     if !is_current() {
                         return;
                     }
                     let shown = match doc {
-                        AnyDocument::Trace(t) => Opened::Trace(Arc::new(TraceModel::new(*t))),
+                        AnyDocument::Trace(t) => {
+                            // The costly steps of a large trace, one task each.
+                            let extents = extents_of(&t);
+                            yield_now().await;
+                            let lanes = Lanes::build(&extents);
+                            yield_now().await;
+                            let index = SpanIndex::of(&t);
+                            yield_now().await;
+                            if !is_current() {
+                                return;
+                            }
+                            Opened::Trace(Arc::new(TraceModel::with_layout(
+                                *t, extents, lanes, index,
+                            )))
+                        }
                         AnyDocument::Profile(p) => Opened::Profile(Arc::new(ProfileModel::new(&p))),
                         AnyDocument::Unsupported { diagnostics, .. } => {
                             Opened::Unsupported(Arc::new(DiagnosticsPanel::of(&diagnostics)))
@@ -131,6 +151,7 @@ pub fn App() -> impl IntoView {
 
     let cancel = move |_| {
         generation.update_value(|g| *g += 1);
+        worker::cancel();
         progress.set(None);
     };
 
