@@ -53,6 +53,21 @@ pub enum Stage {
     },
 }
 
+/// Where the time of one load went, measured on the page (milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LoadTimings {
+    /// Whether a worker did the reading (false: the page did, no worker available).
+    pub in_worker: bool,
+    /// Bytes of the file.
+    pub bytes: u64,
+    /// Request to the end of reading and parsing.
+    pub read_ms: f64,
+    /// The whole-file analysis (and, in a worker, encoding the result).
+    pub analyse_ms: f64,
+    /// Decoding the worker's document on the page (0 without a worker).
+    pub receive_ms: f64,
+}
+
 // ---------------------------------------------------------------------------------------------
 // Inside the worker.
 
@@ -242,7 +257,7 @@ pub async fn open(
     source: Source,
     stage: impl Fn(Stage),
     is_current: impl Fn() -> bool,
-) -> Result<AnyDocument, LoadError> {
+) -> Result<(AnyDocument, LoadTimings), LoadError> {
     if let Source::Url(url) = &source {
         same_origin(url)?;
     }
@@ -254,6 +269,12 @@ pub async fn open(
         Source::File(file) => set(&request, "file", file.into()),
         Source::Url(url) => set(&request, "url", same_origin(&url)?.into()),
     }
+    let started = js_sys::Date::now();
+    let mut timings = LoadTimings {
+        in_worker: true,
+        ..LoadTimings::default()
+    };
+    let mut analysing_since = started;
     let result = loop {
         let Some(heard) = rx.next().await else {
             break Err(LoadError::Cancelled);
@@ -269,8 +290,24 @@ pub async fn open(
                     )));
                 }
             }
-            Heard::Progress(s) => stage(s),
-            Heard::Done(buffer) => break receive(buffer, &stage, &is_current).await,
+            Heard::Progress(s) => {
+                match s {
+                    Stage::Reading { read, .. } => timings.bytes = read,
+                    Stage::Analysing => {
+                        analysing_since = js_sys::Date::now();
+                        timings.read_ms = analysing_since - started;
+                    }
+                    Stage::Receiving { .. } => {}
+                }
+                stage(s)
+            }
+            Heard::Done(buffer) => {
+                let received_since = js_sys::Date::now();
+                timings.analyse_ms = received_since - analysing_since;
+                let doc = receive(buffer, &stage, &is_current).await;
+                timings.receive_ms = js_sys::Date::now() - received_since;
+                break doc.map(|d| (d, timings));
+            }
             Heard::Failed(text) => break Err(LoadError::Failed(text)),
             Heard::Crashed(text) => {
                 break Err(LoadError::Failed(format!(
@@ -339,10 +376,15 @@ async fn open_here(
     source: Source,
     stage: impl Fn(Stage),
     is_current: impl Fn() -> bool,
-) -> Result<AnyDocument, LoadError> {
+) -> Result<(AnyDocument, LoadTimings), LoadError> {
+    let started = js_sys::Date::now();
+    let bytes = std::cell::Cell::new(0u64);
     let reader = read(
         source,
-        |read, total, lines| stage(Stage::Reading { read, total, lines }),
+        |read, total, lines| {
+            bytes.set(read);
+            stage(Stage::Reading { read, total, lines })
+        },
         &is_current,
     )
     .await?;
@@ -351,5 +393,16 @@ async fn open_here(
     if !is_current() {
         return Err(LoadError::Cancelled);
     }
-    Ok(reader.finish())
+    let analysing_since = js_sys::Date::now();
+    let doc = reader.finish();
+    Ok((
+        doc,
+        LoadTimings {
+            in_worker: false,
+            bytes: bytes.get(),
+            read_ms: analysing_since - started,
+            analyse_ms: js_sys::Date::now() - analysing_since,
+            receive_ms: 0.0,
+        },
+    ))
 }
