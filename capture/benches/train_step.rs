@@ -51,7 +51,10 @@ fn timed_updates(trainer: &mut Trainer, recording: bool, iters: u64) -> Duration
             .recorder()
             .finish()
             .unwrap_or_else(|e| panic!("finish: {e}"));
-        assert_eq!(report.events_dropped, 0, "the bench must not overflow the queue");
+        assert_eq!(
+            report.events_dropped, 0,
+            "the bench must not overflow the queue"
+        );
     }
     total
 }
