@@ -1475,7 +1475,7 @@ mod tests {
             assert_eq!(summary.span_count, spans, "{spans}");
             assert_eq!(stats.spans, spans, "{spans}");
             assert_eq!(summary.total_ns, stats.total_ns, "{spans}");
-            assert_eq!(u64::from(summary.max_depth), stats.max_depth, "{spans}");
+            assert_eq!(summary.max_depth, stats.max_depth, "{spans}");
             assert!(doc.diagnostics.is_empty(), "{spans}: {:?}", doc.diagnostics);
         }
     }
