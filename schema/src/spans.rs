@@ -22,6 +22,10 @@ use crate::diagnostics::{Category, Diagnostic};
 use crate::document::Span;
 
 /// Parent/child structure of a document's spans, indexed like `TraceDocument::spans`.
+///
+/// It (de)serializes so that a tree built by [`SpanTree::build`] can move between threads as
+/// bytes (the viewer's worker hands it to the page); a deserialized tree is trusted, not
+/// re-validated, so only deserialize what this crate serialized.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpanTree {
     /// Layout parent of each span (`None` for roots, dangling parents and cycle breakers).
