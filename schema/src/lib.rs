@@ -41,6 +41,8 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod chrome;
+pub mod compare;
 pub mod diagnostics;
 pub mod document;
 pub mod events;
