@@ -87,13 +87,37 @@ pub const ROOT_SPAN_ID: &str = "root";
 pub const ROOT_SPAN_NAME: &str = "(trace)";
 
 /// A `pid` or `tid`: Chrome writers use integers, some (PyTorch) strings.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(untagged)]
 pub enum TrackId {
     /// An integer id.
     Int(i64),
     /// A string id.
     Str(String),
+}
+
+impl<'de> Deserialize<'de> for TrackId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = TrackId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer or a string (pid / tid)")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<TrackId, E> {
+                Ok(TrackId::Int(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<TrackId, E> {
+                i64::try_from(v)
+                    .map(TrackId::Int)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TrackId, E> {
+                Ok(TrackId::Str(String::from(v)))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl Default for TrackId {
