@@ -249,7 +249,18 @@ struct RawEvent {
 
 /// Microseconds → nanoseconds, rounded half away from zero.
 pub fn us_to_ns(us: f64) -> i64 {
-    (us * 1000.0).round() as i64
+    // `f64::round` needs std; this is the same rounding with core only. The cast truncates
+    // toward zero (saturating; NaN → 0), and `x - t` is exact wherever x has a fraction.
+    let x = us * 1000.0;
+    let t = x as i64;
+    let frac = x - t as f64;
+    if frac >= 0.5 {
+        t.saturating_add(1)
+    } else if frac <= -0.5 {
+        t.saturating_sub(1)
+    } else {
+        t
+    }
 }
 
 #[derive(Debug)]
@@ -946,6 +957,17 @@ not json,
         assert_eq!(doc.spans[0].step, Some(Step::Forward));
         assert_eq!(doc.spans[0].span_kind, SpanKind::Module);
         assert_eq!(doc.chrome.as_ref().unwrap().form, ChromeForm::Object);
+    }
+
+    #[test]
+    fn microseconds_round_half_away_from_zero() {
+        assert_eq!(us_to_ns(1.0005), 1001);
+        assert_eq!(us_to_ns(-1.0005), -1001);
+        assert_eq!(us_to_ns(0.0004), 0);
+        assert_eq!(us_to_ns(1234.567), 1_234_567);
+        assert_eq!(us_to_ns(1.7e15), 1_700_000_000_000_000_000);
+        assert_eq!(us_to_ns(f64::NAN), 0);
+        assert_eq!(us_to_ns(1e300), i64::MAX);
     }
 
     #[test]

@@ -26,6 +26,10 @@
 //!   Import restores the meta from there.
 //! - Events are written ordered by time (parents before children at equal times), so
 //!   timestamps are monotonic per track.
+//! - A document imported from Chrome JSON: its synthetic root `(trace)` is not written (importing
+//!   the file again recreates it, so parent paths survive even for spans moved to overflow
+//!   tracks); its instants go on one extra track `instants`, its counter samples are `C` events
+//!   again (one per sample, `args` holding the series).
 //!
 //! # Inference profile
 //! Times are ns after the earliest `ts_unix_nanos`. One track per request (`thread_name` = the
@@ -183,18 +187,27 @@ fn m_event(what: &str, tid: usize, name: &str) -> String {
 
 /// A trace/6 document as Chrome Trace Event JSON (see the module docs).
 pub fn trace_to_chrome(doc: &TraceDocument) -> String {
+    // The importer's synthetic root is not written: importing the file again recreates it.
+    let skip_root = doc.chrome.as_ref().is_some_and(|c| c.synthetic_root)
+        && doc
+            .spans
+            .first()
+            .is_some_and(|s| s.id == crate::chrome::ROOT_SPAN_ID);
+    let skip = |i: usize| skip_root && i == 0;
     let mut slices: Vec<Slice> = Vec::with_capacity(doc.spans.len() + doc.ops.len());
     for (i, s) in doc.spans.iter().enumerate() {
+        let parent = doc
+            .tree
+            .parent
+            .get(i)
+            .copied()
+            .flatten()
+            .map(|p| p as usize);
         slices.push(Slice {
-            start: s.start_ns,
-            end: s.end_ns(),
-            parent: doc
-                .tree
-                .parent
-                .get(i)
-                .copied()
-                .flatten()
-                .map(|p| p as usize),
+            // A skipped span is an empty slice after everything; it is not written.
+            start: if skip(i) { u64::MAX } else { s.start_ns },
+            end: if skip(i) { u64::MAX } else { s.end_ns() },
+            parent: parent.filter(|&p| !skip(p)),
             depth: u64::from(doc.tree.depth.get(i).copied().unwrap_or(0)) * 2,
         });
     }
@@ -232,6 +245,9 @@ pub fn trace_to_chrome(doc: &TraceDocument) -> String {
     }
     let n_spans = doc.spans.len();
     for &i in &order {
+        if skip(i) {
+            continue;
+        }
         let tid = track[i] + 1;
         let event = if i < n_spans {
             let s = &doc.spans[i];
@@ -305,6 +321,40 @@ pub fn trace_to_chrome(doc: &TraceDocument) -> String {
             c.free_bytes
         );
         push_event(&mut out, &mut first, &event);
+    }
+
+    // What only an imported Chrome file has: its instants on one extra track, its counters.
+    if let Some(c) = &doc.chrome {
+        let tid = tracks + 1;
+        if !c.instants.is_empty() {
+            push_event(
+                &mut out,
+                &mut first,
+                &m_event("thread_name", tid, "instants"),
+            );
+        }
+        let mut instants: Vec<_> = c.instants.iter().collect();
+        instants.sort_by_key(|i| i.timestamp_ns);
+        for i in instants {
+            let event = format!(
+                "{{\"ph\":\"i\",\"s\":\"t\",\"pid\":{PID},\"tid\":{tid},\"name\":{},\"ts\":{}}}",
+                json_str(&i.name),
+                us(i.timestamp_ns)
+            );
+            push_event(&mut out, &mut first, &event);
+        }
+        let mut counters: Vec<_> = c.counters.iter().collect();
+        counters.sort_by(|a, b| (&a.name, a.timestamp_ns).cmp(&(&b.name, b.timestamp_ns)));
+        for k in counters {
+            let event = format!(
+                "{{\"ph\":\"C\",\"pid\":{PID},\"tid\":0,\"name\":{},\"ts\":{},\"args\":{{{}:{}}}}}",
+                json_str(&k.name),
+                us(k.timestamp_ns),
+                json_str(&k.series),
+                Value::from(k.value)
+            );
+            push_event(&mut out, &mut first, &event);
+        }
     }
 
     let meta = doc.meta.as_ref().map_or(Value::Null, |m| {
@@ -490,12 +540,15 @@ pub fn profile_to_chrome(doc: &ProfileDocument) -> String {
             &m_event("thread_name", names.len() + k + 1, label),
         );
     }
-    for i in order_all {
+    // Slices and instants share their request's track: one stream ordered by time (slices
+    // first at equal times, longest first).
+    let mut timeline: Vec<(u64, u8, core::cmp::Reverse<u64>, usize, String)> = Vec::new();
+    for (k, i) in order_all.into_iter().enumerate() {
         let (_, start, dur, name, args) = &spans[i];
         let event = x_event(name, "timed_span", tid_of_span[i], *start, *dur, args);
-        push_event(&mut out, &mut first, &event);
+        timeline.push((*start, 0, core::cmp::Reverse(*dur), k, event));
     }
-    for (req, ts, name, args) in &instants {
+    for (k, (req, ts, name, args)) in instants.iter().enumerate() {
         let event = format!(
             "{{\"ph\":\"i\",\"s\":\"t\",\"pid\":{PID},\"tid\":{},\"name\":{},\"ts\":{},\"args\":{}}}",
             req + 1,
@@ -503,7 +556,11 @@ pub fn profile_to_chrome(doc: &ProfileDocument) -> String {
             us(*ts),
             args
         );
-        push_event(&mut out, &mut first, &event);
+        timeline.push((*ts, 1, core::cmp::Reverse(0), k, event));
+    }
+    timeline.sort_by_key(|e| (e.0, e.1, e.2, e.3));
+    for (.., event) in &timeline {
+        push_event(&mut out, &mut first, event);
     }
     for (ts, name, bytes) in &counters {
         let event = format!(

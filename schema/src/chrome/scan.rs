@@ -430,14 +430,12 @@ impl Scanner {
                 let end = buf.len();
                 self.complete(&buf, 0, end, on);
             }
-            State::Value => {
-                if self.target == Target::Element {
-                    on(Scanned::Problem(Diagnostic::warning(
-                        self.value_line,
-                        Category::Truncated,
-                        "the file ends inside this element (a writer that never flushed); it is dropped",
-                    )));
-                }
+            State::Value if self.target == Target::Element => {
+                on(Scanned::Problem(Diagnostic::warning(
+                    self.value_line,
+                    Category::Truncated,
+                    "the file ends inside this element (a writer that never flushed); it is dropped",
+                )));
             }
             State::Start => on(Scanned::Problem(Diagnostic::error(
                 1,
