@@ -232,6 +232,8 @@ impl ChromeImport {
 #[derive(Deserialize)]
 struct RawEvent {
     #[serde(default)]
+    ph: Option<String>,
+    #[serde(default)]
     name: Option<String>,
     #[serde(default)]
     ts: Option<f64>,
@@ -381,6 +383,45 @@ impl ReadState {
     }
 
     fn element(&mut self, ordinal: u64, line: u64, bytes: &[u8]) {
+        // Fast path: a well-formed event object decodes straight into `RawEvent`. Anything else
+        // takes the slow path, which tells exactly what is wrong (in the documented order).
+        let fast = if bytes.first() == Some(&b'{') {
+            serde_json::from_slice::<RawEvent>(bytes).ok()
+        } else {
+            None
+        };
+        let (ph, raw) = match fast {
+            Some(RawEvent { ph: Some(ph), .. }) if !is_supported(&ph) => {
+                return self.skip(ph, line)
+            }
+            Some(raw @ RawEvent { ph: Some(_), .. }) => (raw.ph.clone().unwrap_or_default(), raw),
+            _ => match self.decode_slowly(ordinal, line, bytes) {
+                Some(decoded) => decoded,
+                None => return,
+            },
+        };
+        self.event(ordinal, line, ph, raw);
+    }
+
+    fn skip(&mut self, ph: String, line: u64) {
+        match self.skipped.iter_mut().find(|s| s.ph == ph) {
+            Some(s) => s.count += 1,
+            None => self.skipped.push(SkippedPhase {
+                ph,
+                count: 1,
+                first_line: line,
+            }),
+        }
+    }
+
+    /// The element as a JSON value first: syntax, object, `ph`, skipped phase, then field types.
+    /// `None` when it was reported (or skipped).
+    fn decode_slowly(
+        &mut self,
+        ordinal: u64,
+        line: u64,
+        bytes: &[u8],
+    ) -> Option<(String, RawEvent)> {
         let value: Value = match serde_json::from_slice(bytes) {
             Ok(v) => v,
             Err(e) => {
@@ -390,55 +431,57 @@ impl ReadState {
                 } else {
                     category
                 };
-                return self.error(line, category, format!("element {ordinal}: {message}"));
+                self.error(line, category, format!("element {ordinal}: {message}"));
+                return None;
             }
         };
         if !value.is_object() {
-            return self.error(
+            self.error(
                 line,
                 Category::Syntax,
                 format!("element {ordinal} is not a JSON object"),
             );
+            return None;
         }
         let ph = match value.get("ph") {
             None | Some(Value::Null) => {
-                return self.error(
+                self.error(
                     line,
                     Category::MissingField,
                     format!("element {ordinal} has no `ph` (phase)"),
-                )
+                );
+                return None;
             }
             Some(Value::String(ph)) => ph.clone(),
             Some(_) => {
-                return self.error(
+                self.error(
                     line,
                     Category::WrongType,
                     format!("element {ordinal}: `ph` is not a string"),
-                )
+                );
+                return None;
             }
         };
-        if !matches!(ph.as_str(), "X" | "B" | "E" | "i" | "I" | "C" | "M") {
-            match self.skipped.iter_mut().find(|s| s.ph == ph) {
-                Some(s) => s.count += 1,
-                None => self.skipped.push(SkippedPhase {
-                    ph,
-                    count: 1,
-                    first_line: line,
-                }),
-            }
-            return;
+        if !is_supported(&ph) {
+            self.skip(ph, line);
+            return None;
         }
-        let raw: RawEvent = match serde_json::from_value(value) {
-            Ok(r) => r,
+        match serde_json::from_value(value) {
+            Ok(raw) => Some((ph, raw)),
             Err(e) => {
                 let (category, message) = classify_json_error(&e);
-                return self.error(
+                self.error(
                     line,
                     category,
                     format!("`{ph}` element {ordinal}: {message}"),
                 );
+                None
             }
-        };
+        }
+    }
+
+    /// A decoded event of a supported phase: required fields, then its effect.
+    fn event(&mut self, ordinal: u64, line: u64, ph: String, raw: RawEvent) {
         let required: &[&str] = match ph.as_str() {
             "X" => &["name", "ts", "dur"],
             "B" | "i" | "I" | "C" => &["name", "ts"],
@@ -789,6 +832,10 @@ impl ReadState {
         doc.chrome = Some(Box::new(import));
         doc
     }
+}
+
+fn is_supported(ph: &str) -> bool {
+    matches!(ph, "X" | "B" | "E" | "i" | "I" | "C" | "M")
 }
 
 fn parse_step(s: &str) -> Option<Step> {

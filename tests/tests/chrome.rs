@@ -364,3 +364,38 @@ fn export_command_writes_the_file() {
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_large_single_line_file_streams_in_small_chunks() {
+    // 20 000 `B`/`E` pairs (each with an `X` inside) on one line, object form without its
+    // closing `]}`: framed element by element, whatever the chunk size.
+    const N: u64 = 20_000;
+    let mut text = String::from("{\"traceEvents\":[");
+    for i in 0..N {
+        let t = i * 10;
+        text.push_str(&format!(
+            "{{\"ph\":\"B\",\"name\":\"step \\\"{i}\\\"\",\"pid\":1,\"tid\":1,\"ts\":{t}}},\
+             {{\"ph\":\"X\",\"name\":\"op\",\"pid\":1,\"tid\":1,\"ts\":{},\"dur\":2.5}},\
+             {{\"ph\":\"E\",\"pid\":1,\"tid\":1,\"ts\":{}}},",
+            t + 1,
+            t + 5
+        ));
+    }
+    for chunk in [8191, 65_536] {
+        let mut r = AnyReader::new();
+        for c in text.as_bytes().chunks(chunk) {
+            r.push(c);
+        }
+        let AnyDocument::Trace(doc) = r.finish() else {
+            panic!("not a trace")
+        };
+        assert!(doc.diagnostics.is_empty(), "{:?}", &doc.diagnostics[..1]);
+        let s = doc.summary();
+        assert_eq!(s.span_count, 2 * N + 1);
+        assert_eq!(s.max_depth, 2);
+        assert_eq!(s.total_ns, (N - 1) * 10_000 + 5_000);
+        assert_eq!(doc.spans[1].name, "step \"0\"");
+        assert!(doc.tree.self_ns[1..].iter().step_by(2).all(|&x| x == 2_500));
+        assert_eq!(doc.chrome.as_ref().unwrap().element_count, 3 * N);
+    }
+}
