@@ -11,8 +11,8 @@
 //! (`forward` → `fc1`, `gelu`, `fc2`, then a `softmax`), logs one `tracing` event per pass
 //! (an instant in the Chrome file); a second thread, `worker`, runs one `matmul` span. The
 //! fixture `tests/fixtures/candle_tracing.chrome.json` is this example's output (see
-//! tests/fixtures/README.md); `tests/examples.rs`-style checks live in
-//! `tests/tests/chrome.rs`.
+//! tests/fixtures/README.md, checked in `tests/tests/chrome.rs`); `capture/tests/chrome_tracing.rs`
+//! runs it in-process and imports what it wrote.
 
 use std::path::PathBuf;
 
@@ -73,6 +73,8 @@ impl Mlp {
     }
 }
 
+/// The instrumented work: three forward passes on this thread, one `matmul` on a `worker`
+/// thread (which joins this thread's `tracing` dispatcher, as a global subscriber would give it).
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let device = Device::Cpu;
     let varmap = VarMap::new();
@@ -87,15 +89,29 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let sum = y.sum_all()?.to_scalar::<f32>()?;
         tracing::info!(pass, sum, "forward done");
     }
-    let worker = std::thread::Builder::new().name("worker".into()).spawn(
-        || -> candle_core::Result<()> {
-            let _span = tracing::span!(tracing::Level::TRACE, "matmul").entered();
-            let a = Tensor::ones((64, 64), DType::F32, &Device::Cpu)?;
-            a.matmul(&a)?.sum_all()?.to_scalar::<f32>()?;
-            Ok(())
-        },
-    )?;
+    let dispatch = tracing::dispatcher::get_default(Clone::clone);
+    let worker = std::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || -> candle_core::Result<()> {
+            tracing::dispatcher::with_default(&dispatch, || {
+                let _span = tracing::span!(tracing::Level::TRACE, "matmul").entered();
+                let a = Tensor::ones((64, 64), DType::F32, &Device::Cpu)?;
+                a.matmul(&a)?.sum_all()?.to_scalar::<f32>()?;
+                Ok(())
+            })
+        })?;
     worker.join().map_err(|_| "worker thread panicked")??;
+    Ok(())
+}
+
+/// Write the Chrome trace of [`run`] to `out` with `tracing-chrome`'s layer (set as the
+/// default subscriber of this thread only, so a test can call this too).
+pub fn write_trace(out: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    let (chrome_layer, guard) = ChromeLayerBuilder::new().file(out).build();
+    let subscriber = tracing_subscriber::registry().with(chrome_layer);
+    tracing::subscriber::with_default(subscriber, run)?;
+    // Dropping the guard flushes the file and writes the closing `]`.
+    drop(guard);
     Ok(())
 }
 
@@ -112,11 +128,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             other => return Err(format!("unknown argument {other:?}").into()),
         }
     }
-    let (chrome_layer, guard) = ChromeLayerBuilder::new().file(&out).build();
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(chrome_layer))?;
-    run()?;
-    // Dropping the guard flushes the file and writes the closing `]`.
-    drop(guard);
+    write_trace(&out)?;
     println!("wrote {}", out.display());
     Ok(())
 }
