@@ -90,16 +90,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         tracing::info!(pass, sum, "forward done");
     }
     let dispatch = tracing::dispatcher::get_default(Clone::clone);
-    let worker = std::thread::Builder::new()
-        .name("worker".into())
-        .spawn(move || -> candle_core::Result<()> {
+    let worker = std::thread::Builder::new().name("worker".into()).spawn(
+        move || -> candle_core::Result<()> {
             tracing::dispatcher::with_default(&dispatch, || {
                 let _span = tracing::span!(tracing::Level::TRACE, "matmul").entered();
                 let a = Tensor::ones((64, 64), DType::F32, &Device::Cpu)?;
                 a.matmul(&a)?.sum_all()?.to_scalar::<f32>()?;
                 Ok(())
             })
-        })?;
+        },
+    )?;
     worker.join().map_err(|_| "worker thread panicked")??;
     Ok(())
 }
