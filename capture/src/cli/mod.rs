@@ -1,4 +1,5 @@
-//! The `candle-trace` command-line tool: read, validate, summarise and query candle-trace files.
+//! The `candle-trace` command-line tool: read, validate, summarise, query, export and compare
+//! candle-trace files.
 //!
 //! [`run`] is the whole tool behind a testable signature (arguments in, text out, exit code
 //! back); `src/bin/candle-trace/main.rs` only wires it to the process. Exit codes:
@@ -22,7 +23,8 @@ use anyhow::Context as _;
 use candle_trace_schema::format::{AnyDocument, AnyReader};
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Read, validate, summarise and query candle-trace files (trace/6 and inference profiles).
+/// Read, validate, summarise, query, export and compare candle-trace files (trace/6, inference
+/// profiles, and Chrome Trace Event JSON imported as traces).
 #[derive(Debug, Parser)]
 #[command(name = "candle-trace", version, about, long_about = None)]
 pub struct Cli {
