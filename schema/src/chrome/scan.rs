@@ -11,6 +11,10 @@
 //! - the object form `{"traceEvents":[...], "metadata":{...}, ...}`: other top-level values are
 //!   skipped without buffering, except `metadata`, which is kept (it holds candle-trace's own meta
 //!   when the file was written by `chrome::export`).
+//!
+//! An element object that lost its closing `}` would otherwise swallow the rest of the file: a
+//! `{` at the element's top level that does not follow a `:` (never valid JSON there) ends the
+//! broken element (which then fails to decode and is reported at its line) and starts the next.
 
 use alloc::format;
 use alloc::vec::Vec;
@@ -83,6 +87,10 @@ pub(crate) struct Scanner {
     value_line: u64,
     depth: u32,
     scalar: bool,
+    /// The value is an object (its first byte is `{`).
+    object_value: bool,
+    /// The last byte outside strings that was not whitespace.
+    last_significant: u8,
     value_len: u64,
     in_string: bool,
     escaped: bool,
@@ -107,6 +115,8 @@ impl Default for Scanner {
             value_line: 1,
             depth: 0,
             scalar: false,
+            object_value: false,
+            last_significant: 0,
             value_len: 0,
             in_string: false,
             escaped: false,
@@ -315,6 +325,8 @@ impl Scanner {
         self.in_string = false;
         self.escaped = false;
         self.scalar = !matches!(first, b'{' | b'[' | b'"');
+        self.object_value = first == b'{';
+        self.last_significant = 0;
     }
 
     /// Consume bytes of the current value from `chunk[i..]`; returns the next index.
@@ -369,6 +381,16 @@ impl Scanner {
             match b {
                 b'\n' => self.line += 1,
                 b'"' => self.in_string = true,
+                // Inside an element object, `{` directly at its top level can only follow `:`.
+                // Anywhere else the element lost its closing `}` and the next element begins
+                // here: end the broken one (it is reported) and start over with this byte.
+                b'{' if self.depth == 1
+                    && self.object_value
+                    && self.target == Target::Element
+                    && self.last_significant != b':' =>
+                {
+                    return self.complete(chunk, start, i, on);
+                }
                 b'{' | b'[' => self.depth += 1,
                 b'}' | b']' => {
                     self.depth = self.depth.saturating_sub(1);
@@ -378,6 +400,9 @@ impl Scanner {
                     }
                 }
                 _ => {}
+            }
+            if !b.is_ascii_whitespace() {
+                self.last_significant = b;
             }
             i += 1;
         }
@@ -495,6 +520,22 @@ mod tests {
         ];
         for size in 1..12 {
             assert_eq!(scan(text, size), want, "chunk {size}");
+        }
+    }
+
+    #[test]
+    fn an_element_without_its_closing_brace_ends_at_the_next_element() {
+        let text = "[\n{\"a\":1,\n{\"b\":\n{\"c\":2}},\n{\"d\":[{\"e\":3}]}\n]";
+        for size in 1..9 {
+            assert_eq!(
+                scan(text, size),
+                vec![
+                    (String::from("{\"a\":1,\n"), 1, 2),
+                    (String::from("{\"b\":\n{\"c\":2}}"), 2, 3),
+                    (String::from("{\"d\":[{\"e\":3}]}"), 3, 5),
+                ],
+                "chunk {size}"
+            );
         }
     }
 
