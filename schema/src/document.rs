@@ -148,51 +148,6 @@ impl TraceDocument {
         reader.finish()
     }
 
-    /// A document from already-decoded parts (the Chrome importer): span index, tree (with its
-    /// diagnostics), the measured-span warnings of SCHEMA.md, sorted diagnostics. Span ids must be
-    /// unique.
-    pub(crate) fn assemble(
-        meta: Lined<Meta>,
-        spans: Vec<Span>,
-        mut diagnostics: Vec<Diagnostic>,
-    ) -> Self {
-        let mut doc = TraceDocument {
-            span_index: spans
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (s.id.clone(), i as u32))
-                .collect(),
-            spans,
-            ..TraceDocument::default()
-        };
-        let measured: Vec<&Span> = doc.spans.iter().filter(|s| s.measured).collect();
-        if measured.is_empty() {
-            diagnostics.push(Diagnostic::warning(
-                meta.line,
-                Category::Measured,
-                "no measured span: total_ns is 0",
-            ));
-        }
-        if let Some((first, rest)) = measured.split_first() {
-            for s in rest {
-                diagnostics.push(Diagnostic::warning(
-                    s.line,
-                    Category::Measured,
-                    format!("more than one measured span (the first starts at line {}); total_ns adds them all", first.line),
-                ));
-            }
-        }
-        let index = &doc.span_index;
-        let (tree, tree_diags) =
-            SpanTree::build(&doc.spans, |id| index.get(id).map(|&i| i as usize));
-        doc.tree = tree;
-        diagnostics.extend(tree_diags);
-        doc.meta = Some(meta);
-        sort_diagnostics(&mut diagnostics);
-        doc.diagnostics = diagnostics;
-        doc
-    }
-
     /// Index of the span with this id.
     pub fn span_index(&self, id: &str) -> Option<usize> {
         self.span_index.get(id).map(|&i| i as usize)
@@ -274,6 +229,53 @@ impl TraceDocument {
         }
         names.reverse();
         names.join("/")
+    }
+}
+
+impl TraceDocument {
+    /// A document from already-decoded parts (the Chrome importer): span index, tree (with its
+    /// diagnostics), the measured-span warnings of SCHEMA.md, sorted diagnostics. Span ids must be
+    /// unique.
+    pub(crate) fn assemble(
+        meta: Lined<Meta>,
+        spans: Vec<Span>,
+        mut diagnostics: Vec<Diagnostic>,
+    ) -> Self {
+        let mut doc = TraceDocument {
+            span_index: spans
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.id.clone(), i as u32))
+                .collect(),
+            spans,
+            ..TraceDocument::default()
+        };
+        let measured: Vec<&Span> = doc.spans.iter().filter(|s| s.measured).collect();
+        if measured.is_empty() {
+            diagnostics.push(Diagnostic::warning(
+                meta.line,
+                Category::Measured,
+                "no measured span: total_ns is 0",
+            ));
+        }
+        if let Some((first, rest)) = measured.split_first() {
+            for s in rest {
+                diagnostics.push(Diagnostic::warning(
+                    s.line,
+                    Category::Measured,
+                    format!("more than one measured span (the first starts at line {}); total_ns adds them all", first.line),
+                ));
+            }
+        }
+        let index = &doc.span_index;
+        let (tree, tree_diags) =
+            SpanTree::build(&doc.spans, |id| index.get(id).map(|&i| i as usize));
+        doc.tree = tree;
+        diagnostics.extend(tree_diags);
+        doc.meta = Some(meta);
+        sort_diagnostics(&mut diagnostics);
+        doc.diagnostics = diagnostics;
+        doc
     }
 }
 
