@@ -135,6 +135,9 @@ pub struct TraceDocument {
     pub skipped_unknown: u64,
     /// Bytes read.
     pub bytes_read: u64,
+    /// What a Chrome Trace Event JSON file held beyond spans (tracks, instants, counters,
+    /// skipped phases); `None` for a trace/6 file.
+    pub chrome: Option<alloc::boxed::Box<crate::chrome::ChromeImport>>,
     span_index: HashMap<String, u32>,
 }
 
@@ -237,6 +240,53 @@ impl TraceDocument {
         }
         names.reverse();
         names.join("/")
+    }
+}
+
+impl TraceDocument {
+    /// A document from already-decoded parts (the Chrome importer): span index, tree (with its
+    /// diagnostics), the measured-span warnings of SCHEMA.md, sorted diagnostics. Span ids must be
+    /// unique.
+    pub(crate) fn assemble(
+        meta: Lined<Meta>,
+        spans: Vec<Span>,
+        mut diagnostics: Vec<Diagnostic>,
+    ) -> Self {
+        let mut doc = TraceDocument {
+            span_index: spans
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.id.clone(), i as u32))
+                .collect(),
+            spans,
+            ..TraceDocument::default()
+        };
+        let measured: Vec<&Span> = doc.spans.iter().filter(|s| s.measured).collect();
+        if measured.is_empty() {
+            diagnostics.push(Diagnostic::warning(
+                meta.line,
+                Category::Measured,
+                "no measured span: total_ns is 0",
+            ));
+        }
+        if let Some((first, rest)) = measured.split_first() {
+            for s in rest {
+                diagnostics.push(Diagnostic::warning(
+                    s.line,
+                    Category::Measured,
+                    format!("more than one measured span (the first starts at line {}); total_ns adds them all", first.line),
+                ));
+            }
+        }
+        let index = &doc.span_index;
+        let (tree, tree_diags) =
+            SpanTree::build(&doc.spans, |id| index.get(id).map(|&i| i as usize));
+        doc.tree = tree;
+        diagnostics.extend(tree_diags);
+        doc.meta = Some(meta);
+        sort_diagnostics(&mut diagnostics);
+        doc.diagnostics = diagnostics;
+        doc
     }
 }
 
