@@ -136,7 +136,7 @@ impl fmt::Display for TrackId {
 }
 
 /// One (pid, tid) of the file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Track {
     /// Process id.
     pub pid: TrackId,
@@ -159,7 +159,7 @@ impl Track {
 }
 
 /// An instant event (`i` / `I`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Instant {
     /// Event name.
     pub name: String,
@@ -172,7 +172,7 @@ pub struct Instant {
 }
 
 /// One value of a counter (`C`) event.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CounterSample {
     /// Counter event name.
     pub name: String,
@@ -187,7 +187,7 @@ pub struct CounterSample {
 }
 
 /// Elements of one phase that the importer does not turn into anything.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedPhase {
     /// The `ph` value.
     pub ph: String,
@@ -198,7 +198,7 @@ pub struct SkippedPhase {
 }
 
 /// What a Chrome file holds beyond the spans of its [`TraceDocument`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChromeImport {
     /// Array or object form.
     pub form: ChromeForm,

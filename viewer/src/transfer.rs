@@ -17,6 +17,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use candle_trace_schema::chrome::ChromeImport;
 use candle_trace_schema::diagnostics::Diagnostic;
 use candle_trace_schema::document::{Lined, Span, TraceDocument};
 use candle_trace_schema::events::{
@@ -61,6 +62,8 @@ pub enum Frame<'a> {
     Tree(Cow<'a, SpanTree>),
     /// The memory profile.
     MemoryProfile(Cow<'a, MemoryProfile>),
+    /// What an imported Chrome JSON file held beyond spans.
+    Chrome(Cow<'a, ChromeImport>),
     /// An inference profile follows.
     ProfileStart,
     /// A batch of profile records.
@@ -101,6 +104,7 @@ fn needs_field_names(frame: &Frame<'_>) -> bool {
         Frame::Spans(_)
             | Frame::Tree(_)
             | Frame::MemoryProfile(_)
+            | Frame::Chrome(_)
             | Frame::ProfileStart
             | Frame::Unsupported { .. }
             | Frame::End
@@ -161,6 +165,9 @@ pub fn encode(doc: &AnyDocument) -> Vec<u8> {
                 &mut out,
                 &Frame::MemoryProfile(Cow::Borrowed(&t.memory_profile)),
             );
+            if let Some(chrome) = &t.chrome {
+                push_frame(&mut out, &Frame::Chrome(Cow::Borrowed(&**chrome)));
+            }
             &t.diagnostics
         }
         AnyDocument::Profile(p) => {
@@ -261,6 +268,7 @@ impl Assembler {
             (Frame::Edges(b), Partial::Trace(d)) => d.edges.extend(b.into_owned()),
             (Frame::Tree(t), Partial::Trace(d)) => d.tree = t.into_owned(),
             (Frame::MemoryProfile(m), Partial::Trace(d)) => d.memory_profile = m.into_owned(),
+            (Frame::Chrome(c), Partial::Trace(d)) => d.chrome = Some(Box::new(c.into_owned())),
             (Frame::ProfileRecords(b), Partial::Profile(p)) => p.records.extend(b.into_owned()),
             (Frame::Diagnostics(b), Partial::Trace(d)) => d.diagnostics.extend(b.into_owned()),
             (Frame::Diagnostics(b), Partial::Profile(p)) => p.diagnostics.extend(b.into_owned()),
@@ -399,6 +407,7 @@ mod tests {
                 assert_eq!(a.diagnostics, b.diagnostics, "{name}");
                 assert_eq!(a.skipped_unknown, b.skipped_unknown, "{name}");
                 assert_eq!(a.bytes_read, b.bytes_read, "{name}");
+                assert_eq!(a.chrome, b.chrome, "{name}");
                 assert_eq!(a.summary(), b.summary(), "{name}");
                 for (i, s) in a.spans.iter().enumerate() {
                     assert_eq!(b.span_index(&s.id), a.span_index(&s.id), "{name} span {i}");

@@ -22,7 +22,7 @@ use alloc::vec::Vec;
 use crate::diagnostics::{Category, Diagnostic};
 
 /// The outer shape of a Chrome JSON file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChromeForm {
     /// `[ev, ev, ...]`.
