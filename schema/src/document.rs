@@ -154,8 +154,24 @@ impl TraceDocument {
     /// as the viewer moving a read document from its worker to the page.
     pub fn rebuild_span_index(&mut self) {
         self.span_index.clear();
-        for (i, s) in self.spans.iter().enumerate() {
-            self.span_index.entry(s.id.clone()).or_insert(i as u32);
+        self.index_spans_from(0);
+    }
+
+    /// Make room for `n` more spans (and their ids) before appending them in batches.
+    pub fn reserve_spans(&mut self, n: usize) {
+        self.spans.reserve(n);
+        self.span_index.reserve(n);
+    }
+
+    /// Add the ids of `spans[start..]` to the id → index map (the first span with an id
+    /// wins): for code that appends to `spans` in batches and indexes as it goes.
+    pub fn index_spans_from(&mut self, start: usize) {
+        let new = self.spans.get(start..).unwrap_or_default();
+        self.span_index.reserve(new.len());
+        for (i, s) in new.iter().enumerate() {
+            self.span_index
+                .entry(s.id.clone())
+                .or_insert((start + i) as u32);
         }
     }
 

@@ -16,17 +16,15 @@ use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use serde::{Deserialize, Serialize};
-
 use crate::diagnostics::{Category, Diagnostic};
 use crate::document::Span;
 
 /// Parent/child structure of a document's spans, indexed like `TraceDocument::spans`.
 ///
-/// It (de)serializes so that a tree built by [`SpanTree::build`] can move between threads as
-/// bytes (the viewer's worker hands it to the page); a deserialized tree is trusted, not
-/// re-validated, so only deserialize what this crate serialized.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// To move a tree between threads as plain arrays (the viewer's worker hands it to the page),
+/// take it apart with [`SpanTree::into_parts`] and put it back with [`SpanTree::from_parts`],
+/// which checks that the parts fit together.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SpanTree {
     /// Layout parent of each span (`None` for roots, dangling parents and cycle breakers).
     pub parent: Vec<Option<u32>>,
@@ -40,6 +38,25 @@ pub struct SpanTree {
     pub max_depth: u32,
     child_start: Vec<u32>,
     child_list: Vec<u32>,
+}
+
+/// A [`SpanTree`]'s arrays (see [`SpanTree::into_parts`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpanTreeParts {
+    /// [`SpanTree::parent`].
+    pub parent: Vec<Option<u32>>,
+    /// [`SpanTree::depth`].
+    pub depth: Vec<u32>,
+    /// [`SpanTree::self_ns`].
+    pub self_ns: Vec<u64>,
+    /// [`SpanTree::roots`].
+    pub roots: Vec<u32>,
+    /// [`SpanTree::max_depth`].
+    pub max_depth: u32,
+    /// Offsets into `child_list`, one per span plus one.
+    pub child_start: Vec<u32>,
+    /// Children of every span, row after row.
+    pub child_list: Vec<u32>,
 }
 
 impl SpanTree {
@@ -145,6 +162,58 @@ impl SpanTree {
         )
     }
 
+    /// The tree's arrays, for moving it as plain data.
+    pub fn into_parts(self) -> SpanTreeParts {
+        SpanTreeParts {
+            parent: self.parent,
+            depth: self.depth,
+            self_ns: self.self_ns,
+            roots: self.roots,
+            max_depth: self.max_depth,
+            child_start: self.child_start,
+            child_list: self.child_list,
+        }
+    }
+
+    /// The children in compressed rows: span `i`'s children are
+    /// `child_list[child_start[i]..child_start[i + 1]]`.
+    pub fn child_rows(&self) -> (&[u32], &[u32]) {
+        (&self.child_start, &self.child_list)
+    }
+
+    /// A tree from [`SpanTree::into_parts`]'s arrays, or why they do not fit together
+    /// (lengths, offsets, indices out of range); a cheap linear check, so a tree rebuilt from
+    /// bytes can never index out of bounds.
+    pub fn from_parts(p: SpanTreeParts) -> Result<Self, &'static str> {
+        let n = p.parent.len();
+        if p.depth.len() != n || p.self_ns.len() != n {
+            return Err("parent, depth and self time differ in length");
+        }
+        if p.child_start.len() != n + 1
+            || p.child_start.first() != Some(&0)
+            || p.child_start.last().map(|&l| l as usize) != Some(p.child_list.len())
+            || p.child_start.windows(2).any(|w| w[0] > w[1])
+        {
+            return Err("child offsets do not fit the child list");
+        }
+        let in_range = |i: &u32| (*i as usize) < n;
+        if !p.child_list.iter().all(in_range)
+            || !p.roots.iter().all(in_range)
+            || !p.parent.iter().flatten().all(in_range)
+        {
+            return Err("a span index is out of range");
+        }
+        Ok(SpanTree {
+            parent: p.parent,
+            depth: p.depth,
+            self_ns: p.self_ns,
+            roots: p.roots,
+            max_depth: p.max_depth,
+            child_start: p.child_start,
+            child_list: p.child_list,
+        })
+    }
+
     /// Direct children of span `i`, ordered by start time.
     pub fn children(&self, i: usize) -> &[u32] {
         match (self.child_start.get(i), self.child_start.get(i + 1)) {
@@ -217,6 +286,46 @@ fn break_cycles(spans: &[Span], parent: &mut [Option<u32>], diagnostics: &mut Ve
         }
         for &i in &path {
             state[i as usize] = DONE;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::TraceDocument;
+
+    const FILE: &str = concat!(
+        r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2026-01-01T00:00:00Z","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"a","name":"a","start_ns":0,"span_kind":"function","measured":true}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"b","parent_id":"a","name":"b","start_ns":1,"span_kind":"op"}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"b","duration_ns":2}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"a","duration_ns":5}"#,
+        "\n",
+    );
+
+    #[test]
+    fn parts_round_trip_and_misfits_are_refused() {
+        let tree = TraceDocument::from_bytes(FILE.as_bytes()).tree;
+        assert_eq!(tree.children(0), &[1]);
+        let back = SpanTree::from_parts(tree.clone().into_parts()).unwrap();
+        assert_eq!(back, tree);
+        let broken: [fn(&mut SpanTreeParts); 6] = [
+            |p| p.depth.pop().map(drop).unwrap_or(()),
+            |p| p.child_start[1] = 9,
+            |p| p.child_start.pop().map(drop).unwrap_or(()),
+            |p| p.child_list[0] = 7,
+            |p| p.roots.push(2),
+            |p| p.parent[1] = Some(5),
+        ];
+        for (i, f) in broken.iter().enumerate() {
+            let mut parts = tree.clone().into_parts();
+            f(&mut parts);
+            assert!(SpanTree::from_parts(parts).is_err(), "misfit {i}");
         }
     }
 }

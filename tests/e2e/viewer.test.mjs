@@ -24,6 +24,8 @@ test('every fixture by picker and by drop matches the CLI', async () => {
     await checkAgainstCli(page, file, 'picker');
     await openByDrop(page, f, readFileSync(file));
     await checkAgainstCli(page, file, 'drop');
+    // Parsed in the worker, not on the page.
+    assert.equal(await page.getAttribute('[data-testid=load-timings]', 'data-in-worker'), 'true', f);
   }
   assert.deepEqual(seen.errors, []);
   assert.ok(seen.requests.every((u) => u.startsWith(ctx.origin)), seen.requests.join('\n'));
@@ -226,6 +228,13 @@ test('a generated large trace opens and pans without stalling the tab', { skip: 
   await page.waitForTimeout(500);
   assert.equal(await loadSeq(page), 0);
   const n = await loadSeq(page);
+  // Every task of 50 ms or more on the page's main thread while the file loads.
+  await page.evaluate(() => {
+    window.longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.longTasks.push(Math.round(e.duration));
+    }).observe({ type: 'longtask' });
+  });
   const started = Date.now();
   await page.setInputFiles('[data-testid=file-input]', file);
   // While it loads, the page must keep answering: record the longest wait for a round trip.
@@ -250,8 +259,13 @@ test('a generated large trace opens and pans without stalling the tab', { skip: 
     frames.push(Date.now() - t0);
   }
   const worstFrame = Math.max(...frames);
+  const longTasks = await page.evaluate(() => window.longTasks);
+  const timings = await page.$eval('[data-testid=load-timings]', (e) => ({ ...e.dataset }));
   console.log(`big trace: ${made} spans, ${statSync(file).size} bytes, load ${loadMs} ms, ` +
-    `longest unresponsive wait while loading ${longest} ms, worst zoom/pan frame ${worstFrame} ms`);
+    `longest unresponsive wait while loading ${longest} ms, worst zoom/pan frame ${worstFrame} ms; ` +
+    `page tasks ≥ 50 ms while loading: ${longTasks.length} (longest ${Math.max(0, ...longTasks)} ms); ` +
+    `timings ${JSON.stringify(timings)}`);
+  assert.equal(timings.inWorker, 'true');
   assert.ok(worstFrame < 500, `zoom/pan frame took ${worstFrame} ms`);
   assert.ok(longest < 1500, `the page did not answer for ${longest} ms while loading`);
   assert.deepEqual(seen.errors, []);

@@ -26,7 +26,7 @@ use candle_trace_schema::events::{
 use candle_trace_schema::format::{AnyDocument, Format};
 use candle_trace_schema::memory::MemoryProfile;
 use candle_trace_schema::profile::{ProfileDocument, ProfileRecord};
-use candle_trace_schema::spans::SpanTree;
+use candle_trace_schema::spans::{SpanTree, SpanTreeParts};
 
 /// Records per frame: small enough that decoding one frame is a short task on the page
 /// (a few milliseconds for spans), large enough that framing costs nothing.
@@ -37,6 +37,9 @@ pub const BATCH: usize = 8192;
 pub enum Frame<'a> {
     /// An execution trace follows: its scalars and meta.
     TraceStart {
+        /// Number of spans that follow (the page reserves room for them at once, rather than
+        /// growing, and rehashing, step by step).
+        span_count: u64,
         /// `TraceDocument::meta`.
         meta: Option<Cow<'a, Lined<Meta>>>,
         /// `TraceDocument::skipped_unknown`.
@@ -58,8 +61,23 @@ pub enum Frame<'a> {
     Gradients(Cow<'a, [Lined<Gradient>]>),
     /// A batch of edges.
     Edges(Cow<'a, [Lined<Edge>]>),
-    /// The span tree.
-    Tree(Cow<'a, SpanTree>),
+    /// The span tree's scalars; its arrays follow in batches.
+    TreeStart {
+        /// `SpanTree::roots`.
+        roots: Cow<'a, [u32]>,
+        /// `SpanTree::max_depth`.
+        max_depth: u32,
+    },
+    /// A batch of `SpanTree::parent`.
+    TreeParent(Cow<'a, [Option<u32>]>),
+    /// A batch of `SpanTree::depth`.
+    TreeDepth(Cow<'a, [u32]>),
+    /// A batch of `SpanTree::self_ns`.
+    TreeSelf(Cow<'a, [u64]>),
+    /// A batch of the tree's child offsets.
+    TreeChildStart(Cow<'a, [u32]>),
+    /// A batch of the tree's child list.
+    TreeChildList(Cow<'a, [u32]>),
     /// The memory profile.
     MemoryProfile(Cow<'a, MemoryProfile>),
     /// What an imported Chrome JSON file held beyond spans.
@@ -102,7 +120,12 @@ fn needs_field_names(frame: &Frame<'_>) -> bool {
     !matches!(
         frame,
         Frame::Spans(_)
-            | Frame::Tree(_)
+            | Frame::TreeStart { .. }
+            | Frame::TreeParent(_)
+            | Frame::TreeDepth(_)
+            | Frame::TreeSelf(_)
+            | Frame::TreeChildStart(_)
+            | Frame::TreeChildList(_)
             | Frame::MemoryProfile(_)
             | Frame::Chrome(_)
             | Frame::ProfileStart
@@ -128,6 +151,9 @@ fn push_frame(out: &mut Vec<u8>, frame: &Frame<'_>) {
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
 }
 
+/// Numbers per frame of the tree's arrays (plain integers decode far faster than records).
+const TREE_BATCH: usize = 8 * BATCH;
+
 fn push_batches<'a, T: Clone>(
     out: &mut Vec<u8>,
     items: &'a [T],
@@ -135,7 +161,18 @@ fn push_batches<'a, T: Clone>(
 ) where
     [T]: ToOwned<Owned = Vec<T>>,
 {
-    for chunk in items.chunks(BATCH) {
+    push_batches_of(out, items, BATCH, frame)
+}
+
+fn push_batches_of<'a, T: Clone>(
+    out: &mut Vec<u8>,
+    items: &'a [T],
+    batch: usize,
+    frame: impl Fn(Cow<'a, [T]>) -> Frame<'a>,
+) where
+    [T]: ToOwned<Owned = Vec<T>>,
+{
+    for chunk in items.chunks(batch) {
         push_frame(out, &frame(Cow::Borrowed(chunk)));
     }
 }
@@ -148,6 +185,7 @@ pub fn encode(doc: &AnyDocument) -> Vec<u8> {
             push_frame(
                 &mut out,
                 &Frame::TraceStart {
+                    span_count: t.spans.len() as u64,
                     meta: t.meta.as_ref().map(Cow::Borrowed),
                     skipped_unknown: t.skipped_unknown,
                     bytes_read: t.bytes_read,
@@ -160,7 +198,20 @@ pub fn encode(doc: &AnyDocument) -> Vec<u8> {
             push_batches(&mut out, &t.device_memory, Frame::DeviceMemory);
             push_batches(&mut out, &t.gradients, Frame::Gradients);
             push_batches(&mut out, &t.edges, Frame::Edges);
-            push_frame(&mut out, &Frame::Tree(Cow::Borrowed(&t.tree)));
+            let tree = &t.tree;
+            push_frame(
+                &mut out,
+                &Frame::TreeStart {
+                    roots: Cow::Borrowed(&tree.roots),
+                    max_depth: tree.max_depth,
+                },
+            );
+            let (child_start, child_list) = tree.child_rows();
+            push_batches_of(&mut out, &tree.parent, TREE_BATCH, Frame::TreeParent);
+            push_batches_of(&mut out, &tree.depth, TREE_BATCH, Frame::TreeDepth);
+            push_batches_of(&mut out, &tree.self_ns, TREE_BATCH, Frame::TreeSelf);
+            push_batches_of(&mut out, child_start, TREE_BATCH, Frame::TreeChildStart);
+            push_batches_of(&mut out, child_list, TREE_BATCH, Frame::TreeChildList);
             push_frame(
                 &mut out,
                 &Frame::MemoryProfile(Cow::Borrowed(&t.memory_profile)),
@@ -191,7 +242,7 @@ pub fn encode(doc: &AnyDocument) -> Vec<u8> {
 /// The document being rebuilt.
 enum Partial {
     Empty,
-    Trace(Box<TraceDocument>),
+    Trace(Box<TraceDocument>, Box<SpanTreeParts>),
     Profile(ProfileDocument),
     Unsupported {
         format: Option<Format>,
@@ -238,6 +289,7 @@ impl Assembler {
         match (frame, &mut self.doc) {
             (
                 Frame::TraceStart {
+                    span_count,
                     meta,
                     skipped_unknown,
                     bytes_read,
@@ -248,7 +300,9 @@ impl Assembler {
                 doc.meta = meta.map(Cow::into_owned);
                 doc.skipped_unknown = skipped_unknown;
                 doc.bytes_read = bytes_read;
-                self.doc = Partial::Trace(Box::new(doc));
+                // A bound, not a promise: a broken count costs only a smaller reservation.
+                doc.reserve_spans(usize::try_from(span_count).unwrap_or(0).min(1 << 26));
+                self.doc = Partial::Trace(Box::new(doc), Box::default());
             }
             (Frame::ProfileStart, Partial::Empty) => {
                 self.doc = Partial::Profile(ProfileDocument::default());
@@ -259,18 +313,37 @@ impl Assembler {
                     diagnostics: Vec::new(),
                 };
             }
-            (Frame::Spans(b), Partial::Trace(d)) => d.spans.extend(b.into_owned()),
-            (Frame::Ops(b), Partial::Trace(d)) => d.ops.extend(b.into_owned()),
-            (Frame::Tensors(b), Partial::Trace(d)) => d.tensors.extend(b.into_owned()),
-            (Frame::Memory(b), Partial::Trace(d)) => d.memory.extend(b.into_owned()),
-            (Frame::DeviceMemory(b), Partial::Trace(d)) => d.device_memory.extend(b.into_owned()),
-            (Frame::Gradients(b), Partial::Trace(d)) => d.gradients.extend(b.into_owned()),
-            (Frame::Edges(b), Partial::Trace(d)) => d.edges.extend(b.into_owned()),
-            (Frame::Tree(t), Partial::Trace(d)) => d.tree = t.into_owned(),
-            (Frame::MemoryProfile(m), Partial::Trace(d)) => d.memory_profile = m.into_owned(),
-            (Frame::Chrome(c), Partial::Trace(d)) => d.chrome = Some(Box::new(c.into_owned())),
+            (Frame::Spans(b), Partial::Trace(d, _)) => {
+                // Indexed as they arrive, so no single step indexes every span.
+                let start = d.spans.len();
+                d.spans.extend(b.into_owned());
+                d.index_spans_from(start);
+            }
+            (Frame::Ops(b), Partial::Trace(d, _)) => d.ops.extend(b.into_owned()),
+            (Frame::Tensors(b), Partial::Trace(d, _)) => d.tensors.extend(b.into_owned()),
+            (Frame::Memory(b), Partial::Trace(d, _)) => d.memory.extend(b.into_owned()),
+            (Frame::DeviceMemory(b), Partial::Trace(d, _)) => {
+                d.device_memory.extend(b.into_owned())
+            }
+            (Frame::Gradients(b), Partial::Trace(d, _)) => d.gradients.extend(b.into_owned()),
+            (Frame::Edges(b), Partial::Trace(d, _)) => d.edges.extend(b.into_owned()),
+            (Frame::TreeStart { roots, max_depth }, Partial::Trace(_, t)) => {
+                t.roots = roots.into_owned();
+                t.max_depth = max_depth;
+            }
+            (Frame::TreeParent(b), Partial::Trace(_, t)) => t.parent.extend(b.iter().copied()),
+            (Frame::TreeDepth(b), Partial::Trace(_, t)) => t.depth.extend(b.iter().copied()),
+            (Frame::TreeSelf(b), Partial::Trace(_, t)) => t.self_ns.extend(b.iter().copied()),
+            (Frame::TreeChildStart(b), Partial::Trace(_, t)) => {
+                t.child_start.extend(b.iter().copied())
+            }
+            (Frame::TreeChildList(b), Partial::Trace(_, t)) => {
+                t.child_list.extend(b.iter().copied())
+            }
+            (Frame::MemoryProfile(m), Partial::Trace(d, _)) => d.memory_profile = m.into_owned(),
+            (Frame::Chrome(c), Partial::Trace(d, _)) => d.chrome = Some(Box::new(c.into_owned())),
             (Frame::ProfileRecords(b), Partial::Profile(p)) => p.records.extend(b.into_owned()),
-            (Frame::Diagnostics(b), Partial::Trace(d)) => d.diagnostics.extend(b.into_owned()),
+            (Frame::Diagnostics(b), Partial::Trace(d, _)) => d.diagnostics.extend(b.into_owned()),
             (Frame::Diagnostics(b), Partial::Profile(p)) => p.diagnostics.extend(b.into_owned()),
             (Frame::Diagnostics(b), Partial::Unsupported { diagnostics, .. }) => {
                 diagnostics.extend(b.into_owned())
@@ -292,8 +365,12 @@ impl Assembler {
             return Err(TransferError("the document ended early".into()));
         }
         Ok(match self.doc {
-            Partial::Trace(mut d) => {
-                d.rebuild_span_index();
+            Partial::Trace(mut d, tree) => {
+                // A document without spans has an empty tree (no offsets at all).
+                if !(d.spans.is_empty() && tree.child_start.is_empty()) {
+                    d.tree = SpanTree::from_parts(*tree)
+                        .map_err(|e| TransferError(format!("span tree: {e}")))?;
+                }
                 AnyDocument::Trace(d)
             }
             Partial::Profile(p) => AnyDocument::Profile(p),
@@ -482,8 +559,9 @@ mod tests {
         while !d.step().unwrap() {
             steps += 1;
         }
-        // start, 4 span batches (n + 1 spans), tree, memory profile, (no diagnostics), end.
-        assert_eq!(steps + 1, 1 + 4 + 2 + 1);
+        // start, 4 span batches (n + 1 spans), the tree's start and five arrays (each under
+        // one tree batch), memory profile, (no diagnostics), end.
+        assert_eq!(steps + 1, 1 + 4 + 6 + 1 + 1);
         assert_eq!(d.position(), bytes.len());
         let back = d.finish().unwrap();
         assert_same("large", &doc, &back);

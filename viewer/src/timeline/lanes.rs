@@ -256,6 +256,10 @@ pub fn extents_of(doc: &candle_trace_schema::document::TraceDocument) -> Vec<Spa
             depth: doc.tree.depth.get(i).copied().unwrap_or(0),
         })
         .collect();
+    // Only unclosed spans need their parents' extents; most traces have none.
+    if doc.spans.iter().all(|s| s.duration_ns.is_some()) {
+        return extents;
+    }
     let trace_end = extents.iter().map(|e| e.end_ns).max().unwrap_or(0);
     // Parents come before their children in pre-order, so a parent's extent is final first.
     for i in doc.tree.preorder() {
