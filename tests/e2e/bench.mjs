@@ -58,7 +58,8 @@ async function serve() {
   return { server, origin: `http://127.0.0.1:${server.address().port}` };
 }
 
-/** Resident memory of every Chromium renderer process (the tab, its worker), in bytes. */
+/** Resident memory of every Chromium renderer process (the tab and its worker: each run has
+ * a browser of its own, with one page), in bytes. */
 function rendererRss() {
   let total = 0;
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
@@ -72,12 +73,12 @@ function rendererRss() {
   return total;
 }
 
+/** The page's JS heap plus its ArrayBuffer backing stores (which hold wasm memory), in bytes. */
 async function jsHeap(page) {
   const cdp = await page.context().newCDPSession(page);
-  await cdp.send('Performance.enable');
-  const { metrics } = await cdp.send('Performance.getMetrics');
+  const usage = await cdp.send('Runtime.getHeapUsage');
   await cdp.detach();
-  return metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? null;
+  return usage.usedSize + (usage.backingStorageSize ?? 0);
 }
 
 const twoFrames = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r())));
@@ -129,9 +130,14 @@ async function openSpeedscope(browser, origin, file, timeoutMs) {
     await page.waitForSelector('#file', { state: 'attached' });
     const started = Date.now();
     await page.setInputFiles('#file', file);
-    // Loaded: the landing page's file input is gone and the flame graph's canvas is there.
-    await page.waitForFunction(() => !document.querySelector('#file') && document.querySelector('canvas'),
-      null, { timeout: timeoutMs, polling: 50 });
+    // Loaded: the landing page's file input is gone and the flame graph's canvas is there
+    // (or speedscope says it could not import the file).
+    await page.waitForFunction(() => /Something went wrong/.test(document.body.innerText)
+      || (!document.querySelector('#file') && document.querySelector('canvas')),
+    null, { timeout: timeoutMs, polling: 50 });
+    if (/Something went wrong/.test(await page.evaluate(() => document.body.innerText))) {
+      return { opened: false, reason: 'speedscope could not import the file', errors };
+    }
     await page.evaluate(twoFrames);
     const ms = Date.now() - started;
     return { opened: true, ms, rss: rendererRss(), heap: await jsHeap(page), errors };
@@ -199,12 +205,22 @@ for (const dir of [dist, speedscopeDir]) {
   if (!existsSync(join(dir, 'index.html'))) throw new Error(`missing ${dir}/index.html`);
 }
 const { server, origin } = await serve();
-const browser = await chromium.launch({
+/** A fresh browser, so that the renderer memory measured is this run's alone. */
+const launch = () => chromium.launch({
   executablePath: chromiumPath,
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking',
     '--disable-component-update', '--disable-sync', '--no-first-run'],
 });
-const results = { chromium: browser.version(), runs: opts.runs, open: [], frames: null };
+/** `f(browser)` in a browser of its own. */
+async function fresh(f) {
+  const browser = await launch();
+  try {
+    return await f(browser);
+  } finally {
+    await browser.close();
+  }
+}
+const results = { chromium: await fresh((b) => b.version()), runs: opts.runs, open: [], frames: null };
 try {
   for (const { trace, chrome } of opts.pairs) {
     const ours = [];
@@ -214,9 +230,9 @@ try {
       // Alternate which tool goes first, so neither always gets the warmer machine.
       const order = i % 2 === 0 ? ['ours', 'peer'] : ['peer', 'ours'];
       for (const who of order) {
-        const r = who === 'ours'
-          ? await openOurs(browser, origin, trace, timeoutMs)
-          : await openSpeedscope(browser, origin, chrome, timeoutMs);
+        const r = await fresh((browser) => (who === 'ours'
+          ? openOurs(browser, origin, trace, timeoutMs)
+          : openSpeedscope(browser, origin, chrome, timeoutMs)));
         (who === 'ours' ? ours : peer).push(r);
         console.error(`${who} ${trace}: ${r.opened ? `${r.ms} ms, rss ${(r.rss / 1e6).toFixed(0)} MB` : `did not open: ${r.reason}`}`);
         if (!r.opened) break;
@@ -246,9 +262,10 @@ try {
       ours: summary(ours), speedscope: summary(peer),
     });
   }
-  if (opts.frames) results.frames = await frameTimes(browser, origin, opts.frames, opts.timeoutS * 1000);
+  if (opts.frames) {
+    results.frames = await fresh((browser) => frameTimes(browser, origin, opts.frames, opts.timeoutS * 1000));
+  }
 } finally {
-  await browser.close();
   server.close();
 }
 const json = JSON.stringify(results, null, 2);

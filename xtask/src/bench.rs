@@ -223,7 +223,9 @@ pub fn bench(args: &[String]) -> Result<()> {
     let mut pairs = Vec::new();
     for mb in &sizes {
         let trace = dir.join(format!("gen-{mb}mb.trace6.jsonl"));
-        let chrome = dir.join(format!("gen-{mb}mb.chrome.json"));
+        // Not `.chrome.json`: speedscope takes that suffix for a bare event array and fails on
+        // the object form (`{"traceEvents": ...}`) that `export` writes.
+        let chrome = dir.join(format!("gen-{mb}mb.trace-events.json"));
         if !trace.exists() {
             run(
                 &gen.to_string_lossy(),
