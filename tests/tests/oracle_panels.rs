@@ -18,7 +18,11 @@ fn fixtures(suffix: &str) -> Vec<(String, Vec<u8>, Value)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(fixtures_dir()).expect("fixtures dir") {
         let path = entry.expect("entry").path();
-        let name = path.file_name().expect("name").to_string_lossy().to_string();
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .to_string();
         if !name.ends_with(suffix) {
             continue;
         }
@@ -59,7 +63,11 @@ fn trace_panels_match_the_oracle() {
         );
 
         let e = efficiency(&doc);
-        assert_eq!(serde_json::to_value(&e).unwrap(), w["efficiency"], "{name}: efficiency");
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            w["efficiency"],
+            "{name}: efficiency"
+        );
 
         let r = reconcile(&doc);
         let points: Vec<Value> = r

@@ -6,14 +6,14 @@ use std::path::Path;
 use anyhow::bail;
 use candle_trace_schema::document::TraceDocument;
 use candle_trace_schema::events::{SpanKind, Step, TensorCategory};
-use candle_trace_schema::format::AnyDocument;
 use candle_trace_schema::flops::efficiency;
+use candle_trace_schema::format::AnyDocument;
 use candle_trace_schema::gradients::{gradients_for_review, norm_histogram, GradientCounts};
 use candle_trace_schema::histogram::Histogram;
-use candle_trace_schema::phases::{module_pairs, phase_breakdown};
-use candle_trace_schema::reconcile::reconcile;
 use candle_trace_schema::ops::{heaviest_ops, op_groups, OpGrouping};
+use candle_trace_schema::phases::{module_pairs, phase_breakdown};
 use candle_trace_schema::profile::ProfileDocument;
+use candle_trace_schema::reconcile::reconcile;
 use candle_trace_schema::units::{format_bytes, format_ns};
 use serde_json::{json, Value};
 
@@ -508,9 +508,14 @@ fn flops(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
             r.op_name.clone(),
             r.count.to_string(),
             format_ns(r.total_ns),
-            if r.estimated_count > 0 { r.flops.to_string() } else { String::from("–") },
+            if r.estimated_count > 0 {
+                r.flops.to_string()
+            } else {
+                String::from("–")
+            },
             r.flops_per_s.map_or(String::from("–"), |v| v.to_string()),
-            r.bytes_per_ns.map_or(String::from("–"), |v| format!("{v:.3}")),
+            r.bytes_per_ns
+                .map_or(String::from("–"), |v| format!("{v:.3}")),
             dtypes.join(", "),
         ]);
     }
@@ -553,7 +558,10 @@ fn reconciliation(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
 fn latency(doc: &ProfileDocument, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()> {
     let requests = doc.requests();
     let ttft: Vec<u64> = requests.iter().filter_map(|r| r.ttft_us).collect();
-    let itl: Vec<u64> = requests.iter().flat_map(|r| r.itl_nanos.iter().copied()).collect();
+    let itl: Vec<u64> = requests
+        .iter()
+        .flat_map(|r| r.itl_nanos.iter().copied())
+        .collect();
     let stats = doc.latency();
     let settings = doc.settings();
     if opts.json {
@@ -587,7 +595,10 @@ fn latency(doc: &ProfileDocument, opts: &Options, out: &mut dyn Write) -> anyhow
         ("p99", Align::Right),
         ("max", Align::Right),
     ]);
-    for (name, p, scale) in [("TTFT", stats.ttft_us, 1_000u64), ("ITL", stats.itl_nanos, 1)] {
+    for (name, p, scale) in [
+        ("TTFT", stats.ttft_us, 1_000u64),
+        ("ITL", stats.itl_nanos, 1),
+    ] {
         if let Some(p) = p {
             let f = |v: u64| format_ns(v.saturating_mul(scale));
             table.row(vec![
