@@ -130,7 +130,7 @@ pub fn norm_histogram(gradients: &[Lined<Gradient>]) -> NormHistogram {
     for g in gradients {
         match g.norm {
             None => h.without_norm += 1,
-            Some(n) if n == 0.0 => h.zero += 1,
+            Some(0.0) => h.zero += 1,
             Some(n) if !n.is_finite() || n < 0.0 => h.not_finite += 1,
             Some(n) => decades.push(decade(n)),
         }

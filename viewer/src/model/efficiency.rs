@@ -14,9 +14,7 @@ pub fn si(v: f64, unit: &str) -> String {
         v /= 1000.0;
         p += 1;
     }
-    let digits = if p == 0 && v == v.trunc() {
-        0
-    } else if v.abs() >= 99.95 {
+    let digits = if (p == 0 && v == v.trunc()) || v.abs() >= 99.95 {
         0
     } else if v.abs() >= 9.995 {
         1
