@@ -49,7 +49,9 @@ fn HistogramView(
 /// A list of events shown apart from the requests.
 #[component]
 fn EventList(
-    /// `profile-failure` or `profile-diagnostic-only`.
+    /// The section's `data-testid` (its `data-value` is the row count).
+    list_testid: &'static str,
+    /// Each row's `data-testid`.
     testid: &'static str,
     /// Heading.
     title: &'static str,
@@ -57,7 +59,7 @@ fn EventList(
     rows: Vec<EventRow>,
 ) -> impl IntoView {
     view! {
-        <section class="event-list panel" data-testid=format!("{testid}s") data-value=rows.len().to_string()>
+        <section class="event-list panel" data-testid=list_testid data-value=rows.len().to_string()>
             <h3>{title} {format!(" ({})", rows.len())}</h3>
             {if rows.is_empty() {
                 view! { <p class="muted">"None."</p> }.into_any()
@@ -238,8 +240,8 @@ pub fn ProfileView(
                 }}
             </section>
             <div class="tables">
-                <EventList testid="profile-failure" title="Errors and failures" rows=model.failures.clone() />
-                <EventList testid="profile-diagnostic-only" title="Diagnostic-only events" rows=model.diagnostic_only.clone() />
+                <EventList list_testid="profile-failures" testid="profile-failure" title="Errors and failures" rows=model.failures.clone() />
+                <EventList list_testid="profile-diagnostic-only-events" testid="profile-diagnostic-only" title="Diagnostic-only events" rows=model.diagnostic_only.clone() />
             </div>
         </section>
     }
