@@ -4,9 +4,10 @@
 // computes with the same schema functions. Screenshots of each panel go to target/e2e/panels/.
 //
 // The example files are made with
-//   cargo run -p candle-trace-capture --release --features candle --example train_mlp -- --out F
-//   cargo run -p candle-trace-capture --release --features candle --example generate -- --out F
-// unless PANELS_TRAIN / PANELS_PROFILE name existing files.
+//   cargo run -p candle-trace-capture [--release] --features candle --example train_mlp -- --out F
+//   cargo run -p candle-trace-capture [--release] --features candle --example generate -- --out F
+// (the debug build by default, which `cargo test --workspace --all-features` has already made;
+// PANELS_RELEASE=1 for --release) unless PANELS_TRAIN / PANELS_PROFILE name existing files.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -24,7 +25,8 @@ const files = {
 };
 
 function runExample(example, out) {
-  const r = spawnSync('cargo', ['run', '-q', '--release', '-p', 'candle-trace-capture', '--features', 'candle',
+  const release = process.env.PANELS_RELEASE ? ['--release'] : [];
+  const r = spawnSync('cargo', ['run', '-q', ...release, '-p', 'candle-trace-capture', '--features', 'candle',
     '--example', example, '--', '--out', out], { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 });
   assert.equal(r.status, 0, `${example}: ${r.stderr}`);
 }
