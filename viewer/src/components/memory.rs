@@ -94,7 +94,16 @@ pub fn MemoryChartsView() -> impl IntoView {
     let show = {
         let ctx = ctx.clone();
         let charts = charts.clone();
-        move |t: u64| ctx.focus.set(Some(charts.focus(t)))
+        move |t: u64| {
+            ctx.focus.set(Some(charts.focus(t)));
+            // Bring the timeline into view: it now shows that moment.
+            if let Some(el) = web_sys::window()
+                .and_then(|w| w.document())
+                .and_then(|d| d.query_selector("[data-testid=timeline-canvas]").ok().flatten())
+            {
+                el.scroll_into_view();
+            }
+        }
     };
     let on_chart_click = {
         let charts = charts.clone();
