@@ -97,10 +97,11 @@ pub fn MemoryChartsView() -> impl IntoView {
         move |t: u64| {
             ctx.focus.set(Some(charts.focus(t)));
             // Bring the timeline into view: it now shows that moment.
-            if let Some(el) = web_sys::window()
-                .and_then(|w| w.document())
-                .and_then(|d| d.query_selector("[data-testid=timeline-canvas]").ok().flatten())
-            {
+            if let Some(el) = web_sys::window().and_then(|w| w.document()).and_then(|d| {
+                d.query_selector("[data-testid=timeline-canvas]")
+                    .ok()
+                    .flatten()
+            }) {
                 el.scroll_into_view();
             }
         }
