@@ -29,6 +29,7 @@ fn HistogramView(
                         x=b.x.to_string() y=b.y.to_string() width=b.w.to_string() height=b.h.to_string()>
                         <title>{b.label.clone()}</title>
                     </rect>
+                    <text class="hist-count" x=(b.x + b.w / 2.0).to_string() y=(b.y - 3.0).max(10.0).to_string() text-anchor="middle">{b.count}</text>
                 }).collect_view()}
                 {chart.markers.iter().map(|m| view! {
                     <line class=format!("pct-line pct-{}", m.name) x1=m.x.to_string() x2=m.x.to_string() y1="4" y2=HIST_H.to_string()>

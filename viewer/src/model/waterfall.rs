@@ -1,4 +1,5 @@
-//! Per-request waterfalls: one lane per phase of the request's timed spans, a lane of
+//! Per-request waterfalls: one lane per phase of the request's timed spans (`request` first,
+//! the others in order of first appearance), a lane of
 //! decode-stage intervals, a lane of token commits, markers for instants / memory / resource /
 //! error events, on the request's own time axis (0 = its origin, see
 //! `candle_trace_schema::profile::Waterfall`).
@@ -101,6 +102,10 @@ pub fn waterfalls(doc: &ProfileDocument) -> Vec<WaterfallChart> {
                     }
                 }
             };
+            // The whole request on top, then phases in order of first appearance.
+            if w.bars.iter().any(|b| b.phase == "request") {
+                lane_of("request");
+            }
             let mut blocks = Vec::new();
             for b in &w.bars {
                 let lane = lane_of(&b.phase);
@@ -208,6 +213,7 @@ mod tests {
         let r1 = &w[0];
         assert_eq!(r1.commit_count, 5);
         assert_eq!(r1.stage_count, 3);
+        assert_eq!(r1.lanes[0], "request");
         assert!(r1.lanes.contains(&"decode stages".to_string()));
         assert!(r1.lanes.contains(&"tokens".to_string()));
         assert!(r1
