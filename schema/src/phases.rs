@@ -3,7 +3,7 @@
 //!
 //! Rules (SCHEMA.md defines `step` and `measured` but no breakdown):
 //! - The **region** is the first span in file order with `measured = true`; without one there
-//!   is no breakdown. Only spans below it in the layout tree ([`SpanTree`]) count.
+//!   is no breakdown. Only spans below it in the layout tree ([`SpanTree`](crate::spans::SpanTree)) count.
 //! - A span is **outermost-stepped** when its `step` is set and no span between it and the
 //!   region (the region excluded) has a `step`. Time in step X is the sum of the durations of
 //!   the outermost-stepped spans with step X, so nested spans (which inherit their step) are not
