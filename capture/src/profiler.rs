@@ -43,7 +43,8 @@
 //! # What each detail level records
 //!
 //! - `off`: nothing; no file is created and every handle is inert.
-//! - `basic`: per sampled request, an `instant` `request_open` event, `timed_span` events for
+//! - `basic`: per sampled request, an `instant` `request_open` event (its attributes state the
+//!   profiler's `detail_level` and `sample_rate`, so readers can show them), `timed_span` events for
 //!   prefill (phase `prefill`) and each decode wave (phase `decode`), `error` events, and a
 //!   closing `timed_span` of phase `request` whose `duration_us` is the whole request.
 //! - `resource` and above: plus memory snapshots and resource accounting events.
@@ -409,12 +410,20 @@ impl InferenceProfiler {
         if let Some(live) = &handle.live {
             let st = lock(&live.state);
             let status = live.profiler.ok_status();
-            let event = live.event(
+            let mut event = live.event(
                 &st,
                 EventKind::Instant,
                 "request_open",
                 status,
                 anchor.instant,
+            );
+            event.attributes.insert(
+                String::from("detail_level"),
+                Value::from(live.profiler.detail.as_str()),
+            );
+            event.attributes.insert(
+                String::from("sample_rate"),
+                Value::from(live.profiler.sample_rate),
             );
             live.profiler.write(event);
         }

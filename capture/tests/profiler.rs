@@ -97,6 +97,11 @@ fn a_request_reads_back_valid_with_the_ttft_the_test_measured() {
     assert_eq!(r.status, Status::Failure); // the non-blocking error event
     assert_eq!(r.model.as_deref(), Some("tiny-llama"));
 
+    // The opening event states the detail level and sample rate; readers show them.
+    let settings = doc.settings();
+    assert_eq!(settings.detail_level.as_deref(), Some("latency"));
+    assert_eq!(settings.sample_rate, Some(1.0));
+
     let close = &doc.records.last().unwrap().event;
     assert_eq!(close.phase.as_deref(), Some("request"));
     for (name, value) in timing.derived_attributes() {

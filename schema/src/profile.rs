@@ -144,12 +144,14 @@ mod config;
 mod timestamp;
 mod token_timing;
 mod validate;
+mod waterfall;
 
 pub use analysis::{ErrorEntry, LatencyStats, MemorySnapshotEntry, ProfileSummary, RequestSummary};
 pub use config::{DetailLevel, ProfilingConfig, DEFAULT_SAMPLE_RATE};
 pub use timestamp::is_rfc3339;
 pub use token_timing::{DecodeStage, DecodeStageInterval, EngineTokenTiming, RUST_STD_INSTANT};
 pub use validate::{validate_event, violations, Violation};
+pub use waterfall::{Marker, PhaseBar, ProfileSettings, StageBar, Waterfall};
 
 /// The only `schema_version` this module reads and writes.
 pub const PROFILE_SCHEMA_VERSION: u32 = 1;

@@ -122,6 +122,14 @@ pub enum QueryKind {
     Edges,
     /// Inference profiles: one row per request (status, duration, TTFT, tokens, mean ITL).
     Requests,
+    /// Training-phase breakdown of the measured region and module forward/backward pairs.
+    Phases,
+    /// Op efficiency: estimated FLOPs, FLOP/s, bytes moved per ns and dtype mix per op name.
+    Flops,
+    /// Device checkpoints against the allocator's live bytes (unexplained memory).
+    Reconcile,
+    /// Inference profiles: TTFT/ITL percentiles and histograms, detail level and sample rate.
+    Latency,
 }
 
 /// What `export` writes.

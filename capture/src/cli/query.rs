@@ -6,10 +6,14 @@ use std::path::Path;
 use anyhow::bail;
 use candle_trace_schema::document::TraceDocument;
 use candle_trace_schema::events::{SpanKind, Step, TensorCategory};
+use candle_trace_schema::flops::efficiency;
 use candle_trace_schema::format::AnyDocument;
-use candle_trace_schema::gradients::{gradients_for_review, GradientCounts};
+use candle_trace_schema::gradients::{gradients_for_review, norm_histogram, GradientCounts};
+use candle_trace_schema::histogram::Histogram;
 use candle_trace_schema::ops::{heaviest_ops, op_groups, OpGrouping};
+use candle_trace_schema::phases::{module_pairs, phase_breakdown};
 use candle_trace_schema::profile::ProfileDocument;
+use candle_trace_schema::reconcile::reconcile;
 use candle_trace_schema::units::{format_bytes, format_ns};
 use serde_json::{json, Value};
 
@@ -32,14 +36,16 @@ pub(super) fn run(
 ) -> anyhow::Result<i32> {
     match (doc, opts.kind) {
         (AnyDocument::Profile(p), QueryKind::Requests) => requests(p, &opts, out)?,
+        (AnyDocument::Profile(p), QueryKind::Latency) => latency(p, &opts, out)?,
         (AnyDocument::Profile(_), kind) => bail!(
-            "{}: `--kind {}` needs a trace/6 file; this is an inference profile (try `--kind requests`)",
+            "{}: `--kind {}` needs a trace/6 file; this is an inference profile (try `--kind requests` or `--kind latency`)",
             path.display(),
             kind_name(kind)
         ),
-        (AnyDocument::Trace(_), QueryKind::Requests) => bail!(
-            "{}: `--kind requests` needs an inference profile; this is a trace/6 file",
-            path.display()
+        (AnyDocument::Trace(_), kind @ (QueryKind::Requests | QueryKind::Latency)) => bail!(
+            "{}: `--kind {}` needs an inference profile; this is a trace/6 file",
+            path.display(),
+            kind_name(kind)
         ),
         (AnyDocument::Trace(t), kind) => {
             let (value, table, preamble) = match kind {
@@ -50,7 +56,10 @@ pub(super) fn run(
                 QueryKind::Gradients => gradients(t, opts.limit),
                 QueryKind::Ops => ops(t, opts.limit, opts.by),
                 QueryKind::Edges => edges(t, opts.limit),
-                QueryKind::Requests => unreachable_requests()?,
+                QueryKind::Phases => phases(t, opts.limit),
+                QueryKind::Flops => flops(t, opts.limit),
+                QueryKind::Reconcile => reconciliation(t, opts.limit),
+                QueryKind::Requests | QueryKind::Latency => unreachable_requests()?,
             };
             if opts.json {
                 write_json(out, &value)?;
@@ -70,9 +79,9 @@ pub(super) fn run(
     Ok(EXIT_OK)
 }
 
-/// The `(Trace, Requests)` pair is answered above.
+/// The `(Trace, Requests | Latency)` pairs are answered above.
 fn unreachable_requests() -> anyhow::Result<(Value, Table, String)> {
-    bail!("`--kind requests` needs an inference profile")
+    bail!("`--kind requests` and `--kind latency` need an inference profile")
 }
 
 fn kind_name(kind: QueryKind) -> &'static str {
@@ -85,6 +94,10 @@ fn kind_name(kind: QueryKind) -> &'static str {
         QueryKind::Ops => "ops",
         QueryKind::Edges => "edges",
         QueryKind::Requests => "requests",
+        QueryKind::Phases => "phases",
+        QueryKind::Flops => "flops",
+        QueryKind::Reconcile => "reconcile",
+        QueryKind::Latency => "latency",
     }
 }
 
@@ -311,7 +324,7 @@ fn gradients(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
         rows.push(json!({ "root": g.root, "key": g.key, "state": g.state.as_str(), "norm": g.norm, "line": g.line }));
     }
     (
-        json!({ "counts": counts, "gradients": rows }),
+        json!({ "counts": counts, "gradients": rows, "norm_histogram": norm_histogram(&doc.gradients) }),
         table,
         preamble,
     )
@@ -419,5 +432,189 @@ fn requests(doc: &ProfileDocument, opts: &Options, out: &mut dyn Write) -> anyho
         ]);
     }
     write!(out, "{}", table.render())?;
+    Ok(())
+}
+
+fn phases(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
+    let breakdown = phase_breakdown(doc);
+    let pairs = module_pairs(doc);
+    let preamble = match &breakdown {
+        Some(b) => format!(
+            "measured `{}` {}: forward {}, backward {}, optimizer {}, other {}\n",
+            doc.spans[b.region_span].name,
+            format_ns(b.region_ns),
+            format_ns(b.forward_ns),
+            format_ns(b.backward_ns),
+            format_ns(b.optimizer_ns),
+            format_ns(b.other_ns)
+        ),
+        None => String::from("no measured span\n"),
+    };
+    let mut table = Table::new(&[
+        ("module", Align::Left),
+        ("forward", Align::Right),
+        ("backward", Align::Right),
+        ("fwd n", Align::Right),
+        ("bwd n", Align::Right),
+    ]);
+    for p in pairs.iter().take(limit) {
+        table.row(vec![
+            p.path.clone(),
+            format_ns(p.forward_ns),
+            format_ns(p.backward_ns),
+            p.forward_count.to_string(),
+            p.backward_count.to_string(),
+        ]);
+    }
+    let value = json!({
+        "phases": breakdown.map(|b| json!({
+            "region": doc.spans[b.region_span].id,
+            "region_ns": b.region_ns,
+            "forward_ns": b.forward_ns,
+            "backward_ns": b.backward_ns,
+            "optimizer_ns": b.optimizer_ns,
+            "other_ns": b.other_ns,
+            "overlap_ns": b.overlap_ns,
+        })),
+        "module_pairs": pairs.iter().take(limit).collect::<Vec<_>>(),
+    });
+    (value, table, preamble)
+}
+
+fn flops(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
+    let mut e = efficiency(doc);
+    let preamble = format!(
+        "{} of {} ops have a FLOP estimate: {} FLOP in {}{}\n",
+        e.estimated_count,
+        e.count,
+        e.flops,
+        format_ns(e.estimated_ns),
+        e.flops_per_s
+            .map_or(String::new(), |r| format!(" ({r} FLOP/s)"))
+    );
+    let mut table = Table::new(&[
+        ("op", Align::Left),
+        ("count", Align::Right),
+        ("time", Align::Right),
+        ("FLOP", Align::Right),
+        ("FLOP/s", Align::Right),
+        ("bytes/ns", Align::Right),
+        ("dtypes", Align::Left),
+    ]);
+    e.rows.truncate(limit);
+    for r in &e.rows {
+        let dtypes: Vec<String> = r.dtypes.iter().map(|(d, n)| format!("{d}×{n}")).collect();
+        table.row(vec![
+            r.op_name.clone(),
+            r.count.to_string(),
+            format_ns(r.total_ns),
+            if r.estimated_count > 0 {
+                r.flops.to_string()
+            } else {
+                String::from("–")
+            },
+            r.flops_per_s.map_or(String::from("–"), |v| v.to_string()),
+            r.bytes_per_ns
+                .map_or(String::from("–"), |v| format!("{v:.3}")),
+            dtypes.join(", "),
+        ]);
+    }
+    (json!(e), table, preamble)
+}
+
+fn reconciliation(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
+    let r = reconcile(doc);
+    let preamble = match r.max_unexplained.map(|i| &r.points[i]) {
+        Some(p) => format!(
+            "largest unexplained: {} ({} B) on {} at {}\n",
+            format_bytes(p.unexplained_bytes),
+            p.unexplained_bytes,
+            p.device,
+            format_ns(p.timestamp_ns)
+        ),
+        None => String::from("no device_memory checkpoints\n"),
+    };
+    let mut table = Table::new(&[
+        ("time", Align::Right),
+        ("device", Align::Left),
+        ("used", Align::Right),
+        ("live (allocator)", Align::Right),
+        ("unexplained", Align::Right),
+        ("line", Align::Right),
+    ]);
+    for p in r.points.iter().take(limit) {
+        table.row(vec![
+            format_ns(p.timestamp_ns),
+            p.device.clone(),
+            format_bytes(p.used_bytes),
+            format_bytes(p.live_bytes),
+            format_bytes(p.unexplained_bytes),
+            p.line.to_string(),
+        ]);
+    }
+    (json!(r), table, preamble)
+}
+
+fn latency(doc: &ProfileDocument, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()> {
+    let requests = doc.requests();
+    let ttft: Vec<u64> = requests.iter().filter_map(|r| r.ttft_us).collect();
+    let itl: Vec<u64> = requests
+        .iter()
+        .flat_map(|r| r.itl_nanos.iter().copied())
+        .collect();
+    let stats = doc.latency();
+    let settings = doc.settings();
+    if opts.json {
+        return write_json(
+            out,
+            &json!({
+                "ttft_us": stats.ttft_us,
+                "itl_nanos": stats.itl_nanos,
+                "ttft_histogram": Histogram::of(&ttft),
+                "itl_histogram": Histogram::of(&itl),
+                "detail_level": settings.detail_level,
+                "sample_rate": settings.sample_rate,
+                "failures": doc.failures().len(),
+                "diagnostic_only": doc.diagnostic_only().len(),
+            }),
+        );
+    }
+    writeln!(
+        out,
+        "detail level {}, sample rate {}",
+        settings.detail_level.as_deref().unwrap_or("not stated"),
+        settings
+            .sample_rate
+            .map_or(String::from("not stated"), |r| r.to_string())
+    )?;
+    let mut table = Table::new(&[
+        ("metric", Align::Left),
+        ("count", Align::Right),
+        ("p50", Align::Right),
+        ("p90", Align::Right),
+        ("p99", Align::Right),
+        ("max", Align::Right),
+    ]);
+    for (name, p, scale) in [
+        ("TTFT", stats.ttft_us, 1_000u64),
+        ("ITL", stats.itl_nanos, 1),
+    ] {
+        if let Some(p) = p {
+            let f = |v: u64| format_ns(v.saturating_mul(scale));
+            table.row(vec![
+                name.into(),
+                p.count.to_string(),
+                f(p.p50),
+                f(p.p90),
+                f(p.p99),
+                f(p.max),
+            ]);
+        }
+    }
+    if table.is_empty() {
+        writeln!(out, "(no token timing)")?;
+    } else {
+        write!(out, "{}", table.render())?;
+    }
     Ok(())
 }

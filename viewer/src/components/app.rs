@@ -13,9 +13,11 @@ use candle_trace_schema::units::{format_bytes, format_ns};
 use super::cards::SummaryCards;
 use super::details::SpanDetailsPanel;
 use super::diagnostics::Diagnostics;
+use super::efficiency::EfficiencyView;
 use super::gradients::GradientView;
 use super::header::RunHeaderView;
-use super::memory::MemoryView;
+use super::memory::{MemoryChartsView, MemoryView};
+use super::phases::PhasesView;
 use super::profile::ProfileView;
 use super::tables::{OpTable, SpanTable};
 use super::theme::{theme_signals, ThemeToggle};
@@ -406,6 +408,9 @@ fn TraceView(
                 <OpTable />
                 <SpanTable />
             </div>
+            <PhasesView />
+            <MemoryChartsView />
+            <EfficiencyView />
             <div class="tables">
                 <MemoryView />
                 <GradientView />

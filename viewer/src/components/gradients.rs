@@ -3,8 +3,50 @@
 use leptos::prelude::*;
 
 use super::TraceContext;
+use crate::model::gradients::GradientSort;
 
-/// Gradient counts per state and the parameters in review order (problems first).
+/// A sortable header of the gradient table.
+#[component]
+fn GradientHeader(
+    /// Column label.
+    label: &'static str,
+    /// The column it sorts by.
+    column: GradientSort,
+    /// The current sort.
+    sort: RwSignal<(GradientSort, bool)>,
+) -> impl IntoView {
+    let aria = move || {
+        let (c, desc) = sort.get();
+        match (c == column, desc) {
+            (false, _) => "none",
+            (true, true) => "descending",
+            (true, false) => "ascending",
+        }
+    };
+    view! {
+        <th scope="col" aria-sort=aria>
+            <button type="button" class="sort" data-testid=format!("gradients-sort-{}", label)
+                on:click=move |_| sort.update(|(c, desc)| {
+                    if *c == column {
+                        *desc = !*desc;
+                    } else {
+                        *c = column;
+                        *desc = column == GradientSort::Norm;
+                    }
+                })>
+                {label}
+                {move || match aria() {
+                    "descending" => " ▼",
+                    "ascending" => " ▲",
+                    _ => "",
+                }}
+            </button>
+        </th>
+    }
+}
+
+/// Gradient counts per state, the norm histogram (log scale) and every parameter, sortable,
+/// with a filter for problems (missing, zero, non-finite).
 #[component]
 pub fn GradientView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
@@ -14,27 +56,77 @@ pub fn GradientView() -> impl IntoView {
     if g.total == 0 {
         return ().into_any();
     }
+    let table = std::sync::Arc::new(ctx.model.gradient_table.clone());
+    let sort = RwSignal::new((GradientSort::Review, false));
+    let only_problems = RwSignal::new(false);
+    let order = {
+        let table = table.clone();
+        Memo::new(move |_| {
+            let (s, desc) = sort.get();
+            table.view(s, desc, only_problems.get())
+        })
+    };
+    let rows_table = table.clone();
     view! {
-        <section class="gradients" data-testid="gradients">
+        <section class="gradients panel" data-testid="gradients">
             <h3>"Gradients"</h3>
             <ul class="tags">
                 {g.counts.iter().map(|(s, n)| view! {
-                    <li class="tag" data-testid=format!("gradients-{s}") data-value=n.to_string()>{*s} " " {*n}</li>
+                    <li class="tag" class:problem={*s != "present" && *n > 0} data-testid=format!("gradients-{s}") data-value=n.to_string()>{*s} " " {*n}</li>
                 }).collect_view()}
             </ul>
+            <h4>"Norm distribution (log scale, one bar per decade)"</h4>
+            {if table.bars.is_empty() {
+                view! { <p class="muted">"No finite non-zero norms."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="norm-hist" role="img" aria-label="gradient norms per decade">
+                        {table.bars.iter().map(|b| view! {
+                            <div class="norm-col" data-testid="norm-bin" data-exponent=b.exponent.to_string() data-value=b.count.to_string()
+                                title=format!("[{}, 1e{}): {}", b.label, b.exponent + 1, b.count)>
+                                <span class="norm-count">{b.count}</span>
+                                <div class="norm-bar" style:height=format!("{:.1}%", b.height_pct)></div>
+                                <span class="norm-label">{b.label.clone()}</span>
+                            </div>
+                        }).collect_view()}
+                    </div>
+                }.into_any()
+            }}
+            <p class="muted">
+                {format!("Not on the chart: {} zero, {} not finite, {} without a norm.", table.zero_norms, table.not_finite_norms, table.without_norm)}
+            </p>
+            <label>
+                <input type="checkbox" data-testid="gradients-only-problems"
+                    prop:checked=move || only_problems.get()
+                    on:change=move |ev| only_problems.set(event_target_checked(&ev)) />
+                " only problems (missing, zero, non-finite)"
+            </label>
+            <button type="button" class="link" on:click=move |_| sort.set((GradientSort::Review, false))>"review order"</button>
             <table>
-                <thead><tr><th scope="col">"parameter"</th><th scope="col">"state"</th><th scope="col">"norm"</th></tr></thead>
+                <thead><tr>
+                    <GradientHeader label="parameter" column=GradientSort::Parameter sort=sort />
+                    <GradientHeader label="state" column=GradientSort::State sort=sort />
+                    <GradientHeader label="norm" column=GradientSort::Norm sort=sort />
+                </tr></thead>
                 <tbody>
-                    {g.rows.iter().map(|r| view! {
-                        <tr class:problem=r.problem>
-                            <td>{r.parameter.clone()}</td>
-                            <td>{r.state}</td>
-                            <td class="num">{r.norm.clone()}</td>
-                        </tr>
-                    }).collect_view()}
+                    {move || {
+                        let t = rows_table.clone();
+                        order.get().into_iter().take(500).map(|i| {
+                            let r = &t.rows[i];
+                            view! {
+                                <tr class:problem=r.problem data-testid="gradient-row" data-state=r.state
+                                    data-parameter=r.parameter.clone()
+                                    data-norm=r.norm.map(|n| n.to_string()).unwrap_or_default()>
+                                    <td>{r.parameter.clone()}</td>
+                                    <td class=format!("state-{}", r.state)>{r.state}</td>
+                                    <td class="num">{r.norm_text.clone()}</td>
+                                </tr>
+                            }
+                        }).collect_view()
+                    }}
                 </tbody>
             </table>
-            {(g.total > g.rows.len()).then(|| view! { <p class="muted">{format!("{} more not shown", g.total - g.rows.len())}</p> })}
+            {move || (order.get().len() > 500).then(|| view! { <p class="muted">{format!("{} more not shown", order.get().len() - 500)}</p> })}
         </section>
     }
     .into_any()

@@ -66,3 +66,161 @@ pub fn MemoryView() -> impl IntoView {
     }
     .into_any()
 }
+
+/// x in viewBox units of a click on an SVG chart `CHART_W` wide.
+fn chart_x(ev: &web_sys::MouseEvent, view_w: f64) -> Option<f64> {
+    use wasm_bindgen::JsCast;
+    let el = ev.current_target()?.dyn_into::<web_sys::Element>().ok()?;
+    let rect = el.get_bounding_client_rect();
+    (rect.width() > 0.0).then(|| (f64::from(ev.client_x()) - rect.left()) / rect.width() * view_w)
+}
+
+/// Per device: live bytes stacked by category with the peak marked, and device checkpoints
+/// against the allocator's live bytes; clicking a chart (or a row's button) shows that moment
+/// in the timeline.
+#[component]
+pub fn MemoryChartsView() -> impl IntoView {
+    use crate::model::memory_chart::{CHART_H, CHART_W};
+    let Some(ctx) = use_context::<TraceContext>() else {
+        return ().into_any();
+    };
+    let charts = ctx.model.memory_charts.clone();
+    if charts.devices.is_empty() {
+        return ().into_any();
+    }
+    let view_box = format!("0 0 {CHART_W} {CHART_H}");
+    let labels = charts.time_labels();
+    let charts = std::sync::Arc::new(charts);
+    let show = {
+        let ctx = ctx.clone();
+        let charts = charts.clone();
+        move |t: u64| {
+            ctx.focus.set(Some(charts.focus(t)));
+            // Bring the timeline into view: it now shows that moment.
+            if let Some(el) = web_sys::window().and_then(|w| w.document()).and_then(|d| {
+                d.query_selector("[data-testid=timeline-canvas]")
+                    .ok()
+                    .flatten()
+            }) {
+                el.scroll_into_view();
+            }
+        }
+    };
+    let on_chart_click = {
+        let charts = charts.clone();
+        let show = show.clone();
+        move |ev: web_sys::MouseEvent| {
+            if let Some(x) = chart_x(&ev, CHART_W) {
+                show(charts.ns_at(x));
+            }
+        }
+    };
+    let axis = move || {
+        view! {
+            <div class="chart-axis" aria-hidden="true">
+                {labels.iter().map(|(_, l)| view! { <span>{l.clone()}</span> }).collect_view()}
+            </div>
+        }
+    };
+    view! {
+        <section class="memory-charts panel" data-testid="memory-charts">
+            <h3>"Memory over time"</h3>
+            <ul class="legend" aria-label="categories">
+                {crate::schema::events::TensorCategory::ALL.iter().map(|c| view! {
+                    <li><span class=format!("swatch cat-{}", c.as_str())></span>{c.as_str()}</li>
+                }).collect_view()}
+                <li><span class="swatch used-line"></span>"device used (checkpoints)"</li>
+                <li><span class="swatch live-line"></span>"allocator live"</li>
+                <li><span class="swatch gap"></span>"unexplained"</li>
+            </ul>
+            {charts.devices.iter().map(|d| {
+                let click = on_chart_click.clone();
+                let click2 = on_chart_click.clone();
+                let peak = d.peak_mark.clone();
+                let show_peak = show.clone();
+                let has_checkpoints = !d.checkpoints.is_empty();
+                view! {
+                    <div class="device-charts" data-testid="memory-chart" data-device=d.device.clone() data-peak=d.peak_bytes.to_string()>
+                        <h4>{d.device.clone()} " — live bytes by category, peak " {d.peak.clone()}</h4>
+                        {peak.clone().map(|p| {
+                            let t = p.timestamp_ns;
+                            view! {
+                                <button type="button" class="link" data-testid="memory-peak" data-value=p.bytes.to_string()
+                                    data-time=p.timestamp_ns.to_string() data-device=d.device.clone()
+                                    on:click=move |_| show_peak(t)>
+                                    {format!("{} on {} — show in timeline", p.label, d.device)}
+                                </button>
+                            }
+                        })}
+                        <svg class="chart" viewBox=view_box.clone() preserveAspectRatio="none" role="img"
+                            aria-label=format!("live bytes on {} stacked by category; click to show that moment in the timeline", d.device)
+                            on:click=click>
+                            {d.layers.iter().filter(|l| !l.path.is_empty()).map(|l| view! {
+                                <path class=format!("layer cat-{}", l.category) data-category=l.category d=l.path.clone()></path>
+                            }).collect_view()}
+                            {peak.map(|p| view! {
+                                <line class="peak-line" x1=p.x.to_string() x2=p.x.to_string() y1="0" y2=CHART_H.to_string()></line>
+                            })}
+                        </svg>
+                        {axis()}
+                        {has_checkpoints.then(|| view! {
+                            <h4>{d.device.clone()} " — device used vs allocator live"</h4>
+                            <svg class="chart" viewBox=view_box.clone() preserveAspectRatio="none" role="img"
+                                aria-label=format!("device checkpoints against allocator live bytes on {}", d.device)
+                                on:click=click2>
+                                {d.checkpoints.iter().map(|c| view! {
+                                    <rect class="gap" x=(c.x - 3.0).to_string() width="6"
+                                        y=c.y_used.min(c.y_live).to_string()
+                                        height=(c.y_used - c.y_live).abs().max(1.0).to_string()></rect>
+                                }).collect_view()}
+                                <path class="live-line" d=d.live_path.clone()></path>
+                                <path class="used-line" d=d.used_path.clone()></path>
+                                {d.checkpoints.iter().map(|c| view! {
+                                    <circle class="used-dot" cx=c.x.to_string() cy=c.y_used.to_string() r="3"></circle>
+                                }).collect_view()}
+                            </svg>
+                        })}
+                    </div>
+                }
+            }).collect_view()}
+            {(!charts.reconcile.is_empty()).then(|| {
+                let max = charts.max_unexplained.clone();
+                view! {
+                    <h4>"Memory no recorded allocation explains"</h4>
+                    {max.map(|m| view! {
+                        <p data-testid="memory-unexplained-max" data-value=m.gap.unexplained_bytes.to_string()
+                            data-time=m.gap.timestamp_ns.to_string() data-device=m.gap.device.clone()>
+                            "Largest gap: " <strong>{m.unexplained.clone()}</strong>
+                            {format!(" on {} at {} (device used {}, allocator live {})", m.gap.device, m.time, m.used, m.live)}
+                        </p>
+                    })}
+                    <table>
+                        <thead><tr>
+                            <th scope="col">"time"</th><th scope="col">"device"</th><th scope="col">"device used"</th>
+                            <th scope="col">"allocator live"</th><th scope="col">"unexplained"</th><th scope="col">"line"</th>
+                        </tr></thead>
+                        <tbody>
+                            {charts.reconcile.iter().map(|r| {
+                                let show = show.clone();
+                                let t = r.gap.timestamp_ns;
+                                view! {
+                                    <tr data-testid="reconcile-row" data-value=r.gap.unexplained_bytes.to_string()
+                                        data-time=r.gap.timestamp_ns.to_string() data-device=r.gap.device.clone()
+                                        data-used=r.gap.used_bytes.to_string() data-live=r.gap.live_bytes.to_string()>
+                                        <td><button type="button" class="link" on:click=move |_| show(t)>{r.time.clone()}</button></td>
+                                        <td>{r.gap.device.clone()}</td>
+                                        <td class="num">{r.used.clone()}</td>
+                                        <td class="num">{r.live.clone()}</td>
+                                        <td class="num">{r.unexplained.clone()}</td>
+                                        <td class="num">{r.gap.line}</td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }
+            })}
+        </section>
+    }
+    .into_any()
+}

@@ -1,4 +1,6 @@
-//! An inference profile: headline cards, diagnostics and the request table.
+//! An inference profile: headline cards, diagnostics, the request table, TTFT / ITL
+//! histograms, per-request waterfalls, memory snapshots, and errors and diagnostic-only events
+//! listed apart.
 
 use std::sync::Arc;
 
@@ -6,7 +8,83 @@ use leptos::prelude::*;
 
 use super::cards::SummaryCards;
 use super::diagnostics::Diagnostics;
+use crate::model::latency::{HistogramChart, HIST_H, HIST_W};
+use crate::model::profile::{EventRow, SNAPSHOT_H, SNAPSHOT_W};
+use crate::model::waterfall::{LANE_H, WATERFALL_W};
 use crate::model::ProfileModel;
+
+/// A latency histogram with percentile lines.
+#[component]
+fn HistogramView(
+    /// The chart.
+    chart: HistogramChart,
+) -> impl IntoView {
+    view! {
+        <figure class="histogram" data-testid=format!("histogram-{}", chart.id) data-count=chart.count.to_string()>
+            <figcaption>{chart.title} {format!(" ({} values)", chart.count)}</figcaption>
+            <svg class="chart" viewBox=format!("0 0 {HIST_W} {HIST_H}") role="img"
+                aria-label=format!("{} histogram with p50, p90, p99 and max", chart.title)>
+                {chart.bars.iter().map(|b| view! {
+                    <rect class="hist-bar" data-testid="hist-bin" data-value=b.count.to_string()
+                        x=b.x.to_string() y=b.y.to_string() width=b.w.to_string() height=b.h.to_string()>
+                        <title>{b.label.clone()}</title>
+                    </rect>
+                    <text class="hist-count" x=(b.x + b.w / 2.0).to_string() y=(b.y - 3.0).max(10.0).to_string() text-anchor="middle">{b.count}</text>
+                }).collect_view()}
+                {chart.markers.iter().map(|m| view! {
+                    <line class=format!("pct-line pct-{}", m.name) x1=m.x.to_string() x2=m.x.to_string() y1="4" y2=HIST_H.to_string()>
+                        <title>{m.label.clone()}</title>
+                    </line>
+                }).collect_view()}
+            </svg>
+            <div class="chart-axis" aria-hidden="true"><span>{chart.axis.0.clone()}</span><span>{chart.axis.1.clone()}</span></div>
+            <ul class="tags">
+                {chart.markers.iter().map(|m| view! {
+                    <li class=format!("tag pct-tag pct-{}", m.name) data-testid=format!("{}-line-{}", chart.id, m.name) data-value=m.value.to_string()>{m.label.clone()}</li>
+                }).collect_view()}
+            </ul>
+        </figure>
+    }
+}
+
+/// A list of events shown apart from the requests.
+#[component]
+fn EventList(
+    /// The section's `data-testid` (its `data-value` is the row count).
+    list_testid: &'static str,
+    /// Each row's `data-testid`.
+    testid: &'static str,
+    /// Heading.
+    title: &'static str,
+    /// Rows.
+    rows: Vec<EventRow>,
+) -> impl IntoView {
+    view! {
+        <section class="event-list panel" data-testid=list_testid data-value=rows.len().to_string()>
+            <h3>{title} {format!(" ({})", rows.len())}</h3>
+            {if rows.is_empty() {
+                view! { <p class="muted">"None."</p> }.into_any()
+            } else {
+                view! {
+                    <table>
+                        <thead><tr><th scope="col">"line"</th><th scope="col">"request"</th><th scope="col">"phase"</th><th scope="col">"kind"</th><th scope="col">"detail"</th></tr></thead>
+                        <tbody>
+                            {rows.iter().map(|r| view! {
+                                <tr data-testid=testid data-line=r.line.to_string() class:problem=r.blocking>
+                                    <td class="num">{r.line}</td>
+                                    <td>{r.request_id.clone()}</td>
+                                    <td>{r.phase.clone()}</td>
+                                    <td>{r.event_kind.clone()}</td>
+                                    <td>{r.detail.clone()}{r.blocking.then_some(" (blocking)")}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+    }
+}
 
 /// Requests, TTFT and ITL of an inference profile.
 #[component]
@@ -16,10 +94,16 @@ pub fn ProfileView(
     /// The opened file's name.
     file_name: String,
 ) -> impl IntoView {
+    let (detail, rate) = model.settings.clone();
     view! {
         <section data-testid="document" data-file=file_name.clone() data-format="profile">
             <section class="run-header">
                 <h2>"Inference profile " <span class="file-name">{file_name.clone()}</span></h2>
+                <p>
+                    <span data-testid="profile-detail-level" data-value=detail.clone()>"detail level " <strong>{detail.clone()}</strong></span>
+                    " · "
+                    <span data-testid="profile-sample-rate" data-value=rate.clone()>"sample rate " <strong>{rate.clone()}</strong></span>
+                </p>
             </section>
             <Diagnostics panel=model.diagnostics.clone() />
             <SummaryCards cards=model.cards.clone() />
@@ -31,6 +115,7 @@ pub fn ProfileView(
                             <th scope="col">"request"</th>
                             <th scope="col">"status"</th>
                             <th scope="col">"model"</th>
+                            <th scope="col">"backend"</th>
                             <th scope="col">"phases"</th>
                             <th scope="col">"duration"</th>
                             <th scope="col">"TTFT"</th>
@@ -44,11 +129,15 @@ pub fn ProfileView(
                             .requests
                             .iter()
                             .map(|r| {
+                                let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
                                 view! {
-                                    <tr class=r.status>
+                                    <tr class=r.status data-testid="request-row" data-request=r.request_id.clone()
+                                        data-status=r.status data-duration=opt(r.duration_us) data-ttft=opt(r.ttft_us)
+                                        data-itl=opt(r.itl_us_avg) data-tokens=r.output_tokens.clone()>
                                         <td>{r.request_id.clone()}</td>
                                         <td>{r.status}</td>
                                         <td>{r.model.clone()}</td>
+                                        <td>{r.backend.clone()}</td>
                                         <td>{r.phases.clone()}</td>
                                         <td class="num">{r.duration.clone()}</td>
                                         <td class="num">{r.ttft.clone()}</td>
@@ -66,6 +155,95 @@ pub fn ProfileView(
                     </tbody>
                 </table>
             </section>
+            <section class="latency panel" data-testid="latency">
+                <h3>"Latency distributions"</h3>
+                <div class="histograms">
+                    {model.ttft.clone().map(|c| view! { <HistogramView chart=c /> })}
+                    {model.itl.clone().map(|c| view! { <HistogramView chart=c /> })}
+                    {(model.ttft.is_none() && model.itl.is_none()).then(|| view! { <p class="muted">"No token timing in this profile."</p> })}
+                </div>
+            </section>
+            <section class="waterfalls panel" data-testid="waterfalls">
+                <h3>"Request waterfalls"</h3>
+                <ul class="legend">
+                    <li><span class="swatch ph-request"></span>"request"</li>
+                    <li><span class="swatch ph-prefill"></span>"prefill"</li>
+                    <li><span class="swatch ph-decode"></span>"decode"</li>
+                    <li><span class="swatch ph-decode-scheduling"></span>"decode scheduling"</li>
+                    <li><span class="swatch ph-decode-execution"></span>"decode execution"</li>
+                    <li><span class="swatch ph-decode-postprocess"></span>"decode postprocess"</li>
+                    <li><span class="swatch commit"></span>"token commit"</li>
+                </ul>
+                {model.waterfalls.iter().map(|w| view! {
+                    <figure class="waterfall" data-testid="waterfall" data-request=w.request_id.clone()
+                        data-commits=w.commit_count.to_string() data-stages=w.stage_count.to_string()>
+                        <figcaption>{w.request_id.clone()} {format!(" — {} tokens, {} decode-stage intervals, 0 – {}", w.commit_count, w.stage_count, w.extent)}</figcaption>
+                        <div class="waterfall-body">
+                            <div class="lane-names" aria-hidden="true">
+                                {w.lanes.iter().map(|l| view! { <div class="lane-name">{l.clone()}</div> }).collect_view()}
+                            </div>
+                            <svg class="chart" viewBox=format!("0 0 {WATERFALL_W} {}", w.height) preserveAspectRatio="none"
+                                style:height=format!("{}px", w.height) role="img"
+                                aria-label=format!("waterfall of request {}", w.request_id)>
+                                {w.blocks.iter().map(|b| view! {
+                                    <rect class=format!("wf-block {}", b.class) x=b.x.to_string() width=b.w.to_string()
+                                        y=(b.lane as f64 * LANE_H + 2.0).to_string() height=(LANE_H - 4.0).to_string()>
+                                        <title>{b.label.clone()}</title>
+                                    </rect>
+                                }).collect_view()}
+                                {w.ticks.iter().map(|t| view! {
+                                    <line class=format!("wf-tick {}", t.class) x1=t.x.to_string() x2=t.x.to_string()
+                                        y1=(t.lane as f64 * LANE_H + 1.0).to_string() y2=((t.lane + 1) as f64 * LANE_H - 1.0).to_string()>
+                                        <title>{t.label.clone()}</title>
+                                    </line>
+                                }).collect_view()}
+                            </svg>
+                        </div>
+                    </figure>
+                }).collect_view()}
+            </section>
+            <section class="snapshots panel" data-testid="snapshots">
+                <h3>"Memory snapshots"</h3>
+                {if model.snapshots.rows.is_empty() {
+                    view! { <p class="muted">"No memory snapshots."</p> }.into_any()
+                } else {
+                    let s = model.snapshots.clone();
+                    view! {
+                        <ul class="legend"><li><span class="swatch snap-current"></span>"current"</li><li><span class="swatch snap-high"></span>"high water"</li></ul>
+                        <svg class="chart" viewBox=format!("0 0 {SNAPSHOT_W} {SNAPSHOT_H}") preserveAspectRatio="none" role="img" aria-label="memory snapshots over time: current and high water">
+                            <path class="snap-high" d=s.high_water_path.clone()></path>
+                            <path class="snap-current" d=s.current_path.clone()></path>
+                            {s.current_points.iter().map(|(x, y)| view! { <circle class="snap-dot" cx=x.clone() cy=y.clone() r="3"></circle> }).collect_view()}
+                        </svg>
+                        <div class="chart-axis" aria-hidden="true"><span>"0"</span><span>{format!("top {}", s.max)}</span><span>{s.extent.clone()}</span></div>
+                        <table>
+                            <thead><tr><th scope="col">"time"</th><th scope="col">"request"</th><th scope="col">"scope"</th><th scope="col">"current"</th><th scope="col">"high water"</th><th scope="col">"available"</th><th scope="col">"line"</th></tr></thead>
+                            <tbody>
+                                {s.rows.iter().map(|r| {
+                                    let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+                                    view! {
+                                        <tr data-testid="snapshot-row" data-line=r.line.to_string() data-current=opt(r.current_bytes)
+                                            data-high-water=opt(r.high_water_bytes)
+                                            data-available=r.available_bytes.map(|v| v.to_string()).unwrap_or_default()>
+                                            <td class="num">{r.at.clone()}</td>
+                                            <td>{r.request_id.clone()}</td>
+                                            <td>{r.scope.clone()}</td>
+                                            <td class="num">{r.texts[0].clone()}</td>
+                                            <td class="num">{r.texts[1].clone()}</td>
+                                            <td class="num">{r.texts[2].clone()}</td>
+                                            <td class="num">{r.line}</td>
+                                        </tr>
+                                    }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any()
+                }}
+            </section>
+            <div class="tables">
+                <EventList list_testid="profile-failures" testid="profile-failure" title="Errors and failures" rows=model.failures.clone() />
+                <EventList list_testid="profile-diagnostic-only-events" testid="profile-diagnostic-only" title="Diagnostic-only events" rows=model.diagnostic_only.clone() />
+            </div>
         </section>
     }
 }

@@ -2,7 +2,7 @@
 
 use candle_trace_schema::document::TraceDocument;
 use candle_trace_schema::events::GradientState;
-use candle_trace_schema::gradients::{gradients_for_review, GradientCounts};
+use candle_trace_schema::gradients::{gradients_for_review, norm_histogram, GradientCounts};
 
 /// One parameter's gradient.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +67,143 @@ impl GradientPanel {
     }
 }
 
+/// Columns the gradient table sorts by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GradientSort {
+    /// Problems first (non-finite, missing, zero), then by norm, largest first.
+    Review,
+    /// `root/key`.
+    Parameter,
+    /// State, problems first.
+    State,
+    /// Norm; rows without a norm last in either direction.
+    Norm,
+}
+
+/// One row of the sortable table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GradientTableRow {
+    /// `root/key`.
+    pub parameter: String,
+    /// State spelling.
+    pub state: &'static str,
+    /// Review rank of the state (0 non-finite, 1 missing, 2 zero, 3 present).
+    pub state_rank: u8,
+    /// The norm.
+    pub norm: Option<f64>,
+    /// Human norm.
+    pub norm_text: String,
+    /// Missing, zero or non-finite.
+    pub problem: bool,
+}
+
+/// One decade bar of the norm histogram.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NormBar {
+    /// Lower bound exponent.
+    pub exponent: i32,
+    /// Norms in the decade.
+    pub count: u64,
+    /// `1e-3`.
+    pub label: String,
+    /// Bar height in percent of the tallest bar.
+    pub height_pct: f64,
+}
+
+/// Every gradient in a sortable, filterable table, and the norm histogram.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GradientTable {
+    /// Rows in review order.
+    pub rows: Vec<GradientTableRow>,
+    /// Decades, ascending.
+    pub bars: Vec<NormBar>,
+    /// Norms equal to 0.
+    pub zero_norms: u64,
+    /// NaN / infinite / negative norms.
+    pub not_finite_norms: u64,
+    /// Records without a norm.
+    pub without_norm: u64,
+}
+
+impl GradientTable {
+    /// The table of `doc` (every record).
+    pub fn of(doc: &TraceDocument) -> Self {
+        let rank = |s: GradientState| match s {
+            GradientState::NonFinite => 0,
+            GradientState::Missing => 1,
+            GradientState::Zero => 2,
+            GradientState::Present => 3,
+        };
+        let rows = gradients_for_review(&doc.gradients)
+            .into_iter()
+            .map(|i| {
+                let g = &doc.gradients[i];
+                GradientTableRow {
+                    parameter: format!("{}/{}", g.root, g.key),
+                    state: g.state.as_str(),
+                    state_rank: rank(g.state),
+                    norm: g.norm,
+                    norm_text: g.norm.map_or_else(|| "—".to_string(), norm_text),
+                    problem: g.state != GradientState::Present,
+                }
+            })
+            .collect();
+        let h = norm_histogram(&doc.gradients);
+        let tallest = h.bins.iter().map(|b| b.count).max().unwrap_or(0).max(1);
+        GradientTable {
+            rows,
+            bars: h
+                .bins
+                .iter()
+                .map(|b| NormBar {
+                    exponent: b.exponent,
+                    count: b.count,
+                    label: format!("1e{}", b.exponent),
+                    height_pct: b.count as f64 / tallest as f64 * 100.0,
+                })
+                .collect(),
+            zero_norms: h.zero,
+            not_finite_norms: h.not_finite,
+            without_norm: h.without_norm,
+        }
+    }
+
+    /// Row indices to show: only problems when `only_problems`, sorted by `sort` (`descending`
+    /// reverses it; ties keep review order).
+    pub fn view(&self, sort: GradientSort, descending: bool, only_problems: bool) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.rows.len())
+            .filter(|&i| !only_problems || self.rows[i].problem)
+            .collect();
+        let rows = &self.rows;
+        match sort {
+            GradientSort::Review => {}
+            GradientSort::Parameter => {
+                order.sort_by(|&a, &b| rows[a].parameter.cmp(&rows[b].parameter))
+            }
+            GradientSort::State => order.sort_by_key(|&i| rows[i].state_rank),
+            GradientSort::Norm => order.sort_by(|&a, &b| match (rows[a].norm, rows[b].norm) {
+                (Some(x), Some(y)) => x.total_cmp(&y),
+                (Some(_), None) => core::cmp::Ordering::Less,
+                (None, Some(_)) => core::cmp::Ordering::Greater,
+                (None, None) => core::cmp::Ordering::Equal,
+            }),
+        }
+        if descending {
+            if sort == GradientSort::Norm {
+                // Keep rows without a norm last.
+                let split = order
+                    .iter()
+                    .position(|&i| rows[i].norm.is_none())
+                    .unwrap_or(order.len());
+                order[..split].reverse();
+            } else {
+                order.reverse();
+            }
+        }
+        order
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +232,55 @@ mod tests {
         assert_eq!(g.rows[0].state, "non_finite");
         assert!(g.rows[..3].iter().all(|r| r.problem));
         assert!(!g.rows[3].problem);
+    }
+
+    #[test]
+    fn table_sorts_filters_and_bins() {
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/valid_panels.trace6.jsonl"
+        ));
+        let t = GradientTable::of(&doc);
+        assert_eq!(t.rows.len(), 9);
+        let names = |v: Vec<usize>| -> Vec<String> {
+            v.into_iter().map(|i| t.rows[i].parameter.clone()).collect()
+        };
+        assert_eq!(
+            names(t.view(GradientSort::Review, false, true)),
+            vec!["model/head.scale", "model/embed", "model/encoder.norm"]
+        );
+        let by_norm = names(t.view(GradientSort::Norm, true, false));
+        assert_eq!(by_norm[0], "model/head.b");
+        assert_eq!(by_norm[6], "model/encoder.norm");
+        // rows without a norm stay last when descending
+        assert!(by_norm[7..]
+            .iter()
+            .all(|n| n == "model/embed" || n == "model/head.scale"));
+        let asc = names(t.view(GradientSort::Norm, false, false));
+        assert_eq!(asc[0], "model/encoder.norm");
+        assert_eq!(asc[1], "model/encoder.attn.q");
+        assert_eq!(
+            names(t.view(GradientSort::Parameter, false, false))[0],
+            "model/embed"
+        );
+        let bins: Vec<(i32, u64)> = t.bars.iter().map(|b| (b.exponent, b.count)).collect();
+        assert_eq!(
+            bins,
+            vec![
+                (-5, 1),
+                (-4, 0),
+                (-3, 0),
+                (-2, 1),
+                (-1, 2),
+                (0, 1),
+                (1, 0),
+                (2, 0),
+                (3, 1)
+            ]
+        );
+        assert_eq!(t.bars[4].height_pct, 100.0);
+        assert_eq!(
+            (t.zero_norms, t.not_finite_norms, t.without_norm),
+            (1, 0, 2)
+        );
     }
 }

@@ -1,14 +1,20 @@
 //! View models: plain Rust values built once from a read document, which the components only
 //! render. Nothing here touches the browser, so native tests check every number shown.
 
+pub mod chart;
 pub mod diagnostics;
+pub mod efficiency;
 pub mod gradients;
 pub mod header;
+pub mod latency;
 pub mod memory;
+pub mod memory_chart;
 pub mod ops;
+pub mod phases;
 pub mod profile;
 pub mod spans;
 pub mod summary;
+pub mod waterfall;
 
 use candle_trace_schema::document::TraceDocument;
 use candle_trace_schema::profile::ProfileDocument;
@@ -42,6 +48,14 @@ pub struct TraceModel {
     pub gradients: gradients::GradientPanel,
     /// Live bytes over time, per device, for the memory strip.
     pub memory_curves: Vec<crate::timeline::memory_curve::DeviceCurve>,
+    /// Stacked live bytes and checkpoint reconciliation per device.
+    pub memory_charts: memory_chart::MemoryCharts,
+    /// Training-phase breakdown and module pairs.
+    pub phases: phases::PhasesPanel,
+    /// Op efficiency.
+    pub efficiency: efficiency::EfficiencyPanel,
+    /// Every gradient, sortable, and the norm histogram.
+    pub gradient_table: gradients::GradientTable,
 }
 
 impl TraceModel {
@@ -72,6 +86,10 @@ impl TraceModel {
             memory: memory::MemoryPanel::of(&doc, 20),
             gradients: gradients::GradientPanel::of(&doc, 50),
             memory_curves: crate::timeline::memory_curve::device_curves(&doc.memory_profile),
+            memory_charts: memory_chart::MemoryCharts::of(&doc),
+            phases: phases::PhasesPanel::of(&doc),
+            efficiency: efficiency::EfficiencyPanel::of(&doc),
+            gradient_table: gradients::GradientTable::of(&doc),
             doc,
         }
     }
@@ -93,6 +111,20 @@ pub struct ProfileModel {
     pub diagnostics: DiagnosticsPanel,
     /// One row per request.
     pub requests: Vec<profile::RequestRow>,
+    /// TTFT histogram.
+    pub ttft: Option<latency::HistogramChart>,
+    /// ITL histogram.
+    pub itl: Option<latency::HistogramChart>,
+    /// Per-request waterfalls.
+    pub waterfalls: Vec<waterfall::WaterfallChart>,
+    /// Memory snapshots over time.
+    pub snapshots: profile::SnapshotChart,
+    /// Failures (status `failure` or an error).
+    pub failures: Vec<profile::EventRow>,
+    /// Diagnostic-only events.
+    pub diagnostic_only: Vec<profile::EventRow>,
+    /// (detail level, sample rate) as stated by the file.
+    pub settings: (String, String),
 }
 
 impl ProfileModel {
@@ -102,6 +134,13 @@ impl ProfileModel {
             cards: summary::profile_cards(&doc.summary()),
             diagnostics: DiagnosticsPanel::of(&doc.diagnostics),
             requests: profile::request_rows(doc),
+            ttft: latency::latency_charts(doc).0,
+            itl: latency::latency_charts(doc).1,
+            waterfalls: waterfall::waterfalls(doc),
+            snapshots: profile::snapshot_chart(doc),
+            failures: profile::event_lists(doc).0,
+            diagnostic_only: profile::event_lists(doc).1,
+            settings: profile::settings_text(doc),
         }
     }
 }

@@ -1,7 +1,9 @@
 //! The request table of an inference profile.
 
-use candle_trace_schema::profile::ProfileDocument;
-use candle_trace_schema::units::format_ns;
+use candle_trace_schema::profile::{ProfileDocument, ProfileRecord};
+use candle_trace_schema::units::{format_bytes, format_ns};
+
+use super::chart::{num, polyline, Scale};
 
 /// One request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,6 +14,14 @@ pub struct RequestRow {
     pub status: &'static str,
     /// Model, or empty.
     pub model: String,
+    /// Backend, or empty.
+    pub backend: String,
+    /// Exact duration in µs.
+    pub duration_us: Option<u64>,
+    /// Exact TTFT in µs.
+    pub ttft_us: Option<u64>,
+    /// Exact mean ITL in µs.
+    pub itl_us_avg: Option<u64>,
     /// Phases in order of first appearance, joined with `, `.
     pub phases: String,
     /// Request duration, human.
@@ -39,6 +49,10 @@ pub fn request_rows(doc: &ProfileDocument) -> Vec<RequestRow> {
         .map(|r| RequestRow {
             status: r.status.as_str(),
             model: r.model.unwrap_or_default(),
+            backend: r.backend.unwrap_or_default(),
+            duration_us: r.duration_us,
+            ttft_us: r.ttft_us,
+            itl_us_avg: r.itl_us_avg,
             phases: r.phases.join(", "),
             duration: us(r.duration_us),
             ttft: us(r.ttft_us),
@@ -49,6 +63,173 @@ pub fn request_rows(doc: &ProfileDocument) -> Vec<RequestRow> {
             request_id: r.request_id,
         })
         .collect()
+}
+
+/// An event listed apart (errors, diagnostic-only events).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRow {
+    /// Line in the file.
+    pub line: u64,
+    /// Request id.
+    pub request_id: String,
+    /// Phase.
+    pub phase: String,
+    /// `event_kind`.
+    pub event_kind: String,
+    /// Error kind and message, or the event's attributes in short.
+    pub detail: String,
+    /// Blocking error.
+    pub blocking: bool,
+}
+
+fn event_row(r: &ProfileRecord) -> EventRow {
+    let e = &r.event;
+    let detail = match &e.error {
+        Some(err) => format!(
+            "{}: {}",
+            err.kind.as_deref().unwrap_or("?"),
+            err.message.as_deref().unwrap_or("")
+        ),
+        None => e
+            .attributes
+            .iter()
+            .take(4)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    EventRow {
+        line: r.line,
+        request_id: e.request_id.clone().unwrap_or_default(),
+        phase: e.phase.clone().unwrap_or_default(),
+        event_kind: e.event_kind.clone().unwrap_or_default(),
+        detail,
+        blocking: e.error.as_ref().is_some_and(|err| err.blocking),
+    }
+}
+
+/// Failures (status `failure` or an `error` object) and diagnostic-only events, apart.
+pub fn event_lists(doc: &ProfileDocument) -> (Vec<EventRow>, Vec<EventRow>) {
+    (
+        doc.failures().into_iter().map(event_row).collect(),
+        doc.diagnostic_only().into_iter().map(event_row).collect(),
+    )
+}
+
+/// Width of the memory-snapshot chart's viewBox.
+pub const SNAPSHOT_W: f64 = 800.0;
+/// Height of the memory-snapshot chart's viewBox.
+pub const SNAPSHOT_H: f64 = 140.0;
+
+/// One memory snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotRow {
+    /// Line.
+    pub line: u64,
+    /// Request.
+    pub request_id: String,
+    /// Scope.
+    pub scope: String,
+    /// ns since the first snapshot.
+    pub at_ns: u64,
+    /// Time, human.
+    pub at: String,
+    /// Current bytes.
+    pub current_bytes: Option<u64>,
+    /// High-water bytes.
+    pub high_water_bytes: Option<u64>,
+    /// Available bytes.
+    pub available_bytes: Option<i64>,
+    /// Human current / high water / available.
+    pub texts: [String; 3],
+}
+
+/// The memory snapshots over time.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SnapshotChart {
+    /// Rows in time order (file order among equal times).
+    pub rows: Vec<SnapshotRow>,
+    /// Current bytes polyline.
+    pub current_path: String,
+    /// High-water polyline.
+    pub high_water_path: String,
+    /// Points (x, y) of current bytes, for dots.
+    pub current_points: Vec<(String, String)>,
+    /// Top of the byte axis, human.
+    pub max: String,
+    /// Axis end, human.
+    pub extent: String,
+}
+
+/// The snapshot chart of `doc` (current and high water on one byte axis; available in the table).
+pub fn snapshot_chart(doc: &ProfileDocument) -> SnapshotChart {
+    let mut snaps = doc.memory_snapshots();
+    snaps.sort_by_key(|s| s.ts_unix_nanos.unwrap_or(i64::MAX));
+    let t0 = snaps
+        .iter()
+        .filter_map(|s| s.ts_unix_nanos)
+        .min()
+        .unwrap_or(0);
+    let bytes_text = |v: Option<u64>| v.map_or_else(|| "—".to_string(), format_bytes);
+    let rows: Vec<SnapshotRow> = snaps
+        .iter()
+        .map(|s| {
+            let at_ns = s
+                .ts_unix_nanos
+                .map_or(0, |t| u64::try_from(t - t0).unwrap_or(0));
+            SnapshotRow {
+                line: s.line,
+                request_id: s.request_id.clone().unwrap_or_default(),
+                scope: s.scope.clone().unwrap_or_default(),
+                at_ns,
+                at: format_ns(at_ns),
+                current_bytes: s.current_bytes,
+                high_water_bytes: s.high_water_bytes,
+                available_bytes: s.available_bytes,
+                texts: [
+                    bytes_text(s.current_bytes),
+                    bytes_text(s.high_water_bytes),
+                    bytes_text(s.available_bytes.and_then(|a| u64::try_from(a).ok())),
+                ],
+            }
+        })
+        .collect();
+    if rows.is_empty() {
+        return SnapshotChart::default();
+    }
+    let end = rows.iter().map(|r| r.at_ns).max().unwrap_or(0);
+    let top = rows
+        .iter()
+        .flat_map(|r| [r.current_bytes, r.high_water_bytes])
+        .flatten()
+        .max()
+        .unwrap_or(0);
+    let x = Scale::new(0.0, end as f64, 8.0, SNAPSHOT_W - 8.0);
+    let y = Scale::new(0.0, top as f64, SNAPSHOT_H - 4.0, 12.0);
+    let pts = |f: &dyn Fn(&SnapshotRow) -> Option<u64>| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter_map(|r| f(r).map(|v| (x.px(r.at_ns as f64), y.px(v as f64))))
+            .collect()
+    };
+    let current = pts(&|r| r.current_bytes);
+    SnapshotChart {
+        current_path: polyline(&current),
+        high_water_path: polyline(&pts(&|r| r.high_water_bytes)),
+        current_points: current.iter().map(|&(a, b)| (num(a), num(b))).collect(),
+        max: format_bytes(top),
+        extent: format_ns(end),
+        rows,
+    }
+}
+
+/// Detail level and sample rate as shown.
+pub fn settings_text(doc: &ProfileDocument) -> (String, String) {
+    let s = doc.settings();
+    (
+        s.detail_level.unwrap_or_else(|| "not stated".into()),
+        s.sample_rate
+            .map_or_else(|| "not stated".into(), |r| format!("{r}")),
+    )
 }
 
 #[cfg(test)]
@@ -65,5 +246,26 @@ mod tests {
         assert_eq!(rows.len(), 3);
         assert!(rows.iter().any(|r| r.status == "failure"));
         assert_eq!(rows.iter().map(|r| r.event_count).sum::<u64>(), 17);
+        assert_eq!(rows[0].backend, "cpu");
+        assert_eq!(rows[0].ttft_us, Some(1200));
+    }
+
+    #[test]
+    fn fixture_lists_snapshots_and_settings() {
+        let doc = read_profile(include_bytes!(
+            "../../../tests/fixtures/infer_run.profile.jsonl"
+        ));
+        let (failures, diagnostic) = event_lists(&doc);
+        assert!(failures
+            .iter()
+            .any(|f| f.detail.starts_with("kv_cache_exhausted")));
+        assert_eq!(diagnostic.len(), 1);
+        assert_eq!(diagnostic[0].phase, "kernel");
+        let c = snapshot_chart(&doc);
+        assert_eq!(c.rows.len(), doc.memory_snapshots().len());
+        assert_eq!(
+            settings_text(&doc),
+            ("kernel".to_string(), "not stated".to_string())
+        );
     }
 }

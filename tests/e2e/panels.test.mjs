@@ -1,0 +1,221 @@
+// Browser tests of the viewer's panels (phases, memory over time and reconciliation, op
+// efficiency, gradient health, inference latency / waterfalls / snapshots / events) on the files
+// the capture examples write: every headline number shown (`data-value`) equals what the CLI
+// computes with the same schema functions. Screenshots of each panel go to target/e2e/panels/.
+//
+// The example files are made with
+//   cargo run -p candle-trace-capture [--release] --features candle --example train_mlp -- --out F
+//   cargo run -p candle-trace-capture [--release] --features candle --example generate -- --out F
+// (the debug build by default, which `cargo test --workspace --all-features` has already made;
+// PANELS_RELEASE=1 for --release) unless PANELS_TRAIN / PANELS_PROFILE name existing files.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { useHarness, root, fixtures, artifacts, cli, openPage, openByPicker } from './harness.mjs';
+
+useHarness();
+
+const shots = join(artifacts, 'panels');
+const files = {
+  train: process.env.PANELS_TRAIN ?? join(shots, 'train_mlp.trace6.jsonl'),
+  profile: process.env.PANELS_PROFILE ?? join(shots, 'generate.profile.jsonl'),
+  fixture: join(fixtures, 'valid_panels.trace6.jsonl'),
+};
+
+function runExample(example, out) {
+  const release = process.env.PANELS_RELEASE ? ['--release'] : [];
+  const r = spawnSync('cargo', ['run', '-q', ...release, '-p', 'candle-trace-capture', '--features', 'candle',
+    '--example', example, '--', '--out', out], { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 });
+  assert.equal(r.status, 0, `${example}: ${r.stderr}`);
+}
+
+before(() => {
+  mkdirSync(shots, { recursive: true });
+  if (!process.env.PANELS_TRAIN || !existsSync(files.train)) runExample('train_mlp', files.train);
+  if (!process.env.PANELS_PROFILE || !existsSync(files.profile)) runExample('generate', files.profile);
+});
+
+const attrs = (page, selector, names) => page.$$eval(selector, (els, names) =>
+  els.map((e) => Object.fromEntries(names.map((n) => [n, e.getAttribute(n)]))), names);
+const value = (page, testid) => page.getAttribute(`[data-testid=${testid}]`, 'data-value');
+const str = (v) => (v === null || v === undefined ? '' : String(v));
+
+async function shoot(page, testid, name) {
+  const el = page.locator(`[data-testid=${testid}]`).first();
+  await el.scrollIntoViewIfNeeded();
+  await el.screenshot({ path: join(shots, `${name}.png`) });
+}
+
+/** Every trace panel's numbers against the CLI; returns how many values were compared. */
+async function checkTracePanels(page, file, label) {
+  let checked = 0;
+  const eq = (a, b, what) => { assert.equal(str(a), str(b), `${label}: ${what}`); checked++; };
+
+  // Phases.
+  const phases = cli('query', file, '--kind', 'phases', '--json', '--limit', '1000');
+  eq(await value(page, 'phase-region'), phases.phases.region_ns, 'region');
+  for (const p of ['forward', 'backward', 'optimizer', 'other']) {
+    eq(await value(page, `phase-${p}`), phases.phases[`${p}_ns`], `phase ${p}`);
+  }
+  const pairs = await attrs(page, '[data-testid=module-pair]', ['data-path', 'data-forward', 'data-backward']);
+  assert.equal(pairs.length, phases.module_pairs.length, `${label}: module pairs`);
+  phases.module_pairs.forEach((m, i) => {
+    eq(pairs[i]['data-path'], m.path, 'module path');
+    eq(pairs[i]['data-forward'], m.forward_ns, `${m.path} forward`);
+    eq(pairs[i]['data-backward'], m.backward_ns, `${m.path} backward`);
+  });
+
+  // Memory over time: the peak, and every checkpoint reconciled.
+  const summary = cli('summary', '--json', file);
+  const memory = cli('query', file, '--kind', 'memory', '--json');
+  const peak = page.locator('[data-testid=memory-peak]');
+  eq(await peak.getAttribute('data-value'), summary.peak_bytes, 'memory peak');
+  eq(await peak.getAttribute('data-time'), memory.peak_timestamp_ns, 'memory peak time');
+  eq(await peak.getAttribute('data-device'), memory.peak_device, 'memory peak device');
+  const recon = cli('query', file, '--kind', 'reconcile', '--json');
+  const rows = await attrs(page, '[data-testid=reconcile-row]', ['data-value', 'data-time', 'data-device', 'data-used', 'data-live']);
+  assert.equal(rows.length, recon.points.length, `${label}: reconcile rows`);
+  recon.points.forEach((p, i) => {
+    eq(rows[i]['data-value'], p.unexplained_bytes, `reconcile ${i} unexplained`);
+    eq(rows[i]['data-time'], p.timestamp_ns, `reconcile ${i} time`);
+    eq(rows[i]['data-device'], p.device, `reconcile ${i} device`);
+    eq(rows[i]['data-used'], p.used_bytes, `reconcile ${i} used`);
+    eq(rows[i]['data-live'], p.live_bytes, `reconcile ${i} live`);
+  });
+  if (recon.max_unexplained !== null) {
+    eq(await value(page, 'memory-unexplained-max'), recon.points[recon.max_unexplained].unexplained_bytes, 'largest gap');
+  }
+
+  // Clicking a moment moves the timeline there: the peak button, then a point on the chart.
+  const canvas = page.locator('[data-testid=timeline-canvas]');
+  await peak.click();
+  await page.waitForFunction((t) => {
+    const c = document.querySelector('[data-testid=timeline-canvas]');
+    return Number(c.dataset.viewStart) <= t && Number(c.dataset.viewEnd) >= t
+      && Number(c.dataset.viewEnd) - Number(c.dataset.viewStart) < 1e12;
+  }, memory.peak_timestamp_ns);
+  const before = Number(await canvas.getAttribute('data-view-start'));
+  const chart = page.locator('[data-testid=memory-chart] svg').first();
+  const box = await chart.boundingBox();
+  await chart.click({ position: { x: box.width * 0.25, y: box.height / 2 } });
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.viewStart) !== b, before);
+  checked += 2;
+
+  // Op efficiency.
+  const flops = cli('query', file, '--kind', 'flops', '--json', '--limit', '1000');
+  eq(await value(page, 'flops-total'), flops.flops, 'total FLOPs');
+  if (flops.flops_per_s !== null) eq(await value(page, 'flops-rate'), flops.flops_per_s, 'FLOP/s');
+  const effRows = await attrs(page, '[data-testid=flops-row]', ['data-op', 'data-flops', 'data-flops-per-s', 'data-bytes-per-ns']);
+  assert.equal(effRows.length, flops.rows.length, `${label}: efficiency rows`);
+  flops.rows.forEach((r, i) => {
+    eq(effRows[i]['data-op'], r.op_name, 'op');
+    eq(effRows[i]['data-flops'], r.flops, `${r.op_name} FLOPs`);
+    eq(effRows[i]['data-flops-per-s'], r.flops_per_s, `${r.op_name} FLOP/s`);
+    const shown = effRows[i]['data-bytes-per-ns'];
+    assert.equal(shown === '' ? null : Number(shown), r.bytes_per_ns, `${label}: ${r.op_name} bytes/ns`);
+    checked++;
+  });
+
+  // Gradient health: counts, the histogram, the table and its filter and sort.
+  const grads = cli('query', file, '--kind', 'gradients', '--json', '--limit', '100000');
+  for (const [state, n] of Object.entries(grads.counts)) eq(await value(page, `gradients-${state}`), n, `gradients ${state}`);
+  const bins = await attrs(page, '[data-testid=norm-bin]', ['data-exponent', 'data-value']);
+  assert.equal(bins.length, grads.norm_histogram.bins.length, `${label}: norm bins`);
+  grads.norm_histogram.bins.forEach((b, i) => {
+    eq(bins[i]['data-exponent'], b.exponent, 'bin exponent');
+    eq(bins[i]['data-value'], b.count, `bin 1e${b.exponent}`);
+  });
+  const gradRows = await attrs(page, '[data-testid=gradient-row]', ['data-parameter', 'data-state']);
+  assert.equal(gradRows.length, grads.gradients.length, `${label}: gradient rows`);
+  grads.gradients.forEach((g, i) => eq(gradRows[i]['data-parameter'], `${g.root}/${g.key}`, `review order ${i}`));
+  await page.check('[data-testid=gradients-only-problems]');
+  const problems = grads.counts.missing + grads.counts.zero + grads.counts.non_finite;
+  eq(await page.locator('[data-testid=gradient-row]').count(), problems, 'only problems');
+  assert.ok((await attrs(page, '[data-testid=gradient-row]', ['data-state'])).every((r) => r['data-state'] !== 'present'));
+  await page.uncheck('[data-testid=gradients-only-problems]');
+  // keyboard: focus the norm header's button and press Enter → descending by norm
+  await page.focus('[data-testid=gradients-sort-norm]');
+  await page.keyboard.press('Enter');
+  const norms = (await attrs(page, '[data-testid=gradient-row]', ['data-norm']))
+    .map((r) => r['data-norm']).filter((n) => n !== '').map(Number);
+  assert.deepEqual(norms, [...norms].sort((a, b) => b - a), `${label}: sorted by norm`);
+  checked++;
+  return checked;
+}
+
+test('training panels of train_mlp and of the panels fixture match the CLI', async () => {
+  const { page, seen } = await openPage();
+  let checked = 0;
+  for (const [name, file] of [['train_mlp', files.train], ['fixture', files.fixture]]) {
+    await openByPicker(page, file);
+    checked += await checkTracePanels(page, file, name);
+    await page.check('[data-testid=gradients-only-problems]');
+    for (const [testid, shot] of [['phases', 'phases'], ['memory-charts', 'memory'], ['efficiency', 'efficiency'], ['gradients', 'gradients']]) {
+      await shoot(page, testid, `${name}-${shot}`);
+    }
+  }
+  // The dark theme: the same panels, for a contrast check by eye.
+  await page.click('[data-testid=theme-toggle]');
+  await page.click('[data-testid=theme-toggle]');
+  assert.equal(await page.getAttribute('html', 'data-theme'), 'dark');
+  for (const [testid, shot] of [['phases', 'phases'], ['memory-charts', 'memory'], ['efficiency', 'efficiency'], ['gradients', 'gradients']]) {
+    await shoot(page, testid, `fixture-dark-${shot}`);
+  }
+  console.log(`training panels: ${checked} values compared`);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('inference panels of generate match the CLI', async () => {
+  const file = files.profile;
+  const { page, seen } = await openPage();
+  await openByPicker(page, file);
+  let checked = 0;
+  const eq = (a, b, what) => { assert.equal(str(a), str(b), what); checked++; };
+
+  const latency = cli('query', file, '--kind', 'latency', '--json');
+  eq(await value(page, 'profile-detail-level'), latency.detail_level ?? 'not stated', 'detail level');
+  eq(await value(page, 'profile-sample-rate'), latency.sample_rate ?? 'not stated', 'sample rate');
+  eq(await value(page, 'profile-detail-level'), 'latency', 'generate runs at detail latency');
+  eq(Number(await value(page, 'profile-sample-rate')), 1, 'generate samples every request');
+  for (const [id, key, hist] of [['ttft', 'ttft_us', 'ttft_histogram'], ['itl', 'itl_nanos', 'itl_histogram']]) {
+    const bins = await page.$$eval(`[data-testid=histogram-${id}] [data-testid=hist-bin]`, (els) => els.map((e) => Number(e.dataset.value)));
+    assert.deepEqual(bins, latency[hist].counts, `${id} histogram`);
+    checked += bins.length;
+    for (const p of ['p50', 'p90', 'p99', 'max']) eq(await value(page, `${id}-line-${p}`), latency[key][p], `${id} ${p}`);
+  }
+
+  const requests = cli('query', file, '--kind', 'requests', '--json', '--limit', '100000').requests;
+  const rows = await attrs(page, '[data-testid=request-row]', ['data-request', 'data-status', 'data-duration', 'data-ttft', 'data-itl', 'data-tokens']);
+  assert.equal(rows.length, requests.length, 'request rows');
+  requests.forEach((r, i) => {
+    eq(rows[i]['data-request'], r.request_id, 'request id');
+    eq(rows[i]['data-status'], r.status, `${r.request_id} status`);
+    eq(rows[i]['data-duration'], r.duration_us, `${r.request_id} duration`);
+    eq(rows[i]['data-ttft'], r.ttft_us, `${r.request_id} ttft`);
+    eq(rows[i]['data-itl'], r.itl_us_avg, `${r.request_id} itl`);
+    eq(rows[i]['data-tokens'], r.output_tokens, `${r.request_id} tokens`);
+  });
+  const waterfalls = await attrs(page, '[data-testid=waterfall]', ['data-request', 'data-commits', 'data-stages']);
+  assert.equal(waterfalls.length, requests.length, 'one waterfall per request');
+  requests.forEach((r, i) => {
+    eq(waterfalls[i]['data-request'], r.request_id, 'waterfall request');
+    eq(waterfalls[i]['data-commits'], r.output_tokens ?? 0, `${r.request_id} commits drawn`);
+  });
+  assert.ok(waterfalls.some((w) => Number(w['data-stages']) > 0), 'decode-stage intervals drawn');
+
+  const summary = cli('summary', '--json', file);
+  eq(await page.locator('[data-testid=snapshot-row]').count(), summary.memory_snapshot_count, 'snapshots');
+  eq(await value(page, 'profile-failures'), latency.failures, 'failures listed');
+  eq(await value(page, 'profile-diagnostic-only-events'), latency.diagnostic_only, 'diagnostic-only listed');
+  assert.ok(latency.failures > 0, 'generate refuses one request');
+
+  for (const [testid, shot] of [['request-table', 'requests'], ['latency', 'latency'], ['waterfalls', 'waterfalls'], ['snapshots', 'snapshots'], ['profile-failures', 'failures']]) {
+    await shoot(page, testid, `generate-${shot}`);
+  }
+  console.log(`inference panels: ${checked} values compared`);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});

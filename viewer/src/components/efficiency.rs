@@ -1,0 +1,67 @@
+//! The op-efficiency panel.
+
+use leptos::prelude::*;
+
+use super::TraceContext;
+
+/// Estimated FLOPs, FLOP/s, bytes moved per ns and dtype mix per op name.
+#[component]
+pub fn EfficiencyView() -> impl IntoView {
+    let Some(ctx) = use_context::<TraceContext>() else {
+        return ().into_any();
+    };
+    let e = ctx.model.efficiency.clone();
+    if e.count == 0 {
+        return ().into_any();
+    }
+    use crate::model::efficiency::si;
+    view! {
+        <section class="efficiency panel" data-testid="efficiency">
+            <h3>"Op efficiency"</h3>
+            <p>
+                <span data-testid="flops-total" data-value=e.flops.to_string()>
+                    "Estimated " <strong>{si(e.flops as f64, "FLOP")}</strong>
+                </span>
+                {e.flops_per_s.map(|r| view! {
+                    <span data-testid="flops-rate" data-value=r.to_string()>
+                        " at " <strong>{si(r as f64, "FLOP/s")}</strong>
+                    </span>
+                })}
+                {format!(" — estimates cover {}.", e.coverage)}
+            </p>
+            <details>
+                <summary>"How FLOPs are estimated"</summary>
+                <ul>
+                    <li>"matmul, bmm, broadcast_matmul, linear: 2·b·M·N·K from the output [..b, M, N]; K from an operand's known shape, else from input bytes (a bias add is not counted)."</li>
+                    <li>"conv1d / conv2d: 2 · output elements · C_in/groups · kernel size, when the weight's shape is known."</li>
+                    <li>"Elementwise (add, mul, relu, gelu, exp …): 1 per output element. Reductions (sum, mean, max …): 1 per input element. Softmax: 5 per element."</li>
+                    <li>"FLOP/s = FLOPs / time of the estimated ops. Bytes/ns = (input + output bytes) / time of all the ops with the name."</li>
+                </ul>
+            </details>
+            <table>
+                <thead><tr>
+                    <th scope="col">"op"</th><th scope="col">"count"</th><th scope="col">"time"</th>
+                    <th scope="col">"FLOPs"</th><th scope="col">"FLOP/s"</th><th scope="col">"bytes/ns"</th>
+                    <th scope="col">"dtypes"</th><th scope="col">"formula"</th>
+                </tr></thead>
+                <tbody>
+                    {e.rows.iter().map(|r| view! {
+                        <tr data-testid="flops-row" data-op=r.op_name.clone() data-flops=r.flops.to_string()
+                            data-flops-per-s=r.flops_per_s.map(|v| v.to_string()).unwrap_or_default()
+                            data-bytes-per-ns=r.bytes_per_ns.map(|v| v.to_string()).unwrap_or_default()>
+                            <th scope="row">{r.op_name.clone()}</th>
+                            <td class="num">{r.count}</td>
+                            <td class="num">{r.time.clone()}</td>
+                            <td class="num">{r.flops_text.clone()}{(!r.coverage.is_empty()).then(|| format!(" ({})", r.coverage))}</td>
+                            <td class="num">{r.flops_per_s_text.clone()}</td>
+                            <td class="num">{r.bytes_per_ns_text.clone()}</td>
+                            <td>{r.dtypes.clone()}</td>
+                            <td class="muted">{r.formula}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+    .into_any()
+}

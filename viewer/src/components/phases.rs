@@ -1,0 +1,83 @@
+//! The training-phase panel.
+
+use leptos::prelude::*;
+
+use super::TraceContext;
+
+/// Forward / backward / optimizer / other of the measured region (a bar and a table), and
+/// each module's forward time next to its backward time.
+#[component]
+pub fn PhasesView() -> impl IntoView {
+    let Some(ctx) = use_context::<TraceContext>() else {
+        return ().into_any();
+    };
+    let p = ctx.model.phases.clone();
+    if p.rows.is_empty() {
+        return ().into_any();
+    }
+    view! {
+        <section class="phases panel" data-testid="phases">
+            <h3>"Training phases"</h3>
+            <p data-testid="phase-region" data-value=p.region_ns.to_string()>
+                "Measured region " <strong>{p.region.clone()}</strong> ": "
+                {candle_trace_schema::units::format_ns(p.region_ns)}
+                {(p.overlap_ns > 0).then(|| format!(
+                    " (steps exceed it by {})",
+                    candle_trace_schema::units::format_ns(p.overlap_ns)
+                ))}
+            </p>
+            <div class="phase-bar" role="img" aria-label="share of the measured region per phase">
+                {p.rows.iter().filter(|r| r.ns > 0).map(|r| view! {
+                    <div class=format!("phase-seg ph-{}", r.phase)
+                        style:left=format!("{:.3}%", r.left_pct)
+                        style:width=format!("{:.3}%", r.share_pct)
+                        title=format!("{} {} ({})", r.phase, r.time, r.share)>
+                        {(r.share_pct >= 8.0).then_some(r.phase)}
+                    </div>
+                }).collect_view()}
+            </div>
+            <table>
+                <thead><tr><th scope="col">"phase"</th><th scope="col">"time"</th><th scope="col">"share"</th></tr></thead>
+                <tbody>
+                    {p.rows.iter().map(|r| view! {
+                        <tr data-testid=format!("phase-{}", r.phase) data-value=r.ns.to_string()>
+                            <th scope="row"><span class=format!("swatch ph-{}", r.phase)></span>{r.phase}</th>
+                            <td class="num">{r.time.clone()}</td>
+                            <td class="num">{r.share.clone()}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <h4>"Forward and backward per module"</h4>
+            {if p.modules.is_empty() {
+                view! { <p class="muted">"No module spans in forward or backward."</p> }.into_any()
+            } else {
+                view! {
+                    <p class="muted">"Module spans are paired by module path: the names of the module spans from the measured region down to the span, so forward/encoder/attn and backward/encoder/attn are both encoder/attn."</p>
+                    <table>
+                        <thead><tr>
+                            <th scope="col">"module"</th><th scope="col">"forward"</th><th scope="col">"backward"</th>
+                            <th scope="col">"backward / forward"</th><th scope="col">"compared"</th>
+                        </tr></thead>
+                        <tbody>
+                            {p.modules.iter().map(|m| view! {
+                                <tr data-testid="module-pair" data-path=m.path.clone()
+                                    data-forward=m.forward_ns.to_string() data-backward=m.backward_ns.to_string()>
+                                    <th scope="row">{m.path.clone()}</th>
+                                    <td class="num">{m.forward.clone()}</td>
+                                    <td class="num">{m.backward.clone()}</td>
+                                    <td class="num">{m.ratio.clone()}</td>
+                                    <td class="pair-bars" aria-hidden="true">
+                                        <div class="pair-bar ph-forward" style:width=format!("{:.2}%", m.forward_pct)></div>
+                                        <div class="pair-bar ph-backward" style:width=format!("{:.2}%", m.backward_pct)></div>
+                                    </td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+    }
+    .into_any()
+}

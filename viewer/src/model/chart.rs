@@ -1,0 +1,154 @@
+//! Chart geometry shared by the panels' SVG charts: linear scales, step-area and polyline path
+//! strings, and column reduction (at most a few points per pixel column, so a path costs the
+//! chart's width, not the event count). SVG user units; y grows downwards.
+
+/// A linear map from a data interval onto a pixel interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    /// Data value at `px0`.
+    pub d0: f64,
+    /// Data value at `px1`.
+    pub d1: f64,
+    /// Pixel of `d0`.
+    pub px0: f64,
+    /// Pixel of `d1`.
+    pub px1: f64,
+}
+
+impl Scale {
+    /// `[d0, d1] → [px0, px1]`; a zero-width data interval is widened by 1.
+    pub fn new(d0: f64, d1: f64, px0: f64, px1: f64) -> Self {
+        let d1 = if d1 > d0 { d1 } else { d0 + 1.0 };
+        Scale { d0, d1, px0, px1 }
+    }
+
+    /// Pixel of data value `v` (not clamped).
+    pub fn px(&self, v: f64) -> f64 {
+        self.px0 + (v - self.d0) / (self.d1 - self.d0) * (self.px1 - self.px0)
+    }
+
+    /// Data value at pixel `p`.
+    pub fn value(&self, p: f64) -> f64 {
+        self.d0 + (p - self.px0) / (self.px1 - self.px0) * (self.d1 - self.d0)
+    }
+}
+
+/// A number for an SVG path: one decimal, no trailing `.0`.
+pub fn num(v: f64) -> String {
+    let r = (v * 10.0).round() / 10.0;
+    if r == r.trunc() {
+        format!("{}", r as i64)
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+/// Indices of the points to draw of a series whose x pixels are `xs` (non-decreasing): per
+/// pixel column, the first point, the point with the largest `key`, and the last point, in
+/// order. Keeps every extreme visible while bounding the output by 3 × columns.
+pub fn column_reduce(xs: &[f64], key: impl Fn(usize) -> u64) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i < xs.len() {
+        let col = xs[i].floor();
+        let mut j = i;
+        let mut best = i;
+        while j < xs.len() && xs[j].floor() == col {
+            if key(j) > key(best) {
+                best = j;
+            }
+            j += 1;
+        }
+        out.push(i);
+        if best != i {
+            out.push(best);
+        }
+        if j - 1 != best && j - 1 != i {
+            out.push(j - 1);
+        }
+        i = j;
+    }
+    out
+}
+
+/// Closed SVG path of the area between two step functions over the same points: the value at
+/// `xs[i]` holds until `xs[i + 1]` (the last until `x_end`). `top` and `bottom` are y pixels.
+pub fn step_band(xs: &[f64], top: &[f64], bottom: &[f64], x_end: f64) -> String {
+    if xs.is_empty() {
+        return String::new();
+    }
+    let mut d = format!("M{} {}", num(xs[0]), num(bottom[0]));
+    for i in 0..xs.len() {
+        let next = xs.get(i + 1).copied().unwrap_or(x_end);
+        d.push_str(&format!(
+            "L{} {}L{} {}",
+            num(xs[i]),
+            num(top[i]),
+            num(next),
+            num(top[i])
+        ));
+    }
+    for i in (0..xs.len()).rev() {
+        let next = xs.get(i + 1).copied().unwrap_or(x_end);
+        d.push_str(&format!(
+            "L{} {}L{} {}",
+            num(next),
+            num(bottom[i]),
+            num(xs[i]),
+            num(bottom[i])
+        ));
+    }
+    d.push('Z');
+    d
+}
+
+/// Open SVG polyline path through the points.
+pub fn polyline(points: &[(f64, f64)]) -> String {
+    let mut d = String::new();
+    for (i, (x, y)) in points.iter().enumerate() {
+        d.push(if i == 0 { 'M' } else { 'L' });
+        d.push_str(&format!("{} {}", num(*x), num(*y)));
+    }
+    d
+}
+
+/// `[t - w, t + w]` with `w` = 2 % of `[start, end]` (at least 1 ns), clamped at 0: the range
+/// the timeline shows when a chart point at `t` is clicked.
+pub fn focus_range(t: u64, start_ns: u64, end_ns: u64) -> (u64, u64) {
+    let w = (end_ns.saturating_sub(start_ns) / 50).max(1);
+    (t.saturating_sub(w), t.saturating_add(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_round_trips() {
+        let s = Scale::new(100.0, 300.0, 0.0, 800.0);
+        assert_eq!(s.px(200.0), 400.0);
+        assert_eq!(s.value(400.0), 200.0);
+        let y = Scale::new(0.0, 0.0, 200.0, 0.0);
+        assert_eq!(y.px(0.0), 200.0);
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(num(1.25), "1.3");
+        assert_eq!(num(2.0), "2");
+        assert_eq!(
+            step_band(&[0.0, 10.0], &[5.0, 2.0], &[9.0, 9.0], 20.0),
+            "M0 9L0 5L10 5L10 2L20 2L20 9L10 9L10 9L0 9Z"
+        );
+        assert_eq!(polyline(&[(0.0, 1.0), (2.5, 3.0)]), "M0 1L2.5 3");
+        assert_eq!(focus_range(500, 0, 1000), (480, 520));
+        assert_eq!(focus_range(5, 0, 10), (4, 6));
+    }
+
+    #[test]
+    fn reduction_keeps_column_extremes() {
+        let xs = [0.1, 0.2, 0.3, 0.9, 1.5, 2.0];
+        let keys = [1u64, 9, 2, 3, 4, 4];
+        assert_eq!(column_reduce(&xs, |i| keys[i]), vec![0, 1, 3, 4, 5]);
+    }
+}

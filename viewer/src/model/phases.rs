@@ -1,0 +1,192 @@
+//! The training-phase panel: the measured region split into forward / backward / optimizer /
+//! other (a bar and a table), and each module's forward time next to its backward time.
+//! The rules (outermost stepped spans, module paths) are `candle_trace_schema::phases`'.
+
+use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::phases::{module_pairs, phase_breakdown};
+use candle_trace_schema::units::format_ns;
+
+/// One phase.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhaseRow {
+    /// `forward`, `backward`, `optimizer` or `other`.
+    pub phase: &'static str,
+    /// Exact ns (`data-value`).
+    pub ns: u64,
+    /// Human time.
+    pub time: String,
+    /// Share of the region in percent.
+    pub share_pct: f64,
+    /// `41.2 %`.
+    pub share: String,
+    /// Left edge of the bar segment, percent of the bar.
+    pub left_pct: f64,
+}
+
+/// One module path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleRow {
+    /// Module path.
+    pub path: String,
+    /// Forward ns.
+    pub forward_ns: u64,
+    /// Backward ns.
+    pub backward_ns: u64,
+    /// Forward, human (with the span count when more than one).
+    pub forward: String,
+    /// Backward, human (`—` without backward spans).
+    pub backward: String,
+    /// backward / forward, `1.17×`, or `—` when either side is missing.
+    pub ratio: String,
+    /// Forward bar width, percent of the largest time in the table.
+    pub forward_pct: f64,
+    /// Backward bar width, percent of the largest time in the table.
+    pub backward_pct: f64,
+}
+
+/// The panel; `None` rows mean no measured region.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PhasesPanel {
+    /// Name of the measured span.
+    pub region: String,
+    /// Its duration.
+    pub region_ns: u64,
+    /// Forward, backward, optimizer, other.
+    pub rows: Vec<PhaseRow>,
+    /// ns by which the steps exceed the region (normally 0).
+    pub overlap_ns: u64,
+    /// Module pairs, largest first.
+    pub modules: Vec<ModuleRow>,
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64 * 100.0
+    }
+}
+
+fn times(ns: u64, count: u64) -> String {
+    match count {
+        0 => "—".to_string(),
+        1 => format_ns(ns),
+        n => format!("{} ({n}×)", format_ns(ns)),
+    }
+}
+
+impl PhasesPanel {
+    /// The panel of `doc`; default (empty) without a measured span.
+    pub fn of(doc: &TraceDocument) -> Self {
+        let Some(b) = phase_breakdown(doc) else {
+            return PhasesPanel::default();
+        };
+        // Shares are of the region, or of the steps' sum when they exceed it.
+        let whole = b
+            .region_ns
+            .max(b.forward_ns + b.backward_ns + b.optimizer_ns);
+        let mut left = 0.0;
+        let rows = [
+            ("forward", b.forward_ns),
+            ("backward", b.backward_ns),
+            ("optimizer", b.optimizer_ns),
+            ("other", b.other_ns),
+        ]
+        .into_iter()
+        .map(|(phase, ns)| {
+            let pct = share(ns, whole);
+            let row = PhaseRow {
+                phase,
+                ns,
+                time: format_ns(ns),
+                share_pct: pct,
+                share: format!("{pct:.1} %"),
+                left_pct: left,
+            };
+            left += pct;
+            row
+        })
+        .collect();
+        let pairs = module_pairs(doc);
+        let widest = pairs
+            .iter()
+            .map(|p| p.forward_ns.max(p.backward_ns))
+            .max()
+            .unwrap_or(0);
+        let modules = pairs
+            .into_iter()
+            .map(|p| ModuleRow {
+                forward: times(p.forward_ns, p.forward_count),
+                backward: times(p.backward_ns, p.backward_count),
+                ratio: if p.forward_count > 0 && p.backward_count > 0 && p.forward_ns > 0 {
+                    format!("{:.2}×", p.backward_ns as f64 / p.forward_ns as f64)
+                } else {
+                    "—".to_string()
+                },
+                forward_pct: share(p.forward_ns, widest),
+                backward_pct: share(p.backward_ns, widest),
+                forward_ns: p.forward_ns,
+                backward_ns: p.backward_ns,
+                path: p.path,
+            })
+            .collect();
+        PhasesPanel {
+            region: doc.spans[b.region_span].name.clone(),
+            region_ns: b.region_ns,
+            rows,
+            overlap_ns: b.overlap_ns,
+            modules,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panels_fixture() {
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/valid_panels.trace6.jsonl"
+        ));
+        let p = PhasesPanel::of(&doc);
+        assert_eq!((p.region.as_str(), p.region_ns), ("train_step", 100_000));
+        let ns: Vec<(&str, u64, &str)> = p
+            .rows
+            .iter()
+            .map(|r| (r.phase, r.ns, r.share.as_str()))
+            .collect();
+        assert_eq!(
+            ns,
+            vec![
+                ("forward", 40_000, "40.0 %"),
+                ("backward", 45_000, "45.0 %"),
+                ("optimizer", 8_000, "8.0 %"),
+                ("other", 7_000, "7.0 %"),
+            ]
+        );
+        assert_eq!(p.rows[2].left_pct, 85.0);
+        let enc = &p.modules[0];
+        assert_eq!(
+            (enc.path.as_str(), enc.ratio.as_str()),
+            ("encoder", "1.17×")
+        );
+        assert_eq!(enc.backward_pct, 100.0);
+        let head = p.modules.iter().find(|m| m.path == "head").unwrap();
+        assert_eq!((head.backward.as_str(), head.ratio.as_str()), ("—", "—"));
+    }
+
+    #[test]
+    fn golden_step_has_no_modules_in_backward() {
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/train_step.trace6.jsonl"
+        ));
+        let p = PhasesPanel::of(&doc);
+        assert_eq!(p.region_ns, 950_000);
+        assert!(p.modules.iter().all(|m| m.backward_ns == 0));
+        let broken = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/broken_no_measured.trace6.jsonl"
+        ));
+        assert_eq!(PhasesPanel::of(&broken), PhasesPanel::default());
+    }
+}
