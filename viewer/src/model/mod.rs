@@ -1,10 +1,12 @@
 //! View models: plain Rust values built once from a read document, which the components only
 //! render. Nothing here touches the browser, so native tests check every number shown.
 
+pub mod compare;
 pub mod diagnostics;
 pub mod gradients;
 pub mod header;
 pub mod memory;
+pub mod multi;
 pub mod ops;
 pub mod profile;
 pub mod spans;
