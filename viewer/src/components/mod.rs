@@ -3,11 +3,14 @@
 
 pub mod app;
 pub mod cards;
+pub mod compare;
 pub mod details;
 pub mod diagnostics;
 pub mod gradients;
+pub mod groups;
 pub mod header;
 pub mod memory;
+pub mod multi;
 pub mod profile;
 pub mod tables;
 pub mod theme;
