@@ -412,7 +412,7 @@ pub fn CompareView(
         move || {
             (comparable || forced.get()).then(|| {
                 let c = c.clone();
-                let cand = Arc::new(model.candidate.clone());
+                let cand = model.candidate.clone();
                 let groups: Arc<Vec<(String, Arc<TraceModel>)>> =
                     Arc::new(vec![(format!("candidate: {}", model.cand_name), cand)]);
                 let fill: FillFn = {

@@ -89,7 +89,7 @@ pub fn MultiView(
         model
             .files
             .iter()
-            .map(|f| (f.name.clone(), Arc::new(f.model.clone())))
+            .map(|f| (f.name.clone(), f.model.clone()))
             .collect(),
     );
     let fill: FillFn = {

@@ -4,6 +4,7 @@
 //! timeline coloured by change.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use candle_trace_schema::compare::{compare, MetaMismatch, PathDelta, Presence, TraceComparison};
 use candle_trace_schema::document::TraceDocument;
@@ -229,7 +230,7 @@ pub struct CompareModel {
     /// The refusal sentence when the meta differ.
     pub refusal: Option<String>,
     /// The candidate's view models (its timeline is drawn coloured by change).
-    pub candidate: TraceModel,
+    pub candidate: Arc<TraceModel>,
     /// The change of each candidate span.
     pub changes: Vec<Change>,
     /// Candidate spans per change, in [`Change::ALL`] order (the legend's counts).
@@ -258,7 +259,7 @@ impl CompareModel {
             cand_name,
             comparison,
             refusal,
-            candidate: TraceModel::new(cand),
+            candidate: Arc::new(TraceModel::new(cand)),
             changes,
             change_counts,
         }

@@ -17,6 +17,8 @@
 //!   offset. For one file with one measured span this is its `total_ns`; files without a
 //!   measured span take no part (0 when none has one).
 
+use std::sync::Arc;
+
 use candle_trace_schema::document::TraceDocument;
 use candle_trace_schema::profile::is_rfc3339;
 use candle_trace_schema::summary::TraceSummary;
@@ -209,7 +211,7 @@ pub struct MultiFile {
     /// The file's name.
     pub name: String,
     /// Its view models.
-    pub model: TraceModel,
+    pub model: Arc<TraceModel>,
     /// Its eight numbers.
     pub summary: TraceSummary,
     /// Its measured window, own time.
@@ -241,7 +243,7 @@ impl MultiModel {
                 name,
                 summary: doc.summary(),
                 window: measured_window(&doc),
-                model: TraceModel::new(doc),
+                model: Arc::new(TraceModel::new(doc)),
                 alignment,
             })
             .collect();
