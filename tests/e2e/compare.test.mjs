@@ -109,6 +109,9 @@ test('compare a baseline and a candidate by the pickers: every delta equals comp
   assert.ok(await page.locator('[data-testid=path-delta][data-presence=new] .tag').count() > 0);
   assert.ok(await page.locator('[data-testid=path-delta][data-presence=vanished] .tag').count() > 0);
   await page.screenshot({ path: join(artifacts, 'compare.png'), fullPage: true });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.screenshot({ path: join(artifacts, 'compare-dark.png'), fullPage: true });
+  await page.emulateMedia({ colorScheme: 'light' });
 
   // Sorting: by path (descending, then ascending), by signed change.
   const shownPaths = () => page.$$eval('[data-testid=path-delta]', (r) => r.map((x) => x.dataset.path));
@@ -216,6 +219,9 @@ test('several files at once: per-file numbers equal summary --json, totals follo
       alloc_count: sum('alloc_count'), free_count: sum('free_count'),
       max_depth: max('max_depth'), peak_bytes: max('peak_bytes'), total_ns: hi - lo,
     };
+    // The totals re-render with the offsets; give them a moment before asserting.
+    await page.waitForFunction((v) => document.querySelector('[data-testid=multi-total-total_ns]')?.dataset.value === v,
+      String(want.total_ns), { timeout: 5_000 }).catch(() => {});
     for (const f of TRACE_FIELDS) {
       assert.equal(await page.getAttribute(`[data-testid=multi-total-${f}]`, 'data-value'), String(want[f]), `${how}: total ${f}`);
     }
@@ -234,6 +240,7 @@ test('several files at once: per-file numbers equal summary --json, totals follo
   await page.fill('[data-testid=offset-2]', '-20');
   await page.$eval('[data-testid=offset-2]', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
   await page.waitForFunction(() => document.querySelector('[data-testid=group-2]').dataset.offsetNs === '-20000');
+  await page.waitForFunction(() => document.querySelector('[data-testid=group-0]').dataset.shiftNs === '20000', null, { timeout: 5_000 }).catch(() => {});
   assert.deepEqual([await group(0, 'data-shift-ns'), await group(1, 'data-shift-ns'), await group(2, 'data-shift-ns')],
     ['20000', '270000', '0']);
   await checkTotals([0, 250_000, -20_000], 'negative');
