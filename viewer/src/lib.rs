@@ -5,7 +5,8 @@
 //! shaped for display by plain Rust that native tests check:
 //!
 //! - [`model`]: view models (summary cards, run header, diagnostics, op and span tables, span
-//!   details, memory and gradient panels, inference requests);
+//!   details, memory and gradient panels, inference requests, a comparison of two traces,
+//!   several traces on one axis);
 //! - [`timeline`]: the flame chart's math (viewport, lanes, level of detail, ticks, minimap,
 //!   search, colours);
 //! - [`transfer`]: how the parsing worker hands a read document to the page.
