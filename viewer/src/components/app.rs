@@ -11,12 +11,14 @@ use candle_trace_schema::format::AnyDocument;
 use candle_trace_schema::units::{format_bytes, format_ns};
 
 use super::cards::SummaryCards;
+use super::compare::{ComparePicker, CompareView};
 use super::details::SpanDetailsPanel;
 use super::diagnostics::Diagnostics;
 use super::efficiency::EfficiencyView;
 use super::gradients::GradientView;
 use super::header::RunHeaderView;
 use super::memory::{MemoryChartsView, MemoryView};
+use super::multi::{load_traces, MultiView};
 use super::phases::PhasesView;
 use super::profile::ProfileView;
 use super::tables::{OpTable, SpanTable};
@@ -24,7 +26,9 @@ use super::theme::{theme_signals, ThemeToggle};
 use super::timeline::Timeline;
 use super::TraceContext;
 use crate::load::{yield_now, LoadError, Source};
+use crate::model::compare::CompareModel;
 use crate::model::diagnostics::DiagnosticsPanel;
+use crate::model::multi::MultiModel;
 use crate::model::spans::SpanIndex;
 use crate::model::{ProfileModel, TraceModel};
 use crate::timeline::lanes::{extents_of, Lanes};
@@ -40,6 +44,19 @@ enum Opened {
     Trace(Arc<TraceModel>),
     Profile(Arc<ProfileModel>),
     Unsupported(Arc<DiagnosticsPanel>),
+    /// A baseline and a candidate.
+    Compare(Arc<CompareModel>),
+    /// Several traces on one axis.
+    Multi(Arc<MultiModel>),
+}
+
+/// What several files at once are opened as.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SetMode {
+    /// The first file is the baseline, the second the candidate.
+    Compare,
+    /// Each file a group of lanes on one axis.
+    Multi,
 }
 
 /// A load in progress.
@@ -157,6 +174,94 @@ pub fn App() -> impl IntoView {
         });
     };
 
+    // Several files at once: read one after another, then compare or lay out together.
+    let open_set = move |mode: SetMode, files: Vec<web_sys::File>| {
+        let my_gen = generation.get_value() + 1;
+        generation.set_value(my_gen);
+        error.set(None);
+        let count = files.len();
+        progress.set(Some(Progress {
+            phase: "Reading",
+            name: format!("{count} files"),
+            bytes_read: 0,
+            total: None,
+            lines: 0,
+        }));
+        spawn_local(async move {
+            let is_current = move || generation.try_get_value() == Some(my_gen);
+            let result = load_traces(
+                files,
+                |i, name, stage| {
+                    if !is_current() {
+                        return;
+                    }
+                    let name = format!("{name} ({} of {count})", i + 1);
+                    progress.update(|p| {
+                        let Some(p) = p else { return };
+                        p.name = name;
+                        match stage {
+                            Stage::Reading { read, total, lines } => {
+                                p.phase = "Reading";
+                                p.bytes_read = read;
+                                p.total = total;
+                                p.lines = lines;
+                            }
+                            Stage::Analysing => p.phase = "Analysing",
+                            Stage::Receiving { .. } => p.phase = "Preparing the view of",
+                        }
+                    });
+                },
+                is_current,
+            )
+            .await;
+            if !is_current() {
+                return;
+            }
+            match result {
+                Ok(docs) => {
+                    progress.update(|p| {
+                        if let Some(p) = p {
+                            p.phase = "Laying out";
+                        }
+                    });
+                    yield_now().await;
+                    if !is_current() {
+                        return;
+                    }
+                    let names: Vec<String> = docs.iter().map(|(n, _)| n.clone()).collect();
+                    let shown = match mode {
+                        SetMode::Compare => {
+                            let mut docs = docs.into_iter();
+                            let (Some((base_name, base)), Some((cand_name, cand))) =
+                                (docs.next(), docs.next())
+                            else {
+                                progress.set(None);
+                                error.set(Some("comparing needs two files".into()));
+                                return;
+                            };
+                            Opened::Compare(Arc::new(CompareModel::new(
+                                base_name, &base, cand_name, cand,
+                            )))
+                        }
+                        SetMode::Multi => Opened::Multi(Arc::new(MultiModel::new(docs))),
+                    };
+                    progress.set(None);
+                    last_load.set(None);
+                    opened.set(Some((names.join(" + "), shown)));
+                    load_seq.update(|n| *n += 1);
+                }
+                Err(LoadError::Cancelled) => {}
+                Err(LoadError::Failed(msg)) => {
+                    progress.set(None);
+                    error.set(Some(msg));
+                }
+            }
+        });
+    };
+    let on_compare = Callback::new(move |(base, cand): (web_sys::File, web_sys::File)| {
+        open_set(SetMode::Compare, vec![base, cand]);
+    });
+
     let cancel = move |_| {
         generation.update_value(|g| *g += 1);
         worker::cancel();
@@ -195,14 +300,20 @@ pub fn App() -> impl IntoView {
         }
     });
     let _ = window_event_listener(leptos::ev::drop, move |ev: web_sys::DragEvent| {
-        ev.prevent_default();
         dragging.set(false);
-        if let Some(file) = ev
-            .data_transfer()
-            .and_then(|dt| dt.files())
-            .and_then(|files| files.get(0))
-        {
-            open(file.name(), Source::File(file));
+        // A drop on a compare target was handled there.
+        if ev.default_prevented() {
+            return;
+        }
+        ev.prevent_default();
+        let files = files_of(ev.data_transfer().and_then(|dt| dt.files()));
+        match files.len() {
+            0 => {}
+            1 => {
+                let file = files[0].clone();
+                open(file.name(), Source::File(file));
+            }
+            _ => open_set(SetMode::Multi, files),
         }
     });
 
@@ -213,8 +324,14 @@ pub fn App() -> impl IntoView {
         else {
             return;
         };
-        if let Some(file) = input.files().and_then(|f| f.get(0)) {
-            open(file.name(), Source::File(file));
+        let files = files_of(input.files());
+        match files.len() {
+            0 => {}
+            1 => {
+                let file = files[0].clone();
+                open(file.name(), Source::File(file));
+            }
+            _ => open_set(SetMode::Multi, files),
         }
         // Picking the same file again must fire `change` again.
         input.set_value("");
@@ -229,6 +346,7 @@ pub fn App() -> impl IntoView {
                 class="visually-hidden"
                 type="file"
                 accept=".jsonl,.json,application/json,text/plain"
+                multiple
                 data-testid="file-input"
                 on:change=on_pick
             />
@@ -239,7 +357,8 @@ pub fn App() -> impl IntoView {
             >
                 "Open example"
             </button>
-            <span class="hint">"or drop a .jsonl file anywhere"</span>
+            <ComparePicker on_open=on_compare />
+            <span class="hint">"or drop .jsonl files anywhere (several: one lane group each)"</span>
             <span class="spacer"></span>
             <ThemeToggle choice=theme_choice />
         </header>
@@ -288,6 +407,12 @@ pub fn App() -> impl IntoView {
                 Some((name, Opened::Profile(model))) => {
                     view! { <ProfileView model=model file_name=name /> }.into_any()
                 }
+                Some((_, Opened::Compare(model))) => {
+                    view! { <CompareView model=model theme=theme /> }.into_any()
+                }
+                Some((_, Opened::Multi(model))) => {
+                    view! { <MultiView model=model theme=theme /> }.into_any()
+                }
                 Some((name, Opened::Unsupported(panel))) => {
                     view! {
                         <section data-testid="document" data-file=name.clone() data-format="unsupported">
@@ -300,6 +425,13 @@ pub fn App() -> impl IntoView {
             }}
         </main>
     }
+}
+
+/// The files of a picker's or a drop's list, in order.
+fn files_of(list: Option<web_sys::FileList>) -> Vec<web_sys::File> {
+    list.map_or_else(Vec::new, |l| {
+        (0..l.length()).filter_map(|i| l.get(i)).collect()
+    })
 }
 
 /// A load's timings plus the page's own last step.

@@ -3,13 +3,16 @@
 
 pub mod app;
 pub mod cards;
+pub mod compare;
 pub mod details;
 pub mod diagnostics;
 pub mod efficiency;
 pub mod gradients;
+pub mod groups;
 pub mod header;
 pub mod memory;
 pub mod phases;
+pub mod multi;
 pub mod profile;
 pub mod tables;
 pub mod theme;

@@ -37,7 +37,7 @@ const CLICK_SLOP_PX: f64 = 3.0;
 
 /// The 2D context of a canvas sized to its CSS box times the device pixel ratio, with the
 /// transform set so that drawing uses CSS pixels. Returns the CSS width too.
-fn prepare(
+pub(super) fn prepare(
     canvas: &web_sys::HtmlCanvasElement,
     css_height: f64,
 ) -> Option<(CanvasRenderingContext2d, f64)> {
@@ -62,7 +62,7 @@ fn prepare(
 }
 
 /// The part of `name` that fits `width_px` (an estimate at 7 px per character).
-fn fit_label(name: &str, width_px: f64) -> Option<String> {
+pub(super) fn fit_label(name: &str, width_px: f64) -> Option<String> {
     let room = ((width_px - 6.0) / 7.0).floor();
     if room < 3.0 {
         return None;
@@ -78,7 +78,7 @@ fn fit_label(name: &str, width_px: f64) -> Option<String> {
 }
 
 /// What picks a span's colour: its step and kind.
-fn step_key(model: &TraceModel, i: u32) -> u32 {
+pub(super) fn step_key(model: &TraceModel, i: u32) -> u32 {
     model.doc.spans.get(i as usize).map_or(0, |s| {
         let step = match s.step {
             None => 0,

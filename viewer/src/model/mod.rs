@@ -2,6 +2,7 @@
 //! render. Nothing here touches the browser, so native tests check every number shown.
 
 pub mod chart;
+pub mod compare;
 pub mod diagnostics;
 pub mod efficiency;
 pub mod gradients;
@@ -9,6 +10,7 @@ pub mod header;
 pub mod latency;
 pub mod memory;
 pub mod memory_chart;
+pub mod multi;
 pub mod ops;
 pub mod phases;
 pub mod profile;

@@ -3,6 +3,7 @@
 //! ([`ticks`]), the minimap ([`minimap`]), search ([`search`]) and colours ([`palette`]).
 //! `components::timeline` only paints what these return.
 
+pub mod groups;
 pub mod lanes;
 pub mod lod;
 pub mod memory_curve;

@@ -1,0 +1,270 @@
+// Browser tests of comparing two traces and of several files at once (see README.md): every
+// number shown equals `candle-trace compare --json` / `summary --json`.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  ctx, useHarness, fixtures, artifacts, cli, openPage, loadSeq, waitNextDocument, TRACE_FIELDS,
+} from './harness.mjs';
+
+useHarness();
+
+const BASE = join(fixtures, 'compare', 'base.trace6.jsonl');
+const CAND = join(fixtures, 'compare', 'cand.trace6.jsonl');
+const OTHER = join(fixtures, 'compare', 'other_device.trace6.jsonl');
+
+/** The page's percent attribute as a number, or null when empty (no baseline). */
+const pct = (s) => (s === '' || s == null ? null : Number(s));
+
+/** Drop one file on the element matching `selector`. */
+async function dropOn(page, selector, file) {
+  const b64 = readFileSync(file).toString('base64');
+  const name = file.split('/').pop();
+  await page.evaluate(({ selector, name, b64 }) => {
+    const bin = atob(b64);
+    const data = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) data[i] = bin.charCodeAt(i);
+    const dt = new DataTransfer();
+    dt.items.add(new File([data], name, { type: 'application/x-ndjson' }));
+    const el = document.querySelector(selector);
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      el.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt }));
+    }
+  }, { selector, name, b64 });
+}
+
+/** The viewer's classification of a path (model/compare.rs: change_of, 1% threshold). */
+function changeOf(p) {
+  if (p.presence === 'new') return 'new';
+  if (p.presence === 'vanished') return 'faster';
+  if (p.percent != null && Math.abs(p.percent) < 1) return 'unchanged';
+  if (p.delta_ns < 0) return 'faster';
+  if (p.delta_ns > 0) return 'slower';
+  return 'unchanged';
+}
+
+/** Every delta the page shows equals the CLI's JSON. */
+async function checkDeltas(page, want, how) {
+  for (const s of want.summary) {
+    const el = page.locator(`[data-testid=delta-${s.field}]`);
+    assert.equal(await el.getAttribute('data-value'), String(s.delta), `${how}: ${s.field} delta`);
+    assert.equal(await el.getAttribute('data-base'), String(s.base), `${how}: ${s.field} base`);
+    assert.equal(await el.getAttribute('data-cand'), String(s.cand), `${how}: ${s.field} cand`);
+    assert.equal(pct(await el.getAttribute('data-percent')), s.percent ?? null, `${how}: ${s.field} %`);
+  }
+  const paths = await page.$$eval('[data-testid=path-delta]', (rows) => rows.map((r) => ({
+    path: r.dataset.path, base_count: Number(r.dataset.baseCount), cand_count: Number(r.dataset.candCount),
+    base_ns: Number(r.dataset.baseNs), cand_ns: Number(r.dataset.candNs), delta_ns: Number(r.dataset.value),
+    percent: r.dataset.percent === '' ? null : Number(r.dataset.percent), presence: r.dataset.presence,
+  })));
+  assert.deepEqual(paths, want.paths.map((p) => ({ ...p, percent: p.percent ?? null })), `${how}: paths`);
+  const ops = await page.$$eval('[data-testid=op-delta]', (rows) => rows.map((r) => ({
+    op_name: r.dataset.op, shape: JSON.parse(r.dataset.shape), dtype: r.dataset.dtype,
+    base_count: Number(r.dataset.baseCount), cand_count: Number(r.dataset.candCount),
+    base_ns: Number(r.dataset.baseNs), cand_ns: Number(r.dataset.candNs), delta_ns: Number(r.dataset.value),
+    percent: r.dataset.percent === '' ? null : Number(r.dataset.percent), presence: r.dataset.presence,
+  })));
+  assert.deepEqual(ops, want.ops.map((o) => ({ ...o, percent: o.percent ?? null })), `${how}: ops`);
+  const peak = page.locator('[data-testid=memory-delta-peak]');
+  assert.equal(await peak.getAttribute('data-value'), String(want.memory.delta_bytes), `${how}: peak`);
+  assert.equal(await peak.getAttribute('data-base'), String(want.memory.base_peak_bytes));
+  assert.equal(await peak.getAttribute('data-cand'), String(want.memory.cand_peak_bytes));
+  for (const c of want.memory.by_category) {
+    const el = page.locator(`[data-testid=memory-delta-${c.category}]`);
+    assert.equal(await el.getAttribute('data-value'), String(c.delta_bytes), `${how}: memory ${c.category}`);
+    assert.equal(await el.getAttribute('data-base'), String(c.base_bytes));
+    assert.equal(await el.getAttribute('data-cand'), String(c.cand_bytes));
+  }
+  const grads = await page.$$eval('[data-testid=gradient-change]', (rows) => rows.map((r) => ({
+    param: r.dataset.param, base: r.dataset.base, cand: r.dataset.cand,
+  })));
+  assert.deepEqual(grads, want.gradients.map((g) => ({
+    param: `${g.root}/${g.key}`, base: g.base ?? 'none', cand: g.cand ?? 'none',
+  })), `${how}: gradients`);
+  // The timeline legend counts candidate spans per change of their path.
+  const counts = { faster: 0, slower: 0, unchanged: 0, new: 0 };
+  for (const p of want.paths) counts[changeOf(p)] += p.cand_count;
+  for (const [change, n] of Object.entries(counts)) {
+    assert.equal(await page.getAttribute(`[data-testid=change-${change}]`, 'data-value'), String(n),
+      `${how}: spans ${change}`);
+  }
+}
+
+test('compare a baseline and a candidate by the pickers: every delta equals compare --json', async () => {
+  const want = cli('compare', BASE, CAND, '--json');
+  assert.deepEqual(want.mismatches, []);
+  const { page, seen } = await openPage();
+  await page.click('[data-testid=compare-open]');
+  await page.setInputFiles('[data-testid=compare-base-input]', BASE);
+  const n = await loadSeq(page);
+  await page.setInputFiles('[data-testid=compare-cand-input]', CAND);
+  await waitNextDocument(page, n);
+  assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'compare');
+  assert.equal(await page.getAttribute('[data-testid=document]', 'data-comparable'), 'true');
+  assert.equal(await page.locator('[data-testid=compare-refusal]').count(), 0);
+  await checkDeltas(page, want, 'picker');
+  // New and vanished paths are marked.
+  assert.ok(want.paths.some((p) => p.presence === 'new') && want.paths.some((p) => p.presence === 'vanished'));
+  assert.ok(await page.locator('[data-testid=path-delta][data-presence=new] .tag').count() > 0);
+  assert.ok(await page.locator('[data-testid=path-delta][data-presence=vanished] .tag').count() > 0);
+  await page.screenshot({ path: join(artifacts, 'compare.png'), fullPage: true });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.screenshot({ path: join(artifacts, 'compare-dark.png'), fullPage: true });
+  await page.emulateMedia({ colorScheme: 'light' });
+
+  // Sorting: by path (descending, then ascending), by signed change.
+  const shownPaths = () => page.$$eval('[data-testid=path-delta]', (r) => r.map((x) => x.dataset.path));
+  const byPath = want.paths.map((p) => p.path).sort();
+  await page.click('[data-testid=sort-paths-path]');
+  assert.deepEqual(await shownPaths(), [...byPath].reverse());
+  await page.click('[data-testid=sort-paths-path]');
+  assert.deepEqual(await shownPaths(), byPath);
+  await page.click('[data-testid=sort-paths-delta]');
+  const deltas = await page.$$eval('[data-testid=path-delta]', (r) => r.map((x) => Number(x.dataset.value)));
+  assert.deepEqual(deltas, [...deltas].sort((a, b) => b - a));
+  assert.deepEqual(seen.errors, []);
+  assert.ok(seen.requests.every((u) => u.startsWith(ctx.origin)), seen.requests.join('\n'));
+  await page.close();
+});
+
+test('differing meta is refused naming the field and values; compare anyway shows the deltas', async () => {
+  const want = cli('compare', BASE, OTHER, '--json', '--force');
+  assert.equal(want.mismatches.length, 1);
+  const m = want.mismatches[0];
+  const { page, seen } = await openPage();
+  await page.click('[data-testid=compare-open]');
+  const n = await loadSeq(page);
+  // Drops onto the two targets (not the page: one file there would open it alone).
+  await dropOn(page, '[data-testid=compare-base-drop]', BASE);
+  assert.equal(await loadSeq(page), n, 'the baseline alone opens nothing');
+  assert.equal(await page.textContent('[data-testid=compare-base-name]'), 'base.trace6.jsonl');
+  await dropOn(page, '[data-testid=compare-cand-drop]', OTHER);
+  await waitNextDocument(page, n);
+  assert.equal(await page.getAttribute('[data-testid=document]', 'data-comparable'), 'false');
+  const text = await page.textContent('[data-testid=compare-refusal]');
+  assert.ok(text.includes(`${m.field} differs (baseline \`${m.base}\`, candidate \`${m.cand}\`)`), text);
+  const item = page.locator(`[data-testid=mismatch-${m.field}]`);
+  assert.equal(await item.getAttribute('data-base'), m.base);
+  assert.equal(await item.getAttribute('data-cand'), m.cand);
+  assert.equal(await page.locator('[data-testid=compare-deltas]').count(), 0, 'no deltas before compare anyway');
+  await page.screenshot({ path: join(artifacts, 'compare-refused.png'), fullPage: true });
+  await page.click('[data-testid=compare-anyway]');
+  await page.waitForSelector('[data-testid=compare-deltas]');
+  await page.waitForSelector('[data-testid=compare-forced]');
+  await checkDeltas(page, want, 'forced');
+  await page.screenshot({ path: join(artifacts, 'compare-forced.png'), fullPage: true });
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+/** [first measured start, last measured end] of a trace/6 file, read here independently. */
+function measuredWindow(text) {
+  const starts = new Map();
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const line of text.split('\n').filter((l) => l.trim())) {
+    const e = JSON.parse(line);
+    if (e.kind === 'span_start' && e.measured) starts.set(e.id, e.start_ns);
+    if (e.kind === 'span_end' && starts.has(e.id)) {
+      lo = Math.min(lo, starts.get(e.id));
+      hi = Math.max(hi, starts.get(e.id) + e.duration_ns);
+    }
+  }
+  return [lo, hi];
+}
+
+test('several files at once: per-file numbers equal summary --json, totals follow the rule, offsets move a group', async () => {
+  // Three ranks: the pair 50 µs apart by their timestamps, and one with an unusable timestamp.
+  const dir = join(artifacts, 'multi');
+  mkdirSync(dir, { recursive: true });
+  const ts = '"timestamp":"2026-01-01T00:00:00Z"';
+  const texts = [
+    readFileSync(BASE, 'utf8'),
+    readFileSync(CAND, 'utf8').replace(ts, '"timestamp":"2026-01-01T00:00:00.000050Z"'),
+    readFileSync(OTHER, 'utf8').replace(ts, '"timestamp":"yesterday"'),
+  ];
+  const files = texts.map((t, i) => {
+    const f = join(dir, `rank${i}.trace6.jsonl`);
+    writeFileSync(f, t);
+    return f;
+  });
+  const summaries = files.map((f) => cli('summary', '--json', f));
+  const { page, seen } = await openPage();
+  const n = await loadSeq(page);
+  await page.setInputFiles('[data-testid=file-input]', files);
+  await waitNextDocument(page, n);
+  assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'multi');
+  assert.equal(await page.getAttribute('[data-testid=document]', 'data-files'), '3');
+  for (const [i, s] of summaries.entries()) {
+    for (const f of TRACE_FIELDS) {
+      assert.equal(await page.getAttribute(`[data-testid=multi-${i}-${f}]`, 'data-value'), String(s[f]), `file ${i} ${f}`);
+    }
+  }
+  const group = (i, attr) => page.getAttribute(`[data-testid=group-${i}]`, attr);
+  assert.deepEqual([await group(0, 'data-offset-ns'), await group(1, 'data-offset-ns'), await group(2, 'data-offset-ns')],
+    ['0', '50000', '0']);
+  assert.deepEqual([await group(0, 'data-align'), await group(1, 'data-align'), await group(2, 'data-align')],
+    ['timestamp', 'timestamp', 'unparseable']);
+  assert.equal(await page.inputValue('[data-testid=offset-1]'), '50');
+
+  const windows = texts.map(measuredWindow);
+  const checkTotals = async (offsets, how) => {
+    const sum = (f) => summaries.reduce((a, s) => a + s[f], 0);
+    const max = (f) => Math.max(...summaries.map((s) => s[f]));
+    const lo = Math.min(...windows.map(([s], i) => s + offsets[i]));
+    const hi = Math.max(...windows.map(([, e], i) => e + offsets[i]));
+    const want = {
+      op_count: sum('op_count'), span_count: sum('span_count'), root_span_count: sum('root_span_count'),
+      alloc_count: sum('alloc_count'), free_count: sum('free_count'),
+      max_depth: max('max_depth'), peak_bytes: max('peak_bytes'), total_ns: hi - lo,
+    };
+    // The totals re-render with the offsets; give them a moment before asserting.
+    await page.waitForFunction((v) => document.querySelector('[data-testid=multi-total-total_ns]')?.dataset.value === v,
+      String(want.total_ns), { timeout: 5_000 }).catch(() => {});
+    for (const f of TRACE_FIELDS) {
+      assert.equal(await page.getAttribute(`[data-testid=multi-total-${f}]`, 'data-value'), String(want[f]), `${how}: total ${f}`);
+    }
+  };
+  await checkTotals([0, 50_000, 0], 'aligned');
+  await page.screenshot({ path: join(artifacts, 'multi.png'), fullPage: true });
+  const before = await page.locator('[data-testid=multi-timeline]').screenshot();
+
+  // Move rank 1 to 250 µs: its group moves, the axis and the wall-span total follow.
+  await page.fill('[data-testid=offset-1]', '250');
+  await page.$eval('[data-testid=offset-1]', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
+  await page.waitForFunction(() => document.querySelector('[data-testid=group-1]').dataset.offsetNs === '250000');
+  assert.equal(await group(1, 'data-shift-ns'), '250000');
+  await checkTotals([0, 250_000, 0], 'moved');
+  // A negative offset moves the axis start: every group's shift stays >= 0.
+  await page.fill('[data-testid=offset-2]', '-20');
+  await page.$eval('[data-testid=offset-2]', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
+  await page.waitForFunction(() => document.querySelector('[data-testid=group-2]').dataset.offsetNs === '-20000');
+  await page.waitForFunction(() => document.querySelector('[data-testid=group-0]').dataset.shiftNs === '20000', null, { timeout: 5_000 }).catch(() => {});
+  assert.deepEqual([await group(0, 'data-shift-ns'), await group(1, 'data-shift-ns'), await group(2, 'data-shift-ns')],
+    ['20000', '270000', '0']);
+  await checkTotals([0, 250_000, -20_000], 'negative');
+  const after = await page.locator('[data-testid=multi-timeline]').screenshot();
+  assert.ok(!before.equals(after), 'the timeline is repainted with the group moved');
+  await page.screenshot({ path: join(artifacts, 'multi-moved.png'), fullPage: true });
+
+  // Dropping two files on the page opens both; one file alone keeps the single-file view.
+  const m = await loadSeq(page);
+  await page.evaluate((pairs) => {
+    const dt = new DataTransfer();
+    for (const [name, text] of pairs) dt.items.add(new File([text], name, { type: 'application/x-ndjson' }));
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      document.body.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt }));
+    }
+  }, [['a.trace6.jsonl', texts[0]], ['b.trace6.jsonl', texts[1]]]);
+  await waitNextDocument(page, m);
+  assert.equal(await page.getAttribute('[data-testid=document]', 'data-files'), '2');
+  assert.equal(await page.getAttribute('[data-testid=multi-file-1]', 'data-file'), 'b.trace6.jsonl');
+  const k = await loadSeq(page);
+  await page.setInputFiles('[data-testid=file-input]', files[0]);
+  await waitNextDocument(page, k);
+  assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'trace');
+  assert.equal(await page.getAttribute('[data-testid=summary-total_ns]', 'data-value'), String(summaries[0].total_ns));
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});

@@ -1,0 +1,475 @@
+//! Comparing two traces: the "Compare…" picker (a baseline and a candidate, by file input or
+//! by drop on either target) and the view of [`CompareModel`]: the refusal with "compare
+//! anyway", summary deltas, the sortable path table, op deltas, memory by category, gradient
+//! changes and the candidate's timeline coloured by change.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+use candle_trace_schema::compare::TraceComparison;
+use candle_trace_schema::units::{format_bytes, format_ns};
+
+use super::groups::{FillFn, GroupTimeline, KeyFn};
+use crate::model::compare::{
+    change_fill, path_order, percent_text, signed_bytes, signed_count, signed_ns, Change,
+    CompareModel, PathSort,
+};
+use crate::model::TraceModel;
+use crate::timeline::palette::Theme;
+
+/// The first file of an input's or a drop's file list.
+fn first_file(files: Option<web_sys::FileList>) -> Option<web_sys::File> {
+    files.and_then(|f| f.get(0))
+}
+
+/// One side of the picker: a file input and a drop target.
+#[component]
+fn CompareSlot(
+    /// `base` or `cand`.
+    side: &'static str,
+    /// The label shown.
+    label: &'static str,
+    /// The chosen file.
+    chosen: RwSignal<Option<web_sys::File>, LocalStorage>,
+) -> impl IntoView {
+    let input_id = format!("compare-{side}-input");
+    let on_pick = move |ev: leptos::ev::Event| {
+        let Some(input) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+        else {
+            return;
+        };
+        if let Some(f) = first_file(input.files()) {
+            chosen.set(Some(f));
+        }
+        input.set_value("");
+    };
+    let hovering = RwSignal::new(false);
+    view! {
+        <div
+            class="compare-slot"
+            class:active=move || hovering.get()
+            data-testid=format!("compare-{side}-drop")
+            on:dragover=move |ev: web_sys::DragEvent| {
+                ev.prevent_default();
+                hovering.set(true);
+            }
+            on:dragleave=move |_| hovering.set(false)
+            on:drop=move |ev: web_sys::DragEvent| {
+                // The page-wide drop handler skips a drop whose default was prevented here.
+                ev.prevent_default();
+                hovering.set(false);
+                if let Some(f) = first_file(ev.data_transfer().and_then(|dt| dt.files())) {
+                    chosen.set(Some(f));
+                }
+            }
+        >
+            <label class="button" for=input_id.clone()>{label}</label>
+            <input
+                id=input_id
+                class="visually-hidden"
+                type="file"
+                accept=".jsonl,.json,application/json,text/plain"
+                data-testid=format!("compare-{side}-input")
+                on:change=on_pick
+            />
+            <span class="compare-chosen" data-testid=format!("compare-{side}-name")>
+                {move || chosen.get().map_or_else(|| "or drop a file here".to_string(), |f| f.name())}
+            </span>
+        </div>
+    }
+}
+
+/// The "Compare…" button and its panel: once both files are chosen, `on_open(base, cand)`.
+#[component]
+pub fn ComparePicker(
+    /// Called with (baseline, candidate) once both are chosen.
+    on_open: Callback<(web_sys::File, web_sys::File)>,
+) -> impl IntoView {
+    let shown = RwSignal::new(false);
+    let base: RwSignal<Option<web_sys::File>, LocalStorage> = RwSignal::new_local(None);
+    let cand: RwSignal<Option<web_sys::File>, LocalStorage> = RwSignal::new_local(None);
+    Effect::new(move |_| {
+        if let (Some(b), Some(c)) = (base.get(), cand.get()) {
+            base.set(None);
+            cand.set(None);
+            shown.set(false);
+            on_open.run((b, c));
+        }
+    });
+    view! {
+        <button
+            type="button"
+            data-testid="compare-open"
+            aria-expanded=move || shown.get().to_string()
+            on:click=move |_| shown.update(|s| *s = !*s)
+        >
+            "Compare…"
+        </button>
+        <div class="compare-picker" data-testid="compare-picker" hidden=move || !shown.get()>
+            <p>"Compare a candidate trace against a baseline (both files stay in this browser)."</p>
+            <CompareSlot side="base" label="Baseline…" chosen=base />
+            <CompareSlot side="cand" label="Candidate…" chosen=cand />
+        </div>
+    }
+}
+
+fn percent_attr(p: Option<f64>) -> String {
+    p.map_or_else(String::new, |v| format!("{v}"))
+}
+
+/// The eight summary numbers, baseline → candidate.
+#[component]
+fn SummaryDeltas(
+    /// The comparison.
+    c: Arc<TraceComparison>,
+) -> impl IntoView {
+    view! {
+        <section class="compare-summary">
+            <h3>"Summary"</h3>
+            <table>
+                <thead><tr><th scope="col">"number"</th><th scope="col" class="num">"baseline"</th><th scope="col" class="num">"candidate"</th><th scope="col" class="num">"change"</th><th scope="col" class="num">"%"</th></tr></thead>
+                <tbody>
+                    {c.summary.iter().map(|s| {
+                        let fmt = |v: u64| match s.field {
+                            "total_ns" => format_ns(v),
+                            "peak_bytes" => format_bytes(v),
+                            _ => v.to_string(),
+                        };
+                        let delta = match s.field {
+                            "total_ns" => signed_ns(s.delta),
+                            "peak_bytes" => signed_bytes(s.delta),
+                            _ => signed_count(s.delta),
+                        };
+                        view! {
+                            <tr
+                                data-testid=format!("delta-{}", s.field)
+                                data-value=s.delta.to_string()
+                                data-base=s.base.to_string()
+                                data-cand=s.cand.to_string()
+                                data-percent=percent_attr(s.percent)
+                            >
+                                <th scope="row">{s.field}</th>
+                                <td class="num">{fmt(s.base)}</td>
+                                <td class="num">{fmt(s.cand)}</td>
+                                <td class="num">{delta}</td>
+                                <td class="num">{if s.base == 0 && s.cand == 0 { "0.0%".to_string() } else { percent_text(s.percent) }}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+/// Span name paths with their delta, sortable by every column.
+#[component]
+fn PathDeltas(
+    /// The comparison.
+    c: Arc<TraceComparison>,
+) -> impl IntoView {
+    let sort = RwSignal::new((PathSort::AbsDelta, true));
+    let order = {
+        let c = c.clone();
+        Memo::new(move |_| {
+            let (key, desc) = sort.get();
+            path_order(&c.paths, key, desc)
+        })
+    };
+    let header = move |key: PathSort, label: &'static str, numeric: bool| {
+        view! {
+            <th scope="col" class:num=numeric aria-sort=move || {
+                let (k, d) = sort.get();
+                if k == key { if d { "descending" } else { "ascending" } } else { "none" }
+            }>
+                <button
+                    type="button"
+                    class="sort"
+                    data-testid=format!("sort-paths-{}", key.as_str())
+                    on:click=move |_| sort.update(|(k, d)| {
+                        if *k == key { *d = !*d } else { *k = key; *d = true }
+                    })
+                >
+                    {label}
+                </button>
+            </th>
+        }
+    };
+    view! {
+        <section class="compare-paths">
+            <h3>"Span paths"</h3>
+            <table data-testid="path-deltas" data-sort=move || { let (k, d) = sort.get(); format!("{}:{}", k.as_str(), if d { "desc" } else { "asc" }) }>
+                <thead><tr>
+                    {header(PathSort::Path, "path", false)}
+                    {header(PathSort::Base, "baseline", true)}
+                    {header(PathSort::Cand, "candidate", true)}
+                    {header(PathSort::Delta, "change", true)}
+                    {header(PathSort::Percent, "%", true)}
+                    {header(PathSort::AbsDelta, "|change|", true)}
+                </tr></thead>
+                <tbody>
+                    {move || {
+                        let c = c.clone();
+                        order.get().into_iter().filter_map(move |i| {
+                            let p = c.paths.get(i)?.clone();
+                            Some(view! {
+                                <tr
+                                    data-testid="path-delta"
+                                    data-path=p.path.clone()
+                                    data-presence=p.presence.as_str()
+                                    data-base-ns=p.base_ns.to_string()
+                                    data-cand-ns=p.cand_ns.to_string()
+                                    data-base-count=p.base_count.to_string()
+                                    data-cand-count=p.cand_count.to_string()
+                                    data-value=p.delta_ns.to_string()
+                                    data-percent=percent_attr(p.percent)
+                                    class=format!("presence-{}", p.presence.as_str())
+                                >
+                                    <td class="path">
+                                        {p.path.clone()}
+                                        {(p.presence != candle_trace_schema::compare::Presence::Both).then(|| view! { <span class="tag">{p.presence.as_str()}</span> })}
+                                    </td>
+                                    <td class="num">{format_ns(p.base_ns)} <span class="muted">{format!(" ×{}", p.base_count)}</span></td>
+                                    <td class="num">{format_ns(p.cand_ns)} <span class="muted">{format!(" ×{}", p.cand_count)}</span></td>
+                                    <td class="num">{signed_ns(p.delta_ns)}</td>
+                                    <td class="num">{match p.presence {
+                                        candle_trace_schema::compare::Presence::Vanished => "vanished".to_string(),
+                                        _ => percent_text(p.percent),
+                                    }}</td>
+                                    <td class="num">{format_ns(p.delta_ns.unsigned_abs())}</td>
+                                </tr>
+                            })
+                        }).collect_view()
+                    }}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+/// Op groups by (name, shape, dtype) with their delta.
+#[component]
+fn OpDeltas(
+    /// The comparison.
+    c: Arc<TraceComparison>,
+) -> impl IntoView {
+    view! {
+        <section class="compare-ops">
+            <h3>"Ops (name, shape, dtype)"</h3>
+            <table>
+                <thead><tr><th scope="col">"op"</th><th scope="col">"shape"</th><th scope="col">"dtype"</th><th scope="col" class="num">"baseline"</th><th scope="col" class="num">"candidate"</th><th scope="col" class="num">"change"</th><th scope="col" class="num">"%"</th></tr></thead>
+                <tbody>
+                    {c.ops.iter().map(|o| {
+                        let shape = format!("{:?}", o.shape);
+                        view! {
+                            <tr
+                                data-testid="op-delta"
+                                data-op=o.op_name.clone()
+                                data-shape=shape.clone()
+                                data-dtype=o.dtype.clone()
+                                data-presence=o.presence.as_str()
+                                data-base-ns=o.base_ns.to_string()
+                                data-cand-ns=o.cand_ns.to_string()
+                                data-base-count=o.base_count.to_string()
+                                data-cand-count=o.cand_count.to_string()
+                                data-value=o.delta_ns.to_string()
+                                data-percent=percent_attr(o.percent)
+                            >
+                                <td>{o.op_name.clone()} {(o.presence != candle_trace_schema::compare::Presence::Both).then(|| view! { <span class="tag">{o.presence.as_str()}</span> })}</td>
+                                <td>{shape.clone()}</td>
+                                <td>{o.dtype.clone()}</td>
+                                <td class="num">{format_ns(o.base_ns)} <span class="muted">{format!(" ×{}", o.base_count)}</span></td>
+                                <td class="num">{format_ns(o.cand_ns)} <span class="muted">{format!(" ×{}", o.cand_count)}</span></td>
+                                <td class="num">{signed_ns(o.delta_ns)}</td>
+                                <td class="num">{percent_text(o.percent)}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+/// Memory peak and the live bytes per category at each run's peak.
+#[component]
+fn MemoryDeltas(
+    /// The comparison.
+    c: Arc<TraceComparison>,
+) -> impl IntoView {
+    let m = c.memory.clone();
+    view! {
+        <section class="compare-memory">
+            <h3>"Memory at the peak"</h3>
+            <table>
+                <thead><tr><th scope="col">""</th><th scope="col" class="num">"baseline"</th><th scope="col" class="num">"candidate"</th><th scope="col" class="num">"change"</th></tr></thead>
+                <tbody>
+                    <tr
+                        data-testid="memory-delta-peak"
+                        data-value=m.delta_bytes.to_string()
+                        data-base=m.base_peak_bytes.to_string()
+                        data-cand=m.cand_peak_bytes.to_string()
+                        data-percent=percent_attr(m.percent)
+                    >
+                        <th scope="row">"peak"</th>
+                        <td class="num">{format_bytes(m.base_peak_bytes)} " " <span class="muted">{m.base_peak_device.clone().unwrap_or_default()}</span></td>
+                        <td class="num">{format_bytes(m.cand_peak_bytes)} " " <span class="muted">{m.cand_peak_device.clone().unwrap_or_default()}</span></td>
+                        <td class="num">{signed_bytes(m.delta_bytes)} " (" {percent_text(m.percent)} ")"</td>
+                    </tr>
+                    {m.by_category.iter().map(|cat| view! {
+                        <tr
+                            data-testid=format!("memory-delta-{}", cat.category)
+                            data-value=cat.delta_bytes.to_string()
+                            data-base=cat.base_bytes.to_string()
+                            data-cand=cat.cand_bytes.to_string()
+                        >
+                            <th scope="row">{cat.category}</th>
+                            <td class="num">{format_bytes(cat.base_bytes)}</td>
+                            <td class="num">{format_bytes(cat.cand_bytes)}</td>
+                            <td class="num">{signed_bytes(cat.delta_bytes)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+/// Parameters whose gradient state differs.
+#[component]
+fn GradientChanges(
+    /// The comparison.
+    c: Arc<TraceComparison>,
+) -> impl IntoView {
+    let state =
+        |s: Option<candle_trace_schema::events::GradientState>| s.map_or("none", |s| s.as_str());
+    view! {
+        <section class="compare-gradients">
+            <h3>"Gradient state changes"</h3>
+            {if c.gradients.is_empty() {
+                view! { <p class="muted" data-testid="gradient-changes-none">"No parameter changed state."</p> }.into_any()
+            } else {
+                view! {
+                    <table>
+                        <thead><tr><th scope="col">"parameter"</th><th scope="col">"baseline"</th><th scope="col">"candidate"</th></tr></thead>
+                        <tbody>
+                            {c.gradients.iter().map(|g| view! {
+                                <tr
+                                    data-testid="gradient-change"
+                                    data-param=format!("{}/{}", g.root, g.key)
+                                    data-base=state(g.base)
+                                    data-cand=state(g.cand)
+                                >
+                                    <td>{format!("{}/{}", g.root, g.key)}</td>
+                                    <td>{state(g.base)}</td>
+                                    <td>{state(g.cand)}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// Everything about a comparison.
+#[component]
+pub fn CompareView(
+    /// The comparison and the candidate's model.
+    model: Arc<CompareModel>,
+    /// Light or dark.
+    theme: Signal<Theme>,
+) -> impl IntoView {
+    let forced = RwSignal::new(false);
+    let c = Arc::new(model.comparison.clone());
+    let comparable = model.refusal.is_none();
+    let title = format!("{} compared with {}", model.cand_name, model.base_name);
+    let refusal = model.refusal.clone().map(|text| {
+        let mismatches = c.mismatches.clone();
+        view! {
+            <div class="load-error" role="alert" data-testid="compare-refusal">
+                <p>{text}</p>
+                <ul>
+                    {mismatches.into_iter().map(|m| view! {
+                        <li data-testid=format!("mismatch-{}", m.field) data-base=m.base.clone() data-cand=m.cand.clone()>
+                            {m.field} ": " <code>{m.base.clone()}</code> " → " <code>{m.cand.clone()}</code>
+                        </li>
+                    }).collect_view()}
+                </ul>
+                <button type="button" data-testid="compare-anyway" hidden=move || forced.get() on:click=move |_| forced.set(true)>
+                    "Compare anyway"
+                </button>
+            </div>
+        }
+    });
+    let body = {
+        let model = model.clone();
+        move || {
+            (comparable || forced.get()).then(|| {
+                let c = c.clone();
+                let cand = model.candidate.clone();
+                let groups: Arc<Vec<(String, Arc<TraceModel>)>> =
+                    Arc::new(vec![(format!("candidate: {}", model.cand_name), cand)]);
+                let fill: FillFn = {
+                    let model = model.clone();
+                    Arc::new(move |_, i, theme| change_fill(model.change(i), theme))
+                };
+                let key: KeyFn = {
+                    let model = model.clone();
+                    Arc::new(move |_, i| model.change(i).key())
+                };
+                let counts = model.change_counts;
+                view! {
+                    <div class="compare-body" data-testid="compare-deltas">
+                        <SummaryDeltas c=c.clone() />
+                        <section class="compare-timeline">
+                            <div class="timeline-bar">
+                                <h3>"Candidate timeline, coloured by change"</h3>
+                                <ul class="legend" aria-label="change legend">
+                                    {Change::ALL.iter().zip(counts).map(|(ch, n)| {
+                                        let ch = *ch;
+                                        view! {
+                                            <li data-testid=format!("change-{}", ch.as_str()) data-value=n.to_string()>
+                                                <span class="swatch" style:background=move || change_fill(ch, theme.get())></span>
+                                                {ch.label()} {format!(" ({n} spans)")}
+                                            </li>
+                                        }
+                                    }).collect_view()}
+                                    <li class="legend-note">"each span takes its name path's change; grey = merged spans of mixed changes"</li>
+                                </ul>
+                            </div>
+                            <GroupTimeline groups=groups offsets=Signal::derive(|| vec![0]) fill=fill key=key theme=theme testid="compare-timeline" />
+                        </section>
+                        <PathDeltas c=c.clone() />
+                        <div class="tables">
+                            <OpDeltas c=c.clone() />
+                            <MemoryDeltas c=c.clone() />
+                        </div>
+                        <GradientChanges c=c />
+                    </div>
+                }
+            })
+        }
+    };
+    view! {
+        <section
+            data-testid="document"
+            data-format="compare"
+            data-file=model.cand_name.clone()
+            data-base=model.base_name.clone()
+            data-comparable=comparable.to_string()
+        >
+            <h2>{title}</h2>
+            {refusal}
+            {move || (forced.get() && !comparable).then(|| view! {
+                <p class="untrusted" data-testid="compare-forced">"Compared anyway: the meta above differ, so read the deltas with care."</p>
+            })}
+            {body}
+        </section>
+    }
+}

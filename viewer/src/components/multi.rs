@@ -1,0 +1,212 @@
+//! Several traces at once: reading them (one worker after another), and the view of a
+//! [`MultiModel`]: each file's eight numbers and the totals, per-file offsets, and the files'
+//! lanes on one time axis.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+
+use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::format::AnyDocument;
+use candle_trace_schema::summary::TraceSummary;
+
+use super::groups::{FillFn, GroupTimeline, KeyFn};
+use super::timeline::step_key;
+use crate::load::{LoadError, Source};
+use crate::model::multi::{offset_ns_of_us_text, total_rule, us_text_of_offset_ns, MultiModel};
+use crate::model::summary::trace_cards;
+use crate::model::TraceModel;
+use crate::timeline::palette::{span_fill, Theme};
+use crate::worker::{self, Stage};
+
+/// Read `files` one after another (each in its own worker, so cancelling stops the one running)
+/// and keep the execution traces; anything else fails the whole set, naming the file.
+pub async fn load_traces(
+    files: Vec<web_sys::File>,
+    stage: impl Fn(usize, &str, Stage),
+    is_current: impl Fn() -> bool + Copy,
+) -> Result<Vec<(String, TraceDocument)>, LoadError> {
+    let mut docs = Vec::with_capacity(files.len());
+    for (i, file) in files.into_iter().enumerate() {
+        let name = file.name();
+        let (doc, _) = worker::open(Source::File(file), |s| stage(i, &name, s), is_current).await?;
+        if !is_current() {
+            return Err(LoadError::Cancelled);
+        }
+        match doc {
+            AnyDocument::Trace(t) => docs.push((name, *t)),
+            AnyDocument::Profile(_) => {
+                return Err(LoadError::Failed(format!(
+                    "{name} is an inference profile; comparing and the several-files view need execution traces (trace/6 or Chrome JSON)"
+                )))
+            }
+            AnyDocument::Unsupported { .. } => {
+                return Err(LoadError::Failed(format!(
+                    "{name} could not be read as an execution trace; open it alone to see why"
+                )))
+            }
+        }
+    }
+    Ok(docs)
+}
+
+const FIELDS: [&str; 8] = [
+    "total_ns",
+    "op_count",
+    "span_count",
+    "root_span_count",
+    "max_depth",
+    "alloc_count",
+    "free_count",
+    "peak_bytes",
+];
+
+/// One row of the summary table: the eight numbers as cards (value and display).
+fn cells(s: &TraceSummary, testid_prefix: String) -> impl IntoView {
+    let cards = trace_cards(s);
+    FIELDS
+        .iter()
+        .map(|f| {
+            let card = cards.iter().find(|c| c.field == *f).cloned();
+            let (value, display) = card.map_or((0, String::new()), |c| (c.value, c.display));
+            view! {
+                <td class="num" data-testid=format!("{testid_prefix}-{f}") data-value=value.to_string()>{display}</td>
+            }
+        })
+        .collect_view()
+}
+
+/// Several files: their numbers, totals, offsets and shared timeline.
+#[component]
+pub fn MultiView(
+    /// The files.
+    model: Arc<MultiModel>,
+    /// Light or dark.
+    theme: Signal<Theme>,
+) -> impl IntoView {
+    let offsets = RwSignal::new(model.auto_offsets());
+    let groups: Arc<Vec<(String, Arc<TraceModel>)>> = Arc::new(
+        model
+            .files
+            .iter()
+            .map(|f| (f.name.clone(), f.model.clone()))
+            .collect(),
+    );
+    let fill: FillFn = {
+        let groups = groups.clone();
+        Arc::new(move |g, i, theme| {
+            groups
+                .get(g)
+                .and_then(|(_, m)| m.doc.spans.get(i as usize))
+                .map_or("#888888", |s| span_fill(s.step, s.span_kind, theme))
+        })
+    };
+    let key: KeyFn = {
+        let groups = groups.clone();
+        Arc::new(move |g, i| groups.get(g).map_or(0, |(_, m)| step_key(m, i)))
+    };
+    let totals = {
+        let model = model.clone();
+        Memo::new(move |_| model.totals(&offsets.get()))
+    };
+    let axis_start = {
+        let groups = groups.clone();
+        Memo::new(move |_| {
+            let offs = offsets.get();
+            let pairs: Vec<_> = groups
+                .iter()
+                .enumerate()
+                .map(|(g, (_, m))| (&m.lanes, offs.get(g).copied().unwrap_or(0)))
+                .collect();
+            crate::timeline::groups::SharedAxis::of(&pairs).start_ns
+        })
+    };
+    let n = model.files.len();
+    view! {
+        <section data-testid="document" data-format="multi" data-files=n.to_string()>
+            <h2>{format!("{n} traces on one time axis")}</h2>
+            <section class="multi-summary">
+                <h3>"Summary per file"</h3>
+                <table data-testid="multi-summary">
+                    <thead><tr>
+                        <th scope="col">"file"</th>
+                        {FIELDS.iter().map(|f| view! { <th scope="col" class="num">{*f}</th> }).collect_view()}
+                    </tr></thead>
+                    <tbody>
+                        {model.files.iter().enumerate().map(|(i, f)| view! {
+                            <tr data-testid=format!("multi-file-{i}") data-file=f.name.clone()>
+                                <th scope="row">{f.name.clone()}</th>
+                                {cells(&f.summary, format!("multi-{i}"))}
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                    <tfoot>
+                        <tr data-testid="multi-total">
+                            <th scope="row">"total"</th>
+                            {move || {
+                                let t = totals.get();
+                                let cards = trace_cards(&t);
+                                FIELDS.iter().map(|f| {
+                                    let card = cards.iter().find(|c| c.field == *f).cloned();
+                                    let (value, display) = card.map_or((0, String::new()), |c| (c.value, c.display));
+                                    view! {
+                                        <td class="num" title=total_rule(f) data-testid=format!("multi-total-{f}") data-value=value.to_string()>{display}</td>
+                                    }
+                                }).collect_view()
+                            }}
+                        </tr>
+                    </tfoot>
+                </table>
+                <p class="muted">
+                    "Totals: counts are summed; max_depth and peak_bytes are the largest file's (peaks of different files happen at unrelated times); total_ns is the wall span from the earliest measured span start to the latest measured span end with the files aligned as below."
+                </p>
+            </section>
+            <section class="multi-offsets">
+                <h3>"Alignment"</h3>
+                <p class="muted">"Each file's meta timestamp is the wall time of its 0 ns: the earliest file starts at 0 and the others at their distance from it. Files without a usable timestamp start at 0. Type an offset (µs) to move a file."</p>
+                <table>
+                    <thead><tr><th scope="col">"file"</th><th scope="col">"placed by"</th><th scope="col">"offset (µs)"</th></tr></thead>
+                    <tbody>
+                        {model.files.iter().enumerate().map(|(i, f)| {
+                            let auto = f.alignment.offset_ns;
+                            view! {
+                                <tr
+                                    data-testid=format!("group-{i}")
+                                    data-file=f.name.clone()
+                                    data-align=f.alignment.source.as_str()
+                                    data-auto-offset-ns=auto.to_string()
+                                    data-offset-ns=move || offsets.with(|o| o.get(i).copied().unwrap_or(0)).to_string()
+                                    data-shift-ns=move || {
+                                        let o = offsets.with(|o| o.get(i).copied().unwrap_or(0));
+                                        (i128::from(o) - i128::from(axis_start.get())).to_string()
+                                    }
+                                >
+                                    <th scope="row">{f.name.clone()}</th>
+                                    <td>{f.alignment.source.note()} {(auto != 0).then(|| format!(" (+{} µs)", us_text_of_offset_ns(auto)))}</td>
+                                    <td>
+                                        <input
+                                            type="number"
+                                            step="any"
+                                            aria-label=format!("offset of {} in µs", f.name)
+                                            data-testid=format!("offset-{i}")
+                                            prop:value=move || us_text_of_offset_ns(offsets.with(|o| o.get(i).copied().unwrap_or(0)))
+                                            on:change=move |ev| {
+                                                if let Some(ns) = offset_ns_of_us_text(&event_target_value(&ev)) {
+                                                    offsets.update(|o| if let Some(x) = o.get_mut(i) { *x = ns });
+                                                }
+                                            }
+                                        />
+                                    </td>
+                                </tr>
+                            }
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </section>
+            <section class="timeline" aria-label="timeline of all files">
+                <h3>"Timeline"</h3>
+                <GroupTimeline groups=groups offsets=offsets.into() fill=fill key=key theme=theme testid="multi-timeline" />
+            </section>
+        </section>
+    }
+}

@@ -1,0 +1,451 @@
+//! The comparison view: a baseline and a candidate trace shaped for display. Every number is
+//! [`candle_trace_schema::compare`]'s; this module only words it (refusal text, signed units),
+//! orders the path table, and classifies each candidate span by its path's delta for the
+//! timeline coloured by change.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use candle_trace_schema::compare::{compare, MetaMismatch, PathDelta, Presence, TraceComparison};
+use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::units::{format_bytes, format_ns};
+
+use super::TraceModel;
+use crate::timeline::palette::Theme;
+
+/// A path whose time moved by less than this percentage of its baseline is drawn unchanged.
+pub const UNCHANGED_PERCENT: f64 = 1.0;
+
+/// How a candidate span's path changed against the baseline (the timeline's colour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Change {
+    /// The path takes less time than in the baseline (by at least [`UNCHANGED_PERCENT`]).
+    Faster,
+    /// The path takes more time.
+    Slower,
+    /// Within [`UNCHANGED_PERCENT`] of the baseline (or exactly equal).
+    Unchanged,
+    /// The path is only in the candidate.
+    New,
+}
+
+impl Change {
+    /// The legend's order.
+    pub const ALL: [Change; 4] = [
+        Change::Faster,
+        Change::Slower,
+        Change::Unchanged,
+        Change::New,
+    ];
+
+    /// `faster`, `slower`, `unchanged` or `new`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Faster => "faster",
+            Change::Slower => "slower",
+            Change::Unchanged => "unchanged",
+            Change::New => "new",
+        }
+    }
+
+    /// The legend's words.
+    pub fn label(self) -> &'static str {
+        match self {
+            Change::Faster => "faster",
+            Change::Slower => "slower",
+            Change::Unchanged => "within 1%",
+            Change::New => "new in candidate",
+        }
+    }
+
+    /// A small integer for level-of-detail keys.
+    pub fn key(self) -> u32 {
+        self as u32
+    }
+}
+
+/// How one path changed (`Vanished` paths have no candidate span; they count as faster).
+pub fn change_of(p: &PathDelta) -> Change {
+    match p.presence {
+        Presence::New => Change::New,
+        Presence::Vanished => Change::Faster,
+        Presence::Both => match p.percent {
+            Some(pc) if pc.abs() < UNCHANGED_PERCENT => Change::Unchanged,
+            _ if p.delta_ns < 0 => Change::Faster,
+            _ if p.delta_ns > 0 => Change::Slower,
+            _ => Change::Unchanged,
+        },
+    }
+}
+
+/// The fill of a span block coloured by change. Blue/orange rather than green/red so that
+/// red-green colour-blind readers tell faster from slower; new is purple, unchanged grey.
+pub fn change_fill(change: Change, theme: Theme) -> &'static str {
+    match (theme, change) {
+        (Theme::Light, Change::Faster) => "#2f6fc0",
+        (Theme::Light, Change::Slower) => "#d9600f",
+        (Theme::Light, Change::Unchanged) => "#b4b9c0",
+        (Theme::Light, Change::New) => "#8e44ad",
+        (Theme::Dark, Change::Faster) => "#4f8ad8",
+        (Theme::Dark, Change::Slower) => "#e07a2c",
+        (Theme::Dark, Change::Unchanged) => "#5a6069",
+        (Theme::Dark, Change::New) => "#a45cc4",
+    }
+}
+
+/// The change of every span of `doc` (the candidate), indexed like its spans.
+pub fn span_changes(doc: &TraceDocument, comparison: &TraceComparison) -> Vec<Change> {
+    let by_path: HashMap<&str, Change> = comparison
+        .paths
+        .iter()
+        .map(|p| (p.path.as_str(), change_of(p)))
+        .collect();
+    (0..doc.spans.len())
+        .map(|i| {
+            by_path
+                .get(doc.span_path(i).as_str())
+                .copied()
+                .unwrap_or(Change::New)
+        })
+        .collect()
+}
+
+/// The sentence shown instead of the deltas when the meta differ: every differing field with
+/// both values.
+pub fn refusal_text(mismatches: &[MetaMismatch]) -> String {
+    let fields: Vec<String> = mismatches
+        .iter()
+        .map(|m| {
+            format!(
+                "{} differs (baseline `{}`, candidate `{}`)",
+                m.field, m.base, m.cand
+            )
+        })
+        .collect();
+    format!(
+        "These runs are not comparable: {}. Compare them anyway only if you know the difference does not matter.",
+        fields.join("; ")
+    )
+}
+
+/// A signed duration: `+1.50 µs`, `−35.0 µs`, `0 ns`.
+pub fn signed_ns(delta_ns: i64) -> String {
+    signed(delta_ns, format_ns)
+}
+
+/// A signed size: `+512 B`, `−1.00 KiB`.
+pub fn signed_bytes(delta_bytes: i64) -> String {
+    signed(delta_bytes, format_bytes)
+}
+
+/// A signed count: `+3`, `−1`, `0`.
+pub fn signed_count(delta: i64) -> String {
+    signed(delta, |n| n.to_string())
+}
+
+fn signed(v: i64, unit: impl Fn(u64) -> String) -> String {
+    match v {
+        0 => unit(0),
+        v if v > 0 => format!("+{}", unit(v.unsigned_abs())),
+        v => format!("\u{2212}{}", unit(v.unsigned_abs())),
+    }
+}
+
+/// A percentage with one decimal and a sign (`+12.5%`, `−58.3%`); `new` without a baseline.
+pub fn percent_text(percent: Option<f64>) -> String {
+    match percent {
+        None => "new".to_string(),
+        Some(p) if p.abs() < 0.05 => "0.0%".to_string(),
+        Some(p) if p > 0.0 => format!("+{p:.1}%"),
+        Some(p) => format!("\u{2212}{:.1}%", -p),
+    }
+}
+
+/// What the path table can be sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathSort {
+    /// The comparison's own order: |delta| largest first (descending) — the default.
+    AbsDelta,
+    /// Signed delta.
+    Delta,
+    /// Percentage (rows without a baseline, `new`, count as larger than any percentage).
+    Percent,
+    /// Baseline time.
+    Base,
+    /// Candidate time.
+    Cand,
+    /// The path itself, alphabetically.
+    Path,
+}
+
+impl PathSort {
+    /// The column's `data-sort` name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathSort::AbsDelta => "abs_delta",
+            PathSort::Delta => "delta",
+            PathSort::Percent => "percent",
+            PathSort::Base => "base",
+            PathSort::Cand => "cand",
+            PathSort::Path => "path",
+        }
+    }
+}
+
+/// The order of `paths` (indices) by `key`, descending or not; ties by path.
+pub fn path_order(paths: &[PathDelta], key: PathSort, descending: bool) -> Vec<usize> {
+    use std::cmp::Ordering;
+    let mut order: Vec<usize> = (0..paths.len()).collect();
+    let cmp = |a: &PathDelta, b: &PathDelta| -> Ordering {
+        match key {
+            PathSort::AbsDelta => a.delta_ns.unsigned_abs().cmp(&b.delta_ns.unsigned_abs()),
+            PathSort::Delta => a.delta_ns.cmp(&b.delta_ns),
+            PathSort::Percent => {
+                let v = |p: &PathDelta| p.percent.unwrap_or(f64::INFINITY);
+                v(a).total_cmp(&v(b))
+            }
+            PathSort::Base => a.base_ns.cmp(&b.base_ns),
+            PathSort::Cand => a.cand_ns.cmp(&b.cand_ns),
+            PathSort::Path => a.path.cmp(&b.path),
+        }
+    };
+    order.sort_by(|&i, &j| {
+        let (a, b) = (&paths[i], &paths[j]);
+        let o = cmp(a, b);
+        let o = if descending { o.reverse() } else { o };
+        o.then_with(|| a.path.cmp(&b.path))
+    });
+    order
+}
+
+/// Everything the comparison view shows.
+#[derive(Debug, Clone)]
+pub struct CompareModel {
+    /// The baseline file's name.
+    pub base_name: String,
+    /// The candidate file's name.
+    pub cand_name: String,
+    /// `schema::compare`'s result.
+    pub comparison: TraceComparison,
+    /// The refusal sentence when the meta differ.
+    pub refusal: Option<String>,
+    /// The candidate's view models (its timeline is drawn coloured by change).
+    pub candidate: Arc<TraceModel>,
+    /// The change of each candidate span.
+    pub changes: Vec<Change>,
+    /// Candidate spans per change, in [`Change::ALL`] order (the legend's counts).
+    pub change_counts: [u64; 4],
+}
+
+impl CompareModel {
+    /// Compare `cand` against `base`.
+    pub fn new(
+        base_name: String,
+        base: &TraceDocument,
+        cand_name: String,
+        cand: TraceDocument,
+    ) -> Self {
+        let comparison = compare(base, &cand);
+        let refusal = (!comparison.is_comparable()).then(|| refusal_text(&comparison.mismatches));
+        let changes = span_changes(&cand, &comparison);
+        let mut change_counts = [0u64; 4];
+        for c in &changes {
+            if let Some(pos) = Change::ALL.iter().position(|x| x == c) {
+                change_counts[pos] += 1;
+            }
+        }
+        CompareModel {
+            base_name,
+            cand_name,
+            comparison,
+            refusal,
+            candidate: Arc::new(TraceModel::new(cand)),
+            changes,
+            change_counts,
+        }
+    }
+
+    /// The change of candidate span `i` (unchanged for an index out of range).
+    pub fn change(&self, i: u32) -> Change {
+        self.changes
+            .get(i as usize)
+            .copied()
+            .unwrap_or(Change::Unchanged)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::timeline::palette::contrast;
+
+    fn fixture(name: &str) -> TraceDocument {
+        let path = format!(
+            "{}/../tests/fixtures/compare/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        TraceDocument::from_bytes(&std::fs::read(path).unwrap())
+    }
+
+    fn delta(path: &str, base_ns: u64, cand_ns: u64, presence: Presence) -> PathDelta {
+        PathDelta {
+            path: path.into(),
+            base_count: u64::from(base_ns > 0),
+            cand_count: u64::from(cand_ns > 0),
+            base_ns,
+            cand_ns,
+            delta_ns: candle_trace_schema::compare::signed_delta(base_ns, cand_ns),
+            percent: candle_trace_schema::compare::percent(base_ns, cand_ns),
+            presence,
+        }
+    }
+
+    #[test]
+    fn change_classes_follow_the_delta() {
+        assert_eq!(
+            change_of(&delta("a", 100, 50, Presence::Both)),
+            Change::Faster
+        );
+        assert_eq!(
+            change_of(&delta("a", 100, 150, Presence::Both)),
+            Change::Slower
+        );
+        // Under 1% either way is unchanged; exactly 1% is not.
+        assert_eq!(
+            change_of(&delta("a", 1000, 1009, Presence::Both)),
+            Change::Unchanged
+        );
+        assert_eq!(
+            change_of(&delta("a", 1000, 991, Presence::Both)),
+            Change::Unchanged
+        );
+        assert_eq!(
+            change_of(&delta("a", 1000, 1010, Presence::Both)),
+            Change::Slower
+        );
+        assert_eq!(
+            change_of(&delta("a", 0, 0, Presence::Both)),
+            Change::Unchanged
+        );
+        // A zero-length baseline: no percentage, the sign decides.
+        assert_eq!(change_of(&delta("a", 0, 5, Presence::Both)), Change::Slower);
+        assert_eq!(change_of(&delta("n", 0, 5, Presence::New)), Change::New);
+        assert_eq!(
+            change_of(&delta("v", 5, 0, Presence::Vanished)),
+            Change::Faster
+        );
+    }
+
+    #[test]
+    fn colours_are_distinct_and_visible_in_both_themes() {
+        for theme in [Theme::Light, Theme::Dark] {
+            let fills: Vec<&str> = Change::ALL.iter().map(|c| change_fill(*c, theme)).collect();
+            for (i, a) in fills.iter().enumerate() {
+                for b in &fills[i + 1..] {
+                    assert_ne!(a, b);
+                }
+            }
+            let bg = if theme == Theme::Light {
+                "#ffffff"
+            } else {
+                "#0f141a"
+            };
+            // Faster, slower and new stand out from the page (3:1, WCAG for graphics).
+            for c in [Change::Faster, Change::Slower, Change::New] {
+                assert!(
+                    contrast(change_fill(c, theme), bg) >= 3.0,
+                    "{c:?} {theme:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fixture_pair_spans_are_coloured_by_their_paths_delta() {
+        let (base, cand) = (fixture("base.trace6.jsonl"), fixture("cand.trace6.jsonl"));
+        let m = CompareModel::new("b".into(), &base, "c".into(), cand);
+        assert!(m.refusal.is_none());
+        let doc = &m.candidate.doc;
+        assert_eq!(m.changes.len(), doc.spans.len());
+        for (i, change) in m.changes.iter().enumerate() {
+            let path = doc.span_path(i);
+            let p = m.comparison.paths.iter().find(|p| p.path == path).unwrap();
+            assert_eq!(*change, change_of(p), "{path}");
+            assert_ne!(p.presence, Presence::Vanished);
+        }
+        assert_eq!(m.change_counts.iter().sum::<u64>(), doc.spans.len() as u64);
+        // The pair has a new path (only in the candidate) and faster ones.
+        assert!(m.change_counts[3] > 0, "{:?}", m.change_counts);
+        assert!(m.change_counts[0] > 0, "{:?}", m.change_counts);
+    }
+
+    #[test]
+    fn differing_meta_is_refused_naming_field_and_values() {
+        let base = fixture("base.trace6.jsonl");
+        let other = fixture("other_device.trace6.jsonl");
+        let m = CompareModel::new("b".into(), &base, "o".into(), other);
+        let text = m.refusal.unwrap();
+        let mm = &m.comparison.mismatches[0];
+        assert_eq!(mm.field, "device");
+        assert!(
+            text.contains(&format!(
+                "device differs (baseline `{}`, candidate `{}`)",
+                mm.base, mm.cand
+            )),
+            "{text}"
+        );
+        // The deltas are computed all the same ("compare anyway" only shows them).
+        assert_eq!(m.comparison.summary.len(), 8);
+    }
+
+    #[test]
+    fn signed_units() {
+        assert_eq!(signed_ns(-35_000), "\u{2212}35.0 µs");
+        assert_eq!(signed_ns(1500), "+1.50 µs");
+        assert_eq!(signed_ns(0), "0 ns");
+        assert_eq!(signed_bytes(-1024), "\u{2212}1.00 KiB");
+        assert_eq!(signed_bytes(512), "+512 B");
+        assert_eq!(signed_count(3), "+3");
+        assert_eq!(signed_count(-1), "\u{2212}1");
+        assert_eq!(percent_text(None), "new");
+        assert_eq!(percent_text(Some(-35.0 / 60.0 * 100.0)), "\u{2212}58.3%");
+        assert_eq!(percent_text(Some(12.54)), "+12.5%");
+        assert_eq!(percent_text(Some(0.01)), "0.0%");
+    }
+
+    #[test]
+    fn path_table_sorts_by_each_column() {
+        let rows = vec![
+            delta("step", 100, 70, Presence::Both),
+            delta("step/mm", 60, 25, Presence::Both),
+            delta("step/fused", 0, 8, Presence::New),
+            delta("step/gone", 5, 0, Presence::Vanished),
+            delta("step/slow", 10, 20, Presence::Both),
+        ];
+        let names = |o: Vec<usize>| {
+            o.into_iter()
+                .map(|i| rows[i].path.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(path_order(&rows, PathSort::AbsDelta, true)),
+            ["step/mm", "step", "step/slow", "step/fused", "step/gone"]
+        );
+        assert_eq!(
+            names(path_order(&rows, PathSort::Delta, false)),
+            ["step/mm", "step", "step/gone", "step/fused", "step/slow"]
+        );
+        // New rows (no percentage) sort above every percentage when descending.
+        assert_eq!(
+            names(path_order(&rows, PathSort::Percent, true)),
+            ["step/fused", "step/slow", "step", "step/mm", "step/gone"]
+        );
+        assert_eq!(
+            names(path_order(&rows, PathSort::Path, false)),
+            ["step", "step/fused", "step/gone", "step/mm", "step/slow"]
+        );
+        assert_eq!(names(path_order(&rows, PathSort::Base, true))[0], "step");
+        assert_eq!(names(path_order(&rows, PathSort::Cand, true))[0], "step");
+    }
+}
