@@ -10,7 +10,9 @@ fuzz_target!(|data: &[u8]| {
     let doc = read_profile(data);
     exercise_profile(&doc, data);
     // The same bytes pushed in two pieces read the same.
-    let cut = data.first().map_or(0, |&b| usize::from(b) % (data.len() + 1));
+    let cut = data
+        .first()
+        .map_or(0, |&b| usize::from(b) % (data.len() + 1));
     let mut reader = ProfileReader::new();
     reader.push(&data[..cut]);
     reader.push(&data[cut..]);

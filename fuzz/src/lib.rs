@@ -73,7 +73,10 @@ pub fn exercise_trace(doc: &TraceDocument, file: &[u8]) {
     assert!(s.root_span_count <= s.span_count);
     assert!(s.max_depth < s.span_count.max(1));
     let counts = doc.diagnostic_counts();
-    assert_eq!(counts.errors + counts.warnings, doc.diagnostics.len() as u64);
+    assert_eq!(
+        counts.errors + counts.warnings,
+        doc.diagnostics.len() as u64
+    );
     let _ = doc.is_untrusted();
 
     // Span tree: every span laid out exactly once, children below their parent.
@@ -84,7 +87,10 @@ pub fn exercise_trace(doc: &TraceDocument, file: &[u8]) {
     assert_eq!(pre.len(), n);
     let mut seen = vec![false; n];
     for &i in &pre {
-        assert!(!std::mem::replace(&mut seen[i as usize], true), "span {i} twice in preorder");
+        assert!(
+            !std::mem::replace(&mut seen[i as usize], true),
+            "span {i} twice in preorder"
+        );
         for &c in doc.tree.children(i as usize) {
             assert_eq!(doc.tree.depth[c as usize], doc.tree.depth[i as usize] + 1);
         }
@@ -125,7 +131,10 @@ pub fn exercise_trace(doc: &TraceDocument, file: &[u8]) {
     // Ops and gradients.
     for grouping in [OpGrouping::Name, OpGrouping::NameShapeDtype] {
         let groups = op_groups(&doc.ops, grouping);
-        assert_eq!(groups.iter().map(|g| g.count).sum::<u64>(), doc.ops.len() as u64);
+        assert_eq!(
+            groups.iter().map(|g| g.count).sum::<u64>(),
+            doc.ops.len() as u64
+        );
         for g in &groups {
             assert!(g.min_ns <= g.mean_ns && g.mean_ns <= g.max_ns);
             let _ = g.output_bytes_per_ns();
@@ -136,7 +145,10 @@ pub fn exercise_trace(doc: &TraceDocument, file: &[u8]) {
     }
     let grads = GradientCounts::of(&doc.gradients);
     let _ = grads.problems();
-    assert_eq!(gradients_for_review(&doc.gradients).len(), doc.gradients.len());
+    assert_eq!(
+        gradients_for_review(&doc.gradients).len(),
+        doc.gradients.len()
+    );
 }
 
 /// Everything the CLI and the viewer compute from an inference profile, with its invariants.
@@ -157,7 +169,10 @@ pub fn exercise_profile(doc: &ProfileDocument, file: &[u8]) {
         check_percentiles(&p);
     }
     assert_eq!(doc.errors().len() as u64, summary.error_count);
-    assert_eq!(doc.memory_snapshots().len() as u64, summary.memory_snapshot_count);
+    assert_eq!(
+        doc.memory_snapshots().len() as u64,
+        summary.memory_snapshot_count
+    );
     let _ = doc.diagnostic_only();
     for r in &requests {
         if let Some(p) = Percentiles::of(&r.itl_nanos) {

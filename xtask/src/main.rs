@@ -91,7 +91,11 @@ fn ci() -> Result<()> {
         run("rustup", &["component", "add", "rustfmt", "clippy"])?;
         run("rustup", &["target", "add", WASM])
     })?;
-    stage("fmt", &|| cargo(&["fmt", "--all", "--", "--check"]))?;
+    stage("fmt", &|| {
+        cargo(&["fmt", "--all", "--", "--check"])?;
+        // fuzz/ is outside the workspace.
+        cargo(&["fmt", "--manifest-path", "fuzz/Cargo.toml", "--", "--check"])
+    })?;
     stage("clippy (native)", &|| {
         cargo(&[
             "clippy",
