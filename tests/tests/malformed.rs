@@ -13,6 +13,7 @@ use candle_trace_capture::cli::run;
 use candle_trace_schema::diagnostics::{sort_diagnostics, Diagnostic};
 use candle_trace_schema::document::{TraceDocument, TraceReader};
 use candle_trace_schema::format::{AnyDocument, AnyReader, Format};
+use candle_trace_schema::ops::{op_groups, OpGrouping};
 use candle_trace_schema::profile::read_profile;
 use candle_trace_tests::fixtures_dir;
 use serde_json::Value;
@@ -326,4 +327,48 @@ fn json_nested_a_million_deep_never_overflows_the_stack() {
     );
     let any = read_chunked(profile.as_bytes(), 1 << 20);
     assert_eq!(format_key(any.format()), Value::from("profile"));
+}
+
+#[test]
+fn every_number_computed_from_a_malformed_trace_is_consistent() {
+    // Regression for the op mean found by fuzzing u64_max_values: a saturated total gave a mean
+    // below the shortest op. Checked on every malformed trace.
+    for name in files() {
+        let bytes = std::fs::read(malformed_dir().join(&name)).unwrap();
+        let AnyDocument::Trace(doc) = read_chunked(&bytes, 1 << 20) else {
+            continue;
+        };
+        for grouping in [OpGrouping::Name, OpGrouping::NameShapeDtype] {
+            for g in op_groups(&doc.ops, grouping) {
+                assert!(
+                    g.min_ns <= g.mean_ns && g.mean_ns <= g.max_ns,
+                    "{name}: {g:?}"
+                );
+            }
+        }
+        let p = &doc.memory_profile;
+        assert!(
+            p.devices.iter().all(|d| d.peak_bytes <= p.peak_bytes),
+            "{name}"
+        );
+        assert!(doc
+            .spans
+            .iter()
+            .enumerate()
+            .all(|(i, s)| doc.tree.self_ns[i] <= s.duration_or_zero()));
+    }
+    // And through the CLI: `query --kind ops` on the file that found it.
+    let path = malformed_dir().join("u64_max_values.trace6.jsonl");
+    let out = cli(&["query", path.to_str().unwrap(), "--kind", "ops", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("18446744073709551615"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("9223372036854775807"),
+        "{}",
+        out.stdout
+    );
 }
