@@ -95,7 +95,7 @@ pub struct Outcome {
 
 /// The recorder plus the example's tally of what it recorded. Every call records only while
 /// the recorder is recording (the captured update) and counts only what it recorded.
-struct Capture {
+pub struct Capture {
     recorder: Recorder,
     counts: RefCell<Counts>,
 }
@@ -294,6 +294,132 @@ impl AdamW {
     }
 }
 
+/// The model, its optimizer and a fixed synthetic batch: one [`Trainer::update`] is one
+/// training update, instrumented through a [`Capture`].
+pub struct Trainer {
+    varmap: VarMap,
+    model: Mlp,
+    opt: AdamW,
+    x: Tensor,
+    y: Tensor,
+}
+
+impl Trainer {
+    /// A freshly initialised model on the CPU.
+    pub fn new() -> candle_core::Result<Self> {
+        let device = Device::Cpu;
+        let varmap = VarMap::new();
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
+        let model = Mlp {
+            fc1: candle_nn::linear(IN, HIDDEN, vb.pp("fc1"))?,
+            fc2: candle_nn::linear(HIDDEN, OUT, vb.pp("fc2"))?,
+            frozen: vb
+                .pp("frozen")
+                .get_with_hints(OUT, "scale", candle_nn::Init::Const(1.0))?,
+        };
+        let trainable: Vec<(String, Var)> = varmap_params(&varmap)
+            .into_iter()
+            .filter(|(name, _)| !name.starts_with("frozen."))
+            .collect();
+        let opt = AdamW::new(trainable)?;
+
+        // Synthetic regression data: x in [-1, 1], y = x · W_true.
+        let x = (Tensor::arange(0u32, (BATCH * IN) as u32, &device)?
+            .to_dtype(DType::F32)?
+            .reshape((BATCH, IN))?
+            * 0.37)?
+            .sin()?;
+        let w_true = (Tensor::arange(0u32, (IN * OUT) as u32, &device)?
+            .to_dtype(DType::F32)?
+            .reshape((IN, OUT))?
+            * 0.11)?
+            .cos()?;
+        let y = x.matmul(&w_true)?;
+        Ok(Trainer {
+            varmap,
+            model,
+            opt,
+            x,
+            y,
+        })
+    }
+
+    /// One update (forward, backward, AdamW) inside the measured region; returns the loss.
+    /// It records only while `cap`'s recorder is recording.
+    pub fn update(&mut self, cap: &Capture) -> candle_core::Result<f32> {
+        let outer_start = Instant::now();
+        let measured = cap.span(cap.recorder.measured("train_step"));
+
+        let mut activations = Vec::new();
+        let loss = {
+            let _forward = cap.step(Step::Forward);
+            forward(&self.model, cap, &self.x, &self.y, &mut activations)?
+        };
+
+        let grads = {
+            let _backward = cap.step(Step::Backward);
+            let grads = loss.backward()?;
+            for (name, var) in varmap_params(&self.varmap) {
+                if let Some(g) = grads.get(var.as_tensor()) {
+                    cap.alloc(g, TensorCategory::Gradient, "backward");
+                    cap.tensor(&format!("{name}.grad"), g, TensorCategory::Gradient);
+                }
+            }
+            // The graph (and with it every activation) is released once backward is done.
+            for a in activations.drain(..) {
+                cap.free(&a, TensorCategory::Activation);
+            }
+            let tally = record_varmap_gradients(&cap.recorder, "varmap", &self.varmap, &grads)?;
+            // The library says what it recorded per state (nothing outside the capture).
+            let mut counts = cap.counts.borrow_mut();
+            counts.gradients.present += tally.present;
+            counts.gradients.missing += tally.missing;
+            counts.gradients.zero += tally.zero;
+            counts.gradients.non_finite += tally.non_finite;
+            drop(counts);
+            grads
+        };
+
+        {
+            let _optimizer = cap.step(Step::Optimizer);
+            self.opt.step(&grads, cap)?;
+            for (name, var) in varmap_params(&self.varmap) {
+                cap.tensor(&name, var.as_tensor(), TensorCategory::Parameter);
+            }
+        }
+        // The gradients are released here, in the measured root span.
+        for (_, var) in varmap_params(&self.varmap) {
+            if let Some(g) = grads.get(var.as_tensor()) {
+                cap.free(g, TensorCategory::Gradient);
+            }
+        }
+        drop(grads);
+
+        let recorded = measured.is_recording();
+        drop(measured);
+        if recorded {
+            cap.counts.borrow_mut().measured_outer_ns =
+                u64::try_from(outer_start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        }
+        loss.to_scalar::<f32>()
+    }
+}
+
+impl Capture {
+    /// Instrument with `recorder`, nothing counted yet.
+    pub fn new(recorder: Recorder) -> Self {
+        Capture {
+            recorder,
+            counts: RefCell::new(Counts::default()),
+        }
+    }
+
+    /// The recorder.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+}
+
 /// Train for [`STEPS`] updates, capture update `WARMUP + 1`, write the trace to `out`.
 pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
     let device = Device::Cpu;
@@ -311,38 +437,8 @@ pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
         .path(out)
         .atomic(true)
         .build()?;
-    let cap = Capture {
-        recorder,
-        counts: RefCell::new(Counts::default()),
-    };
-
-    let varmap = VarMap::new();
-    let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
-    let model = Mlp {
-        fc1: candle_nn::linear(IN, HIDDEN, vb.pp("fc1"))?,
-        fc2: candle_nn::linear(HIDDEN, OUT, vb.pp("fc2"))?,
-        frozen: vb
-            .pp("frozen")
-            .get_with_hints(OUT, "scale", candle_nn::Init::Const(1.0))?,
-    };
-    let trainable: Vec<(String, Var)> = varmap_params(&varmap)
-        .into_iter()
-        .filter(|(name, _)| !name.starts_with("frozen."))
-        .collect();
-    let mut opt = AdamW::new(trainable)?;
-
-    // Synthetic regression data: x in [-1, 1], y = x · W_true.
-    let x = (Tensor::arange(0u32, (BATCH * IN) as u32, &device)?
-        .to_dtype(DType::F32)?
-        .reshape((BATCH, IN))?
-        * 0.37)?
-        .sin()?;
-    let w_true = (Tensor::arange(0u32, (IN * OUT) as u32, &device)?
-        .to_dtype(DType::F32)?
-        .reshape((IN, OUT))?
-        * 0.11)?
-        .cos()?;
-    let y = x.matmul(&w_true)?;
+    let cap = Capture::new(recorder);
+    let mut trainer = Trainer::new()?;
 
     let mut losses = Vec::new();
     for _ in 0..STEPS {
@@ -350,61 +446,7 @@ pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
         if step.is_captured() {
             alloc::reset_peak();
         }
-        let outer_start = Instant::now();
-        let measured = cap.span(cap.recorder.measured("train_step"));
-
-        let mut activations = Vec::new();
-        let loss = {
-            let _forward = cap.step(Step::Forward);
-            forward(&model, &cap, &x, &y, &mut activations)?
-        };
-
-        let grads = {
-            let _backward = cap.step(Step::Backward);
-            let grads = loss.backward()?;
-            for (name, var) in varmap_params(&varmap) {
-                if let Some(g) = grads.get(var.as_tensor()) {
-                    cap.alloc(g, TensorCategory::Gradient, "backward");
-                    cap.tensor(&format!("{name}.grad"), g, TensorCategory::Gradient);
-                }
-            }
-            // The graph (and with it every activation) is released once backward is done.
-            for a in activations.drain(..) {
-                cap.free(&a, TensorCategory::Activation);
-            }
-            let tally = record_varmap_gradients(&cap.recorder, "varmap", &varmap, &grads)?;
-            // The library says what it recorded per state (nothing outside the capture).
-            let mut counts = cap.counts.borrow_mut();
-            counts.gradients.present += tally.present;
-            counts.gradients.missing += tally.missing;
-            counts.gradients.zero += tally.zero;
-            counts.gradients.non_finite += tally.non_finite;
-            drop(counts);
-            grads
-        };
-
-        {
-            let _optimizer = cap.step(Step::Optimizer);
-            opt.step(&grads, &cap)?;
-            for (name, var) in varmap_params(&varmap) {
-                cap.tensor(&name, var.as_tensor(), TensorCategory::Parameter);
-            }
-        }
-        // The gradients are released here, in the measured root span.
-        for (_, var) in varmap_params(&varmap) {
-            if let Some(g) = grads.get(var.as_tensor()) {
-                cap.free(g, TensorCategory::Gradient);
-            }
-        }
-        drop(grads);
-
-        let recorded = measured.is_recording();
-        drop(measured);
-        if recorded {
-            cap.counts.borrow_mut().measured_outer_ns =
-                u64::try_from(outer_start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        }
-        let loss = loss.to_scalar::<f32>()?;
+        let loss = trainer.update(&cap)?;
         losses.push(loss);
         if step.is_captured() {
             println!(

@@ -6,6 +6,7 @@
 use candle_trace_fuzz::{
     assert_same_trace, chunks, exercise_profile, exercise_trace, read_any, split_input,
 };
+use candle_trace_schema::chrome::read_chrome;
 use candle_trace_schema::document::TraceDocument;
 use candle_trace_schema::format::{detect, strip_bom, AnyDocument, Detection};
 use candle_trace_schema::profile::read_profile;
@@ -20,6 +21,11 @@ fuzz_target!(|data: &[u8]| {
     // A complete-file probe always decides.
     assert_ne!(detect(file, true), Detection::NeedMore);
     match (&streamed, &whole) {
+        (AnyDocument::Trace(s), AnyDocument::Trace(w)) if s.chrome.is_some() => {
+            assert_same_trace(s, w);
+            assert_eq!(s.diagnostics, read_chrome(strip_bom(file)).diagnostics);
+            exercise_trace(s, strip_bom(file));
+        }
         (AnyDocument::Trace(s), AnyDocument::Trace(w)) => {
             assert_same_trace(s, w);
             let direct = TraceDocument::from_bytes(strip_bom(file));

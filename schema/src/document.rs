@@ -25,6 +25,7 @@ use alloc::vec::Vec;
 use core::ops::Deref;
 
 use hashbrown::HashMap;
+use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{sort_diagnostics, Category, Diagnostic, DiagnosticCounts, Severity};
 use crate::events::{
@@ -37,7 +38,7 @@ use crate::spans::SpanTree;
 use crate::summary::TraceSummary;
 
 /// A record together with the 1-based line it was read from.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Lined<T> {
     /// 1-based line number in the file.
     pub line: u64,
@@ -60,7 +61,7 @@ impl<T> Deref for Lined<T> {
 }
 
 /// A span: its `span_start` fields and, once closed, its duration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Span {
     /// Unique id.
     pub id: String,
@@ -136,6 +137,9 @@ pub struct TraceDocument {
     pub skipped_unknown: u64,
     /// Bytes read.
     pub bytes_read: u64,
+    /// What a Chrome Trace Event JSON file held beyond spans (tracks, instants, counters,
+    /// skipped phases); `None` for a trace/6 file.
+    pub chrome: Option<alloc::boxed::Box<crate::chrome::ChromeImport>>,
     span_index: HashMap<String, u32>,
 }
 
@@ -145,6 +149,16 @@ impl TraceDocument {
         let mut reader = TraceReader::new();
         reader.push(bytes);
         reader.finish()
+    }
+
+    /// Rebuild the id → index map from `spans` (the first span with an id wins, as when
+    /// reading). Needed only by code that assembles a document from its public fields, such
+    /// as the viewer moving a read document from its worker to the page.
+    pub fn rebuild_span_index(&mut self) {
+        self.span_index.clear();
+        for (i, s) in self.spans.iter().enumerate() {
+            self.span_index.entry(s.id.clone()).or_insert(i as u32);
+        }
     }
 
     /// Index of the span with this id.
@@ -239,6 +253,53 @@ pub(crate) fn without_bom<'a>(line: &Line<'a>) -> Option<&'a [u8]> {
     }
     let bytes = crate::format::strip_bom(line.bytes);
     (!crate::jsonl::is_blank(bytes)).then_some(bytes)
+}
+
+impl TraceDocument {
+    /// A document from already-decoded parts (the Chrome importer): span index, tree (with its
+    /// diagnostics), the measured-span warnings of SCHEMA.md, sorted diagnostics. Span ids must be
+    /// unique.
+    pub(crate) fn assemble(
+        meta: Lined<Meta>,
+        spans: Vec<Span>,
+        mut diagnostics: Vec<Diagnostic>,
+    ) -> Self {
+        let mut doc = TraceDocument {
+            span_index: spans
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.id.clone(), i as u32))
+                .collect(),
+            spans,
+            ..TraceDocument::default()
+        };
+        let measured: Vec<&Span> = doc.spans.iter().filter(|s| s.measured).collect();
+        if measured.is_empty() {
+            diagnostics.push(Diagnostic::warning(
+                meta.line,
+                Category::Measured,
+                "no measured span: total_ns is 0",
+            ));
+        }
+        if let Some((first, rest)) = measured.split_first() {
+            for s in rest {
+                diagnostics.push(Diagnostic::warning(
+                    s.line,
+                    Category::Measured,
+                    format!("more than one measured span (the first starts at line {}); total_ns adds them all", first.line),
+                ));
+            }
+        }
+        let index = &doc.span_index;
+        let (tree, tree_diags) =
+            SpanTree::build(&doc.spans, |id| index.get(id).map(|&i| i as usize));
+        doc.tree = tree;
+        diagnostics.extend(tree_diags);
+        doc.meta = Some(meta);
+        sort_diagnostics(&mut diagnostics);
+        doc.diagnostics = diagnostics;
+        doc
+    }
 }
 
 /// Streaming trace/6 reader: push chunks of any size, then [`finish`](TraceReader::finish).

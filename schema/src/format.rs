@@ -1,4 +1,8 @@
-//! Which format a file is in, from its first bytes.
+//! Which format a file is in, from its first bytes, and [`AnyReader`], which reads any of them.
+//!
+//! Chrome Trace Event JSON is imported into a [`TraceDocument`](crate::document::TraceDocument)
+//! (see [`crate::chrome`]): `AnyDocument::Trace` holds it, with `chrome` set, and
+//! [`AnyDocument::format`] says [`Format::Chrome`].
 //!
 //! Rules (SCHEMA.md's table, made precise):
 //! - The first non-blank byte `[` means Chrome Trace Event JSON (an array of events).
@@ -18,7 +22,7 @@ pub const PROBE_LINES: usize = 8;
 pub const PROBE_BYTES: usize = 1 << 20;
 
 /// A file format candle-trace knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
 pub enum Format {
     /// Execution trace `candle-graph/trace/6` (JSONL).
     Trace,
@@ -200,7 +204,7 @@ mod tests {
 /// A document of any format this crate reads.
 #[derive(Debug, Clone)]
 pub enum AnyDocument {
-    /// An execution trace.
+    /// An execution trace (also an imported Chrome JSON file: `chrome` is set).
     Trace(alloc::boxed::Box<crate::document::TraceDocument>),
     /// An inference profile.
     Profile(crate::profile::ProfileDocument),
@@ -217,6 +221,7 @@ impl AnyDocument {
     /// The document's format, `None` when unrecognised.
     pub fn format(&self) -> Option<Format> {
         match self {
+            AnyDocument::Trace(d) if d.chrome.is_some() => Some(Format::Chrome),
             AnyDocument::Trace(_) => Some(Format::Trace),
             AnyDocument::Profile(_) => Some(Format::Profile),
             AnyDocument::Unsupported { format, .. } => *format,
@@ -238,6 +243,7 @@ enum ReaderState {
     Probing(alloc::vec::Vec<u8>),
     Trace(alloc::boxed::Box<crate::document::TraceReader>),
     Profile(crate::profile::ProfileReader),
+    Chrome(alloc::boxed::Box<crate::chrome::ChromeReader>),
     Rejected(Option<Format>, bool),
 }
 
@@ -274,6 +280,7 @@ impl AnyReader {
             ReaderState::Probing(_) => None,
             ReaderState::Trace(_) => Some(Format::Trace),
             ReaderState::Profile(_) => Some(Format::Profile),
+            ReaderState::Chrome(_) => Some(Format::Chrome),
             ReaderState::Rejected(format, _) => *format,
         }
     }
@@ -287,6 +294,7 @@ impl AnyReader {
             }
             ReaderState::Trace(r) => r.push(chunk),
             ReaderState::Profile(r) => r.push(chunk),
+            ReaderState::Chrome(r) => r.push(chunk),
             ReaderState::Rejected(..) => {}
         }
     }
@@ -310,7 +318,11 @@ impl AnyReader {
                 r.push(bytes);
                 ReaderState::Profile(r)
             }
-            Detection::Known(Format::Chrome) => ReaderState::Rejected(Some(Format::Chrome), false),
+            Detection::Known(Format::Chrome) => {
+                let mut r = alloc::boxed::Box::new(crate::chrome::ChromeReader::new());
+                r.push(bytes);
+                ReaderState::Chrome(r)
+            }
             Detection::Unknown => ReaderState::Rejected(None, crate::jsonl::is_blank(bytes)),
         };
     }
@@ -322,9 +334,9 @@ impl AnyReader {
         match self.state {
             ReaderState::Trace(r) => AnyDocument::Trace(alloc::boxed::Box::new(r.finish())),
             ReaderState::Profile(r) => AnyDocument::Profile(r.finish()),
+            ReaderState::Chrome(r) => AnyDocument::Trace(alloc::boxed::Box::new(r.finish())),
             ReaderState::Rejected(format, empty) => {
                 let message = match (format, empty) {
-                    (Some(Format::Chrome), _) => "this is Chrome Trace Event JSON; candle-trace cannot import it yet (trace/6 and inference profiles are read)",
                     (_, true) => "the file is empty",
                     _ => "not a candle-trace file: expected a trace/6 JSONL file (first line {\"kind\":\"meta\",...}), an inference profile (lines with \"schema_version\":1 and \"event_kind\") or Chrome Trace Event JSON",
                 };
@@ -342,6 +354,32 @@ impl AnyReader {
                     "format could not be detected"
                 )],
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod any_reader_tests {
+    use super::*;
+
+    #[test]
+    fn chrome_json_is_imported_whatever_the_chunking() {
+        // (A BOM is only recognised when the first push holds all three of its bytes.)
+        let text =
+            b"\xEF\xBB\xBF  [{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1},";
+        for size in 3..9 {
+            let mut r = AnyReader::new();
+            for c in text.chunks(size) {
+                r.push(c);
+            }
+            let doc = r.finish();
+            assert_eq!(doc.format(), Some(Format::Chrome));
+            let AnyDocument::Trace(t) = doc else {
+                panic!("not a trace")
+            };
+            assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+            assert_eq!(t.summary().span_count, 2);
+            assert_eq!(t.summary().total_ns, 2000);
         }
     }
 }

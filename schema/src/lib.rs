@@ -2,8 +2,10 @@
 //!
 //! The shared model of candle-trace: event types for the execution trace
 //! `candle-graph/trace/6` and the inference profile (schema v1), a streaming JSONL reader that
-//! reports every bad line with its 1-based line number and keeps everything valid, and the
-//! analysis behind every number the CLI and the viewer show.
+//! reports every bad line with its 1-based line number and keeps everything valid, the import
+//! of Chrome Trace Event JSON into the same document model and the export to it ([`chrome`]),
+//! and the analysis behind every number the CLI and the viewer show, including the comparison
+//! of a candidate run with a baseline ([`compare`]).
 //!
 //! ```
 //! use candle_trace_schema::document::TraceReader;
@@ -41,6 +43,8 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod chrome;
+pub mod compare;
 pub mod diagnostics;
 pub mod document;
 pub mod events;

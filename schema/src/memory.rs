@@ -17,13 +17,14 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use hashbrown::HashMap;
+use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{Category, Diagnostic};
 use crate::document::Lined;
 use crate::events::{DeviceMemory, MemoryAction, MemoryEvent, TensorCategory};
 
 /// One allocation live at the peak.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveAllocation {
     /// Index into `TraceDocument::memory` of the `alloc` record.
     pub memory_index: usize,
@@ -44,7 +45,7 @@ pub struct LiveAllocation {
 }
 
 /// Per-device memory numbers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceMemoryProfile {
     /// Device name.
     pub device: String,
@@ -63,7 +64,7 @@ pub struct DeviceMemoryProfile {
 }
 
 /// One point of a device's live-bytes curve: the state right after a memory event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemorySample {
     /// Event time.
     pub timestamp_ns: u64,
@@ -77,7 +78,7 @@ pub struct MemorySample {
 }
 
 /// The memory profile of a trace.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryProfile {
     /// Largest per-device live total (0 without memory events).
     pub peak_bytes: u64,

@@ -585,7 +585,7 @@ pub fn decode_line(bytes: &[u8]) -> Result<ProfileEvent, LineError> {
 }
 
 /// One kept event and the §2 rules it breaks.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfileRecord {
     /// 1-based line number in the file.
     pub line: u64,
@@ -603,7 +603,7 @@ impl ProfileRecord {
 }
 
 /// Everything read from an inference profile: the kept events and the diagnostics.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfileDocument {
     /// Kept events in file order.
     pub records: Vec<ProfileRecord>,

@@ -16,11 +16,17 @@ use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use serde::{Deserialize, Serialize};
+
 use crate::diagnostics::{Category, Diagnostic};
 use crate::document::Span;
 
 /// Parent/child structure of a document's spans, indexed like `TraceDocument::spans`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// It (de)serializes so that a tree built by [`SpanTree::build`] can move between threads as
+/// bytes (the viewer's worker hands it to the page); a deserialized tree is trusted, not
+/// re-validated, so only deserialize what this crate serialized.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpanTree {
     /// Layout parent of each span (`None` for roots, dangling parents and cycle breakers).
     pub parent: Vec<Option<u32>>,

@@ -10,7 +10,10 @@ import {
 
 useHarness();
 
-const fixtureFiles = readdirSync(fixtures).filter((f) => f.endsWith('.jsonl')).sort();
+// trace/6 and profile fixtures, and the Chrome JSON ones (imported as traces).
+const fixtureFiles = readdirSync(fixtures)
+  .filter((f) => f.endsWith('.jsonl') || f.endsWith('.chrome.json'))
+  .sort();
 
 test('every fixture by picker and by drop matches the CLI', async () => {
   assert.ok(fixtureFiles.length > 20);
@@ -105,7 +108,6 @@ test('unreadable files say why', async () => {
   });
   assert.equal(await page.isVisible('[data-testid=drop-target]'), true);
   for (const [name, text, why] of [
-    ['chrome.json', '[{"name":"a","ph":"X","ts":0,"dur":1,"pid":1,"tid":1}]', /Chrome Trace Event JSON/],
     ['empty.jsonl', '', /empty/],
     ['notes.txt', 'hello\n', /not a candle-trace file/],
   ]) {

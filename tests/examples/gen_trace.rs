@@ -1,18 +1,30 @@
-//! Write a generated trace/6 file: `cargo run --release -p candle-trace-tests --example gen_trace -- OUT.jsonl [MB]`.
+//! Write a generated trace/6 file:
+//! `cargo run --release -p candle-trace-tests --example gen_trace -- OUT.jsonl [MB]` (a
+//! realistic training update of about MB megabytes), or `... -- OUT.jsonl --spans N` (exactly
+//! N spans in blocks of a module and 99 ops, for browser panning benchmarks).
 
 use std::io::BufWriter;
 
-use candle_trace_tests::generate::{write_trace, GenConfig};
+use candle_trace_tests::generate::{write_blocks, write_trace, GenConfig};
 
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let Some(out) = args.next() else {
-        eprintln!("usage: gen_trace OUT.jsonl [MB]");
+        eprintln!("usage: gen_trace OUT.jsonl [MB | --spans N]");
         std::process::exit(2);
     };
-    let mb: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
+    let size = args.next();
     let mut file = BufWriter::new(std::fs::File::create(&out)?);
-    let stats = write_trace(&GenConfig::with_target_bytes(mb * 1_000_000), &mut file)?;
+    let stats = if size.as_deref() == Some("--spans") {
+        let Some(spans) = args.next().and_then(|a| a.parse().ok()) else {
+            eprintln!("usage: gen_trace OUT.jsonl --spans N");
+            std::process::exit(2);
+        };
+        write_blocks(spans, &mut file)?
+    } else {
+        let mb: u64 = size.and_then(|a| a.parse().ok()).unwrap_or(100);
+        write_trace(&GenConfig::with_target_bytes(mb * 1_000_000), &mut file)?
+    };
     eprintln!(
         "{out}: {} bytes, {} lines, {} spans, {} ops",
         stats.bytes, stats.lines, stats.spans, stats.ops

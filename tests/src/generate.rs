@@ -1382,6 +1382,76 @@ pub fn write_wide(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
     Ok(g.finish())
 }
 
+/// A trace of exactly `spans` spans shaped like a long flat profile: one measured root and
+/// blocks of a `module` span with 99 `op` children (7 distinct op names), the first third of
+/// the blocks in the forward step, then backward, then optimizer. It is what the browser
+/// benchmarks and the large-trace browser test pan across (the same shape as
+/// `tests/e2e/viewer.test.mjs`'s `writeBigTrace`).
+pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
+    let mut g = Gen::new(out, 0, 1);
+    simple_meta(&mut g)?;
+    if spans == 0 {
+        return Ok(g.finish());
+    }
+    g.emit(&TraceEvent::SpanStart(SpanStart {
+        id: String::from("r"),
+        parent_id: None,
+        name: String::from("step"),
+        start_ns: 0,
+        span_kind: SpanKind::Function,
+        measured: true,
+        step: None,
+    }))?;
+    let blocks = (spans - 1).div_ceil(100);
+    let (mut made, mut t) = (1u64, 0u64);
+    for b in 0..blocks {
+        let step = [Step::Forward, Step::Backward, Step::Optimizer][(b * 3 / blocks) as usize];
+        let block_start = t;
+        g.emit(&TraceEvent::SpanStart(SpanStart {
+            id: format!("b{b}"),
+            parent_id: Some(String::from("r")),
+            name: format!("block_{b}"),
+            start_ns: block_start,
+            span_kind: SpanKind::Module,
+            measured: false,
+            step: Some(step),
+        }))?;
+        made += 1;
+        g.stats.max_depth = g.stats.max_depth.max(1);
+        let mut i = 0;
+        while i < 99 && made < spans {
+            g.emit(&TraceEvent::SpanStart(SpanStart {
+                id: format!("b{b}o{i}"),
+                parent_id: Some(format!("b{b}")),
+                name: format!("op_{}", i % 7),
+                start_ns: t,
+                span_kind: SpanKind::Op,
+                measured: false,
+                step: Some(step),
+            }))?;
+            g.emit(&TraceEvent::SpanEnd(SpanEnd {
+                id: format!("b{b}o{i}"),
+                duration_ns: 80 + (i % 5) * 10,
+            }))?;
+            g.stats.max_depth = 2;
+            t += 150;
+            i += 1;
+            made += 1;
+        }
+        g.emit(&TraceEvent::SpanEnd(SpanEnd {
+            id: format!("b{b}"),
+            duration_ns: t - block_start + 50,
+        }))?;
+        t += 100;
+    }
+    g.stats.total_ns = t + 10;
+    g.emit(&TraceEvent::SpanEnd(SpanEnd {
+        id: String::from("r"),
+        duration_ns: t + 10,
+    }))?;
+    Ok(g.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1393,6 +1463,21 @@ mod tests {
             reader.push(c);
         }
         reader.finish()
+    }
+
+    #[test]
+    fn blocks_have_exactly_the_spans_asked_for() {
+        for spans in [1u64, 2, 100, 101, 250] {
+            let mut out = Vec::new();
+            let stats = write_blocks(spans, &mut out).unwrap();
+            let doc = read_chunked(&out, 37);
+            let summary = doc.summary();
+            assert_eq!(summary.span_count, spans, "{spans}");
+            assert_eq!(stats.spans, spans, "{spans}");
+            assert_eq!(summary.total_ns, stats.total_ns, "{spans}");
+            assert_eq!(summary.max_depth, stats.max_depth, "{spans}");
+            assert!(doc.diagnostics.is_empty(), "{spans}: {:?}", doc.diagnostics);
+        }
     }
 
     #[test]

@@ -106,7 +106,9 @@ const SUMMARY_FIELDS: [&str; 8] = [
 
 #[test]
 fn trace_summary_json_matches_the_oracle_on_every_fixture() {
-    for f in fixtures(".trace6.jsonl") {
+    let mut files = fixtures(".trace6.jsonl");
+    files.extend(fixtures(".chrome.json"));
+    for f in files {
         let path = f.to_str().expect("UTF-8 path");
         let out = cli(&["summary", "--json", path]);
         assert_eq!(out.code, 0, "{path}: {}", out.stderr);
@@ -137,7 +139,9 @@ fn trace_summary_json_matches_the_oracle_on_every_fixture() {
 
 #[test]
 fn trace_validate_json_matches_the_oracle_on_every_fixture() {
-    for f in fixtures(".trace6.jsonl") {
+    let mut files = fixtures(".trace6.jsonl");
+    files.extend(fixtures(".chrome.json"));
+    for f in files {
         let path = f.to_str().expect("UTF-8 path");
         let out = cli(&["validate", "--json", path]);
         let got = json(&out.stdout);
@@ -367,19 +371,12 @@ fn query_requests_on_the_inference_profile() {
 fn unreadable_inputs_exit_2_with_the_file_named() {
     let dir = std::env::temp_dir().join(format!("candle-trace-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let chrome = dir.join("chrome.json");
-    std::fs::write(
-        &chrome,
-        br#"[{"name":"a","ph":"X","ts":1,"dur":2,"pid":1,"tid":1}]"#,
-    )
-    .expect("write");
     let empty = dir.join("empty.jsonl");
     std::fs::write(&empty, b"").expect("write");
     let binary = dir.join("binary.bin");
     std::fs::write(&binary, [0u8, 159, 146, 150, 1, 2, 3]).expect("write");
     let missing = dir.join("missing.jsonl");
     for (file, needle) in [
-        (&chrome, "Chrome Trace Event JSON"),
         (&empty, "empty"),
         (&binary, "not a candle-trace file"),
         (&missing, "cannot open"),
@@ -401,4 +398,48 @@ fn unreadable_inputs_exit_2_with_the_file_named() {
     assert_eq!(out.code, 0);
     assert!(out.stdout.contains("validate"));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn chrome_json_is_read_by_every_command() {
+    let f = "fixtures/candle_tracing.chrome.json";
+    let out = cli(&["summary", f]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("Chrome Trace Event JSON"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("2 track(s) (main, worker)"),
+        "{}",
+        out.stdout
+    );
+    golden("candle_tracing.chrome.json.summary.txt", &out.stdout);
+    let out = cli(&["validate", f]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains(": valid"), "{}", out.stdout);
+    let want = expected(Path::new(f));
+    let out = json(&cli(&["query", f, "--kind", "self", "--json", "--limit", "100"]).stdout);
+    let rows = out["spans"].as_array().expect("spans");
+    assert_eq!(
+        rows.len() as u64,
+        want["summary"]["span_count"].as_u64().unwrap()
+    );
+    for r in rows {
+        let id = r["id"].as_str().expect("id");
+        assert_eq!(
+            r["self_ns"], want["spans"][id]["self_ns"],
+            "self time of {id}"
+        );
+    }
+    // Broken elements: exit 1, every problem with its line.
+    let out = cli(&["validate", "fixtures/broken_elements.chrome.json"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout
+            .contains("fixtures/broken_elements.chrome.json:3: error[syntax]"),
+        "{}",
+        out.stdout
+    );
 }

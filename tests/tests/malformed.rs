@@ -193,7 +193,8 @@ fn the_reader_gives_the_expected_diagnostics() {
         }
         // The format's own reader agrees with AnyReader (a BOM is skipped by both).
         match &doc {
-            AnyDocument::Trace(t) => {
+            // (A Chrome import is a trace document too, but not TraceReader's.)
+            AnyDocument::Trace(t) if doc.format() == Some(Format::Trace) => {
                 let direct = TraceDocument::from_bytes(&bytes);
                 if direct.diagnostics != t.diagnostics || direct.summary() != t.summary() {
                     failures.push(format!("{name}: TraceReader: {:?}", direct.diagnostics));
@@ -205,7 +206,7 @@ fn the_reader_gives_the_expected_diagnostics() {
                     failures.push(format!("{name}: ProfileReader: {:?}", direct.diagnostics));
                 }
             }
-            AnyDocument::Unsupported { .. } => {}
+            _ => {}
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -119,3 +119,100 @@ fn every_trace_fixture_matches_the_oracle_in_detail() {
     }
     assert!(checked >= 20, "only {checked} trace fixtures");
 }
+
+/// Every Chrome JSON fixture (`*.chrome.json`) imported through `AnyReader` in odd-sized chunks
+/// agrees with `oracle.py`'s independent import: the eight summary numbers, each diagnostic's
+/// line and severity, every span's depth, self time, duration and name path, and the Chrome
+/// extras (track labels, element, instant and counter-sample counts, skipped phases).
+#[test]
+fn every_chrome_fixture_matches_the_oracle() {
+    use candle_trace_schema::format::{AnyDocument, AnyReader, Format};
+    let mut checked = 0;
+    for entry in std::fs::read_dir(fixtures_dir()).expect("fixtures dir") {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .to_string();
+        if !name.ends_with(".chrome.json") {
+            continue;
+        }
+        let want: Value = serde_json::from_str(
+            &std::fs::read_to_string(fixtures_dir().join("expected").join(format!("{name}.json")))
+                .expect("expected file"),
+        )
+        .expect("JSON");
+        let bytes = std::fs::read(&path).expect("fixture");
+        for chunk_size in [37, 1 << 20] {
+            let mut reader = AnyReader::new();
+            for chunk in bytes.chunks(chunk_size) {
+                reader.push(chunk);
+            }
+            let any = reader.finish();
+            assert_eq!(any.format(), Some(Format::Chrome), "{name}");
+            let AnyDocument::Trace(doc) = any else {
+                panic!("{name}: not imported as a trace")
+            };
+            assert_eq!(
+                serde_json::to_value(doc.summary()).unwrap(),
+                want["summary"],
+                "{name}: summary"
+            );
+            let diags: Vec<Value> = doc
+                .diagnostics
+                .iter()
+                .map(|d| json!({ "line": d.line, "severity": d.severity.as_str() }))
+                .collect();
+            assert_eq!(json!(diags), want["diagnostics"], "{name}: diagnostics");
+            let spans: BTreeMap<String, Value> = doc
+                .spans
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    (
+                        s.id.clone(),
+                        json!({
+                            "depth": doc.tree.depth[i],
+                            "self_ns": doc.tree.self_ns[i],
+                            "duration_ns": s.duration_or_zero(),
+                            "path": doc.span_path(i),
+                        }),
+                    )
+                })
+                .collect();
+            assert_eq!(json!(spans), want["spans"], "{name}: spans");
+            let c = doc.chrome.as_ref().expect("chrome extras");
+            let w = &want["chrome"];
+            let tracks: Vec<Value> = c
+                .tracks
+                .iter()
+                .map(|t| json!({ "label": t.label(), "process_name": t.process_name }))
+                .collect();
+            assert_eq!(json!(tracks), w["tracks"], "{name}: tracks");
+            assert_eq!(json!(c.element_count), w["elements"], "{name}: elements");
+            assert_eq!(json!(c.instants.len()), w["instants"], "{name}: instants");
+            assert_eq!(
+                json!(c.counters.len()),
+                w["counter_samples"],
+                "{name}: counter samples"
+            );
+            let skipped: BTreeMap<&str, u64> =
+                c.skipped.iter().map(|s| (s.ph.as_str(), s.count)).collect();
+            assert_eq!(json!(skipped), w["skipped"], "{name}: skipped");
+            assert_eq!(
+                json!(c.synthetic_root),
+                w["synthetic_root"],
+                "{name}: synthetic root"
+            );
+            // A diagnostic never names a line past the end of the file.
+            let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+            assert!(doc
+                .diagnostics
+                .iter()
+                .all(|d| d.line >= 1 && d.line <= lines));
+        }
+        checked += 1;
+    }
+    assert!(checked >= 9, "only {checked} chrome fixtures");
+}

@@ -7,7 +7,8 @@
 //! - [`model`]: view models (summary cards, run header, diagnostics, op and span tables, span
 //!   details, memory and gradient panels, inference requests);
 //! - [`timeline`]: the flame chart's math (viewport, lanes, level of detail, ticks, minimap,
-//!   search, colours).
+//!   search, colours);
+//! - [`transfer`]: how the parsing worker hands a read document to the page.
 //!
 //! In the browser (`target_arch = "wasm32"`) the `components` module renders them with Leptos
 //! and [`start`] mounts the app. Natively the crate is just the models:
@@ -36,14 +37,22 @@ pub use candle_trace_schema as schema;
 
 pub mod model;
 pub mod timeline;
+pub mod transfer;
 
 #[cfg(target_arch = "wasm32")]
 mod components;
 #[cfg(target_arch = "wasm32")]
 mod load;
+#[cfg(target_arch = "wasm32")]
+mod worker;
 
-/// Mount the app on the page's `<body>` (browser only).
+/// Start in the browser: on the page, mount the app on `<body>`; inside the parsing worker
+/// (`web/worker.js` runs this same wasm), serve parse requests instead.
 #[cfg(target_arch = "wasm32")]
 pub fn start() {
-    leptos::mount::mount_to_body(components::app::App);
+    use wasm_bindgen::JsCast;
+    match js_sys::global().dyn_into::<web_sys::DedicatedWorkerGlobalScope>() {
+        Ok(scope) => worker::serve(scope),
+        Err(_) => leptos::mount::mount_to_body(components::app::App),
+    }
 }

@@ -1,8 +1,10 @@
 //! Reading a file in the browser: a picked or dropped `File` in `Blob` slices, or a same-origin
-//! URL as a response stream, fed chunk by chunk to [`AnyReader`]. Never one JS string; between
-//! chunks the loop yields to the event loop (a zero-delay timer), so the page keeps painting
-//! the progress bar and stays responsive. Parsing runs on the main thread: there is no Web
-//! Worker yet.
+//! URL as a response stream, fed chunk by chunk to [`AnyReader`]. Never one JS string.
+//!
+//! [`read`] is the reading loop. It normally runs inside the parsing worker (see
+//! [`crate::worker`]), which also does the whole-file analysis and hands the page the finished
+//! document; on a page without workers it runs on the page itself, yielding to the event loop
+//! between chunks so the progress bar keeps painting.
 
 use candle_trace_schema::format::AnyReader;
 use js_sys::{Promise, Reflect, Uint8Array};
@@ -45,14 +47,42 @@ fn count_lines(bytes: &[u8]) -> u64 {
     bytes.iter().filter(|&&b| b == b'\n').count() as u64
 }
 
-/// Resolve after a zero-delay timer: lets the browser paint and handle input.
+/// Resolve after a zero-delay timer: lets the browser paint and handle input. In a worker
+/// (no page to keep responsive) it returns at once.
 pub async fn yield_now() {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
     let promise = Promise::new(&mut |resolve, _reject| {
-        if let Some(w) = web_sys::window() {
-            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
-        }
+        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
     });
     let _ = JsFuture::from(promise).await;
+}
+
+/// Yields to the page when it has been busy for a frame's worth of time, so a long run of
+/// short steps neither blocks painting nor pays a timer's delay after every step.
+pub struct Pacer {
+    since: f64,
+}
+
+impl Pacer {
+    /// Busy time after which [`Pacer::pace`] yields.
+    const BUDGET_MS: f64 = 12.0;
+
+    /// Start counting now.
+    pub fn new() -> Self {
+        Pacer {
+            since: js_sys::Date::now(),
+        }
+    }
+
+    /// Yield if the budget is spent.
+    pub async fn pace(&mut self) {
+        if js_sys::Date::now() - self.since >= Self::BUDGET_MS {
+            yield_now().await;
+            self.since = js_sys::Date::now();
+        }
+    }
 }
 
 /// Read `source` to the end into a reader; the caller calls `finish()` (the analysis that
@@ -66,7 +96,14 @@ pub async fn read(
     let mut reader = AnyReader::new();
     match source {
         Source::File(file) => read_file(&file, &mut reader, &progress, &is_current).await?,
-        Source::Url(url) => read_url(&url, &mut reader, &progress, &is_current).await?,
+        Source::Url(url) => {
+            // On the page, check the origin here; a worker gets URLs the page already checked.
+            let url = match web_sys::window() {
+                Some(_) => same_origin(&url)?,
+                None => url,
+            };
+            read_url(&url, &mut reader, &progress, &is_current).await?
+        }
     }
     if !is_current() {
         return Err(LoadError::Cancelled);
@@ -109,7 +146,7 @@ async fn read_file(
 }
 
 /// The URL resolved against the page, if it has the page's origin.
-fn same_origin(url: &str) -> Result<String, LoadError> {
+pub fn same_origin(url: &str) -> Result<String, LoadError> {
     let window = web_sys::window().ok_or_else(|| LoadError::Failed("no window".into()))?;
     let here = window
         .location()
@@ -129,15 +166,24 @@ fn same_origin(url: &str) -> Result<String, LoadError> {
     Ok(resolved.href())
 }
 
+/// `fetch(url)` on the page or in a worker.
+fn fetch(url: &str) -> Result<Promise, LoadError> {
+    if let Some(window) = web_sys::window() {
+        return Ok(window.fetch_with_str(url));
+    }
+    js_sys::global()
+        .dyn_into::<web_sys::WorkerGlobalScope>()
+        .map(|scope| scope.fetch_with_str(url))
+        .map_err(|_| LoadError::Failed("neither a page nor a worker: cannot fetch".into()))
+}
+
 async fn read_url(
     url: &str,
     reader: &mut AnyReader,
     progress: &impl Fn(u64, Option<u64>, u64),
     is_current: &impl Fn() -> bool,
 ) -> Result<(), LoadError> {
-    let url = same_origin(url)?;
-    let window = web_sys::window().ok_or_else(|| LoadError::Failed("no window".into()))?;
-    let response: web_sys::Response = JsFuture::from(window.fetch_with_str(&url))
+    let response: web_sys::Response = JsFuture::from(fetch(url)?)
         .await
         .map_err(|e| js_err("cannot fetch the file", e))?
         .dyn_into()

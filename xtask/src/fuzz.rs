@@ -122,7 +122,8 @@ fn list_targets(fuzz_dir: &Path) -> Result<Vec<String>> {
     Ok(targets)
 }
 
-/// Every `*.jsonl` under `tests/fixtures` (the malformed suite included), sorted.
+/// Every `*.jsonl` and `*.json` input under `tests/fixtures` (the malformed suite and the Chrome
+/// fixtures included; not the `expected/` and `golden/` outputs), sorted.
 fn seed_files() -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     let mut dirs = vec![PathBuf::from("tests").join("fixtures")];
@@ -131,9 +132,17 @@ fn seed_files() -> Result<Vec<PathBuf>> {
             std::fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))?
         {
             let path = entry?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                // expected/ and golden/ hold tool outputs, not inputs.
+                if name != "expected" && name != "golden" {
+                    dirs.push(path);
+                }
+            } else if name != "expected.json"
+                && path
+                    .extension()
+                    .is_some_and(|e| e == "jsonl" || e == "json")
+            {
                 files.push(path);
             }
         }

@@ -16,6 +16,7 @@
 //!   `generate` example (`target/demo/infer.profile.jsonl`), summarise both with the CLI, build
 //!   the viewer and serve it on 127.0.0.1 with the trace preloaded through `?url=`.
 
+mod bench;
 mod fuzz;
 mod serve;
 mod tools;
@@ -64,9 +65,10 @@ fn main() -> Result<()> {
         Some("demo") => demo(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         // Install the pinned web tools and the browser ahead of time (ci and demo do it too).
+        Some("bench") => bench::bench(&args[1..]),
         Some("tools") => tools::ensure_web_tools().and_then(|()| tools::ensure_browser()),
         _ => {
-            eprintln!("usage: cargo xtask <ci|deps|demo|fuzz|tools>");
+            eprintln!("usage: cargo xtask <ci|deps|demo|fuzz|tools|bench [--big] [--runs N]>");
             std::process::exit(2);
         }
     }
@@ -166,16 +168,7 @@ fn browser_tests() -> Result<()> {
     tools::ensure_browser()?;
     cargo(&[&["build"], CLI_BIN].concat())?;
     let e2e = std::path::Path::new("tests").join("e2e");
-    if !e2e.join("node_modules").join("playwright-core").exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&e2e)
-            .status()
-            .context("cannot start npm")?;
-        if !status.success() {
-            bail!("npm ci failed ({status})");
-        }
-    }
+    npm_ci(&e2e)?;
     let bin =
         std::fs::canonicalize("target/release/candle-trace").context("the CLI was not built")?;
     let status = Command::new("node")
@@ -188,6 +181,26 @@ fn browser_tests() -> Result<()> {
         .context("cannot start node")?;
     if !status.success() {
         bail!("browser tests failed ({status})");
+    }
+    Ok(())
+}
+
+/// `npm ci` in `dir` unless its node_modules already has every pinned package.
+fn npm_ci(dir: &std::path::Path) -> Result<()> {
+    let modules = dir.join("node_modules");
+    if ["playwright-core", "speedscope"]
+        .iter()
+        .all(|p| modules.join(p).join("package.json").exists())
+    {
+        return Ok(());
+    }
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(dir)
+        .status()
+        .context("cannot start npm")?;
+    if !status.success() {
+        bail!("npm ci failed ({status})");
     }
     Ok(())
 }

@@ -1,11 +1,15 @@
-//! The `candle-trace` command-line tool: read, validate, summarise and query candle-trace files.
+//! The `candle-trace` command-line tool: read, validate, summarise, query, export and compare
+//! candle-trace files.
 //!
 //! [`run`] is the whole tool behind a testable signature (arguments in, text out, exit code
 //! back); `src/bin/candle-trace/main.rs` only wires it to the process. Exit codes:
-//! 0 success; 1 `validate` found at least one error-severity diagnostic; 2 the file could not
+//! 0 success; 1 `validate` found at least one error-severity diagnostic, or `compare` refused two
+//! runs whose meta differ; 2 the file could not
 //! be read at all (missing, unreadable, a format candle-trace cannot read) or the command line
 //! was wrong.
 
+mod compare;
+mod export;
 mod query;
 mod summary;
 pub mod table;
@@ -19,7 +23,8 @@ use anyhow::Context as _;
 use candle_trace_schema::format::{AnyDocument, AnyReader};
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Read, validate, summarise and query candle-trace files (trace/6 and inference profiles).
+/// Read, validate, summarise, query, export and compare candle-trace files (trace/6, inference
+/// profiles, and Chrome Trace Event JSON imported as traces).
 #[derive(Debug, Parser)]
 #[command(name = "candle-trace", version, about, long_about = None)]
 pub struct Cli {
@@ -46,6 +51,37 @@ enum Command {
         /// Print `{"diagnostics":[{"line","severity","category","message"}...]}`.
         #[arg(long)]
         json: bool,
+    },
+    /// Write a trace/6 file or an inference profile in another format (Chrome Trace Event JSON,
+    /// which Perfetto and chrome://tracing open).
+    Export {
+        /// The file to read.
+        file: PathBuf,
+        /// The format to write.
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Where to write (default: standard output).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Compare a candidate trace with a baseline: per span path and per op time deltas, new and
+    /// vanished paths, memory peaks, gradient state changes and the eight summary numbers.
+    /// Exit 1 (and nothing compared) when entrypoint, phase, device or timing mode differ,
+    /// unless `--force`.
+    Compare {
+        /// The baseline trace.
+        base: PathBuf,
+        /// The candidate trace.
+        cand: PathBuf,
+        /// Print one JSON object instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Compare even when the two runs' meta differ.
+        #[arg(long)]
+        force: bool,
+        /// How many rows per table at most (the JSON output lists every row).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
     },
     /// Answer one question about a file.
     Query {
@@ -86,6 +122,13 @@ pub enum QueryKind {
     Edges,
     /// Inference profiles: one row per request (status, duration, TTFT, tokens, mean ITL).
     Requests,
+}
+
+/// What `export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Chrome Trace Event JSON (object form), for Perfetto and chrome://tracing.
+    Chrome,
 }
 
 /// How `query --kind ops` groups.
@@ -138,6 +181,32 @@ where
         Command::Validate { file, json } => {
             read(file).and_then(|doc| validate::run(file, &doc, *json, out))
         }
+        Command::Export {
+            file,
+            format: ExportFormat::Chrome,
+            output,
+        } => read(file).and_then(|doc| export::run(file, &doc, output.as_deref(), out, err)),
+        Command::Compare {
+            base,
+            cand,
+            json,
+            force,
+            limit,
+        } => read(base).and_then(|b| {
+            read(cand).and_then(|c| {
+                compare::run(
+                    (base, &b),
+                    (cand, &c),
+                    compare::Options {
+                        json: *json,
+                        force: *force,
+                        limit: *limit,
+                    },
+                    out,
+                    err,
+                )
+            })
+        }),
         Command::Query {
             file,
             kind,

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::format::AnyDocument;
+use candle_trace_schema::format::{AnyDocument, Format};
 use candle_trace_schema::percentiles::Percentiles;
 use candle_trace_schema::profile::ProfileDocument;
 use candle_trace_schema::summary::TraceSummary;
@@ -34,6 +34,26 @@ struct Extra<'a> {
     peak_device: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     peak_timestamp_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chrome: Option<ChromeExtra>,
+}
+
+/// What an imported Chrome JSON file held beyond spans.
+#[derive(Serialize)]
+struct ChromeExtra {
+    tracks: usize,
+    instants: usize,
+    counter_samples: usize,
+    skipped_events: u64,
+    synthetic_root: bool,
+}
+
+fn format_name(doc: &TraceDocument) -> &'static str {
+    if doc.chrome.is_some() {
+        Format::Chrome.name()
+    } else {
+        Format::Trace.name()
+    }
 }
 
 pub(super) fn run(
@@ -65,17 +85,24 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
             &TraceSummaryJson {
                 summary,
                 extra: Extra {
-                    format: "candle-graph/trace/6",
+                    format: format_name(doc),
                     errors: counts.errors,
                     warnings: counts.warnings,
                     entrypoint: doc.meta.as_ref().map(|m| m.entrypoint.as_str()),
                     peak_device: profile.peak_device.as_deref(),
                     peak_timestamp_ns: profile.peak_timestamp_ns,
+                    chrome: doc.chrome.as_ref().map(|c| ChromeExtra {
+                        tracks: c.tracks.len(),
+                        instants: c.instants.len(),
+                        counter_samples: c.counters.len(),
+                        skipped_events: c.skipped_count(),
+                        synthetic_root: c.synthetic_root,
+                    }),
                 },
             },
         );
     }
-    writeln!(out, "{} — candle-graph/trace/6", path.display())?;
+    writeln!(out, "{} — {}", path.display(), format_name(doc))?;
     if let Some(meta) = &doc.meta {
         let phase = match meta.phase {
             candle_trace_schema::events::Phase::Train => "train",
@@ -135,6 +162,24 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
         t.row(vec![name.to_string(), value, exact]);
     }
     write!(out, "{}", t.render())?;
+    if let Some(c) = &doc.chrome {
+        writeln!(out)?;
+        let names: Vec<String> = c.tracks.iter().map(|t| t.label()).collect();
+        writeln!(
+            out,
+            "chrome import: {} track(s) ({}), {} instant(s), {} counter sample(s), {} skipped event(s){}",
+            c.tracks.len(),
+            names.join(", "),
+            c.instants.len(),
+            c.counters.len(),
+            c.skipped_count(),
+            if c.synthetic_root {
+                "; measured region = the synthetic root span `(trace)` over the whole file"
+            } else {
+                ""
+            }
+        )?;
+    }
     diagnostics_line(path, counts.errors, counts.warnings, out)
 }
 

@@ -8,7 +8,7 @@ use leptos::task::spawn_local;
 use wasm_bindgen::JsCast;
 
 use candle_trace_schema::format::AnyDocument;
-use candle_trace_schema::units::format_bytes;
+use candle_trace_schema::units::{format_bytes, format_ns};
 
 use super::cards::SummaryCards;
 use super::details::SpanDetailsPanel;
@@ -21,10 +21,13 @@ use super::tables::{OpTable, SpanTable};
 use super::theme::{theme_signals, ThemeToggle};
 use super::timeline::Timeline;
 use super::TraceContext;
-use crate::load::{read, yield_now, LoadError, Source};
+use crate::load::{yield_now, LoadError, Source};
 use crate::model::diagnostics::DiagnosticsPanel;
+use crate::model::spans::SpanIndex;
 use crate::model::{ProfileModel, TraceModel};
+use crate::timeline::lanes::{extents_of, Lanes};
 use crate::timeline::palette::Theme;
+use crate::worker::{self, LoadTimings, Stage};
 
 /// The shipped example trace (a copy of `tests/fixtures/train_step.trace6.jsonl`).
 const EXAMPLE_URL: &str = "assets/example.trace6.jsonl";
@@ -40,7 +43,7 @@ enum Opened {
 /// A load in progress.
 #[derive(Clone, Debug, PartialEq)]
 struct Progress {
-    /// `Reading` or `Analysing`.
+    /// What is happening: reading, analysing (in the worker), preparing, laying out.
     phase: &'static str,
     name: String,
     bytes_read: u64,
@@ -56,6 +59,7 @@ pub fn App() -> impl IntoView {
     let progress: RwSignal<Option<Progress>> = RwSignal::new(None);
     let error: RwSignal<Option<String>> = RwSignal::new(None);
     let dragging = RwSignal::new(false);
+    let last_load: RwSignal<Option<ShownTimings>> = RwSignal::new(None);
     // How many documents have been shown: `<main data-load-seq>` lets tests wait for the next.
     let load_seq = RwSignal::new(0u64);
     // Each load gets a generation; a newer load or the cancel button makes older ones stop.
@@ -74,19 +78,25 @@ pub fn App() -> impl IntoView {
         }));
         spawn_local(async move {
             let is_current = move || generation.try_get_value() == Some(my_gen);
-            let name_for_progress = name.clone();
-            let result = read(
+            let result = worker::open(
                 source,
-                |bytes_read, total, lines| {
-                    if is_current() {
-                        progress.set(Some(Progress {
-                            phase: "Reading",
-                            name: name_for_progress.clone(),
-                            bytes_read,
-                            total,
-                            lines,
-                        }));
+                |stage| {
+                    if !is_current() {
+                        return;
                     }
+                    progress.update(|p| {
+                        let Some(p) = p else { return };
+                        match stage {
+                            Stage::Reading { read, total, lines } => {
+                                p.phase = "Reading";
+                                p.bytes_read = read;
+                                p.total = total;
+                                p.lines = lines;
+                            }
+                            Stage::Analysing => p.phase = "Analysing",
+                            Stage::Receiving { .. } => p.phase = "Preparing the view of",
+                        }
+                    });
                 },
                 is_current,
             )
@@ -95,28 +105,44 @@ pub fn App() -> impl IntoView {
                 return;
             }
             match result {
-                Ok(reader) => {
-                    // The whole-file analysis and the view models are single steps; yield
-                    // before each so the page shows where it is.
+                Ok((doc, load)) => {
+                    let layout_since = js_sys::Date::now();
+                    // Building the view models is one step; let the page show that first.
                     progress.update(|p| {
                         if let Some(p) = p {
-                            p.phase = "Analysing";
+                            p.phase = "Laying out";
                         }
                     });
-                    yield_now().await;
-                    let doc = reader.finish();
                     yield_now().await;
                     if !is_current() {
                         return;
                     }
                     let shown = match doc {
-                        AnyDocument::Trace(t) => Opened::Trace(Arc::new(TraceModel::new(*t))),
+                        AnyDocument::Trace(t) => {
+                            // The costly steps of a large trace, one task each.
+                            let extents = extents_of(&t);
+                            yield_now().await;
+                            let lanes = Lanes::build(&extents);
+                            yield_now().await;
+                            let index = SpanIndex::of(&t);
+                            yield_now().await;
+                            if !is_current() {
+                                return;
+                            }
+                            Opened::Trace(Arc::new(TraceModel::with_layout(
+                                *t, extents, lanes, index,
+                            )))
+                        }
                         AnyDocument::Profile(p) => Opened::Profile(Arc::new(ProfileModel::new(&p))),
                         AnyDocument::Unsupported { diagnostics, .. } => {
                             Opened::Unsupported(Arc::new(DiagnosticsPanel::of(&diagnostics)))
                         }
                     };
                     progress.set(None);
+                    last_load.set(Some(ShownTimings {
+                        load,
+                        layout_ms: js_sys::Date::now() - layout_since,
+                    }));
                     opened.set(Some((name, shown)));
                     load_seq.update(|n| *n += 1);
                 }
@@ -131,6 +157,7 @@ pub fn App() -> impl IntoView {
 
     let cancel = move |_| {
         generation.update_value(|g| *g += 1);
+        worker::cancel();
         progress.set(None);
     };
 
@@ -250,6 +277,7 @@ pub fn App() -> impl IntoView {
                 .map(|e| view! { <div class="load-error" role="alert" data-testid="load-error">{e}</div> })
         }}
         <main data-load-seq=move || load_seq.get().to_string()>
+            {move || last_load.get().map(|t| view! { <LoadTimingsLine timings=t /> })}
             {move || match opened.get() {
                 None => view! { <Welcome /> }.into_any(),
                 Some((name, Opened::Trace(model))) => {
@@ -269,6 +297,68 @@ pub fn App() -> impl IntoView {
                 }
             }}
         </main>
+    }
+}
+
+/// A load's timings plus the page's own last step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ShownTimings {
+    load: LoadTimings,
+    /// Building the view models.
+    layout_ms: f64,
+}
+
+impl std::ops::Deref for ShownTimings {
+    type Target = LoadTimings;
+    fn deref(&self) -> &LoadTimings {
+        &self.load
+    }
+}
+
+/// One line saying how long opening the file took and where (benchmarks read its data-*).
+#[component]
+fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
+    let ms = |v: f64| format_ns((v.max(0.0) * 1e6) as u64);
+    let parse_s = (timings.read_ms + timings.analyse_ms) / 1000.0;
+    let rate = if parse_s > 0.0 {
+        format!(" ({:.1} MB/s)", timings.bytes as f64 / 1e6 / parse_s)
+    } else {
+        String::new()
+    };
+    let total = timings.read_ms + timings.analyse_ms + timings.receive_ms + timings.layout_ms;
+    let text = if timings.in_worker {
+        format!(
+            "Opened {} in {}: read {} and analysed {}{rate} in a worker, handed to the page in {}, laid out in {}.",
+            format_bytes(timings.bytes),
+            ms(total),
+            ms(timings.read_ms),
+            ms(timings.analyse_ms),
+            ms(timings.receive_ms),
+            ms(timings.layout_ms),
+        )
+    } else {
+        format!(
+            "Opened {} in {}: read {} and analysed {}{rate} on the page (no worker available), laid out in {}.",
+            format_bytes(timings.bytes),
+            ms(total),
+            ms(timings.read_ms),
+            ms(timings.analyse_ms),
+            ms(timings.layout_ms),
+        )
+    };
+    view! {
+        <p
+            class="load-timings"
+            data-testid="load-timings"
+            data-in-worker=timings.in_worker.to_string()
+            data-bytes=timings.bytes.to_string()
+            data-read-ms=format!("{:.1}", timings.read_ms)
+            data-analyse-ms=format!("{:.1}", timings.analyse_ms)
+            data-receive-ms=format!("{:.1}", timings.receive_ms)
+            data-layout-ms=format!("{:.1}", timings.layout_ms)
+        >
+            {text}
+        </p>
     }
 }
 

@@ -48,13 +48,27 @@ impl TraceModel {
     /// Build every view model of `doc`.
     pub fn new(doc: TraceDocument) -> Self {
         let extents = extents_of(&doc);
+        let lanes = Lanes::build(&extents);
+        let index = SpanIndex::of(&doc);
+        Self::with_layout(doc, extents, lanes, index)
+    }
+
+    /// Build the view models around a layout computed already (`extents_of`, `Lanes::build`
+    /// and `SpanIndex::of` of the same `doc`, the costly steps on a large trace, which the page
+    /// runs one per task).
+    pub fn with_layout(
+        doc: TraceDocument,
+        extents: Vec<SpanExtent>,
+        lanes: Lanes,
+        index: SpanIndex,
+    ) -> Self {
         TraceModel {
             header: doc.meta.as_ref().map(|m| RunHeader::of(&m.event)),
             cards: summary::trace_cards(&doc.summary()),
             diagnostics: DiagnosticsPanel::of(&doc.diagnostics),
-            lanes: Lanes::build(&extents),
+            lanes,
             extents,
-            index: SpanIndex::of(&doc),
+            index,
             memory: memory::MemoryPanel::of(&doc, 20),
             gradients: gradients::GradientPanel::of(&doc, 50),
             memory_curves: crate::timeline::memory_curve::device_curves(&doc.memory_profile),

@@ -1,0 +1,256 @@
+// Browser benchmarks: open time and memory of the candle-trace viewer on a trace/6 file beside
+// speedscope (its npm package's static build, served from the same local server) on the same
+// content as Chrome JSON, in the same headless Chromium, alternating runs; and frame intervals
+// while panning and zooming a large trace in the viewer.
+//
+//   node bench.mjs --pair TRACE.jsonl CHROME.json [--pair ...] [--frames BIG.jsonl]
+//                  [--runs 5] [--timeout-s 600] [--out results.json]
+//
+// `cargo xtask bench` runs it and writes the tables in BENCHMARKS.md.
+import { createServer } from 'node:http';
+import { readFileSync, existsSync, statSync, readdirSync, writeFileSync } from 'node:fs';
+import { join, extname, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '..', '..');
+const dist = resolve(process.env.VIEWER_DIST ?? join(root, 'web', 'dist'));
+const speedscopeDir = join(here, 'node_modules', 'speedscope', 'dist', 'release');
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+function parseArgs(argv) {
+  const opts = { pairs: [], frames: null, runs: 5, timeoutS: 600, out: null };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--pair') opts.pairs.push({ trace: resolve(argv[++i]), chrome: resolve(argv[++i]) });
+    else if (a === '--frames') opts.frames = resolve(argv[++i]);
+    else if (a === '--runs') opts.runs = Number(argv[++i]);
+    else if (a === '--timeout-s') opts.timeoutS = Number(argv[++i]);
+    else if (a === '--out') opts.out = resolve(argv[++i]);
+    else throw new Error(`unknown argument ${a}`);
+  }
+  return opts;
+}
+
+const MIME = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
+  '.css': 'text/css', '.json': 'application/json', '.png': 'image/png', '.woff2': 'font/woff2',
+  '.ico': 'image/x-icon', '.txt': 'text/plain',
+};
+
+/** Serve web/dist at / and speedscope at /speedscope/, on 127.0.0.1 only. */
+async function serve() {
+  const server = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const [base, rel] = path.startsWith('/speedscope/')
+      ? [speedscopeDir, path.slice('/speedscope'.length)]
+      : [dist, path];
+    const file = resolve(base, '.' + (rel.endsWith('/') ? rel + 'index.html' : rel));
+    if (!file.startsWith(base) || !existsSync(file) || !statSync(file).isFile()) {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    res.writeHead(200, { 'content-type': MIME[extname(file)] ?? 'application/octet-stream' });
+    res.end(readFileSync(file));
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return { server, origin: `http://127.0.0.1:${server.address().port}` };
+}
+
+/** Resident memory of every Chromium renderer process (the tab, its worker), in bytes. */
+function rendererRss() {
+  let total = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmd.includes('--type=renderer')) continue;
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) total += Number(m[1]) * 1024;
+    } catch { /* the process ended */ }
+  }
+  return total;
+}
+
+async function jsHeap(page) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const { metrics } = await cdp.send('Performance.getMetrics');
+  await cdp.detach();
+  return metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? null;
+}
+
+const twoFrames = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r())));
+
+/** Open `file` in our viewer; ms from choosing the file to the first painted timeline. */
+async function openOurs(browser, origin, file, timeoutMs) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  try {
+    await page.goto(origin + '/');
+    await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+    const started = Date.now();
+    await page.setInputFiles('[data-testid=file-input]', file);
+    await page.waitForFunction(() => {
+      if (document.querySelector('[data-testid=load-error]')) return true;
+      return Number(document.querySelector('main')?.getAttribute('data-load-seq')) > 0
+        && document.querySelector('[data-testid=timeline-canvas]');
+    }, null, { timeout: timeoutMs, polling: 50 });
+    const failed = await page.locator('[data-testid=load-error]').count();
+    if (failed) {
+      return { opened: false, reason: await page.textContent('[data-testid=load-error]') };
+    }
+    await page.evaluate(twoFrames);
+    const ms = Date.now() - started;
+    const t = await page.$eval('[data-testid=load-timings]', (e) => ({ ...e.dataset }));
+    return {
+      opened: true, ms, rss: rendererRss(), heap: await jsHeap(page), errors,
+      in_worker: t.inWorker === 'true',
+      parse_ms: Number(t.readMs) + Number(t.analyseMs),
+      receive_ms: Number(t.receiveMs), layout_ms: Number(t.layoutMs), bytes: Number(t.bytes),
+    };
+  } catch (e) {
+    return { opened: false, reason: String(e).split('\n')[0], errors };
+  } finally {
+    await context.close();
+  }
+}
+
+/** Open `file` in speedscope; ms from choosing the file to the first painted flame graph. */
+async function openSpeedscope(browser, origin, file, timeoutMs) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  try {
+    await page.goto(origin + '/speedscope/index.html');
+    await page.waitForSelector('#file', { state: 'attached' });
+    const started = Date.now();
+    await page.setInputFiles('#file', file);
+    // Loaded: the landing page's file input is gone and the flame graph's canvas is there.
+    await page.waitForFunction(() => !document.querySelector('#file') && document.querySelector('canvas'),
+      null, { timeout: timeoutMs, polling: 50 });
+    await page.evaluate(twoFrames);
+    const ms = Date.now() - started;
+    return { opened: true, ms, rss: rendererRss(), heap: await jsHeap(page), errors };
+  } catch (e) {
+    return { opened: false, reason: String(e).split('\n')[0], errors };
+  } finally {
+    await context.close();
+  }
+}
+
+/** Frame intervals while zooming and panning the whole (zoomed-out) timeline of `file`. */
+async function frameTimes(browser, origin, file, timeoutMs) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  try {
+    await page.goto(origin + '/');
+    await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+    await page.setInputFiles('[data-testid=file-input]', file);
+    await page.waitForFunction(() => Number(document.querySelector('main')?.getAttribute('data-load-seq')) > 0,
+      null, { timeout: timeoutMs, polling: 100 });
+    const spans = Number(await page.getAttribute('[data-testid=summary-span_count]', 'data-value'));
+    // Each frame: one wheel zoom step (in for 30 frames, out for 30) or one drag step, fired
+    // from inside requestAnimationFrame, as a user's input would arrive.
+    const intervals = await page.evaluate(async () => {
+      const canvas = document.querySelector('[data-testid=timeline-canvas]');
+      const box = canvas.getBoundingClientRect();
+      const x = box.left + box.width / 2;
+      const y = box.top + box.height / 2;
+      const out = [];
+      let last = null;
+      for (let i = 0; i < 360; i++) {
+        await new Promise((r) => requestAnimationFrame(r));
+        const now = performance.now();
+        if (last !== null) out.push(now - last);
+        last = now;
+        const phase = Math.floor(i / 30) % 4;
+        if (phase < 2) {
+          canvas.dispatchEvent(new WheelEvent('wheel', {
+            bubbles: true, cancelable: true, clientX: x, clientY: y, deltaY: phase === 0 ? -100 : 100,
+          }));
+        } else {
+          const dx = phase === 2 ? 12 : -12;
+          canvas.dispatchEvent(new MouseEvent('mousedown', { bubbles: true, clientX: x, clientY: y, button: 0 }));
+          canvas.dispatchEvent(new MouseEvent('mousemove', { bubbles: true, clientX: x + dx, clientY: y, buttons: 1 }));
+          canvas.dispatchEvent(new MouseEvent('mouseup', { bubbles: true, clientX: x + dx, clientY: y, button: 0 }));
+        }
+      }
+      return out;
+    });
+    const sorted = [...intervals].sort((a, b) => a - b);
+    const pct = (p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+    return { spans, frames: intervals.length, p50: pct(50), p95: pct(95), max: sorted.at(-1) };
+  } finally {
+    await context.close();
+  }
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor((s.length - 1) / 2)] : null;
+}
+
+const opts = parseArgs(process.argv.slice(2));
+for (const dir of [dist, speedscopeDir]) {
+  if (!existsSync(join(dir, 'index.html'))) throw new Error(`missing ${dir}/index.html`);
+}
+const { server, origin } = await serve();
+const browser = await chromium.launch({
+  executablePath: chromiumPath,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run'],
+});
+const results = { chromium: browser.version(), runs: opts.runs, open: [], frames: null };
+try {
+  for (const { trace, chrome } of opts.pairs) {
+    const ours = [];
+    const peer = [];
+    const timeoutMs = opts.timeoutS * 1000;
+    for (let i = 0; i < opts.runs; i++) {
+      // Alternate which tool goes first, so neither always gets the warmer machine.
+      const order = i % 2 === 0 ? ['ours', 'peer'] : ['peer', 'ours'];
+      for (const who of order) {
+        const r = who === 'ours'
+          ? await openOurs(browser, origin, trace, timeoutMs)
+          : await openSpeedscope(browser, origin, chrome, timeoutMs);
+        (who === 'ours' ? ours : peer).push(r);
+        console.error(`${who} ${trace}: ${r.opened ? `${r.ms} ms, rss ${(r.rss / 1e6).toFixed(0)} MB` : `did not open: ${r.reason}`}`);
+        if (!r.opened) break;
+      }
+      if (!ours.at(-1)?.opened && !peer.at(-1)?.opened) break;
+    }
+    const summary = (rs) => {
+      const ok = rs.filter((r) => r.opened);
+      return {
+        opened: ok.length === rs.length && rs.length > 0,
+        reason: rs.find((r) => !r.opened)?.reason ?? null,
+        runs: rs.length,
+        median_ms: median(ok.map((r) => r.ms)),
+        all_ms: ok.map((r) => r.ms),
+        median_rss: median(ok.map((r) => r.rss)),
+        median_heap: median(ok.map((r) => r.heap)),
+        median_parse_ms: median(ok.filter((r) => r.parse_ms).map((r) => r.parse_ms)),
+        median_receive_ms: median(ok.filter((r) => r.receive_ms !== undefined).map((r) => r.receive_ms)),
+        median_layout_ms: median(ok.filter((r) => r.layout_ms !== undefined).map((r) => r.layout_ms)),
+        in_worker: ok.every((r) => r.in_worker !== false),
+        errors: rs.flatMap((r) => r.errors ?? []),
+      };
+    };
+    results.open.push({
+      trace, chrome,
+      trace_bytes: statSync(trace).size, chrome_bytes: statSync(chrome).size,
+      ours: summary(ours), speedscope: summary(peer),
+    });
+  }
+  if (opts.frames) results.frames = await frameTimes(browser, origin, opts.frames, opts.timeoutS * 1000);
+} finally {
+  await browser.close();
+  server.close();
+}
+const json = JSON.stringify(results, null, 2);
+if (opts.out) writeFileSync(opts.out, json + '\n');
+console.log(json);

@@ -1,0 +1,408 @@
+//! Parsing off the page: a dedicated module worker (`web/worker.js`) runs this same wasm and
+//! reads, validates and analyses the file, then hands the page the finished document as bytes
+//! (see [`crate::transfer`]). The page decodes them a frame at a time, yielding between
+//! frames, so no task on the page grows with the file.
+//!
+//! Messages (plain JS objects):
+//! - worker → page `{type: "ready"}` once its wasm has started;
+//! - page → worker `{file: File}` or `{url: "<absolute same-origin URL>"}`;
+//! - worker → page `{type: "progress", read, total, lines}` per chunk, `{type: "analysing"}`
+//!   when the whole-file analysis starts, then `{type: "done", doc: ArrayBuffer}` (transferred,
+//!   not copied) or `{type: "failed", message}`.
+//!
+//! Cancelling (or opening another file) terminates the worker: nothing it was doing reaches
+//! the page. A worker that dies (out of memory on a huge file, for one) takes only itself
+//! down; the page reports it and stays usable.
+
+use std::cell::RefCell;
+
+use futures::channel::mpsc;
+use futures::StreamExt;
+use js_sys::{Array, Object, Reflect, Uint8Array};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+
+use candle_trace_schema::format::AnyDocument;
+
+use crate::load::{read, same_origin, LoadError, Pacer, Source};
+use crate::transfer::Assembler;
+
+/// The worker script, next to `index.html`.
+const WORKER_SCRIPT: &str = "./worker.js";
+
+/// Where a load stands, for the progress bar.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stage {
+    /// Bytes read so far, the total when known, lines seen.
+    Reading {
+        /// Bytes read.
+        read: u64,
+        /// File size, when known.
+        total: Option<u64>,
+        /// Lines read.
+        lines: u64,
+    },
+    /// The whole-file analysis (span tree, memory profile) is running.
+    Analysing,
+    /// The page is taking over the analysed document: bytes decoded of the total.
+    Receiving {
+        /// Bytes decoded.
+        done: u64,
+        /// Bytes in all.
+        total: u64,
+    },
+}
+
+/// Where the time of one load went, measured on the page (milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LoadTimings {
+    /// Whether a worker did the reading (false: the page did, no worker available).
+    pub in_worker: bool,
+    /// Bytes of the file.
+    pub bytes: u64,
+    /// Request to the end of reading and parsing.
+    pub read_ms: f64,
+    /// The whole-file analysis (and, in a worker, encoding the result).
+    pub analyse_ms: f64,
+    /// Decoding the worker's document on the page (0 without a worker).
+    pub receive_ms: f64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inside the worker.
+
+fn message(kind: &str) -> Object {
+    let m = Object::new();
+    let _ = Reflect::set(&m, &"type".into(), &kind.into());
+    m
+}
+
+fn set(m: &Object, key: &str, value: JsValue) {
+    let _ = Reflect::set(m, &key.into(), &value);
+}
+
+/// Start serving parse requests (called by `main` when the wasm runs in a worker).
+pub fn serve(scope: web_sys::DedicatedWorkerGlobalScope) {
+    let handler_scope = scope.clone();
+    let on_message =
+        Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+            let scope = handler_scope.clone();
+            wasm_bindgen_futures::spawn_local(async move { parse(scope, ev.data()).await });
+        });
+    scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    // The handler lives as long as the worker.
+    on_message.forget();
+    let _ = scope.post_message(&message("ready"));
+}
+
+fn source_of(data: &JsValue) -> Option<Source> {
+    if let Some(file) = Reflect::get(data, &"file".into())
+        .ok()
+        .and_then(|f| f.dyn_into::<web_sys::File>().ok())
+    {
+        return Some(Source::File(file));
+    }
+    Reflect::get(data, &"url".into())
+        .ok()
+        .and_then(|u| u.as_string())
+        .map(Source::Url)
+}
+
+async fn parse(scope: web_sys::DedicatedWorkerGlobalScope, data: JsValue) {
+    let post = |m: &Object| {
+        let _ = scope.post_message(m);
+    };
+    let fail = |text: String| {
+        let m = message("failed");
+        set(&m, "message", text.into());
+        post(&m);
+    };
+    let Some(source) = source_of(&data) else {
+        fail("the page sent the worker nothing to read".into());
+        return;
+    };
+    let progress = |read: u64, total: Option<u64>, lines: u64| {
+        let m = message("progress");
+        set(&m, "read", (read as f64).into());
+        set(
+            &m,
+            "total",
+            total.map_or(JsValue::NULL, |t| (t as f64).into()),
+        );
+        set(&m, "lines", (lines as f64).into());
+        post(&m);
+    };
+    let reader = match read(source, progress, || true).await {
+        Ok(reader) => reader,
+        Err(LoadError::Failed(text)) => return fail(text),
+        Err(LoadError::Cancelled) => return,
+    };
+    post(&message("analysing"));
+    let bytes = crate::transfer::encode(&reader.finish());
+    // One copy into a JS buffer, which then moves to the page without another.
+    let array = Uint8Array::from(&bytes[..]);
+    drop(bytes);
+    let m = message("done");
+    set(&m, "doc", array.buffer().into());
+    if scope
+        .post_message_with_transfer(&m, &Array::of1(&array.buffer()))
+        .is_err()
+    {
+        fail("the worker could not hand the document to the page".into());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// On the page.
+
+/// What the page hears from its worker.
+enum Heard {
+    Ready,
+    Progress(Stage),
+    Done(js_sys::ArrayBuffer),
+    Failed(String),
+    /// The worker died (an uncaught error: typically out of memory).
+    Crashed(String),
+    Cancelled,
+}
+
+/// The page's current worker, so cancelling can stop it at once.
+struct Running {
+    worker: web_sys::Worker,
+    heard: mpsc::UnboundedSender<Heard>,
+    // Kept alive while the worker runs.
+    _on_message: Closure<dyn FnMut(web_sys::MessageEvent)>,
+    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
+}
+
+thread_local! {
+    static RUNNING: RefCell<Option<Running>> = const { RefCell::new(None) };
+}
+
+/// Stop the current load's worker, if any; its `open` returns [`LoadError::Cancelled`].
+pub fn cancel() {
+    if let Some(running) = RUNNING.with(|r| r.borrow_mut().take()) {
+        running.worker.terminate();
+        let _ = running.heard.unbounded_send(Heard::Cancelled);
+    }
+}
+
+fn heard_of(data: &JsValue) -> Option<Heard> {
+    let kind = Reflect::get(data, &"type".into()).ok()?.as_string()?;
+    let num = |key: &str| {
+        Reflect::get(data, &key.into())
+            .ok()
+            .and_then(|v| v.as_f64())
+    };
+    Some(match kind.as_str() {
+        "ready" => Heard::Ready,
+        "progress" => Heard::Progress(Stage::Reading {
+            read: num("read").unwrap_or(0.0) as u64,
+            total: num("total").map(|t| t as u64),
+            lines: num("lines").unwrap_or(0.0) as u64,
+        }),
+        "analysing" => Heard::Progress(Stage::Analysing),
+        "done" => Heard::Done(
+            Reflect::get(data, &"doc".into())
+                .ok()?
+                .dyn_into::<js_sys::ArrayBuffer>()
+                .ok()?,
+        ),
+        "failed" => Heard::Failed(
+            Reflect::get(data, &"message".into())
+                .ok()
+                .and_then(|m| m.as_string())
+                .unwrap_or_else(|| "the worker failed".into()),
+        ),
+        _ => return None,
+    })
+}
+
+/// Start a worker, or `None` where the page cannot have one.
+fn spawn() -> Option<(web_sys::Worker, mpsc::UnboundedReceiver<Heard>)> {
+    let options = web_sys::WorkerOptions::new();
+    options.set_type(web_sys::WorkerType::Module);
+    let worker = web_sys::Worker::new_with_options(WORKER_SCRIPT, &options).ok()?;
+    let (tx, rx) = mpsc::unbounded();
+    let to_page = tx.clone();
+    let on_message =
+        Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+            if let Some(h) = heard_of(&ev.data()) {
+                let _ = to_page.unbounded_send(h);
+            }
+        });
+    let to_page = tx.clone();
+    let on_error =
+        Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+            ev.prevent_default();
+            let _ = to_page.unbounded_send(Heard::Crashed(ev.message()));
+        });
+    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+    cancel();
+    RUNNING.with(|r| {
+        *r.borrow_mut() = Some(Running {
+            worker: worker.clone(),
+            heard: tx,
+            _on_message: on_message,
+            _on_error: on_error,
+        })
+    });
+    Some((worker, rx))
+}
+
+/// Read, validate and analyse `source` in a worker and return the document, reporting each
+/// [`Stage`]. Where the page cannot start a worker, the same work runs on the page.
+pub async fn open(
+    source: Source,
+    stage: impl Fn(Stage),
+    is_current: impl Fn() -> bool,
+) -> Result<(AnyDocument, LoadTimings), LoadError> {
+    if let Source::Url(url) = &source {
+        same_origin(url)?;
+    }
+    let Some((worker, mut rx)) = spawn() else {
+        return open_here(source, stage, is_current).await;
+    };
+    let request = Object::new();
+    match source {
+        Source::File(file) => set(&request, "file", file.into()),
+        Source::Url(url) => set(&request, "url", same_origin(&url)?.into()),
+    }
+    let started = js_sys::Date::now();
+    let mut timings = LoadTimings {
+        in_worker: true,
+        ..LoadTimings::default()
+    };
+    let mut analysing_since = started;
+    let result = loop {
+        let Some(heard) = rx.next().await else {
+            break Err(LoadError::Cancelled);
+        };
+        if !is_current() {
+            break Err(LoadError::Cancelled);
+        }
+        match heard {
+            Heard::Ready => {
+                if let Err(e) = worker.post_message(&request) {
+                    break Err(LoadError::Failed(format!(
+                        "cannot hand the file to the parsing worker: {e:?}"
+                    )));
+                }
+            }
+            Heard::Progress(s) => {
+                match s {
+                    Stage::Reading { read, .. } => timings.bytes = read,
+                    Stage::Analysing => {
+                        analysing_since = js_sys::Date::now();
+                        timings.read_ms = analysing_since - started;
+                    }
+                    Stage::Receiving { .. } => {}
+                }
+                stage(s)
+            }
+            Heard::Done(buffer) => {
+                let received_since = js_sys::Date::now();
+                timings.analyse_ms = received_since - analysing_since;
+                let doc = receive(buffer, &stage, &is_current).await;
+                timings.receive_ms = js_sys::Date::now() - received_since;
+                break doc.map(|d| (d, timings));
+            }
+            Heard::Failed(text) => break Err(LoadError::Failed(text)),
+            Heard::Crashed(text) => {
+                break Err(LoadError::Failed(format!(
+                    "the parsing worker stopped ({text}); a file this large may not fit in the browser's memory for one tab — try a smaller capture (fewer steps or spans)"
+                )))
+            }
+            Heard::Cancelled => break Err(LoadError::Cancelled),
+        }
+    };
+    // Done with this worker either way (a newer load may already have replaced it).
+    RUNNING.with(|r| {
+        let mut r = r.borrow_mut();
+        if r.as_ref().is_some_and(|running| running.worker == worker) {
+            *r = None;
+        }
+    });
+    worker.terminate();
+    result
+}
+
+/// Decode the worker's bytes a frame at a time, yielding to the page as it goes.
+async fn receive(
+    buffer: js_sys::ArrayBuffer,
+    stage: &impl Fn(Stage),
+    is_current: &impl Fn() -> bool,
+) -> Result<AnyDocument, LoadError> {
+    let all = Uint8Array::new(&buffer);
+    let total = all.length();
+    let mut assembler = Assembler::new();
+    let mut at = 0u32;
+    let mut pacer = Pacer::new();
+    let broken = |e: crate::transfer::TransferError| LoadError::Failed(e.to_string());
+    loop {
+        if at.checked_add(4).is_none_or(|end| end > total) {
+            return Err(LoadError::Failed(
+                "the worker's document ended early".into(),
+            ));
+        }
+        let mut head = [0u8; 4];
+        all.subarray(at, at + 4).copy_to(&mut head);
+        let len = u32::from_le_bytes(head);
+        let end = at
+            .checked_add(4)
+            .and_then(|s| s.checked_add(len))
+            .filter(|&e| e <= total)
+            .ok_or_else(|| LoadError::Failed("the worker's document ended early".into()))?;
+        let frame = all.subarray(at + 4, end).to_vec();
+        if assembler.apply_frame(&frame).map_err(broken)? {
+            break;
+        }
+        at = end;
+        stage(Stage::Receiving {
+            done: u64::from(at),
+            total: u64::from(total),
+        });
+        pacer.pace().await;
+        if !is_current() {
+            return Err(LoadError::Cancelled);
+        }
+    }
+    assembler.finish().map_err(broken)
+}
+
+/// The same work on the page itself (no worker available).
+async fn open_here(
+    source: Source,
+    stage: impl Fn(Stage),
+    is_current: impl Fn() -> bool,
+) -> Result<(AnyDocument, LoadTimings), LoadError> {
+    let started = js_sys::Date::now();
+    let bytes = std::cell::Cell::new(0u64);
+    let reader = read(
+        source,
+        |read, total, lines| {
+            bytes.set(read);
+            stage(Stage::Reading { read, total, lines })
+        },
+        &is_current,
+    )
+    .await?;
+    stage(Stage::Analysing);
+    crate::load::yield_now().await;
+    if !is_current() {
+        return Err(LoadError::Cancelled);
+    }
+    let analysing_since = js_sys::Date::now();
+    let doc = reader.finish();
+    Ok((
+        doc,
+        LoadTimings {
+            in_worker: false,
+            bytes: bytes.get(),
+            read_ms: analysing_since - started,
+            analyse_ms: js_sys::Date::now() - analysing_since,
+            receive_ms: 0.0,
+        },
+    ))
+}
