@@ -53,7 +53,8 @@ pub enum Category {
     InvalidValue,
     /// The `meta` line is missing, not first, repeated, or names another schema.
     Meta,
-    /// A span id is used twice, or a span is closed twice.
+    /// A span id is used twice, a span is closed twice, or a JSON object has the same key
+    /// twice.
     Duplicate,
     /// A record names a span (or parent) that does not exist.
     Reference,
@@ -197,6 +198,9 @@ pub fn classify_json_error(err: &serde_json::Error) -> (Category, String) {
         serde_json::error::Category::Data => {
             if message.starts_with("missing field") {
                 Category::MissingField
+            } else if message.starts_with("duplicate field") {
+                // The same key twice in one object: which value was meant is unknowable.
+                Category::Duplicate
             } else if message.starts_with("unknown variant") {
                 Category::InvalidValue
             } else {
@@ -227,6 +231,8 @@ mod tests {
         assert_eq!(classify_json_error(&e).0, Category::InvalidValue);
         let e = serde_json::from_str::<T>(r#"{"a":"x","b":"error"}"#).unwrap_err();
         assert_eq!(classify_json_error(&e).0, Category::WrongType);
+        let e = serde_json::from_str::<T>(r#"{"a":1,"a":2,"b":"error"}"#).unwrap_err();
+        assert_eq!(classify_json_error(&e).0, Category::Duplicate);
         let e = serde_json::from_str::<T>(r#"{"a":1,"#).unwrap_err();
         assert_eq!(classify_json_error(&e).0, Category::Truncated);
         let e = serde_json::from_str::<T>(r#"{"a":1 x"#).unwrap_err();

@@ -16,6 +16,8 @@
 //! - A last line without `\n` that is incomplete JSON is a truncation warning and dropped; a
 //!   complete one is read normally.
 //! - Diagnostics are sorted by line, errors before warnings on the same line.
+//! - A UTF-8 byte-order mark at the very start of the file is skipped (as [`crate::format`]
+//!   does); one anywhere else is part of its line (a syntax error).
 
 use alloc::format;
 use alloc::string::String;
@@ -259,6 +261,16 @@ impl TraceDocument {
     }
 }
 
+/// The line's bytes, without a UTF-8 byte-order mark when it is the first line of the file;
+/// `None` when nothing but the mark is left (the line is then blank).
+pub(crate) fn without_bom<'a>(line: &Line<'a>) -> Option<&'a [u8]> {
+    if line.number != 1 {
+        return Some(line.bytes);
+    }
+    let bytes = crate::format::strip_bom(line.bytes);
+    (!crate::jsonl::is_blank(bytes)).then_some(bytes)
+}
+
 impl TraceDocument {
     /// A document from already-decoded parts (the Chrome importer): span index, tree (with its
     /// diagnostics), the measured-span warnings of SCHEMA.md, sorted diagnostics. Span ids must be
@@ -348,9 +360,12 @@ impl TraceReader {
     }
 
     fn line(&mut self, line: Line<'_>) {
+        let Some(bytes) = without_bom(&line) else {
+            return;
+        };
         let first = *self.first_line.get_or_insert(line.number);
         let number = line.number;
-        let event = match decode_line(line.bytes) {
+        let event = match decode_line(bytes) {
             Ok(event) => event,
             Err(LineError::UnknownKind(kind)) => {
                 self.doc.skipped_unknown += 1;
@@ -836,6 +851,57 @@ mod tests {
         );
         assert_eq!(doc.summary().total_ns, 3);
         assert_eq!(doc.skipped_unknown, 1);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_only_at_the_start() {
+        let text = format!(
+            "\u{feff}{META}\n{}\n{}\n",
+            start("s", None, 0, true),
+            end("s", 3)
+        );
+        assert!(TraceDocument::from_bytes(text.as_bytes())
+            .diagnostics
+            .is_empty());
+        let text = format!(
+            "\u{feff}\n{META}\n{}\n{}\n",
+            start("s", None, 0, true),
+            end("s", 3)
+        );
+        assert!(TraceDocument::from_bytes(text.as_bytes())
+            .diagnostics
+            .is_empty());
+        let text = format!(
+            "{META}\n{}\n\u{feff}{}\n",
+            start("s", None, 0, true),
+            end("s", 3)
+        );
+        let doc = TraceDocument::from_bytes(text.as_bytes());
+        assert_eq!(
+            lines_of(&doc),
+            vec![
+                (2, Severity::Warning, Category::Unclosed),
+                (3, Severity::Error, Category::Syntax)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_non_string_kind_is_a_wrong_type_and_a_repeated_key_a_duplicate() {
+        let doc = read(&[
+            META.to_string(),
+            start("s", None, 0, true),
+            r#"{"kind":7}"#.to_string(),
+            r#"{"kind":"span_end","id":"s","id":"t","duration_ns":1}"#.to_string(),
+            end("s", 1),
+        ]);
+        assert_eq!(
+            lines_of(&doc),
+            vec![
+                (3, Severity::Error, Category::WrongType),
+                (4, Severity::Error, Category::Duplicate)
+            ]
+        );
     }
 
     #[test]

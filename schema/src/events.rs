@@ -494,8 +494,10 @@ pub fn decode_line(bytes: &[u8]) -> Result<TraceEvent, LineError> {
         }
         Err(e) => {
             let (category, message) = classify_json_error(&e);
-            // A JSON value that is not an object (an array, a number) is a syntax problem here.
-            let category = if category == Category::WrongType {
+            // A JSON value that is not an object (an array, a number) is a syntax problem here;
+            // an object whose `kind` is not a string stays a wrong type.
+            let is_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+            let category = if category == Category::WrongType && !is_object {
                 Category::Syntax
             } else {
                 category

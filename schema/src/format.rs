@@ -63,13 +63,20 @@ struct Probe {
     traceEvents: Option<IgnoredAny>,
 }
 
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Strip a leading UTF-8 byte-order mark.
 pub fn strip_bom(bytes: &[u8]) -> &[u8] {
-    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+    bytes.strip_prefix(BOM).unwrap_or(bytes)
 }
 
 /// Detect the format of a file from its first bytes. `at_eof` says `prefix` is the whole file.
 pub fn detect(prefix: &[u8], at_eof: bool) -> Detection {
+    // A chunk boundary may fall inside the byte-order mark: wait for the rest of it.
+    if !at_eof && prefix.len() < BOM.len() && BOM.starts_with(prefix) {
+        return Detection::NeedMore;
+    }
     let prefix = strip_bom(prefix);
     let Some(first) = prefix.iter().position(|b| !b.is_ascii_whitespace()) else {
         return if at_eof || prefix.len() >= PROBE_BYTES {
@@ -163,6 +170,20 @@ mod tests {
         assert_eq!(detect(f, false), Detection::Known(Format::Trace));
         let f = b"{\"kind\":\"meta\",\"run_id\":\"trunc";
         assert_eq!(detect(f, true), Detection::Known(Format::Trace));
+    }
+
+    #[test]
+    fn a_byte_order_mark_split_across_chunks_is_waited_for() {
+        // Regression: the first chunk of a BOM file holding only `EF` was "not a candle-trace
+        // file" (found by tests/tests/malformed.rs reading bom.trace6.jsonl byte by byte).
+        assert_eq!(detect(b"\xEF", false), Detection::NeedMore);
+        assert_eq!(detect(b"\xEF\xBB", false), Detection::NeedMore);
+        assert_eq!(detect(b"\xEF\xBB", true), Detection::Unknown);
+        let mut r = AnyReader::new();
+        for b in b"\xEF\xBB\xBF{\"schema_version\":1,\"event_kind\":\"instant\"}\n" {
+            r.push(&[*b]);
+        }
+        assert_eq!(r.finish().format(), Some(Format::Profile));
     }
 
     #[test]

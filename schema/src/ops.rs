@@ -28,9 +28,10 @@ pub struct OpGroup {
     pub dtype: Option<String>,
     /// Number of ops.
     pub count: u64,
-    /// Sum of durations.
+    /// Sum of durations (saturating at `u64::MAX`).
     pub total_ns: u64,
-    /// Integer mean duration (total / count).
+    /// Integer mean duration (the exact sum / count, so never below the shortest duration even
+    /// when `total_ns` saturates).
     pub mean_ns: u64,
     /// Longest duration.
     pub max_ns: u64,
@@ -57,6 +58,8 @@ type GroupKey<'a> = (&'a str, Option<(&'a [u64], &'a str)>);
 /// Group `ops`; groups are sorted by total time, largest first (ties by name, then first use).
 pub fn op_groups(ops: &[Lined<Op>], grouping: OpGrouping) -> Vec<OpGroup> {
     let mut groups: Vec<OpGroup> = Vec::new();
+    // Exact duration sums for the means (a sum of u64s fits u128 for any realistic count).
+    let mut sums: Vec<u128> = Vec::new();
     let mut index: HashMap<GroupKey<'_>, usize> = HashMap::new();
     for (i, op) in ops.iter().enumerate() {
         let key = match grouping {
@@ -80,8 +83,10 @@ pub fn op_groups(ops: &[Lined<Op>], grouping: OpGrouping) -> Vec<OpGroup> {
                 input_bytes: 0,
                 op_indices: Vec::new(),
             });
+            sums.push(0);
             groups.len() - 1
         });
+        sums[g] = sums[g].saturating_add(u128::from(op.duration_ns));
         let group = &mut groups[g];
         group.count += 1;
         group.total_ns = group.total_ns.saturating_add(op.duration_ns);
@@ -91,8 +96,9 @@ pub fn op_groups(ops: &[Lined<Op>], grouping: OpGrouping) -> Vec<OpGroup> {
         group.input_bytes = group.input_bytes.saturating_add(op.input_storage_bytes);
         group.op_indices.push(i);
     }
-    for g in &mut groups {
-        g.mean_ns = g.total_ns / g.count.max(1);
+    for (g, sum) in groups.iter_mut().zip(sums) {
+        // The mean of u64 values is at most their maximum, so it fits u64.
+        g.mean_ns = u64::try_from(sum / u128::from(g.count.max(1))).unwrap_or(u64::MAX);
     }
     // Stable sort keeps first-use order among equal keys.
     groups.sort_by(|a, b| {
@@ -114,4 +120,50 @@ pub fn heaviest_ops(ops: &[Lined<Op>], limit: usize) -> Vec<usize> {
     });
     order.truncate(limit);
     order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn op(name: &str, duration_ns: u64) -> Lined<Op> {
+        Lined::new(
+            1,
+            Op {
+                span_id: "s".into(),
+                op_name: name.into(),
+                inputs: vec![],
+                output: None,
+                shape: vec![2],
+                dtype: "f32".into(),
+                device: "cpu".into(),
+                duration_ns,
+                timestamp_ns: 0,
+                storage_bytes: None,
+                input_storage_bytes: 0,
+            },
+        )
+    }
+
+    #[test]
+    fn the_mean_stays_exact_when_the_total_saturates() {
+        // Regression (fuzz target any_reader_chunked on tests/fixtures/malformed/
+        // u64_max_values.trace6.jsonl): two ops of u64::MAX ns had total u64::MAX (saturated)
+        // and so a mean of u64::MAX / 2, below their shortest duration.
+        let ops = [
+            op("huge", u64::MAX),
+            op("huge", u64::MAX),
+            op("small", 3),
+            op("small", 4),
+        ];
+        let groups = op_groups(&ops, OpGrouping::Name);
+        assert_eq!(groups[0].op_name, "huge");
+        assert_eq!(groups[0].total_ns, u64::MAX);
+        assert_eq!(groups[0].mean_ns, u64::MAX);
+        assert_eq!((groups[1].total_ns, groups[1].mean_ns), (7, 3));
+        for g in &groups {
+            assert!(g.min_ns <= g.mean_ns && g.mean_ns <= g.max_ns);
+        }
+    }
 }

@@ -650,7 +650,10 @@ pub fn read_profile(bytes: &[u8]) -> ProfileDocument {
 }
 
 fn read_line(line: Line<'_>, doc: &mut ProfileDocument) {
-    match decode_line(line.bytes) {
+    let Some(bytes) = crate::document::without_bom(&line) else {
+        return;
+    };
+    match decode_line(bytes) {
         Ok(event) => {
             let broken = violations(&event);
             let mut messages = Vec::with_capacity(broken.len());

@@ -1,12 +1,15 @@
-//! Property tests: any event the writer can emit reads back equal, and any bytes read give
-//! diagnostics, never a panic.
+//! Property tests: any event the writer can emit reads back equal, alone and as a whole document;
+//! a file cut into chunks anywhere reads exactly as the whole file (trace, profile and
+//! `AnyReader`); and any bytes read give diagnostics, never a panic, through every reader.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
 use std::collections::BTreeMap;
 
-use candle_trace_schema::document::TraceReader;
+use candle_trace_schema::document::{TraceDocument, TraceReader};
 use candle_trace_schema::events::*;
+use candle_trace_schema::format::AnyReader;
+use candle_trace_schema::profile::{read_profile, ProfileReader};
 use proptest::prelude::*;
 
 fn text() -> impl Strategy<Value = String> {
@@ -274,4 +277,112 @@ proptest! {
         let _ = decode_line(line.as_bytes());
         let _ = TraceReader::new().finish();
     }
+
+    #[test]
+    fn a_written_document_reads_back_whole_in_any_chunks(
+        m in meta(),
+        events in prop::collection::vec(event(), 0..40),
+        cuts in cut_points(),
+    ) {
+        let mut text = TraceEvent::Meta(m.clone()).to_json_line();
+        text.push('\n');
+        for e in &events {
+            text.push_str(&e.to_json_line());
+            text.push('\n');
+        }
+        let whole = TraceDocument::from_bytes(text.as_bytes());
+        // Every event is kept with its line (spans as spans, the rest in their lists).
+        prop_assert_eq!(whole.meta.as_ref().map(|l| &l.event), Some(&m));
+        let kept = whole.spans.len() + whole.ops.len() + whole.tensors.len() + whole.memory.len()
+            + whole.device_memory.len() + whole.gradients.len() + whole.edges.len();
+        let starts = events.iter().filter(|e| matches!(e, TraceEvent::SpanStart(_))).count();
+        let ends = events.iter().filter(|e| matches!(e, TraceEvent::SpanEnd(_))).count();
+        let metas = events.iter().filter(|e| matches!(e, TraceEvent::Meta(_))).count();
+        let dup_starts = starts - whole.spans.len();
+        prop_assert_eq!(kept + ends + metas + dup_starts, events.len());
+        let streamed = read_in_chunks(text.as_bytes(), &cuts);
+        assert_same(&streamed, &whole);
+    }
+
+    #[test]
+    fn any_bytes_read_the_same_in_any_chunks(
+        bytes in prop::collection::vec(prop_oneof![any::<u8>(), Just(b'\n'), Just(b'{'), Just(b'"')], 0..600),
+        cuts in cut_points(),
+    ) {
+        let whole = TraceDocument::from_bytes(&bytes);
+        assert_same(&read_in_chunks(&bytes, &cuts), &whole);
+        let profile = read_profile(&bytes);
+        let mut r = ProfileReader::new();
+        for c in chunks(&bytes, &cuts) {
+            r.push(c);
+        }
+        prop_assert_eq!(r.finish(), profile.clone());
+        let _ = (profile.summary(), profile.requests(), profile.errors(), profile.memory_snapshots());
+    }
+
+    #[test]
+    fn any_bytes_through_any_reader_never_panic_and_ignore_chunking(
+        bytes in prop::collection::vec(any::<u8>(), 0..600),
+        bom in any::<bool>(),
+        prefix in prop::sample::select(vec![&b""[..], b"{\"kind\":\"meta\"}\n", b"{\"schema_version\":1,\"event_kind\":\"instant\"}\n", b"["]),
+        cuts in cut_points(),
+    ) {
+        let mut file = if bom { b"\xEF\xBB\xBF".to_vec() } else { Vec::new() };
+        file.extend_from_slice(prefix);
+        file.extend_from_slice(&bytes);
+        let mut whole = AnyReader::new();
+        whole.push(&file);
+        let whole = whole.finish();
+        let mut streamed = AnyReader::new();
+        for c in chunks(&file, &cuts) {
+            streamed.push(c);
+        }
+        let streamed = streamed.finish();
+        prop_assert_eq!(streamed.format(), whole.format());
+        prop_assert_eq!(streamed.diagnostics(), whole.diagnostics());
+        prop_assert!(!whole.diagnostics().is_empty() || whole.format().is_some());
+    }
+}
+
+/// Up to 8 cut positions (taken modulo the length + 1), biased towards the first bytes where
+/// format detection and a byte-order mark live.
+fn cut_points() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(prop_oneof![0usize..8, any::<usize>()], 0..8)
+}
+
+/// `bytes` cut at the given positions (modulo the length + 1, sorted).
+fn chunks<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut at: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+    at.sort_unstable();
+    let mut out = Vec::new();
+    let mut start = 0;
+    for c in at {
+        out.push(&bytes[start..c]);
+        start = c;
+    }
+    out.push(&bytes[start..]);
+    out
+}
+
+fn read_in_chunks(bytes: &[u8], cuts: &[usize]) -> TraceDocument {
+    let mut r = TraceReader::new();
+    for c in chunks(bytes, cuts) {
+        r.push(c);
+    }
+    r.finish()
+}
+
+fn assert_same(a: &TraceDocument, b: &TraceDocument) {
+    assert_eq!(a.diagnostics, b.diagnostics);
+    assert_eq!(a.summary(), b.summary());
+    assert_eq!(a.meta, b.meta);
+    assert_eq!(a.spans, b.spans);
+    assert_eq!(a.ops, b.ops);
+    assert_eq!(a.tensors, b.tensors);
+    assert_eq!(a.memory, b.memory);
+    assert_eq!(a.device_memory, b.device_memory);
+    assert_eq!(a.gradients, b.gradients);
+    assert_eq!(a.edges, b.edges);
+    assert_eq!(a.tree, b.tree);
+    assert_eq!(a.memory_profile, b.memory_profile);
 }

@@ -6,6 +6,10 @@
 //!   tests, the dependency guard, the viewer built with trunk (pinned tools installed under
 //!   [`tools::tools_root`] when missing) and the browser end-to-end tests in Debian's headless
 //!   chromium (installed with apt when missing).
+//!   Between the native tests and the dependency guard, a fuzz smoke stage runs every cargo-fuzz
+//!   target in `fuzz/` for 20 s (`SKIPPED` without a nightly toolchain; a crash fails CI).
+//! - `cargo xtask fuzz [--seconds N] [TARGET...]` — seed the fuzz corpora from
+//!   `tests/fixtures` and run the targets (all by default) for N s each (default 20).
 //! - `cargo xtask deps` — only the dependency guard.
 //! - `cargo xtask demo [--port N] [--no-serve]` — capture a fresh training-step trace with the
 //!   `train_mlp` example (`target/demo/train.trace6.jsonl`) and an inference profile with the
@@ -13,6 +17,7 @@
 //!   the viewer and serve it on 127.0.0.1 with the trace preloaded through `?url=`.
 
 mod bench;
+mod fuzz;
 mod serve;
 mod tools;
 
@@ -58,11 +63,12 @@ fn main() -> Result<()> {
         Some("ci") => ci(),
         Some("deps") => dependency_guard(),
         Some("demo") => demo(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         // Install the pinned web tools and the browser ahead of time (ci and demo do it too).
         Some("bench") => bench::bench(&args[1..]),
         Some("tools") => tools::ensure_web_tools().and_then(|()| tools::ensure_browser()),
         _ => {
-            eprintln!("usage: cargo xtask <ci|deps|demo|tools|bench [--big] [--runs N]>");
+            eprintln!("usage: cargo xtask <ci|deps|demo|fuzz|tools|bench [--big] [--runs N]>");
             std::process::exit(2);
         }
     }
@@ -87,7 +93,11 @@ fn ci() -> Result<()> {
         run("rustup", &["component", "add", "rustfmt", "clippy"])?;
         run("rustup", &["target", "add", WASM])
     })?;
-    stage("fmt", &|| cargo(&["fmt", "--all", "--", "--check"]))?;
+    stage("fmt", &|| {
+        cargo(&["fmt", "--all", "--", "--check"])?;
+        // fuzz/ is outside the workspace.
+        cargo(&["fmt", "--manifest-path", "fuzz/Cargo.toml", "--", "--check"])
+    })?;
     stage("clippy (native)", &|| {
         cargo(&[
             "clippy",
@@ -137,6 +147,7 @@ fn ci() -> Result<()> {
     stage("tests", &|| {
         cargo(&["test", "--workspace", "--all-features"])
     })?;
+    stage("fuzz smoke", &|| fuzz::smoke(fuzz::SMOKE_SECONDS, &[]))?;
     stage("dependency guard", &dependency_guard)?;
     stage("viewer build (trunk)", &tools::build_viewer)?;
     stage("browser end-to-end tests", &browser_tests)?;

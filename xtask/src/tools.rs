@@ -16,6 +16,8 @@ use crate::{cargo, run};
 pub const TRUNK: &str = "0.21.14";
 /// wasm-opt crate version (binaryen 116), named `version_116` in `web/Trunk.toml`.
 pub const WASM_OPT: &str = "0.116.1";
+/// cargo-fuzz version (runs the `fuzz/` targets; needs a nightly toolchain).
+pub const CARGO_FUZZ: &str = "0.13.2";
 
 /// Where the tools live: `$CANDLE_TRACE_TOOLS`, else `~/.cache/candle-trace/tools`.
 pub fn tools_root() -> PathBuf {
@@ -93,6 +95,26 @@ pub fn ensure_web_tools() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Install cargo-fuzz when missing or at another version.
+pub fn ensure_cargo_fuzz() -> Result<()> {
+    if !version_of("cargo-fuzz").is_some_and(|v| v.split_whitespace().any(|w| w == CARGO_FUZZ)) {
+        install("cargo-fuzz", CARGO_FUZZ, true)?;
+    }
+    eprintln!(
+        "cargo-fuzz: {}",
+        version_of("cargo-fuzz").unwrap_or_else(|| "missing".into())
+    );
+    Ok(())
+}
+
+/// Whether rustup has a nightly toolchain (cargo-fuzz needs `-Zsanitizer`).
+pub fn nightly_available() -> bool {
+    Command::new("rustup")
+        .args(["run", "nightly", "rustc", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// Debian's chromium and chromedriver (headless browser tests), and node/npm.
