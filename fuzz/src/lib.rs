@@ -71,11 +71,7 @@ pub fn check_diagnostics_within(diagnostics: &[Diagnostic], file: &[u8], slack: 
 
 /// Everything the CLI and the viewer compute from a trace, with its invariants.
 pub fn exercise_trace(doc: &TraceDocument, file: &[u8]) {
-    // Known, not yet fixed: the Chrome importer reports "no `traceEvents` array" for an object
-    // cut off after a final newline at the line after it (chrome/scan.rs `finish` uses the
-    // running line count). Allow that one line until it is fixed.
-    let slack = u64::from(doc.chrome.is_some());
-    check_diagnostics_within(&doc.diagnostics, file, slack);
+    check_diagnostics_within(&doc.diagnostics, file, 0);
     let s = doc.summary();
     assert_eq!(s.span_count, doc.spans.len() as u64);
     assert_eq!(s.op_count, doc.ops.len() as u64);

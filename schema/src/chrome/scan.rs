@@ -101,6 +101,8 @@ pub(crate) struct Scanner {
     ordinal: u64,
     garbage_reported: bool,
     closed: bool,
+    /// Whether the last byte pushed was `\n` (then the file's last line is `line - 1`).
+    ends_with_newline: bool,
 }
 
 impl Default for Scanner {
@@ -109,6 +111,7 @@ impl Default for Scanner {
             state: State::Start,
             form: None,
             line: 1,
+            ends_with_newline: false,
             bytes_seen: 0,
             target: Target::Skip,
             buf: Vec::new(),
@@ -153,6 +156,9 @@ impl Scanner {
 
     /// Feed the next chunk.
     pub(crate) fn push(&mut self, chunk: &[u8], on: &mut impl FnMut(Scanned<'_>)) {
+        if let Some(&last) = chunk.last() {
+            self.ends_with_newline = last == b'\n';
+        }
         self.bytes_seen += chunk.len() as u64;
         let mut i = 0;
         while i < chunk.len() {
@@ -470,8 +476,14 @@ impl Scanner {
             State::ExpectKey | State::Key | State::ExpectColon | State::ExpectValue
                 if !self.saw_events =>
             {
+                // The file's last line, not the empty one after its final newline.
+                let last_line = if self.ends_with_newline && self.line > 1 {
+                    self.line - 1
+                } else {
+                    self.line
+                };
                 on(Scanned::Problem(Diagnostic::error(
-                    self.line,
+                    last_line,
                     Category::MissingField,
                     "the trace object has no `traceEvents` array",
                 )));
@@ -506,6 +518,24 @@ mod tests {
         }
         s.finish(&mut on);
         out
+    }
+
+    #[test]
+    fn a_missing_events_array_is_reported_on_the_last_line_not_after_it() {
+        for chunk in [1, 3, 64] {
+            let got = scan("{\"other\": 1,\n\"more\":\n", chunk);
+            let problem = got
+                .iter()
+                .find(|(k, _, _)| k.contains("missing"))
+                .unwrap_or_else(|| panic!("{got:?}"));
+            assert_eq!(problem.2, 2, "chunk {chunk}: {got:?}");
+            let got = scan("{\"other\": 1,\n\"more\":", chunk);
+            let problem = got
+                .iter()
+                .find(|(k, _, _)| k.contains("missing"))
+                .unwrap_or_else(|| panic!("{got:?}"));
+            assert_eq!(problem.2, 2, "chunk {chunk}: {got:?}");
+        }
     }
 
     #[test]
