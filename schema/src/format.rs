@@ -116,8 +116,18 @@ pub fn detect(prefix: &[u8], at_eof: bool) -> Detection {
                 }
             }
         }
-        if seen >= PROBE_LINES || !terminated || tail.is_empty() {
-            if !terminated || complete || seen >= PROBE_LINES {
+        if seen >= PROBE_LINES {
+            // No line said what the file is: the last resort below searches the whole probe
+            // window, so wait for all of it (or the end of the file); deciding on whatever
+            // prefix had arrived would make the answer depend on where the chunks fell.
+            if !complete {
+                return Detection::NeedMore;
+            }
+            break;
+        }
+        if !terminated || tail.is_empty() {
+            // Out of lines: decide only on the whole window (see above).
+            if complete {
                 break;
             }
             return Detection::NeedMore;
@@ -162,6 +172,24 @@ mod tests {
             detect(b"\xEF\xBB\xBF{\"kind\":\"op\"}\n", false),
             Detection::Known(Format::Trace)
         );
+    }
+
+    #[test]
+    fn the_answer_does_not_depend_on_how_much_has_arrived() {
+        // Found by fuzzing (any_reader_chunked): the first lines say nothing, a `"kind"` comes
+        // later; a prefix must not decide differently from the whole file.
+        let mut file = alloc::vec::Vec::from(&b"{\n"[..]);
+        for i in 0..PROBE_LINES {
+            file.extend_from_slice(alloc::format!("  \"x{i}\": 1,\n").as_bytes());
+        }
+        file.extend_from_slice(b"  \"kind\": \"op\"\n}\n");
+        let whole = detect(&file, true);
+        for cut in 1..file.len() {
+            match detect(&file[..cut], false) {
+                Detection::NeedMore => {}
+                d => assert_eq!(d, whole, "cut at {cut}"),
+            }
+        }
     }
 
     #[test]
