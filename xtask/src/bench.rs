@@ -29,12 +29,18 @@ const END: &str = "<!-- bench:end -->";
 struct Options {
     big: bool,
     runs: u32,
+    /// Run the native benches (else reuse criterion's last results).
+    native: bool,
+    /// Run the browser benches (else reuse the last `browser.json`).
+    browser: bool,
 }
 
 fn options(args: &[String]) -> Result<Options> {
     let mut o = Options {
         big: false,
         runs: 5,
+        native: true,
+        browser: true,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -47,7 +53,14 @@ fn options(args: &[String]) -> Result<Options> {
                     .filter(|&n| n > 0)
                     .context("--runs needs a positive number")?
             }
-            other => bail!("unknown bench option {other} (use --big, --runs N)"),
+            "--only" => match it.next().map(String::as_str) {
+                Some("native") => o.browser = false,
+                Some("browser") => o.native = false,
+                _ => bail!("--only needs `native` or `browser`"),
+            },
+            other => {
+                bail!("unknown bench option {other} (use --big, --runs N, --only native|browser)")
+            }
         }
     }
     Ok(o)
@@ -256,51 +269,30 @@ pub fn bench(args: &[String]) -> Result<()> {
     }
 
     // 2. Criterion.
-    cargo(&["bench", "-p", "candle-trace-tests", "--bench", "parse"])?;
-    cargo(&["bench", "-p", "candle-trace-capture", "--bench", "spans"])?;
-    cargo(&[
-        "bench",
-        "-p",
-        "candle-trace-capture",
-        "--features",
-        "candle",
-        "--bench",
-        "train_step",
-    ])?;
+    if o.native {
+        cargo(&["bench", "-p", "candle-trace-tests", "--bench", "parse"])?;
+        cargo(&["bench", "-p", "candle-trace-capture", "--bench", "spans"])?;
+        cargo(&[
+            "bench",
+            "-p",
+            "candle-trace-capture",
+            "--features",
+            "candle",
+            "--bench",
+            "train_step",
+        ])?;
+    }
     let results = criterion_results(&target);
 
     // 3. Browser.
-    tools::build_viewer()?;
-    tools::ensure_browser()?;
-    let e2e = Path::new("tests").join("e2e");
-    crate::npm_ci(&e2e)?;
     let browser_json = dir.join("browser.json");
-    let mut node_args: Vec<String> = vec!["bench.mjs".into()];
-    for (t, c) in &pairs {
-        node_args.extend([
-            "--pair".into(),
-            t.display().to_string(),
-            c.display().to_string(),
-        ]);
+    if o.browser {
+        run_browser(&pairs, &frames_file, &browser_json, o.runs)?;
     }
-    node_args.extend([
-        "--frames".into(),
-        frames_file.display().to_string(),
-        "--runs".into(),
-        o.runs.to_string(),
-        "--out".into(),
-        browser_json.display().to_string(),
-    ]);
-    let status = Command::new("node")
-        .args(&node_args)
-        .current_dir(&e2e)
-        .env("CHROMIUM", "/usr/bin/chromium")
-        .status()
-        .context("cannot start node")?;
-    if !status.success() {
-        bail!("browser benchmarks failed ({status})");
-    }
-    let browser: Value = serde_json::from_slice(&std::fs::read(&browser_json)?)?;
+    let browser: Value = match std::fs::read(&browser_json) {
+        Ok(b) => serde_json::from_slice(&b)?,
+        Err(_) => Value::Null,
+    };
 
     // 4. Wasm.
     let wasm = std::fs::read_dir("web/dist")?
@@ -362,6 +354,45 @@ pub fn bench(args: &[String]) -> Result<()> {
         "BENCHMARKS.md updated ({:.0} s)",
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Build the page and run `tests/e2e/bench.mjs` on the pairs and the frames file.
+fn run_browser(
+    pairs: &[(PathBuf, PathBuf)],
+    frames_file: &Path,
+    browser_json: &Path,
+    runs: u32,
+) -> Result<()> {
+    tools::build_viewer()?;
+    tools::ensure_browser()?;
+    let e2e = Path::new("tests").join("e2e");
+    crate::npm_ci(&e2e)?;
+    let mut node_args: Vec<String> = vec!["bench.mjs".into()];
+    for (t, c) in pairs {
+        node_args.extend([
+            "--pair".into(),
+            t.display().to_string(),
+            c.display().to_string(),
+        ]);
+    }
+    node_args.extend([
+        "--frames".into(),
+        frames_file.display().to_string(),
+        "--runs".into(),
+        runs.to_string(),
+        "--out".into(),
+        browser_json.display().to_string(),
+    ]);
+    let status = Command::new("node")
+        .args(&node_args)
+        .current_dir(&e2e)
+        .env("CHROMIUM", "/usr/bin/chromium")
+        .status()
+        .context("cannot start node")?;
+    if !status.success() {
+        bail!("browser benchmarks failed ({status})");
+    }
     Ok(())
 }
 
