@@ -130,10 +130,11 @@ async function openSpeedscope(browser, origin, file, timeoutMs) {
     await page.waitForSelector('#file', { state: 'attached' });
     const started = Date.now();
     await page.setInputFiles('#file', file);
-    // Loaded: the landing page's file input is gone and the flame graph's canvas is there
-    // (or speedscope says it could not import the file).
-    await page.waitForFunction(() => /Something went wrong/.test(document.body.innerText)
-      || (!document.querySelector('#file') && document.querySelector('canvas')),
+    // Loaded: speedscope sets the title to "<profile name> - speedscope" once the profile is
+    // imported (its landing and loading views have other titles), or it says it could not
+    // import the file.
+    await page.waitForFunction(() => / - speedscope$/.test(document.title)
+      || /Something went wrong/.test(document.body.innerText),
     null, { timeout: timeoutMs, polling: 50 });
     if (/Something went wrong/.test(await page.evaluate(() => document.body.innerText))) {
       return { opened: false, reason: 'speedscope could not import the file', errors };
