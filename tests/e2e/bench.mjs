@@ -58,12 +58,29 @@ async function serve() {
   return { server, origin: `http://127.0.0.1:${server.address().port}` };
 }
 
-/** Resident memory of every Chromium renderer process (the tab and its worker: each run has
- * a browser of its own, with one page), in bytes. */
+/** Resident memory of this script's Chromium renderer processes (the tab and its worker; each
+ * run has a browser of its own, with one page), in bytes. Only processes descended from this
+ * node process count, so a browser left over from another run cannot inflate the figure. */
 function rendererRss() {
-  let total = 0;
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+  const parent = new Map();
+  const pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  for (const pid of pids) {
     try {
+      // Fields after the parenthesised command: state, ppid, ...
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      parent.set(pid, stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch { /* the process ended */ }
+  }
+  const ours = (pid) => {
+    for (let p = pid, hops = 0; p && p !== '0' && hops < 64; p = parent.get(p), hops++) {
+      if (p === String(process.pid)) return true;
+    }
+    return false;
+  };
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      if (!ours(pid)) continue;
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
       if (!cmd.includes('--type=renderer')) continue;
       const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
