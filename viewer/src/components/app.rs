@@ -70,6 +70,22 @@ struct Progress {
     lines: u64,
 }
 
+impl Progress {
+    /// Show where the worker (or the page) is.
+    fn show(&mut self, stage: Stage) {
+        match stage {
+            Stage::Reading { read, total, lines } => {
+                self.phase = "Reading";
+                self.bytes_read = read;
+                self.total = total;
+                self.lines = lines;
+            }
+            Stage::Analysing => self.phase = "Analysing",
+            Stage::Receiving { .. } => self.phase = "Preparing the view of",
+        }
+    }
+}
+
 /// The whole page.
 #[component]
 pub fn App() -> impl IntoView {
@@ -105,16 +121,7 @@ pub fn App() -> impl IntoView {
                     }
                     progress.update(|p| {
                         let Some(p) = p else { return };
-                        match stage {
-                            Stage::Reading { read, total, lines } => {
-                                p.phase = "Reading";
-                                p.bytes_read = read;
-                                p.total = total;
-                                p.lines = lines;
-                            }
-                            Stage::Analysing => p.phase = "Analysing",
-                            Stage::Receiving { .. } => p.phase = "Preparing the view of",
-                        }
+                        p.show(stage);
                     });
                 },
                 is_current,
@@ -199,16 +206,7 @@ pub fn App() -> impl IntoView {
                     progress.update(|p| {
                         let Some(p) = p else { return };
                         p.name = name;
-                        match stage {
-                            Stage::Reading { read, total, lines } => {
-                                p.phase = "Reading";
-                                p.bytes_read = read;
-                                p.total = total;
-                                p.lines = lines;
-                            }
-                            Stage::Analysing => p.phase = "Analysing",
-                            Stage::Receiving { .. } => p.phase = "Preparing the view of",
-                        }
+                        p.show(stage);
                     });
                 },
                 is_current,
