@@ -289,3 +289,5 @@ try {
 const json = JSON.stringify(results, null, 2);
 if (opts.out) writeFileSync(opts.out, json + '\n');
 console.log(json);
+// Nothing else to wait for (keep-alive sockets of closed browsers must not hold the process).
+process.exit(0);
