@@ -17,14 +17,13 @@ mod common;
 use std::io::{self, BufRead, BufReader, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use candle_trace_capture::{CaptureError, Recorder, Sink, SpanKind};
 use candle_trace_schema::diagnostics::{Category, Severity};
 use candle_trace_schema::document::TraceDocument;
 use candle_trace_schema::events::{Edge, TraceEvent};
-use common::{errors, temp_dir, SharedBuf};
+use common::{errors, temp_dir, Gate, SharedBuf};
 
 const SIGKILL_CHILD: &str = "CANDLE_TRACE_SIGKILL_CHILD";
 const PANIC_CHILD: &str = "CANDLE_TRACE_PANIC_CHILD";
@@ -291,31 +290,6 @@ fn eight_threads_of_a_hundred_thousand_spans_give_exact_counts_and_whole_lines()
     // Each thread's root is a root (parent stacks are per thread); its spans are at depth 1.
     assert_eq!(doc.summary().max_depth, 1);
     std::fs::remove_dir_all(dir).unwrap();
-}
-
-/// A writer that blocks every write until the test opens the gate.
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>, SharedBuf);
-
-impl Gate {
-    fn open(&self) {
-        *self.0 .0.lock().unwrap() = true;
-        self.0 .1.notify_all();
-    }
-}
-
-impl Write for Gate {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let (lock, cv) = &*self.0;
-        let mut open = lock.lock().unwrap();
-        while !*open {
-            open = cv.wait(open).unwrap();
-        }
-        self.1.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 #[test]

@@ -6,13 +6,13 @@ mod common;
 use std::io::{self, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use candle_trace_capture::{CaptureError, Recorder, Sink, SpanKind, Step, TimingMode};
 use candle_trace_schema::diagnostics::Category;
 use candle_trace_schema::events::{Edge, Op, TraceEvent};
-use common::{errors, parent_name, span_names, temp_dir, SharedBuf};
+use common::{errors, parent_name, span_names, temp_dir, Gate, SharedBuf};
 
 fn op(span_id: String, name: &str) -> TraceEvent {
     TraceEvent::Op(Op {
@@ -415,31 +415,6 @@ fn emit_refuses_meta_and_writes_other_events_through_sink() {
     let doc = out.document();
     assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
     assert_eq!(doc.edges.len(), 1);
-}
-
-/// Blocks every write until the test opens the gate.
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>, SharedBuf);
-
-impl Gate {
-    fn open(&self) {
-        *self.0 .0.lock().unwrap() = true;
-        self.0 .1.notify_all();
-    }
-}
-
-impl Write for Gate {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let (lock, cv) = &*self.0;
-        let mut open = lock.lock().unwrap();
-        while !*open {
-            open = cv.wait(open).unwrap();
-        }
-        self.1.write(buf)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use candle_trace_schema::diagnostics::Severity;
 use candle_trace_schema::document::TraceDocument;
@@ -64,4 +64,30 @@ pub fn parent_name(doc: &TraceDocument, name: &str) -> Option<String> {
     let span = doc.spans.iter().find(|s| s.name == name)?;
     let parent = span.parent_id.as_deref()?;
     doc.span(parent).map(|p| p.name.clone())
+}
+
+/// A writer that blocks every write until the test opens the gate, then writes to its buffer.
+#[derive(Clone, Default)]
+pub struct Gate(pub Arc<(Mutex<bool>, Condvar)>, pub SharedBuf);
+
+impl Gate {
+    /// Let every write through from now on.
+    pub fn open(&self) {
+        *self.0 .0.lock().unwrap() = true;
+        self.0 .1.notify_all();
+    }
+}
+
+impl Write for Gate {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let (lock, cv) = &*self.0;
+        let mut open = lock.lock().unwrap();
+        while !*open {
+            open = cv.wait(open).unwrap();
+        }
+        self.1.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
