@@ -326,12 +326,64 @@ pub struct TraceReader {
     first_line: Option<u64>,
     first_measured_line: Option<u64>,
     ends: Vec<(String, u64, u64)>,
+    /// The file's size in bytes, when the caller knows it (0: unknown).
+    size_hint: u64,
+    /// Bytes of the lines handled so far, newlines included.
+    consumed: u64,
+}
+
+/// Make room for one more record in `v`, which holds records of one kind. When the file's
+/// size is known and enough of it has been read to judge the mix of kinds, a full `v` grows to
+/// what the whole file will need at the rate seen so far (plus 1/16), instead of doubling: a
+/// large trace's records are then moved once or not at all, rather than about once per doubling.
+/// Before that point, or without a size, `v` doubles as usual.
+fn make_room<T>(v: &mut Vec<T>, consumed: u64, total: u64) {
+    if v.len() < v.capacity() {
+        return;
+    }
+    if let Some(extra) = projected_extra(v.len(), consumed, total) {
+        v.reserve_exact(extra);
+    }
+}
+
+/// The same for the span id map.
+fn make_room_map(m: &mut HashMap<String, u32>, consumed: u64, total: u64) {
+    if m.len() < m.capacity() {
+        return;
+    }
+    if let Some(extra) = projected_extra(m.len(), consumed, total) {
+        m.reserve(extra);
+    }
+}
+
+/// How many more records of a kind to make room for, `len` of them having been seen in the
+/// first `consumed` bytes of a `total`-byte file; `None` to let the collection double. The
+/// projection waits for 1/64 of the file (and at least 1 MiB), so a kind that clusters at the
+/// start (parameter allocations, say) cannot reserve far too much; it is also capped at one
+/// record per 16 bytes of file, below the size of any valid line.
+fn projected_extra(len: usize, consumed: u64, total: u64) -> Option<usize> {
+    if total <= consumed || consumed < (total / 64).max(1 << 20) {
+        return None;
+    }
+    let projected = (len as u128 + 1) * u128::from(total) / u128::from(consumed);
+    let projected = (projected + projected / 16).min(u128::from(total / 16));
+    let want = usize::try_from(projected).ok()?;
+    Some(want.saturating_sub(len).max(len / 8 + 16))
 }
 
 impl TraceReader {
     /// A reader at the start of a file.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A reader at the start of a file of `total_bytes` bytes. The size only guides how the
+    /// record lists grow (see [`make_room`]); a wrong one costs time, never correctness.
+    pub fn with_size_hint(total_bytes: u64) -> Self {
+        TraceReader {
+            size_hint: total_bytes,
+            ..Self::default()
+        }
     }
 
     /// Bytes pushed so far.
@@ -365,6 +417,8 @@ impl TraceReader {
         };
         let first = *self.first_line.get_or_insert(line.number);
         let number = line.number;
+        self.consumed += line.bytes.len() as u64 + 1;
+        let (consumed, total) = (self.consumed, self.size_hint);
         let event = match decode_line(bytes) {
             Ok(event) => event,
             Err(LineError::UnknownKind(kind)) => {
@@ -446,6 +500,8 @@ impl TraceReader {
                     }
                 }
                 let doc = &mut self.doc;
+                make_room_map(&mut doc.span_index, consumed, total);
+                make_room(&mut doc.spans, consumed, total);
                 doc.span_index.insert(s.id.clone(), doc.spans.len() as u32);
                 doc.spans.push(Span {
                     id: s.id,
@@ -460,10 +516,22 @@ impl TraceReader {
                     end_line: None,
                 });
             }
-            TraceEvent::SpanEnd(e) => self.ends.push((e.id, e.duration_ns, number)),
-            TraceEvent::Op(event) => doc.ops.push(Lined::new(number, event)),
-            TraceEvent::Tensor(event) => doc.tensors.push(Lined::new(number, event)),
-            TraceEvent::Memory(event) => doc.memory.push(Lined::new(number, event)),
+            TraceEvent::SpanEnd(e) => {
+                make_room(&mut self.ends, consumed, total);
+                self.ends.push((e.id, e.duration_ns, number));
+            }
+            TraceEvent::Op(event) => {
+                make_room(&mut doc.ops, consumed, total);
+                doc.ops.push(Lined::new(number, event));
+            }
+            TraceEvent::Tensor(event) => {
+                make_room(&mut doc.tensors, consumed, total);
+                doc.tensors.push(Lined::new(number, event));
+            }
+            TraceEvent::Memory(event) => {
+                make_room(&mut doc.memory, consumed, total);
+                doc.memory.push(Lined::new(number, event));
+            }
             TraceEvent::DeviceMemory(event) => doc.device_memory.push(Lined::new(number, event)),
             TraceEvent::Gradient(event) => doc.gradients.push(Lined::new(number, event)),
             TraceEvent::Edge(event) => doc.edges.push(Lined::new(number, event)),
@@ -635,6 +703,59 @@ mod tests {
             .iter()
             .map(|d| (d.line, d.severity, d.category))
             .collect()
+    }
+
+    /// A size hint only changes how the record lists grow: right, far too small, far too large
+    /// or absent, the document read is the same, with every record and diagnostic in place.
+    #[test]
+    fn size_hint_never_changes_what_is_read() {
+        // ~3 MiB, so the projection (which waits for 1 MiB and 1/64 of the file) does run,
+        // with memory records clustered at the start as parameter loads are.
+        let mut lines = vec![META.to_string(), start("root", None, 0, true)];
+        for i in 0..2000 {
+            lines.push(mem(i, &format!("p{i}"), "cpu", 4, "alloc", "parameter"));
+        }
+        for i in 0..12_000u64 {
+            let id = format!("c{i}");
+            lines.push(start(&id, Some("root"), i * 10, false));
+            lines.push(format!(
+                r#"{{"kind":"op","span_id":"{id}","op_name":"matmul","inputs":["a","b"],"output":"o{i}","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":3,"timestamp_ns":{ts},"input_storage_bytes":32}}"#,
+                ts = i * 10 + 1
+            ));
+            lines.push(end(&id, 5));
+        }
+        lines.push(end("root", 200_000));
+        lines.push(end("nowhere", 1));
+        let mut text = lines.join("\n");
+        text.push('\n');
+        let bytes = text.as_bytes();
+        assert!(bytes.len() > 3 << 20);
+        let read = |hint: u64| {
+            let mut r = TraceReader::with_size_hint(hint);
+            for chunk in bytes.chunks(64 << 10) {
+                r.push(chunk);
+            }
+            r.finish()
+        };
+        let plain = TraceDocument::from_bytes(bytes);
+        assert_eq!(plain.ops.len(), 12_000);
+        assert_eq!(plain.spans.len(), 12_001);
+        assert_eq!(plain.memory.len(), 2000);
+        assert_eq!(lines_of(&plain).len(), 1, "{:?}", plain.diagnostics);
+        let n = bytes.len() as u64;
+        for hint in [n, n / 10, n * 10, 1] {
+            let doc = read(hint);
+            assert_eq!(doc.spans, plain.spans, "hint {hint}");
+            assert_eq!(doc.ops, plain.ops, "hint {hint}");
+            assert_eq!(doc.memory, plain.memory, "hint {hint}");
+            assert_eq!(lines_of(&doc), lines_of(&plain), "hint {hint}");
+            assert_eq!(doc.summary(), plain.summary(), "hint {hint}");
+            assert_eq!(doc.span_index("c11999"), Some(12_000));
+        }
+        // An exact hint reserves once the projection starts: no list ends up with much more
+        // room than the 1/16 margin over what it holds.
+        let exact = read(n);
+        assert!(exact.ops.capacity() <= exact.ops.len() + exact.ops.len() / 8 + 16);
     }
 
     #[test]

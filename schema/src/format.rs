@@ -280,12 +280,15 @@ enum ReaderState {
 #[derive(Debug)]
 pub struct AnyReader {
     state: ReaderState,
+    /// The file's size in bytes, when known (0: unknown).
+    size_hint: u64,
 }
 
 impl Default for AnyReader {
     fn default() -> Self {
         AnyReader {
             state: ReaderState::Probing(alloc::vec::Vec::new()),
+            size_hint: 0,
         }
     }
 }
@@ -294,6 +297,17 @@ impl AnyReader {
     /// A reader at the start of a file.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A reader at the start of a file of `total_bytes` bytes, which lets a trace's record
+    /// lists grow once to their final size ([`TraceReader::with_size_hint`]).
+    ///
+    /// [`TraceReader::with_size_hint`]: crate::document::TraceReader::with_size_hint
+    pub fn with_size_hint(total_bytes: u64) -> Self {
+        AnyReader {
+            size_hint: total_bytes,
+            ..Self::default()
+        }
     }
 
     /// True once the file is known to be unreadable: further bytes are ignored, so a caller
@@ -337,7 +351,9 @@ impl AnyReader {
         self.state = match detection {
             Detection::NeedMore => ReaderState::Probing(buf),
             Detection::Known(Format::Trace) => {
-                let mut r = alloc::boxed::Box::new(crate::document::TraceReader::new());
+                let mut r = alloc::boxed::Box::new(crate::document::TraceReader::with_size_hint(
+                    self.size_hint,
+                ));
                 r.push(bytes);
                 ReaderState::Trace(r)
             }

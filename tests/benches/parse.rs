@@ -56,7 +56,8 @@ fn ours(bytes: &[u8]) -> TraceSummary {
 
 /// Ours, handing the document back so its drop can be timed apart.
 fn ours_kept(bytes: &[u8]) -> (TraceDocument, TraceSummary) {
-    let mut reader = TraceReader::new();
+    // As the CLI and the viewer do, tell the reader the file's size.
+    let mut reader = TraceReader::with_size_hint(bytes.len() as u64);
     for chunk in bytes.chunks(CHUNK) {
         reader.push(chunk);
     }

@@ -93,7 +93,11 @@ pub async fn read(
     progress: impl Fn(u64, Option<u64>, u64),
     is_current: impl Fn() -> bool,
 ) -> Result<AnyReader, LoadError> {
-    let mut reader = AnyReader::new();
+    // A file's size lets a trace's record lists grow once to their final size.
+    let mut reader = match &source {
+        Source::File(file) => AnyReader::with_size_hint(file.size() as u64),
+        Source::Url(_) => AnyReader::new(),
+    };
     match source {
         Source::File(file) => read_file(&file, &mut reader, &progress, &is_current).await?,
         Source::Url(url) => {

@@ -248,7 +248,8 @@ where
 /// (exit 2) naming the file.
 fn read(path: &Path) -> anyhow::Result<AnyDocument> {
     let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut reader = AnyReader::new();
+    let size = file.metadata().map_or(0, |m| m.len());
+    let mut reader = AnyReader::with_size_hint(size);
     let mut buf = vec![0u8; CHUNK_BYTES];
     loop {
         let n = match file.read(&mut buf) {
