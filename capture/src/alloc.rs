@@ -354,14 +354,14 @@ fn memory_event<S: Sink + ?Sized>(
 ) -> TraceEvent {
     TraceEvent::Memory(MemoryEvent {
         timestamp_ns: sink.now_ns(),
-        tensor_id: tensor_id.to_string(),
-        span_id: sink.current_span_id().unwrap_or_default(),
-        op_name: op_name.map(str::to_string),
-        device: sink.device().to_string(),
+        tensor_id: tensor_id.into(),
+        span_id: sink.current_span_id().unwrap_or_default().into(),
+        op_name: op_name.map(Into::into),
+        device: sink.device().into(),
         bytes,
         action,
         shape: Vec::new(),
-        dtype: String::new(),
+        dtype: String::new().into(),
         category,
     })
 }

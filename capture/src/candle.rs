@@ -101,13 +101,13 @@ fn op_event<S: Sink + ?Sized>(
     duration_ns: u64,
 ) -> TraceEvent {
     TraceEvent::Op(Op {
-        span_id: sink.current_span_id().unwrap_or_default(),
-        op_name: op_name.to_string(),
-        inputs: inputs.iter().map(|t| tensor_id(t)).collect(),
-        output: Some(tensor_id(output)),
+        span_id: sink.current_span_id().unwrap_or_default().into(),
+        op_name: op_name.into(),
+        inputs: inputs.iter().map(|t| tensor_id(t).into()).collect(),
+        output: Some(tensor_id(output).into()),
         shape: shape_of(output),
-        dtype: dtype_name(output.dtype()).to_string(),
-        device: device_name(output.device()),
+        dtype: dtype_name(output.dtype()).into(),
+        device: device_name(output.device()).into(),
         duration_ns,
         timestamp_ns,
         storage_bytes: Some(storage_bytes(output)),
@@ -194,11 +194,11 @@ pub fn record_tensor<S: Sink + ?Sized>(
         return;
     }
     sink.emit(TraceEvent::Tensor(TensorEvent {
-        span_id: sink.current_span_id().unwrap_or_default(),
-        tensor_id: name_or_id.to_string(),
+        span_id: sink.current_span_id().unwrap_or_default().into(),
+        tensor_id: name_or_id.into(),
         shape: shape_of(tensor),
-        dtype: dtype_name(tensor.dtype()).to_string(),
-        device: device_name(tensor.device()),
+        dtype: dtype_name(tensor.dtype()).into(),
+        device: device_name(tensor.device()).into(),
         requires_grad: tensor.is_variable(),
         storage_bytes: Some(storage_bytes(tensor)),
         category,
@@ -214,14 +214,14 @@ fn tensor_memory_event<S: Sink + ?Sized>(
 ) -> TraceEvent {
     TraceEvent::Memory(MemoryEvent {
         timestamp_ns: sink.now_ns(),
-        tensor_id: tensor_id(tensor),
-        span_id: sink.current_span_id().unwrap_or_default(),
-        op_name: op_name.map(str::to_string),
-        device: device_name(tensor.device()),
+        tensor_id: tensor_id(tensor).into(),
+        span_id: sink.current_span_id().unwrap_or_default().into(),
+        op_name: op_name.map(Into::into),
+        device: device_name(tensor.device()).into(),
         bytes: storage_bytes(tensor),
         action,
         shape: shape_of(tensor),
-        dtype: dtype_name(tensor.dtype()).to_string(),
+        dtype: dtype_name(tensor.dtype()).into(),
         category,
     })
 }
@@ -561,7 +561,7 @@ mod tests {
         assert_eq!(op.input_storage_bytes, (8 * 16 + 16 * 4) * 4);
         assert_eq!(op.duration_ns, 1_000);
         assert_eq!(op.inputs, vec![tensor_id(&a), tensor_id(&b)]);
-        assert_eq!(op.output, Some(tensor_id(&c)));
+        assert_eq!(op.output.as_deref(), Some(tensor_id(&c).as_str()));
         // Ids are candle's TensorId numbers, distinct per tensor.
         assert!(op.inputs[0].parse::<u64>().is_ok());
         assert_ne!(op.inputs[0], op.inputs[1]);

@@ -510,7 +510,7 @@ mod tests {
             };
             let want = TraceEvent::SpanStart(SpanStart {
                 id: "s7".into(),
-                parent_id: parent.map(span::span_id),
+                parent_id: parent.map(|p| span::span_id(p).into()),
                 name: name.into(),
                 start_ns: 42,
                 span_kind: kind,
@@ -571,9 +571,9 @@ mod tests {
                 step,
             };
             let want = TraceEvent::SpanStart(SpanStart {
-                id: span::span_id(id),
-                parent_id: parent.map(span::span_id),
-                name,
+                id: span::span_id(id).into(),
+                parent_id: parent.map(|p| span::span_id(p).into()),
+                name: name.into(),
                 start_ns,
                 span_kind: kind,
                 measured,
@@ -584,7 +584,7 @@ mod tests {
             prop_assert_eq!(decode_line(line.as_bytes()).ok(), Some(want));
 
             let end = Record::SpanEnd { id, duration_ns };
-            let want = TraceEvent::SpanEnd(SpanEnd { id: span::span_id(id), duration_ns });
+            let want = TraceEvent::SpanEnd(SpanEnd { id: span::span_id(id).into(), duration_ns });
             prop_assert_eq!(decode_line(encoded(&end).as_bytes()).ok(), Some(want));
         }
     }

@@ -16,7 +16,7 @@ use common::{errors, parent_name, span_names, temp_dir, Gate, SharedBuf};
 
 fn op(span_id: String, name: &str) -> TraceEvent {
     TraceEvent::Op(Op {
-        span_id,
+        span_id: span_id.into(),
         op_name: name.into(),
         inputs: vec![],
         output: None,

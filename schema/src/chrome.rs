@@ -73,6 +73,7 @@ use serde_json::Value;
 
 use crate::diagnostics::{classify_json_error, Category, Diagnostic};
 use crate::document::{Lined, Span, TraceDocument};
+use crate::events::CompactString;
 use crate::events::{Meta, Phase, SpanKind, Step, TimingMode, TRACE_SCHEMA};
 
 pub mod export;
@@ -746,9 +747,9 @@ impl ReadState {
         let offset = usize::from(synthetic_root);
         if let (true, Some(latest)) = (synthetic_root, latest) {
             spans.push(Span {
-                id: String::from(ROOT_SPAN_ID),
+                id: CompactString::const_new(ROOT_SPAN_ID),
                 parent_id: None,
-                name: String::from(ROOT_SPAN_NAME),
+                name: CompactString::const_new(ROOT_SPAN_NAME),
                 start_ns: 0,
                 span_kind: SpanKind::Function,
                 measured: true,
@@ -759,21 +760,21 @@ impl ReadState {
             });
             span_tracks.push(None);
         }
-        let ids: Vec<String> = self
+        let ids: Vec<CompactString> = self
             .spans
             .iter()
-            .map(|s| format!("e{}", s.ordinal))
+            .map(|s| compact_str::format_compact!("e{}", s.ordinal))
             .collect();
         for (i, s) in self.spans.iter().enumerate() {
             let parent_id = match parent[i] {
                 Some(p) => Some(ids[p].clone()),
-                None if synthetic_root => Some(String::from(ROOT_SPAN_ID)),
+                None if synthetic_root => Some(CompactString::const_new(ROOT_SPAN_ID)),
                 None => None,
             };
             spans.push(Span {
                 id: ids[i].clone(),
                 parent_id,
-                name: s.name.clone(),
+                name: s.name.as_str().into(),
                 start_ns: rel(s.start),
                 span_kind: s.kind,
                 measured: s.measured,

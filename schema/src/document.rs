@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{sort_diagnostics, Category, Diagnostic, DiagnosticCounts, Severity};
 use crate::events::{
-    decode_line, DeviceMemory, Edge, Gradient, LineError, MemoryEvent, Meta, Op, SpanKind, Step,
-    TensorEvent, TraceEvent, TRACE_SCHEMA,
+    decode_line, CompactString, DeviceMemory, Edge, Gradient, LineError, MemoryEvent, Meta, Op,
+    SpanKind, Step, TensorEvent, TraceEvent, TRACE_SCHEMA,
 };
 use crate::jsonl::{Line, LineSplitter};
 use crate::memory::MemoryProfile;
@@ -64,11 +64,11 @@ impl<T> Deref for Lined<T> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Span {
     /// Unique id.
-    pub id: String,
+    pub id: CompactString,
     /// Parent id as written (it may name no span; see [`SpanTree`] for the resolved layout).
-    pub parent_id: Option<String>,
+    pub parent_id: Option<CompactString>,
     /// Display name.
-    pub name: String,
+    pub name: CompactString,
     /// Start, ns since the run started.
     pub start_ns: u64,
     /// Function, op or module.
@@ -140,7 +140,7 @@ pub struct TraceDocument {
     /// What a Chrome Trace Event JSON file held beyond spans (tracks, instants, counters,
     /// skipped phases); `None` for a trace/6 file.
     pub chrome: Option<alloc::boxed::Box<crate::chrome::ChromeImport>>,
-    span_index: HashMap<String, u32>,
+    span_index: HashMap<CompactString, u32>,
 }
 
 impl TraceDocument {
@@ -325,7 +325,7 @@ pub struct TraceReader {
     doc: TraceDocument,
     first_line: Option<u64>,
     first_measured_line: Option<u64>,
-    ends: Vec<(String, u64, u64)>,
+    ends: Vec<(CompactString, u64, u64)>,
     /// The file's size in bytes, when the caller knows it (0: unknown).
     size_hint: u64,
     /// Bytes of the lines handled so far, newlines included.
@@ -347,7 +347,7 @@ fn make_room<T>(v: &mut Vec<T>, consumed: u64, total: u64) {
 }
 
 /// The same for the span id map.
-fn make_room_map(m: &mut HashMap<String, u32>, consumed: u64, total: u64) {
+fn make_room_map(m: &mut HashMap<CompactString, u32>, consumed: u64, total: u64) {
     if m.len() < m.capacity() {
         return;
     }

@@ -7,7 +7,12 @@
 use alloc::borrow::Cow;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
+
 use alloc::vec::Vec;
+/// The string type of the records a trace has many of (spans, ops, tensors, memory events):
+/// ids, names, dtypes and devices of up to 24 bytes (12 on 32-bit targets such as wasm32) are
+/// stored inline, so reading a large trace does not allocate once per field.
+pub use compact_str::CompactString;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::diagnostics::{classify_json_error, Category};
@@ -197,12 +202,12 @@ pub struct Meta {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpanStart {
     /// Unique in the stream.
-    pub id: String,
+    pub id: CompactString,
     /// Enclosing span; absent for a root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_id: Option<String>,
+    pub parent_id: Option<CompactString>,
     /// Display name.
-    pub name: String,
+    pub name: CompactString,
     /// Monotonic ns since the run started.
     pub start_ns: u64,
     /// Function, op or module.
@@ -219,7 +224,7 @@ pub struct SpanStart {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpanEnd {
     /// Id of the span being closed.
-    pub id: String,
+    pub id: CompactString,
     /// Wall duration of the span.
     #[serde(default, deserialize_with = "null_as_default")]
     pub duration_ns: u64,
@@ -229,22 +234,22 @@ pub struct SpanEnd {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Op {
     /// Span the op ran in.
-    pub span_id: String,
+    pub span_id: CompactString,
     /// Operation name (`matmul`, `add` ...).
-    pub op_name: String,
+    pub op_name: CompactString,
     /// Input tensor ids.
     #[serde(default, deserialize_with = "null_as_default")]
-    pub inputs: Vec<String>,
+    pub inputs: Vec<CompactString>,
     /// Output tensor id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<String>,
+    pub output: Option<CompactString>,
     /// Output shape.
     #[serde(default, deserialize_with = "null_as_default")]
     pub shape: Vec<u64>,
     /// Output dtype (`f32`, `bf16` ...).
-    pub dtype: String,
+    pub dtype: CompactString,
     /// Device the op ran on.
-    pub device: String,
+    pub device: CompactString,
     /// How long the op took.
     pub duration_ns: u64,
     /// When the op started, ns since the run started.
@@ -270,16 +275,16 @@ impl Op {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TensorEvent {
     /// Span the tensor was observed in.
-    pub span_id: String,
+    pub span_id: CompactString,
     /// Tensor id.
-    pub tensor_id: String,
+    pub tensor_id: CompactString,
     /// Shape.
     #[serde(default, deserialize_with = "null_as_default")]
     pub shape: Vec<u64>,
     /// Dtype.
-    pub dtype: String,
+    pub dtype: CompactString,
     /// Device.
-    pub device: String,
+    pub device: CompactString,
     /// Whether the tensor tracks gradients.
     #[serde(default, deserialize_with = "null_as_default")]
     pub requires_grad: bool,
@@ -305,14 +310,14 @@ pub struct MemoryEvent {
     /// When it happened, ns since the run started.
     pub timestamp_ns: u64,
     /// Tensor the bytes belong to.
-    pub tensor_id: String,
+    pub tensor_id: CompactString,
     /// Span it happened in.
-    pub span_id: String,
+    pub span_id: CompactString,
     /// Op that caused it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub op_name: Option<String>,
+    pub op_name: Option<CompactString>,
     /// Device holding the bytes.
-    pub device: String,
+    pub device: CompactString,
     /// Number of bytes.
     pub bytes: u64,
     /// Alloc or free.
@@ -321,7 +326,7 @@ pub struct MemoryEvent {
     #[serde(default, deserialize_with = "null_as_default")]
     pub shape: Vec<u64>,
     /// Tensor dtype.
-    pub dtype: String,
+    pub dtype: CompactString,
     /// What the bytes hold.
     #[serde(default, deserialize_with = "null_as_default")]
     pub category: TensorCategory,

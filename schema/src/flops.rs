@@ -39,6 +39,7 @@
 //! derived); `bytes_per_ns` = bytes moved / duration_ns as f64 (`None` when the time is 0).
 
 use alloc::string::String;
+use alloc::string::ToString;
 use alloc::vec::Vec;
 
 use hashbrown::HashMap;
@@ -314,7 +315,7 @@ pub fn efficiency(doc: &TraceDocument) -> Efficiency {
     for op in &doc.ops {
         let r = *index.entry(op.op_name.as_str()).or_insert_with(|| {
             rows.push(OpEfficiency {
-                op_name: op.op_name.clone(),
+                op_name: op.op_name.to_string(),
                 count: 0,
                 total_ns: 0,
                 estimated_count: 0,
@@ -336,7 +337,7 @@ pub fn efficiency(doc: &TraceDocument) -> Efficiency {
             .bytes_moved
             .saturating_add(op.input_storage_bytes)
             .saturating_add(op.output_bytes());
-        let dtype = op.dtype.to_ascii_lowercase();
+        let dtype = op.dtype.as_str().to_ascii_lowercase();
         match dtypes[r].iter_mut().find(|(d, _)| *d == dtype) {
             Some((_, n)) => *n += 1,
             None => dtypes[r].push((dtype, 1)),
@@ -384,13 +385,13 @@ mod tests {
 
     fn op(name: &str, inputs: &[&str], shape: &[u64], dtype: &str, in_bytes: u64) -> Op {
         Op {
-            span_id: String::from("s"),
-            op_name: String::from(name),
-            inputs: inputs.iter().map(|s| String::from(*s)).collect(),
+            span_id: String::from("s").into(),
+            op_name: String::from(name).into(),
+            inputs: inputs.iter().map(|&s| s.into()).collect(),
             output: None,
             shape: shape.to_vec(),
-            dtype: String::from(dtype),
-            device: String::from("cpu"),
+            dtype: String::from(dtype).into(),
+            device: String::from("cpu").into(),
             duration_ns: 1000,
             timestamp_ns: 0,
             storage_bytes: None,

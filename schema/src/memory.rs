@@ -13,6 +13,7 @@
 
 use alloc::format;
 use alloc::string::String;
+use alloc::string::ToString;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -198,7 +199,7 @@ impl MemoryProfile {
         for m in memory {
             let next = device_ids.len() as u32;
             let d = *device_ids.entry(m.device.as_str()).or_insert_with(|| {
-                device_names.push(m.device.clone());
+                device_names.push(m.device.to_string());
                 next
             });
             device_of.push(d);
@@ -310,7 +311,7 @@ impl MemoryProfile {
             }
             let peak_event = &memory[order[peak_pos]];
             profile.peak_timestamp_ns = Some(peak_event.timestamp_ns);
-            profile.peak_device = Some(peak_event.device.clone());
+            profile.peak_device = Some(peak_event.device.to_string());
             profile.peak_by_category = at_peak.by_category[peak_dev as usize];
             let mut live_at_peak: Vec<LiveAllocation> = at_peak
                 .slots
@@ -320,11 +321,11 @@ impl MemoryProfile {
                     let m = &memory[s.memory_index];
                     LiveAllocation {
                         memory_index: s.memory_index,
-                        tensor_id: m.tensor_id.clone(),
+                        tensor_id: m.tensor_id.to_string(),
                         bytes: s.bytes,
                         category: s.category,
-                        span_id: m.span_id.clone(),
-                        op_name: m.op_name.clone(),
+                        span_id: m.span_id.to_string(),
+                        op_name: m.op_name.as_deref().map(String::from),
                         timestamp_ns: m.timestamp_ns,
                         line: m.line,
                     }

@@ -1,6 +1,7 @@
 //! Op aggregates: ops grouped by name, or by (name, shape, dtype).
 
 use alloc::string::String;
+use alloc::string::ToString;
 use alloc::vec::Vec;
 
 use hashbrown::HashMap;
@@ -71,7 +72,7 @@ pub fn op_groups(ops: &[Lined<Op>], grouping: OpGrouping) -> Vec<OpGroup> {
         };
         let g = *index.entry(key).or_insert_with(|| {
             groups.push(OpGroup {
-                op_name: op.op_name.clone(),
+                op_name: op.op_name.to_string(),
                 shape: key.1.map(|(s, _)| s.to_vec()),
                 dtype: key.1.map(|(_, d)| String::from(d)),
                 count: 0,

@@ -20,6 +20,7 @@
 //!   first, then by path.
 
 use alloc::string::String;
+use alloc::string::ToString;
 use alloc::vec::Vec;
 
 use hashbrown::HashMap;
@@ -96,7 +97,7 @@ fn walk(doc: &TraceDocument, root: usize, mut visit: impl FnMut(usize, Option<St
         let next_step = inherited.or(span.step);
         let next_prefix = if span.span_kind == SpanKind::Module {
             if prefix.is_empty() {
-                span.name.clone()
+                span.name.to_string()
             } else {
                 alloc::format!("{prefix}/{}", span.name)
             }
@@ -154,7 +155,7 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
             _ => return,
         };
         let path = if prefix.is_empty() {
-            span.name.clone()
+            span.name.to_string()
         } else {
             alloc::format!("{prefix}/{}", span.name)
         };

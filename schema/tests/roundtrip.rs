@@ -17,6 +17,12 @@ fn text() -> impl Strategy<Value = String> {
     prop_oneof![".{0,12}", "[a-z_./:0-9]{1,12}"]
 }
 
+/// The same, for the fields stored as [`CompactString`]; up to 40 characters, so both the
+/// inline and the heap form are read back.
+fn ctext() -> impl Strategy<Value = CompactString> {
+    prop_oneof![".{0,40}", "[a-z_./:0-9]{1,40}"].prop_map(CompactString::from)
+}
+
 fn shape() -> impl Strategy<Value = Vec<u64>> {
     prop::collection::vec(any::<u64>(), 0..5)
 }
@@ -68,9 +74,9 @@ fn meta() -> impl Strategy<Value = Meta> {
 
 fn event() -> impl Strategy<Value = TraceEvent> {
     let span_start = (
-        text(),
-        prop::option::of(text()),
-        text(),
+        ctext(),
+        prop::option::of(ctext()),
+        ctext(),
         any::<u64>(),
         prop::sample::select(vec![SpanKind::Function, SpanKind::Op, SpanKind::Module]),
         any::<bool>(),
@@ -93,19 +99,19 @@ fn event() -> impl Strategy<Value = TraceEvent> {
                 })
             },
         );
-    let span_end = (text(), any::<u64>())
+    let span_end = (ctext(), any::<u64>())
         .prop_map(|(id, duration_ns)| TraceEvent::SpanEnd(SpanEnd { id, duration_ns }));
     let op = (
         (
-            text(),
-            text(),
-            prop::collection::vec(text(), 0..3),
-            prop::option::of(text()),
+            ctext(),
+            ctext(),
+            prop::collection::vec(ctext(), 0..3),
+            prop::option::of(ctext()),
             shape(),
         ),
         (
-            text(),
-            text(),
+            ctext(),
+            ctext(),
             any::<u64>(),
             any::<u64>(),
             prop::option::of(any::<u64>()),
@@ -133,11 +139,11 @@ fn event() -> impl Strategy<Value = TraceEvent> {
             },
         );
     let tensor = (
-        text(),
-        text(),
+        ctext(),
+        ctext(),
         shape(),
-        text(),
-        text(),
+        ctext(),
+        ctext(),
         any::<bool>(),
         prop::option::of(any::<u64>()),
         category(),
@@ -159,12 +165,12 @@ fn event() -> impl Strategy<Value = TraceEvent> {
     let memory = (
         (
             any::<u64>(),
-            text(),
-            text(),
-            prop::option::of(text()),
-            text(),
+            ctext(),
+            ctext(),
+            prop::option::of(ctext()),
+            ctext(),
         ),
-        (any::<u64>(), any::<bool>(), shape(), text(), category()),
+        (any::<u64>(), any::<bool>(), shape(), ctext(), category()),
     )
         .prop_map(
             |(

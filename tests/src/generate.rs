@@ -40,9 +40,9 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use candle_trace_schema::events::{
-    derived_storage_bytes, DeviceMemory, Edge, Gradient, GradientState, MemoryAction, MemoryEvent,
-    Meta, Op, Phase, SpanEnd, SpanKind, SpanStart, Step, TensorCategory, TensorEvent, TimingMode,
-    TraceEvent, TRACE_SCHEMA,
+    derived_storage_bytes, CompactString, DeviceMemory, Edge, Gradient, GradientState,
+    MemoryAction, MemoryEvent, Meta, Op, Phase, SpanEnd, SpanKind, SpanStart, Step, TensorCategory,
+    TensorEvent, TimingMode, TraceEvent, TRACE_SCHEMA,
 };
 
 /// What to generate.
@@ -182,7 +182,7 @@ struct Alloc {
 
 #[derive(Debug)]
 struct OpenSpan {
-    id: String,
+    id: CompactString,
     start_ns: u64,
     measured: bool,
 }
@@ -305,7 +305,7 @@ impl<'w, W: Write> Gen<'w, W> {
         self.now += ns.max(1);
     }
 
-    fn current_span(&self) -> String {
+    fn current_span(&self) -> CompactString {
         self.stack.last().map(|s| s.id.clone()).unwrap_or_default()
     }
 
@@ -347,16 +347,16 @@ impl<'w, W: Write> Gen<'w, W> {
         let start_ns = self.now;
         let parent_id = self.stack.last().map(|s| s.id.clone());
         self.emit(&TraceEvent::SpanStart(SpanStart {
-            id: id.clone(),
+            id: id.clone().into(),
             parent_id,
-            name: String::from(name),
+            name: name.into(),
             start_ns,
             span_kind,
             measured,
             step: self.step,
         }))?;
         self.stack.push(OpenSpan {
-            id: id.clone(),
+            id: id.clone().into(),
             start_ns,
             measured,
         });
@@ -434,14 +434,14 @@ impl<'w, W: Write> Gen<'w, W> {
         }
         let event = TraceEvent::Memory(MemoryEvent {
             timestamp_ns: self.now,
-            tensor_id: a.tensor_id.clone(),
+            tensor_id: a.tensor_id.clone().into(),
             span_id: self.current_span(),
-            op_name: a.op_name.clone(),
-            device: self.devices[d].clone(),
+            op_name: a.op_name.as_deref().map(Into::into),
+            device: self.devices[d].clone().into(),
             bytes: a.bytes,
             action,
             shape: a.shape.clone(),
-            dtype: String::from(a.dtype),
+            dtype: a.dtype.into(),
             category: a.category,
         });
         self.emit(&event)?;
@@ -470,12 +470,12 @@ impl<'w, W: Write> Gen<'w, W> {
         };
         let event = TraceEvent::Op(Op {
             span_id: self.current_span(),
-            op_name: String::from(op_name),
-            inputs: inputs.iter().map(|s| String::from(*s)).collect(),
-            output: output.map(String::from),
+            op_name: op_name.into(),
+            inputs: inputs.iter().map(|&s| s.into()).collect(),
+            output: output.map(Into::into),
             shape: shape.to_vec(),
-            dtype: String::from(dtype),
-            device: self.devices[device].clone(),
+            dtype: dtype.into(),
+            device: self.devices[device].clone().into(),
             duration_ns,
             timestamp_ns: self.now,
             storage_bytes,
@@ -498,10 +498,10 @@ impl<'w, W: Write> Gen<'w, W> {
         let storage_bytes = self.maybe_storage(shape, dtype);
         let event = TraceEvent::Tensor(TensorEvent {
             span_id: self.current_span(),
-            tensor_id: String::from(tensor_id),
+            tensor_id: tensor_id.into(),
             shape: shape.to_vec(),
-            dtype: String::from(dtype),
-            device: self.devices[device].clone(),
+            dtype: dtype.into(),
+            device: self.devices[device].clone().into(),
             requires_grad,
             storage_bytes,
             category,
@@ -1315,9 +1315,9 @@ pub fn write_deep_chain(depth: u64, out: &mut impl Write) -> io::Result<GenStats
     simple_meta(&mut g)?;
     for i in 0..depth {
         let start = SpanStart {
-            id: format!("s{i}"),
-            parent_id: i.checked_sub(1).map(|p| format!("s{p}")),
-            name: String::from("op"),
+            id: format!("s{i}").into(),
+            parent_id: i.checked_sub(1).map(|p| format!("s{p}").into()),
+            name: "op".into(),
             start_ns: i,
             span_kind: SpanKind::Op,
             measured: i == 0,
@@ -1332,7 +1332,7 @@ pub fn write_deep_chain(depth: u64, out: &mut impl Write) -> io::Result<GenStats
             g.stats.total_ns = duration_ns;
         }
         g.emit(&TraceEvent::SpanEnd(SpanEnd {
-            id: format!("s{i}"),
+            id: format!("s{i}").into(),
             duration_ns,
         }))?;
     }
@@ -1349,9 +1349,9 @@ pub fn write_wide(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
         return Ok(g.finish());
     }
     g.emit(&TraceEvent::SpanStart(SpanStart {
-        id: String::from("s0"),
+        id: "s0".into(),
         parent_id: None,
-        name: String::from("wide"),
+        name: "wide".into(),
         start_ns: 0,
         span_kind: SpanKind::Op,
         measured: true,
@@ -1359,16 +1359,16 @@ pub fn write_wide(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
     }))?;
     for i in 1..spans {
         g.emit(&TraceEvent::SpanStart(SpanStart {
-            id: format!("s{i}"),
-            parent_id: Some(String::from("s0")),
-            name: String::from("op"),
+            id: format!("s{i}").into(),
+            parent_id: Some("s0".into()),
+            name: "op".into(),
             start_ns: 2 * i - 1,
             span_kind: SpanKind::Op,
             measured: false,
             step: None,
         }))?;
         g.emit(&TraceEvent::SpanEnd(SpanEnd {
-            id: format!("s{i}"),
+            id: format!("s{i}").into(),
             duration_ns: 1,
         }))?;
         g.stats.max_depth = 1;
@@ -1376,7 +1376,7 @@ pub fn write_wide(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
     let duration_ns = 2 * spans;
     g.stats.total_ns = duration_ns;
     g.emit(&TraceEvent::SpanEnd(SpanEnd {
-        id: String::from("s0"),
+        id: "s0".into(),
         duration_ns,
     }))?;
     Ok(g.finish())
@@ -1394,9 +1394,9 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
         return Ok(g.finish());
     }
     g.emit(&TraceEvent::SpanStart(SpanStart {
-        id: String::from("r"),
+        id: "r".into(),
         parent_id: None,
-        name: String::from("step"),
+        name: "step".into(),
         start_ns: 0,
         span_kind: SpanKind::Function,
         measured: true,
@@ -1408,9 +1408,9 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
         let step = [Step::Forward, Step::Backward, Step::Optimizer][(b * 3 / blocks) as usize];
         let block_start = t;
         g.emit(&TraceEvent::SpanStart(SpanStart {
-            id: format!("b{b}"),
-            parent_id: Some(String::from("r")),
-            name: format!("block_{b}"),
+            id: format!("b{b}").into(),
+            parent_id: Some("r".into()),
+            name: format!("block_{b}").into(),
             start_ns: block_start,
             span_kind: SpanKind::Module,
             measured: false,
@@ -1421,16 +1421,16 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
         let mut i = 0;
         while i < 99 && made < spans {
             g.emit(&TraceEvent::SpanStart(SpanStart {
-                id: format!("b{b}o{i}"),
-                parent_id: Some(format!("b{b}")),
-                name: format!("op_{}", i % 7),
+                id: format!("b{b}o{i}").into(),
+                parent_id: Some(format!("b{b}").into()),
+                name: format!("op_{}", i % 7).into(),
                 start_ns: t,
                 span_kind: SpanKind::Op,
                 measured: false,
                 step: Some(step),
             }))?;
             g.emit(&TraceEvent::SpanEnd(SpanEnd {
-                id: format!("b{b}o{i}"),
+                id: format!("b{b}o{i}").into(),
                 duration_ns: 80 + (i % 5) * 10,
             }))?;
             g.stats.max_depth = 2;
@@ -1439,14 +1439,14 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
             made += 1;
         }
         g.emit(&TraceEvent::SpanEnd(SpanEnd {
-            id: format!("b{b}"),
+            id: format!("b{b}").into(),
             duration_ns: t - block_start + 50,
         }))?;
         t += 100;
     }
     g.stats.total_ns = t + 10;
     g.emit(&TraceEvent::SpanEnd(SpanEnd {
-        id: String::from("r"),
+        id: "r".into(),
         duration_ns: t + 10,
     }))?;
     Ok(g.finish())

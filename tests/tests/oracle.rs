@@ -45,7 +45,7 @@ fn every_trace_fixture_matches_the_oracle_in_detail() {
             .enumerate()
             .map(|(i, s)| {
                 (
-                    s.id.clone(),
+                    s.id.to_string(),
                     json!({ "depth": doc.tree.depth[i], "self_ns": doc.tree.self_ns[i] }),
                 )
             })
@@ -171,7 +171,7 @@ fn every_chrome_fixture_matches_the_oracle() {
                 .enumerate()
                 .map(|(i, s)| {
                     (
-                        s.id.clone(),
+                        s.id.to_string(),
                         json!({
                             "depth": doc.tree.depth[i],
                             "self_ns": doc.tree.self_ns[i],

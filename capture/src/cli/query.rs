@@ -173,10 +173,10 @@ fn heaviest(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
         let op = &doc.ops[i];
         let span = doc.span(&op.span_id).map_or("?", |s| s.name.as_str());
         table.row(vec![
-            op.op_name.clone(),
+            op.op_name.to_string(),
             shape_text(&op.shape),
-            op.dtype.clone(),
-            op.device.clone(),
+            op.dtype.to_string(),
+            op.device.to_string(),
             format_bytes(op.output_bytes()),
             format_bytes(op.input_storage_bytes),
             format_ns(op.duration_ns),

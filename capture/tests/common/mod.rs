@@ -56,14 +56,14 @@ pub fn errors(doc: &TraceDocument) -> Vec<String> {
 
 /// The names of the spans, in file order.
 pub fn span_names(doc: &TraceDocument) -> Vec<String> {
-    doc.spans.iter().map(|s| s.name.clone()).collect()
+    doc.spans.iter().map(|s| s.name.to_string()).collect()
 }
 
 /// The name of span `id`'s parent.
 pub fn parent_name(doc: &TraceDocument, name: &str) -> Option<String> {
     let span = doc.spans.iter().find(|s| s.name == name)?;
     let parent = span.parent_id.as_deref()?;
-    doc.span(parent).map(|p| p.name.clone())
+    doc.span(parent).map(|p| p.name.to_string())
 }
 
 /// A writer that blocks every write until the test opens the gate, then writes to its buffer.

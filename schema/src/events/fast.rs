@@ -9,12 +9,11 @@
 //! would reject, nor read it differently: the property tests in `tests/roundtrip.rs` check the
 //! second half against serde's output.
 
-use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::{
-    MemoryAction, MemoryEvent, Op, SpanEnd, SpanKind, SpanStart, Step, TensorCategory, TensorEvent,
-    TraceEvent,
+    CompactString, MemoryAction, MemoryEvent, Op, SpanEnd, SpanKind, SpanStart, Step,
+    TensorCategory, TensorEvent, TraceEvent,
 };
 
 struct Cursor<'a> {
@@ -74,8 +73,8 @@ impl<'a> Cursor<'a> {
         self.text.get(start..start + len)
     }
 
-    fn string(&mut self) -> Option<String> {
-        self.str().map(String::from)
+    fn string(&mut self) -> Option<CompactString> {
+        self.str().map(CompactString::from)
     }
 
     /// A JSON integer that fits u64, in JSON's canonical form (no sign, no leading zero).
@@ -123,7 +122,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn string_array(&mut self) -> Option<Vec<String>> {
+    fn string_array(&mut self) -> Option<Vec<CompactString>> {
         self.literal(b"[")?;
         let mut out = Vec::new();
         if self.literal(b"]").is_some() {

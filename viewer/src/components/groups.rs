@@ -230,7 +230,7 @@ pub fn GroupTimeline(
                 let left = (h.x + 12.0).min(view_sig.get_untracked().width_px - 320.0).max(0.0);
                 Some(view! {
                     <div class="tooltip" data-testid="group-tooltip" style:left=format!("{left}px") style:top=format!("{}px", h.y + 12.0)>
-                        <div class="tooltip-name">{s.name.clone()}</div>
+                        <div class="tooltip-name">{s.name.to_string()}</div>
                         <div>{name.clone()}</div>
                         <div>"path " {model.doc.span_path(h.span as usize)}</div>
                         <div>"duration " {duration}</div>

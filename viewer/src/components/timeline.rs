@@ -530,7 +530,7 @@ pub fn Timeline() -> impl IntoView {
                         style:left=format!("{left}px")
                         style:top=format!("{top}px")
                     >
-                        <div class="tooltip-name">{s.name.clone()}</div>
+                        <div class="tooltip-name">{s.name.to_string()}</div>
                         <div>{kind_name(s.span_kind)} " · step " {step_name(s.step)}</div>
                         <div>"duration " {duration}</div>
                         <div>"self " {format_ns(self_ns)}</div>

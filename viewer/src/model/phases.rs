@@ -131,7 +131,7 @@ impl PhasesPanel {
             })
             .collect();
         PhasesPanel {
-            region: doc.spans[b.region_span].name.clone(),
+            region: doc.spans[b.region_span].name.to_string(),
             region_ns: b.region_ns,
             rows,
             overlap_ns: b.overlap_ns,

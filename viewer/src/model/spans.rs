@@ -46,7 +46,7 @@ pub fn span_rows(doc: &TraceDocument, order: SpanOrder, limit: usize) -> Vec<Spa
             let s = &doc.spans[i];
             SpanRow {
                 index: i as u32,
-                name: s.name.clone(),
+                name: s.name.to_string(),
                 path: doc.span_path(i),
                 kind: s.span_kind,
                 step: s.step,
@@ -131,11 +131,11 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
     let s = doc.spans.get(i)?;
     let self_ns = doc.tree.self_ns.get(i).copied().unwrap_or(0);
     let mut fields = vec![
-        ("name", s.name.clone()),
-        ("id", s.id.clone()),
+        ("name", s.name.to_string()),
+        ("id", s.id.to_string()),
         (
             "parent_id",
-            s.parent_id.clone().unwrap_or_else(|| "—".into()),
+            s.parent_id.as_deref().unwrap_or("—").to_string(),
         ),
         ("path", doc.span_path(i)),
         (
@@ -170,7 +170,7 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
         .map(|&c| {
             // The tree and the index are built from `doc`: their indices are in range.
             let c_span = &doc.spans[c as usize];
-            (c, c_span.name.clone(), c_span.duration_or_zero())
+            (c, c_span.name.to_string(), c_span.duration_or_zero())
         })
         .collect();
     let ops = index
@@ -182,9 +182,9 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
         .map(|&o| {
             let op = &doc.ops[o as usize];
             OpInSpan {
-                op_name: op.op_name.clone(),
+                op_name: op.op_name.to_string(),
                 shape: shape_text(&op.shape),
-                dtype: op.dtype.clone(),
+                dtype: op.dtype.to_string(),
                 duration_ns: op.duration_ns,
                 output_bytes: op.output_bytes(),
             }
