@@ -55,6 +55,10 @@ pub fn start() {
     use wasm_bindgen::JsCast;
     match js_sys::global().dyn_into::<web_sys::DedicatedWorkerGlobalScope>() {
         Ok(scope) => worker::serve(scope),
-        Err(_) => leptos::mount::mount_to_body(components::app::App),
+        Err(_) => {
+            leptos::mount::mount_to_body(components::app::App);
+            // A worker loads its wasm while the user picks a file.
+            worker::prepare();
+        }
     }
 }

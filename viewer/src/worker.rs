@@ -7,8 +7,12 @@
 //! - worker → page `{type: "ready"}` once its wasm has started;
 //! - page → worker `{file: File}` or `{url: "<absolute same-origin URL>"}`;
 //! - worker → page `{type: "progress", read, total, lines}` per chunk, `{type: "analysing"}`
-//!   when the whole-file analysis starts, then `{type: "done", doc: ArrayBuffer}` (transferred,
-//!   not copied) or `{type: "failed", message}`.
+//!   when the whole-file analysis starts, then `{type: "done", doc: ArrayBuffer, readMs,
+//!   analyseMs, encodeMs}` (the buffer transferred, not copied; the times measured in the
+//!   worker) or `{type: "failed", message}`.
+//!
+//! A worker serves one file. The page starts the next one ahead of need ([`prepare`]): while
+//! the user picks a file, a spare worker loads its wasm, so opening does not wait for that.
 //!
 //! Cancelling (or opening another file) terminates the worker: nothing it was doing reaches
 //! the page. A worker that dies (out of memory on a huge file, for one) takes only itself
@@ -53,18 +57,24 @@ pub enum Stage {
     },
 }
 
-/// Where the time of one load went, measured on the page (milliseconds).
+/// Where the time of one load went (milliseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LoadTimings {
     /// Whether a worker did the reading (false: the page did, no worker available).
     pub in_worker: bool,
     /// Bytes of the file.
     pub bytes: u64,
-    /// Request to the end of reading and parsing.
+    /// Waiting for the worker to be ready (0 when a spare one was waiting already).
+    pub start_ms: f64,
+    /// Reading and parsing every line (measured where it ran).
     pub read_ms: f64,
-    /// The whole-file analysis (and, in a worker, encoding the result).
+    /// The whole-file analysis: cross-record checks, span tree, memory profile.
     pub analyse_ms: f64,
-    /// Decoding the worker's document on the page (0 without a worker).
+    /// Encoding the document for the page (0 without a worker).
+    pub encode_ms: f64,
+    /// Bytes handed from the worker to the page (0 without a worker).
+    pub transfer_bytes: u64,
+    /// From the worker's `done` to the document decoded on the page (0 without a worker).
     pub receive_ms: f64,
 }
 
@@ -132,18 +142,31 @@ async fn parse(scope: web_sys::DedicatedWorkerGlobalScope, data: JsValue) {
         set(&m, "lines", (lines as f64).into());
         post(&m);
     };
+    if let Source::File(file) = &source {
+        // The document takes about as many bytes as the file (see `reserve_heap`).
+        crate::load::reserve_heap(file.size() as usize);
+    }
+    let started = js_sys::Date::now();
     let reader = match read(source, progress, || true).await {
         Ok(reader) => reader,
         Err(LoadError::Failed(text)) => return fail(text),
         Err(LoadError::Cancelled) => return,
     };
     post(&message("analysing"));
-    let bytes = crate::transfer::encode(&reader.finish());
+    let analysing_since = js_sys::Date::now();
+    let doc = reader.finish();
+    let encoding_since = js_sys::Date::now();
+    let bytes = crate::transfer::encode(&doc);
+    drop(doc);
     // One copy into a JS buffer, which then moves to the page without another.
     let array = Uint8Array::from(&bytes[..]);
     drop(bytes);
+    let done_at = js_sys::Date::now();
     let m = message("done");
     set(&m, "doc", array.buffer().into());
+    set(&m, "readMs", (analysing_since - started).into());
+    set(&m, "analyseMs", (encoding_since - analysing_since).into());
+    set(&m, "encodeMs", (done_at - encoding_since).into());
     if scope
         .post_message_with_transfer(&m, &Array::of1(&array.buffer()))
         .is_err()
@@ -159,11 +182,19 @@ async fn parse(scope: web_sys::DedicatedWorkerGlobalScope, data: JsValue) {
 enum Heard {
     Ready,
     Progress(Stage),
-    Done(js_sys::ArrayBuffer),
+    Done(Box<Finished>),
     Failed(String),
     /// The worker died (an uncaught error: typically out of memory).
     Crashed(String),
     Cancelled,
+}
+
+/// The worker's `done`: the document's bytes and the worker's own timings.
+struct Finished {
+    doc: js_sys::ArrayBuffer,
+    read_ms: f64,
+    analyse_ms: f64,
+    encode_ms: f64,
 }
 
 /// The page's current worker, so cancelling can stop it at once.
@@ -175,8 +206,24 @@ struct Running {
     _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
 }
 
+/// A started worker and what it has said so far.
+struct Spawned {
+    running: Running,
+    heard: mpsc::UnboundedReceiver<Heard>,
+}
+
 thread_local! {
     static RUNNING: RefCell<Option<Running>> = const { RefCell::new(None) };
+    /// A worker started ahead of need, loading its wasm (or ready) while nothing is open.
+    static SPARE: RefCell<Option<Spawned>> = const { RefCell::new(None) };
+}
+
+/// Start a spare worker, if there is none, so that the next [`open`] finds one ready.
+pub fn prepare() {
+    if SPARE.with(|s| s.borrow().is_none()) {
+        let spawned = spawn();
+        SPARE.with(|s| *s.borrow_mut() = spawned);
+    }
 }
 
 /// Stop the current load's worker, if any; its `open` returns [`LoadError::Cancelled`].
@@ -202,12 +249,15 @@ fn heard_of(data: &JsValue) -> Option<Heard> {
             lines: num("lines").unwrap_or(0.0) as u64,
         }),
         "analysing" => Heard::Progress(Stage::Analysing),
-        "done" => Heard::Done(
-            Reflect::get(data, &"doc".into())
+        "done" => Heard::Done(Box::new(Finished {
+            doc: Reflect::get(data, &"doc".into())
                 .ok()?
                 .dyn_into::<js_sys::ArrayBuffer>()
                 .ok()?,
-        ),
+            read_ms: num("readMs").unwrap_or(0.0),
+            analyse_ms: num("analyseMs").unwrap_or(0.0),
+            encode_ms: num("encodeMs").unwrap_or(0.0),
+        })),
         "failed" => Heard::Failed(
             Reflect::get(data, &"message".into())
                 .ok()
@@ -219,7 +269,7 @@ fn heard_of(data: &JsValue) -> Option<Heard> {
 }
 
 /// Start a worker, or `None` where the page cannot have one.
-fn spawn() -> Option<(web_sys::Worker, mpsc::UnboundedReceiver<Heard>)> {
+fn spawn() -> Option<Spawned> {
     let options = web_sys::WorkerOptions::new();
     options.set_type(web_sys::WorkerType::Module);
     let worker = web_sys::Worker::new_with_options(WORKER_SCRIPT, &options).ok()?;
@@ -239,16 +289,24 @@ fn spawn() -> Option<(web_sys::Worker, mpsc::UnboundedReceiver<Heard>)> {
         });
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-    cancel();
-    RUNNING.with(|r| {
-        *r.borrow_mut() = Some(Running {
-            worker: worker.clone(),
+    Some(Spawned {
+        running: Running {
+            worker,
             heard: tx,
             _on_message: on_message,
             _on_error: on_error,
-        })
-    });
-    Some((worker, rx))
+        },
+        heard: rx,
+    })
+}
+
+/// The spare worker (or a new one) as the current load's, after cancelling any other load.
+fn take_worker() -> Option<(web_sys::Worker, mpsc::UnboundedReceiver<Heard>)> {
+    let Spawned { running, heard } = SPARE.with(|s| s.borrow_mut().take()).or_else(spawn)?;
+    cancel();
+    let worker = running.worker.clone();
+    RUNNING.with(|r| *r.borrow_mut() = Some(running));
+    Some((worker, heard))
 }
 
 /// Read, validate and analyse `source` in a worker and return the document, reporting each
@@ -261,7 +319,7 @@ pub async fn open(
     if let Source::Url(url) = &source {
         same_origin(url)?;
     }
-    let Some((worker, mut rx)) = spawn() else {
+    let Some((worker, mut rx)) = take_worker() else {
         return open_here(source, stage, is_current).await;
     };
     let request = Object::new();
@@ -274,7 +332,6 @@ pub async fn open(
         in_worker: true,
         ..LoadTimings::default()
     };
-    let mut analysing_since = started;
     let result = loop {
         let Some(heard) = rx.next().await else {
             break Err(LoadError::Cancelled);
@@ -284,6 +341,7 @@ pub async fn open(
         }
         match heard {
             Heard::Ready => {
+                timings.start_ms = js_sys::Date::now() - started;
                 if let Err(e) = worker.post_message(&request) {
                     break Err(LoadError::Failed(format!(
                         "cannot hand the file to the parsing worker: {e:?}"
@@ -291,20 +349,24 @@ pub async fn open(
                 }
             }
             Heard::Progress(s) => {
-                match s {
-                    Stage::Reading { read, .. } => timings.bytes = read,
-                    Stage::Analysing => {
-                        analysing_since = js_sys::Date::now();
-                        timings.read_ms = analysing_since - started;
-                    }
-                    Stage::Receiving { .. } => {}
+                if let Stage::Reading { read, .. } = s {
+                    timings.bytes = read;
                 }
                 stage(s)
             }
-            Heard::Done(buffer) => {
+            Heard::Done(finished) => {
                 let received_since = js_sys::Date::now();
-                timings.analyse_ms = received_since - analysing_since;
-                let doc = receive(buffer, &stage, &is_current).await;
+                let Finished {
+                    doc,
+                    read_ms,
+                    analyse_ms,
+                    encode_ms,
+                } = *finished;
+                timings.read_ms = read_ms;
+                timings.analyse_ms = analyse_ms;
+                timings.encode_ms = encode_ms;
+                timings.transfer_bytes = u64::from(doc.byte_length());
+                let doc = receive(doc, &stage, &is_current).await;
                 timings.receive_ms = js_sys::Date::now() - received_since;
                 break doc.map(|d| (d, timings));
             }
@@ -325,6 +387,7 @@ pub async fn open(
         }
     });
     worker.terminate();
+    prepare();
     result
 }
 
@@ -336,6 +399,8 @@ async fn receive(
 ) -> Result<AnyDocument, LoadError> {
     let all = Uint8Array::new(&buffer);
     let total = all.length();
+    // The decoded document takes about as many bytes as the encoded one.
+    crate::load::reserve_heap(total as usize);
     let mut assembler = Assembler::new();
     let mut at = 0u32;
     let mut pacer = Pacer::new();
@@ -402,7 +467,7 @@ async fn open_here(
             bytes: bytes.get(),
             read_ms: analysing_since - started,
             analyse_ms: js_sys::Date::now() - analysing_since,
-            receive_ms: 0.0,
+            ..LoadTimings::default()
         },
     ))
 }

@@ -451,20 +451,34 @@ impl std::ops::Deref for ShownTimings {
 #[component]
 fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
     let ms = |v: f64| format_ns((v.max(0.0) * 1e6) as u64);
+    // Parse throughput: reading every line plus the whole-file analysis, as natively.
     let parse_s = (timings.read_ms + timings.analyse_ms) / 1000.0;
     let rate = if parse_s > 0.0 {
-        format!(" ({:.1} MB/s)", timings.bytes as f64 / 1e6 / parse_s)
+        format!(" ({:.0} MB/s)", timings.bytes as f64 / 1e6 / parse_s)
     } else {
         String::new()
     };
-    let total = timings.read_ms + timings.analyse_ms + timings.receive_ms + timings.layout_ms;
+    let total = timings.start_ms
+        + timings.read_ms
+        + timings.analyse_ms
+        + timings.encode_ms
+        + timings.receive_ms
+        + timings.layout_ms;
     let text = if timings.in_worker {
+        let start = if timings.start_ms >= 1.0 {
+            format!("worker started in {}, ", ms(timings.start_ms))
+        } else {
+            String::new()
+        };
         format!(
-            "Opened {} in {}: read {} and analysed {}{rate} in a worker, handed to the page in {}, laid out in {}.",
+            "Opened {} in {}: {start}read {} and analysed {}{rate} in the worker, handed {} to the page in {} (encode {}, decode {}), laid out in {}.",
             format_bytes(timings.bytes),
             ms(total),
             ms(timings.read_ms),
             ms(timings.analyse_ms),
+            format_bytes(timings.transfer_bytes),
+            ms(timings.encode_ms + timings.receive_ms),
+            ms(timings.encode_ms),
             ms(timings.receive_ms),
             ms(timings.layout_ms),
         )
@@ -484,8 +498,11 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
             data-testid="load-timings"
             data-in-worker=timings.in_worker.to_string()
             data-bytes=timings.bytes.to_string()
+            data-start-ms=format!("{:.1}", timings.start_ms)
             data-read-ms=format!("{:.1}", timings.read_ms)
             data-analyse-ms=format!("{:.1}", timings.analyse_ms)
+            data-encode-ms=format!("{:.1}", timings.encode_ms)
+            data-transfer-bytes=timings.transfer_bytes.to_string()
             data-receive-ms=format!("{:.1}", timings.receive_ms)
             data-layout-ms=format!("{:.1}", timings.layout_ms)
         >
