@@ -3,7 +3,12 @@
 import init from './candle-trace-viewer.js';
 
 init({ module_or_path: new URL('./candle-trace-viewer_bg.wasm', import.meta.url) })
-  .then(() => document.getElementById('boot-message')?.remove())
+  .then((wasm) => {
+    // The wasm memory (every byte the viewer's Rust code holds), for the benchmarks' memory
+    // figures and anyone curious: `candleTraceMemory.buffer.byteLength`.
+    window.candleTraceMemory = wasm.memory;
+    document.getElementById('boot-message')?.remove();
+  })
   .catch((err) => {
   const p = document.createElement('p');
   p.setAttribute('role', 'alert');

@@ -94,12 +94,18 @@ function rendererRss() {
   return total;
 }
 
-/** The page's JS heap plus its ArrayBuffer backing stores (which hold wasm memory), in bytes. */
-async function jsHeap(page) {
+/** Memory the page holds once loaded, after a garbage collection (so buffers already let go
+ * of, such as the worker's hand-over, do not count): JS heap in use, ArrayBuffer backing
+ * stores, and the viewer's wasm memory (`window.candleTraceMemory`, set by web/loader.js; V8
+ * does not count it among the backing stores). In bytes. */
+async function memoryOf(page) {
   const cdp = await page.context().newCDPSession(page);
+  await cdp.send('HeapProfiler.collectGarbage');
   const usage = await cdp.send('Runtime.getHeapUsage');
   await cdp.detach();
-  return usage.usedSize + (usage.backingStorageSize ?? 0);
+  const wasm = await page.evaluate(() => window.candleTraceMemory?.buffer.byteLength ?? 0);
+  const buffers = usage.backingStorageSize ?? 0;
+  return { heap: usage.usedSize + buffers + wasm, js_heap: usage.usedSize, buffers, wasm };
 }
 
 const twoFrames = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r())));
@@ -128,7 +134,7 @@ async function openOurs(browser, origin, file, timeoutMs) {
     const ms = Date.now() - started;
     const t = await page.$eval('[data-testid=load-timings]', (e) => ({ ...e.dataset }));
     return {
-      opened: true, ms, rss: rendererRss(), heap: await jsHeap(page), errors,
+      opened: true, ms, rss: rendererRss(), ...(await memoryOf(page)), errors,
       in_worker: t.inWorker === 'true',
       parse_ms: Number(t.readMs) + Number(t.analyseMs),
       read_ms: Number(t.readMs), analyse_ms: Number(t.analyseMs),
@@ -165,7 +171,7 @@ async function openSpeedscope(browser, origin, file, timeoutMs) {
     }
     await page.evaluate(twoFrames);
     const ms = Date.now() - started;
-    return { opened: true, ms, rss: rendererRss(), heap: await jsHeap(page), errors };
+    return { opened: true, ms, rss: rendererRss(), ...(await memoryOf(page)), errors };
   } catch (e) {
     return { opened: false, reason: String(e).split('\n')[0], errors };
   } finally {
@@ -283,6 +289,9 @@ try {
         all_ms: ok.map((r) => r.ms),
         median_rss: median(ok.map((r) => r.rss)),
         median_heap: median(ok.map((r) => r.heap)),
+        median_js_heap: median(ok.map((r) => r.js_heap)),
+        median_buffers: median(ok.map((r) => r.buffers)),
+        median_wasm: median(ok.map((r) => r.wasm)),
         median_parse_ms: median(ok.filter((r) => r.parse_ms).map((r) => r.parse_ms)),
         median_read_ms: median(ok.filter((r) => r.read_ms !== undefined).map((r) => r.read_ms)),
         median_start_ms: median(ok.filter((r) => r.start_ms !== undefined).map((r) => r.start_ms)),

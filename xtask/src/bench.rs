@@ -480,7 +480,8 @@ fn browser_tables(b: &Value) -> String {
         "### Open time in the browser (`tests/e2e/bench.mjs`, {} headless, file chosen → first painted timeline, median of {runs} alternating runs)\n",
         b["chromium"].as_str().map_or("Chromium".into(), |v| format!("Chromium {v}"))
     );
-    let _ = writeln!(md, "| trace/6 file | ours | speedscope 1.25.0, same content as Chrome JSON | ratio (speedscope / ours) | goal ≥ 3× | ours: JS heap + buffers (wasm memory) | / file size | goal ≤ 1.5× | speedscope: JS heap + buffers | renderer RSS, ours / speedscope |\n| --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: |");
+    let _ = writeln!(md, "Memory is taken at the same moment, after a garbage collection: JS heap in use + ArrayBuffer backing stores + the viewer's wasm memory (which V8 does not count among the backing stores; speedscope has none). Renderer RSS (the tab and its workers, this run's processes only) is shown beside it.\n");
+    let _ = writeln!(md, "| trace/6 file | ours | speedscope 1.25.0, same content as Chrome JSON | ratio (speedscope / ours) | goal ≥ 3× | ours: JS heap + buffers + wasm memory | / file size | goal ≤ 1.5× | speedscope: JS heap + buffers | renderer RSS, ours / speedscope |\n| --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: |");
     let ms = |v: &Value| {
         v.as_f64()
             .map_or("—".into(), |m| format!("{:.2} s", m / 1e3))
