@@ -232,3 +232,113 @@ fn diagnostic_levels_mark_events_and_dropped_handles_close_as_failures() {
         "decode_not_entered"
     );
 }
+
+/// What one generated request does.
+#[derive(Debug, Clone)]
+struct Plan {
+    prompt_tokens: u64,
+    /// Decode waves, each followed by one token commit.
+    waves: usize,
+    /// A token commit right after prefill (the first token).
+    first_token: bool,
+    memory_snapshots: usize,
+    /// 0: closes normally; 1: a non-blocking error, then closes; 2: fails; 3: dropped open.
+    ending: u8,
+}
+
+fn plan() -> impl proptest::strategy::Strategy<Value = Plan> {
+    use proptest::prelude::*;
+    (1u64..5000, 0usize..5, any::<bool>(), 0usize..3, 0u8..4).prop_map(
+        |(prompt_tokens, waves, first_token, memory_snapshots, ending)| Plan {
+            prompt_tokens,
+            waves,
+            first_token,
+            memory_snapshots,
+            ending,
+        },
+    )
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Whatever requests a server makes, at any detail level, the profile it writes reads back
+    /// with no diagnostic, one record per event written, and per request the status, shape and
+    /// token timing that the profiler itself reported.
+    #[test]
+    fn any_requests_read_back_as_the_profiler_recorded_them(
+        plans in proptest::collection::vec(plan(), 1..8),
+        detail in proptest::sample::select(vec![
+            DetailLevel::Basic, DetailLevel::Resource, DetailLevel::Latency, DetailLevel::Full,
+        ]),
+    ) {
+        let out = SharedBuf::default();
+        let profiler = InferenceProfiler::builder(config(detail, 1.0, "unused.jsonl"))
+            .writer(out.clone())
+            .model("m")
+            .build()
+            .unwrap();
+        let mut timings = Vec::new();
+        for (i, p) in plans.iter().enumerate() {
+            let id = format!("req-{i}");
+            let request = profiler.request_open(id.clone(), shape(p.prompt_tokens));
+            request.prefill(Duration::from_micros(10 + i as u64));
+            if p.first_token {
+                request.record_token_commit();
+            }
+            for _ in 0..p.waves {
+                let _wave = request.decode_wave();
+                request.record_token_commit();
+            }
+            for m in 0..p.memory_snapshots as u64 {
+                request.memory("decode", MemorySnapshot::new("device", m, m + 1, m + 1, m + 2));
+            }
+            timings.push((id, p.clone(), request.token_timing()));
+            match p.ending {
+                0 => request.request_close(),
+                1 => {
+                    request.error("decode", "slow", "slow token", false);
+                    request.request_close();
+                }
+                2 => request.request_fail("oom", "out of memory"),
+                _ => drop(request),
+            }
+        }
+        let report = profiler.finish().unwrap();
+        proptest::prop_assert_eq!(report.events_invalid, 0, "{:?}", report.invalid_messages);
+        proptest::prop_assert_eq!(report.events_dropped, 0);
+
+        let doc = read_profile(&out.bytes());
+        proptest::prop_assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        proptest::prop_assert_eq!(doc.records.len() as u64, report.events_written);
+        let requests = doc.requests();
+        proptest::prop_assert_eq!(requests.len(), plans.len());
+        for (id, p, timing) in &timings {
+            let r = requests.iter().find(|r| &r.request_id == id).unwrap();
+            let expected = if p.ending == 0 { Status::Ok } else { Status::Failure };
+            proptest::prop_assert_eq!(r.status, expected, "{}", id);
+            proptest::prop_assert_eq!(r.model.as_deref(), Some("m"));
+            let commits = timing
+                .as_ref()
+                .map_or(0, |t| t.token_commit_nanos_since_request_start.len());
+            if detail >= DetailLevel::Latency {
+                let t = timing.as_ref().unwrap();
+                proptest::prop_assert_eq!(commits, p.waves + usize::from(p.first_token));
+                let first = t.token_commit_nanos_since_request_start.first();
+                proptest::prop_assert_eq!(r.ttft_us, first.map(|n| n / 1000));
+                if commits > 0 {
+                    proptest::prop_assert_eq!(r.output_tokens, Some(commits as u64));
+                }
+                proptest::prop_assert_eq!(r.itl_nanos.len(), commits.saturating_sub(1));
+            } else {
+                proptest::prop_assert!(timing.is_none());
+                proptest::prop_assert_eq!(r.ttft_us, None);
+            }
+        }
+        for rec in &doc.records {
+            let id = rec.event.request_id.as_deref().unwrap();
+            let i: usize = id.trim_start_matches("req-").parse().unwrap();
+            proptest::prop_assert_eq!(&rec.event.shape["prompt_tokens"], &plans[i].prompt_tokens);
+        }
+    }
+}
