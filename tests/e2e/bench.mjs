@@ -145,7 +145,7 @@ async function openOurs(browser, origin, file, timeoutMs) {
   } catch (e) {
     return { opened: false, reason: String(e).split('\n')[0], errors };
   } finally {
-    await context.close();
+    await Promise.race([context.close(), sleep(20000)]);
   }
 }
 
@@ -175,7 +175,7 @@ async function openSpeedscope(browser, origin, file, timeoutMs) {
   } catch (e) {
     return { opened: false, reason: String(e).split('\n')[0], errors };
   } finally {
-    await context.close();
+    await Promise.race([context.close(), sleep(20000)]);
   }
 }
 
@@ -224,7 +224,7 @@ async function frameTimes(browser, origin, file, timeoutMs) {
     const late = intervals.filter((ms) => ms > 25).length;
     return { spans, frames: intervals.length, p50: pct(50), p95: pct(95), max: sorted.at(-1), late };
   } finally {
-    await context.close();
+    await Promise.race([context.close(), sleep(20000)]);
   }
 }
 
@@ -248,13 +248,39 @@ const launch = (extra = []) => chromium.launch({
 /** Frames as fast as the page can make them, not paced by a 60 Hz display: each interval
  * between animation frames is then the time one frame took (input, script, layout, paint). */
 const UNTHROTTLED = ['--disable-frame-rate-limit', '--disable-gpu-vsync'];
-/** `f(browser)` in a browser of its own. */
+/** This script's Chromium processes (descendants of this node process). */
+function ourChromium() {
+  const parent = new Map();
+  const pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      parent.set(pid, stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch { /* the process ended */ }
+  }
+  return pids.filter((pid) => {
+    for (let p = parent.get(pid), hops = 0; p && p !== '0' && hops < 64; p = parent.get(p), hops++) {
+      if (p === String(process.pid)) return true;
+    }
+    return false;
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(() => r('timeout'), ms));
+
+/** `f(browser)` in a browser of its own. A tab still busy after a timed-out run (speedscope
+ * importing a huge file, say) can keep a graceful close waiting for many minutes: after 20 s
+ * the browser's processes are killed instead. */
 async function fresh(f, extra = []) {
   const browser = await launch(extra);
   try {
     return await f(browser);
   } finally {
-    await browser.close();
+    if (await Promise.race([browser.close(), sleep(20000)]) === 'timeout') {
+      for (const pid of ourChromium()) {
+        try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+      }
+    }
   }
 }
 const results = { chromium: await fresh((b) => b.version()), runs: opts.runs, open: [], frames: null };

@@ -11,8 +11,9 @@
 //!   analyseMs, encodeMs}` (the buffer transferred, not copied; the times measured in the
 //!   worker) or `{type: "failed", message}`.
 //!
-//! A worker serves one file. The page starts the next one ahead of need ([`prepare`]): while
-//! the user picks a file, a spare worker loads its wasm, so opening does not wait for that.
+//! A worker serves one file. The page starts the next one ahead of need ([`prepare`], at mount
+//! and two seconds after each load): while the user picks a file, a spare worker loads its
+//! wasm, so opening does not wait for that.
 //!
 //! Cancelling (or opening another file) terminates the worker: nothing it was doing reaches
 //! the page. A worker that dies (out of memory on a huge file, for one) takes only itself
@@ -387,9 +388,25 @@ pub async fn open(
         }
     });
     worker.terminate();
-    prepare();
+    prepare_later();
     result
 }
+
+/// [`prepare`] once the page has shown what it just loaded: a worker starting up (compiling
+/// its wasm) at the same time would slow the page's layout and first render.
+fn prepare_later() {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let start = Closure::once_into_js(prepare);
+    let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
+        start.unchecked_ref(),
+        PREPARE_DELAY_MS,
+    );
+}
+
+/// How long after a load the next spare worker starts.
+const PREPARE_DELAY_MS: i32 = 2000;
 
 /// Decode the worker's bytes a frame at a time, yielding to the page as it goes.
 async fn receive(

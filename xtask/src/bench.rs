@@ -529,7 +529,10 @@ fn browser_tables(b: &Value) -> String {
         );
     }
     md.push('\n');
-    let _ = writeln!(md, "### Parse throughput in the browser (the viewer's worker, timed inside it; median)\n");
+    let _ = writeln!(
+        md,
+        "### Parse throughput in the browser (the viewer's worker, timed inside it; median)\n"
+    );
     let _ = writeln!(md, "Parse = reading every line + the whole-file analysis (cross-record checks, span tree, memory profile), the same work as the native figure. The rest of opening is shown beside it: starting the worker (0 when a spare one was ready), handing the document to the page (encode in the worker, decode on the page) and the page's layout.\n");
     let _ = writeln!(md, "| file | in a worker | read | analyse | parse MB/s | goal ≥ 150 MB/s | met? | worker start | hand-over: encode + decode (bytes) | layout |\n| --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |");
     for row in b["open"].as_array().into_iter().flatten() {
@@ -552,7 +555,9 @@ fn browser_tables(b: &Value) -> String {
                 ms(&ours["median_start_ms"]),
                 ms(&ours["median_encode_ms"]),
                 ms(&ours["median_receive_ms"]),
-                ours["median_transfer_bytes"].as_f64().map_or("—".into(), mb),
+                ours["median_transfer_bytes"]
+                    .as_f64()
+                    .map_or("—".into(), mb),
                 ms(&ours["median_layout_ms"]),
             );
         }
