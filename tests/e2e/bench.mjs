@@ -121,11 +121,15 @@ async function openOurs(browser, origin, file, timeoutMs) {
     await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
     const started = Date.now();
     await page.setInputFiles('[data-testid=file-input]', file);
-    await page.waitForFunction(() => {
+    const loaded = page.waitForFunction(() => {
       if (document.querySelector('[data-testid=load-error]')) return true;
       return Number(document.querySelector('main')?.getAttribute('data-load-seq')) > 0
         && document.querySelector('[data-testid=timeline-canvas]');
     }, null, { timeout: timeoutMs, polling: 50 });
+    loaded.catch(() => {});
+    if (await Promise.race([loaded, sleep(timeoutMs)]) === 'timeout') {
+      return { opened: false, reason: `not open after ${timeoutMs / 1000} s`, errors };
+    }
     const failed = await page.locator('[data-testid=load-error]').count();
     if (failed) {
       return { opened: false, reason: await page.textContent('[data-testid=load-error]') };
@@ -163,9 +167,15 @@ async function openSpeedscope(browser, origin, file, timeoutMs) {
     // Loaded: speedscope sets the title to "<profile name> - speedscope" once the profile is
     // imported (its landing and loading views have other titles), or it says it could not
     // import the file.
-    await page.waitForFunction(() => / - speedscope$/.test(document.title)
+    // Playwright's own timeout is enforced by polling inside the page, which never runs while
+    // the tab is busy importing a huge file: race it with a timer of our own.
+    const loaded = page.waitForFunction(() => / - speedscope$/.test(document.title)
       || /Something went wrong/.test(document.body.innerText),
     null, { timeout: timeoutMs, polling: 50 });
+    loaded.catch(() => {});
+    if (await Promise.race([loaded, sleep(timeoutMs)]) === 'timeout') {
+      return { opened: false, reason: `not open after ${timeoutMs / 1000} s`, errors };
+    }
     if (/Something went wrong/.test(await page.evaluate(() => document.body.innerText))) {
       return { opened: false, reason: 'speedscope could not import the file', errors };
     }
