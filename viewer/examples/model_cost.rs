@@ -1,0 +1,36 @@
+//! What each view model of a trace costs to build, natively:
+//! `cargo run --release -p candle-trace-viewer --example model_cost -- FILE`.
+//!
+//! The page builds all of them when a trace opens; this finds the one that makes that slow.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a dev tool: a bad path is the report
+
+use std::time::Instant;
+
+use candle_trace_viewer::model::{
+    efficiency, gradients, memory, memory_chart, phases, spans, TraceModel,
+};
+use candle_trace_viewer::schema::document::TraceDocument;
+
+fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let v = f();
+    eprintln!("{name:>16}: {:?}", t.elapsed());
+    v
+}
+
+fn main() {
+    let path = std::env::args().nth(1).expect("usage: model_cost FILE");
+    let bytes = std::fs::read(&path).expect("cannot read the file");
+    let doc = timed("read", || TraceDocument::from_bytes(&bytes));
+    timed("summary", || doc.summary());
+    timed("memory panel", || memory::MemoryPanel::of(&doc, 20));
+    timed("gradient panel", || gradients::GradientPanel::of(&doc, 50));
+    timed("memory charts", || memory_chart::MemoryCharts::of(&doc));
+    timed("phases", || phases::PhasesPanel::of(&doc));
+    timed("efficiency", || efficiency::EfficiencyPanel::of(&doc));
+    timed("gradient table", || gradients::GradientTable::of(&doc));
+    timed("span rows", || {
+        spans::span_rows(&doc, spans::SpanOrder::Total, 50)
+    });
+    timed("whole model", || TraceModel::new(doc));
+}
