@@ -11,7 +11,7 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { useHarness, root, fixtures, artifacts, cli, openPage, openByPicker } from './harness.mjs';
 
@@ -216,6 +216,44 @@ test('inference panels of generate match the CLI', async () => {
     await shoot(page, testid, `generate-${shot}`);
   }
   console.log(`inference panels: ${checked} values compared`);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('a model with more module paths than the table shows: the heaviest 50, then all on request, as the CLI orders them', async () => {
+  // 60 modules, each a forward and a backward span under the measured step, so 60 paths.
+  const meta = { kind: 'meta', schema: 'candle-graph/trace/6', run_id: 'r', correlation_id: 'c',
+    entrypoint: 'train::step', phase: 'train', timestamp: '2026-01-01T00:00:00Z', capture_step: 2,
+    warmup_steps: 1, device: 'cpu', timing_mode: 'host', tags: {} };
+  const lines = [meta, { kind: 'span_start', id: 'root', name: 'step', start_ns: 0, span_kind: 'function', measured: true }];
+  let t = 0;
+  for (const step of ['forward', 'backward']) {
+    for (let m = 0; m < 60; m++) {
+      const id = `${step}-${m}`;
+      lines.push({ kind: 'span_start', id, parent_id: 'root', name: `layer${m}`, start_ns: t, span_kind: 'module', measured: false, step });
+      // Distinct durations, so the order is decided by time alone.
+      lines.push({ kind: 'span_end', id, duration_ns: 1000 + m * 10 + (step === 'backward' ? 3 : 0) });
+      t += 2000;
+    }
+  }
+  lines.push({ kind: 'span_end', id: 'root', duration_ns: t });
+  mkdirSync(artifacts, { recursive: true });
+  const file = join(artifacts, 'many-modules.trace6.jsonl');
+  writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+
+  const want = cli('query', file, '--kind', 'phases', '--json', '--limit', '1000').module_pairs;
+  assert.equal(want.length, 60);
+  const { page, seen } = await openPage();
+  await openByPicker(page, file);
+  const shown = async () => (await attrs(page, '[data-testid=module-pair]', ['data-path', 'data-forward', 'data-backward']))
+    .map((r) => [r['data-path'], r['data-forward'], r['data-backward']]);
+  const expected = want.map((m) => [m.path, String(m.forward_ns), String(m.backward_ns)]);
+  assert.deepEqual(await shown(), expected.slice(0, 50));
+  assert.match(await page.textContent('[data-testid=module-pairs-shown]'), /The 50 module paths with the most time, of 60/);
+  await page.click('[data-testid=module-pairs-all]');
+  assert.deepEqual(await shown(), expected);
+  await page.click('[data-testid=module-pairs-all]');
+  assert.equal((await shown()).length, 50);
   assert.deepEqual(seen.errors, []);
   await page.close();
 });
