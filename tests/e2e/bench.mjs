@@ -62,10 +62,8 @@ async function serve() {
   return { server, origin: `http://127.0.0.1:${server.address().port}` };
 }
 
-/** Resident memory of this script's Chromium renderer processes (the tab and its worker; each
- * run has a browser of its own, with one page), in bytes. Only processes descended from this
- * node process count, so a browser left over from another run cannot inflate the figure. */
-function rendererRss() {
+/** This script's Chromium processes (descendants of this node process). */
+function ourChromium() {
   const parent = new Map();
   const pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
   for (const pid of pids) {
@@ -75,16 +73,32 @@ function rendererRss() {
       parent.set(pid, stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
     } catch { /* the process ended */ }
   }
-  const ours = (pid) => {
-    for (let p = pid, hops = 0; p && p !== '0' && hops < 64; p = parent.get(p), hops++) {
+  return pids.filter((pid) => {
+    for (let p = parent.get(pid), hops = 0; p && p !== '0' && hops < 64; p = parent.get(p), hops++) {
       if (p === String(process.pid)) return true;
     }
     return false;
-  };
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(() => r('timeout'), ms));
+
+/** Wait until `predicate` holds in the page; `false` after `timeoutMs`. Playwright's own
+ * timeout is enforced by polling inside the page, which never runs while the tab is busy
+ * (speedscope importing a huge file, say), so a timer of our own races it. */
+async function loadedWithin(page, predicate, timeoutMs) {
+  const loaded = page.waitForFunction(predicate, null, { timeout: timeoutMs, polling: 50 });
+  loaded.catch(() => {});
+  return await Promise.race([loaded, sleep(timeoutMs)]) !== 'timeout';
+}
+
+/** Resident memory of this script's Chromium renderer processes (the tab and its worker; each
+ * run has a browser of its own, with one page), in bytes. Only processes descended from this
+ * node process count, so a browser left over from another run cannot inflate the figure. */
+function rendererRss() {
   let total = 0;
-  for (const pid of pids) {
+  for (const pid of ourChromium()) {
     try {
-      if (!ours(pid)) continue;
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
       if (!cmd.includes('--type=renderer')) continue;
       const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -121,13 +135,12 @@ async function openOurs(browser, origin, file, timeoutMs) {
     await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
     const started = Date.now();
     await page.setInputFiles('[data-testid=file-input]', file);
-    const loaded = page.waitForFunction(() => {
+    const loaded = await loadedWithin(page, () => {
       if (document.querySelector('[data-testid=load-error]')) return true;
       return Number(document.querySelector('main')?.getAttribute('data-load-seq')) > 0
         && document.querySelector('[data-testid=timeline-canvas]');
-    }, null, { timeout: timeoutMs, polling: 50 });
-    loaded.catch(() => {});
-    if (await Promise.race([loaded, sleep(timeoutMs)]) === 'timeout') {
+    }, timeoutMs);
+    if (!loaded) {
       return { opened: false, reason: `not open after ${timeoutMs / 1000} s`, errors };
     }
     const failed = await page.locator('[data-testid=load-error]').count();
@@ -167,13 +180,9 @@ async function openSpeedscope(browser, origin, file, timeoutMs) {
     // Loaded: speedscope sets the title to "<profile name> - speedscope" once the profile is
     // imported (its landing and loading views have other titles), or it says it could not
     // import the file.
-    // Playwright's own timeout is enforced by polling inside the page, which never runs while
-    // the tab is busy importing a huge file: race it with a timer of our own.
-    const loaded = page.waitForFunction(() => / - speedscope$/.test(document.title)
-      || /Something went wrong/.test(document.body.innerText),
-    null, { timeout: timeoutMs, polling: 50 });
-    loaded.catch(() => {});
-    if (await Promise.race([loaded, sleep(timeoutMs)]) === 'timeout') {
+    const loaded = await loadedWithin(page, () => / - speedscope$/.test(document.title)
+      || /Something went wrong/.test(document.body.innerText), timeoutMs);
+    if (!loaded) {
       return { opened: false, reason: `not open after ${timeoutMs / 1000} s`, errors };
     }
     if (/Something went wrong/.test(await page.evaluate(() => document.body.innerText))) {
@@ -258,25 +267,6 @@ const launch = (extra = []) => chromium.launch({
 /** Frames as fast as the page can make them, not paced by a 60 Hz display: each interval
  * between animation frames is then the time one frame took (input, script, layout, paint). */
 const UNTHROTTLED = ['--disable-frame-rate-limit', '--disable-gpu-vsync'];
-/** This script's Chromium processes (descendants of this node process). */
-function ourChromium() {
-  const parent = new Map();
-  const pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      parent.set(pid, stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    } catch { /* the process ended */ }
-  }
-  return pids.filter((pid) => {
-    for (let p = parent.get(pid), hops = 0; p && p !== '0' && hops < 64; p = parent.get(p), hops++) {
-      if (p === String(process.pid)) return true;
-    }
-    return false;
-  });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(() => r('timeout'), ms));
 
 /** `f(browser)` in a browser of its own. A tab still busy after a timed-out run (speedscope
  * importing a huge file, say) can keep a graceful close waiting for many minutes: after 20 s
