@@ -242,10 +242,11 @@ fn the_cli_gives_the_same_diagnostics_and_exit_codes() {
 }
 
 /// Write `bytes` to a fresh temporary file for the CLI.
-fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("candle-trace-malformed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// Writes `bytes` to `name` in `dir`. Each test has its own directory, removed when
+/// its `TempDir` drops: tests run in parallel, and a shared one was removed under
+/// another test's feet.
+fn temp_file(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
     std::fs::write(&path, bytes).unwrap();
     path
 }
@@ -273,7 +274,8 @@ fn a_ten_megabyte_line_is_read_whole() {
         panic!("not a trace")
     };
     assert_eq!(t.spans[0].name.len(), 10 << 20);
-    let path = temp_file("ten_mb_name.trace6.jsonl", &bytes);
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_file(&dir, "ten_mb_name.trace6.jsonl", &bytes);
     assert_eq!(cli_validate(&path), (0, Vec::new()));
 
     // 10 MB of garbage on line 2: one syntax error at line 2, and it is the only one.
@@ -283,9 +285,8 @@ fn a_ten_megabyte_line_is_read_whole() {
     bytes.extend_from_slice(b"\n{\"kind\":\"span_start\",\"id\":\"s\",\"name\":\"s\",\"start_ns\":0,\"span_kind\":\"function\",\"measured\":true}\n{\"kind\":\"span_end\",\"id\":\"s\",\"duration_ns\":1}\n");
     let want = vec![(2, "error".to_string(), "syntax".to_string())];
     assert_eq!(diags_of(read_chunked(&bytes, 1 << 20).diagnostics()), want);
-    let path = temp_file("ten_mb_garbage.trace6.jsonl", &bytes);
+    let path = temp_file(&dir, "ten_mb_garbage.trace6.jsonl", &bytes);
     assert_eq!(cli_validate(&path), (1, want));
-    std::fs::remove_dir_all(path.parent().unwrap()).ok();
 }
 
 #[test]
@@ -315,9 +316,9 @@ fn json_nested_a_million_deep_never_overflows_the_stack() {
         vec![(3, "error".to_string(), "syntax".to_string())]
     );
     assert_eq!(doc.summary().total_ns, 1);
-    let path = temp_file("deep.trace6.jsonl", trace.as_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_file(&dir, "deep.trace6.jsonl", trace.as_bytes());
     assert_eq!(cli_validate(&path).0, 1);
-    std::fs::remove_dir_all(path.parent().unwrap()).ok();
     let profile = format!(
         "{{\"schema_version\":1,\"event_kind\":\"instant\",\"attributes\":{{\"x\":{deep}}}}}\n"
     );
