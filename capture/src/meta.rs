@@ -5,7 +5,6 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use candle_trace_schema::events::{Meta, Phase, TimingMode, TraceEvent, TRACE_SCHEMA};
 
@@ -187,8 +186,9 @@ impl RecorderBuilder {
         self
     }
 
-    /// How many events may wait for the writer thread before new ones are dropped (default
-    /// 65 536; each slot takes 64 bytes).
+    /// How many of one thread's events may wait for the writer thread before that thread's
+    /// new ones are dropped (default 65 536). Each recording thread gets a ring of this many
+    /// 64-byte slots at its first event; the operating system backs only the pages it uses.
     pub fn queue_capacity(mut self, events: usize) -> Self {
         self.queue_capacity = events;
         self
@@ -235,7 +235,6 @@ impl RecorderBuilder {
         if self.atomic && self.path.is_none() {
             return Err(invalid("atomic(true) needs a path"));
         }
-        let start = Instant::now();
         let run_id = self.run_id.clone().unwrap_or_else(generated_run_id);
         let meta = self.meta(
             &run_id,
@@ -267,7 +266,6 @@ impl RecorderBuilder {
         .map_err(into_io)?;
         Ok(Recorder {
             inner: Arc::new(Inner::new(InnerParts {
-                start,
                 run_id,
                 device: this.device,
                 capture_step: this.capture_step,

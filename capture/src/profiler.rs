@@ -187,7 +187,8 @@ impl ProfilerBuilder {
         self
     }
 
-    /// How many events may wait for the writer thread before new ones are dropped.
+    /// How many of one thread's events may wait for the writer thread before that thread's
+    /// new ones are dropped (each recording thread gets a ring of this many slots).
     pub fn queue_capacity(mut self, events: usize) -> Self {
         self.queue_capacity = events;
         self

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use candle_trace_schema::events::{SpanKind, Step, TimingMode, TraceEvent};
 
@@ -143,7 +143,13 @@ pub(crate) struct Inner {
     /// Distinguishes this recorder's per-thread span stacks from other recorders'.
     pub(crate) key: u64,
     pub(crate) recording: AtomicBool,
-    start: Instant,
+    /// The clock of every timestamp: the CPU's time-stamp counter where it is invariant
+    /// (quanta calibrates it against the OS monotonic clock once per process), else the OS
+    /// monotonic clock. A span reads it twice; a read costs ~14 ns on the benchmark VM, where
+    /// `Instant::now()` costs ~45 ns (BENCHMARKS.md, span cost).
+    clock: quanta::Clock,
+    /// `clock.raw()` when the recorder was built: time zero of the trace.
+    start: u64,
     pub(crate) run_id: String,
     pub(crate) device: String,
     pub(crate) capture_step: u64,
@@ -160,7 +166,6 @@ pub(crate) struct Inner {
 
 /// Everything [`Inner`] needs from the builder.
 pub(crate) struct InnerParts {
-    pub(crate) start: Instant,
     pub(crate) run_id: String,
     pub(crate) device: String,
     pub(crate) capture_step: u64,
@@ -180,10 +185,13 @@ impl std::fmt::Debug for Inner {
 
 impl Inner {
     pub(crate) fn new(parts: InnerParts) -> Self {
+        let clock = quanta::Clock::new();
+        let start = clock.raw();
         Inner {
             key: NEXT_RECORDER.fetch_add(1, Ordering::Relaxed),
             recording: AtomicBool::new(false),
-            start: parts.start,
+            clock,
+            start,
             run_id: parts.run_id,
             device: parts.device,
             capture_step: parts.capture_step,
@@ -206,7 +214,7 @@ impl Inner {
 
     #[inline]
     pub(crate) fn now_ns(&self) -> u64 {
-        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        self.clock.delta_as_nanos(self.start, self.clock.raw())
     }
 
     fn synchronize(&self) {

@@ -1,27 +1,35 @@
 //! The background writer shared by the trace recorder and the inference profiler.
 //!
-//! Producers hand items to a bounded queue (`std::sync::mpsc::sync_channel`) with `try_send`, so
-//! they never block: when the queue is full the item is dropped and counted. One background
-//! thread owns the outputs, turns each item into one whole JSON line and writes it to a
-//! `BufWriter`. While events arrive it polls the queue every millisecond, so a producer's
-//! `try_send` never has to wake it (a futex call would cost more than the span being
-//! recorded); after 20 empty polls it blocks until the next event, so an idle recorder costs
-//! nothing. It flushes at least every 100 ms while there is unflushed data, on request, and
-//! when the writer is finished or dropped. Because only that thread writes, lines never
-//! interleave, and a process killed at any point leaves a file that is valid up to the last flush
-//! (at worst followed by one truncated line, which readers report as a warning).
+//! Each producing thread pushes items into a single-producer ring of its own; it never waits
+//! for I/O or for another thread: when its ring already holds the queue capacity the item is
+//! dropped and counted. One background thread owns the outputs. While events arrive it drains
+//! every ring each millisecond, turns each item into one whole JSON line and writes it to a
+//! `BufWriter`. After 20 empty polls it marks itself sleeping and blocks until a push wakes it,
+//! so an idle recorder costs nothing. It flushes at least every 100 ms while there is unflushed
+//! data, on request, and when the writer is finished or dropped. Because only that thread
+//! writes, lines never interleave, and a process killed at any point leaves a file that is
+//! valid up to the last flush (at worst followed by one truncated line, which readers report
+//! as a warning).
+//!
+//! Lines of one thread keep their order; lines of different threads are grouped by ring.
+//! Trace readers assemble spans, ends and references by id at the end of the file, so only the
+//! meta line's place (first, written before any item) matters.
 //!
 //! The first I/O error is kept (sticky); every later line is skipped, and `finish()` returns
 //! the error. Producers never see it.
 
+use std::any::Any;
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use rtrb::{Consumer, Producer, RingBuffer};
 
 use crate::error::CaptureError;
 
@@ -38,6 +46,9 @@ const POLL_INTERVAL: Duration = Duration::from_millis(1);
 
 /// Empty polls in a row after which the writer thread blocks until the next event.
 const IDLE_POLLS: u32 = 20;
+
+/// The writer thread's first wait after it says it is sleeping (see `run`).
+const NAP: Duration = Duration::from_millis(10);
 
 /// What `finish()` reports about a completed capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,9 +190,14 @@ impl Output {
     }
 }
 
-enum Msg<T> {
-    Item(T),
+/// What producers and `flush()`/`finish()` tell the writer thread, besides the items
+/// themselves (those go through the shards).
+enum Msg {
+    /// Events were added while the thread was asleep.
+    Wake,
+    /// Write everything pushed so far, flush, then answer.
     Flush(mpsc::Sender<()>),
+    /// Write everything pushed so far, the trailer, flush and stop.
     Shutdown,
 }
 
@@ -209,10 +225,114 @@ struct ThreadEnd {
     error: Option<(String, io::Error)>,
 }
 
+/// The producer half of one thread's ring for one writer, kept in that thread's
+/// [`RINGS`]; typed by the writer's item type behind `Any`.
+trait Ring: Any {
+    /// The writer this ring feeds.
+    fn writer(&self) -> u64;
+    /// The writer thread has dropped the consumer half: the writer is gone.
+    fn abandoned(&self) -> bool;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+struct ThreadRing<T> {
+    writer: u64,
+    producer: Producer<T>,
+}
+
+impl<T: 'static> Ring for ThreadRing<T> {
+    fn writer(&self) -> u64 {
+        self.writer
+    }
+    fn abandoned(&self) -> bool {
+        self.producer.is_abandoned()
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+thread_local! {
+    /// This thread's rings, one per writer it has pushed to (usually one).
+    static RINGS: RefCell<Vec<Box<dyn Ring>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// What the producers and the writer thread share. Producers read the first cache line on
+/// every push; the writer thread writes `counters` on every line, so they live apart (sharing
+/// one line made `closed`'s load cost more than the rest of a span).
+#[repr(C)]
+struct Shared<T> {
+    /// Distinguishes this writer's rings in a thread's [`RINGS`].
+    id: u64,
+    /// Most items one thread's ring holds before new ones are dropped.
+    capacity: usize,
+    /// The writer thread is (about to be) blocked on the control channel: the next push must
+    /// wake it.
+    sleeping: AtomicBool,
+    /// `finish()` or drop has begun: pushes are discarded.
+    closed: AtomicBool,
+    /// Consumer halves of rings that threads made since the writer thread last looked.
+    new_rings: Mutex<Vec<Consumer<T>>>,
+    counters: Padded<Counters>,
+}
+
+/// Starts on a cache-line pair of its own.
+#[repr(align(128))]
+#[derive(Debug, Default)]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// The writer thread's side: every thread's ring, drained in turn.
+struct Rings<T> {
+    consumers: Vec<Consumer<T>>,
+}
+
+impl<T> Rings<T> {
+    /// Pass every item waiting in any ring to `each`, oldest first within each ring; forget
+    /// the rings of threads that have ended once they are empty. Returns how many there were.
+    fn drain(&mut self, shared: &Shared<T>, mut each: impl FnMut(T)) -> usize {
+        {
+            let mut new = shared
+                .new_rings
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            self.consumers.append(&mut new);
+        }
+        let mut n = 0;
+        self.consumers.retain_mut(|ring| {
+            let slots = ring.slots();
+            if slots > 0 {
+                if let Ok(chunk) = ring.read_chunk(slots) {
+                    n += slots;
+                    chunk.into_iter().for_each(&mut each);
+                }
+            }
+            // The producer is dropped with its thread; what it pushed before is taken above.
+            !(ring.is_abandoned() && ring.is_empty())
+        });
+        n
+    }
+}
+
 /// The producer side of a background writer.
+///
+/// Each thread that pushes gets its own single-producer ring ([`rtrb`]) for this writer, kept
+/// in a thread-local; the writer thread drains every ring each millisecond while events flow.
+/// A push is a write into the ring's slot and a release store of its tail: no atomic
+/// read-modify-write and no cache line that another thread writes, where one shared queue made
+/// every event move a line between the producer's and the writer's cores. Within a thread,
+/// events reach the file in the order they were pushed; events of different threads are
+/// interleaved ring by ring, and readers assemble spans by id, so order across threads does not
+/// matter.
 pub(crate) struct Writer<T: Encode> {
-    tx: SyncSender<Msg<T>>,
-    counters: Arc<Counters>,
+    shared: Arc<Shared<T>>,
+    control: SyncSender<Msg>,
     thread: Mutex<Option<JoinHandle<ThreadEnd>>>,
 }
 
@@ -225,7 +345,8 @@ pub(crate) struct WriterReport {
 }
 
 impl<T: Encode> Writer<T> {
-    /// Open every target and start the writer thread.
+    /// Open every target and start the writer thread. `capacity` is per thread: how many of
+    /// one thread's events may wait for the writer thread.
     pub(crate) fn spawn(
         targets: Vec<Target>,
         capacity: usize,
@@ -236,40 +357,88 @@ impl<T: Encode> Writer<T> {
             .into_iter()
             .map(Output::open)
             .collect::<Result<Vec<_>, _>>()?;
-        let (tx, rx) = mpsc::sync_channel(capacity.max(1));
-        let counters = Arc::new(Counters::default());
-        let thread_counters = Arc::clone(&counters);
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+        let shared = Arc::new(Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            capacity: capacity.max(1),
+            sleeping: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            new_rings: Mutex::new(Vec::new()),
+            counters: Padded::default(),
+        });
+        // Only wake-ups and flush/shutdown requests travel here; a full channel means the
+        // thread has messages to wake it already.
+        let (control, rx) = mpsc::sync_channel(64);
+        let thread_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name(thread_name.to_string())
-            .spawn(move || run(rx, outputs, framing, &thread_counters))
+            .spawn(move || run(rx, outputs, framing, &thread_shared))
             .map_err(|source| CaptureError::Write {
                 target: String::from("writer thread"),
                 bytes_written: 0,
                 source,
             })?;
         Ok(Writer {
-            tx,
-            counters,
+            shared,
+            control,
             thread: Mutex::new(Some(thread)),
         })
     }
 
-    /// Queue one item; never blocks. A full queue drops it and counts the drop; after the
-    /// writer has finished, items are discarded.
+    /// Queue one item; never blocks. When this thread's ring is full the item is dropped and
+    /// counted; after the writer has finished, items are discarded.
     #[inline]
     pub(crate) fn send(&self, item: T) {
-        match self.tx.try_send(Msg::Item(item)) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(TrySendError::Disconnected(_)) => {}
+        let shared = &*self.shared;
+        if shared.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        let pushed = RINGS
+            .try_with(|rings| {
+                // Only fails if pushing re-entered itself (an allocator hook recording from
+                // inside a push): drop the inner event rather than panic.
+                let mut rings = rings.try_borrow_mut().ok()?;
+                let ring = match rings.iter().position(|r| r.writer() == shared.id) {
+                    Some(i) => &mut rings[i],
+                    None => {
+                        // A thread's first event for this writer. Rings of finished writers
+                        // go now, so a thread outliving many recorders keeps only live ones.
+                        rings.retain(|r| !r.abandoned());
+                        let (producer, consumer) = RingBuffer::new(shared.capacity);
+                        shared
+                            .new_rings
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner())
+                            .push(consumer);
+                        rings.push(Box::new(ThreadRing {
+                            writer: shared.id,
+                            producer,
+                        }));
+                        rings.last_mut()?
+                    }
+                };
+                let ring = ring.as_any_mut().downcast_mut::<ThreadRing<T>>()?;
+                Some(ring.producer.push(item).is_ok())
+            })
+            // During thread teardown the thread-local is gone.
+            .ok()
+            .flatten()
+            .unwrap_or(false);
+        if !pushed {
+            shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // A push that races with the writer thread going to sleep may miss `sleeping`; the
+        // thread's first wait is short (`NAP`) and it looks at the rings again after it.
+        if shared.sleeping.load(Ordering::Relaxed) && shared.sleeping.swap(false, Ordering::AcqRel)
+        {
+            let _ = self.control.try_send(Msg::Wake);
         }
     }
 
     /// Items dropped so far because the queue was full.
     pub(crate) fn dropped(&self) -> u64 {
-        self.counters.dropped.load(Ordering::Relaxed)
+        self.shared.counters.dropped.load(Ordering::Relaxed)
     }
 
     /// Block until everything queued before this call is handed to the output (and flushed
@@ -279,7 +448,7 @@ impl<T: Encode> Writer<T> {
         let deadline = Instant::now() + timeout;
         // A blocking send only waits for the writer thread to make room, and fails at once if
         // the thread is gone.
-        if self.tx.send(Msg::Flush(ack_tx)).is_err() {
+        if self.control.send(Msg::Flush(ack_tx)).is_err() {
             return false;
         }
         ack_rx
@@ -296,8 +465,9 @@ impl<T: Encode> Writer<T> {
         let Some(handle) = handle else {
             return Ok(None);
         };
+        self.shared.closed.store(true, Ordering::Relaxed);
         // Fails only when the thread is already gone (it panicked); join reports that.
-        let _ = self.tx.send(Msg::Shutdown);
+        let _ = self.control.send(Msg::Shutdown);
         handle
             .join()
             .map(Some)
@@ -309,7 +479,8 @@ impl<T: Encode> Writer<T> {
         let Some(end) = self.stop()? else {
             return Err(CaptureError::AlreadyFinished);
         };
-        let bytes_written = self.counters.bytes.load(Ordering::Relaxed);
+        let counters = &self.shared.counters;
+        let bytes_written = counters.bytes.load(Ordering::Relaxed);
         if let Some((target, source)) = end.error {
             return Err(CaptureError::Write {
                 target,
@@ -323,8 +494,8 @@ impl<T: Encode> Writer<T> {
             output.publish()?;
         }
         Ok(WriterReport {
-            events_written: self.counters.written.load(Ordering::Relaxed),
-            events_dropped: self.counters.dropped.load(Ordering::Relaxed),
+            events_written: counters.written.load(Ordering::Relaxed),
+            events_dropped: counters.dropped.load(Ordering::Relaxed),
             bytes_written,
             paths,
         })
@@ -369,20 +540,9 @@ impl State<'_> {
         self.line.clear();
     }
 
-    /// Write or act on one message; false on `Shutdown`.
-    fn handle<T: Encode>(&mut self, msg: Msg<T>) -> bool {
-        match msg {
-            Msg::Item(item) => {
-                item.encode(&mut self.line);
-                self.write_line();
-            }
-            Msg::Flush(ack) => {
-                self.flush();
-                let _ = ack.send(());
-            }
-            Msg::Shutdown => return false,
-        }
-        true
+    fn write_item<T: Encode>(&mut self, item: T) {
+        item.encode(&mut self.line);
+        self.write_line();
     }
 
     fn flush_if_due(&mut self) {
@@ -407,11 +567,12 @@ impl State<'_> {
 }
 
 fn run<T: Encode>(
-    rx: Receiver<Msg<T>>,
+    rx: Receiver<Msg>,
     outputs: Vec<Output>,
     framing: Framing,
-    counters: &Counters,
+    shared: &Shared<T>,
 ) -> ThreadEnd {
+    let counters = &shared.counters;
     let mut s = State {
         outputs,
         error: None,
@@ -426,27 +587,43 @@ fn run<T: Encode>(
         // The header is on disk before any event: a reader can identify the file at once.
         s.flush();
     }
-    // Polling while events flow: a producer's `try_send` then never has a sleeping receiver
-    // to wake (a futex call costing more than the span itself); after `IDLE_POLLS` empty polls
-    // the thread blocks in `recv` until the next event, so an idle recorder costs nothing.
+    let mut rings = Rings {
+        consumers: Vec::new(),
+    };
+    let mut drain = |s: &mut State<'_>| rings.drain(shared, |item| s.write_item(item));
+    // Acts on one control message; false on `Shutdown`.
+    macro_rules! control {
+        ($msg:expr) => {
+            match $msg {
+                Msg::Wake => true,
+                Msg::Flush(ack) => {
+                    drain(&mut s);
+                    s.flush();
+                    let _ = ack.send(());
+                    true
+                }
+                Msg::Shutdown => false,
+            }
+        };
+    }
+    // Polling while events flow: a producer never has a sleeping thread to wake (a futex call
+    // costing more than the span itself). After `IDLE_POLLS` empty polls the thread says it is
+    // sleeping, looks at the rings once more, and blocks on the control channel until a push
+    // wakes it (or the next flush is due), so an idle recorder costs nothing.
     let mut idle_polls = 0u32;
     'run: loop {
-        let mut received = 0u32;
         loop {
             match rx.try_recv() {
                 Ok(msg) => {
-                    if !s.handle(msg) {
+                    if !control!(msg) {
                         break 'run;
-                    }
-                    received += 1;
-                    if received % 1024 == 0 {
-                        s.flush_if_due();
                     }
                 }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => break 'run,
             }
         }
+        let received = drain(&mut s);
         s.flush_if_due();
         if received > 0 {
             idle_polls = 0;
@@ -457,23 +634,49 @@ fn run<T: Encode>(
             std::thread::sleep(POLL_INTERVAL);
             continue;
         }
-        let msg = if s.dirty {
-            match rx.recv_timeout(FLUSH_INTERVAL.saturating_sub(s.last_flush.elapsed())) {
-                Ok(msg) => msg,
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => break,
+        shared.sleeping.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        // A producer that pushed while the store above was on its way may not have seen it and
+        // will not wake us. The first wait is therefore short: the drain after it takes such an
+        // event. Any push after that sees `sleeping` (or finds it already cleared by a push that
+        // sent `Wake`).
+        let mut waits = 0u32;
+        let msg = loop {
+            if drain(&mut s) > 0 {
+                break None;
             }
-        } else {
-            match rx.recv() {
-                Ok(msg) => msg,
-                Err(_) => break,
+            s.flush_if_due();
+            let flush_due = s
+                .dirty
+                .then(|| FLUSH_INTERVAL.saturating_sub(s.last_flush.elapsed()));
+            let wait = if waits == 0 {
+                Some(flush_due.map_or(NAP, |due| due.min(NAP)))
+            } else {
+                flush_due
+            };
+            waits += 1;
+            let Some(wait) = wait else {
+                match rx.recv() {
+                    Ok(msg) => break Some(msg),
+                    Err(_) => break 'run,
+                }
+            };
+            match rx.recv_timeout(wait) {
+                Ok(msg) => break Some(msg),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break 'run,
             }
         };
+        shared.sleeping.store(false, Ordering::Relaxed);
         idle_polls = 0;
-        if !s.handle(msg) {
-            break;
+        if let Some(msg) = msg {
+            if !control!(msg) {
+                break;
+            }
         }
     }
+    // Everything pushed before `closed` was set (and possibly a little after) is written.
+    drain(&mut s);
     let dropped = counters.dropped.load(Ordering::Relaxed);
     let written = counters.written.load(Ordering::Relaxed);
     if let Some(trailer) = (framing.trailer)(dropped, written) {
@@ -558,6 +761,150 @@ mod tests {
         w.send(Text("x"));
         assert!(w.flush(Duration::from_secs(5)));
         assert_eq!(out.0.lock().unwrap().as_slice(), b"x\n");
+    }
+
+    fn spawn_plain(out: &Shared, capacity: usize) -> Writer<Text> {
+        Writer::spawn(
+            vec![Target::Writer(Box::new(out.clone()))],
+            capacity,
+            Framing {
+                header: None,
+                trailer: no_trailer,
+            },
+            "test-writer",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_push_wakes_a_sleeping_writer() {
+        let out = Shared::default();
+        let w = spawn_plain(&out, 16);
+        // 20 empty polls and the short first wait, then the thread blocks.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !w.shared.sleeping.load(Ordering::Relaxed) {
+            assert!(
+                Instant::now() < deadline,
+                "the writer thread never went to sleep"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(NAP * 3);
+        w.send(Text("late"));
+        // Without the wake-up the line would wait for the next push or `finish()`; no flush
+        // is asked for here, so only the thread's own flush can bring it out.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while out.0.lock().unwrap().as_slice() != b"late\n" {
+            assert!(
+                Instant::now() < deadline,
+                "the line never reached the output"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        w.finish().unwrap();
+    }
+
+    #[test]
+    fn each_thread_keeps_its_order_and_its_own_capacity() {
+        // The writer thread is stuck in its first write until the gate opens: nothing is
+        // drained, so each thread's ring fills to the capacity and the rest is dropped.
+        #[derive(Clone)]
+        struct Gate(Arc<(Mutex<bool>, std::sync::Condvar)>, Shared);
+        impl Write for Gate {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                let (open, cv) = &*self.0;
+                let mut open = open.lock().unwrap();
+                while !*open {
+                    open = cv.wait(open).unwrap();
+                }
+                self.1.write(buf)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let gate = Gate(Arc::default(), Shared::default());
+        const CAPACITY: usize = 100;
+        let w = Writer::spawn(
+            vec![Target::Writer(Box::new(gate.clone()))],
+            CAPACITY,
+            Framing {
+                header: Some(b"head".to_vec()),
+                trailer: |dropped, written| Some(format!("tail {dropped} {written}").into_bytes()),
+            },
+            "test-writer",
+        )
+        .unwrap();
+        const NAMES: [[&str; 3]; 3] = [["a0", "a1", "a2"], ["b0", "b1", "b2"], ["c0", "c1", "c2"]];
+        std::thread::scope(|scope| {
+            for names in NAMES {
+                let w = &w;
+                scope.spawn(move || {
+                    // The first CAPACITY pushes are kept: the three names, then fillers.
+                    for i in 0..CAPACITY + 7 {
+                        w.send(Text(names.get(i).copied().unwrap_or("x")));
+                    }
+                });
+            }
+        });
+        assert_eq!(w.dropped(), 3 * 7);
+        *gate.0 .0.lock().unwrap() = true;
+        gate.0 .1.notify_all();
+        let report = w.finish().unwrap();
+        assert_eq!(report.events_dropped, 21);
+        let text = String::from_utf8(gate.1 .0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.first(), Some(&"head"));
+        assert_eq!(
+            lines.last(),
+            Some(&format!("tail 21 {}", 1 + 3 * CAPACITY).as_str())
+        );
+        assert_eq!(lines.len(), 2 + 3 * CAPACITY);
+        for names in NAMES {
+            let at: Vec<usize> = names
+                .iter()
+                .map(|n| lines.iter().position(|l| l == n).unwrap())
+                .collect();
+            assert!(at[0] < at[1] && at[1] < at[2], "{names:?} at {at:?}");
+        }
+    }
+
+    #[test]
+    fn the_ring_of_an_ended_thread_is_written_then_forgotten() {
+        let out = Shared::default();
+        let w = spawn_plain(&out, 16);
+        std::thread::scope(|scope| {
+            scope.spawn(|| w.send(Text("from a thread that ends")));
+        });
+        assert!(w.flush(Duration::from_secs(5)));
+        assert_eq!(
+            out.0.lock().unwrap().as_slice(),
+            b"from a thread that ends\n"
+        );
+        // The drain after the flush finds the ring abandoned and empty.
+        w.send(Text("main"));
+        assert!(w.flush(Duration::from_secs(5)));
+        w.finish().unwrap();
+        assert_eq!(
+            out.0.lock().unwrap().as_slice(),
+            b"from a thread that ends\nmain\n"
+        );
+    }
+
+    #[test]
+    fn a_thread_outliving_writers_keeps_only_live_rings() {
+        let out = Shared::default();
+        for _ in 0..5 {
+            let w = spawn_plain(&out, 4);
+            w.send(Text("x"));
+            w.finish().unwrap();
+        }
+        let w = spawn_plain(&out, 4);
+        w.send(Text("y"));
+        // The finished writers' rings went when this one's ring was made.
+        assert_eq!(RINGS.with(|r| r.borrow().len()), 1);
+        w.finish().unwrap();
+        assert_eq!(out.0.lock().unwrap().as_slice(), b"x\nx\nx\nx\nx\ny\n");
     }
 
     #[test]
