@@ -79,33 +79,82 @@ pub fn measured_region(doc: &TraceDocument) -> Option<usize> {
     doc.spans.iter().position(|s| s.measured)
 }
 
+/// Module paths met by [`walk`], interned: id 0 is the empty path, and each other id is a
+/// parent id plus one module name. A span's path is found by one lookup of
+/// (parent's id, its name), borrowed from the document; a path's text is built once, when it
+/// is first met.
+struct Paths<'d> {
+    ids: HashMap<(u32, &'d str), u32>,
+    text: Vec<String>,
+    /// Path text to id: a module named `a/b` and a module `b` below a module `a` are one path,
+    /// as the text keys the rows.
+    by_text: HashMap<String, u32>,
+}
+
+impl<'d> Paths<'d> {
+    fn new() -> Self {
+        Paths {
+            ids: HashMap::new(),
+            text: alloc::vec![String::new()],
+            by_text: HashMap::new(),
+        }
+    }
+
+    /// The id of `parent`'s path followed by `name`.
+    fn child(&mut self, parent: u32, name: &'d str) -> u32 {
+        if let Some(&id) = self.ids.get(&(parent, name)) {
+            return id;
+        }
+        let parent_text = &self.text[parent as usize];
+        let text = if parent_text.is_empty() {
+            name.to_string()
+        } else {
+            alloc::format!("{parent_text}/{name}")
+        };
+        let id = match self.by_text.get(&text) {
+            Some(&id) => id,
+            None => {
+                let id = u32::try_from(self.text.len()).unwrap_or(u32::MAX);
+                self.by_text.insert(text.clone(), id);
+                self.text.push(text);
+                id
+            }
+        };
+        self.ids.insert((parent, name), id);
+        id
+    }
+}
+
 /// Preorder of the spans below `root` (root excluded), each with its nearest stepped ancestor
-/// below the root and its module path prefix. Iterative.
-fn walk(doc: &TraceDocument, root: usize, mut visit: impl FnMut(usize, Option<Step>, &str)) {
+/// below the root and, for a module span, its module path in `paths` (when given). Iterative.
+fn walk<'d>(
+    doc: &'d TraceDocument,
+    root: usize,
+    mut paths: Option<&mut Paths<'d>>,
+    mut visit: impl FnMut(usize, Option<Step>, Option<u32>),
+) {
     // (span, step of nearest stepped ancestor strictly between root and span, module path of
     // the module ancestors strictly between root and span)
-    let mut stack: Vec<(u32, Option<Step>, String)> = doc
+    let mut stack: Vec<(u32, Option<Step>, u32)> = doc
         .tree
         .children(root)
         .iter()
         .rev()
-        .map(|&c| (c, None, String::new()))
+        .map(|&c| (c, None, 0))
         .collect();
     while let Some((i, inherited, prefix)) = stack.pop() {
         let span = &doc.spans[i as usize];
-        visit(i as usize, inherited, &prefix);
-        let next_step = inherited.or(span.step);
-        let next_prefix = if span.span_kind == SpanKind::Module {
-            if prefix.is_empty() {
-                span.name.to_string()
-            } else {
-                alloc::format!("{prefix}/{}", span.name)
+        let path = match &mut paths {
+            Some(paths) if span.span_kind == SpanKind::Module => {
+                Some(paths.child(prefix, &span.name))
             }
-        } else {
-            prefix
+            _ => None,
         };
+        visit(i as usize, inherited, path);
+        let next_step = inherited.or(span.step);
+        let next_prefix = path.unwrap_or(prefix);
         for &c in doc.tree.children(i as usize).iter().rev() {
-            stack.push((c, next_step, next_prefix.clone()));
+            stack.push((c, next_step, next_prefix));
         }
     }
 }
@@ -118,7 +167,7 @@ pub fn phase_breakdown(doc: &TraceDocument) -> Option<PhaseBreakdown> {
         region_ns: doc.spans[region].duration_or_zero(),
         ..PhaseBreakdown::default()
     };
-    walk(doc, region, |i, inherited, _| {
+    walk(doc, region, None, |i, inherited, _| {
         let span = &doc.spans[i];
         if let (None, Some(step)) = (inherited, span.step) {
             let d = span.duration_or_zero();
@@ -143,33 +192,33 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
     let Some(region) = measured_region(doc) else {
         return Vec::new();
     };
-    let mut rows: Vec<ModulePair> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    walk(doc, region, |i, _, prefix| {
+    // Per path id, its row (paths of function spans' ancestors only need no row).
+    let mut row_of: Vec<u32> = Vec::new();
+    let mut sums: Vec<(u32, ModulePair)> = Vec::new();
+    let mut paths = Paths::new();
+    walk(doc, region, Some(&mut paths), |i, _, path| {
         let span = &doc.spans[i];
-        if span.span_kind != SpanKind::Module {
+        let (Some(path), Some(step @ (Step::Forward | Step::Backward))) = (path, span.step) else {
             return;
+        };
+        let p = path as usize;
+        if row_of.len() <= p {
+            row_of.resize(p + 1, u32::MAX);
         }
-        let step = match span.step {
-            Some(s @ (Step::Forward | Step::Backward)) => s,
-            _ => return,
-        };
-        let path = if prefix.is_empty() {
-            span.name.to_string()
-        } else {
-            alloc::format!("{prefix}/{}", span.name)
-        };
-        let r = *index.entry(path.clone()).or_insert_with(|| {
-            rows.push(ModulePair {
+        if row_of[p] == u32::MAX {
+            row_of[p] = u32::try_from(sums.len()).unwrap_or(u32::MAX);
+            sums.push((
                 path,
-                forward_count: 0,
-                forward_ns: 0,
-                backward_count: 0,
-                backward_ns: 0,
-            });
-            rows.len() - 1
-        });
-        let row = &mut rows[r];
+                ModulePair {
+                    path: String::new(),
+                    forward_count: 0,
+                    forward_ns: 0,
+                    backward_count: 0,
+                    backward_ns: 0,
+                },
+            ));
+        }
+        let row = &mut sums[row_of[p] as usize].1;
         let d = span.duration_or_zero();
         if step == Step::Forward {
             row.forward_count += 1;
@@ -179,6 +228,13 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
             row.backward_ns = row.backward_ns.saturating_add(d);
         }
     });
+    let mut rows: Vec<ModulePair> = sums
+        .into_iter()
+        .map(|(path, mut row)| {
+            row.path = core::mem::take(&mut paths.text[path as usize]);
+            row
+        })
+        .collect();
     rows.sort_by(|a, b| {
         let ta = a.forward_ns.saturating_add(a.backward_ns);
         let tb = b.forward_ns.saturating_add(b.backward_ns);
@@ -272,6 +328,42 @@ mod tests {
         assert_eq!(
             view,
             alloc::vec![("enc", 1, 250, 1, 400), ("enc/fc", 2, 150, 1, 150)]
+        );
+    }
+
+    #[test]
+    fn a_path_is_its_text_however_the_modules_spell_it() {
+        // `enc/fc` as one module's name and as `fc` below `enc` is one row, as the path's
+        // text keys the rows.
+        let lines = [
+            start("m", None, "step", "function", None),
+            start("f1", Some("m"), "enc", "module", Some("forward")),
+            start("f2", Some("f1"), "fc", "module", Some("forward")),
+            start("g", Some("m"), "enc/fc", "module", Some("forward")),
+            start("b", Some("m"), "enc/fc", "module", Some("backward")),
+            end("m", 1000),
+            end("f1", 300),
+            end("f2", 100),
+            end("g", 40),
+            end("b", 7),
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let pairs = module_pairs(&doc(&refs));
+        let view: Vec<(&str, u64, u64, u64, u64)> = pairs
+            .iter()
+            .map(|p| {
+                let (a, b, c, d) = (
+                    p.forward_count,
+                    p.forward_ns,
+                    p.backward_count,
+                    p.backward_ns,
+                );
+                (p.path.as_str(), a, b, c, d)
+            })
+            .collect();
+        assert_eq!(
+            view,
+            alloc::vec![("enc", 1, 300, 0, 0), ("enc/fc", 2, 140, 1, 7)]
         );
     }
 
