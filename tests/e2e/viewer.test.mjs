@@ -73,6 +73,47 @@ test('the example button and ?url= open the shipped example', async () => {
   await third.page.close();
 });
 
+test('a parsing worker that does not start: one fresh worker, then the page itself', async () => {
+  const file = join(fixtures, 'train_step.trace6.jsonl');
+  // Every worker throws as it starts: the spare, then the fresh one; the page reads the file.
+  const broken = await ctx.browser.newPage();
+  let started = 0;
+  await broken.route('**/worker.js', (route) => {
+    started += 1;
+    return route.fulfill({ contentType: 'text/javascript', body: 'throw new Error("broken on purpose");' });
+  });
+  const seenBroken = { errors: [] };
+  broken.on('pageerror', (e) => seenBroken.errors.push(String(e)));
+  await broken.goto(ctx.origin + '/');
+  await broken.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  await openByPicker(broken, file);
+  await checkAgainstCli(broken, file, 'picker, no worker');
+  assert.equal(await broken.getAttribute('[data-testid=load-timings]', 'data-in-worker'), 'false');
+  assert.equal(await broken.locator('[data-testid=load-error]').count(), 0);
+  assert.ok(started >= 2, `workers started: ${started}`);
+  assert.deepEqual(seenBroken.errors, []);
+  await broken.close();
+
+  // Only the spare fails (it says it could not start); the fresh worker parses the file.
+  const once = await ctx.browser.newPage();
+  let failed = 0;
+  await once.route('**/worker.js', (route) => {
+    if (failed > 0) return route.continue();
+    failed += 1;
+    return route.fulfill({
+      contentType: 'text/javascript',
+      body: 'self.postMessage({ type: "failed", message: "could not start, on purpose" });',
+    });
+  });
+  await once.goto(ctx.origin + '/');
+  await once.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  await openByPicker(once, file);
+  await checkAgainstCli(once, file, 'picker, second worker');
+  assert.equal(await once.getAttribute('[data-testid=load-timings]', 'data-in-worker'), 'true');
+  assert.equal(failed, 1);
+  await once.close();
+});
+
 test('a hostile span name is text, and nothing executes', async () => {
   const evil = '<img src=x onerror=alert(1)>';
   const lines = [

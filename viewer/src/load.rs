@@ -18,6 +18,7 @@ pub const CHUNK_BYTES: f64 = (1 << 20) as f64;
 const WORKER_CHUNK_BYTES: f64 = (4 << 20) as f64;
 
 /// Where a file comes from.
+#[derive(Clone)]
 pub enum Source {
     /// A picked or dropped file.
     File(web_sys::File),

@@ -320,19 +320,24 @@ pub async fn open(
     if let Source::Url(url) = &source {
         same_origin(url)?;
     }
-    let Some((worker, mut rx)) = take_worker() else {
+    let Some((mut worker, mut rx)) = take_worker() else {
         return open_here(source, stage, is_current).await;
     };
     let request = Object::new();
-    match source {
+    match &source {
         Source::File(file) => set(&request, "file", file.into()),
-        Source::Url(url) => set(&request, "url", same_origin(&url)?.into()),
+        Source::Url(url) => set(&request, "url", same_origin(url)?.into()),
     }
     let started = js_sys::Date::now();
     let mut timings = LoadTimings {
         in_worker: true,
         ..LoadTimings::default()
     };
+    // A worker that fails before it is ready (its wasm did not start: a spare that broke while
+    // idle, a failed fetch) has seen no file. One fresh worker is tried; if it fails the same
+    // way, the file is read on the page.
+    let mut ready = false;
+    let mut fresh_tried = false;
     let result = loop {
         let Some(heard) = rx.next().await else {
             break Err(LoadError::Cancelled);
@@ -342,6 +347,7 @@ pub async fn open(
         }
         match heard {
             Heard::Ready => {
+                ready = true;
                 timings.start_ms = js_sys::Date::now() - started;
                 if let Err(e) = worker.post_message(&request) {
                     break Err(LoadError::Failed(format!(
@@ -371,6 +377,20 @@ pub async fn open(
                 timings.receive_ms = js_sys::Date::now() - received_since;
                 break doc.map(|d| (d, timings));
             }
+            Heard::Failed(text) | Heard::Crashed(text) if !ready => {
+                web_sys::console::warn_1(
+                    &format!("the parsing worker did not start: {text}").into(),
+                );
+                release(&worker);
+                if fresh_tried {
+                    return open_here(source, stage, is_current).await;
+                }
+                fresh_tried = true;
+                match take_worker() {
+                    Some((w, r)) => (worker, rx) = (w, r),
+                    None => return open_here(source, stage, is_current).await,
+                }
+            }
             Heard::Failed(text) => break Err(LoadError::Failed(text)),
             Heard::Crashed(text) => {
                 break Err(LoadError::Failed(format!(
@@ -380,16 +400,20 @@ pub async fn open(
             Heard::Cancelled => break Err(LoadError::Cancelled),
         }
     };
-    // Done with this worker either way (a newer load may already have replaced it).
+    release(&worker);
+    prepare_later();
+    result
+}
+
+/// Done with `worker` (a newer load may already have replaced it as the running one).
+fn release(worker: &web_sys::Worker) {
     RUNNING.with(|r| {
         let mut r = r.borrow_mut();
-        if r.as_ref().is_some_and(|running| running.worker == worker) {
+        if r.as_ref().is_some_and(|running| &running.worker == worker) {
             *r = None;
         }
     });
     worker.terminate();
-    prepare_later();
-    result
 }
 
 /// [`prepare`] once the page has shown what it just loaded: a worker starting up (compiling
