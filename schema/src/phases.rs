@@ -277,6 +277,15 @@ mod tests {
         s
     }
 
+    /// (path, forward count, forward ns, backward count, backward ns) per row.
+    fn rows(pairs: &[ModulePair]) -> Vec<(&str, u64, u64, u64, u64)> {
+        fn row(p: &ModulePair) -> (&str, u64, u64, u64, u64) {
+            let (fc, fns) = (p.forward_count, p.forward_ns);
+            (p.path.as_str(), fc, fns, p.backward_count, p.backward_ns)
+        }
+        pairs.iter().map(row).collect()
+    }
+
     fn end(id: &str, ns: u64) -> String {
         alloc::format!(r#"{{"kind":"span_end","id":"{id}","duration_ns":{ns}}}"#)
     }
@@ -312,21 +321,8 @@ mod tests {
             (300, 500, 120, 80)
         );
         assert_eq!(b.overlap_ns, 0);
-        let pairs = module_pairs(&d);
-        let view: Vec<(&str, u64, u64, u64, u64)> = pairs
-            .iter()
-            .map(|p| {
-                (
-                    p.path.as_str(),
-                    p.forward_count,
-                    p.forward_ns,
-                    p.backward_count,
-                    p.backward_ns,
-                )
-            })
-            .collect();
         assert_eq!(
-            view,
+            rows(&module_pairs(&d)),
             alloc::vec![("enc", 1, 250, 1, 400), ("enc/fc", 2, 150, 1, 150)]
         );
     }
@@ -348,21 +344,8 @@ mod tests {
             end("b", 7),
         ];
         let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let pairs = module_pairs(&doc(&refs));
-        let view: Vec<(&str, u64, u64, u64, u64)> = pairs
-            .iter()
-            .map(|p| {
-                let (a, b, c, d) = (
-                    p.forward_count,
-                    p.forward_ns,
-                    p.backward_count,
-                    p.backward_ns,
-                );
-                (p.path.as_str(), a, b, c, d)
-            })
-            .collect();
         assert_eq!(
-            view,
+            rows(&module_pairs(&doc(&refs))),
             alloc::vec![("enc", 1, 300, 0, 0), ("enc/fc", 2, 140, 1, 7)]
         );
     }
