@@ -8,7 +8,7 @@
 //!
 //! Every iteration opens and closes 3 nested spans. Recording variants run in chunks of
 //! 10 000 iterations; between chunks (untimed) the candle-trace writer is flushed so that its
-//! bounded queue never overflows and every span is really written, and puffin starts a new
+//! per-thread ring never overflows and every span is really written, and puffin starts a new
 //! frame. The writer threads (candle-trace, tracing-chrome) write to `io::sink()` and run
 //! concurrently with the timed loop, as they would in a training run. After criterion, a
 //! plain best-of-5 loop prints ns per span and the ratio to tracing-chrome.

@@ -53,9 +53,10 @@
 //! - **Spans** are RAII guards ([`SpanGuard`]): `span_start` on creation, `span_end` with
 //!   `duration_ns` on drop, also during a panic unwind. Parents come from a per-thread stack, so
 //!   spans nest correctly on every thread; ids are unique across threads.
-//! - **Writing** never blocks the caller: events go to a bounded queue drained by one
-//!   background thread that writes whole lines into a buffered output, flushed at least every
-//!   100 ms, when asked ([`Recorder::flush`]) and at [`Recorder::finish`]. A full queue drops
+//! - **Writing** never blocks the caller: each recording thread puts its events in a bounded
+//!   ring of its own, drained by one background thread that writes whole lines into a buffered
+//!   output, flushed at least every 100 ms, when asked ([`Recorder::flush`]) and at
+//!   [`Recorder::finish`]. A full ring drops
 //!   events and counts them; the count is in the [`CaptureReport`] and, only when it is not
 //!   zero, in a last line `{"kind":"capture_stats","events_dropped":N,...}` that readers show
 //!   as an unknown-kind warning, so the file itself says it is incomplete. The first I/O error

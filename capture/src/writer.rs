@@ -33,7 +33,7 @@ use rtrb::{Consumer, Producer, RingBuffer};
 
 use crate::error::CaptureError;
 
-/// Default number of events the queue holds before new ones are dropped.
+/// Default number of events one thread's ring holds before new ones are dropped.
 pub const DEFAULT_QUEUE_CAPACITY: usize = 65_536;
 
 /// Longest time written lines stay in the writer's buffer.
@@ -41,7 +41,7 @@ pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
 const BUFFER_BYTES: usize = 64 * 1024;
 
-/// How long the writer thread sleeps between polls of the queue while events flow.
+/// How long the writer thread sleeps between polls of the rings while events flow.
 const POLL_INTERVAL: Duration = Duration::from_millis(1);
 
 /// Empty polls in a row after which the writer thread blocks until the next event.
@@ -191,7 +191,7 @@ impl Output {
 }
 
 /// What producers and `flush()`/`finish()` tell the writer thread, besides the items
-/// themselves (those go through the shards).
+/// themselves (those go through the rings).
 enum Msg {
     /// Events were added while the thread was asleep.
     Wake,
