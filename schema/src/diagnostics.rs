@@ -68,6 +68,9 @@ pub enum Category {
     Memory,
     /// The file is not in a format this reader handles (or not yet).
     Format,
+    /// Something the capture itself noticed and wrote down (a `capture_sources` warning), or
+    /// a second `capture_sources` line.
+    Capture,
 }
 
 impl Category {
@@ -88,6 +91,7 @@ impl Category {
             Category::Measured => "measured",
             Category::Memory => "memory",
             Category::Format => "format",
+            Category::Capture => "capture",
         }
     }
 }

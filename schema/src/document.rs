@@ -18,6 +18,10 @@
 //! - Diagnostics are sorted by line, errors before warnings on the same line.
 //! - A UTF-8 byte-order mark at the very start of the file is skipped (as [`crate::format`]
 //!   does); one anywhere else is part of its line (a syntax error).
+//! - `capture_sources` (capture's extension kind, see [`CaptureSources`]) is kept in
+//!   [`TraceDocument::capture_sources`]; each of its `warnings` is a warning at its line
+//!   (category `capture`, message `capture: <warning>`); a second such line is a `capture`
+//!   warning and ignored.
 
 use alloc::format;
 use alloc::string::String;
@@ -29,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{sort_diagnostics, Category, Diagnostic, DiagnosticCounts, Severity};
 use crate::events::{
-    decode_line, CompactString, DeviceMemory, Edge, Gradient, LineError, MemoryEvent, Meta, Op,
+    decode_line, CaptureSources, CompactString, DeviceMemory, Edge, Gradient, LineError, MemoryEvent, Meta, Op,
     SpanKind, Step, TensorEvent, TraceEvent, TRACE_SCHEMA,
 };
 use crate::jsonl::{Line, LineSplitter};
@@ -127,6 +131,10 @@ pub struct TraceDocument {
     pub gradients: Vec<Lined<Gradient>>,
     /// `edge` records.
     pub edges: Vec<Lined<Edge>>,
+    /// The `capture_sources` line (the first one, when there are several): which capture
+    /// sources were on and how many events each produced. `None` for files written before it
+    /// existed and for Chrome imports, which then say nothing about what was captured.
+    pub capture_sources: Option<Lined<CaptureSources>>,
     /// Parent/child layout, depth and self time of `spans`.
     pub tree: SpanTree,
     /// Memory profile of `memory` (and capacities from `device_memory`).
@@ -419,6 +427,7 @@ impl TraceReader {
             + d.gradients.len()
             + d.edges.len()
             + usize::from(d.meta.is_some())
+            + usize::from(d.capture_sources.is_some())
     }
 
     fn line(&mut self, line: Line<'_>) {
@@ -545,6 +554,24 @@ impl TraceReader {
             TraceEvent::DeviceMemory(event) => doc.device_memory.push(Lined::new(number, event)),
             TraceEvent::Gradient(event) => doc.gradients.push(Lined::new(number, event)),
             TraceEvent::Edge(event) => doc.edges.push(Lined::new(number, event)),
+            TraceEvent::CaptureSources(event) => {
+                if let Some(first) = &doc.capture_sources {
+                    let msg = format!(
+                        "more than one capture_sources line (the first is at line {}); this one is ignored",
+                        first.line
+                    );
+                    self.warn(number, Category::Capture, msg);
+                    return;
+                }
+                for w in &event.warnings {
+                    doc.diagnostics.push(Diagnostic::warning(
+                        number,
+                        Category::Capture,
+                        format!("capture: {w}"),
+                    ));
+                }
+                doc.capture_sources = Some(Lined::new(number, event));
+            }
         }
     }
 
@@ -1156,5 +1183,63 @@ mod tests {
         assert_eq!(live, [("x", 256), ("g", 64), ("w", 64)]);
         assert_eq!(p.peak_by_category, [64, 256, 64, 0, 0]);
         assert_eq!(p.device("cpu").unwrap().capacity_bytes, Some(1100));
+    }
+
+    #[test]
+    fn capture_sources_are_kept_and_their_warnings_reported() {
+        let sources = r#"{"kind":"capture_sources","sources":[{"source":"tracing","on":true,"events":30},{"source":"allocator","on":true,"events":412,"threshold_bytes":1024},{"source":"gradients","on":false}],"events_dropped":0,"warnings":["the captured step saw no tracing spans: install the layer before building the model","second"]}"#;
+        let doc = read(&[
+            META.to_string(),
+            start("root", None, 0, true),
+            end("root", 10),
+            sources.to_string(),
+            r#"{"kind":"capture_sources","sources":[]}"#.to_string(),
+        ]);
+        let cs = doc.capture_sources.as_ref().unwrap();
+        assert_eq!(cs.line, 4);
+        assert_eq!(cs.sources.len(), 3);
+        assert_eq!(cs.get("allocator").unwrap().threshold_bytes, Some(1024));
+        assert_eq!(cs.get("gradients").unwrap().events, 0, "events default to 0");
+        assert!(cs.is_on("tracing"));
+        assert!(!cs.is_on("gradients"));
+        assert!(!cs.is_on("graph"), "an absent source is not on");
+        // Two warnings at line 4 (one per capture warning), one for the second line at 5.
+        assert_eq!(
+            lines_of(&doc),
+            [
+                (4, Severity::Warning, Category::Capture),
+                (4, Severity::Warning, Category::Capture),
+                (5, Severity::Warning, Category::Capture),
+            ]
+        );
+        assert_eq!(
+            doc.diagnostics[0].message,
+            "capture: the captured step saw no tracing spans: install the layer before building the model"
+        );
+        assert_eq!(doc.skipped_unknown, 0);
+    }
+
+    #[test]
+    fn capture_sources_without_warnings_add_no_diagnostic() {
+        let doc = read(&[
+            META.to_string(),
+            start("root", None, 0, true),
+            end("root", 10),
+            r#"{"kind":"capture_sources","sources":null,"events_dropped":3,"warnings":[]}"#
+                .to_string(),
+        ]);
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let cs = doc.capture_sources.as_ref().unwrap();
+        assert!(cs.sources.is_empty());
+        assert_eq!(cs.events_dropped, 3);
+        // A broken one is an ordinary decode error and keeps nothing.
+        let doc = read(&[
+            META.to_string(),
+            start("root", None, 0, true),
+            end("root", 10),
+            r#"{"kind":"capture_sources","sources":[{"on":true}]}"#.to_string(),
+        ]);
+        assert!(doc.capture_sources.is_none());
+        assert_eq!(lines_of(&doc), [(4, Severity::Error, Category::MissingField)]);
     }
 }

@@ -375,6 +375,70 @@ pub struct Edge {
     pub duration_ns: u64,
 }
 
+/// The names of the capture sources a [`CaptureSources`] line reports on: defined once here,
+/// written by `capture` and read by every tool.
+pub mod source {
+    /// Spans from `tracing` (capture's `TraceLayer`).
+    pub const TRACING: &str = "tracing";
+    /// Timed ops of candle layers.
+    pub const LAYER_OPS: &str = "layer_ops";
+    /// The counting allocator's `memory` records.
+    pub const ALLOCATOR: &str = "allocator";
+    /// The tensor graph (`tensor` records and op inputs/outputs).
+    pub const GRAPH: &str = "graph";
+    /// `device_memory` checkpoints.
+    pub const DEVICE_MEMORY: &str = "device_memory";
+    /// `gradient` records.
+    pub const GRADIENTS: &str = "gradients";
+    /// Every name above, in display order.
+    pub const ALL: [&str; 6] = [TRACING, LAYER_OPS, ALLOCATOR, GRAPH, DEVICE_MEMORY, GRADIENTS];
+}
+
+/// One capture source and what it produced (an entry of [`CaptureSources::sources`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureSource {
+    /// One of the [`source`] names (others are kept as written).
+    pub source: String,
+    /// Whether the source was switched on for the captured step.
+    pub on: bool,
+    /// Events the source produced.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub events: u64,
+    /// Smallest allocation the allocator source records, when it has such a threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_bytes: Option<u64>,
+}
+
+/// The `capture_sources` line (written once, at the end of a trace, by `capture`): which
+/// sources were on, how many events each produced, and what the capture itself noticed.
+///
+/// This kind is this reader's extension of trace/6; readers that do not know it skip it with
+/// an unknown-kind warning, as SCHEMA.md allows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureSources {
+    /// One entry per source, in the writer's order.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub sources: Vec<CaptureSource>,
+    /// Events the writer dropped (full rings).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub events_dropped: u64,
+    /// What the capture noticed (each becomes a warning diagnostic at this line).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub warnings: Vec<String>,
+}
+
+impl CaptureSources {
+    /// The entry for `name` (the first, when written twice).
+    pub fn get(&self, name: &str) -> Option<&CaptureSource> {
+        self.sources.iter().find(|s| s.source == name)
+    }
+
+    /// True when source `name` is listed and on.
+    pub fn is_on(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|s| s.on)
+    }
+}
+
 /// One line of a trace/6 file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -397,6 +461,8 @@ pub enum TraceEvent {
     Gradient(Gradient),
     /// Timing between spans.
     Edge(Edge),
+    /// Which capture sources were on (capture's extension kind).
+    CaptureSources(CaptureSources),
 }
 
 impl TraceEvent {
@@ -412,6 +478,7 @@ impl TraceEvent {
             TraceEvent::DeviceMemory(_) => "device_memory",
             TraceEvent::Gradient(_) => "gradient",
             TraceEvent::Edge(_) => "edge",
+            TraceEvent::CaptureSources(_) => "capture_sources",
         }
     }
 
@@ -533,6 +600,7 @@ fn decode_kind(kind: &str, bytes: &[u8]) -> Result<TraceEvent, LineError> {
         "device_memory" => typed(bytes, TraceEvent::DeviceMemory),
         "gradient" => typed(bytes, TraceEvent::Gradient),
         "edge" => typed(bytes, TraceEvent::Edge),
+        "capture_sources" => typed(bytes, TraceEvent::CaptureSources),
         other => {
             // Still require a well-formed line before calling it merely unknown.
             if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {

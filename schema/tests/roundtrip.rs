@@ -237,6 +237,30 @@ fn event() -> impl Strategy<Value = TraceEvent> {
             duration_ns,
         })
     });
+    let capture_source = (
+        prop_oneof![prop::sample::select(source::ALL.to_vec()).prop_map(String::from), text()],
+        any::<bool>(),
+        any::<u64>(),
+        prop::option::of(any::<u64>()),
+    )
+        .prop_map(|(source, on, events, threshold_bytes)| CaptureSource {
+            source,
+            on,
+            events,
+            threshold_bytes,
+        });
+    let capture_sources = (
+        prop::collection::vec(capture_source, 0..7),
+        any::<u64>(),
+        prop::collection::vec(text(), 0..3),
+    )
+        .prop_map(|(sources, events_dropped, warnings)| {
+            TraceEvent::CaptureSources(CaptureSources {
+                sources,
+                events_dropped,
+                warnings,
+            })
+        });
     prop_oneof![
         meta().prop_map(TraceEvent::Meta),
         span_start,
@@ -246,7 +270,8 @@ fn event() -> impl Strategy<Value = TraceEvent> {
         memory,
         device_memory,
         gradient,
-        edge
+        edge,
+        capture_sources
     ]
 }
 
@@ -304,8 +329,15 @@ proptest! {
         let starts = events.iter().filter(|e| matches!(e, TraceEvent::SpanStart(_))).count();
         let ends = events.iter().filter(|e| matches!(e, TraceEvent::SpanEnd(_))).count();
         let metas = events.iter().filter(|e| matches!(e, TraceEvent::Meta(_))).count();
+        let sources = events.iter().filter(|e| matches!(e, TraceEvent::CaptureSources(_))).count();
         let dup_starts = starts - whole.spans.len();
-        prop_assert_eq!(kept + ends + metas + dup_starts, events.len());
+        prop_assert_eq!(kept + ends + metas + sources + dup_starts, events.len());
+        // The first capture_sources line is the one kept.
+        let first_sources = events.iter().find_map(|e| match e {
+            TraceEvent::CaptureSources(c) => Some(c),
+            _ => None,
+        });
+        prop_assert_eq!(whole.capture_sources.as_ref().map(|l| &l.event), first_sources);
         let streamed = read_in_chunks(text.as_bytes(), &cuts);
         assert_same(&streamed, &whole);
     }
@@ -389,6 +421,7 @@ fn assert_same(a: &TraceDocument, b: &TraceDocument) {
     assert_eq!(a.device_memory, b.device_memory);
     assert_eq!(a.gradients, b.gradients);
     assert_eq!(a.edges, b.edges);
+    assert_eq!(a.capture_sources, b.capture_sources);
     assert_eq!(a.tree, b.tree);
     assert_eq!(a.memory_profile, b.memory_profile);
 }
