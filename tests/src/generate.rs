@@ -282,7 +282,7 @@ impl<'w, W: Write> Gen<'w, W> {
         s.lines += 1;
         s.bytes += line.len() as u64 + 1;
         match event {
-            TraceEvent::Meta(_) | TraceEvent::SpanEnd(_) => {}
+            TraceEvent::Meta(_) | TraceEvent::SpanEnd(_) | TraceEvent::CaptureSources(_) => {}
             TraceEvent::SpanStart(start) => {
                 s.spans += 1;
                 s.root_spans += u64::from(start.parent_id.is_none());
