@@ -141,6 +141,7 @@ macro_rules! spelled_enum {
 
 mod analysis;
 mod config;
+mod modules;
 mod timestamp;
 mod token_timing;
 mod validate;
@@ -148,6 +149,9 @@ mod waterfall;
 
 pub use analysis::{ErrorEntry, LatencyStats, MemorySnapshotEntry, ProfileSummary, RequestSummary};
 pub use config::{DetailLevel, ProfilingConfig, DEFAULT_SAMPLE_RATE};
+pub use modules::{
+    is_module_event, ForwardCall, ModuleSpan, ProfileModuleRow, RequestModules, MODULE_PHASE,
+};
 pub use timestamp::is_rfc3339;
 pub use token_timing::{DecodeStage, DecodeStageInterval, EngineTokenTiming, RUST_STD_INSTANT};
 pub use validate::{validate_event, violations, Violation};

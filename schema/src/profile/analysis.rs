@@ -22,7 +22,8 @@ pub struct RequestSummary {
     /// First `backend` named by an event of the request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
-    /// Distinct phases in order of first appearance.
+    /// Distinct phases in order of first appearance (module-span events, phase `module`, are
+    /// no phase of the request and are left out).
     pub phases: Vec<String>,
     /// `duration_us` of the first `timed_span` event of phase `request` that has one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -155,7 +156,7 @@ impl ProfileDocument {
             if r.backend.is_none() {
                 r.backend.clone_from(&e.backend);
             }
-            if let Some(phase) = &e.phase {
+            if let Some(phase) = e.phase.as_ref().filter(|p| *p != super::MODULE_PHASE) {
                 if !r.phases.contains(phase) {
                     r.phases.push(phase.clone());
                 }

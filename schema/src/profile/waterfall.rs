@@ -13,6 +13,9 @@
 //!   array elements that are not unsigned integers (or malformed intervals) are skipped.
 //! - Requests are in order of first appearance; events without `request_id` form the request
 //!   with the empty id. Times are ns relative to the origin, signed (an event may precede it).
+//! - Module-span events (phase `module`, see [`super::RequestModules`]) are left out: they
+//!   are drawn by no bar or marker and set no origin; a request with nothing else has no
+//!   waterfall.
 //! - Settings: `detail_level` (string) and `sample_rate` (number) are read from the first event
 //!   whose `attributes` carry them (capture's profiler writes both on `request_open`).
 
@@ -107,6 +110,9 @@ impl ProfileDocument {
         let mut order: Vec<&str> = Vec::new();
         let mut members: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, r) in self.records.iter().enumerate() {
+            if super::is_module_event(r) {
+                continue;
+            }
             let id = r.event.request_id.as_deref().unwrap_or("");
             members
                 .entry(id)
