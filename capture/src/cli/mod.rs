@@ -93,9 +93,11 @@ enum Command {
         /// How many rows at most.
         #[arg(long, default_value_t = 20)]
         limit: usize,
-        /// For `--kind ops`: group by op name, or by (op name, shape, dtype).
-        #[arg(long, value_enum, default_value_t = OpsBy::Name)]
-        by: OpsBy,
+        /// How to group: for `--kind ops` by op name (default), by (op name, shape, dtype) or by
+        /// the module path of the op's span; for `--kind modules` by module path (default) or
+        /// by module name.
+        #[arg(long, value_enum)]
+        by: Option<OpsBy>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -130,6 +132,10 @@ pub enum QueryKind {
     Reconcile,
     /// Inference profiles: TTFT/ITL percentiles and histograms, detail level and sample rate.
     Latency,
+    /// Module spans by module path (`block[1]/attn/linear[3]`) or by name: calls, total, self
+    /// and mean time, share of the measured total; for an inference profile, the module spans
+    /// of the requests' forward calls.
+    Modules,
 }
 
 /// What `export` writes.
@@ -139,13 +145,15 @@ pub enum ExportFormat {
     Chrome,
 }
 
-/// How `query --kind ops` groups.
+/// How `query --kind ops` and `query --kind modules` group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OpsBy {
-    /// One row per op name.
+    /// One row per op name (ops) or module name (modules).
     Name,
-    /// One row per (op name, shape, dtype).
+    /// One row per (op name, shape, dtype); ops only.
     Shape,
+    /// One row per module path.
+    Path,
 }
 
 /// Exit code: success.

@@ -8,9 +8,12 @@ use candle_trace_schema::document::TraceDocument;
 use candle_trace_schema::events::{SpanKind, Step, TensorCategory};
 use candle_trace_schema::flops::efficiency;
 use candle_trace_schema::format::AnyDocument;
-use candle_trace_schema::gradients::{gradients_for_review, norm_histogram, GradientCounts};
+use candle_trace_schema::gradients::{
+    gradient_finding, gradient_groups, gradients_for_review, norm_histogram, GradientCounts,
+};
 use candle_trace_schema::histogram::Histogram;
 use candle_trace_schema::ops::{heaviest_ops, op_groups, OpGrouping};
+use candle_trace_schema::paths::{module_rows, op_rows_by_path, ModuleGrouping, ModulePaths};
 use candle_trace_schema::phases::{module_pairs, phase_breakdown};
 use candle_trace_schema::profile::ProfileDocument;
 use candle_trace_schema::reconcile::reconcile;
@@ -24,7 +27,8 @@ use super::{write_json, OpsBy, QueryKind, EXIT_OK};
 pub(super) struct Options {
     pub kind: QueryKind,
     pub limit: usize,
-    pub by: OpsBy,
+    /// `--by` as given (each kind has its own default).
+    pub by: Option<OpsBy>,
     pub json: bool,
 }
 
@@ -34,11 +38,28 @@ pub(super) fn run(
     opts: Options,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
+    let module_grouping = match (opts.kind, opts.by) {
+        (QueryKind::Modules, None | Some(OpsBy::Path)) => ModuleGrouping::Path,
+        (QueryKind::Modules, Some(OpsBy::Name)) => ModuleGrouping::Name,
+        (QueryKind::Modules, Some(OpsBy::Shape)) => {
+            bail!("`--kind modules` groups `--by path` or `--by name`, not `--by shape`")
+        }
+        _ => ModuleGrouping::Path,
+    };
+    if opts.kind != QueryKind::Ops && opts.kind != QueryKind::Modules && opts.by.is_some() {
+        bail!(
+            "`--by` applies to `--kind ops` and `--kind modules`, not `--kind {}`",
+            kind_name(opts.kind)
+        );
+    }
     match (doc, opts.kind) {
         (AnyDocument::Profile(p), QueryKind::Requests) => requests(p, &opts, out)?,
         (AnyDocument::Profile(p), QueryKind::Latency) => latency(p, &opts, out)?,
+        (AnyDocument::Profile(p), QueryKind::Modules) => {
+            profile_modules(p, &opts, module_grouping, out)?
+        }
         (AnyDocument::Profile(_), kind) => bail!(
-            "{}: `--kind {}` needs a trace/6 file; this is an inference profile (try `--kind requests` or `--kind latency`)",
+            "{}: `--kind {}` needs a trace/6 file; this is an inference profile (try `--kind requests`, `--kind latency` or `--kind modules`)",
             path.display(),
             kind_name(kind)
         ),
@@ -54,7 +75,11 @@ pub(super) fn run(
                 QueryKind::Heaviest => heaviest(t, opts.limit),
                 QueryKind::Memory => memory(t, opts.limit),
                 QueryKind::Gradients => gradients(t, opts.limit),
-                QueryKind::Ops => ops(t, opts.limit, opts.by),
+                QueryKind::Ops => match opts.by {
+                    Some(OpsBy::Path) => ops_by_path(t, opts.limit),
+                    by => ops(t, opts.limit, by.unwrap_or(OpsBy::Name)),
+                },
+                QueryKind::Modules => modules(t, opts.limit, module_grouping),
                 QueryKind::Edges => edges(t, opts.limit),
                 QueryKind::Phases => phases(t, opts.limit),
                 QueryKind::Flops => flops(t, opts.limit),
@@ -98,6 +123,7 @@ fn kind_name(kind: QueryKind) -> &'static str {
         QueryKind::Flops => "flops",
         QueryKind::Reconcile => "reconcile",
         QueryKind::Latency => "latency",
+        QueryKind::Modules => "modules",
     }
 }
 
@@ -296,7 +322,7 @@ fn memory(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
 
 fn gradients(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
     let counts = GradientCounts::of(&doc.gradients);
-    let preamble = format!(
+    let mut preamble = format!(
         "{} parameter(s): {} present, {} missing, {} zero, {} non-finite\n",
         doc.gradients.len(),
         counts.present,
@@ -304,6 +330,46 @@ fn gradients(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
         counts.zero,
         counts.non_finite
     );
+    let groups = gradient_groups(&doc.gradients);
+    let finding = gradient_finding(&groups);
+    if let Some(f) = &finding {
+        preamble.push_str(&format!("finding: {f}\n"));
+    }
+    if !groups.is_empty() {
+        let mut by_module = Table::new(&[
+            ("module", Align::Left),
+            ("params", Align::Right),
+            ("present", Align::Right),
+            ("missing", Align::Right),
+            ("zero", Align::Right),
+            ("non-finite", Align::Right),
+            ("flow", Align::Left),
+        ]);
+        let several_roots = groups.iter().any(|g| g.root != groups[0].root);
+        for g in groups.iter().take(limit) {
+            let module = if g.module.is_empty() {
+                "(top level)"
+            } else {
+                g.module.as_str()
+            };
+            by_module.row(vec![
+                if several_roots {
+                    format!("{}:{module}", g.root)
+                } else {
+                    module.to_string()
+                },
+                g.params.to_string(),
+                g.counts.present.to_string(),
+                g.counts.missing.to_string(),
+                g.counts.zero.to_string(),
+                g.counts.non_finite.to_string(),
+                g.flow.as_str().into(),
+            ]);
+        }
+        preamble.push_str("\nby module (file order):\n");
+        preamble.push_str(&by_module.render());
+        preamble.push_str("\nparameters, problems first:");
+    }
     let mut table = Table::new(&[
         ("root", Align::Left),
         ("parameter", Align::Left),
@@ -323,17 +389,195 @@ fn gradients(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
         ]);
         rows.push(json!({ "root": g.root, "key": g.key, "state": g.state.as_str(), "norm": g.norm, "line": g.line }));
     }
+    let groups_json: Vec<Value> = groups
+        .iter()
+        .take(limit)
+        .map(|g| {
+            json!({
+                "root": g.root, "module": g.module, "params": g.params, "present": g.counts.present,
+                "missing": g.counts.missing, "zero": g.counts.zero, "non_finite": g.counts.non_finite,
+                "flow": g.flow.as_str(),
+            })
+        })
+        .collect();
     (
-        json!({ "counts": counts, "gradients": rows, "norm_histogram": norm_histogram(&doc.gradients) }),
+        json!({
+            "counts": counts, "gradients": rows, "norm_histogram": norm_histogram(&doc.gradients),
+            "groups": groups_json, "finding": finding,
+        }),
         table,
         preamble,
     )
 }
 
+fn share_text(share: Option<f64>) -> String {
+    share.map_or(String::from("–"), |s| format!("{:.1}%", s * 100.0))
+}
+
+fn modules(doc: &TraceDocument, limit: usize, grouping: ModuleGrouping) -> (Value, Table, String) {
+    let paths = ModulePaths::new(doc);
+    let rows = module_rows(doc, &paths, grouping);
+    let key = match grouping {
+        ModuleGrouping::Path => "path",
+        ModuleGrouping::Name => "name",
+    };
+    let mut table = Table::new(&[
+        (key, Align::Left),
+        ("calls", Align::Right),
+        ("total", Align::Right),
+        ("self", Align::Right),
+        ("mean", Align::Right),
+        ("share", Align::Right),
+    ]);
+    let mut json_rows = Vec::new();
+    for r in rows.iter().take(limit) {
+        table.row(vec![
+            r.key.clone(),
+            r.calls.to_string(),
+            format_ns(r.total_ns),
+            format_ns(r.self_ns),
+            format_ns(r.mean_ns),
+            share_text(r.share),
+        ]);
+        json_rows.push(json!({
+            key: r.key, "calls": r.calls, "total_ns": r.total_ns, "self_ns": r.self_ns,
+            "mean_ns": r.mean_ns, "share": r.share,
+        }));
+    }
+    let preamble = format!(
+        "{} module span(s) in {} group(s) by {key}; share = total / measured total\n",
+        rows.iter().map(|r| r.calls).sum::<u64>(),
+        rows.len()
+    );
+    (json!({ "by": key, "modules": json_rows }), table, preamble)
+}
+
+fn ops_by_path(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
+    let paths = ModulePaths::new(doc);
+    let mut table = Table::new(&[
+        ("module path", Align::Left),
+        ("count", Align::Right),
+        ("total", Align::Right),
+        ("mean", Align::Right),
+        ("max", Align::Right),
+        ("output", Align::Right),
+    ]);
+    let mut rows = Vec::new();
+    for r in op_rows_by_path(doc, &paths).into_iter().take(limit) {
+        table.row(vec![
+            if r.path.is_empty() {
+                String::from("(no module)")
+            } else {
+                r.path.clone()
+            },
+            r.count.to_string(),
+            format_ns(r.total_ns),
+            format_ns(r.mean_ns),
+            format_ns(r.max_ns),
+            format_bytes(r.output_bytes),
+        ]);
+        rows.push(json!({
+            "path": r.path, "count": r.count, "total_ns": r.total_ns, "mean_ns": r.mean_ns,
+            "max_ns": r.max_ns, "output_bytes": r.output_bytes,
+        }));
+    }
+    (json!({ "groups": rows }), table, String::new())
+}
+
+fn profile_modules(
+    doc: &ProfileDocument,
+    opts: &Options,
+    grouping: ModuleGrouping,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let requests = doc.module_spans();
+    let key = match grouping {
+        ModuleGrouping::Path => "path",
+        ModuleGrouping::Name => "name",
+    };
+    let row_json = |r: &candle_trace_schema::profile::ProfileModuleRow| json!({ key: r.key, "calls": r.calls, "total_ns": r.total_ns, "mean_ns": r.mean_ns, "requests": r.requests });
+    let all = doc.module_rows(grouping);
+    if opts.json {
+        let per_request: Vec<Value> = requests
+            .iter()
+            .map(|r| {
+                json!({
+                    "request_id": r.request_id,
+                    "forward_calls": r.forwards.len(),
+                    "unreadable": r.unreadable,
+                    "modules": r.rows(grouping).iter().take(opts.limit).map(row_json).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        return write_json(
+            out,
+            &json!({
+                "by": key,
+                "modules": all.iter().take(opts.limit).map(row_json).collect::<Vec<_>>(),
+                "requests": per_request,
+            }),
+        );
+    }
+    if requests.is_empty() {
+        writeln!(
+            out,
+            "(no module spans: the profile has no `module` phase events)"
+        )?;
+        return Ok(());
+    }
+    let forwards: usize = requests.iter().map(|r| r.forwards.len()).sum();
+    let unreadable: u64 = requests.iter().map(|r| r.unreadable).sum();
+    writeln!(
+        out,
+        "{} request(s), {forwards} forward call(s){}; all requests by {key}:",
+        requests.len(),
+        if unreadable > 0 {
+            format!(", {unreadable} unreadable module event(s)")
+        } else {
+            String::new()
+        }
+    )?;
+    let table = |rows: &[candle_trace_schema::profile::ProfileModuleRow]| {
+        let mut t = Table::new(&[
+            (key, Align::Left),
+            ("calls", Align::Right),
+            ("total", Align::Right),
+            ("mean", Align::Right),
+            ("requests", Align::Right),
+        ]);
+        for r in rows.iter().take(opts.limit) {
+            t.row(vec![
+                r.key.clone(),
+                r.calls.to_string(),
+                format_ns(r.total_ns),
+                format_ns(r.mean_ns),
+                r.requests.to_string(),
+            ]);
+        }
+        t.render()
+    };
+    write!(out, "{}", table(&all))?;
+    for r in requests.iter().take(opts.limit) {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "request {} ({} forward call(s)):",
+            if r.request_id.is_empty() {
+                "(no id)"
+            } else {
+                r.request_id.as_str()
+            },
+            r.forwards.len()
+        )?;
+        write!(out, "{}", table(&r.rows(grouping)))?;
+    }
+    Ok(())
+}
+
 fn ops(doc: &TraceDocument, limit: usize, by: OpsBy) -> (Value, Table, String) {
     let grouping = match by {
-        OpsBy::Name => OpGrouping::Name,
         OpsBy::Shape => OpGrouping::NameShapeDtype,
+        OpsBy::Name | OpsBy::Path => OpGrouping::Name,
     };
     let mut headers = vec![("op", Align::Left)];
     if by == OpsBy::Shape {

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::events::{source, CaptureSources};
 use candle_trace_schema::format::{AnyDocument, Format};
 use candle_trace_schema::percentiles::Percentiles;
 use candle_trace_schema::profile::ProfileDocument;
@@ -36,6 +37,8 @@ struct Extra<'a> {
     peak_timestamp_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     chrome: Option<ChromeExtra>,
+    /// The `capture_sources` line; `null` when the file has none.
+    capture_sources: Option<&'a CaptureSources>,
 }
 
 /// What an imported Chrome JSON file held beyond spans.
@@ -98,6 +101,7 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
                         skipped_events: c.skipped_count(),
                         synthetic_root: c.synthetic_root,
                     }),
+                    capture_sources: doc.capture_sources.as_ref().map(|l| &l.event),
                 },
             },
         );
@@ -136,13 +140,30 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
         (Some(d), Some(ts)) => format!(" on {d} at {}", format_ns(ts)),
         _ => String::new(),
     };
+    let sources = doc.capture_sources.as_ref().map(|l| &l.event);
+    let ops = match not_captured(sources, summary.op_count == 0, source::LAYER_OPS) {
+        Some(why) => why,
+        None => summary.op_count.to_string(),
+    };
+    let memory_events = summary.alloc_count + summary.free_count;
+    let (peak, peak_exact) = match not_captured(sources, memory_events == 0, source::ALLOCATOR) {
+        Some(why) => (why, String::new()),
+        None => (
+            format!("{}{peak_at}", format_bytes(summary.peak_bytes)),
+            format!("{} B", summary.peak_bytes),
+        ),
+    };
+    let gradients = match not_captured(sources, doc.gradients.is_empty(), source::GRADIENTS) {
+        Some(why) => why,
+        None => doc.gradients.len().to_string(),
+    };
     let rows = [
         (
             "total (measured)",
             format_ns(summary.total_ns),
             format!("{} ns", summary.total_ns),
         ),
-        ("ops", summary.op_count.to_string(), String::new()),
+        ("ops", ops, String::new()),
         ("spans", summary.span_count.to_string(), String::new()),
         (
             "root spans",
@@ -152,16 +173,15 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
         ("max depth", summary.max_depth.to_string(), String::new()),
         ("allocs", summary.alloc_count.to_string(), String::new()),
         ("frees", summary.free_count.to_string(), String::new()),
-        (
-            "peak memory",
-            format!("{}{peak_at}", format_bytes(summary.peak_bytes)),
-            format!("{} B", summary.peak_bytes),
-        ),
+        ("peak memory", peak, peak_exact),
+        ("gradients", gradients, String::new()),
     ];
     for (name, value, exact) in rows {
         t.row(vec![name.to_string(), value, exact]);
     }
     write!(out, "{}", t.render())?;
+    writeln!(out)?;
+    captured_lines(sources, out)?;
     if let Some(c) = &doc.chrome {
         writeln!(out)?;
         let names: Vec<String> = c.tracks.iter().map(|t| t.label()).collect();
@@ -181,6 +201,65 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
         )?;
     }
     diagnostics_line(path, counts.errors, counts.warnings, out)
+}
+
+/// `Some("not captured …")` when a source produced nothing (`empty`) and was not on: off or
+/// unlisted in a `capture_sources` line (`(<source> off)`), or the file has no such line.
+fn not_captured(sources: Option<&CaptureSources>, empty: bool, name: &str) -> Option<String> {
+    if !empty {
+        return None;
+    }
+    match sources {
+        None => Some(String::from("not captured")),
+        Some(s) if !s.is_on(name) => Some(format!("not captured ({name} off)")),
+        Some(_) => None,
+    }
+}
+
+/// The `captured:` line (each source on/off with its event count), dropped events, and every
+/// warning the capture wrote.
+fn captured_lines(sources: Option<&CaptureSources>, out: &mut dyn Write) -> anyhow::Result<()> {
+    let Some(sources) = sources else {
+        writeln!(
+            out,
+            "captured: not stated (the file has no capture_sources line)"
+        )?;
+        return Ok(());
+    };
+    let parts: Vec<String> = sources
+        .sources
+        .iter()
+        .map(|s| {
+            let threshold = s
+                .threshold_bytes
+                .map_or(String::new(), |t| format!(", ≥ {}", format_bytes(t)));
+            if s.on {
+                format!("{} on ({} events{threshold})", s.source, s.events)
+            } else {
+                format!("{} off", s.source)
+            }
+        })
+        .collect();
+    writeln!(
+        out,
+        "captured: {}",
+        if parts.is_empty() {
+            String::from("no sources listed")
+        } else {
+            parts.join(", ")
+        }
+    )?;
+    if sources.events_dropped > 0 {
+        writeln!(
+            out,
+            "events dropped: {} (the writer's rings were full)",
+            sources.events_dropped
+        )?;
+    }
+    for w in &sources.warnings {
+        writeln!(out, "capture warning: {w}")?;
+    }
+    Ok(())
 }
 
 fn diagnostics_line(
