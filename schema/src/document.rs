@@ -33,8 +33,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{sort_diagnostics, Category, Diagnostic, DiagnosticCounts, Severity};
 use crate::events::{
-    decode_line, CaptureSources, CompactString, DeviceMemory, Edge, Gradient, LineError, MemoryEvent, Meta, Op,
-    SpanKind, Step, TensorEvent, TraceEvent, TRACE_SCHEMA,
+    decode_line, CaptureSources, CompactString, DeviceMemory, Edge, Gradient, LineError,
+    MemoryEvent, Meta, Op, SpanKind, Step, TensorEvent, TraceEvent, TRACE_SCHEMA,
 };
 use crate::jsonl::{Line, LineSplitter};
 use crate::memory::MemoryProfile;
@@ -1199,7 +1199,11 @@ mod tests {
         assert_eq!(cs.line, 4);
         assert_eq!(cs.sources.len(), 3);
         assert_eq!(cs.get("allocator").unwrap().threshold_bytes, Some(1024));
-        assert_eq!(cs.get("gradients").unwrap().events, 0, "events default to 0");
+        assert_eq!(
+            cs.get("gradients").unwrap().events,
+            0,
+            "events default to 0"
+        );
         assert!(cs.is_on("tracing"));
         assert!(!cs.is_on("gradients"));
         assert!(!cs.is_on("graph"), "an absent source is not on");
@@ -1240,6 +1244,9 @@ mod tests {
             r#"{"kind":"capture_sources","sources":[{"on":true}]}"#.to_string(),
         ]);
         assert!(doc.capture_sources.is_none());
-        assert_eq!(lines_of(&doc), [(4, Severity::Error, Category::MissingField)]);
+        assert_eq!(
+            lines_of(&doc),
+            [(4, Severity::Error, Category::MissingField)]
+        );
     }
 }

@@ -391,7 +391,14 @@ pub mod source {
     /// `gradient` records.
     pub const GRADIENTS: &str = "gradients";
     /// Every name above, in display order.
-    pub const ALL: [&str; 6] = [TRACING, LAYER_OPS, ALLOCATOR, GRAPH, DEVICE_MEMORY, GRADIENTS];
+    pub const ALL: [&str; 6] = [
+        TRACING,
+        LAYER_OPS,
+        ALLOCATOR,
+        GRAPH,
+        DEVICE_MEMORY,
+        GRADIENTS,
+    ];
 }
 
 /// One capture source and what it produced (an entry of [`CaptureSources::sources`]).

@@ -238,7 +238,10 @@ fn event() -> impl Strategy<Value = TraceEvent> {
         })
     });
     let capture_source = (
-        prop_oneof![prop::sample::select(source::ALL.to_vec()).prop_map(String::from), text()],
+        prop_oneof![
+            prop::sample::select(source::ALL.to_vec()).prop_map(String::from),
+            text()
+        ],
         any::<bool>(),
         any::<u64>(),
         prop::option::of(any::<u64>()),
