@@ -227,7 +227,8 @@ pub fn gradient_finding(groups: &[GradientGroup]) -> Option<String> {
     let mut s = if missing == params {
         format!("none of the {params} parameters has a gradient")
     } else {
-        format!("{missing} of {params} parameters have no gradient")
+        let verb = if missing == 1 { "has" } else { "have" };
+        format!("{missing} of {params} parameters {verb} no gradient")
     };
     let receivers: Vec<&str> = none.iter().chain(&partly).copied().collect();
     if !receivers.is_empty() {

@@ -23,8 +23,8 @@ use candle_trace_schema::chrome::ChromeImport;
 use candle_trace_schema::diagnostics::Diagnostic;
 use candle_trace_schema::document::{Lined, Span, TraceDocument};
 use candle_trace_schema::events::{
-    CompactString, DeviceMemory, Edge, Gradient, MemoryAction, MemoryEvent, Meta, Op,
-    TensorCategory, TensorEvent,
+    CaptureSources, CompactString, DeviceMemory, Edge, Gradient, MemoryAction, MemoryEvent, Meta,
+    Op, TensorCategory, TensorEvent,
 };
 use candle_trace_schema::format::{AnyDocument, Format};
 use candle_trace_schema::memory::MemoryProfile;
@@ -163,6 +163,8 @@ pub enum Frame<'a> {
     MemoryProfile(Cow<'a, MemoryProfile>),
     /// What an imported Chrome JSON file held beyond spans.
     Chrome(Cow<'a, ChromeImport>),
+    /// `TraceDocument::capture_sources` (sent only when the file has that line).
+    CaptureSources(Cow<'a, Lined<CaptureSources>>),
     /// An inference profile follows.
     ProfileStart,
     /// A batch of profile records.
@@ -303,6 +305,9 @@ pub fn encode(doc: &AnyDocument) -> Vec<u8> {
             if let Some(chrome) = &t.chrome {
                 push_frame(&mut out, &Frame::Chrome(Cow::Borrowed(&**chrome)));
             }
+            if let Some(sources) = &t.capture_sources {
+                push_frame(&mut out, &Frame::CaptureSources(Cow::Borrowed(sources)));
+            }
             &t.diagnostics
         }
         AnyDocument::Profile(p) => {
@@ -426,6 +431,9 @@ impl Assembler {
             }
             (Frame::MemoryProfile(m), Partial::Trace(d, _)) => d.memory_profile = m.into_owned(),
             (Frame::Chrome(c), Partial::Trace(d, _)) => d.chrome = Some(Box::new(c.into_owned())),
+            (Frame::CaptureSources(c), Partial::Trace(d, _)) => {
+                d.capture_sources = Some(c.into_owned())
+            }
             (Frame::ProfileRecords(b), Partial::Profile(p)) => p.records.extend(b.into_owned()),
             (Frame::Diagnostics(b), Partial::Trace(d, _)) => d.diagnostics.extend(b.into_owned()),
             (Frame::Diagnostics(b), Partial::Profile(p)) => p.diagnostics.extend(b.into_owned()),
@@ -569,6 +577,7 @@ mod tests {
                 assert_eq!(a.skipped_unknown, b.skipped_unknown, "{name}");
                 assert_eq!(a.bytes_read, b.bytes_read, "{name}");
                 assert_eq!(a.chrome, b.chrome, "{name}");
+                assert_eq!(a.capture_sources, b.capture_sources, "{name}");
                 assert_eq!(a.summary(), b.summary(), "{name}");
                 for (i, s) in a.spans.iter().enumerate() {
                     assert_eq!(b.span_index(&s.id), a.span_index(&s.id), "{name} span {i}");
@@ -601,6 +610,31 @@ mod tests {
             let back = decode(&encode(&doc)).unwrap();
             assert_same(name, &doc, &back);
         }
+    }
+
+    #[test]
+    fn capture_sources_cross_too() {
+        let file = concat!(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"s","duration_ns":5}"#,
+            "\n",
+            r#"{"kind":"capture_sources","sources":[{"source":"allocator","on":true,"events":4,"threshold_bytes":1024},{"source":"gradients","on":false}],"events_dropped":2,"warnings":["no spans"]}"#,
+            "\n",
+        );
+        let doc = read(file.as_bytes());
+        let back = decode(&encode(&doc)).unwrap();
+        assert_same("capture_sources", &doc, &back);
+        let AnyDocument::Trace(t) = back else {
+            panic!("a trace")
+        };
+        let sources = t.capture_sources.unwrap();
+        assert_eq!(sources.line, 4);
+        assert_eq!(sources.events_dropped, 2);
+        assert_eq!(sources.sources[0].threshold_bytes, Some(1024));
+        assert_eq!(sources.warnings, ["no spans"]);
     }
 
     #[test]

@@ -2,7 +2,32 @@
 
 use candle_trace_schema::document::TraceDocument;
 use candle_trace_schema::events::GradientState;
-use candle_trace_schema::gradients::{gradients_for_review, norm_histogram, GradientCounts};
+use candle_trace_schema::gradients::{
+    gradient_finding, gradient_groups, gradients_for_review, norm_histogram, GradientCounts,
+    GradientFlow,
+};
+
+/// One module's gradients (parameters grouped by key without its last `.`-segment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GradientGroupRow {
+    /// The module (`(top level)` for keys without a `.`), prefixed by `root:` when the file
+    /// has several roots.
+    pub module: String,
+    /// Parameters in the module.
+    pub params: u64,
+    /// Present gradients.
+    pub present: u64,
+    /// Missing gradients.
+    pub missing: u64,
+    /// All-zero gradients.
+    pub zero: u64,
+    /// Non-finite gradients.
+    pub non_finite: u64,
+    /// `all_missing`, `partly_missing` or `none_missing`.
+    pub flow: &'static str,
+    /// True when some parameter of the module has no gradient.
+    pub problem: bool,
+}
 
 /// One parameter's gradient.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +60,10 @@ pub struct GradientPanel {
     pub rows: Vec<GradientRow>,
     /// All gradient records.
     pub total: usize,
+    /// Per module, in file order (all of them).
+    pub groups: Vec<GradientGroupRow>,
+    /// One sentence about where gradients arrived (`schema::gradients::gradient_finding`).
+    pub finding: Option<String>,
 }
 
 impl GradientPanel {
@@ -63,8 +92,39 @@ impl GradientPanel {
                 })
                 .collect(),
             total: doc.gradients.len(),
+            groups: group_rows(doc),
+            finding: gradient_finding(&gradient_groups(&doc.gradients)),
         }
     }
+}
+
+fn group_rows(doc: &TraceDocument) -> Vec<GradientGroupRow> {
+    let groups = gradient_groups(&doc.gradients);
+    let several_roots = groups.iter().any(|g| g.root != groups[0].root);
+    groups
+        .iter()
+        .map(|g| {
+            let module = if g.module.is_empty() {
+                "(top level)"
+            } else {
+                g.module.as_str()
+            };
+            GradientGroupRow {
+                module: if several_roots {
+                    format!("{}:{module}", g.root)
+                } else {
+                    module.to_string()
+                },
+                params: g.params,
+                present: g.counts.present,
+                missing: g.counts.missing,
+                zero: g.counts.zero,
+                non_finite: g.counts.non_finite,
+                flow: g.flow.as_str(),
+                problem: g.flow != GradientFlow::NoneMissing,
+            }
+        })
+        .collect()
 }
 
 /// Columns the gradient table sorts by.
@@ -232,6 +292,31 @@ mod tests {
         assert_eq!(g.rows[0].state, "non_finite");
         assert!(g.rows[..3].iter().all(|r| r.problem));
         assert!(!g.rows[3].problem);
+        // Modules in file order: fc1 (2 present), fc2 (2), head (scale present, bias zero),
+        // embed (1 missing), aux (1 non-finite).
+        let groups: Vec<(&str, u64, u64, u64, &str)> = g
+            .groups
+            .iter()
+            .map(|r| (r.module.as_str(), r.params, r.present, r.missing, r.flow))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                ("fc1", 2, 2, 0, "none_missing"),
+                ("fc2", 2, 2, 0, "none_missing"),
+                ("head", 2, 1, 0, "none_missing"),
+                ("embed", 1, 0, 1, "all_missing"),
+                ("aux", 1, 0, 0, "none_missing"),
+            ]
+        );
+        assert!(g.groups[3].problem && !g.groups[2].problem);
+        assert_eq!(
+            g.finding.as_deref(),
+            Some(
+                "1 of 8 parameters has no gradient; only fc1, fc2, head and aux receive \
+                 gradients; none reach 1 module: embed"
+            )
+        );
     }
 
     #[test]
