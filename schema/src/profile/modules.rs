@@ -275,6 +275,7 @@ mod tests {
     use alloc::vec::Vec;
 
     /// A valid module event (the §2 header fields as capture writes them).
+    #[allow(clippy::too_many_arguments)] // one argument per attribute reads best in the calls
     fn module(
         request: &str,
         forward_index: u64,
