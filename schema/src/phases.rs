@@ -12,22 +12,21 @@
 //! - `other_ns` = region duration − forward − backward − optimizer, saturating at 0
 //!   (`overlap_ns` says by how much the steps exceed the region, 0 normally).
 //! - **Module pairing**: a module span (`span_kind = module`) in the region whose own `step`
-//!   is `forward` or `backward` is keyed by its *module path*: the names of the module spans on
-//!   its layout path from the region down to it (itself included), joined with `/`. Function
-//!   and op spans on the way (`forward`, `backward` ...) are left out, so `forward/fc1` and
-//!   `backward/fc1` share the key `fc1`. A row adds up the durations (inclusive) and counts of
-//!   the spans with that key per step. Rows are ordered by forward + backward time, largest
-//!   first, then by path.
+//!   is `forward` or `backward` is keyed by its *module path*, the one rule of
+//!   [`crate::paths`]: the module spans on its layout path (itself included), each with `[k]`
+//!   when its parent has several children of that name. Function and op spans on the way
+//!   (`forward`, `backward` ...) are left out, so `forward/fc1` and `backward/fc1` share the key
+//!   `fc1`. A row adds up the durations (inclusive) and counts of the spans with that key per
+//!   step. Rows are ordered by forward + backward time, largest first, then by path.
 
 use alloc::string::String;
-use alloc::string::ToString;
 use alloc::vec::Vec;
 
-use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::document::TraceDocument;
 use crate::events::{SpanKind, Step};
+use crate::paths::ModulePaths;
 
 /// Time per training step inside the measured region.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,82 +78,23 @@ pub fn measured_region(doc: &TraceDocument) -> Option<usize> {
     doc.spans.iter().position(|s| s.measured)
 }
 
-/// Module paths met by [`walk`], interned: id 0 is the empty path, and each other id is a
-/// parent id plus one module name. A span's path is found by one lookup of
-/// (parent's id, its name), borrowed from the document; a path's text is built once, when it
-/// is first met.
-struct Paths<'d> {
-    ids: HashMap<(u32, &'d str), u32>,
-    text: Vec<String>,
-    /// Path text to id: a module named `a/b` and a module `b` below a module `a` are one path,
-    /// as the text keys the rows.
-    by_text: HashMap<String, u32>,
-}
-
-impl<'d> Paths<'d> {
-    fn new() -> Self {
-        Paths {
-            ids: HashMap::new(),
-            text: alloc::vec![String::new()],
-            by_text: HashMap::new(),
-        }
-    }
-
-    /// The id of `parent`'s path followed by `name`.
-    fn child(&mut self, parent: u32, name: &'d str) -> u32 {
-        if let Some(&id) = self.ids.get(&(parent, name)) {
-            return id;
-        }
-        let parent_text = &self.text[parent as usize];
-        let text = if parent_text.is_empty() {
-            name.to_string()
-        } else {
-            alloc::format!("{parent_text}/{name}")
-        };
-        let id = match self.by_text.get(&text) {
-            Some(&id) => id,
-            None => {
-                let id = u32::try_from(self.text.len()).unwrap_or(u32::MAX);
-                self.by_text.insert(text.clone(), id);
-                self.text.push(text);
-                id
-            }
-        };
-        self.ids.insert((parent, name), id);
-        id
-    }
-}
-
 /// Preorder of the spans below `root` (root excluded), each with its nearest stepped ancestor
-/// below the root and, for a module span, its module path in `paths` (when given). Iterative.
-fn walk<'d>(
-    doc: &'d TraceDocument,
-    root: usize,
-    mut paths: Option<&mut Paths<'d>>,
-    mut visit: impl FnMut(usize, Option<Step>, Option<u32>),
-) {
-    // (span, step of nearest stepped ancestor strictly between root and span, module path of
-    // the module ancestors strictly between root and span)
-    let mut stack: Vec<(u32, Option<Step>, u32)> = doc
+/// below the root. Iterative.
+fn walk(doc: &TraceDocument, root: usize, mut visit: impl FnMut(usize, Option<Step>)) {
+    // (span, step of nearest stepped ancestor strictly between root and span)
+    let mut stack: Vec<(u32, Option<Step>)> = doc
         .tree
         .children(root)
         .iter()
         .rev()
-        .map(|&c| (c, None, 0))
+        .map(|&c| (c, None))
         .collect();
-    while let Some((i, inherited, prefix)) = stack.pop() {
+    while let Some((i, inherited)) = stack.pop() {
         let span = &doc.spans[i as usize];
-        let path = match &mut paths {
-            Some(paths) if span.span_kind == SpanKind::Module => {
-                Some(paths.child(prefix, &span.name))
-            }
-            _ => None,
-        };
-        visit(i as usize, inherited, path);
+        visit(i as usize, inherited);
         let next_step = inherited.or(span.step);
-        let next_prefix = path.unwrap_or(prefix);
         for &c in doc.tree.children(i as usize).iter().rev() {
-            stack.push((c, next_step, next_prefix));
+            stack.push((c, next_step));
         }
     }
 }
@@ -167,7 +107,7 @@ pub fn phase_breakdown(doc: &TraceDocument) -> Option<PhaseBreakdown> {
         region_ns: doc.spans[region].duration_or_zero(),
         ..PhaseBreakdown::default()
     };
-    walk(doc, region, None, |i, inherited, _| {
+    walk(doc, region, |i, inherited| {
         let span = &doc.spans[i];
         if let (None, Some(step)) = (inherited, span.step) {
             let d = span.duration_or_zero();
@@ -192,15 +132,19 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
     let Some(region) = measured_region(doc) else {
         return Vec::new();
     };
-    // Per path id, its row (paths of function spans' ancestors only need no row).
+    let paths = ModulePaths::new(doc);
+    // Per path id, its row.
     let mut row_of: Vec<u32> = Vec::new();
     let mut sums: Vec<(u32, ModulePair)> = Vec::new();
-    let mut paths = Paths::new();
-    walk(doc, region, Some(&mut paths), |i, _, path| {
+    walk(doc, region, |i, _| {
         let span = &doc.spans[i];
-        let (Some(path), Some(step @ (Step::Forward | Step::Backward))) = (path, span.step) else {
+        if span.span_kind != SpanKind::Module {
+            return;
+        }
+        let Some(step @ (Step::Forward | Step::Backward)) = span.step else {
             return;
         };
+        let path = paths.path_id(i);
         let p = path as usize;
         if row_of.len() <= p {
             row_of.resize(p + 1, u32::MAX);
@@ -231,7 +175,11 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
     let mut rows: Vec<ModulePair> = sums
         .into_iter()
         .map(|(path, mut row)| {
-            row.path = core::mem::take(&mut paths.text[path as usize]);
+            row.path = paths
+                .texts()
+                .get(path as usize)
+                .cloned()
+                .unwrap_or_default();
             row
         })
         .collect();
@@ -321,9 +269,17 @@ mod tests {
             (300, 500, 120, 80)
         );
         assert_eq!(b.overlap_ns, 0);
+        // Backward's `enc` has two children named `fc` (b2, and the recomputed forward b3), so
+        // they are the places `enc/fc[0]` and `enc/fc[1]` (crate::paths); forward's `enc`
+        // has one `fc`, the place `enc/fc`. Ordered by forward + backward: 650, 150, 100, 50.
         assert_eq!(
             rows(&module_pairs(&d)),
-            alloc::vec![("enc", 1, 250, 1, 400), ("enc/fc", 2, 150, 1, 150)]
+            alloc::vec![
+                ("enc", 1, 250, 1, 400),
+                ("enc/fc[0]", 0, 0, 1, 150),
+                ("enc/fc", 1, 100, 0, 0),
+                ("enc/fc[1]", 1, 50, 0, 0)
+            ]
         );
     }
 
@@ -336,11 +292,15 @@ mod tests {
             start("f1", Some("m"), "enc", "module", Some("forward")),
             start("f2", Some("f1"), "fc", "module", Some("forward")),
             start("g", Some("m"), "enc/fc", "module", Some("forward")),
-            start("b", Some("m"), "enc/fc", "module", Some("backward")),
+            // Under a function span, so not a second `enc/fc` sibling of `g` (that would be
+            // the place `enc/fc[1]`).
+            start("w", Some("m"), "backward", "function", None),
+            start("b", Some("w"), "enc/fc", "module", Some("backward")),
             end("m", 1000),
             end("f1", 300),
             end("f2", 100),
             end("g", 40),
+            end("w", 10),
             end("b", 7),
         ];
         let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
