@@ -29,11 +29,13 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use candle_trace_schema::events::{
-    DeviceMemory, MemoryAction, MemoryEvent, TensorCategory, TraceEvent,
+    DeviceMemory, MemoryAction, MemoryEvent, Step, TensorCategory, TraceEvent,
 };
 
+use crate::recorder::HostSink;
 use crate::sink::Sink;
 
 static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
@@ -41,8 +43,19 @@ static PEAK_BYTES: AtomicU64 = AtomicU64::new(0);
 static ALLOC_COUNT: AtomicU64 = AtomicU64::new(0);
 static FREE_COUNT: AtomicU64 = AtomicU64::new(0);
 
+/// The recorder that host blocks of at least its threshold go to, during its captured step.
+static HOST_SINK: RwLock<Option<Arc<dyn HostSink>>> = RwLock::new(None);
+/// Its recorder key (0 = none): span pushes of other recorders do not touch `span`.
+static HOST_KEY: AtomicU64 = AtomicU64::new(0);
+/// Its threshold (`u64::MAX` = none attached): one relaxed load per allocation decides.
+static HOST_THRESHOLD: AtomicU64 = AtomicU64::new(u64::MAX);
+
 /// Per-thread attribution state; all `Copy`, const-initialised, no destructor.
 struct ThreadCounters {
+    /// Innermost open span of the host sink's recorder on this thread (0 = none).
+    span: Cell<u64>,
+    /// Its training step.
+    step: Cell<Option<Step>>,
     /// Open attribution scopes on this thread (0 = attribution off).
     depth: Cell<u32>,
     /// Set while this thread is inside the allocator's bookkeeping.
@@ -60,6 +73,8 @@ struct ThreadCounters {
 thread_local! {
     static THREAD: ThreadCounters = const {
         ThreadCounters {
+            span: Cell::new(0),
+            step: Cell::new(None),
             depth: Cell::new(0),
             busy: Cell::new(false),
             allocated_bytes: Cell::new(0),
@@ -72,12 +87,38 @@ thread_local! {
     };
 }
 
-fn on_alloc(bytes: u64) {
+/// Hand a block of at least the threshold to the host sink: on the allocating thread, only
+/// inside a span; frees on any thread. The `busy` flag keeps the sink's own allocations (and a
+/// free inside them) out, so the allocator never re-enters itself.
+#[cold]
+fn to_host_sink(ptr: u64, bytes: u64, alloc: bool) {
+    let _ = THREAD.try_with(|t| {
+        if t.busy.get() || (alloc && t.span.get() == 0) {
+            return;
+        }
+        t.busy.set(true);
+        if let Ok(sink) = HOST_SINK.try_read() {
+            if let Some(sink) = sink.as_ref() {
+                if alloc {
+                    sink.host_alloc(ptr, bytes, t.span.get(), t.step.get());
+                } else {
+                    sink.host_free(ptr, t.span.get());
+                }
+            }
+        }
+        t.busy.set(false);
+    });
+}
+
+fn on_alloc(ptr: u64, bytes: u64) {
     let live = LIVE_BYTES
         .fetch_add(bytes, Ordering::Relaxed)
         .wrapping_add(bytes);
     PEAK_BYTES.fetch_max(live, Ordering::Relaxed);
     ALLOC_COUNT.fetch_add(1, Ordering::Relaxed);
+    if bytes >= HOST_THRESHOLD.load(Ordering::Relaxed) {
+        to_host_sink(ptr, bytes, true);
+    }
     let _ = THREAD.try_with(|t| {
         if t.depth.get() == 0 || t.busy.get() {
             return;
@@ -95,12 +136,15 @@ fn on_alloc(bytes: u64) {
     });
 }
 
-fn on_free(bytes: u64) {
+fn on_free(ptr: u64, bytes: u64) {
     // Saturate: a free can only follow its alloc, but never let a bookkeeping slip wrap.
     let _ = LIVE_BYTES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |live| {
         Some(live.saturating_sub(bytes))
     });
     FREE_COUNT.fetch_add(1, Ordering::Relaxed);
+    if bytes >= HOST_THRESHOLD.load(Ordering::Relaxed) {
+        to_host_sink(ptr, bytes, false);
+    }
     let _ = THREAD.try_with(|t| {
         if t.depth.get() == 0 || t.busy.get() {
             return;
@@ -146,7 +190,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
         // SAFETY: forwarded unchanged (see the impl comment).
         let ptr = unsafe { self.inner.alloc(layout) };
         if !ptr.is_null() {
-            on_alloc(layout.size() as u64);
+            on_alloc(ptr as usize as u64, layout.size() as u64);
         }
         ptr
     }
@@ -155,7 +199,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
         // SAFETY: forwarded unchanged.
         let ptr = unsafe { self.inner.alloc_zeroed(layout) };
         if !ptr.is_null() {
-            on_alloc(layout.size() as u64);
+            on_alloc(ptr as usize as u64, layout.size() as u64);
         }
         ptr
     }
@@ -163,7 +207,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded unchanged.
         unsafe { self.inner.dealloc(ptr, layout) };
-        on_free(layout.size() as u64);
+        on_free(ptr as usize as u64, layout.size() as u64);
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -171,11 +215,78 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
         let new_ptr = unsafe { self.inner.realloc(ptr, layout, new_size) };
         if !new_ptr.is_null() {
             // A realloc is a free of the old block and an alloc of the new one.
-            on_free(layout.size() as u64);
-            on_alloc(new_size as u64);
+            on_free(ptr as usize as u64, layout.size() as u64);
+            on_alloc(new_ptr as usize as u64, new_size as u64);
         }
         new_ptr
     }
+}
+
+/// Whether [`TrackingAllocator`] is the global allocator (it has counted an allocation; any
+/// Rust program allocates before `main`).
+pub fn installed() -> bool {
+    ALLOC_COUNT.load(Ordering::Relaxed) > 0
+}
+
+/// Run `f` with this thread's allocator hooks quiet: what `f` allocates or frees is counted,
+/// never handed to the host sink (so a lock `f` holds is never wanted by the allocator).
+pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> R {
+    let was = THREAD.try_with(|t| t.busy.replace(true)).unwrap_or(true);
+    let result = f();
+    let _ = THREAD.try_with(|t| t.busy.set(was));
+    result
+}
+
+/// Send host blocks of at least `sink.threshold_bytes()` to `sink` (a recorder's captured
+/// step), replacing any sink attached before.
+pub(crate) fn attach_host_sink(sink: Arc<dyn HostSink>) {
+    let key = sink.key();
+    let threshold = sink.threshold_bytes();
+    let old = quietly(|| {
+        let mut slot = HOST_SINK.write().unwrap_or_else(PoisonError::into_inner);
+        HOST_KEY.store(key, Ordering::Release);
+        HOST_THRESHOLD.store(threshold, Ordering::Release);
+        slot.replace(sink)
+    });
+    quietly(|| drop(old));
+}
+
+/// Stop sending host blocks to the recorder `key`, if it is the one attached.
+pub(crate) fn detach_host_sink(key: u64) {
+    let old = quietly(|| {
+        let mut slot = HOST_SINK.write().unwrap_or_else(PoisonError::into_inner);
+        if HOST_KEY.load(Ordering::Acquire) != key {
+            return None;
+        }
+        HOST_THRESHOLD.store(u64::MAX, Ordering::Release);
+        HOST_KEY.store(0, Ordering::Release);
+        slot.take()
+    });
+    quietly(|| drop(old));
+}
+
+/// The span stack of recorder `key` on this thread changed: its innermost span is now `span`
+/// (0 = none) in `step`. Only the host sink's recorder is followed.
+pub(crate) fn set_current_span(key: u64, span: u64, step: Option<Step>) {
+    if HOST_KEY.load(Ordering::Relaxed) != key {
+        return;
+    }
+    let _ = THREAD.try_with(|t| {
+        t.span.set(span);
+        t.step.set(step);
+    });
+}
+
+/// A host `device_memory` checkpoint at `timestamp_ns`: `used_bytes` = [`live_bytes`],
+/// `free_bytes` = [`host_available_bytes`].
+pub(crate) fn host_checkpoint(timestamp_ns: u64) -> TraceEvent {
+    TraceEvent::DeviceMemory(DeviceMemory {
+        timestamp_ns,
+        device: "cpu".to_string(),
+        used_bytes: live_bytes(),
+        free_bytes: quietly(host_available_bytes),
+        reserved_bytes: None,
+    })
 }
 
 /// Host bytes currently allocated through [`TrackingAllocator`] (0 when it is not installed).

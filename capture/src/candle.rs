@@ -14,20 +14,25 @@
 //!   always written, so readers never need to derive it (scalars included);
 //! - `span_id`: the sink's current span, or `""` when no span is open (readers warn about it).
 //!
-//! Timing: [`timed_op`] reads the sink's clock before and after the closure. On CUDA and Metal
-//! that measures the launch unless the caller synchronizes the device (see [`crate::sync`]).
+//! Timing: [`timed_op`] reads the sink's clock before and after the closure. In
+//! `device_synchronized` mode (a recorder with a device sync hook) it synchronizes the device
+//! first at both edges ([`Sink::sync_for_timing`]), so on CUDA and Metal it measures the device
+//! time, not the launch; in `host` mode it measures the launch there.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use candle_core::backprop::GradStore;
 use candle_core::{DType, Device, DeviceLocation, Tensor, Var};
-use candle_nn::VarMap;
+use candle_nn::{Optimizer, VarMap};
 use candle_trace_schema::events::{
     Gradient, GradientState, MemoryAction, MemoryEvent, Op, TensorCategory, TensorEvent, TraceEvent,
 };
 
+use crate::recorder::{Inner, TrainStep};
 use crate::sink::Sink;
 use crate::sync::{note_sync_error, DeviceSync};
+use crate::Recorder;
+use candle_trace_schema::events::Step;
 
 /// The resolved `candle-core` version this crate was built against (e.g. `0.11.1`), for the
 /// `candle_version` field of the trace's `meta` line.
@@ -167,8 +172,10 @@ where
     if !sink.is_recording() {
         return op();
     }
+    sink.sync_for_timing();
     let start_ns = sink.now_ns();
     let output = op()?;
+    sink.sync_for_timing();
     let duration_ns = sink.now_ns().saturating_sub(start_ns);
     sink.emit(op_event(
         sink,
@@ -494,6 +501,141 @@ pub fn record_varmap_gradients<S: Sink + ?Sized>(
         return Ok(GradientTally::default());
     }
     record_gradients(sink, root, &varmap_params(varmap), grads)
+}
+
+/// The tensors of the autograd graph that ends in `output` (candle's
+/// [`Tensor::sorted_nodes`]: every tensor backward will visit, variables included), each as a
+/// `tensor` event in the current span: id (candle's), shape, dtype, device, bytes
+/// (elements × element size, so a view counts its own elements), `requires_grad` = is a
+/// variable, category `parameter` for variables and `activation` for the rest. These are the
+/// tensors backward keeps alive. Returns how many were recorded (0 when not recording).
+pub fn record_graph<S: Sink + ?Sized>(sink: &S, output: &Tensor) -> usize {
+    if !sink.is_recording() {
+        return 0;
+    }
+    let nodes = output.sorted_nodes();
+    for node in &nodes {
+        let category = if node.is_variable() {
+            TensorCategory::Parameter
+        } else {
+            TensorCategory::Activation
+        };
+        record_tensor(sink, &tensor_id(node), node, category);
+    }
+    nodes.len()
+}
+
+fn lock_train(inner: &Inner) -> std::sync::MutexGuard<'_, Option<TrainStep>> {
+    inner
+        .train
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One training update in three calls: [`forward`](Recorder::forward),
+/// [`backward`](Recorder::backward), [`optimizer_step`](Recorder::optimizer_step).
+///
+/// `forward` begins the next step (the first call is step 1) unless one is running, so a loop
+/// needs no [`begin_step`](Recorder::begin_step) of its own (do not mix the two); in the
+/// captured step it also opens the measured region `train_step`, which `optimizer_step` closes.
+/// Each call is a training-step span (`forward` / `backward` / `optimizer`) with a
+/// `device_memory` checkpoint at both edges when a memory source is on.
+///
+/// ```
+/// use candle_core::{DType, Device, Tensor};
+/// use candle_nn::{Module, Optimizer, VarBuilder, VarMap, SGD};
+/// use candle_trace_capture::Recorder;
+///
+/// let recorder = Recorder::builder("train::step").writer(std::io::sink()).build()?;
+/// let varmap = VarMap::new();
+/// let model = candle_nn::linear(4, 1, VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu))?;
+/// let mut opt = SGD::new(varmap.all_vars(), 0.1)?;
+/// let x = Tensor::ones((8, 4), DType::F32, &Device::Cpu)?;
+/// for _ in 0..3 {
+///     let loss = recorder.forward(|| model.forward(&x)?.sqr()?.mean_all())?;
+///     let grads = recorder.backward(&loss)?;
+///     recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+/// }
+/// assert!(recorder.capture_done());
+/// recorder.finish()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl Recorder {
+    /// Run the forward pass `f` as the `forward` span, beginning the next training step when
+    /// none is running (see the [type-level docs](#impl-Recorder-1)).
+    pub fn forward<T>(&self, f: impl FnOnce() -> candle_core::Result<T>) -> candle_core::Result<T> {
+        let inner = &self.inner;
+        {
+            let mut train = lock_train(inner);
+            if train.is_none() {
+                let (_, captured) = inner.begin_step();
+                let measured = (captured && !inner.measured_used.swap(true, Ordering::AcqRel))
+                    .then(|| {
+                        inner.open_span(
+                            std::borrow::Cow::Borrowed("train_step"),
+                            candle_trace_schema::events::SpanKind::Function,
+                            true,
+                            None,
+                            None,
+                            inner.measured_sync(),
+                        )
+                    });
+                *train = Some(TrainStep { captured, measured });
+            }
+        }
+        let _forward = self.step(Step::Forward);
+        f()
+    }
+
+    /// `loss.backward()` as the `backward` span. In the captured step, the autograd graph's
+    /// tensors are first recorded in it ([`record_graph`]).
+    pub fn backward(&self, loss: &Tensor) -> candle_core::Result<GradStore> {
+        let _backward = self.step(Step::Backward);
+        if self.is_recording() {
+            let counts = &self.inner.counts;
+            counts.graph_on.store(true, Ordering::Relaxed);
+            let n = record_graph(self, loss);
+            counts.graph_tensors.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        loss.backward()
+    }
+
+    /// `optimizer.step(grads)` as the `optimizer` span; then closes the measured region, records
+    /// one `gradient` event per variable of `varmap` ([`record_varmap_gradients`], root
+    /// `varmap`) and ends the training step.
+    pub fn optimizer_step<O: Optimizer>(
+        &self,
+        optimizer: &mut O,
+        grads: &GradStore,
+        varmap: &VarMap,
+    ) -> candle_core::Result<()> {
+        let stepped = {
+            let _optimizer = self.step(Step::Optimizer);
+            optimizer.step(grads)
+        };
+        let inner = &self.inner;
+        let train = lock_train(inner).take();
+        if let Some(TrainStep {
+            measured: Some((id, start_ns)),
+            ..
+        }) = train
+        {
+            inner.close_span(id, start_ns, inner.measured_sync());
+        }
+        let recorded = if self.is_recording() {
+            let counts = &inner.counts;
+            counts.gradients_on.store(true, Ordering::Relaxed);
+            record_varmap_gradients(self, "varmap", varmap, grads).map(|tally| {
+                counts.gradients.fetch_add(tally.total(), Ordering::Relaxed);
+            })
+        } else {
+            Ok(())
+        };
+        if train.is_some_and(|t| t.captured) {
+            inner.end_captured_step();
+        }
+        stepped.and(recorded)
+    }
 }
 
 /// `Device::synchronize`; a failure is counted ([`crate::sync::sync_error_count`]), never raised.

@@ -47,6 +47,16 @@ pub enum CaptureError {
     /// The background writer thread panicked; what it wrote before is on disk.
     #[error("the capture writer thread panicked")]
     WriterPanicked,
+    /// `install()` found another global `tracing` subscriber already set; add
+    /// [`TraceLayer`](crate::TraceLayer) to that subscriber instead.
+    #[error(
+        "another global tracing subscriber is already set: add candle_trace_capture::TraceLayer \
+         to it instead of calling install()"
+    )]
+    SubscriberTaken,
+    /// Building the recorder or the profiler's output failed.
+    #[error("cannot start the capture: {0}")]
+    Build(#[source] io::Error),
     /// `finish()` was called more than once.
     #[error("this capture was already finished")]
     AlreadyFinished,

@@ -156,6 +156,7 @@ where
             parent,
             sync,
         );
+        inner.counts.tracing_spans.fetch_add(1, Ordering::Relaxed);
         let entry = OpenEntry {
             id: sid,
             start_ns,

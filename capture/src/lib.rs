@@ -83,6 +83,7 @@ pub mod profiler;
 pub mod recorder;
 pub mod sink;
 pub mod span;
+pub mod subscriber;
 mod wallclock;
 pub mod writer;
 
@@ -107,4 +108,32 @@ pub use span::SpanGuard;
 pub use sync::DeviceSync;
 pub use writer::CaptureReport;
 
-pub use candle_trace_schema::events::{Phase, SpanKind, Step, TimingMode};
+pub use candle_trace_schema::events::{Phase, SpanKind, Step, TensorCategory, TimingMode};
+pub use candle_trace_schema::profile::{DetailLevel, Entrypoint, MemorySnapshot, ProfilingConfig};
+pub use subscriber::{install, CaptureSubscriber};
+
+/// Every type a training or serving program needs, in one `use`:
+///
+/// ```
+/// use candle_trace_capture::prelude::*;
+///
+/// let recorder = Recorder::builder("train::step").writer(std::io::sink()).build()?;
+/// let profiler = InferenceProfiler::builder(ProfilingConfig {
+///     detail: DetailLevel::Latency,
+///     sample_rate: 1.0,
+///     outputs: vec![],
+/// });
+/// # drop(profiler);
+/// recorder.finish()?;
+/// # Ok::<(), CaptureError>(())
+/// ```
+pub mod prelude {
+    pub use crate::alloc::TrackingAllocator;
+    #[cfg(feature = "candle")]
+    pub use crate::candle::{record_graph, record_varmap_gradients, timed_op};
+    pub use crate::{
+        CaptureError, CaptureReport, DetailLevel, Entrypoint, InferenceProfiler, MemorySnapshot,
+        Phase, ProfileReport, ProfilingConfig, Recorder, RequestHandle, Sink, SpanGuard, SpanKind,
+        Step, TensorCategory, TimingMode, TraceLayer,
+    };
+}

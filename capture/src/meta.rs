@@ -37,7 +37,12 @@ pub struct RecorderBuilder {
     atomic: bool,
     writer: Option<Box<dyn io::Write + Send>>,
     queue_capacity: usize,
+    host_threshold_bytes: u64,
 }
+
+/// Host allocations of at least this many bytes are written one by one by default (a candle
+/// tensor of 256 `f32`s); see [`RecorderBuilder::alloc_threshold_bytes`].
+pub const DEFAULT_ALLOC_THRESHOLD_BYTES: u64 = 1024;
 
 impl std::fmt::Debug for RecorderBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,7 +91,28 @@ impl RecorderBuilder {
             atomic: false,
             writer: None,
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            host_threshold_bytes: DEFAULT_ALLOC_THRESHOLD_BYTES,
         }
+    }
+
+    /// With [`TrackingAllocator`](crate::alloc::TrackingAllocator) installed, every host
+    /// allocation of at least `bytes` made during the captured step, on a thread with an open
+    /// span, is written as a `memory` `alloc` in that span (and its free as a `free`, whenever
+    /// it happens before the next step begins). Smaller allocations are not written one by
+    /// one: they are counted in the live bytes of the `device_memory` checkpoints. Default
+    /// [`DEFAULT_ALLOC_THRESHOLD_BYTES`]; `u64::MAX` turns per-allocation events off.
+    pub fn alloc_threshold_bytes(mut self, bytes: u64) -> Self {
+        self.host_threshold_bytes = bytes.max(1);
+        self
+    }
+
+    /// [`build`](RecorderBuilder::build) the recorder and [`install`](Recorder::install) it:
+    /// the program's `tracing` spans (candle-transformers' layers) are recorded from now on.
+    /// Call it before building the model.
+    pub fn install(self) -> Result<Recorder, crate::CaptureError> {
+        let recorder = self.build().map_err(crate::CaptureError::Build)?;
+        recorder.install()?;
+        Ok(recorder)
     }
 
     /// `train` (the default) or `infer`.
@@ -272,6 +298,7 @@ impl RecorderBuilder {
                 timing_mode: this.timing_mode,
                 sync: this.sync,
                 writer,
+                host_threshold_bytes: this.host_threshold_bytes,
             })),
         })
     }

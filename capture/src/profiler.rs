@@ -80,6 +80,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use candle_trace_schema::events::SpanKind;
 use candle_trace_schema::profile::{
     validate_event, DecodeStage, DecodeStageInterval, DetailLevel, EngineTokenTiming, Entrypoint,
     EventHeader, EventKind, JsonMap, MemorySnapshot, ProfileError, ProfileEvent, ProfilingConfig,
@@ -97,7 +98,8 @@ const KEPT_INVALID_MESSAGES: usize = 16;
 struct Line(ProfileEvent);
 
 impl Encode for Line {
-    fn encode(&self, out: &mut Vec<u8>) {
+    type State = ();
+    fn encode(&self, out: &mut Vec<u8>, _: &mut ()) {
         // Serializing into a Vec cannot fail: every map key is a string.
         let _ = serde_json::to_writer(&mut *out, &self.0);
     }
@@ -192,6 +194,16 @@ impl ProfilerBuilder {
     pub fn queue_capacity(mut self, events: usize) -> Self {
         self.queue_capacity = events;
         self
+    }
+
+    /// [`build`](ProfilerBuilder::build) the profiler and route the program's `tracing` spans
+    /// into it: the module spans (candle-transformers' layers) of each request's forward calls
+    /// run through [`RequestHandle::prefill_step`] and [`RequestHandle::decode_step`] are
+    /// written with the request. Call it before building the model; see [`crate::subscriber`].
+    pub fn install(self) -> Result<InferenceProfiler, CaptureError> {
+        let profiler = self.build()?;
+        crate::subscriber::install()?;
+        Ok(profiler)
     }
 
     /// Validate the config, open the outputs (every non-blank path of `outputs`) and start the
@@ -365,6 +377,44 @@ impl InferenceProfiler {
         }
     }
 
+    /// A builder for a profiler at detail `latency` (engine token timing: TTFT and ITL, and
+    /// module spans), every request sampled, writing to `path`.
+    pub fn latency(path: impl Into<String>) -> ProfilerBuilder {
+        InferenceProfiler::builder(ProfilingConfig {
+            detail: DetailLevel::Latency,
+            sample_rate: 1.0,
+            outputs: vec![path.into()],
+        })
+    }
+
+    /// Serve one request: open it (`shape`: what the work is, e.g.
+    /// `[("prompt_tokens", 12)]`; at least one entry), run `serve` with its handle, then close
+    /// it, or close it as failed (error kind `request_failed`, the error's text) when `serve`
+    /// returns an error, which is passed through.
+    pub fn request<K, V, T, E>(
+        &self,
+        request_id: impl Into<String>,
+        shape: impl IntoIterator<Item = (K, V)>,
+        serve: impl FnOnce(&RequestHandle) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        K: Into<String>,
+        V: Into<Value>,
+        E: std::fmt::Display,
+    {
+        let shape: JsonMap = shape
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        let handle = self.request_open(request_id, shape);
+        let result = serve(&handle);
+        match &result {
+            Ok(_) => handle.request_close(),
+            Err(e) => handle.request_fail("request_failed", &e.to_string()),
+        }
+        result
+    }
+
     /// The configured detail level.
     pub fn detail(&self) -> DetailLevel {
         self.inner.detail
@@ -404,6 +454,7 @@ impl InferenceProfiler {
                     anchor,
                     timing,
                     waves: 0,
+                    module_spans: 0,
                     closed: false,
                 }),
             }),
@@ -490,6 +541,8 @@ struct RequestState {
     anchor: WallAnchor,
     timing: Option<EngineTokenTiming>,
     waves: u64,
+    /// Module spans written so far (their ids continue from here).
+    module_spans: u64,
     closed: bool,
 }
 
@@ -588,6 +641,143 @@ impl RequestHandle {
             event.duration_us = Some(micros(duration));
             live.profiler.write(event);
         });
+    }
+
+    /// Run the prefill `forward` (the prompt through the model and the choice of the first
+    /// token): a `timed_span` of phase `prefill` over it, the module spans it entered (detail
+    /// `latency` and above; see [`RequestHandle::decode_step`]), with
+    /// [`TrackingAllocator`](crate::alloc::TrackingAllocator) installed a host memory snapshot
+    /// (detail `resource` and above: live bytes before and after, the process-wide high water
+    /// during the call) and, when it succeeds, one token commit at its end. Its result is
+    /// returned unchanged.
+    pub fn prefill_step<T, E>(&self, forward: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        self.forward_step(None, forward)
+    }
+
+    /// Run one decode `forward` (one token through the model and the choice of the next): a
+    /// decode wave ([`decode_wave`](RequestHandle::decode_wave)), the module spans it entered
+    /// and, when it succeeds, one token commit at its end.
+    ///
+    /// Module spans are `timed_span` events of phase `module` with attributes `span_id`
+    /// (unique in the request), `parent_span_id` (absent at the top of a forward call),
+    /// `name`, `span_kind`, `forward` (`prefill` / `decode`), `forward_index` (0 = prefill,
+    /// n = n-th decode step), `start_nanos_since_request_start` and `duration_nanos`.
+    pub fn decode_step<T, E>(&self, forward: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let wave = self.decode_wave();
+        let index = wave.live.map(|(_, i)| i + 1);
+        let result = self.forward_step(Some(index.unwrap_or(0)), forward);
+        drop(wave);
+        result
+    }
+
+    /// Run a forward call; `decode` is the decode step index (None = prefill).
+    fn forward_step<T, E>(
+        &self,
+        decode: Option<u64>,
+        forward: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let Some(live) = self.live.as_ref().filter(|_| self.is_recording()) else {
+            return forward();
+        };
+        let with_modules = live.profiler.detail >= DetailLevel::Latency;
+        // Host memory around the call, measured by the counting allocator when installed.
+        let memory = crate::alloc::installed() && live.profiler.detail >= DetailLevel::Resource;
+        let before_bytes = crate::alloc::live_bytes();
+        if memory {
+            crate::alloc::reset_peak();
+        }
+        let start = Instant::now();
+        let (result, spans) = if with_modules {
+            crate::subscriber::with_forward(forward)
+        } else {
+            (forward(), Vec::new())
+        };
+        let end = Instant::now();
+        if memory {
+            let after_bytes = crate::alloc::live_bytes();
+            let snapshot = MemorySnapshot {
+                scope: Some(String::from("host")),
+                backend: Some(live.profiler.backend.clone()),
+                before_bytes: Some(before_bytes),
+                after_bytes: Some(after_bytes),
+                current_bytes: Some(after_bytes),
+                high_water_bytes: Some(crate::alloc::peak_bytes().max(after_bytes)),
+                available_bytes: i64::try_from(crate::alloc::host_available_bytes()).ok(),
+            };
+            let phase = if decode.is_some() {
+                "decode"
+            } else {
+                "prefill"
+            };
+            live.with_open(|live, st| {
+                let status = live.profiler.ok_status();
+                let mut event = live.event(st, EventKind::Memory, phase, status, end);
+                event.memory = Some(snapshot);
+                live.profiler.write(event);
+            });
+        }
+        if decode.is_none() {
+            live.with_open(|live, st| {
+                let status = live.profiler.ok_status();
+                let mut event = live.event(st, EventKind::TimedSpan, "prefill", status, start);
+                event.duration_us = Some(micros(end.saturating_duration_since(start)));
+                live.profiler.write(event);
+            });
+        }
+        live.with_open(|live, st| {
+            let first = st.module_spans;
+            st.module_spans += spans.len() as u64;
+            for span in &spans {
+                let span_end = span.end.unwrap_or(end);
+                let status = live.profiler.ok_status();
+                let mut event = live.event(st, EventKind::TimedSpan, "module", status, span.start);
+                event.duration_us = Some(micros(span_end.saturating_duration_since(span.start)));
+                let mut put = |k: &str, v: Value| {
+                    event.attributes.insert(String::from(k), v);
+                };
+                put("span_id", Value::from(first + span.id));
+                if let Some(parent) = span.parent {
+                    put("parent_span_id", Value::from(first + parent));
+                }
+                put("name", Value::from(span.name));
+                put(
+                    "span_kind",
+                    Value::from(match span.kind {
+                        SpanKind::Module => "module",
+                        SpanKind::Op => "op",
+                        SpanKind::Function => "function",
+                    }),
+                );
+                put(
+                    "forward",
+                    Value::from(if decode.is_some() {
+                        "decode"
+                    } else {
+                        "prefill"
+                    }),
+                );
+                put("forward_index", Value::from(decode.unwrap_or(0)));
+                put(
+                    "start_nanos_since_request_start",
+                    Value::from(st.since_start(span.start)),
+                );
+                put(
+                    "duration_nanos",
+                    Value::from(nanos(span_end.saturating_duration_since(span.start))),
+                );
+                live.profiler.write(event);
+            }
+        });
+        if result.is_ok() {
+            let at = Instant::now();
+            live.with_open(|_, st| {
+                let at = st.since_start(at);
+                if let Some(timing) = &mut st.timing {
+                    timing.token_commit_nanos_since_request_start.push(at);
+                }
+            });
+        }
+        result
     }
 
     /// Decoding is ready to run now (`decode_ready_nanos_since_request_start`). Without this

@@ -5,7 +5,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use candle_trace_schema::events::{SpanKind, Step, TimingMode, TraceEvent};
+use std::collections::HashMap;
+
+use candle_trace_schema::events::{
+    MemoryAction, MemoryEvent, Op, SpanKind, Step, TensorCategory, TimingMode, TraceEvent,
+};
 
 use crate::error::CaptureError;
 use crate::gating::StepToken;
@@ -58,6 +62,55 @@ pub(crate) enum Record {
     },
     /// Boxed so that the queue's slots stay small.
     Event(Box<TraceEvent>),
+    /// A host allocation of at least the allocator threshold, on a thread whose innermost open
+    /// span was `span` (see [`crate::alloc`]). Written as a `memory` `alloc` of tensor
+    /// `host-N` (N counts the allocations of this trace).
+    HostAlloc {
+        ptr: u64,
+        bytes: u64,
+        span: u64,
+        at_ns: u64,
+        category: TensorCategory,
+    },
+    /// A line built elsewhere (the `capture_sources` line at `finish`).
+    Line(String),
+    /// The free of a block recorded by [`Record::HostAlloc`]; written only when that alloc
+    /// was (a block allocated before the captured step is not in the trace).
+    HostFree {
+        ptr: u64,
+        span: u64,
+        at_ns: u64,
+    },
+}
+
+/// What the writer thread remembers between records: the host blocks written as allocated and
+/// not yet freed (address → trace id, bytes, span, category).
+#[derive(Default)]
+pub(crate) struct HostBlocks {
+    live: HashMap<u64, (u64, u64, u64, TensorCategory)>,
+    next: u64,
+}
+
+fn host_memory(
+    id: u64,
+    span: u64,
+    at_ns: u64,
+    bytes: u64,
+    action: MemoryAction,
+    category: TensorCategory,
+) -> TraceEvent {
+    TraceEvent::Memory(MemoryEvent {
+        timestamp_ns: at_ns,
+        tensor_id: format!("host-{id}").into(),
+        span_id: span::span_id(span).into(),
+        op_name: None,
+        device: "cpu".into(),
+        bytes,
+        action,
+        shape: Vec::new(),
+        dtype: "u8".into(),
+        category,
+    })
 }
 
 fn span_kind_str(kind: SpanKind) -> &'static str {
@@ -82,9 +135,11 @@ fn push_u64(out: &mut Vec<u8>, n: u64) {
 }
 
 impl Encode for Record {
+    type State = HostBlocks;
+
     /// Span lines are written by hand (the same bytes serde would produce for
     /// `TraceEvent::SpanStart`/`SpanEnd`, checked by a test); other events go through serde.
-    fn encode(&self, out: &mut Vec<u8>) {
+    fn encode(&self, out: &mut Vec<u8>, host: &mut HostBlocks) {
         match self {
             Record::SpanStart {
                 id,
@@ -131,6 +186,29 @@ impl Encode for Record {
                 // Serializing these plain structs into a Vec<u8> cannot fail.
                 let _ = serde_json::to_writer(&mut *out, event.as_ref());
             }
+            Record::HostAlloc {
+                ptr,
+                bytes,
+                span,
+                at_ns,
+                category,
+            } => {
+                host.next += 1;
+                let id = host.next;
+                // A block at an address still marked live was freed unseen (a free of a block
+                // this trace never saw, on another thread): the new one replaces it.
+                host.live.insert(*ptr, (id, *bytes, *span, *category));
+                let event = host_memory(id, *span, *at_ns, *bytes, MemoryAction::Alloc, *category);
+                let _ = serde_json::to_writer(&mut *out, &event);
+            }
+            Record::Line(line) => out.extend_from_slice(line.as_bytes()),
+            Record::HostFree { ptr, span, at_ns } => {
+                if let Some((id, bytes, alloc_span, category)) = host.live.remove(ptr) {
+                    let span = if *span == 0 { alloc_span } else { *span };
+                    let event = host_memory(id, span, *at_ns, bytes, MemoryAction::Free, category);
+                    let _ = serde_json::to_writer(&mut *out, &event);
+                }
+            }
         }
     }
 }
@@ -156,12 +234,43 @@ pub(crate) struct Inner {
     steps_begun: AtomicU64,
     capture_ended: AtomicBool,
     next_span: AtomicU64,
-    measured_used: AtomicBool,
+    pub(crate) measured_used: AtomicBool,
     timing_mode: TimingMode,
     sync: Option<Arc<dyn DeviceSync>>,
     notes: Mutex<Vec<String>>,
     finished: AtomicBool,
     writer: Writer<Record>,
+    /// Events each instrumentation source gave (the `capture_sources` line).
+    pub(crate) counts: SourceCounts,
+    /// Host allocations of at least this many bytes are written one by one (see `alloc`).
+    pub(crate) host_threshold_bytes: u64,
+    /// Whether this recorder is the allocator's host sink now.
+    host_attached: AtomicBool,
+    /// The training step begun by `Recorder::forward` and ended by `optimizer_step`.
+    pub(crate) train: Mutex<Option<TrainStep>>,
+}
+
+/// A training step driven by the `candle` helpers (`forward`, `backward`, `optimizer_step`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TrainStep {
+    /// Whether it is the captured step.
+    pub(crate) captured: bool,
+    /// The measured region `train_step` opened by `forward`: span number, start ns.
+    pub(crate) measured: Option<(u64, u64)>,
+}
+
+/// How many events each instrumentation source gave during the captured step.
+#[derive(Debug, Default)]
+pub(crate) struct SourceCounts {
+    pub(crate) tracing_spans: AtomicU64,
+    pub(crate) layer_ops: AtomicU64,
+    pub(crate) host_memory: AtomicU64,
+    pub(crate) graph_tensors: AtomicU64,
+    pub(crate) device_memory: AtomicU64,
+    pub(crate) gradients: AtomicU64,
+    /// Whether the program asked for the graph / gradients at all (a source that was called).
+    pub(crate) graph_on: AtomicBool,
+    pub(crate) gradients_on: AtomicBool,
 }
 
 /// Everything [`Inner`] needs from the builder.
@@ -172,6 +281,7 @@ pub(crate) struct InnerParts {
     pub(crate) timing_mode: TimingMode,
     pub(crate) sync: Option<Arc<dyn DeviceSync>>,
     pub(crate) writer: Writer<Record>,
+    pub(crate) host_threshold_bytes: u64,
 }
 
 impl std::fmt::Debug for Inner {
@@ -204,6 +314,10 @@ impl Inner {
             notes: Mutex::new(Vec::new()),
             finished: AtomicBool::new(false),
             writer: parts.writer,
+            counts: SourceCounts::default(),
+            host_threshold_bytes: parts.host_threshold_bytes,
+            host_attached: AtomicBool::new(false),
+            train: Mutex::new(None),
         }
     }
 
@@ -221,6 +335,11 @@ impl Inner {
         if let Some(sync) = &self.sync {
             sync.synchronize();
         }
+    }
+
+    /// Whether the measured region synchronizes at its edges (a device sync hook was given).
+    pub(crate) fn measured_sync(&self) -> bool {
+        self.sync.is_some()
     }
 
     /// Whether a nested (non-measured) span synchronizes at its edges.
@@ -257,8 +376,8 @@ impl Inner {
         (id, start_ns)
     }
 
-    /// Close span `id` opened at `start_ns` on this thread.
-    pub(crate) fn close_span(&self, id: u64, start_ns: u64, sync: bool) {
+    /// Close span `id` opened at `start_ns` on this thread; returns its end time.
+    pub(crate) fn close_span(&self, id: u64, start_ns: u64, sync: bool) -> u64 {
         if sync {
             self.synchronize();
         }
@@ -268,6 +387,56 @@ impl Inner {
             id,
             duration_ns: end_ns.saturating_sub(start_ns),
         });
+        end_ns
+    }
+
+    /// The `op` row of a leaf layer: a tracing span `name` (span number `id`) inside which no
+    /// other span opened, timed by that span. Shape and dtype are unknown to tracing (empty).
+    pub(crate) fn leaf_op(&self, id: u64, name: &'static str, start_ns: u64, end_ns: u64) {
+        self.counts.layer_ops.fetch_add(1, Ordering::Relaxed);
+        self.writer.send(Record::Event(Box::new(TraceEvent::Op(Op {
+            span_id: span::span_id(id).into(),
+            op_name: name.into(),
+            inputs: Vec::new(),
+            output: None,
+            shape: Vec::new(),
+            dtype: "".into(),
+            device: self.device.as_str().into(),
+            duration_ns: end_ns.saturating_sub(start_ns),
+            timestamp_ns: start_ns,
+            storage_bytes: None,
+            input_storage_bytes: 0,
+        }))));
+    }
+
+    /// Queue an event built by this crate (bypasses the recording check of `Sink::emit`).
+    pub(crate) fn send_event(&self, event: TraceEvent) {
+        self.writer.send(Record::Event(Box::new(event)));
+    }
+
+    /// A `device_memory` checkpoint of the recorder's device: the driver's numbers on CUDA
+    /// (feature `cuda`), else the host's when the counting allocator is installed.
+    pub(crate) fn checkpoint(&self) {
+        if !self.is_recording() {
+            return;
+        }
+        #[cfg(feature = "cuda")]
+        if let Some(ordinal) = self
+            .device
+            .strip_prefix("cuda:")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            let before = self.counts.device_memory.load(Ordering::Relaxed);
+            let sink = CountingSink(self);
+            if crate::cuda::record_cuda_memory(&sink, ordinal).is_ok() {
+                debug_assert!(self.counts.device_memory.load(Ordering::Relaxed) > before);
+            }
+            return;
+        }
+        if crate::alloc::installed() {
+            self.counts.device_memory.fetch_add(1, Ordering::Relaxed);
+            self.send_event(crate::alloc::host_checkpoint(self.now_ns()));
+        }
     }
 
     pub(crate) fn note(&self, message: String) {
@@ -277,19 +446,151 @@ impl Inner {
         }
     }
 
-    pub(crate) fn begin_step(&self) -> (u64, bool) {
+    pub(crate) fn begin_step(self: &Arc<Self>) -> (u64, bool) {
         let step = self.steps_begun.fetch_add(1, Ordering::Relaxed) + 1;
+        // Frees of the captured step's blocks are followed until the next step begins.
+        self.detach_host();
         let captured = step == self.capture_step && !self.finished.load(Ordering::Relaxed);
         if captured {
+            if crate::alloc::installed() && self.host_threshold_bytes != u64::MAX {
+                crate::alloc::attach_host_sink(Arc::clone(self) as Arc<dyn HostSink>);
+                self.host_attached.store(true, Ordering::Release);
+            }
             self.recording.store(true, Ordering::Release);
+            crate::subscriber::activate();
         }
         (step, captured)
     }
 
     pub(crate) fn end_captured_step(&self) {
         if self.recording.swap(false, Ordering::AcqRel) {
+            crate::subscriber::deactivate();
             self.capture_ended.store(true, Ordering::Release);
         }
+    }
+
+    fn detach_host(&self) {
+        if self.host_attached.swap(false, Ordering::AcqRel) {
+            crate::alloc::detach_host_sink(self.key);
+        }
+    }
+
+    /// The `capture_sources` line: each source, on or off, and how many events it gave.
+    fn sources_line(&self, warnings: &[String], dropped: u64) -> String {
+        let c = &self.counts;
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let tracing_on = crate::subscriber::installed() || n(&c.tracing_spans) > 0;
+        let allocator_on = crate::alloc::installed() && self.host_threshold_bytes != u64::MAX;
+        let sources = serde_json::json!([
+            {"source": "tracing", "on": tracing_on, "events": n(&c.tracing_spans)},
+            {"source": "layer_ops", "on": tracing_on, "events": n(&c.layer_ops)},
+            {"source": "allocator", "on": allocator_on, "events": n(&c.host_memory),
+                "threshold_bytes": self.host_threshold_bytes.min(u64::MAX - 1)},
+            {"source": "graph", "on": c.graph_on.load(Ordering::Relaxed), "events": n(&c.graph_tensors)},
+            {"source": "device_memory", "on": n(&c.device_memory) > 0 || crate::alloc::installed(),
+                "events": n(&c.device_memory)},
+            {"source": "gradients", "on": c.gradients_on.load(Ordering::Relaxed), "events": n(&c.gradients)},
+        ]);
+        serde_json::json!({
+            "kind": "capture_sources",
+            "sources": sources,
+            "events_dropped": dropped,
+            "warnings": warnings,
+        })
+        .to_string()
+    }
+
+    /// Warnings about what the captured step did not see.
+    fn capture_warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let begun = self.steps_begun.load(Ordering::Relaxed);
+        if begun >= self.capture_step
+            && crate::subscriber::installed()
+            && self.counts.tracing_spans.load(Ordering::Relaxed) == 0
+        {
+            warnings.push(String::from(
+                "the captured step saw no tracing spans: install candle-trace before building \
+                 the model (candle-transformers creates its spans when the model is built)",
+            ));
+        }
+        let dropped = self.writer.dropped();
+        if dropped > 0 {
+            warnings.push(format!(
+                "{dropped} events were dropped because a ring was full: the trace is incomplete \
+                 (raise queue_capacity)"
+            ));
+        }
+        warnings
+    }
+}
+
+/// The allocator's view of a recorder: host blocks of at least the threshold.
+pub(crate) trait HostSink: Send + Sync {
+    fn key(&self) -> u64;
+    fn threshold_bytes(&self) -> u64;
+    fn host_alloc(&self, ptr: u64, bytes: u64, span: u64, step: Option<Step>);
+    fn host_free(&self, ptr: u64, span: u64);
+}
+
+impl HostSink for Inner {
+    fn key(&self) -> u64 {
+        self.key
+    }
+
+    fn threshold_bytes(&self) -> u64 {
+        self.host_threshold_bytes
+    }
+
+    fn host_alloc(&self, ptr: u64, bytes: u64, span: u64, step: Option<Step>) {
+        self.counts.host_memory.fetch_add(1, Ordering::Relaxed);
+        let category = match step {
+            Some(Step::Forward) => TensorCategory::Activation,
+            Some(Step::Backward) => TensorCategory::Gradient,
+            Some(Step::Optimizer) => TensorCategory::Optimizer,
+            None => TensorCategory::Other,
+        };
+        self.writer.send(Record::HostAlloc {
+            ptr,
+            bytes,
+            span,
+            at_ns: self.now_ns(),
+            category,
+        });
+    }
+
+    fn host_free(&self, ptr: u64, span: u64) {
+        self.writer.send(Record::HostFree {
+            ptr,
+            span,
+            at_ns: self.now_ns(),
+        });
+    }
+}
+
+/// A sink over a recorder that counts `device_memory` checkpoints (the CUDA probe emits
+/// through `Sink`).
+#[cfg(feature = "cuda")]
+struct CountingSink<'a>(&'a Inner);
+
+#[cfg(feature = "cuda")]
+impl Sink for CountingSink<'_> {
+    fn is_recording(&self) -> bool {
+        self.0.is_recording()
+    }
+    fn now_ns(&self) -> u64 {
+        self.0.now_ns()
+    }
+    fn current_span_id(&self) -> Option<String> {
+        span::top(self.0.key).map(|f| span::span_id(f.id))
+    }
+    fn device(&self) -> &str {
+        &self.0.device
+    }
+    fn emit(&self, event: TraceEvent) {
+        if matches!(event, TraceEvent::DeviceMemory(_)) {
+            self.0.counts.device_memory.fetch_add(1, Ordering::Relaxed);
+        }
+        self.0.send_event(event);
     }
 }
 
@@ -363,11 +664,15 @@ impl Recorder {
     /// A span for a training step (named `forward`, `backward` or `optimizer`, with `step`
     /// set); spans opened inside it inherit the step.
     #[inline]
+    ///
+    /// A `device_memory` checkpoint is written at both edges when a memory source is on (the
+    /// counting allocator installed, or a CUDA device with feature `cuda`).
     pub fn step(&self, step: Step) -> SpanGuard<'_> {
         if !self.inner.is_recording() {
             return SpanGuard::inert();
         }
         let sync = self.inner.nested_sync();
+        self.inner.checkpoint();
         SpanGuard::open(
             &self.inner,
             Cow::Borrowed(step_str(step)),
@@ -376,6 +681,17 @@ impl Recorder {
             Some(step),
             sync,
         )
+        .with_checkpoint()
+    }
+
+    /// Route the program's `tracing` spans into this recorder: installs
+    /// [`CaptureSubscriber`](crate::subscriber::CaptureSubscriber) as the global subscriber
+    /// (once per process). Call it **before building the model**: candle-transformers creates
+    /// its spans when the model is built. See [`crate::subscriber`].
+    pub fn install(&self) -> Result<(), CaptureError> {
+        crate::subscriber::install()?;
+        crate::subscriber::attach_recorder(Arc::clone(&self.inner));
+        Ok(())
     }
 
     /// The run's single measured region: its duration is the trace's `total_ns`. Synchronizes
@@ -427,7 +743,9 @@ impl Recorder {
         if inner.finished.swap(true, Ordering::AcqRel) {
             return Err(CaptureError::AlreadyFinished);
         }
-        inner.recording.store(false, Ordering::Release);
+        inner.end_captured_step();
+        inner.detach_host();
+        crate::subscriber::detach_recorder(inner.key);
         let begun = inner.steps_begun.load(Ordering::Relaxed);
         if begun < inner.capture_step {
             inner.note(format!(
@@ -435,6 +753,13 @@ impl Recorder {
                 inner.capture_step
             ));
         }
+        let warnings = inner.capture_warnings();
+        for warning in &warnings {
+            inner.note(warning.clone());
+        }
+        inner.writer.send(Record::Line(
+            inner.sources_line(&warnings, inner.writer.dropped()),
+        ));
         let report = inner.writer.finish()?;
         let notes = match inner.notes.lock() {
             Ok(notes) => notes.clone(),
@@ -483,6 +808,14 @@ impl Sink for Recorder {
             return;
         }
         self.inner.writer.send(Record::Event(Box::new(event)));
+    }
+
+    /// In `device_synchronized` mode, synchronize the device (so `timed_op` measures device
+    /// time, not the launch).
+    fn sync_for_timing(&self) {
+        if self.inner.is_recording() && self.inner.nested_sync() {
+            self.inner.synchronize();
+        }
     }
 }
 

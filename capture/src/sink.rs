@@ -18,6 +18,9 @@ pub trait Sink: Send + Sync {
     fn device(&self) -> &str;
     /// Record one event (never blocks, never panics; drops are counted).
     fn emit(&self, event: TraceEvent);
+    /// Wait for the device before reading the clock around a timed op, when the sink times in
+    /// `device_synchronized` mode (a recorder with a device sync hook); nothing by default.
+    fn sync_for_timing(&self) {}
 }
 
 impl<S: Sink + ?Sized> Sink for Arc<S> {
@@ -36,6 +39,9 @@ impl<S: Sink + ?Sized> Sink for Arc<S> {
     fn emit(&self, event: TraceEvent) {
         (**self).emit(event)
     }
+    fn sync_for_timing(&self) {
+        (**self).sync_for_timing()
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for &S {
@@ -53,6 +59,9 @@ impl<S: Sink + ?Sized> Sink for &S {
     }
     fn emit(&self, event: TraceEvent) {
         (**self).emit(event)
+    }
+    fn sync_for_timing(&self) {
+        (**self).sync_for_timing()
     }
 }
 

@@ -55,6 +55,7 @@ pub(crate) fn push(recorder: u64, id: u64, step: Option<Step>) -> (Option<Frame>
         })
         .ok()
         .flatten();
+    crate::alloc::set_current_span(recorder, id, frame.step);
     (parent, frame)
 }
 
@@ -74,9 +75,11 @@ pub(crate) fn pop(recorder: u64, id: u64) {
         } else if let Some(i) = frames.iter().rposition(|f| f.id == id) {
             frames.remove(i);
         }
+        let top = frames.last().copied();
         if frames.is_empty() {
             stacks.swap_remove(at);
         }
+        crate::alloc::set_current_span(recorder, top.map_or(0, |f| f.id), top.and_then(|f| f.step));
     });
 }
 
@@ -118,9 +121,19 @@ struct OpenSpan<'r> {
     id: u64,
     start_ns: u64,
     sync: bool,
+    /// Write a `device_memory` checkpoint after closing (training-step spans).
+    checkpoint: bool,
 }
 
 impl<'r> SpanGuard<'r> {
+    /// Write a `device_memory` checkpoint when the span closes.
+    pub(crate) fn with_checkpoint(mut self) -> Self {
+        if let Some(o) = &mut self.open {
+            o.checkpoint = true;
+        }
+        self
+    }
+
     /// A guard that records nothing.
     #[inline]
     pub(crate) fn inert() -> Self {
@@ -146,6 +159,7 @@ impl<'r> SpanGuard<'r> {
                 id,
                 start_ns,
                 sync,
+                checkpoint: false,
             }),
             _not_send: PhantomData,
         }
@@ -170,6 +184,9 @@ impl Drop for SpanGuard<'_> {
     fn drop(&mut self) {
         if let Some(o) = self.open.take() {
             o.inner.close_span(o.id, o.start_ns, o.sync);
+            if o.checkpoint {
+                o.inner.checkpoint();
+            }
         }
     }
 }

@@ -68,8 +68,11 @@ pub struct CaptureReport {
 
 /// Anything the writer thread can turn into one JSON line.
 pub(crate) trait Encode: Send + 'static {
-    /// Append the line, without its `\n`, to `out`.
-    fn encode(&self, out: &mut Vec<u8>);
+    /// What the writer thread keeps between items of one writer (e.g. which host allocations
+    /// are live, so a free is written only after its alloc).
+    type State: Default;
+    /// Append the line, without its `\n`, to `out`; leave `out` empty to write nothing.
+    fn encode(&self, out: &mut Vec<u8>, state: &mut Self::State);
 }
 
 /// Where lines go, as configured by a builder.
@@ -403,17 +406,21 @@ impl<T: Encode> Writer<T> {
                     None => {
                         // A thread's first event for this writer. Rings of finished writers
                         // go now, so a thread outliving many recorders keeps only live ones.
-                        rings.retain(|r| !r.abandoned());
-                        let (producer, consumer) = RingBuffer::new(shared.capacity);
-                        shared
-                            .new_rings
-                            .lock()
-                            .unwrap_or_else(|poisoned| poisoned.into_inner())
-                            .push(consumer);
-                        rings.push(Box::new(ThreadRing {
-                            writer: shared.id,
-                            producer,
-                        }));
+                        // Quietly: the ring is the recorder's memory, not the program's, and
+                        // the allocator must not record into a ring table being changed.
+                        crate::alloc::quietly(|| {
+                            rings.retain(|r| !r.abandoned());
+                            let (producer, consumer) = RingBuffer::new(shared.capacity);
+                            shared
+                                .new_rings
+                                .lock()
+                                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                                .push(consumer);
+                            rings.push(Box::new(ThreadRing {
+                                writer: shared.id,
+                                producer,
+                            }));
+                        });
                         rings.last_mut()?
                     }
                 };
@@ -540,9 +547,11 @@ impl State<'_> {
         self.line.clear();
     }
 
-    fn write_item<T: Encode>(&mut self, item: T) {
-        item.encode(&mut self.line);
-        self.write_line();
+    fn write_item<T: Encode>(&mut self, item: T, state: &mut T::State) {
+        item.encode(&mut self.line, state);
+        if !self.line.is_empty() {
+            self.write_line();
+        }
     }
 
     fn flush_if_due(&mut self) {
@@ -590,7 +599,9 @@ fn run<T: Encode>(
     let mut rings = Rings {
         consumers: Vec::new(),
     };
-    let mut drain = |s: &mut State<'_>| rings.drain(shared, |item| s.write_item(item));
+    let mut encoder = T::State::default();
+    let mut drain =
+        |s: &mut State<'_>| rings.drain(shared, |item| s.write_item(item, &mut encoder));
     // Acts on one control message; false on `Shutdown`.
     macro_rules! control {
         ($msg:expr) => {
@@ -696,7 +707,8 @@ mod tests {
 
     struct Text(&'static str);
     impl Encode for Text {
-        fn encode(&self, out: &mut Vec<u8>) {
+        type State = ();
+        fn encode(&self, out: &mut Vec<u8>, _: &mut ()) {
             out.extend_from_slice(self.0.as_bytes());
         }
     }

@@ -1,0 +1,135 @@
+//! Train a tiny candle-transformers Llama (random weights from a `VarMap`, no download) for four
+//! updates on the CPU and capture update 2 as a trace/6 file. Every number in the file is
+//! measured by the library from the real model: the layers' spans and op rows from the
+//! model's own `tracing` spans, host memory from the counting allocator, the autograd graph's
+//! tensors from `Tensor::sorted_nodes`, gradients from the `VarMap` and `GradStore`.
+//!
+//! ```sh
+//! cargo run --release -p candle-trace-capture --features candle --example train_llama -- --out train.trace6.jsonl
+//! cargo trace summary train.trace6.jsonl
+//! cargo trace query train.trace6.jsonl --kind gradients
+//! ```
+//!
+//! The capture code is the lines marked `// capture` (six, the allocator line included).
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+use candle_trace_capture::prelude::*;
+use candle_transformers::models::llama::{Cache, Config, Llama};
+
+// Left out when a test includes this file as a module: the test binary installs its own.
+#[cfg(not(test))]
+#[global_allocator]
+static ALLOC: TrackingAllocator = TrackingAllocator::system(); // capture
+
+/// Optimizer updates run; update [`CAPTURED`] is the one recorded.
+pub const STEPS: usize = 4;
+/// The captured update (one-based; the recorder's default).
+pub const CAPTURED: usize = 2;
+/// Sequences per batch and tokens per sequence.
+pub const BATCH: usize = 2;
+/// Tokens per sequence.
+pub const SEQ_LEN: usize = 16;
+
+/// The model: hidden 64, 2 layers, 4 heads, vocabulary 256.
+pub fn config() -> Config {
+    Config {
+        hidden_size: 64,
+        intermediate_size: 172,
+        vocab_size: 256,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 4,
+        use_flash_attn: false,
+        rms_norm_eps: 1e-5,
+        rope_theta: 10_000.0,
+        bos_token_id: None,
+        eos_token_id: None,
+        rope_scaling: None,
+        max_position_embeddings: 64,
+        tie_word_embeddings: false,
+    }
+}
+
+/// What [`run`] returns.
+#[derive(Debug)]
+pub struct Outcome {
+    /// What the recorder reported.
+    pub report: CaptureReport,
+    /// The loss of every update.
+    pub losses: Vec<f32>,
+}
+
+/// A fixed batch: token `t` of sequence `b` is `(7·b + 3·t) mod vocab`; the target of each
+/// sequence is the token that would follow its last one.
+pub fn batch(cfg: &Config, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
+    let token = |b: usize, t: usize| ((7 * b + 3 * t) % cfg.vocab_size) as u32;
+    let inputs: Vec<u32> = (0..BATCH)
+        .flat_map(|b| (0..SEQ_LEN).map(move |t| token(b, t)))
+        .collect();
+    let targets: Vec<u32> = (0..BATCH).map(|b| token(b, SEQ_LEN)).collect();
+    Ok((
+        Tensor::from_vec(inputs, (BATCH, SEQ_LEN), device)?,
+        Tensor::from_vec(targets, BATCH, device)?,
+    ))
+}
+
+/// Train [`STEPS`] updates and capture update [`CAPTURED`] into `out`.
+pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
+    // Before the model is built: candle-transformers creates its spans in `Llama::load`.
+    let recorder = Recorder::builder("llama::train_step")
+        .path(out)
+        .atomic(true)
+        .install()?; // capture
+    let device = Device::Cpu;
+    let cfg = config();
+    let varmap = VarMap::new();
+    let model = Llama::load(VarBuilder::from_varmap(&varmap, DType::F32, &device), &cfg)?;
+    let mut cache = Cache::new(false, DType::F32, &cfg, &device)?;
+    let params = ParamsAdamW {
+        lr: 1e-3,
+        ..ParamsAdamW::default()
+    };
+    let mut optimizer = AdamW::new(varmap.all_vars(), params)?;
+    let (inputs, targets) = batch(&cfg, &device)?;
+    let mut losses = Vec::with_capacity(STEPS);
+    for _ in 0..STEPS {
+        let loss = recorder.forward(|| {
+            // capture
+            let logits = model.forward(&inputs, 0, &mut cache)?;
+            candle_nn::loss::cross_entropy(&logits, &targets)
+        })?;
+        let grads = recorder.backward(&loss)?; // capture
+        recorder.optimizer_step(&mut optimizer, &grads, &varmap)?; // capture
+        losses.push(loss.to_scalar::<f32>()?);
+    }
+    let report = recorder.finish()?; // capture
+    Ok(Outcome { report, losses })
+}
+
+#[allow(dead_code)] // a test includes this file as a module and calls `run` itself
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut out = PathBuf::from("train.trace6.jsonl");
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--out" => out = args.next().map(PathBuf::from).ok_or("--out needs a path")?,
+            other => return Err(format!("unknown argument {other} (use --out PATH)").into()),
+        }
+    }
+    let Outcome { report, losses } = run(&out)?;
+    let losses: Vec<String> = losses.iter().map(|l| format!("{l:.4}")).collect();
+    println!("losses per update: {}", losses.join(", "));
+    println!(
+        "wrote {} ({} lines, {} events dropped)",
+        out.display(),
+        report.events_written,
+        report.events_dropped
+    );
+    for note in &report.notes {
+        println!("note: {note}");
+    }
+    Ok(())
+}

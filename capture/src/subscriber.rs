@@ -1,0 +1,420 @@
+//! [`install`]: the one call that routes a program's `tracing` spans into candle-trace.
+//!
+//! candle-transformers instruments its models with `tracing` spans (`linear`, `attn`, `mlp`,
+//! `rms-norm` ...) that it creates **when the model is built**: a subscriber installed after
+//! `Llama::load` sees none of them. Call [`Recorder::install`](crate::Recorder::install) or
+//! [`InferenceProfiler::install`](crate::InferenceProfiler::install) (or [`install`] itself)
+//! before building the model.
+//!
+//! The installed subscriber is this crate's own ([`CaptureSubscriber`]), not a
+//! `tracing_subscriber` registry: outside a captured step (or an inference request's forward
+//! call) entering a span costs one relaxed atomic load and exiting one more, where a
+//! registry-based layer pays the registry's bookkeeping on every enter and exit. Inside them:
+//! - with a [`Recorder`](crate::Recorder) recording, each enter/exit pair becomes one trace/6
+//!   span nested by the thread's span stack (module spans per [`looks_like_module`]), and a
+//!   span that opened no span inside it (a **leaf layer**: `linear`, `rms-norm`, `embedding`,
+//!   `conv2d`, `qmatmul` ...) also becomes one `op` row named after it, timed by the span;
+//! - with an inference request's forward call running on the thread (see
+//!   [`RequestHandle::prefill`](crate::RequestHandle::prefill)), each pair becomes one module
+//!   span of that request.
+//!
+//! A program that already has a global subscriber (a `tracing_subscriber::fmt` logger ...) can
+//! add [`TraceLayer`](crate::TraceLayer) to it instead; `install` then returns
+//! [`CaptureError::SubscriberTaken`].
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Instant;
+
+use candle_trace_schema::events::SpanKind;
+use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
+use tracing::{Event, Metadata, Subscriber};
+
+use crate::error::CaptureError;
+use crate::layer::looks_like_module;
+use crate::recorder::Inner;
+
+/// Consumers recording right now: the installed recorder during its captured step, plus one
+/// per inference forward call in progress. Zero outside them: `enter` returns after one load.
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+/// Spans entered while something was recording and not exited yet: `exit` returns after one
+/// load when zero.
+static OPEN: AtomicUsize = AtomicUsize::new(0);
+/// Whether [`install`] has set the global subscriber.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// The recorder that tracing spans go to.
+static RECORDER: RwLock<Option<Arc<Inner>>> = RwLock::new(None);
+/// Span names by callsite, the index is in the low bits of every span [`Id`].
+static CALLSITES: RwLock<Vec<Callsite>> = RwLock::new(Vec::new());
+/// Source of the high bits of span ids, so that ids of live spans never collide.
+static NEXT_SPAN: AtomicU64 = AtomicU64::new(1);
+
+/// Bits of an [`Id`] that hold the callsite index + 1 (0 = unknown).
+const CALLSITE_BITS: u32 = 20;
+
+#[derive(Clone, Copy)]
+struct Callsite {
+    metadata: &'static Metadata<'static>,
+    module: bool,
+}
+
+/// One span entered on this thread while something was recording.
+struct Entered {
+    tracing_id: u64,
+    /// The trace/6 span opened for it: (span number, start ns, synchronized edges).
+    trace: Option<(u64, u64, bool)>,
+    /// Its index in the thread's inference forward buffer.
+    module: Option<usize>,
+    name: &'static str,
+    /// A span was entered inside it: it is not a leaf.
+    has_child: bool,
+}
+
+/// A module span of an inference forward call, as the profiler writes it.
+#[derive(Debug, Clone)]
+pub(crate) struct ModuleSpan {
+    pub(crate) id: u64,
+    pub(crate) parent: Option<u64>,
+    pub(crate) name: &'static str,
+    pub(crate) kind: SpanKind,
+    pub(crate) start: Instant,
+    pub(crate) end: Option<Instant>,
+}
+
+thread_local! {
+    static STACK: RefCell<Vec<Entered>> = const { RefCell::new(Vec::new()) };
+    /// The module spans of the inference forward call running on this thread, if any.
+    static FORWARD: RefCell<Option<Vec<ModuleSpan>>> = const { RefCell::new(None) };
+}
+
+/// Read or write a lock whatever a panic elsewhere left in it: the data stays consistent.
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The `tracing` subscriber [`install`] sets as the global default. See the module docs.
+#[derive(Debug, Default)]
+pub struct CaptureSubscriber {
+    _private: (),
+}
+
+impl CaptureSubscriber {
+    fn callsite_index(metadata: &'static Metadata<'static>) -> u64 {
+        {
+            let callsites = read(&CALLSITES);
+            if let Some(i) = callsites
+                .iter()
+                .position(|c| std::ptr::eq(c.metadata, metadata))
+            {
+                return i as u64 + 1;
+            }
+        }
+        let mut callsites = write(&CALLSITES);
+        if let Some(i) = callsites
+            .iter()
+            .position(|c| std::ptr::eq(c.metadata, metadata))
+        {
+            return i as u64 + 1;
+        }
+        if callsites.len() + 1 >= (1 << CALLSITE_BITS) {
+            return 0;
+        }
+        callsites.push(Callsite {
+            metadata,
+            module: looks_like_module(metadata),
+        });
+        callsites.len() as u64
+    }
+}
+
+/// Mark the innermost entered span as having a child.
+fn mark_parent(stack: &mut [Entered]) {
+    if let Some(top) = stack.last_mut() {
+        top.has_child = true;
+    }
+}
+
+impl Subscriber for CaptureSubscriber {
+    fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
+        if metadata.is_span() {
+            Self::callsite_index(metadata);
+        }
+        Interest::always()
+    }
+
+    fn enabled(&self, _metadata: &Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        let index = Self::callsite_index(span.metadata());
+        let seq = NEXT_SPAN.fetch_add(1, Ordering::Relaxed);
+        // Never zero: the sequence starts at 1 and is shifted up.
+        Id::from_u64((seq << CALLSITE_BITS) | index)
+    }
+
+    fn record(&self, _span: &Id, _values: &Record<'_>) {}
+
+    fn record_follows_from(&self, _span: &Id, _follows: &Id) {}
+
+    fn event(&self, _event: &Event<'_>) {}
+
+    #[inline]
+    fn enter(&self, span: &Id) {
+        if ACTIVE.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        enter_slow(span.into_u64());
+    }
+
+    #[inline]
+    fn exit(&self, span: &Id) {
+        if OPEN.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        exit_slow(span.into_u64());
+    }
+}
+
+#[cold]
+fn enter_slow(tracing_id: u64) {
+    let index = (tracing_id & ((1 << CALLSITE_BITS) - 1)) as usize;
+    let (name, module) = match index
+        .checked_sub(1)
+        .and_then(|i| read(&CALLSITES).get(i).copied())
+    {
+        Some(c) => (c.metadata.name(), c.module),
+        None => ("span", false),
+    };
+    let kind = if module {
+        SpanKind::Module
+    } else {
+        SpanKind::Function
+    };
+    let trace = {
+        let recorder = read(&RECORDER);
+        recorder.as_ref().filter(|r| r.is_recording()).map(|inner| {
+            let sync = inner.nested_sync();
+            let (id, start_ns) = inner.open_span(
+                std::borrow::Cow::Borrowed(name),
+                kind,
+                false,
+                None,
+                None,
+                sync,
+            );
+            inner.counts.tracing_spans.fetch_add(1, Ordering::Relaxed);
+            (id, start_ns, sync)
+        })
+    };
+    let module_index = FORWARD
+        .try_with(|forward| {
+            let mut forward = forward.try_borrow_mut().ok()?;
+            let spans = forward.as_mut()?;
+            let id = spans.len() as u64;
+            let parent = STACK
+                .try_with(|stack| {
+                    stack
+                        .try_borrow()
+                        .ok()?
+                        .iter()
+                        .rev()
+                        .find_map(|e| e.module)
+                        .map(|i| i as u64)
+                })
+                .ok()
+                .flatten();
+            spans.push(ModuleSpan {
+                id,
+                parent,
+                name,
+                kind,
+                start: Instant::now(),
+                end: None,
+            });
+            Some(spans.len() - 1)
+        })
+        .ok()
+        .flatten();
+    if trace.is_none() && module_index.is_none() {
+        return;
+    }
+    let _ = STACK.try_with(|stack| {
+        let Ok(mut stack) = stack.try_borrow_mut() else {
+            return;
+        };
+        mark_parent(&mut stack);
+        stack.push(Entered {
+            tracing_id,
+            trace,
+            module: module_index,
+            name,
+            has_child: false,
+        });
+        OPEN.fetch_add(1, Ordering::Relaxed);
+    });
+}
+
+#[cold]
+fn exit_slow(tracing_id: u64) {
+    let entered = STACK
+        .try_with(|stack| {
+            let mut stack = stack.try_borrow_mut().ok()?;
+            let at = stack.iter().rposition(|e| e.tracing_id == tracing_id)?;
+            Some(stack.remove(at))
+        })
+        .ok()
+        .flatten();
+    let Some(entered) = entered else {
+        return;
+    };
+    OPEN.fetch_sub(1, Ordering::Relaxed);
+    if let Some((id, start_ns, sync)) = entered.trace {
+        if let Some(inner) = read(&RECORDER).as_ref() {
+            let end_ns = inner.close_span(id, start_ns, sync);
+            if !entered.has_child {
+                inner.leaf_op(id, entered.name, start_ns, end_ns);
+            }
+        }
+    }
+    if let Some(index) = entered.module {
+        let end = Instant::now();
+        let _ = FORWARD.try_with(|forward| {
+            if let Ok(mut forward) = forward.try_borrow_mut() {
+                if let Some(span) = forward.as_mut().and_then(|spans| spans.get_mut(index)) {
+                    span.end = Some(end);
+                }
+            }
+        });
+    }
+}
+
+/// Set [`CaptureSubscriber`] as the global default `tracing` subscriber (once per process;
+/// later calls do nothing). Fails with [`CaptureError::SubscriberTaken`] when the program
+/// already set another global subscriber.
+pub fn install() -> Result<(), CaptureError> {
+    if INSTALLED.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    static INSTALLING: Mutex<()> = Mutex::new(());
+    let _once = INSTALLING.lock().unwrap_or_else(PoisonError::into_inner);
+    if INSTALLED.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    tracing::subscriber::set_global_default(CaptureSubscriber::default())
+        .map_err(|_| CaptureError::SubscriberTaken)?;
+    INSTALLED.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Whether [`install`] has set the global subscriber.
+pub fn installed() -> bool {
+    INSTALLED.load(Ordering::Acquire)
+}
+
+/// Route tracing spans to `inner` (replacing any recorder routed before).
+pub(crate) fn attach_recorder(inner: Arc<Inner>) {
+    let old = write(&RECORDER).replace(inner);
+    drop(old);
+}
+
+/// Stop routing tracing spans to the recorder `key`, if it is the one attached.
+pub(crate) fn detach_recorder(key: u64) {
+    let old = {
+        let mut slot = write(&RECORDER);
+        if slot.as_ref().is_some_and(|r| r.key == key) {
+            slot.take()
+        } else {
+            None
+        }
+    };
+    drop(old);
+}
+
+/// Something started recording spans (a captured step began, a forward call started).
+pub(crate) fn activate() {
+    ACTIVE.fetch_add(1, Ordering::AcqRel);
+}
+
+/// What [`activate`] started has ended.
+pub(crate) fn deactivate() {
+    let _ = ACTIVE.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| n.checked_sub(1));
+}
+
+/// Collect the module spans of an inference forward call run by `f` on this thread.
+pub(crate) fn with_forward<R>(f: impl FnOnce() -> R) -> (R, Vec<ModuleSpan>) {
+    let outer = FORWARD
+        .try_with(|forward| {
+            forward
+                .try_borrow_mut()
+                .ok()
+                .map(|mut fw| fw.replace(Vec::new()))
+        })
+        .ok()
+        .flatten();
+    activate();
+    let result = f();
+    deactivate();
+    let spans = FORWARD
+        .try_with(|forward| {
+            forward
+                .try_borrow_mut()
+                .ok()
+                .and_then(|mut fw| std::mem::replace(&mut *fw, outer.flatten()))
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    (result, spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_carry_their_callsite_and_never_collide() {
+        let dispatch = tracing::Dispatch::new(CaptureSubscriber::default());
+        tracing::dispatcher::with_default(&dispatch, || {
+            let a = tracing::trace_span!("linear");
+            let b = tracing::trace_span!("linear");
+            let (ia, ib) = (a.id().unwrap().into_u64(), b.id().unwrap().into_u64());
+            assert_ne!(ia, ib);
+            let mask = (1 << CALLSITE_BITS) - 1;
+            let name = |i: u64| read(&CALLSITES)[(i & mask) as usize - 1].metadata.name();
+            assert_eq!(name(ia), "linear");
+            assert_eq!(name(ib), "linear");
+            assert!(read(&CALLSITES)[(ia & mask) as usize - 1].module);
+        });
+    }
+
+    #[test]
+    fn forward_calls_collect_nested_module_spans() {
+        let dispatch = tracing::Dispatch::new(CaptureSubscriber::default());
+        tracing::dispatcher::with_default(&dispatch, || {
+            let block = tracing::trace_span!("block");
+            let linear = tracing::trace_span!("linear");
+            // Outside a forward call nothing is collected.
+            let (_, none) = with_forward(|| ());
+            assert!(none.is_empty());
+            let ((), spans) = with_forward(|| {
+                let _b = block.enter();
+                for _ in 0..2 {
+                    let _l = linear.enter();
+                }
+            });
+            assert_eq!(spans.len(), 3);
+            assert_eq!((spans[0].name, spans[0].parent), ("block", None));
+            assert_eq!((spans[1].name, spans[1].parent), ("linear", Some(0)));
+            assert_eq!((spans[2].name, spans[2].parent), ("linear", Some(0)));
+            assert!(spans.iter().all(|s| s.end.is_some_and(|e| e >= s.start)));
+            assert!(STACK.with(|stack| stack.borrow().is_empty()));
+        });
+    }
+}
