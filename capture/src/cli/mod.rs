@@ -116,7 +116,8 @@ pub enum QueryKind {
     Heaviest,
     /// The memory profile: peak, per-device peaks and capacity, live allocations at the peak.
     Memory,
-    /// Gradient health: counts per state, then problems first.
+    /// Gradient health: counts per state, per-module groups and a one-line finding, then the
+    /// parameters, problems first.
     Gradients,
     /// Op aggregates: count, total, mean, max duration and bytes per group.
     Ops,
