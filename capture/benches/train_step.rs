@@ -1,10 +1,10 @@
-//! What capturing costs a training update: `train_mlp`'s update (forward, backward, AdamW on a
-//! small MLP, every op timed, every tensor and gradient recorded) with the recorder recording,
-//! beside the same instrumented update with the recorder off (what every uncaptured update
-//! pays), in one run.
+//! What capturing costs a training update of the `train_llama` example's candle-transformers
+//! Llama (forward, backward, AdamW through `Recorder::forward` / `backward` /
+//! `optimizer_step`): the captured update (tracing spans, leaf-layer ops, graph tensors, host
+//! memory per span, checkpoints, gradients) beside the same update uncaptured, in one run.
 //!
 //! ```text
-//! cargo bench -p candle-trace-capture --features candle --bench train_step
+//! RAYON_NUM_THREADS=2 cargo bench -p candle-trace-capture --features candle --bench train_step
 //! ```
 //!
 //! Each timed iteration is one update. A fresh recorder (writing to `io::sink()`, its writer
@@ -13,75 +13,115 @@
 //! criterion, a best-of-5 loop prints both and the overhead in percent.
 
 use std::io;
+
 use std::time::{Duration, Instant};
 
+use candle_core::{DType, Device, Tensor};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+use candle_trace_capture::alloc::TrackingAllocator;
 use candle_trace_capture::Recorder;
+use candle_transformers::models::llama::{Cache, Llama};
 use criterion::Criterion;
 
-#[path = "../examples/train_mlp.rs"]
+#[path = "../examples/train_llama.rs"]
 #[allow(dead_code, unreachable_pub)]
-mod train_mlp;
+mod train_llama;
 
-use train_mlp::{Capture, Trainer};
+#[global_allocator]
+static ALLOC: TrackingAllocator = TrackingAllocator::system();
 
-fn capture(recording: bool) -> Capture {
-    let recorder = Recorder::builder("bench::train_step")
-        .warmup_steps(0)
-        .capture_step(if recording { 1 } else { 2 })
-        .writer(io::sink())
-        .build()
-        .unwrap_or_else(|e| panic!("recorder: {e}"));
-    Capture::new(recorder)
+struct Trainer {
+    model: Llama,
+    cache: Cache,
+    varmap: VarMap,
+    optimizer: AdamW,
+    inputs: Tensor,
+    targets: Tensor,
+}
+
+fn trainer() -> candle_core::Result<Trainer> {
+    let cfg = train_llama::config();
+    let varmap = VarMap::new();
+    let model = Llama::load(
+        VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu),
+        &cfg,
+    )?;
+    let cache = Cache::new(false, DType::F32, &cfg, &Device::Cpu)?;
+    let optimizer = AdamW::new(varmap.all_vars(), ParamsAdamW::default())?;
+    let (inputs, targets) = train_llama::batch(&cfg, &Device::Cpu)?;
+    Ok(Trainer {
+        model,
+        cache,
+        varmap,
+        optimizer,
+        inputs,
+        targets,
+    })
 }
 
 /// Time `iters` updates, each with its own recorder built and finished untimed.
-fn timed_updates(trainer: &mut Trainer, recording: bool, iters: u64) -> Duration {
+fn timed_updates(t: &mut Trainer, captured: bool, iters: u64) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
-        let cap = capture(recording);
-        let step = cap.recorder().begin_step();
-        assert_eq!(step.is_captured(), recording);
+        let recorder = Recorder::builder("bench::train_step")
+            .capture_step(if captured { 1 } else { 2 })
+            .writer(io::sink())
+            .install()
+            .unwrap_or_else(|e| panic!("recorder: {e}"));
         let started = Instant::now();
-        let loss = trainer
-            .update(&cap)
+        let Trainer {
+            model,
+            cache,
+            varmap,
+            optimizer,
+            inputs,
+            targets,
+        } = t;
+        let loss = recorder
+            .forward(|| {
+                let logits = model.forward(inputs, 0, cache)?;
+                candle_nn::loss::cross_entropy(&logits, targets)
+            })
+            .and_then(|loss| {
+                let grads = recorder.backward(&loss)?;
+                recorder.optimizer_step(optimizer, &grads, varmap)?;
+                Ok(loss)
+            })
             .unwrap_or_else(|e| panic!("update: {e}"));
         total += started.elapsed();
         std::hint::black_box(loss);
-        let report = cap
-            .recorder()
-            .finish()
-            .unwrap_or_else(|e| panic!("finish: {e}"));
+        let report = recorder.finish().unwrap_or_else(|e| panic!("finish: {e}"));
         assert_eq!(
             report.events_dropped, 0,
-            "the bench must not overflow the queue"
+            "the bench must not overflow a ring"
         );
     }
     total
 }
 
 fn main() {
-    let mut trainer = Trainer::new().unwrap_or_else(|e| panic!("model: {e}"));
+    let mut t = trainer().unwrap_or_else(|e| panic!("model: {e}"));
     let mut c = Criterion::default().configure_from_args();
-    let mut group = c.benchmark_group("train_update");
-    group.bench_function("recording_off", |b| {
-        b.iter_custom(|iters| timed_updates(&mut trainer, false, iters))
+    let mut group = c.benchmark_group("llama_update");
+    group.bench_function("uncaptured", |b| {
+        b.iter_custom(|iters| timed_updates(&mut t, false, iters))
     });
-    group.bench_function("recording_on", |b| {
-        b.iter_custom(|iters| timed_updates(&mut trainer, true, iters))
+    group.bench_function("captured", |b| {
+        b.iter_custom(|iters| timed_updates(&mut t, true, iters))
     });
     group.finish();
     c.final_summary();
 
-    // Best of 5 rounds of 200 updates each, alternating, for the one-line summary.
+    // Best of 5 rounds of 20 updates each, alternating, for the one-line summary.
     let mut best = [f64::MAX; 2];
     for _ in 0..5 {
-        for (i, recording) in [false, true].into_iter().enumerate() {
-            let t = timed_updates(&mut trainer, recording, 200);
-            best[i] = best[i].min(t.as_secs_f64() * 1e6 / 200.0);
+        for (i, captured) in [false, true].into_iter().enumerate() {
+            let d = timed_updates(&mut t, captured, 20);
+            best[i] = best[i].min(d.as_secs_f64() * 1e6 / 20.0);
         }
     }
     println!(
-        "train_mlp update: recording off {:.1} µs, recording on {:.1} µs, overhead {:+.1}%",
+        "llama update: uncaptured {:.1} µs, captured {:.1} µs, overhead {:+.1}%",
         best[0],
         best[1],
         (best[1] / best[0] - 1.0) * 100.0

@@ -76,13 +76,21 @@ pub fn batch(cfg: &Config, device: &Device) -> candle_core::Result<(Tensor, Tens
     ))
 }
 
+/// The cross-entropy of the model's next-token logits against `targets`.
+fn loss_of(
+    model: &Llama,
+    inputs: &Tensor,
+    targets: &Tensor,
+    cache: &mut Cache,
+) -> candle_core::Result<Tensor> {
+    let logits = model.forward(inputs, 0, cache)?;
+    candle_nn::loss::cross_entropy(&logits, targets)
+}
+
 /// Train [`STEPS`] updates and capture update [`CAPTURED`] into `out`.
 pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
     // Before the model is built: candle-transformers creates its spans in `Llama::load`.
-    let recorder = Recorder::builder("llama::train_step")
-        .path(out)
-        .atomic(true)
-        .install()?; // capture
+    let recorder = Recorder::builder("llama::train_step").path(out).install()?; // capture
     let device = Device::Cpu;
     let cfg = config();
     let varmap = VarMap::new();
@@ -96,11 +104,7 @@ pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
     let (inputs, targets) = batch(&cfg, &device)?;
     let mut losses = Vec::with_capacity(STEPS);
     for _ in 0..STEPS {
-        let loss = recorder.forward(|| {
-            // capture
-            let logits = model.forward(&inputs, 0, &mut cache)?;
-            candle_nn::loss::cross_entropy(&logits, &targets)
-        })?;
+        let loss = recorder.forward(|| loss_of(&model, &inputs, &targets, &mut cache))?; // capture
         let grads = recorder.backward(&loss)?; // capture
         recorder.optimizer_step(&mut optimizer, &grads, &varmap)?; // capture
         losses.push(loss.to_scalar::<f32>()?);

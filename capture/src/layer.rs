@@ -109,6 +109,10 @@ struct OpenEntry {
 impl TraceLayer {
     /// A layer recording into `recorder`, with [`looks_like_module`] as the kind rule.
     pub fn new(recorder: Recorder) -> Self {
+        recorder
+            .inner
+            .tracing_routed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         TraceLayer {
             recorder,
             module_rule: looks_like_module,

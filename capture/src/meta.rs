@@ -279,8 +279,10 @@ impl RecorderBuilder {
                 ))
             }
         };
+        let closing = Arc::default();
         let framing = Framing {
             header: Some(TraceEvent::Meta(meta).to_json_line().into_bytes()),
+            closing: Arc::clone(&closing),
             trailer: capture_stats_line,
         };
         let writer = Writer::spawn(
@@ -299,6 +301,7 @@ impl RecorderBuilder {
                 sync: this.sync,
                 writer,
                 host_threshold_bytes: this.host_threshold_bytes,
+                closing,
             })),
         })
     }

@@ -234,6 +234,7 @@ impl ProfilerBuilder {
                 self.queue_capacity,
                 Framing {
                     header: None,
+                    closing: Default::default(),
                     trailer: capture_stats_line,
                 },
                 "candle-trace-profile-writer",

@@ -8,7 +8,8 @@ use std::time::Duration;
 use std::collections::HashMap;
 
 use candle_trace_schema::events::{
-    MemoryAction, MemoryEvent, Op, SpanKind, Step, TensorCategory, TimingMode, TraceEvent,
+    source, CaptureSource, CaptureSources, MemoryAction, MemoryEvent, Op, SpanKind, Step,
+    TensorCategory, TimingMode, TraceEvent,
 };
 
 use crate::error::CaptureError;
@@ -72,8 +73,6 @@ pub(crate) enum Record {
         at_ns: u64,
         category: TensorCategory,
     },
-    /// A line built elsewhere (the `capture_sources` line at `finish`).
-    Line(String),
     /// The free of a block recorded by [`Record::HostAlloc`]; written only when that alloc
     /// was (a block allocated before the captured step is not in the trace).
     HostFree {
@@ -201,7 +200,6 @@ impl Encode for Record {
                 let event = host_memory(id, *span, *at_ns, *bytes, MemoryAction::Alloc, *category);
                 let _ = serde_json::to_writer(&mut *out, &event);
             }
-            Record::Line(line) => out.extend_from_slice(line.as_bytes()),
             Record::HostFree { ptr, span, at_ns } => {
                 if let Some((id, bytes, alloc_span, category)) = host.live.remove(ptr) {
                     let span = if *span == 0 { alloc_span } else { *span };
@@ -246,6 +244,10 @@ pub(crate) struct Inner {
     pub(crate) host_threshold_bytes: u64,
     /// Whether this recorder is the allocator's host sink now.
     host_attached: AtomicBool,
+    /// Whether `install` routed tracing spans to this recorder.
+    pub(crate) tracing_routed: AtomicBool,
+    /// The `capture_sources` line, handed to the writer thread at `finish`.
+    closing: Arc<Mutex<Option<Vec<u8>>>>,
     /// The training step begun by `Recorder::forward` and ended by `optimizer_step`.
     pub(crate) train: Mutex<Option<TrainStep>>,
 }
@@ -282,6 +284,7 @@ pub(crate) struct InnerParts {
     pub(crate) sync: Option<Arc<dyn DeviceSync>>,
     pub(crate) writer: Writer<Record>,
     pub(crate) host_threshold_bytes: u64,
+    pub(crate) closing: Arc<Mutex<Option<Vec<u8>>>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -317,6 +320,8 @@ impl Inner {
             counts: SourceCounts::default(),
             host_threshold_bytes: parts.host_threshold_bytes,
             host_attached: AtomicBool::new(false),
+            closing: parts.closing,
+            tracing_routed: AtomicBool::new(false),
             train: Mutex::new(None),
         }
     }
@@ -479,25 +484,43 @@ impl Inner {
     fn sources_line(&self, warnings: &[String], dropped: u64) -> String {
         let c = &self.counts;
         let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let tracing_on = crate::subscriber::installed() || n(&c.tracing_spans) > 0;
+        let tracing_on = self.tracing_routed.load(Ordering::Relaxed) || n(&c.tracing_spans) > 0;
         let allocator_on = crate::alloc::installed() && self.host_threshold_bytes != u64::MAX;
-        let sources = serde_json::json!([
-            {"source": "tracing", "on": tracing_on, "events": n(&c.tracing_spans)},
-            {"source": "layer_ops", "on": tracing_on, "events": n(&c.layer_ops)},
-            {"source": "allocator", "on": allocator_on, "events": n(&c.host_memory),
-                "threshold_bytes": self.host_threshold_bytes.min(u64::MAX - 1)},
-            {"source": "graph", "on": c.graph_on.load(Ordering::Relaxed), "events": n(&c.graph_tensors)},
-            {"source": "device_memory", "on": n(&c.device_memory) > 0 || crate::alloc::installed(),
-                "events": n(&c.device_memory)},
-            {"source": "gradients", "on": c.gradients_on.load(Ordering::Relaxed), "events": n(&c.gradients)},
-        ]);
-        serde_json::json!({
-            "kind": "capture_sources",
-            "sources": sources,
-            "events_dropped": dropped,
-            "warnings": warnings,
+        let source = |name: &str, on: bool, events: u64| CaptureSource {
+            source: name.to_string(),
+            on,
+            events,
+            threshold_bytes: None,
+        };
+        let sources = vec![
+            source(source::TRACING, tracing_on, n(&c.tracing_spans)),
+            source(source::LAYER_OPS, tracing_on, n(&c.layer_ops)),
+            CaptureSource {
+                threshold_bytes: allocator_on.then_some(self.host_threshold_bytes),
+                ..source(source::ALLOCATOR, allocator_on, n(&c.host_memory))
+            },
+            source(
+                source::GRAPH,
+                c.graph_on.load(Ordering::Relaxed),
+                n(&c.graph_tensors),
+            ),
+            source(
+                source::DEVICE_MEMORY,
+                n(&c.device_memory) > 0 || crate::alloc::installed(),
+                n(&c.device_memory),
+            ),
+            source(
+                source::GRADIENTS,
+                c.gradients_on.load(Ordering::Relaxed),
+                n(&c.gradients),
+            ),
+        ];
+        TraceEvent::CaptureSources(CaptureSources {
+            sources,
+            events_dropped: dropped,
+            warnings: warnings.to_vec(),
         })
-        .to_string()
+        .to_json_line()
     }
 
     /// Warnings about what the captured step did not see.
@@ -505,7 +528,7 @@ impl Inner {
         let mut warnings = Vec::new();
         let begun = self.steps_begun.load(Ordering::Relaxed);
         if begun >= self.capture_step
-            && crate::subscriber::installed()
+            && self.tracing_routed.load(Ordering::Relaxed)
             && self.counts.tracing_spans.load(Ordering::Relaxed) == 0
         {
             warnings.push(String::from(
@@ -690,6 +713,7 @@ impl Recorder {
     /// its spans when the model is built. See [`crate::subscriber`].
     pub fn install(&self) -> Result<(), CaptureError> {
         crate::subscriber::install()?;
+        self.inner.tracing_routed.store(true, Ordering::Relaxed);
         crate::subscriber::attach_recorder(Arc::clone(&self.inner));
         Ok(())
     }
@@ -757,9 +781,11 @@ impl Recorder {
         for warning in &warnings {
             inner.note(warning.clone());
         }
-        inner.writer.send(Record::Line(
-            inner.sources_line(&warnings, inner.writer.dropped()),
-        ));
+        let sources = inner.sources_line(&warnings, inner.writer.dropped());
+        *inner
+            .closing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sources.into_bytes());
         let report = inner.writer.finish()?;
         let notes = match inner.notes.lock() {
             Ok(notes) => notes.clone(),
@@ -827,7 +853,7 @@ mod tests {
 
     fn encoded(r: &Record) -> String {
         let mut out = Vec::new();
-        r.encode(&mut out);
+        r.encode(&mut out, &mut HostBlocks::default());
         String::from_utf8(out).unwrap()
     }
 

@@ -219,6 +219,9 @@ pub(crate) struct Counters {
 pub(crate) struct Framing {
     /// Written first (the trace's meta line), without `\n`.
     pub(crate) header: Option<Vec<u8>>,
+    /// Set by the owner before `finish` (the trace's `capture_sources` line): written after
+    /// every item and before the trailer, never dropped for a full ring.
+    pub(crate) closing: Arc<Mutex<Option<Vec<u8>>>>,
     /// Called once at the end with the number of dropped items; returns a last line, if any.
     pub(crate) trailer: fn(dropped: u64, written: u64) -> Option<Vec<u8>>,
 }
@@ -688,6 +691,15 @@ fn run<T: Encode>(
     }
     // Everything pushed before `closed` was set (and possibly a little after) is written.
     drain(&mut s);
+    let closing = framing
+        .closing
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take();
+    if let Some(closing) = closing {
+        s.line = closing;
+        s.write_line();
+    }
     let dropped = counters.dropped.load(Ordering::Relaxed);
     let written = counters.written.load(Ordering::Relaxed);
     if let Some(trailer) = (framing.trailer)(dropped, written) {
@@ -736,6 +748,7 @@ mod tests {
             vec![Target::Writer(Box::new(out.clone()))],
             16,
             Framing {
+                closing: Default::default(),
                 header: Some(b"head".to_vec()),
                 trailer: |dropped, written| Some(format!("tail {dropped} {written}").into_bytes()),
             },
@@ -764,6 +777,7 @@ mod tests {
             vec![Target::Writer(Box::new(out.clone()))],
             16,
             Framing {
+                closing: Default::default(),
                 header: None,
                 trailer: no_trailer,
             },
@@ -780,6 +794,7 @@ mod tests {
             vec![Target::Writer(Box::new(out.clone()))],
             capacity,
             Framing {
+                closing: Default::default(),
                 header: None,
                 trailer: no_trailer,
             },
@@ -841,6 +856,7 @@ mod tests {
             vec![Target::Writer(Box::new(gate.clone()))],
             CAPACITY,
             Framing {
+                closing: Default::default(),
                 header: Some(b"head".to_vec()),
                 trailer: |dropped, written| Some(format!("tail {dropped} {written}").into_bytes()),
             },

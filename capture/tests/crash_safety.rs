@@ -261,7 +261,8 @@ fn eight_threads_of_a_hundred_thousand_spans_give_exact_counts_and_whole_lines()
     }
     let report = rec.finish().unwrap();
     assert_eq!(report.events_dropped, 0);
-    assert_eq!(report.events_written, 1 + 2 * spans as u64);
+    // The meta line, the spans, the capture_sources line.
+    assert_eq!(report.events_written, 1 + 2 * spans as u64 + 1);
 
     let bytes = std::fs::read(&path).unwrap();
     let text = std::str::from_utf8(&bytes).unwrap();
@@ -327,7 +328,8 @@ fn a_stalled_writer_bounds_the_queue_and_the_trace_says_how_much_was_dropped() {
         last,
         format!(
             r#"{{"kind":"capture_stats","events_dropped":{dropped},"events_written":{}}}"#,
-            CAPACITY + 1
+            // The meta line, the kept events, the capture_sources line.
+            CAPACITY + 2
         )
     );
     let doc = gate.1.document();

@@ -1,16 +1,16 @@
-//! Runs the `train_mlp` and `generate` examples in-process, then reads each file they wrote
-//! with the schema's `AnyReader` and with the `candle-trace` CLI (`validate --json`,
-//! `summary --json`), and checks that the files are clean and that their numbers are what the
-//! examples themselves counted.
+//! Runs the `train_llama` and `serve_llama` examples in-process (a real candle-transformers
+//! Llama), then reads each file they wrote with the schema's `AnyReader` and with the
+//! `candle-trace` CLI, and checks that the files are clean and that what the library measured
+//! is what the model's configuration implies, worked out by hand below.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
-#[path = "../examples/train_mlp.rs"]
+#[path = "../examples/train_llama.rs"]
 #[allow(dead_code)]
-mod train_mlp;
+mod train_llama;
 
-#[path = "../examples/generate.rs"]
+#[path = "../examples/serve_llama.rs"]
 #[allow(dead_code)]
-mod generate;
+mod serve_llama;
 
 mod common;
 
@@ -18,8 +18,9 @@ use std::path::Path;
 
 use candle_trace_capture::alloc::TrackingAllocator;
 use candle_trace_schema::diagnostics::Severity;
-use candle_trace_schema::events::{GradientState, Step};
+use candle_trace_schema::events::{source, GradientState, MemoryAction, SpanKind, TensorCategory};
 use candle_trace_schema::format::{AnyDocument, AnyReader};
+use candle_trace_schema::paths::ModulePaths;
 use candle_trace_schema::profile::Status;
 use serde_json::Value;
 
@@ -60,284 +61,191 @@ fn assert_cli_validates_clean(path: &Path, format: &str) {
     assert_eq!(v["diagnostics"].as_array().map(Vec::len), Some(0));
 }
 
-#[test]
-fn train_mlp_trace_is_clean_and_matches_what_the_example_counted() {
-    let dir = common::temp_dir("example-train-mlp");
-    let out = dir.join("train.trace6.jsonl");
-    let train_mlp::Outcome {
-        counts,
-        report,
-        losses,
-    } = train_mlp::run(&out).unwrap();
-
-    // Atomic publication: the final name exists, the temporary one is gone.
-    assert_eq!(report.path.as_deref(), Some(out.as_path()));
-    assert!(!candle_trace_capture::writer::temporary_path(&out).exists());
-    assert_eq!(report.events_dropped, 0);
-    assert!(report.notes.is_empty(), "{:?}", report.notes);
-    assert_eq!(losses.len(), 4);
-    assert!(losses.iter().all(|l| l.is_finite()));
-
-    // What the example did, by construction: 7 forward ops + 4 AdamW ops for each of the 4
-    // trained parameters; spans train_step, forward, fc1, fc2, backward, optimizer; one
-    // checkpoint at each edge of the 3 step spans; activations and gradients and optimizer
-    // temporaries all freed in the step.
-    assert_eq!(counts.op_count, 7 + 4 * 4);
-    assert_eq!(counts.span_count, 6);
-    assert_eq!(counts.device_memory_count, 6);
-    assert_eq!(counts.alloc_count, 7 + 4 + 4 * 4);
-    assert_eq!(counts.alloc_count, counts.free_count);
-    // 4 gradients, 5 parameters, 2 moments for each of the 4 trained parameters.
-    assert_eq!(counts.tensor_count, 4 + 5 + 8);
-    assert_eq!(counts.gradients.present, 4, "fc1/fc2 weight and bias");
-    assert_eq!(counts.gradients.missing, 1, "frozen.scale");
-    assert_eq!(counts.gradients.zero + counts.gradients.non_finite, 0);
-    // The recorder wrote every event the example asked for, plus the meta line.
-    let asked = 2 * counts.span_count
-        + counts.op_count
-        + counts.tensor_count
-        + counts.alloc_count
-        + counts.free_count
-        + counts.device_memory_count
-        + counts.gradients.total();
-    assert_eq!(report.events_written, 1 + asked);
-
-    // The schema reader.
-    let doc = match read_any(&out) {
-        AnyDocument::Trace(doc) => doc,
-        other => panic!("not a trace: {:?}", other.format()),
-    };
-    assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
-    let meta = &doc.meta.as_ref().unwrap().event;
-    assert_eq!(meta.entrypoint, "train_mlp::train_step");
-    assert_eq!((meta.capture_step, meta.warmup_steps), (2, 1));
-    assert_eq!(meta.device, "cpu");
-    assert!(meta.measured_region_device_synchronized);
-    for tag in ["batch_size", "lr", "hidden"] {
-        assert!(meta.tags.contains_key(tag), "tag {tag}");
+/// The module paths of one forward call of the 2-layer Llama, from its source by hand:
+/// `Block::forward` enters `block`, then `rms-norm` (input_layernorm), `attn` (q, k, v
+/// `linear`, two `attn-rot`, o `linear`), `rms-norm` (post_attention_layernorm), `mlp` (gate, up,
+/// down `linear`); after the blocks, `rms-norm` (model.norm) and `linear` (lm_head). The
+/// embedding is candle-nn's, which has no span. 2 × 14 + 2 = 30 spans.
+fn llama_paths_by_hand() -> Vec<String> {
+    let mut paths = Vec::new();
+    for b in 0..2 {
+        let block = format!("block[{b}]");
+        paths.push(block.clone());
+        paths.push(format!("{block}/rms-norm[0]"));
+        paths.push(format!("{block}/attn"));
+        for l in 0..3 {
+            paths.push(format!("{block}/attn/linear[{l}]"));
+        }
+        for r in 0..2 {
+            paths.push(format!("{block}/attn/attn-rot[{r}]"));
+        }
+        paths.push(format!("{block}/attn/linear[3]"));
+        paths.push(format!("{block}/rms-norm[1]"));
+        paths.push(format!("{block}/mlp"));
+        for l in 0..3 {
+            paths.push(format!("{block}/mlp/linear[{l}]"));
+        }
     }
-    assert_eq!(meta.tags["batch_size"], "32");
-    assert!(meta.candle_version.as_deref().unwrap().starts_with("0.11"));
-
-    let summary = doc.summary();
-    assert_eq!(summary.op_count, counts.op_count);
-    assert_eq!(summary.span_count, counts.span_count);
-    assert_eq!(summary.alloc_count, counts.alloc_count);
-    assert_eq!(summary.free_count, counts.free_count);
-    assert_eq!(doc.tensors.len() as u64, counts.tensor_count);
-    assert_eq!(doc.device_memory.len() as u64, counts.device_memory_count);
-    assert_eq!(summary.root_span_count, 1);
-    assert_eq!(summary.max_depth, 2, "train_step > forward > fc1");
-    assert!(summary.total_ns > 0);
-    assert!(
-        summary.total_ns <= counts.measured_outer_ns,
-        "measured span {} ns inside the example's own {} ns",
-        summary.total_ns,
-        counts.measured_outer_ns
-    );
-    assert!(summary.peak_bytes > 0);
-    assert!(doc.device_memory.iter().all(|m| m.event.device == "cpu"));
-
-    let measured: Vec<_> = doc.spans.iter().filter(|s| s.measured).collect();
-    assert_eq!(measured.len(), 1);
-    assert_eq!(measured[0].name, "train_step");
-    for (name, step) in [
-        ("forward", Step::Forward),
-        ("backward", Step::Backward),
-        ("optimizer", Step::Optimizer),
-    ] {
-        let span = doc.spans.iter().find(|s| s.name == name).unwrap();
-        assert_eq!(span.step, Some(step));
-        assert_eq!(
-            common::parent_name(&doc, name).as_deref(),
-            Some("train_step")
-        );
-    }
-    assert_eq!(common::parent_name(&doc, "fc1").as_deref(), Some("forward"));
-    // The optimizer's ops are in the optimizer span.
-    let optimizer = doc.spans.iter().find(|s| s.name == "optimizer").unwrap();
-    let optimizer_ops = doc
-        .ops
-        .iter()
-        .filter(|o| o.event.span_id == optimizer.id)
-        .count();
-    assert_eq!(optimizer_ops, 16);
-
-    let by_state = |state| {
-        doc.gradients
-            .iter()
-            .filter(|g| g.event.state == state)
-            .count() as u64
-    };
-    for state in [
-        GradientState::Present,
-        GradientState::Missing,
-        GradientState::Zero,
-        GradientState::NonFinite,
-    ] {
-        assert_eq!(by_state(state), counts.gradients.get(state), "{state:?}");
-    }
-    let missing: Vec<&str> = doc
-        .gradients
-        .iter()
-        .filter(|g| g.event.state == GradientState::Missing)
-        .map(|g| g.event.key.as_str())
-        .collect();
-    assert_eq!(missing, vec!["frozen.scale"]);
-    assert!(doc
-        .gradients
-        .iter()
-        .filter(|g| g.event.state == GradientState::Present)
-        .all(|g| g.event.norm.is_some_and(|n| n.is_finite() && n > 0.0)));
-
-    // The CLI.
-    assert_cli_validates_clean(&out, "candle-graph/trace/6");
-    let (code, s) = cli_json("summary", &out);
-    assert_eq!(code, 0);
-    assert_eq!(s["op_count"], counts.op_count);
-    assert_eq!(s["span_count"], counts.span_count);
-    assert_eq!(s["alloc_count"], counts.alloc_count);
-    assert_eq!(s["free_count"], counts.free_count);
-    assert_eq!(s["total_ns"], summary.total_ns);
-    assert_eq!(s["extra"]["errors"], 0);
-    assert_eq!(s["extra"]["warnings"], 0);
+    paths.push("rms-norm".into());
+    paths.push("linear".into());
+    paths.sort();
+    paths
 }
 
 #[test]
-fn generate_profile_is_clean_and_matches_what_the_example_counted() {
-    let dir = common::temp_dir("example-generate");
-    let out = dir.join("infer.profile.jsonl");
-    let outcome = generate::run(&out).unwrap();
-    let report = &outcome.report;
+fn train_llama_trace_is_measured_from_the_real_model() {
+    let dir = common::temp_dir("example-train-llama");
+    let out = dir.join("train.trace6.jsonl");
+    let train_llama::Outcome { report, losses } = train_llama::run(&out).unwrap();
+    assert_eq!(report.path.as_deref(), Some(out.as_path()));
+    assert_eq!(report.events_dropped, 0);
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+    assert_eq!(losses.len(), train_llama::STEPS);
+    assert!(losses.iter().all(|l| l.is_finite()));
 
-    // What the example did, by construction.
-    let tokens: Vec<u64> = outcome.requests.iter().map(|r| r.tokens).collect();
-    assert_eq!(tokens, vec![8, 4, 12, 0]);
-    let failed: Vec<bool> = outcome.requests.iter().map(|r| r.failed).collect();
-    assert_eq!(failed, vec![false, false, false, true]);
-    // open + prefill + memory + (tokens − 1) waves + close; the refused one: open, error, close.
-    for r in &outcome.requests {
-        let want = if r.failed { 3 } else { r.tokens + 3 };
-        assert_eq!(r.events, want, "{}", r.request_id);
+    assert_cli_validates_clean(&out, "candle-graph/trace/6");
+    let AnyDocument::Trace(doc) = read_any(&out) else {
+        panic!("not a trace")
+    };
+    assert_eq!(doc.meta.as_ref().unwrap().event.capture_step, 2);
+
+    // Spans: the measured region, the three steps, and the model's 30 module spans, each a place
+    // of its own.
+    let paths = ModulePaths::new(&doc);
+    let mut module_paths: Vec<String> = (0..doc.spans.len())
+        .filter(|&i| doc.spans[i].span_kind == SpanKind::Module)
+        .map(|i| paths.path(i).to_string())
+        .collect();
+    module_paths.sort();
+    assert_eq!(module_paths, llama_paths_by_hand());
+    assert_eq!(doc.spans.len(), 1 + 3 + 30);
+    let measured: Vec<&str> = doc
+        .spans
+        .iter()
+        .filter(|s| s.measured)
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(measured, vec!["train_step"]);
+
+    // Ops: one row per leaf layer (a span with no span inside): per block 2 rms-norm,
+    // 7 linear, 2 attn-rot; then model.norm and lm_head: 2 × 11 + 2 = 24.
+    assert_eq!(doc.ops.len(), 24);
+    let count = |name: &str| doc.ops.iter().filter(|o| o.event.op_name == name).count();
+    assert_eq!(
+        (count("linear"), count("rms-norm"), count("attn-rot")),
+        (15, 5, 4)
+    );
+    for op in &doc.ops {
+        let span = doc.span(&op.event.span_id).unwrap();
+        assert_eq!(span.name.as_str(), op.event.op_name.as_str());
+        assert_eq!(Some(op.event.duration_ns), span.duration_ns);
     }
-    // The profiler wrote every event the example asked for, all valid.
-    assert_eq!(report.events_written, outcome.events());
+
+    // Gradients: 21 parameters (embedding, 9 per layer, the final norm, lm_head); candle-nn's
+    // rms_norm has no backward, so only lm_head, after the last norm, gets one.
+    assert_eq!(doc.gradients.len(), 21);
+    let present: Vec<&str> = doc
+        .gradients
+        .iter()
+        .filter(|g| g.event.state == GradientState::Present)
+        .map(|g| g.event.key.as_str())
+        .collect();
+    assert_eq!(present, vec!["lm_head.weight"]);
+
+    // The autograd graph: lm_head.weight (256 × 64 f32 = 65 536 bytes) is its only parameter;
+    // every tensor's bytes are its elements × 4.
+    let params: Vec<_> = doc
+        .tensors
+        .iter()
+        .filter(|t| t.event.category == TensorCategory::Parameter)
+        .collect();
+    assert_eq!(params.len(), 1);
+    assert_eq!(params[0].event.shape, vec![256, 64]);
+    assert_eq!(params[0].event.storage_bytes, Some(65_536));
+    for t in &doc.tensors {
+        let elements: u64 = t.event.shape.iter().product();
+        assert_eq!(t.event.storage_bytes, Some(elements * 4), "{:?}", t.event);
+    }
+
+    // Host memory from the allocator: every free follows its alloc, all in known spans.
+    assert!(!doc.memory.is_empty());
+    let allocs = doc
+        .memory
+        .iter()
+        .filter(|m| m.event.action == MemoryAction::Alloc)
+        .count();
+    assert!(allocs > 0);
+    for m in &doc.memory {
+        assert!(doc.span(&m.event.span_id).is_some(), "{:?}", m.event);
+        assert!(m.event.bytes >= 1024);
+    }
+    assert!(doc.summary().peak_bytes > 0);
+
+    // What the file says was captured.
+    let sources = &doc.capture_sources.as_ref().unwrap().event;
+    let events = |name: &str| sources.get(name).map(|s| (s.on, s.events));
+    assert_eq!(events(source::TRACING), Some((true, 30)));
+    assert_eq!(events(source::LAYER_OPS), Some((true, 24)));
+    assert_eq!(events(source::GRADIENTS), Some((true, 21)));
+    assert_eq!(
+        events(source::GRAPH),
+        Some((true, doc.tensors.len() as u64))
+    );
+    assert_eq!(events(source::ALLOCATOR), Some((true, allocs as u64)));
+    assert_eq!(
+        events(source::DEVICE_MEMORY),
+        Some((true, 6)),
+        "a checkpoint at both edges of forward, backward and optimizer"
+    );
+    assert!(sources.warnings.is_empty());
+}
+
+#[test]
+fn serve_llama_profile_carries_module_spans_and_token_timing() {
+    let dir = common::temp_dir("example-serve-llama");
+    let out = dir.join("infer.profile.jsonl");
+    let outcome = serve_llama::run(&out).unwrap();
+    let report = &outcome.report;
     assert_eq!(report.events_dropped, 0);
     assert_eq!(report.events_invalid, 0, "{:?}", report.invalid_messages);
     assert_eq!(report.requests_sampled, 4);
-    assert_eq!(report.requests_skipped, 0);
-
-    // The schema reader.
-    let doc = match read_any(&out) {
-        AnyDocument::Profile(doc) => doc,
-        other => panic!("not a profile: {:?}", other.format()),
-    };
-    assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
-    assert!(doc.records.iter().all(|r| r.is_valid()));
-    let summary = doc.summary();
-    assert_eq!(summary.request_count, outcome.requests.len() as u64);
-    assert_eq!(summary.event_count, outcome.events());
-    assert_eq!(summary.invalid_event_count, 0);
-    assert_eq!(
-        summary.error_count, 2,
-        "the error event and the failed close"
-    );
-    assert_eq!(summary.memory_snapshot_count, 3, "one per served request");
-    let waves: u64 = outcome
-        .requests
+    let lengths: Vec<Option<usize>> = outcome
+        .outputs
         .iter()
-        .filter(|r| !r.failed)
-        .map(|r| r.tokens - 1)
-        .sum();
-    assert_eq!(summary.events_by_kind["timed_span"], 3 + waves + 4);
-    assert_eq!(summary.events_by_kind["instant"], 4);
-    assert_eq!(summary.events_by_kind["error"], 1);
-    assert_eq!(summary.events_by_kind["memory"], 3);
-    assert_eq!(summary.ttft_us.map(|p| p.count), Some(3));
+        .map(|(_, t)| t.as_ref().map(Vec::len))
+        .collect();
+    assert_eq!(lengths, vec![Some(8), Some(4), Some(12), None]);
 
-    let requests = doc.requests();
-    assert_eq!(requests.len(), outcome.requests.len());
-    for (seen, counted) in requests.iter().zip(&outcome.requests) {
-        let id = &counted.request_id;
-        assert_eq!(&seen.request_id, id);
-        assert_eq!(seen.event_count, counted.events, "{id}");
-        // The request's closing event carries the derived attributes.
-        let close = doc
-            .records
-            .iter()
-            .find(|r| {
-                r.event.request_id.as_deref() == Some(id.as_str())
-                    && r.event.phase.as_deref() == Some("request")
-            })
-            .unwrap();
-        let attrs = &close.event.attributes;
-        assert_eq!(
-            attrs["engine_token_commit_count"], counted.tokens,
-            "{id}: engine_token_commit_count"
-        );
-        if counted.failed {
-            assert_eq!(seen.status, Status::Failure, "{id}");
-            assert_eq!(seen.ttft_us, None);
-            assert_eq!(
-                close.event.error.as_ref().and_then(|e| e.kind.as_deref()),
-                Some("context_overflow")
-            );
-            continue;
-        }
-        assert_eq!(seen.status, Status::Ok, "{id}");
-        assert_eq!(seen.output_tokens, Some(counted.tokens), "{id}");
-        assert_eq!(attrs["itl_interval_count"], counted.tokens - 1);
-        assert_eq!(attrs["decode_wall_timing_eligible"], true, "{id}");
-        // The profile's TTFT and ITLs fall inside the example's own Instant brackets.
-        let (lo, hi) = counted.ttft_ns_bounds().unwrap();
-        let ttft_us = seen.ttft_us.unwrap();
-        assert!(
-            lo / 1000 <= ttft_us && ttft_us <= hi / 1000,
-            "{id}: ttft {ttft_us} µs outside [{lo}, {hi}] ns"
-        );
-        let bounds = counted.itl_ns_bounds();
-        assert_eq!(seen.itl_nanos.len(), bounds.len(), "{id}");
-        for (itl, (lo, hi)) in seen.itl_nanos.iter().zip(bounds) {
-            assert!(
-                lo <= *itl && *itl <= hi,
-                "{id}: itl {itl} ns outside [{lo}, {hi}]"
-            );
-        }
-    }
-
-    // The CLI.
     assert_cli_validates_clean(&out, "inference profile (schema_version 1)");
-    let (code, s) = cli_json("summary", &out);
-    assert_eq!(code, 0);
-    assert_eq!(s["request_count"], outcome.requests.len() as u64);
-    assert_eq!(s["event_count"], outcome.events());
-    assert_eq!(s["invalid_event_count"], 0);
-    assert_eq!(s["error_count"], 2);
-    let (code, q) = {
-        let (mut o, mut e) = (Vec::new(), Vec::new());
-        let code = candle_trace_capture::cli::run(
-            [
-                "candle-trace",
-                "query",
-                out.to_str().unwrap(),
-                "--kind",
-                "requests",
-                "--json",
-            ],
-            &mut o,
-            &mut e,
-        );
-        (code, serde_json::from_slice::<Value>(&o).unwrap())
+    let AnyDocument::Profile(doc) = read_any(&out) else {
+        panic!("not a profile")
     };
-    assert_eq!(code, 0);
-    let rows = q["requests"].as_array().unwrap();
-    assert_eq!(rows.len(), outcome.requests.len());
-    for (row, counted) in rows.iter().zip(&outcome.requests) {
-        assert_eq!(row["request_id"], counted.request_id.as_str());
-        if !counted.failed {
-            assert_eq!(row["output_tokens"], counted.tokens);
+    let requests = doc.requests();
+    let tokens: Vec<Option<u64>> = requests.iter().map(|r| r.output_tokens).collect();
+    assert_eq!(tokens[..3], [Some(8), Some(4), Some(12)]);
+    assert_eq!(requests[3].status, Status::Failure);
+
+    // Module spans: 30 per forward call (see `llama_paths_by_hand`), one prefill and
+    // (tokens − 1) decode steps per served request.
+    let modules = doc.module_spans();
+    for (request, want_tokens) in modules.iter().zip([8usize, 4, 12]) {
+        assert_eq!(
+            request.forwards.len(),
+            want_tokens,
+            "{}",
+            request.request_id
+        );
+        assert_eq!(request.unreadable, 0);
+        for forward in &request.forwards {
+            let mut paths: Vec<String> = forward.spans.iter().map(|s| s.path.clone()).collect();
+            paths.sort();
+            assert_eq!(paths, llama_paths_by_hand(), "{}", request.request_id);
         }
+        assert_eq!(request.forwards[0].forward, "prefill");
+        assert!(request.forwards[1..].iter().all(|f| f.forward == "decode"));
     }
+    // The refused request ran no forward call.
+    assert!(modules.iter().all(|m| m.request_id != "req-4-too-long"));
 }
 
 #[test]

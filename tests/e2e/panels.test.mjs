@@ -4,8 +4,8 @@
 // computes with the same schema functions. Screenshots of each panel go to target/e2e/panels/.
 //
 // The example files are made with
-//   cargo run -p candle-trace-capture [--release] --features candle --example train_mlp -- --out F
-//   cargo run -p candle-trace-capture [--release] --features candle --example generate -- --out F
+//   cargo run -p candle-trace-capture [--release] --features candle --example train_llama -- --out F
+//   cargo run -p candle-trace-capture [--release] --features candle --example serve_llama -- --out F
 // (the debug build by default, which `cargo test --workspace --all-features` has already made;
 // PANELS_RELEASE=1 for --release) unless PANELS_TRAIN / PANELS_PROFILE name existing files.
 import { test, before } from 'node:test';
@@ -19,8 +19,8 @@ useHarness();
 
 const shots = join(artifacts, 'panels');
 const files = {
-  train: process.env.PANELS_TRAIN ?? join(shots, 'train_mlp.trace6.jsonl'),
-  profile: process.env.PANELS_PROFILE ?? join(shots, 'generate.profile.jsonl'),
+  train: process.env.PANELS_TRAIN ?? join(shots, 'train_llama.trace6.jsonl'),
+  profile: process.env.PANELS_PROFILE ?? join(shots, 'serve_llama.profile.jsonl'),
   fixture: join(fixtures, 'valid_panels.trace6.jsonl'),
 };
 
@@ -33,8 +33,8 @@ function runExample(example, out) {
 
 before(() => {
   mkdirSync(shots, { recursive: true });
-  if (!process.env.PANELS_TRAIN || !existsSync(files.train)) runExample('train_mlp', files.train);
-  if (!process.env.PANELS_PROFILE || !existsSync(files.profile)) runExample('generate', files.profile);
+  if (!process.env.PANELS_TRAIN || !existsSync(files.train)) runExample('train_llama', files.train);
+  if (!process.env.PANELS_PROFILE || !existsSync(files.profile)) runExample('serve_llama', files.profile);
 });
 
 const attrs = (page, selector, names) => page.$$eval(selector, (els, names) =>
@@ -145,10 +145,10 @@ async function checkTracePanels(page, file, label) {
   return checked;
 }
 
-test('training panels of train_mlp and of the panels fixture match the CLI', async () => {
+test('training panels of train_llama and of the panels fixture match the CLI', async () => {
   const { page, seen } = await openPage();
   let checked = 0;
-  for (const [name, file] of [['train_mlp', files.train], ['fixture', files.fixture]]) {
+  for (const [name, file] of [['train_llama', files.train], ['fixture', files.fixture]]) {
     await openByPicker(page, file);
     checked += await checkTracePanels(page, file, name);
     await page.check('[data-testid=gradients-only-problems]');
@@ -168,7 +168,7 @@ test('training panels of train_mlp and of the panels fixture match the CLI', asy
   await page.close();
 });
 
-test('inference panels of generate match the CLI', async () => {
+test('inference panels of serve_llama match the CLI', async () => {
   const file = files.profile;
   const { page, seen } = await openPage();
   await openByPicker(page, file);
@@ -178,8 +178,8 @@ test('inference panels of generate match the CLI', async () => {
   const latency = cli('query', file, '--kind', 'latency', '--json');
   eq(await value(page, 'profile-detail-level'), latency.detail_level ?? 'not stated', 'detail level');
   eq(await value(page, 'profile-sample-rate'), latency.sample_rate ?? 'not stated', 'sample rate');
-  eq(await value(page, 'profile-detail-level'), 'latency', 'generate runs at detail latency');
-  eq(Number(await value(page, 'profile-sample-rate')), 1, 'generate samples every request');
+  eq(await value(page, 'profile-detail-level'), 'latency', 'serve_llama runs at detail latency');
+  eq(Number(await value(page, 'profile-sample-rate')), 1, 'serve_llama samples every request');
   for (const [id, key, hist] of [['ttft', 'ttft_us', 'ttft_histogram'], ['itl', 'itl_nanos', 'itl_histogram']]) {
     const bins = await page.$$eval(`[data-testid=histogram-${id}] [data-testid=hist-bin]`, (els) => els.map((e) => Number(e.dataset.value)));
     assert.deepEqual(bins, latency[hist].counts, `${id} histogram`);
@@ -210,10 +210,10 @@ test('inference panels of generate match the CLI', async () => {
   eq(await page.locator('[data-testid=snapshot-row]').count(), summary.memory_snapshot_count, 'snapshots');
   eq(await value(page, 'profile-failures'), latency.failures, 'failures listed');
   eq(await value(page, 'profile-diagnostic-only-events'), latency.diagnostic_only, 'diagnostic-only listed');
-  assert.ok(latency.failures > 0, 'generate refuses one request');
+  assert.ok(latency.failures > 0, 'serve_llama refuses one request');
 
   for (const [testid, shot] of [['request-table', 'requests'], ['latency', 'latency'], ['waterfalls', 'waterfalls'], ['snapshots', 'snapshots'], ['profile-failures', 'failures']]) {
-    await shoot(page, testid, `generate-${shot}`);
+    await shoot(page, testid, `serve_llama-${shot}`);
   }
   console.log(`inference panels: ${checked} values compared`);
   assert.deepEqual(seen.errors, []);

@@ -11,9 +11,10 @@
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]` — seed the fuzz corpora from
 //!   `tests/fixtures` and run the targets (all by default) for N s each (default 20).
 //! - `cargo xtask deps` — only the dependency guard.
-//! - `cargo xtask demo [--port N] [--no-serve]` — capture a fresh training-step trace with the
-//!   `train_mlp` example (`target/demo/train.trace6.jsonl`) and an inference profile with the
-//!   `generate` example (`target/demo/infer.profile.jsonl`), summarise both with the CLI, build
+//! - `cargo xtask demo [--port N] [--no-serve]` — capture a fresh training-step trace of a
+//!   candle-transformers Llama with the `train_llama` example (`target/demo/train.trace6.jsonl`)
+//!   and an inference profile with `serve_llama` (`target/demo/infer.profile.jsonl`), summarise
+//!   both with the CLI, build
 //!   the viewer and serve it on 127.0.0.1 with the trace preloaded through `?url=`.
 
 mod bench;
@@ -233,13 +234,17 @@ fn demo(args: &[String]) -> Result<()> {
             other => bail!("unknown demo option {other} (use --port N, --no-serve)"),
         }
     }
+    // The demo needs the wasm32 target for the page; a fresh machine has none.
+    if serve_page {
+        run("rustup", &["target", "add", WASM])?;
+    }
     let dir = std::path::Path::new("target").join("demo");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let train = dir.join("train.trace6.jsonl");
     let train = train.to_str().context("the demo path is not UTF-8")?;
     let infer = dir.join("infer.profile.jsonl");
     let infer = infer.to_str().context("the demo path is not UTF-8")?;
-    for (example, out) in [("train_mlp", train), ("generate", infer)] {
+    for (example, out) in [("train_llama", train), ("serve_llama", infer)] {
         cargo(&[
             "run",
             "--release",
@@ -258,10 +263,12 @@ fn demo(args: &[String]) -> Result<()> {
     let cli = [&["run"], CLI_BIN, &["--"]].concat();
     for args in [
         vec!["summary", train],
-        vec!["query", train, "--kind", "self", "--limit", "8"],
-        vec!["query", train, "--kind", "gradients"],
+        vec!["query", train, "--kind", "modules", "--limit", "12"],
+        vec!["query", train, "--kind", "ops", "--limit", "8"],
+        vec!["query", train, "--kind", "gradients", "--limit", "4"],
         vec!["summary", infer],
         vec!["query", infer, "--kind", "requests"],
+        vec!["query", infer, "--kind", "modules", "--limit", "8"],
     ] {
         let mut all: Vec<&str> = cli.to_vec();
         all.extend(args);

@@ -1,0 +1,129 @@
+//! What capture measures by itself: host allocations attributed to the span that made them,
+//! and the warning for a subscriber installed after the model was built.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
+
+mod common;
+
+use std::sync::Mutex;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::{Optimizer, VarBuilder, VarMap, SGD};
+use candle_trace_capture::alloc::TrackingAllocator;
+use candle_trace_capture::Recorder;
+use candle_trace_schema::diagnostics::Severity;
+use candle_trace_schema::events::{source, MemoryAction};
+use candle_transformers::models::llama::{Cache, Config, Llama};
+use common::SharedBuf;
+
+#[global_allocator]
+static ALLOC: TrackingAllocator = TrackingAllocator::system();
+
+/// The allocator follows one recorder at a time: these tests take turns.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+#[test]
+fn host_blocks_are_written_in_the_span_that_allocated_them() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = SharedBuf::default();
+    let recorder = Recorder::builder("alloc::test")
+        .capture_step(1)
+        .writer(out.clone())
+        .build()
+        .unwrap();
+    let step = recorder.begin_step();
+    let span = recorder.measured("fill");
+    let span_id = span.id().unwrap();
+    let a = std::hint::black_box(vec![1u8; 10_000]);
+    let b = std::hint::black_box(vec![2u8; 3_000]);
+    let small = std::hint::black_box(vec![3u8; 500]); // under the 1 KiB threshold
+    drop(a);
+    drop(span);
+    drop(step);
+    drop(b); // after the step: still followed until the next step or finish
+    drop(small);
+    recorder.finish().unwrap();
+
+    let doc = out.document();
+    assert_eq!(doc.diagnostics, vec![], "a clean trace");
+    let ours: Vec<(MemoryAction, u64, String)> = doc
+        .memory
+        .iter()
+        .map(|m| &m.event)
+        .filter(|m| [10_000, 3_000, 500].contains(&m.bytes))
+        .map(|m| (m.action, m.bytes, m.span_id.to_string()))
+        .collect();
+    assert_eq!(
+        ours,
+        vec![
+            (MemoryAction::Alloc, 10_000, span_id.clone()),
+            (MemoryAction::Alloc, 3_000, span_id.clone()),
+            (MemoryAction::Free, 10_000, span_id.clone()),
+            (MemoryAction::Free, 3_000, span_id.clone()),
+        ]
+    );
+    // Live bytes peak with both blocks alive: 10 000 + 3 000.
+    assert_eq!(doc.summary().peak_bytes, 13_000);
+    let sources = &doc.capture_sources.as_ref().unwrap().event;
+    let allocator = sources.get(source::ALLOCATOR).unwrap();
+    assert!(allocator.on);
+    assert_eq!(allocator.threshold_bytes, Some(1024));
+}
+
+fn tiny_llama() -> Config {
+    Config {
+        hidden_size: 16,
+        intermediate_size: 32,
+        vocab_size: 32,
+        num_hidden_layers: 1,
+        num_attention_heads: 2,
+        num_key_value_heads: 2,
+        use_flash_attn: false,
+        rms_norm_eps: 1e-5,
+        rope_theta: 10_000.0,
+        bos_token_id: None,
+        eos_token_id: None,
+        rope_scaling: None,
+        max_position_embeddings: 16,
+        tie_word_embeddings: false,
+    }
+}
+
+#[test]
+fn installing_after_the_model_is_built_is_reported() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let (cfg, device) = (tiny_llama(), Device::Cpu);
+    let varmap = VarMap::new();
+    // The model first: candle-transformers creates its spans here, with no subscriber yet.
+    let model = Llama::load(VarBuilder::from_varmap(&varmap, DType::F32, &device), &cfg).unwrap();
+    let mut cache = Cache::new(false, DType::F32, &cfg, &device).unwrap();
+    let out = SharedBuf::default();
+    let recorder = Recorder::builder("late::install")
+        .capture_step(1)
+        .writer(out.clone())
+        .install()
+        .unwrap();
+    let mut opt = SGD::new(varmap.all_vars(), 0.1).unwrap();
+    let x = Tensor::new(&[[1u32, 2, 3]], &device).unwrap();
+    let loss = recorder
+        .forward(|| model.forward(&x, 0, &mut cache)?.sqr()?.mean_all())
+        .unwrap();
+    let grads = recorder.backward(&loss).unwrap();
+    recorder.optimizer_step(&mut opt, &grads, &varmap).unwrap();
+    let report = recorder.finish().unwrap();
+
+    let warning = "the captured step saw no tracing spans";
+    assert!(
+        report.notes.iter().any(|n| n.contains(warning)),
+        "{:?}",
+        report.notes
+    );
+    let doc = out.document();
+    assert!(doc.ops.is_empty());
+    let sources = &doc.capture_sources.as_ref().unwrap().event;
+    assert_eq!(sources.get(source::TRACING).map(|s| s.events), Some(0));
+    assert_eq!(sources.warnings.len(), 1);
+    assert!(doc
+        .diagnostics
+        .iter()
+        .any(|d| d.severity == Severity::Warning && d.message.contains(warning)));
+}
