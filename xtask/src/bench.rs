@@ -453,7 +453,10 @@ fn native_tables(r: &[(String, String, Measured)]) -> String {
     }
     md.push('\n');
     let _ = writeln!(md, "### A captured training update (`capture/benches/train_step.rs`, the `train_llama` example's candle-transformers Llama update, criterion median)\n");
-    let _ = writeln!(md, "| uncaptured | captured | overhead | goal | met? |\n| ---: | ---: | ---: | --- | --- |");
+    let _ = writeln!(
+        md,
+        "| uncaptured | captured | overhead | goal | met? |\n| ---: | ---: | ---: | --- | --- |"
+    );
     match (
         find(r, "llama_update", "uncaptured"),
         find(r, "llama_update", "captured"),
