@@ -92,8 +92,13 @@ fn llama_paths_by_hand() -> Vec<String> {
     paths
 }
 
+/// A recorder takes the tracing spans of every thread during its captured step: the two
+/// examples take turns so that one's model does not run inside the other's capture.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn train_llama_trace_is_measured_from_the_real_model() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = common::temp_dir("example-train-llama");
     let out = dir.join("train.trace6.jsonl");
     let train_llama::Outcome { report, losses } = train_llama::run(&out).unwrap();
@@ -202,6 +207,7 @@ fn train_llama_trace_is_measured_from_the_real_model() {
 
 #[test]
 fn serve_llama_profile_carries_module_spans_and_token_timing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = common::temp_dir("example-serve-llama");
     let out = dir.join("infer.profile.jsonl");
     let outcome = serve_llama::run(&out).unwrap();

@@ -75,6 +75,25 @@ pub fn GradientView() -> impl IntoView {
                     <li class="tag" class:problem={*s != "present" && *n > 0} data-testid=format!("gradients-{s}") data-value=n.to_string()>{*s} " " {*n}</li>
                 }).collect_view()}
             </ul>
+            {g.finding.clone().map(|f| view! { <p class="finding" data-testid="gradients-finding">{f}</p> })}
+            {(!g.groups.is_empty()).then(|| view! {
+                <h4>"By module"</h4>
+                <table class="gradient-groups" data-testid="gradient-groups">
+                    <thead><tr>
+                        <th scope="col">"module"</th><th scope="col">"params"</th>
+                        <th scope="col">"present"</th><th scope="col">"missing"</th>
+                        <th scope="col">"zero"</th><th scope="col">"non-finite"</th>
+                    </tr></thead>
+                    <tbody>
+                        {g.groups.iter().map(|r| view! {
+                            <tr class:problem=r.problem data-testid="gradient-group" data-module=r.module.clone() data-flow=r.flow>
+                                <td class="name">{r.module.clone()}</td><td>{r.params}</td><td>{r.present}</td>
+                                <td>{r.missing}</td><td>{r.zero}</td><td>{r.non_finite}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            })}
             <h4>"Norm distribution (log scale, one bar per decade)"</h4>
             {if table.bars.is_empty() {
                 view! { <p class="muted">"No finite non-zero norms."</p> }.into_any()
