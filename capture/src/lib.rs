@@ -117,7 +117,8 @@ pub use subscriber::{install, CaptureSubscriber};
 /// ```
 /// use candle_trace_capture::prelude::*;
 ///
-/// let recorder = Recorder::builder("train::step").writer(std::io::sink()).build()?;
+/// let recorder = Recorder::builder("train::step").writer(std::io::sink()).build()
+///     .map_err(CaptureError::Build)?;
 /// let profiler = InferenceProfiler::builder(ProfilingConfig {
 ///     detail: DetailLevel::Latency,
 ///     sample_rate: 1.0,

@@ -70,8 +70,8 @@ fn only_the_capture_step_is_recorded() {
     let report = rec.finish().unwrap();
     assert_eq!(report.events_dropped, 0);
     assert!(report.notes.is_empty(), "{:?}", report.notes);
-    // meta + 3 spans × 2 + 2 ops
-    assert_eq!(report.events_written, 9);
+    // meta + 3 spans × 2 + 2 ops + capture_sources
+    assert_eq!(report.events_written, 10);
     assert_eq!(report.bytes_written, out.bytes().len() as u64);
     assert_eq!(report.path, None);
 
@@ -106,7 +106,8 @@ fn a_capture_step_never_reached_is_noted() {
         .unwrap();
     let _ = rec.begin_step();
     let report = rec.finish().unwrap();
-    assert_eq!(report.events_written, 1);
+    // meta + capture_sources
+    assert_eq!(report.events_written, 2);
     assert!(
         report.notes[0].contains("never reached"),
         "{:?}",
@@ -146,7 +147,8 @@ fn eight_threads_nest_their_own_spans() {
     let report = rec.finish().unwrap();
     assert_eq!(report.events_dropped, 0);
     let spans = 1 + THREADS * PER_THREAD;
-    assert_eq!(report.events_written, 1 + 2 * spans as u64);
+    // meta + spans + capture_sources
+    assert_eq!(report.events_written, 1 + 2 * spans as u64 + 1);
 
     let text = out.text();
     assert!(text
@@ -441,13 +443,13 @@ fn a_full_queue_drops_counts_and_says_so_in_the_file() {
     gate.open();
     let report = rec.finish().unwrap();
     assert_eq!(report.events_dropped, 96);
-    // meta + 4 edges + capture_stats
-    assert_eq!(report.events_written, 6);
+    // meta + 4 edges + capture_sources + capture_stats
+    assert_eq!(report.events_written, 7);
     let text = gate.1.text();
     let last = text.lines().last().unwrap();
     assert_eq!(
         last,
-        r#"{"kind":"capture_stats","events_dropped":96,"events_written":5}"#
+        r#"{"kind":"capture_stats","events_dropped":96,"events_written":6}"#
     );
     let doc = gate.1.document();
     assert!(errors(&doc).is_empty(), "{:?}", errors(&doc));
@@ -455,5 +457,5 @@ fn a_full_queue_drops_counts_and_says_so_in_the_file() {
     assert!(doc
         .diagnostics
         .iter()
-        .any(|d| d.category == Category::UnknownKind && d.line == 6));
+        .any(|d| d.category == Category::UnknownKind && d.line == 7));
 }
