@@ -4,11 +4,11 @@ use std::io::Write;
 use std::path::Path;
 
 use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::events::{source, CaptureSources};
+use candle_trace_schema::events::CaptureSources;
 use candle_trace_schema::format::{AnyDocument, Format};
 use candle_trace_schema::percentiles::Percentiles;
 use candle_trace_schema::profile::ProfileDocument;
-use candle_trace_schema::summary::TraceSummary;
+use candle_trace_schema::summary::{NotCaptured, TraceSummary};
 use candle_trace_schema::units::{format_bytes, format_ns};
 use serde::Serialize;
 
@@ -141,19 +141,19 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
         _ => String::new(),
     };
     let sources = doc.capture_sources.as_ref().map(|l| &l.event);
-    let ops = match not_captured(sources, summary.op_count == 0, source::LAYER_OPS) {
+    let not_captured = NotCaptured::of(doc);
+    let ops = match not_captured.ops {
         Some(why) => why,
         None => summary.op_count.to_string(),
     };
-    let memory_events = summary.alloc_count + summary.free_count;
-    let (peak, peak_exact) = match not_captured(sources, memory_events == 0, source::ALLOCATOR) {
+    let (peak, peak_exact) = match not_captured.memory {
         Some(why) => (why, String::new()),
         None => (
             format!("{}{peak_at}", format_bytes(summary.peak_bytes)),
             format!("{} B", summary.peak_bytes),
         ),
     };
-    let gradients = match not_captured(sources, doc.gradients.is_empty(), source::GRADIENTS) {
+    let gradients = match not_captured.gradients {
         Some(why) => why,
         None => doc.gradients.len().to_string(),
     };
@@ -201,19 +201,6 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
         )?;
     }
     diagnostics_line(path, counts.errors, counts.warnings, out)
-}
-
-/// `Some("not captured …")` when a source produced nothing (`empty`) and was not on: off or
-/// unlisted in a `capture_sources` line (`(<source> off)`), or the file has no such line.
-fn not_captured(sources: Option<&CaptureSources>, empty: bool, name: &str) -> Option<String> {
-    if !empty {
-        return None;
-    }
-    match sources {
-        None => Some(String::from("not captured")),
-        Some(s) if !s.is_on(name) => Some(format!("not captured ({name} off)")),
-        Some(_) => None,
-    }
 }
 
 /// The `captured:` line (each source on/off with its event count), dropped events, and every
