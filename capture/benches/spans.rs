@@ -39,6 +39,14 @@ fn nested_tracing() {
     let _c = tracing::info_span!("c").entered();
 }
 
+/// Three nested entries of spans built beforehand.
+#[inline(never)]
+fn nested_entered(spans: &[tracing::Span; 3]) {
+    let _a = spans[0].enter();
+    let _b = spans[1].enter();
+    let _c = spans[2].enter();
+}
+
 /// Three nested puffin scopes.
 #[inline(never)]
 fn nested_puffin() {
@@ -135,6 +143,75 @@ fn variants() -> Vec<Variant> {
             }),
         });
     }
+
+    // Spans built once and entered on every call, as candle-transformers' layers are (built in
+    // `load`, entered in `forward`): the global CaptureSubscriber that `install()` sets, beside
+    // TraceLayer in a registry. Each timing call builds (untimed) a recorder routed to the
+    // subscriber and ends its step afterwards, so a recording-on run never leaves the
+    // subscriber's slow path on for a recording-off one.
+    let prebuilt = |dispatch: &tracing::Dispatch| {
+        tracing::dispatcher::with_default(dispatch, || {
+            [
+                tracing::info_span!("a"),
+                tracing::info_span!("b"),
+                tracing::info_span!("c"),
+            ]
+        })
+    };
+    // The global subscriber, as a program gets it: no scoped dispatcher in the way.
+    candle_trace_capture::install().unwrap_or_else(|e| panic!("install: {e}"));
+    for (name, capture) in [
+        (
+            "tracing + CaptureSubscriber, built spans, recording off",
+            false,
+        ),
+        (
+            "tracing + CaptureSubscriber, built spans, recording on",
+            true,
+        ),
+    ] {
+        let spans = [
+            tracing::info_span!("a"),
+            tracing::info_span!("b"),
+            tracing::info_span!("c"),
+        ];
+        v.push(Variant {
+            name,
+            time: Box::new(move |iters| {
+                let rec = Recorder::builder("bench")
+                    .capture_step(if capture { 1 } else { 2 })
+                    .writer(io::sink())
+                    .build()
+                    .unwrap_or_else(|e| panic!("recorder: {e}"));
+                rec.install().unwrap_or_else(|e| panic!("install: {e}"));
+                let step = rec.begin_step();
+                let d = chunked(
+                    iters,
+                    || nested_entered(black_box(&spans)),
+                    || {
+                        rec.flush(Duration::from_secs(60));
+                    },
+                );
+                drop(step);
+                let _ = rec.finish();
+                d
+            }),
+        });
+    }
+    let registry = |rec: &Recorder| {
+        tracing::Dispatch::new(tracing_subscriber::registry().with(TraceLayer::new(rec.clone())))
+    };
+    let layer_rec = recorder(false);
+    let layer_dispatch = registry(&layer_rec);
+    let layer_spans = prebuilt(&layer_dispatch);
+    v.push(Variant {
+        name: "tracing + TraceLayer, built spans, recording off",
+        time: Box::new(move |iters| {
+            tracing::dispatcher::with_default(&layer_dispatch, || {
+                chunked(iters, || nested_entered(black_box(&layer_spans)), || {})
+            })
+        }),
+    });
 
     let (chrome, guard) = tracing_chrome::ChromeLayerBuilder::new()
         .writer(io::sink())

@@ -61,8 +61,19 @@
 //!   zero, in a last line `{"kind":"capture_stats","events_dropped":N,...}` that readers show
 //!   as an unknown-kind warning, so the file itself says it is incomplete. The first I/O error
 //!   is kept and returned by `finish()`; the training loop never sees it.
-//! - **tracing.** [`TraceLayer`] turns `tracing` spans entered during the captured step into
-//!   trace/6 spans: a drop-in replacement for the `tracing-chrome` layer candle's examples use.
+//! - **tracing.** [`Recorder::install`] (or [`RecorderBuilder::install`]) sets this crate's own
+//!   `tracing` subscriber ([`subscriber`]) and routes spans entered during the captured step, on
+//!   any thread, into the recorder; spans that open no span inside them (leaf layers) are also
+//!   `op` rows. Install before building a candle-transformers model: it creates its spans in
+//!   `load`. [`TraceLayer`] does the same inside a program's own `tracing_subscriber` registry.
+//! - **Memory.** With [`alloc::TrackingAllocator`] as the global allocator, host blocks of at
+//!   least [`RecorderBuilder::alloc_threshold_bytes`] allocated in a span during the captured
+//!   step are `memory` events of that span; training-step spans write `device_memory`
+//!   checkpoints at both edges.
+//! - **What was captured.** `finish()` writes a `capture_sources` line: each source (tracing,
+//!   layer ops, allocator, graph, device memory, gradients), on or off, with its event count,
+//!   and the warnings also returned in [`CaptureReport::notes`] (a captured step that saw no
+//!   tracing span, dropped events).
 //!
 //! # Choices where SCHEMA.md is silent
 //!

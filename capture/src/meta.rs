@@ -9,7 +9,7 @@ use std::sync::Arc;
 use candle_trace_schema::events::{Meta, Phase, TimingMode, TraceEvent, TRACE_SCHEMA};
 
 use crate::error::CaptureError;
-use crate::recorder::{Inner, InnerParts, Recorder};
+use crate::recorder::{HostBlocks, Inner, InnerParts, Recorder};
 use crate::sync::DeviceSync;
 use crate::wallclock;
 use crate::writer::{Framing, Target, Writer, DEFAULT_QUEUE_CAPACITY};
@@ -285,11 +285,12 @@ impl RecorderBuilder {
             closing: Arc::clone(&closing),
             trailer: capture_stats_line,
         };
-        let writer = Writer::spawn(
+        let writer = Writer::spawn_with(
             vec![target],
             this.queue_capacity,
             framing,
             "candle-trace-writer",
+            HostBlocks::for_device(&this.device),
         )
         .map_err(into_io)?;
         Ok(Recorder {

@@ -73,6 +73,14 @@ pub(crate) enum Record {
         at_ns: u64,
         category: TensorCategory,
     },
+    /// A leaf layer's `op` row (see [`Inner::leaf_op`]); kept as numbers and a static name so
+    /// that the captured layer allocates nothing, its output bytes filled in by the writer.
+    LeafOp {
+        span: u64,
+        name: &'static str,
+        start_ns: u64,
+        end_ns: u64,
+    },
     /// The free of a block recorded by [`Record::HostAlloc`]; written only when that alloc
     /// was (a block allocated before the captured step is not in the trace).
     HostFree {
@@ -87,7 +95,31 @@ pub(crate) enum Record {
 #[derive(Default)]
 pub(crate) struct HostBlocks {
     live: HashMap<u64, (u64, u64, u64, TensorCategory)>,
+    /// Live bytes of the blocks each span allocated.
+    by_span: HashMap<u64, u64>,
     next: u64,
+    /// The recorder's device, for leaf-layer op rows.
+    device: String,
+}
+
+impl HostBlocks {
+    /// The state of a recorder on `device`.
+    pub(crate) fn for_device(device: &str) -> Self {
+        HostBlocks {
+            device: device.to_string(),
+            ..HostBlocks::default()
+        }
+    }
+
+    fn add(&mut self, span: u64, bytes: u64) {
+        *self.by_span.entry(span).or_default() += bytes;
+    }
+
+    fn remove(&mut self, span: u64, bytes: u64) {
+        if let Some(live) = self.by_span.get_mut(&span) {
+            *live = live.saturating_sub(bytes);
+        }
+    }
 }
 
 fn host_memory(
@@ -196,12 +228,41 @@ impl Encode for Record {
                 let id = host.next;
                 // A block at an address still marked live was freed unseen (a free of a block
                 // this trace never saw, on another thread): the new one replaces it.
-                host.live.insert(*ptr, (id, *bytes, *span, *category));
+                if let Some((_, old_bytes, old_span, _)) =
+                    host.live.insert(*ptr, (id, *bytes, *span, *category))
+                {
+                    host.remove(old_span, old_bytes);
+                }
+                host.add(*span, *bytes);
                 let event = host_memory(id, *span, *at_ns, *bytes, MemoryAction::Alloc, *category);
                 let _ = serde_json::to_writer(&mut *out, &event);
             }
+            Record::LeafOp {
+                span: id,
+                name,
+                start_ns,
+                end_ns,
+            } => {
+                let op = TraceEvent::Op(Op {
+                    span_id: span::span_id(*id).into(),
+                    op_name: (*name).into(),
+                    inputs: Vec::new(),
+                    output: None,
+                    shape: Vec::new(),
+                    dtype: "".into(),
+                    device: host.device.as_str().into(),
+                    duration_ns: end_ns.saturating_sub(*start_ns),
+                    timestamp_ns: *start_ns,
+                    // Host blocks the layer allocated and had not freed when it closed: its
+                    // output (and anything else it kept). Absent when none was seen.
+                    storage_bytes: host.by_span.remove(id).filter(|&b| b > 0),
+                    input_storage_bytes: 0,
+                });
+                let _ = serde_json::to_writer(&mut *out, &op);
+            }
             Record::HostFree { ptr, span, at_ns } => {
                 if let Some((id, bytes, alloc_span, category)) = host.live.remove(ptr) {
+                    host.remove(alloc_span, bytes);
                     let span = if *span == 0 { alloc_span } else { *span };
                     let event = host_memory(id, span, *at_ns, bytes, MemoryAction::Free, category);
                     let _ = serde_json::to_writer(&mut *out, &event);
@@ -246,6 +307,8 @@ pub(crate) struct Inner {
     host_attached: AtomicBool,
     /// Whether `install` routed tracing spans to this recorder.
     pub(crate) tracing_routed: AtomicBool,
+    /// Whether this recorder's captured step counts in the subscriber's active consumers.
+    subscriber_active: AtomicBool,
     /// The `capture_sources` line, handed to the writer thread at `finish`.
     closing: Arc<Mutex<Option<Vec<u8>>>>,
     /// The training step begun by `Recorder::forward` and ended by `optimizer_step`.
@@ -322,6 +385,7 @@ impl Inner {
             host_attached: AtomicBool::new(false),
             closing: parts.closing,
             tracing_routed: AtomicBool::new(false),
+            subscriber_active: AtomicBool::new(false),
             train: Mutex::new(None),
         }
     }
@@ -397,21 +461,17 @@ impl Inner {
 
     /// The `op` row of a leaf layer: a tracing span `name` (span number `id`) inside which no
     /// other span opened, timed by that span. Shape and dtype are unknown to tracing (empty).
+    ///
+    /// With the counting allocator on, its `storage_bytes` are the host bytes the layer
+    /// allocated (in blocks of at least the threshold) and had not freed when it closed.
     pub(crate) fn leaf_op(&self, id: u64, name: &'static str, start_ns: u64, end_ns: u64) {
         self.counts.layer_ops.fetch_add(1, Ordering::Relaxed);
-        self.writer.send(Record::Event(Box::new(TraceEvent::Op(Op {
-            span_id: span::span_id(id).into(),
-            op_name: name.into(),
-            inputs: Vec::new(),
-            output: None,
-            shape: Vec::new(),
-            dtype: "".into(),
-            device: self.device.as_str().into(),
-            duration_ns: end_ns.saturating_sub(start_ns),
-            timestamp_ns: start_ns,
-            storage_bytes: None,
-            input_storage_bytes: 0,
-        }))));
+        self.writer.send(Record::LeafOp {
+            span: id,
+            name,
+            start_ns,
+            end_ns,
+        });
     }
 
     /// Queue an event built by this crate (bypasses the recording check of `Sink::emit`).
@@ -462,15 +522,22 @@ impl Inner {
                 self.host_attached.store(true, Ordering::Release);
             }
             self.recording.store(true, Ordering::Release);
-            crate::subscriber::activate();
+            // The subscriber's slow path only matters to a recorder it routes spans to.
+            if self.tracing_routed.load(Ordering::Relaxed)
+                && !self.subscriber_active.swap(true, Ordering::AcqRel)
+            {
+                crate::subscriber::activate();
+            }
         }
         (step, captured)
     }
 
     pub(crate) fn end_captured_step(&self) {
         if self.recording.swap(false, Ordering::AcqRel) {
-            crate::subscriber::deactivate();
             self.capture_ended.store(true, Ordering::Release);
+        }
+        if self.subscriber_active.swap(false, Ordering::AcqRel) {
+            crate::subscriber::deactivate();
         }
     }
 

@@ -358,7 +358,24 @@ impl<T: Encode> Writer<T> {
         capacity: usize,
         framing: Framing,
         thread_name: &str,
-    ) -> Result<Self, CaptureError> {
+    ) -> Result<Self, CaptureError>
+    where
+        T::State: Send + 'static,
+    {
+        Self::spawn_with(targets, capacity, framing, thread_name, T::State::default())
+    }
+
+    /// [`spawn`](Writer::spawn) with the writer thread's encoder state set to `state`.
+    pub(crate) fn spawn_with(
+        targets: Vec<Target>,
+        capacity: usize,
+        framing: Framing,
+        thread_name: &str,
+        state: T::State,
+    ) -> Result<Self, CaptureError>
+    where
+        T::State: Send + 'static,
+    {
         let outputs = targets
             .into_iter()
             .map(Output::open)
@@ -378,7 +395,7 @@ impl<T: Encode> Writer<T> {
         let thread_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name(thread_name.to_string())
-            .spawn(move || run(rx, outputs, framing, &thread_shared))
+            .spawn(move || run(rx, outputs, framing, &thread_shared, state))
             .map_err(|source| CaptureError::Write {
                 target: String::from("writer thread"),
                 bytes_written: 0,
@@ -583,6 +600,7 @@ fn run<T: Encode>(
     outputs: Vec<Output>,
     framing: Framing,
     shared: &Shared<T>,
+    mut encoder: T::State,
 ) -> ThreadEnd {
     let counters = &shared.counters;
     let mut s = State {
@@ -602,7 +620,6 @@ fn run<T: Encode>(
     let mut rings = Rings {
         consumers: Vec::new(),
     };
-    let mut encoder = T::State::default();
     let mut drain =
         |s: &mut State<'_>| rings.drain(shared, |item| s.write_item(item, &mut encoder));
     // Acts on one control message; false on `Shutdown`.

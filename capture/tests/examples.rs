@@ -145,6 +145,30 @@ fn train_llama_trace_is_measured_from_the_real_model() {
         assert_eq!(span.name.as_str(), op.event.op_name.as_str());
         assert_eq!(Some(op.event.duration_ns), span.duration_ns);
     }
+    // Their output bytes, measured by the allocator, against the shapes by hand (f32, batch 2,
+    // 16 tokens): hidden states 2·16·64·4 = 8192; gate and up projections 2·16·172·4 = 22 016;
+    // rotary embedding of q or k, 2 × 4 heads × 16 × 16 × 4 = 8192; lm_head on the last token
+    // only, 2·256·4 = 2048.
+    let mut measured: Vec<(String, Option<u64>)> = doc
+        .ops
+        .iter()
+        .map(|o| (o.event.op_name.to_string(), o.event.storage_bytes))
+        .collect();
+    measured.sort();
+    let mut by_hand: Vec<(String, Option<u64>)> = Vec::new();
+    for _layer in 0..2 {
+        for bytes in [8192, 8192, 8192, 8192, 22_016, 22_016, 8192] {
+            by_hand.push(("linear".into(), Some(bytes)));
+        }
+        by_hand.push(("rms-norm".into(), Some(8192)));
+        by_hand.push(("rms-norm".into(), Some(8192)));
+        by_hand.push(("attn-rot".into(), Some(8192)));
+        by_hand.push(("attn-rot".into(), Some(8192)));
+    }
+    by_hand.push(("rms-norm".into(), Some(8192)));
+    by_hand.push(("linear".into(), Some(2048)));
+    by_hand.sort();
+    assert_eq!(measured, by_hand);
 
     // Gradients: 21 parameters (embedding, 9 per layer, the final norm, lm_head); candle-nn's
     // rms_norm has no backward, so only lm_head, after the last norm, gets one.
