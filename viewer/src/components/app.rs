@@ -10,6 +10,7 @@ use wasm_bindgen::JsCast;
 use candle_trace_schema::format::AnyDocument;
 use candle_trace_schema::units::{format_bytes, format_ns};
 
+use super::capture::CaptureSourcesView;
 use super::cards::SummaryCards;
 use super::compare::{ComparePicker, CompareView};
 use super::details::SpanDetailsPanel;
@@ -18,6 +19,7 @@ use super::efficiency::EfficiencyView;
 use super::gradients::GradientView;
 use super::header::RunHeaderView;
 use super::memory::{MemoryChartsView, MemoryView};
+use super::modules::ModulesView;
 use super::multi::{load_traces, MultiView};
 use super::phases::PhasesView;
 use super::profile::ProfileView;
@@ -549,12 +551,14 @@ fn TraceView(
                 .map(|h| view! { <RunHeaderView header=h file_name=file_name.clone() /> })}
             <Diagnostics panel=model.diagnostics.clone() />
             <SummaryCards cards=model.cards.clone() />
+            <CaptureSourcesView />
             <Timeline />
             <SpanDetailsPanel />
             <div class="tables">
                 <OpTable />
                 <SpanTable />
             </div>
+            <ModulesView />
             <PhasesView />
             <MemoryChartsView />
             <EfficiencyView />

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use crate::model::summary::SummaryCard;
 
 /// A row of summary cards, each with `data-testid="summary-<field>"` and the exact integer in
-/// `data-value`.
+/// `data-value`; a card whose source was off says so (`data-not-captured`) instead of showing 0.
 #[component]
 pub fn SummaryCards(
     /// The cards, in display order.
@@ -19,6 +19,8 @@ pub fn SummaryCards(
                     view! {
                         <div
                             class="card"
+                            class:not-captured=c.not_captured.is_some()
+                            data-not-captured=c.not_captured.clone()
                             data-testid=format!("summary-{}", c.field)
                             data-value=c.value.to_string()
                             title=format!("{} = {}", c.field, c.value)

@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 
+use super::capture::NotCapturedNote;
 use super::TraceContext;
 
 /// Estimated FLOPs, FLOP/s, bytes moved per ns and dtype mix per op name.
@@ -12,7 +13,22 @@ pub fn EfficiencyView() -> impl IntoView {
     };
     let e = ctx.model.efficiency.clone();
     if e.count == 0 {
-        return ().into_any();
+        // No ops: say so when the source was off; a true 0 (layer_ops on) shows no panel.
+        return ctx
+            .model
+            .capture
+            .not_captured
+            .ops
+            .clone()
+            .map(|text| {
+                view! {
+                    <section class="efficiency panel" data-testid="efficiency">
+                        <h3>"Op efficiency"</h3>
+                        <NotCapturedNote what="ops" text=text />
+                    </section>
+                }
+            })
+            .into_any();
     }
     use crate::model::efficiency::si;
     view! {

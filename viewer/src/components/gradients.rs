@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 
+use super::capture::NotCapturedNote;
 use super::TraceContext;
 use crate::model::gradients::GradientSort;
 
@@ -54,7 +55,22 @@ pub fn GradientView() -> impl IntoView {
     };
     let g = ctx.model.gradients.clone();
     if g.total == 0 {
-        return ().into_any();
+        // No gradient records: say so when the source was off (no per-state counts shown).
+        return ctx
+            .model
+            .capture
+            .not_captured
+            .gradients
+            .clone()
+            .map(|text| {
+                view! {
+                    <section class="gradients panel" data-testid="gradients">
+                        <h3>"Gradients"</h3>
+                        <NotCapturedNote what="gradients" text=text />
+                    </section>
+                }
+            })
+            .into_any();
     }
     let table = std::sync::Arc::new(ctx.model.gradient_table.clone());
     let sort = RwSignal::new((GradientSort::Review, false));

@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 
+use super::capture::NotCapturedNote;
 use super::TraceContext;
 
 /// The peak (where, when, by category), device peaks and the largest allocations live at the
@@ -13,7 +14,17 @@ pub fn MemoryView() -> impl IntoView {
     };
     let m = ctx.model.memory.clone();
     let Some(peak) = m.peak.clone() else {
-        return view! { <section class="memory" data-testid="memory"><h3>"Memory"</h3><p class="muted">"No memory events."</p></section> }.into_any();
+        let not_captured = ctx.model.capture.not_captured.memory.clone();
+        return view! {
+            <section class="memory" data-testid="memory">
+                <h3>"Memory"</h3>
+                {match not_captured {
+                    Some(text) => view! { <NotCapturedNote what="memory" text=text /> }.into_any(),
+                    None => view! { <p class="muted">"No memory events."</p> }.into_any(),
+                }}
+            </section>
+        }
+        .into_any();
     };
     view! {
         <section class="memory" data-testid="memory">

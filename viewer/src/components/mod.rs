@@ -2,6 +2,7 @@
 //! [`crate::timeline`] computed. Names from the file are always text nodes, never HTML.
 
 pub mod app;
+pub mod capture;
 pub mod cards;
 pub mod compare;
 pub mod details;
@@ -11,6 +12,7 @@ pub mod gradients;
 pub mod groups;
 pub mod header;
 pub mod memory;
+pub mod modules;
 pub mod multi;
 pub mod phases;
 pub mod profile;

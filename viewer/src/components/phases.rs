@@ -2,10 +2,9 @@
 
 use leptos::prelude::*;
 
+use super::tables::ShowAllRows;
 use super::TraceContext;
-
-/// Module rows shown before "Show all".
-const MODULE_ROWS: usize = 50;
+use crate::model::modules::SHOWN_ROWS;
 
 /// Forward / backward / optimizer / other of the measured region (a bar and a table), and
 /// each module's forward time next to its backward time.
@@ -68,7 +67,7 @@ pub fn PhasesView() -> impl IntoView {
                             <th scope="col">"backward / forward"</th><th scope="col">"compared"</th>
                         </tr></thead>
                         <tbody>
-                            {move || modules.iter().take(if show_all.get() { total } else { MODULE_ROWS }).map(|m| view! {
+                            {move || modules.iter().take(if show_all.get() { total } else { SHOWN_ROWS }).map(|m| view! {
                                 <tr data-testid="module-pair" data-path=m.path.clone()
                                     data-forward=m.forward_ns.to_string() data-backward=m.backward_ns.to_string()>
                                     <th scope="row">{m.path.clone()}</th>
@@ -83,19 +82,7 @@ pub fn PhasesView() -> impl IntoView {
                             }).collect_view()}
                         </tbody>
                     </table>
-                    {(total > MODULE_ROWS).then(|| view! {
-                        <p class="muted" data-testid="module-pairs-shown">
-                            {move || if show_all.get() {
-                                format!("All {total} module paths. ")
-                            } else {
-                                format!("The {MODULE_ROWS} module paths with the most time, of {total}. ")
-                            }}
-                            <button type="button" data-testid="module-pairs-all"
-                                on:click=move |_| show_all.update(|all| *all = !*all)>
-                                {move || if show_all.get() { "Show fewer" } else { "Show all" }}
-                            </button>
-                        </p>
-                    })}
+                    <ShowAllRows testid="module-pairs" noun="module paths" total=total show_all=show_all />
                 }.into_any()
             }}
         </section>

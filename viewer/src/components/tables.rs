@@ -8,12 +8,43 @@ use candle_trace_schema::ops::OpGrouping;
 use candle_trace_schema::units::{format_bytes, format_ns};
 
 use super::TraceContext;
+use crate::model::modules::{rows_shown_text, SHOWN_ROWS};
 use crate::model::ops::{op_rows, rate_text, sort_op_rows, OpColumn};
 use crate::model::spans::{span_rows, SpanOrder};
 use crate::timeline::palette::{kind_name, step_name};
 
 /// At most this many rows are rendered in a table.
 const MAX_ROWS: usize = 500;
+
+/// The "The 50 … with the most time, of N. [Show all]" line under a long table (the heaviest
+/// rows first, the rest on request); absent while the table has no more rows than it shows.
+#[component]
+pub fn ShowAllRows(
+    /// Prefix of the test ids: `<testid>-shown` (the sentence) and `<testid>-all` (the button).
+    testid: &'static str,
+    /// What the rows are (`module paths`).
+    #[prop(into)]
+    noun: Signal<&'static str>,
+    /// Rows in all.
+    #[prop(into)]
+    total: Signal<usize>,
+    /// Whether every row is shown.
+    show_all: RwSignal<bool>,
+) -> impl IntoView {
+    move || {
+        (total.get() > SHOWN_ROWS).then(|| {
+            view! {
+                <p class="muted" data-testid=format!("{testid}-shown")>
+                    {move || rows_shown_text(noun.get(), SHOWN_ROWS, total.get(), show_all.get())}
+                    <button type="button" data-testid=format!("{testid}-all")
+                        on:click=move |_| show_all.update(|all| *all = !*all)>
+                        {move || if show_all.get() { "Show fewer" } else { "Show all" }}
+                    </button>
+                </p>
+            }
+        })
+    }
+}
 
 /// A sortable column header.
 #[component]

@@ -1,6 +1,7 @@
 //! View models: plain Rust values built once from a read document, which the components only
 //! render. Nothing here touches the browser, so native tests check every number shown.
 
+pub mod capture;
 pub mod chart;
 pub mod compare;
 pub mod diagnostics;
@@ -10,6 +11,7 @@ pub mod header;
 pub mod latency;
 pub mod memory;
 pub mod memory_chart;
+pub mod modules;
 pub mod multi;
 pub mod ops;
 pub mod phases;
@@ -58,6 +60,10 @@ pub struct TraceModel {
     pub efficiency: efficiency::EfficiencyPanel,
     /// Every gradient, sortable, and the norm histogram.
     pub gradient_table: gradients::GradientTable,
+    /// Module spans by path and by leaf name.
+    pub modules: modules::ModulesPanel,
+    /// Which capture sources were on, and what the views say for those that were off.
+    pub capture: capture::CapturePanel,
 }
 
 impl TraceModel {
@@ -78,9 +84,12 @@ impl TraceModel {
         lanes: Lanes,
         index: SpanIndex,
     ) -> Self {
+        let capture = capture::CapturePanel::of(&doc);
+        let mut cards = summary::trace_cards(&doc.summary());
+        summary::mark_not_captured(&mut cards, &capture.not_captured);
         TraceModel {
             header: doc.meta.as_ref().map(|m| RunHeader::of(&m.event)),
-            cards: summary::trace_cards(&doc.summary()),
+            cards,
             diagnostics: DiagnosticsPanel::of(&doc.diagnostics),
             lanes,
             extents,
@@ -92,6 +101,8 @@ impl TraceModel {
             phases: phases::PhasesPanel::of(&doc),
             efficiency: efficiency::EfficiencyPanel::of(&doc),
             gradient_table: gradients::GradientTable::of(&doc),
+            modules: modules::ModulesPanel::of(&doc),
+            capture,
             doc,
         }
     }

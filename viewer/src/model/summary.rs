@@ -3,7 +3,7 @@
 
 use candle_trace_schema::percentiles::Percentiles;
 use candle_trace_schema::profile::ProfileSummary;
-use candle_trace_schema::summary::TraceSummary;
+use candle_trace_schema::summary::{NotCaptured, TraceSummary};
 use candle_trace_schema::units::{format_bytes, format_ns};
 
 /// One card.
@@ -15,8 +15,10 @@ pub struct SummaryCard {
     pub label: &'static str,
     /// The exact integer (`data-value`).
     pub value: u64,
-    /// The value in human units.
+    /// The value in human units, or what was not captured (`not captured (layer_ops off)`).
     pub display: String,
+    /// Set when the number is 0 only because its source was off (then `display` says so).
+    pub not_captured: Option<String>,
 }
 
 fn card(field: &str, label: &'static str, value: u64, display: String) -> SummaryCard {
@@ -25,6 +27,7 @@ fn card(field: &str, label: &'static str, value: u64, display: String) -> Summar
         label,
         value,
         display,
+        not_captured: None,
     }
 }
 
@@ -68,6 +71,23 @@ pub fn trace_cards(s: &TraceSummary) -> Vec<SummaryCard> {
             format_bytes(s.peak_bytes),
         ),
     ]
+}
+
+/// Word the cards a switched-off source left at 0 as not captured (`op_count` for
+/// `layer_ops`, `peak_bytes` for `allocator`: the CLI `summary`'s rule); `value` stays the
+/// exact integer of `summary --json`.
+pub fn mark_not_captured(cards: &mut [SummaryCard], n: &NotCaptured) {
+    for c in cards {
+        let why = match c.field.as_str() {
+            "op_count" => &n.ops,
+            "peak_bytes" => &n.memory,
+            _ => continue,
+        };
+        if let Some(why) = why {
+            c.display.clone_from(why);
+            c.not_captured = Some(why.clone());
+        }
+    }
 }
 
 fn percentile_cards(
@@ -172,6 +192,37 @@ mod tests {
         assert_eq!(get("event_count"), Some(17));
         assert_eq!(get("ttft_us-p50"), Some(1200));
         assert_eq!(get("itl_nanos-max"), Some(530_000));
+    }
+
+    #[test]
+    fn cards_of_an_off_source_say_not_captured() {
+        let mut cards = trace_cards(&TraceSummary {
+            total_ns: 100,
+            alloc_count: 2,
+            free_count: 1,
+            peak_bytes: 2048,
+            ..TraceSummary::default()
+        });
+        mark_not_captured(
+            &mut cards,
+            &NotCaptured {
+                ops: Some("not captured (layer_ops off)".into()),
+                memory: None,
+                gradients: Some("not captured (gradients off)".into()),
+            },
+        );
+        let ops = &cards[1];
+        assert_eq!(ops.field, "op_count");
+        assert_eq!(ops.value, 0);
+        assert_eq!(ops.display, "not captured (layer_ops off)");
+        assert_eq!(
+            ops.not_captured.as_deref(),
+            Some("not captured (layer_ops off)")
+        );
+        let peak = &cards[7];
+        assert_eq!(peak.display, "2.00 KiB");
+        assert_eq!(peak.not_captured, None);
+        assert!(cards.iter().filter(|c| c.not_captured.is_some()).count() == 1);
     }
 
     #[test]

@@ -1,0 +1,227 @@
+//! The modules panel: module spans by module path or by leaf name, heaviest first — the rows
+//! of `schema::paths::module_rows`, the same numbers as `candle-trace query --kind modules`.
+
+use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::paths::{module_rows, ModuleGrouping, ModulePaths, ModuleRow};
+use candle_trace_schema::units::format_ns;
+
+/// Rows shown before "Show all" (the modules table and the module-pairs table).
+pub const SHOWN_ROWS: usize = 50;
+
+/// What the panel says when the trace has no module spans, and how to capture them.
+pub const NO_MODULE_SPANS: &str = "no module spans: install candle-trace before building the model — `Recorder::builder(..).install()`";
+
+/// One row of the modules table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModuleTableRow {
+    /// The module path (`block[1]/attn/linear[3]`) or the leaf name (`linear`).
+    pub key: String,
+    /// Module spans in the row.
+    pub calls: u64,
+    /// Sum of their durations (exact).
+    pub total_ns: u64,
+    /// Sum of their self times (exact).
+    pub self_ns: u64,
+    /// `total_ns / calls` (exact).
+    pub mean_ns: u64,
+    /// Total, human.
+    pub total: String,
+    /// Self time, human.
+    pub self_time: String,
+    /// Mean, human.
+    pub mean: String,
+    /// Share of the measured total (`12.5%`), `–` when the measured total is 0.
+    pub share: String,
+    /// Share in percent for the bar, 0 without a measured total.
+    pub share_pct: f64,
+}
+
+impl ModuleTableRow {
+    fn of(r: &ModuleRow) -> Self {
+        ModuleTableRow {
+            key: r.key.clone(),
+            calls: r.calls,
+            total_ns: r.total_ns,
+            self_ns: r.self_ns,
+            mean_ns: r.mean_ns,
+            total: format_ns(r.total_ns),
+            self_time: format_ns(r.self_ns),
+            mean: format_ns(r.mean_ns),
+            share: share_text(r.share),
+            share_pct: r.share.map_or(0.0, |s| (s * 100.0).clamp(0.0, 100.0)),
+        }
+    }
+}
+
+/// A share as the CLI writes it: `12.5%`, or `–` without a measured total.
+pub fn share_text(share: Option<f64>) -> String {
+    share.map_or(String::from("–"), |s| format!("{:.1}%", s * 100.0))
+}
+
+/// The panel: both groupings, built once.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModulesPanel {
+    /// One row per module path, by total time, largest first, then by path.
+    pub by_path: Vec<ModuleTableRow>,
+    /// One row per leaf name, in the same order.
+    pub by_name: Vec<ModuleTableRow>,
+}
+
+impl ModulesPanel {
+    /// The panel of `doc`.
+    pub fn of(doc: &TraceDocument) -> Self {
+        if !doc
+            .spans
+            .iter()
+            .any(|s| s.span_kind == candle_trace_schema::events::SpanKind::Module)
+        {
+            return ModulesPanel::default();
+        }
+        let paths = ModulePaths::new(doc);
+        let rows = |g| {
+            module_rows(doc, &paths, g)
+                .iter()
+                .map(ModuleTableRow::of)
+                .collect()
+        };
+        ModulesPanel {
+            by_path: rows(ModuleGrouping::Path),
+            by_name: rows(ModuleGrouping::Name),
+        }
+    }
+
+    /// The rows of one grouping.
+    pub fn rows(&self, grouping: ModuleGrouping) -> &[ModuleTableRow] {
+        match grouping {
+            ModuleGrouping::Path => &self.by_path,
+            ModuleGrouping::Name => &self.by_name,
+        }
+    }
+
+    /// True when the trace has no module spans.
+    pub fn is_empty(&self) -> bool {
+        self.by_path.is_empty()
+    }
+}
+
+/// The sentence above a "Show all" button: `The 50 module paths with the most time, of 60. `
+/// while the heaviest `shown` of `total` are listed, `All 60 module paths. ` once all are.
+pub fn rows_shown_text(noun: &str, shown: usize, total: usize, all: bool) -> String {
+    if all {
+        format!("All {total} {noun}. ")
+    } else {
+        format!("The {shown} {noun} with the most time, of {total}. ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A step (measured, 1000 ns) holding two blocks, each with an `attn` holding one
+    /// `linear`, and one more `linear` directly in the step:
+    ///
+    /// ```text
+    /// step 0..1000 (function, measured)
+    ///   block 0..400     attn 50..350     linear 100..300
+    ///   block 400..700   attn 450..650    linear 500..550
+    ///   linear 800..900
+    /// ```
+    fn doc() -> TraceDocument {
+        let meta = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2026-01-01T00:00:00Z","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#;
+        let mut lines = vec![
+            meta.to_string(),
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#.to_string(),
+        ];
+        let mut span = |id: &str, parent: &str, name: &str, start: u64, dur: u64| {
+            lines.push(format!(
+                r#"{{"kind":"span_start","id":"{id}","parent_id":"{parent}","name":"{name}","start_ns":{start},"span_kind":"module","measured":false}}"#
+            ));
+            lines.push(format!(
+                r#"{{"kind":"span_end","id":"{id}","duration_ns":{dur}}}"#
+            ));
+        };
+        span("b0", "s", "block", 0, 400);
+        span("a0", "b0", "attn", 50, 300);
+        span("l0", "a0", "linear", 100, 200);
+        span("b1", "s", "block", 400, 300);
+        span("a1", "b1", "attn", 450, 200);
+        span("l1", "a1", "linear", 500, 50);
+        span("l2", "s", "linear", 800, 100);
+        lines.push(r#"{"kind":"span_end","id":"s","duration_ns":1000}"#.to_string());
+        TraceDocument::from_bytes(lines.join("\n").as_bytes())
+    }
+
+    fn numbers(rows: &[ModuleTableRow]) -> Vec<(&str, u64, u64, u64, u64)> {
+        rows.iter()
+            .map(|r| (r.key.as_str(), r.calls, r.total_ns, r.self_ns, r.mean_ns))
+            .collect()
+    }
+
+    #[test]
+    fn rows_by_path_are_heaviest_first_with_self_time() {
+        let p = ModulesPanel::of(&doc());
+        // block[0]: 400 - attn 300 = 100 self; block[0]/attn: 300 - 200 = 100; its linear 200.
+        // block[1]: 300 - 200 = 100; block[1]/attn: 200 - 50 = 150; its linear 50.
+        // linear directly in the step: 100 (path `linear`).
+        assert_eq!(
+            numbers(&p.by_path),
+            vec![
+                ("block[0]", 1, 400, 100, 400),
+                ("block[0]/attn", 1, 300, 100, 300),
+                ("block[1]", 1, 300, 100, 300),
+                ("block[0]/attn/linear", 1, 200, 200, 200),
+                ("block[1]/attn", 1, 200, 150, 200),
+                ("linear", 1, 100, 100, 100),
+                ("block[1]/attn/linear", 1, 50, 50, 50),
+            ]
+        );
+        let first = &p.by_path[0];
+        assert_eq!(first.share, "40.0%");
+        assert_eq!(first.share_pct, 40.0);
+        assert_eq!(first.total, "400 ns");
+    }
+
+    #[test]
+    fn rows_by_name_add_every_place() {
+        let p = ModulesPanel::of(&doc());
+        // block: 400 + 300 = 700, self 100 + 100; attn: 300 + 200 = 500, self 100 + 150;
+        // linear: 200 + 50 + 100 = 350 in 3 calls, mean 116 (integer division).
+        assert_eq!(
+            numbers(p.rows(ModuleGrouping::Name)),
+            vec![
+                ("block", 2, 700, 200, 350),
+                ("attn", 2, 500, 250, 250),
+                ("linear", 3, 350, 350, 116),
+            ]
+        );
+        assert_eq!(p.by_name[2].share, "35.0%");
+    }
+
+    #[test]
+    fn no_module_spans_is_empty() {
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/valid_out_of_order.trace6.jsonl"
+        ));
+        let has_modules = doc
+            .spans
+            .iter()
+            .any(|s| s.span_kind == candle_trace_schema::events::SpanKind::Module);
+        assert_eq!(ModulesPanel::of(&doc).is_empty(), !has_modules);
+        assert!(ModulesPanel::of(&TraceDocument::from_bytes(b"")).is_empty());
+    }
+
+    #[test]
+    fn share_and_shown_texts() {
+        assert_eq!(share_text(None), "–");
+        assert_eq!(share_text(Some(0.125)), "12.5%");
+        assert_eq!(
+            rows_shown_text("module paths", 50, 60, false),
+            "The 50 module paths with the most time, of 60. "
+        );
+        assert_eq!(
+            rows_shown_text("module paths", 50, 60, true),
+            "All 60 module paths. "
+        );
+    }
+}
