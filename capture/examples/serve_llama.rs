@@ -19,7 +19,11 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor, D};
 use candle_nn::{VarBuilder, VarMap};
 use candle_trace_capture::prelude::*;
-use candle_transformers::models::llama::{Cache, Config, Llama};
+use candle_transformers::models::llama::{Cache, Llama};
+
+#[path = "common/llama.rs"]
+mod llama;
+use llama::config;
 
 // Left out when a test includes this file as a module: the test binary installs its own.
 #[cfg(not(test))]
@@ -33,26 +37,6 @@ pub const REQUESTS: [(&str, usize, usize); 4] = [
     ("req-3", 2, 12),
     ("req-4-too-long", 40, 40),
 ];
-
-/// The model of `train_llama`: hidden 64, 2 layers, 4 heads, vocabulary 256, context 64.
-pub fn config() -> Config {
-    Config {
-        hidden_size: 64,
-        intermediate_size: 172,
-        vocab_size: 256,
-        num_hidden_layers: 2,
-        num_attention_heads: 4,
-        num_key_value_heads: 4,
-        use_flash_attn: false,
-        rms_norm_eps: 1e-5,
-        rope_theta: 10_000.0,
-        bos_token_id: None,
-        eos_token_id: None,
-        rope_scaling: None,
-        max_position_embeddings: 64,
-        tie_word_embeddings: false,
-    }
-}
 
 /// What [`run`] returns.
 #[derive(Debug)]

@@ -19,6 +19,10 @@ use candle_nn::{AdamW, Optimizer, ParamsAdamW, VarBuilder, VarMap};
 use candle_trace_capture::prelude::*;
 use candle_transformers::models::llama::{Cache, Config, Llama};
 
+#[path = "common/llama.rs"]
+mod llama;
+pub use llama::config;
+
 // Left out when a test includes this file as a module: the test binary installs its own.
 #[cfg(not(test))]
 #[global_allocator]
@@ -32,26 +36,6 @@ pub const CAPTURED: usize = 2;
 pub const BATCH: usize = 2;
 /// Tokens per sequence.
 pub const SEQ_LEN: usize = 16;
-
-/// The model: hidden 64, 2 layers, 4 heads, vocabulary 256.
-pub fn config() -> Config {
-    Config {
-        hidden_size: 64,
-        intermediate_size: 172,
-        vocab_size: 256,
-        num_hidden_layers: 2,
-        num_attention_heads: 4,
-        num_key_value_heads: 4,
-        use_flash_attn: false,
-        rms_norm_eps: 1e-5,
-        rope_theta: 10_000.0,
-        bos_token_id: None,
-        eos_token_id: None,
-        rope_scaling: None,
-        max_position_embeddings: 64,
-        tie_word_embeddings: false,
-    }
-}
 
 /// What [`run`] returns.
 #[derive(Debug)]

@@ -12,7 +12,7 @@ use candle_trace_capture::alloc::TrackingAllocator;
 use candle_trace_capture::Recorder;
 use candle_trace_schema::diagnostics::Severity;
 use candle_trace_schema::events::{source, MemoryAction};
-use candle_transformers::models::llama::{Cache, Config, Llama};
+use candle_transformers::models::llama::{Cache, Llama};
 use common::SharedBuf;
 
 #[global_allocator]
@@ -69,29 +69,13 @@ fn host_blocks_are_written_in_the_span_that_allocated_them() {
     assert_eq!(allocator.threshold_bytes, Some(1024));
 }
 
-fn tiny_llama() -> Config {
-    Config {
-        hidden_size: 16,
-        intermediate_size: 32,
-        vocab_size: 32,
-        num_hidden_layers: 1,
-        num_attention_heads: 2,
-        num_key_value_heads: 2,
-        use_flash_attn: false,
-        rms_norm_eps: 1e-5,
-        rope_theta: 10_000.0,
-        bos_token_id: None,
-        eos_token_id: None,
-        rope_scaling: None,
-        max_position_embeddings: 16,
-        tie_word_embeddings: false,
-    }
-}
+#[path = "../examples/common/llama.rs"]
+mod llama;
 
 #[test]
 fn installing_after_the_model_is_built_is_reported() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let (cfg, device) = (tiny_llama(), Device::Cpu);
+    let (cfg, device) = (llama::config(), Device::Cpu);
     let varmap = VarMap::new();
     // The model first: candle-transformers creates its spans here, with no subscriber yet.
     let model = Llama::load(VarBuilder::from_varmap(&varmap, DType::F32, &device), &cfg).unwrap();
