@@ -277,16 +277,23 @@ pub(crate) fn set_current_span(key: u64, span: u64, step: Option<Step>) {
     });
 }
 
-/// A host `device_memory` checkpoint at `timestamp_ns`: `used_bytes` = [`live_bytes`],
-/// `free_bytes` = [`host_available_bytes`].
-pub(crate) fn host_checkpoint(timestamp_ns: u64) -> TraceEvent {
-    TraceEvent::DeviceMemory(DeviceMemory {
+/// A host `device_memory` checkpoint at `timestamp_ns`: `used_bytes` = [`live_bytes`] with
+/// [`TrackingAllocator`] installed, else the process's resident set
+/// ([`process_resident_bytes`]); `free_bytes` = [`host_available_bytes`]. `None` when neither
+/// is known.
+pub(crate) fn host_checkpoint(timestamp_ns: u64) -> Option<TraceEvent> {
+    let used_bytes = if installed() {
+        live_bytes()
+    } else {
+        quietly(process_resident_bytes)?
+    };
+    Some(TraceEvent::DeviceMemory(DeviceMemory {
         timestamp_ns,
         device: "cpu".to_string(),
-        used_bytes: live_bytes(),
+        used_bytes,
         free_bytes: quietly(host_available_bytes),
         reserved_bytes: None,
-    })
+    }))
 }
 
 /// Host bytes currently allocated through [`TrackingAllocator`] (0 when it is not installed).
@@ -433,11 +440,22 @@ pub fn host_available_bytes() -> u64 {
 }
 
 fn parse_mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo
-        .lines()
-        .find(|line| line.starts_with("MemAvailable:"))?;
+    parse_kib_field(meminfo, "MemAvailable:")
+}
+
+/// The value of a `Name:   N kB` line of a `/proc` file, in bytes.
+fn parse_kib_field(text: &str, field: &str) -> Option<u64> {
+    let line = text.lines().find(|line| line.starts_with(field))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
+}
+
+/// This process's resident memory as the OS reports it (`VmRSS` of `/proc/self/status`),
+/// `None` where unknown (not Linux).
+pub fn process_resident_bytes() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|text| parse_kib_field(&text, "VmRSS:"))
 }
 
 /// Emit a `device_memory` checkpoint for the host: device `cpu`, `used_bytes` = [`live_bytes`],
@@ -628,5 +646,7 @@ mod tests {
         assert_eq!(parse_mem_available(text), Some(2048 * 1024));
         assert_eq!(parse_mem_available("nothing"), None);
         assert_eq!(parse_mem_available("MemAvailable: x kB"), None);
+        let status = "Name:\tx\nVmPeak:\t  5000 kB\nVmRSS:\t  1234 kB\n";
+        assert_eq!(parse_kib_field(status, "VmRSS:"), Some(1234 * 1024));
     }
 }

@@ -539,7 +539,7 @@ fn lock_train(inner: &Inner) -> std::sync::MutexGuard<'_, Option<TrainStep>> {
 /// needs no [`begin_step`](Recorder::begin_step) of its own (do not mix the two); in the
 /// captured step it also opens the measured region `train_step`, which `optimizer_step` closes.
 /// Each call is a training-step span (`forward` / `backward` / `optimizer`) with a
-/// `device_memory` checkpoint at both edges when a memory source is on.
+/// `device_memory` checkpoint at both edges (see [`Recorder::step`]).
 ///
 /// ```
 /// use candle_core::{DType, Device, Tensor};

@@ -480,7 +480,8 @@ impl Inner {
     }
 
     /// A `device_memory` checkpoint of the recorder's device: the driver's numbers on CUDA
-    /// (feature `cuda`), else the host's when the counting allocator is installed.
+    /// (feature `cuda`), else the host's: the counting allocator's live bytes when it is
+    /// installed, the process's resident set otherwise.
     pub(crate) fn checkpoint(&self) {
         if !self.is_recording() {
             return;
@@ -498,9 +499,9 @@ impl Inner {
             }
             return;
         }
-        if crate::alloc::installed() {
+        if let Some(event) = crate::alloc::host_checkpoint(self.now_ns()) {
             self.counts.device_memory.fetch_add(1, Ordering::Relaxed);
-            self.send_event(crate::alloc::host_checkpoint(self.now_ns()));
+            self.send_event(event);
         }
     }
 
@@ -573,7 +574,7 @@ impl Inner {
             ),
             source(
                 source::DEVICE_MEMORY,
-                n(&c.device_memory) > 0 || crate::alloc::installed(),
+                n(&c.device_memory) > 0,
                 n(&c.device_memory),
             ),
             source(
@@ -755,8 +756,9 @@ impl Recorder {
     /// set); spans opened inside it inherit the step.
     #[inline]
     ///
-    /// A `device_memory` checkpoint is written at both edges when a memory source is on (the
-    /// counting allocator installed, or a CUDA device with feature `cuda`).
+    /// A `device_memory` checkpoint is written at both edges: the driver's numbers on a CUDA
+    /// device (feature `cuda`), else host memory (the counting allocator's live bytes when it
+    /// is installed, the process's resident set otherwise; none where neither is known).
     pub fn step(&self, step: Step) -> SpanGuard<'_> {
         if !self.inner.is_recording() {
             return SpanGuard::inert();

@@ -2,7 +2,8 @@
 //! Llama), then reads each file they wrote with the schema's `AnyReader` and with the
 //! `candle-trace` CLI, and checks that the files are clean and that what the library measured
 //! is what the model's configuration implies, worked out by hand below.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// test code: a failed expectation is the report
 // Both examples include `examples/common/llama.rs`, so this crate loads it twice.
 #![allow(clippy::duplicate_mod)]
 
