@@ -505,14 +505,25 @@ pub fn record_varmap_gradients<S: Sink + ?Sized>(
 
 /// The tensors of the autograd graph that ends in `output` (candle's
 /// [`Tensor::sorted_nodes`]: every tensor backward will visit, variables included), each as a
-/// `tensor` event in the current span: id (candle's), shape, dtype, device, bytes
+/// `tensor` event in the current span ([`Recorder::backward`] puts each in the layer span that
+/// created it, when a traced layer did): id (candle's), shape, dtype, device, bytes
 /// (elements × element size, so a view counts its own elements), `requires_grad` = is a
 /// variable, category `parameter` for variables and `activation` for the rest. These are the
 /// tensors backward keeps alive. Returns how many were recorded (0 when not recording).
 pub fn record_graph<S: Sink + ?Sized>(sink: &S, output: &Tensor) -> usize {
+    record_graph_in(sink, output, |_| None)
+}
+
+/// [`record_graph`], each tensor in the span `span_of(its id)` names (`None`: the current one).
+fn record_graph_in<S: Sink + ?Sized>(
+    sink: &S,
+    output: &Tensor,
+    span_of: impl Fn(u64) -> Option<u64>,
+) -> usize {
     if !sink.is_recording() {
         return 0;
     }
+    let current = sink.current_span_id().unwrap_or_default();
     let nodes = output.sorted_nodes();
     for node in &nodes {
         let category = if node.is_variable() {
@@ -520,9 +531,36 @@ pub fn record_graph<S: Sink + ?Sized>(sink: &S, output: &Tensor) -> usize {
         } else {
             TensorCategory::Activation
         };
-        record_tensor(sink, &tensor_id(node), node, category);
+        let id = tensor_id(node);
+        let span = id
+            .parse::<u64>()
+            .ok()
+            .and_then(&span_of)
+            .map_or_else(|| current.clone(), crate::span::span_id);
+        sink.emit(TraceEvent::Tensor(TensorEvent {
+            span_id: span.into(),
+            tensor_id: id.into(),
+            shape: shape_of(node),
+            dtype: dtype_name(node.dtype()).into(),
+            device: device_name(node.device()).into(),
+            requires_grad: node.is_variable(),
+            storage_bytes: Some(storage_bytes(node)),
+            category,
+        }));
     }
     nodes.len()
+}
+
+/// candle's tensor-id counter now: the id of a tensor made for the purpose (a detached view of
+/// a one-byte variable; no storage is allocated). candle numbers every tensor from one
+/// process-wide counter, so the tensors created inside a span have ids between the readings
+/// at its open and close. `None` if the probe cannot be made.
+pub(crate) fn tensor_clock() -> Option<u64> {
+    static PROBE: std::sync::OnceLock<Option<Var>> = std::sync::OnceLock::new();
+    let probe = PROBE
+        .get_or_init(|| Var::zeros((), DType::U8, &Device::Cpu).ok())
+        .as_ref()?;
+    tensor_id(&probe.as_tensor().detach()).parse().ok()
 }
 
 fn lock_train(inner: &Inner) -> std::sync::MutexGuard<'_, Option<TrainStep>> {
@@ -583,8 +621,16 @@ impl Recorder {
                 *train = Some(TrainStep { captured, measured });
             }
         }
-        let _forward = self.step(Step::Forward);
-        f()
+        let forward = self.step(Step::Forward);
+        let first = forward.number().and_then(|_| inner.tensor_clock());
+        let result = f();
+        // Tensors made in forward outside any traced layer belong to the forward span.
+        if let (Some(span), Some(first), Some(end)) =
+            (forward.number(), first, inner.tensor_clock())
+        {
+            inner.tensor_range(span, first, end);
+        }
+        result
     }
 
     /// `loss.backward()` as the `backward` span. In the captured step, the autograd graph's
@@ -594,7 +640,8 @@ impl Recorder {
         if self.is_recording() {
             let counts = &self.inner.counts;
             counts.graph_on.store(true, Ordering::Relaxed);
-            let n = record_graph(self, loss);
+            // Each tensor in the layer span that created it, when one did.
+            let n = record_graph_in(self, loss, |id| self.inner.span_of_tensor(id));
             counts.graph_tensors.fetch_add(n as u64, Ordering::Relaxed);
         }
         loss.backward()
@@ -633,6 +680,11 @@ impl Recorder {
         };
         if train.is_some_and(|t| t.captured) {
             inner.end_captured_step();
+            inner
+                .tensor_ranges
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clear();
         }
         stepped.and(recorded)
     }

@@ -303,6 +303,10 @@ impl RecorderBuilder {
                 writer,
                 host_threshold_bytes: this.host_threshold_bytes,
                 closing,
+                #[cfg(feature = "candle")]
+                tensor_clock: Some(crate::candle::tensor_clock),
+                #[cfg(not(feature = "candle"))]
+                tensor_clock: None,
             })),
         })
     }

@@ -312,11 +312,18 @@ pub(crate) struct Inner {
     /// The `capture_sources` line, handed to the writer thread at `finish`.
     closing: Arc<Mutex<Option<Vec<u8>>>>,
     /// The training step begun by `Recorder::forward` and ended by `optimizer_step`.
+    #[cfg_attr(not(feature = "candle"), allow(dead_code))] // only the candle helpers drive it
     pub(crate) train: Mutex<Option<TrainStep>>,
+    /// Reads candle's tensor-id counter (feature `candle`): tensors created inside a span have
+    /// ids between its readings at open and close.
+    tensor_clock: Option<fn() -> Option<u64>>,
+    /// (span, tensor clock at open, at close) of the tracing spans of the captured step.
+    pub(crate) tensor_ranges: Mutex<Vec<(u64, u64, u64)>>,
 }
 
 /// A training step driven by the `candle` helpers (`forward`, `backward`, `optimizer_step`).
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "candle"), allow(dead_code))] // only the candle helpers drive it
 pub(crate) struct TrainStep {
     /// Whether it is the captured step.
     pub(crate) captured: bool,
@@ -348,6 +355,7 @@ pub(crate) struct InnerParts {
     pub(crate) writer: Writer<Record>,
     pub(crate) host_threshold_bytes: u64,
     pub(crate) closing: Arc<Mutex<Option<Vec<u8>>>>,
+    pub(crate) tensor_clock: Option<fn() -> Option<u64>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -387,6 +395,8 @@ impl Inner {
             tracing_routed: AtomicBool::new(false),
             subscriber_active: AtomicBool::new(false),
             train: Mutex::new(None),
+            tensor_clock: parts.tensor_clock,
+            tensor_ranges: Mutex::new(Vec::new()),
         }
     }
 
@@ -407,6 +417,7 @@ impl Inner {
     }
 
     /// Whether the measured region synchronizes at its edges (a device sync hook was given).
+    #[cfg_attr(not(feature = "candle"), allow(dead_code))] // used by the candle helpers
     pub(crate) fn measured_sync(&self) -> bool {
         self.sync.is_some()
     }
@@ -472,6 +483,33 @@ impl Inner {
             start_ns,
             end_ns,
         });
+    }
+
+    /// The tensor clock now, when there is one (see `tensor_ranges`).
+    pub(crate) fn tensor_clock(&self) -> Option<u64> {
+        self.tensor_clock.and_then(|clock| clock())
+    }
+
+    /// Span `span` saw the tensor clock go from `first` to `end`.
+    pub(crate) fn tensor_range(&self, span: u64, first: u64, end: u64) {
+        self.tensor_ranges
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((span, first, end));
+    }
+
+    /// The innermost span whose tensor clock range holds tensor `id` (created inside it).
+    #[cfg_attr(not(feature = "candle"), allow(dead_code))] // used by the candle helpers
+    pub(crate) fn span_of_tensor(&self, id: u64) -> Option<u64> {
+        let ranges = self
+            .tensor_ranges
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ranges
+            .iter()
+            .filter(|(_, first, end)| *first < id && id < *end)
+            .min_by_key(|(_, first, end)| end - first)
+            .map(|(span, _, _)| *span)
     }
 
     /// Queue an event built by this crate (bypasses the recording check of `Sink::emit`).

@@ -175,6 +175,12 @@ impl<'r> SpanGuard<'r> {
         self.open.as_ref().map(|o| span_id(o.id))
     }
 
+    /// The span's number (`sN` in the file); `None` when inert.
+    #[cfg_attr(not(feature = "candle"), allow(dead_code))] // used by the candle helpers
+    pub(crate) fn number(&self) -> Option<u64> {
+        self.open.as_ref().map(|o| o.id)
+    }
+
     /// End the span now (the same as dropping the guard).
     pub fn end(self) {}
 }

@@ -63,13 +63,23 @@ struct Callsite {
 /// One span entered on this thread while something was recording.
 struct Entered {
     tracing_id: u64,
-    /// The trace/6 span opened for it: (span number, start ns, synchronized edges).
-    trace: Option<(u64, u64, bool)>,
+    /// The trace/6 span opened for it.
+    trace: Option<OpenTrace>,
     /// Its index in the thread's inference forward buffer.
     module: Option<usize>,
     name: &'static str,
     /// A span was entered inside it: it is not a leaf.
     has_child: bool,
+}
+
+/// The trace/6 span opened for an entered tracing span.
+#[derive(Clone, Copy)]
+struct OpenTrace {
+    id: u64,
+    start_ns: u64,
+    sync: bool,
+    /// The tensor clock when it opened (see `Inner::tensor_clock`).
+    first_tensor: Option<u64>,
 }
 
 /// A module span of an inference forward call, as the profiler writes it.
@@ -210,7 +220,12 @@ fn enter_slow(tracing_id: u64) {
                 sync,
             );
             inner.counts.tracing_spans.fetch_add(1, Ordering::Relaxed);
-            (id, start_ns, sync)
+            OpenTrace {
+                id,
+                start_ns,
+                sync,
+                first_tensor: inner.tensor_clock(),
+            }
         })
     };
     let module_index = FORWARD
@@ -275,11 +290,14 @@ fn exit_slow(tracing_id: u64) {
         return;
     };
     OPEN.fetch_sub(1, Ordering::Relaxed);
-    if let Some((id, start_ns, sync)) = entered.trace {
+    if let Some(open) = entered.trace {
         if let Some(inner) = read(&RECORDER).as_ref() {
-            let end_ns = inner.close_span(id, start_ns, sync);
+            if let (Some(first), Some(end)) = (open.first_tensor, inner.tensor_clock()) {
+                inner.tensor_range(open.id, first, end);
+            }
+            let end_ns = inner.close_span(open.id, open.start_ns, open.sync);
             if !entered.has_child {
-                inner.leaf_op(id, entered.name, start_ns, end_ns);
+                inner.leaf_op(open.id, entered.name, open.start_ns, end_ns);
             }
         }
     }

@@ -198,6 +198,24 @@ fn train_llama_trace_is_measured_from_the_real_model() {
         let elements: u64 = t.event.shape.iter().product();
         assert_eq!(t.event.storage_bytes, Some(elements * 4), "{:?}", t.event);
     }
+    // Each graph tensor sits in the span that created it: lm_head's `linear` made the
+    // transposed weight (a 64 × 256 view) and the logits (2 × 256); the loss's tensors were made
+    // in `forward` outside any layer; the parameter, made by `load`, in `backward`.
+    let span_name = |id: &str| doc.span(id).map(|s| s.name.to_string()).unwrap_or_default();
+    let mut in_linear: Vec<Vec<u64>> = doc
+        .tensors
+        .iter()
+        .filter(|t| span_name(&t.event.span_id) == "linear")
+        .map(|t| t.event.shape.clone())
+        .collect();
+    in_linear.sort();
+    assert_eq!(in_linear, vec![vec![2, 256], vec![64, 256]]);
+    assert_eq!(span_name(&params[0].event.span_id), "backward");
+    assert!(doc
+        .tensors
+        .iter()
+        .filter(|t| t.event.category == TensorCategory::Activation)
+        .all(|t| ["linear", "forward"].contains(&span_name(&t.event.span_id).as_str())));
 
     // Host memory from the allocator: every free follows its alloc, all in known spans.
     assert!(!doc.memory.is_empty());
