@@ -142,7 +142,55 @@ async function checkTracePanels(page, file, label) {
     .map((r) => r['data-norm']).filter((n) => n !== '').map(Number);
   assert.deepEqual(norms, [...norms].sort((a, b) => b - a), `${label}: sorted by norm`);
   checked++;
+
+  // Modules: every row by path and by leaf name, in `query --kind modules`' order.
+  for (const by of ['path', 'name']) {
+    const want = cli('query', file, '--kind', 'modules', '--by', by, '--json', '--limit', '100000').modules;
+    if (by === 'path') {
+      const byDefault = cli('query', file, '--kind', 'modules', '--json', '--limit', '100000').modules;
+      assert.deepEqual(want, byDefault, `${label}: modules by path is the default`);
+    }
+    checked += await checkModuleRows(page, want, by, `${label} modules by ${by}`);
+  }
+  await page.selectOption('[data-testid=modules-by]', 'path');
+
+  // What was captured: each source of `summary --json`'s extra.capture_sources, and its warnings.
+  checked += await checkCaptureSources(page, summary.extra.capture_sources, label);
   return checked;
+}
+
+/** The modules table grouped `by`, every row shown, against the CLI's rows; returns the count. */
+async function checkModuleRows(page, want, by, label) {
+  if (want.length === 0) {
+    assert.match(await page.textContent('[data-testid=modules-empty]'), /no module spans: install candle-trace before building the model/, label);
+    assert.equal(await page.locator('[data-testid=module-row]').count(), 0, label);
+    return 1;
+  }
+  await page.selectOption('[data-testid=modules-by]', by);
+  assert.equal(await page.getAttribute('[data-testid=modules-by]', 'data-value'), by, label);
+  const all = page.locator('[data-testid=modules-all]');
+  if (want.length > 50 && (await all.textContent()).includes('Show all')) await all.click();
+  const rows = await attrs(page, '[data-testid=module-row]', ['data-key', 'data-calls', 'data-total', 'data-self']);
+  const expected = want.map((r) => ({ 'data-key': r[by], 'data-calls': String(r.calls), 'data-total': String(r.total_ns), 'data-self': String(r.self_ns) }));
+  assert.deepEqual(rows, expected, label);
+  return rows.length;
+}
+
+/** The "captured" line against `summary --json`'s `extra.capture_sources` (`null`: not stated). */
+async function checkCaptureSources(page, sources, label) {
+  const shown = await attrs(page, '[data-testid=capture-source]', ['data-source', 'data-on', 'data-value']);
+  const warnings = await page.$$eval('[data-testid=capture-warning]', (els) => els.map((e) => e.textContent));
+  if (sources === null || sources === undefined) {
+    assert.equal(await page.getAttribute('[data-testid=capture-sources]', 'data-stated'), 'false', label);
+    assert.match(await page.textContent('[data-testid=capture-sources]'), /capture sources not stated/, label);
+    assert.equal(shown.length, 0, label);
+    return 1;
+  }
+  assert.equal(await page.getAttribute('[data-testid=capture-sources]', 'data-stated'), 'true', label);
+  assert.deepEqual(shown, sources.sources.map((s) => ({ 'data-source': s.source, 'data-on': String(s.on), 'data-value': String(s.events) })), `${label}: capture sources`);
+  assert.equal(warnings.length, sources.warnings.length, `${label}: capture warnings`);
+  sources.warnings.forEach((w, i) => assert.ok(warnings[i].includes(w), `${label}: capture warning ${i}`));
+  return shown.length + warnings.length;
 }
 
 test('training panels of train_llama and of the panels fixture match the CLI', async () => {
@@ -154,7 +202,8 @@ test('training panels of train_llama and of the panels fixture match the CLI', a
     await page.check('[data-testid=gradients-only-problems]');
     for (const [testid, shot] of [['phases', 'phases'], ['memory-charts', 'memory'], ['efficiency', 'efficiency'], ['gradients', 'gradients']]) {
       await shoot(page, testid, `${name}-${shot}`);
-    }
+    }    await shoot(page, 'modules', `${name}-modules`);
+    await shoot(page, 'capture-sources', `${name}-captured`);
   }
   // The dark theme: the same panels, for a contrast check by eye.
   await page.click('[data-testid=theme-toggle]');
@@ -221,20 +270,24 @@ test('inference panels of serve_llama match the CLI', async () => {
 });
 
 test('a model with more module paths than the table shows: the heaviest 50, then all on request, as the CLI orders them', async () => {
-  // 60 modules, each a forward and a backward span under the measured step, so 60 paths.
+  // 60 modules, each a forward and a backward span under the measured step's `forward` and
+  // `backward` function spans (which add no path segment), so 60 paths.
   const meta = { kind: 'meta', schema: 'candle-graph/trace/6', run_id: 'r', correlation_id: 'c',
     entrypoint: 'train::step', phase: 'train', timestamp: '2026-01-01T00:00:00Z', capture_step: 2,
     warmup_steps: 1, device: 'cpu', timing_mode: 'host', tags: {} };
   const lines = [meta, { kind: 'span_start', id: 'root', name: 'step', start_ns: 0, span_kind: 'function', measured: true }];
   let t = 0;
   for (const step of ['forward', 'backward']) {
+    const start = t;
+    lines.push({ kind: 'span_start', id: step, parent_id: 'root', name: step, start_ns: t, span_kind: 'function', measured: false, step });
     for (let m = 0; m < 60; m++) {
       const id = `${step}-${m}`;
-      lines.push({ kind: 'span_start', id, parent_id: 'root', name: `layer${m}`, start_ns: t, span_kind: 'module', measured: false, step });
+      lines.push({ kind: 'span_start', id, parent_id: step, name: `layer${m}`, start_ns: t, span_kind: 'module', measured: false, step });
       // Distinct durations, so the order is decided by time alone.
       lines.push({ kind: 'span_end', id, duration_ns: 1000 + m * 10 + (step === 'backward' ? 3 : 0) });
       t += 2000;
     }
+    lines.push({ kind: 'span_end', id: step, duration_ns: t - start });
   }
   lines.push({ kind: 'span_end', id: 'root', duration_ns: t });
   mkdirSync(artifacts, { recursive: true });
@@ -254,6 +307,82 @@ test('a model with more module paths than the table shows: the heaviest 50, then
   assert.deepEqual(await shown(), expected);
   await page.click('[data-testid=module-pairs-all]');
   assert.equal((await shown()).length, 50);
+  // The modules table: 60 paths of two calls each (forward and backward); the heaviest 50
+  // first, then all, as the CLI orders them.
+  const byPath = cli('query', file, '--kind', 'modules', '--json', '--limit', '100000').modules;
+  assert.equal(byPath.length, 60);
+  assert.ok(byPath.every((r) => r.calls === 2));
+  assert.equal(await page.locator('[data-testid=module-row]').count(), 50);
+  assert.deepEqual((await attrs(page, '[data-testid=module-row]', ['data-key'])).map((r) => r['data-key']),
+    byPath.slice(0, 50).map((r) => r.path));
+  assert.match(await page.textContent('[data-testid=modules-shown]'), /The 50 module paths with the most time, of 60/);
+  await checkModuleRows(page, byPath, 'path', 'many modules by path');
+  await checkModuleRows(page, cli('query', file, '--kind', 'modules', '--by', 'name', '--json', '--limit', '100000').modules, 'name', 'many modules by name');
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('sources that were off say "not captured", never 0, as the CLI does; a trace without module spans says how to capture them', async () => {
+  // layer_ops, allocator and gradients off; tracing on with one span; a capture warning.
+  const meta = { kind: 'meta', schema: 'candle-graph/trace/6', run_id: 'r', correlation_id: 'c',
+    entrypoint: 'train::step', phase: 'train', timestamp: '2026-01-01T00:00:00Z', capture_step: 2,
+    warmup_steps: 1, device: 'cpu', timing_mode: 'host', tags: {} };
+  const sources = { kind: 'capture_sources', events_dropped: 0,
+    sources: [{ source: 'tracing', on: true, events: 2 }, { source: 'layer_ops', on: false, events: 0 },
+      { source: 'allocator', on: false, events: 0 }, { source: 'gradients', on: false, events: 0 }],
+    warnings: ['the captured step saw no module spans'] };
+  const lines = [meta, { kind: 'span_start', id: 'root', name: 'step', start_ns: 0, span_kind: 'function', measured: true },
+    { kind: 'span_end', id: 'root', duration_ns: 5000 }, sources];
+  mkdirSync(artifacts, { recursive: true });
+  const file = join(artifacts, 'sources-off.trace6.jsonl');
+  writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+
+  // The CLI's wording, from its text summary.
+  const bin = process.env.CANDLE_TRACE_BIN;
+  const [cmd, argv] = bin ? [bin, ['summary', file]]
+    : ['cargo', ['run', '-q', '--release', '-p', 'candle-trace-capture', '--features', 'cli', '--bin', 'candle-trace', '--', 'summary', file]];
+  const text = spawnSync(cmd, argv, { cwd: root, encoding: 'utf8' }).stdout;
+  for (const why of ['not captured (layer_ops off)', 'not captured (allocator off)', 'not captured (gradients off)']) {
+    assert.ok(text.includes(why), `the CLI says ${why}: ${text}`);
+  }
+
+  const summary = cli('summary', '--json', file);
+  const { page, seen } = await openPage();
+  await openByPicker(page, file);
+  // The cards keep the exact integers of summary --json, and say why they are 0.
+  const ops = page.locator('[data-testid=summary-op_count]');
+  assert.equal(await ops.getAttribute('data-value'), String(summary.op_count));
+  assert.equal(await ops.getAttribute('data-not-captured'), 'not captured (layer_ops off)');
+  assert.match(await ops.textContent(), /not captured \(layer_ops off\)/);
+  const peak = page.locator('[data-testid=summary-peak_bytes]');
+  assert.equal(await peak.getAttribute('data-value'), '0');
+  assert.match(await peak.textContent(), /not captured \(allocator off\)/);
+  assert.doesNotMatch(await peak.textContent(), /0 B/);
+  for (const [what, why] of [['memory', 'allocator'], ['ops', 'layer_ops'], ['gradients', 'gradients']]) {
+    assert.equal(await page.textContent(`[data-testid=not-captured][data-what=${what}]`), `not captured (${why} off)`);
+  }
+  // No per-state gradient counts without gradients.
+  assert.equal(await page.locator('[data-testid^=gradients-]').count(), 0);
+  await checkCaptureSources(page, summary.extra.capture_sources, 'sources off');
+  assert.equal(await page.locator('[data-testid=capture-warning]').count(), 1);
+  assert.match(await page.textContent('[data-testid=modules-empty]'),
+    /no module spans: install candle-trace before building the model — `Recorder::builder\(\.\.\)\.install\(\)`/);
+  await shoot(page, 'capture-sources', 'sources-off-captured');
+  await page.locator('section.cards').screenshot({ path: join(shots, 'sources-off-cards.png') });
+  await shoot(page, 'gradients', 'sources-off-gradients');
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('a file without a capture_sources line: "capture sources not stated", and "not captured" for what it lacks', async () => {
+  const file = join(fixtures, 'candle_tracing.chrome.json');
+  const summary = cli('summary', '--json', file);
+  const { page, seen } = await openPage();
+  await openByPicker(page, file);
+  await checkCaptureSources(page, summary.extra.capture_sources, 'chrome import');
+  assert.equal(await value(page, 'summary-op_count'), String(summary.op_count));
+  assert.equal(await page.getAttribute('[data-testid=summary-op_count]', 'data-not-captured'), 'not captured');
+  assert.equal(await page.textContent('[data-testid=not-captured][data-what=memory]'), 'not captured');
   assert.deepEqual(seen.errors, []);
   await page.close();
 });
