@@ -204,6 +204,35 @@ impl DeviceTimer {
     }
 }
 
+/// Times spans with CUDA events on `stream`: give it to
+/// [`RecorderBuilder::span_timer`](crate::RecorderBuilder::span_timer) and every nested span's
+/// duration is the GPU time between an event recorded when it opened and one when it closed
+/// ([`DeviceTimer`]), so a span measures the device work queued inside it, not its launch.
+/// Closing a span waits for its end event. Without a driver every span keeps its host time.
+#[derive(Debug)]
+pub struct CudaEventTimer {
+    stream: Arc<CudaStream>,
+}
+
+impl CudaEventTimer {
+    /// Time spans on `stream` (candle's `CudaDevice::cuda_stream()` with `candle-core/cuda`).
+    pub fn new(stream: Arc<CudaStream>) -> Self {
+        CudaEventTimer { stream }
+    }
+}
+
+impl crate::sync::SpanTimer for CudaEventTimer {
+    fn start(&self) -> Option<crate::sync::TimerMark> {
+        DeviceTimer::start(&self.stream)
+            .ok()
+            .map(crate::sync::TimerMark::new)
+    }
+
+    fn elapsed_ns(&self, mark: crate::sync::TimerMark) -> Option<u64> {
+        mark.into_inner::<DeviceTimer>()?.stop().ok()
+    }
+}
+
 fn ms_to_ns(ms: f32) -> u64 {
     if ms.is_finite() && ms > 0.0 {
         // `as` saturates for floats, and the value is finite and positive.

@@ -99,11 +99,11 @@ impl std::fmt::Debug for TraceLayer {
 /// The trace/6 spans open for one tracing span (one per active enter), innermost last.
 struct Entered(Vec<OpenEntry>);
 
-#[derive(Clone, Copy)]
 struct OpenEntry {
     id: u64,
     start_ns: u64,
     sync: bool,
+    mark: Option<crate::sync::TimerMark>,
 }
 
 impl TraceLayer {
@@ -165,6 +165,7 @@ where
             id: sid,
             start_ns,
             sync,
+            mark: inner.timer_start(),
         };
         let mut extensions = span.extensions_mut();
         match extensions.get_mut::<Entered>() {
@@ -189,7 +190,7 @@ where
             self.open.fetch_sub(1, Ordering::Relaxed);
             self.recorder
                 .inner
-                .close_span(entry.id, entry.start_ns, entry.sync);
+                .close_span_timed(entry.id, entry.start_ns, entry.sync, entry.mark);
         }
     }
 }

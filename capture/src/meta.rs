@@ -10,7 +10,7 @@ use candle_trace_schema::events::{Meta, Phase, TimingMode, TraceEvent, TRACE_SCH
 
 use crate::error::CaptureError;
 use crate::recorder::{HostBlocks, Inner, InnerParts, Recorder};
-use crate::sync::DeviceSync;
+use crate::sync::{DeviceSync, SpanTimer};
 use crate::wallclock;
 use crate::writer::{Framing, Target, Writer, DEFAULT_QUEUE_CAPACITY};
 
@@ -33,6 +33,7 @@ pub struct RecorderBuilder {
     timing_mode: TimingMode,
     candle_version: Option<String>,
     sync: Option<Arc<dyn DeviceSync>>,
+    timer: Option<Arc<dyn SpanTimer>>,
     path: Option<PathBuf>,
     atomic: bool,
     writer: Option<Box<dyn io::Write + Send>>,
@@ -87,6 +88,7 @@ impl RecorderBuilder {
             timing_mode: TimingMode::Host,
             candle_version: None,
             sync: None,
+            timer: None,
             path: None,
             atomic: false,
             writer: None,
@@ -183,6 +185,17 @@ impl RecorderBuilder {
         self
     }
 
+    /// Time nested spans on the device with `timer` (CUDA events: `cuda::CudaEventTimer`,
+    /// feature `cuda`): each span's duration is the device time between an event recorded at
+    /// its open and one at its close (closing waits for the device to reach its event), not the
+    /// host's. Sets the timing mode to `device_synchronized`; the measured region keeps the
+    /// host clock, bounded by [`device_sync`](RecorderBuilder::device_sync) when given.
+    pub fn span_timer(mut self, timer: impl SpanTimer + 'static) -> Self {
+        self.timer = Some(Arc::new(timer));
+        self.timing_mode = TimingMode::DeviceSynchronized;
+        self
+    }
+
     /// The candle version of the captured binary (filled in by the candle integration).
     pub fn candle_version(mut self, version: impl Into<String>) -> Self {
         self.candle_version = Some(version.into());
@@ -253,9 +266,12 @@ impl RecorderBuilder {
                 "the capture step is one-based: it must be at least 1",
             ));
         }
-        if self.timing_mode == TimingMode::DeviceSynchronized && self.sync.is_none() {
+        if self.timing_mode == TimingMode::DeviceSynchronized
+            && self.sync.is_none()
+            && self.timer.is_none()
+        {
             return Err(invalid(
-                "timing mode device_synchronized needs a device_sync hook",
+                "timing mode device_synchronized needs a device_sync hook or a span timer",
             ));
         }
         if self.atomic && self.path.is_none() {
@@ -300,6 +316,7 @@ impl RecorderBuilder {
                 capture_step: this.capture_step,
                 timing_mode: this.timing_mode,
                 sync: this.sync,
+                timer: this.timer,
                 writer,
                 host_threshold_bytes: this.host_threshold_bytes,
                 closing,

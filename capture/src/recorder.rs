@@ -17,7 +17,7 @@ use crate::gating::StepToken;
 use crate::meta::RecorderBuilder;
 use crate::sink::Sink;
 use crate::span::{self, SpanGuard};
-use crate::sync::DeviceSync;
+use crate::sync::{DeviceSync, SpanTimer, TimerMark};
 use crate::writer::{CaptureReport, Encode, Writer};
 
 /// Records one step of a run into a trace/6 file.
@@ -296,6 +296,8 @@ pub(crate) struct Inner {
     pub(crate) measured_used: AtomicBool,
     timing_mode: TimingMode,
     sync: Option<Arc<dyn DeviceSync>>,
+    /// Times nested spans on the device (CUDA events), when given.
+    timer: Option<Arc<dyn SpanTimer>>,
     notes: Mutex<Vec<String>>,
     finished: AtomicBool,
     writer: Writer<Record>,
@@ -352,6 +354,7 @@ pub(crate) struct InnerParts {
     pub(crate) capture_step: u64,
     pub(crate) timing_mode: TimingMode,
     pub(crate) sync: Option<Arc<dyn DeviceSync>>,
+    pub(crate) timer: Option<Arc<dyn SpanTimer>>,
     pub(crate) writer: Writer<Record>,
     pub(crate) host_threshold_bytes: u64,
     pub(crate) closing: Arc<Mutex<Option<Vec<u8>>>>,
@@ -385,6 +388,7 @@ impl Inner {
             measured_used: AtomicBool::new(false),
             timing_mode: parts.timing_mode,
             sync: parts.sync,
+            timer: parts.timer,
             notes: Mutex::new(Vec::new()),
             finished: AtomicBool::new(false),
             writer: parts.writer,
@@ -458,14 +462,32 @@ impl Inner {
 
     /// Close span `id` opened at `start_ns` on this thread; returns its end time.
     pub(crate) fn close_span(&self, id: u64, start_ns: u64, sync: bool) -> u64 {
+        self.close_span_timed(id, start_ns, sync, None)
+    }
+
+    /// A device mark for a span opening now, when a [`SpanTimer`] was given.
+    pub(crate) fn timer_start(&self) -> Option<TimerMark> {
+        self.timer.as_ref().and_then(|t| t.start())
+    }
+
+    /// [`close_span`](Inner::close_span) with the span's duration measured by the device from
+    /// `mark` when there is one (the host clock otherwise).
+    pub(crate) fn close_span_timed(
+        &self,
+        id: u64,
+        start_ns: u64,
+        sync: bool,
+        mark: Option<TimerMark>,
+    ) -> u64 {
         if sync {
             self.synchronize();
         }
+        let device_ns = mark.and_then(|mark| self.timer.as_ref()?.elapsed_ns(mark));
         let end_ns = self.now_ns();
         span::pop(self.key, id);
         self.writer.send(Record::SpanEnd {
             id,
-            duration_ns: end_ns.saturating_sub(start_ns),
+            duration_ns: device_ns.unwrap_or_else(|| end_ns.saturating_sub(start_ns)),
         });
         end_ns
     }

@@ -13,6 +13,7 @@ use std::marker::PhantomData;
 use candle_trace_schema::events::Step;
 
 use crate::recorder::Inner;
+use crate::sync::TimerMark;
 
 /// One open span on a thread's stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,6 +124,8 @@ struct OpenSpan<'r> {
     sync: bool,
     /// Write a `device_memory` checkpoint after closing (training-step spans).
     checkpoint: bool,
+    /// The device mark of a span timer, when the recorder has one.
+    mark: Option<TimerMark>,
 }
 
 impl<'r> SpanGuard<'r> {
@@ -153,6 +156,8 @@ impl<'r> SpanGuard<'r> {
         sync: bool,
     ) -> Self {
         let (id, start_ns) = inner.open_span(name, kind, measured, step, None, sync);
+        // The measured region keeps the host clock between synchronizations.
+        let mark = if measured { None } else { inner.timer_start() };
         SpanGuard {
             open: Some(OpenSpan {
                 inner,
@@ -160,6 +165,7 @@ impl<'r> SpanGuard<'r> {
                 start_ns,
                 sync,
                 checkpoint: false,
+                mark,
             }),
             _not_send: PhantomData,
         }
@@ -189,7 +195,7 @@ impl Drop for SpanGuard<'_> {
     #[inline]
     fn drop(&mut self) {
         if let Some(o) = self.open.take() {
-            o.inner.close_span(o.id, o.start_ns, o.sync);
+            o.inner.close_span_timed(o.id, o.start_ns, o.sync, o.mark);
             if o.checkpoint {
                 o.inner.checkpoint();
             }

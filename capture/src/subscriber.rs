@@ -73,13 +73,14 @@ struct Entered {
 }
 
 /// The trace/6 span opened for an entered tracing span.
-#[derive(Clone, Copy)]
 struct OpenTrace {
     id: u64,
     start_ns: u64,
     sync: bool,
     /// The tensor clock when it opened (see `Inner::tensor_clock`).
     first_tensor: Option<u64>,
+    /// The span timer's device mark, when the recorder has a timer.
+    mark: Option<crate::sync::TimerMark>,
 }
 
 /// A module span of an inference forward call, as the profiler writes it.
@@ -225,6 +226,7 @@ fn enter_slow(tracing_id: u64) {
                 start_ns,
                 sync,
                 first_tensor: inner.tensor_clock(),
+                mark: inner.timer_start(),
             }
         })
     };
@@ -295,7 +297,7 @@ fn exit_slow(tracing_id: u64) {
             if let (Some(first), Some(end)) = (open.first_tensor, inner.tensor_clock()) {
                 inner.tensor_range(open.id, first, end);
             }
-            let end_ns = inner.close_span(open.id, open.start_ns, open.sync);
+            let end_ns = inner.close_span_timed(open.id, open.start_ns, open.sync, open.mark);
             if !entered.has_child {
                 inner.leaf_op(open.id, entered.name, open.start_ns, end_ns);
             }

@@ -31,6 +31,40 @@ impl<F: Fn() + Send + Sync> DeviceSync for F {
     }
 }
 
+/// Times spans on the device instead of the host clock: a device event at a span's open and
+/// another at its close, the duration measured by the device between them (CUDA events with
+/// feature `cuda`: `cuda::CudaEventTimer`). Given to
+/// [`RecorderBuilder::span_timer`](crate::RecorderBuilder::span_timer).
+pub trait SpanTimer: Send + Sync {
+    /// Mark a span's start on the device; `None` when the device cannot (the span then keeps
+    /// its host duration).
+    fn start(&self) -> Option<TimerMark>;
+    /// Mark the end of the span started at `mark` and return the device time between the two
+    /// marks, ns (waits for the device to reach the end mark); `None` when it cannot.
+    fn elapsed_ns(&self, mark: TimerMark) -> Option<u64>;
+}
+
+/// A start mark of a [`SpanTimer`] (whatever the timer keeps: a recorded CUDA event ...).
+pub struct TimerMark(Box<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for TimerMark {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TimerMark")
+    }
+}
+
+impl TimerMark {
+    /// Wrap what the timer needs to finish the measurement.
+    pub fn new<T: std::any::Any + Send + Sync>(start: T) -> Self {
+        TimerMark(Box::new(start))
+    }
+
+    /// Take back what [`new`](TimerMark::new) wrapped, if it is a `T`.
+    pub fn into_inner<T: std::any::Any + Send + Sync>(self) -> Option<T> {
+        self.0.downcast::<T>().ok().map(|b| *b)
+    }
+}
+
 static SYNC_ERRORS: AtomicU64 = AtomicU64::new(0);
 
 /// How many device synchronizations failed in this process so far.
@@ -52,6 +86,12 @@ mod tests {
         fn synchronize(&self) {
             note_sync_error();
         }
+    }
+
+    #[test]
+    fn marks_give_back_what_they_hold() {
+        assert_eq!(TimerMark::new(7u64).into_inner::<u64>(), Some(7));
+        assert_eq!(TimerMark::new(7u64).into_inner::<u32>(), None);
     }
 
     #[test]

@@ -459,3 +459,48 @@ fn a_full_queue_drops_counts_and_says_so_in_the_file() {
         .iter()
         .any(|d| d.category == Category::UnknownKind && d.line == 7));
 }
+
+/// A device timer that measures every span as 4 242 ns.
+struct FixedTimer;
+
+impl candle_trace_capture::sync::SpanTimer for FixedTimer {
+    fn start(&self) -> Option<candle_trace_capture::sync::TimerMark> {
+        Some(candle_trace_capture::sync::TimerMark::new(4_242u64))
+    }
+    fn elapsed_ns(&self, mark: candle_trace_capture::sync::TimerMark) -> Option<u64> {
+        mark.into_inner::<u64>()
+    }
+}
+
+#[test]
+fn a_span_timer_times_nested_spans_and_the_measured_region_keeps_the_host_clock() {
+    let out = SharedBuf::default();
+    let rec = Recorder::builder("timer")
+        .capture_step(1)
+        .span_timer(FixedTimer)
+        .writer(out.clone())
+        .build()
+        .unwrap();
+    {
+        let _step = rec.begin_step();
+        let _total = rec.measured("total");
+        let _a = rec.module("a");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let _b = rec.op_span("b");
+    }
+    rec.finish().unwrap();
+    let doc = out.document();
+    let meta = doc.meta.as_ref().unwrap();
+    assert_eq!(meta.event.timing_mode, TimingMode::DeviceSynchronized);
+    let duration = |name: &str| {
+        doc.spans
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.duration_ns)
+            .unwrap()
+    };
+    assert_eq!(duration("a"), 4_242);
+    assert_eq!(duration("b"), 4_242);
+    // The host clock: at least the 2 ms slept inside it.
+    assert!(duration("total") >= 2_000_000);
+}
