@@ -667,7 +667,7 @@ impl Recorder {
             ..
         }) = train
         {
-            inner.close_span(id, start_ns, inner.measured_sync());
+            inner.close_span_timed(id, start_ns, inner.measured_sync(), None);
         }
         let recorded = if self.is_recording() {
             let counts = &inner.counts;

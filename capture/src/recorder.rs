@@ -460,18 +460,14 @@ impl Inner {
         (id, start_ns)
     }
 
-    /// Close span `id` opened at `start_ns` on this thread; returns its end time.
-    pub(crate) fn close_span(&self, id: u64, start_ns: u64, sync: bool) -> u64 {
-        self.close_span_timed(id, start_ns, sync, None)
-    }
-
     /// A device mark for a span opening now, when a [`SpanTimer`] was given.
     pub(crate) fn timer_start(&self) -> Option<TimerMark> {
         self.timer.as_ref().and_then(|t| t.start())
     }
 
-    /// [`close_span`](Inner::close_span) with the span's duration measured by the device from
-    /// `mark` when there is one (the host clock otherwise).
+    /// Close span `id` opened at `start_ns` on this thread; returns its end time. The span's
+    /// duration is measured by the device from `mark` when there is one, else by the host
+    /// clock.
     pub(crate) fn close_span_timed(
         &self,
         id: u64,

@@ -245,9 +245,11 @@ pub fn gradient_finding(groups: &[GradientGroup]) -> Option<String> {
     }
     if !all.is_empty() {
         let modules = if all.len() == 1 { "module" } else { "modules" };
-        let under = common_prefix(&all).map_or(String::new(), |p| format!(" under {p}"));
+        let under = common_prefix(&all).map_or(String::new(), |p| {
+            format!(" under {}", p.trim_end_matches('.'))
+        });
         s.push_str(&format!(
-            "; none reach {} {modules}{under}: {}",
+            "; no gradient reaches {} {modules}{under}: {}",
             all.len(),
             name_list(&all, 4)
         ));
@@ -472,7 +474,7 @@ mod tests {
         assert_eq!(
             gradient_finding(&groups).unwrap(),
             "20 of 21 parameters have no gradient; only lm_head receives gradients; \
-             none reach 20 modules under model.: model.embed_tokens, \
+             no gradient reaches 20 modules under model: model.embed_tokens, \
              model.layers.0.input_layernorm, model.layers.0.mlp.down_proj, … and model.norm"
         );
     }
@@ -515,7 +517,7 @@ mod tests {
         assert_eq!(
             gradient_finding(&groups).unwrap(),
             "3 of 6 parameters have no gradient; only head, head and enc.fc receive gradients; \
-             none reach 1 module: (top level); some parameters missing in enc.fc"
+             no gradient reaches 1 module: (top level); some parameters missing in enc.fc"
         );
         assert_eq!(module_of("a.b.c"), "a.b");
         assert_eq!(module_of("abc"), "");
@@ -530,7 +532,7 @@ mod tests {
         ];
         assert_eq!(
             gradient_finding(&gradient_groups(&all_missing)).unwrap(),
-            "none of the 2 parameters has a gradient; none reach 2 modules under a.: a.x and a.y"
+            "none of the 2 parameters has a gradient; no gradient reaches 2 modules under a: a.x and a.y"
         );
         let arrived = [
             grad("r", "a.w", GradientState::Present),

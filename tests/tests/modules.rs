@@ -153,7 +153,7 @@ fn gradient_groups_and_finding() {
     assert_eq!(groups[20]["module"], "model.norm");
     assert_eq!(groups[20]["flow"], "all_missing");
     let finding = "20 of 21 parameters have no gradient; only lm_head receives gradients; \
-                   none reach 20 modules under model.: model.embed_tokens, \
+                   no gradient reaches 20 modules under model: model.embed_tokens, \
                    model.layers.0.input_layernorm, model.layers.0.mlp.down_proj, … and model.norm";
     assert_eq!(v["finding"], finding);
     // Existing fields are unchanged.

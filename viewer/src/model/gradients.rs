@@ -314,7 +314,7 @@ mod tests {
             g.finding.as_deref(),
             Some(
                 "1 of 8 parameters has no gradient; only fc1, fc2, head and aux receive \
-                 gradients; none reach 1 module: embed"
+                 gradients; no gradient reaches 1 module: embed"
             )
         );
     }
