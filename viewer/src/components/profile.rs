@@ -1,6 +1,6 @@
 //! An inference profile: headline cards, diagnostics, the request table, TTFT / ITL
-//! histograms, per-request waterfalls, memory snapshots, and errors and diagnostic-only events
-//! listed apart.
+//! histograms, per-request waterfalls, module spans, memory snapshots, and errors and
+//! diagnostic-only events listed apart.
 
 use std::sync::Arc;
 
@@ -8,6 +8,7 @@ use leptos::prelude::*;
 
 use super::cards::SummaryCards;
 use super::diagnostics::Diagnostics;
+use super::modules::ProfileModulesView;
 use crate::model::latency::{HistogramChart, HIST_H, HIST_W};
 use crate::model::profile::{EventRow, SNAPSHOT_H, SNAPSHOT_W};
 use crate::model::waterfall::{LANE_H, WATERFALL_W};
@@ -95,6 +96,9 @@ pub fn ProfileView(
     file_name: String,
 ) -> impl IntoView {
     let (detail, rate) = model.settings.clone();
+    // The forward-call columns only when the profile has module events (else nothing was
+    // captured to count, which is no 0).
+    let has_modules = model.modules.has_module_events();
     view! {
         <section data-testid="document" data-file=file_name.clone() data-format="profile">
             <section class="run-header">
@@ -122,6 +126,7 @@ pub fn ProfileView(
                             <th scope="col">"tokens"</th>
                             <th scope="col">"mean ITL"</th>
                             <th scope="col">"events"</th>
+                            {has_modules.then(|| view! { <th scope="col">"forward calls"</th><th scope="col">"module spans"</th> })}
                         </tr>
                     </thead>
                     <tbody>
@@ -133,7 +138,8 @@ pub fn ProfileView(
                                 view! {
                                     <tr class=r.status data-testid="request-row" data-request=r.request_id.clone()
                                         data-status=r.status data-duration=opt(r.duration_us) data-ttft=opt(r.ttft_us)
-                                        data-itl=opt(r.itl_us_avg) data-tokens=r.output_tokens.clone()>
+                                        data-itl=opt(r.itl_us_avg) data-tokens=r.output_tokens.clone()
+                                        data-forwards=opt(r.forward_calls) data-module-spans=opt(r.module_spans)>
                                         <td>{r.request_id.clone()}</td>
                                         <td>{r.status}</td>
                                         <td>{r.model.clone()}</td>
@@ -148,6 +154,10 @@ pub fn ProfileView(
                                             {(r.invalid_event_count > 0)
                                                 .then(|| format!(" ({} invalid)", r.invalid_event_count))}
                                         </td>
+                                        {has_modules.then(|| view! {
+                                            <td class="num">{opt(r.forward_calls)}</td>
+                                            <td class="num">{opt(r.module_spans)}</td>
+                                        })}
                                     </tr>
                                 }
                             })
@@ -202,6 +212,7 @@ pub fn ProfileView(
                     </figure>
                 }).collect_view()}
             </section>
+            <ProfileModulesView model=model.clone() />
             <section class="snapshots panel" data-testid="snapshots">
                 <h3>"Memory snapshots"</h3>
                 {if model.snapshots.rows.is_empty() {

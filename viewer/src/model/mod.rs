@@ -16,6 +16,7 @@ pub mod multi;
 pub mod ops;
 pub mod phases;
 pub mod profile;
+pub mod profile_modules;
 pub mod spans;
 pub mod summary;
 pub mod waterfall;
@@ -130,6 +131,8 @@ pub struct ProfileModel {
     pub itl: Option<latency::HistogramChart>,
     /// Per-request waterfalls.
     pub waterfalls: Vec<waterfall::WaterfallChart>,
+    /// Module spans of the requests' forward calls by path and by leaf name.
+    pub modules: profile_modules::ProfileModulesPanel,
     /// Memory snapshots over time.
     pub snapshots: profile::SnapshotChart,
     /// Failures (status `failure` or an error).
@@ -143,13 +146,15 @@ pub struct ProfileModel {
 impl ProfileModel {
     /// Build every view model of `doc`.
     pub fn new(doc: &ProfileDocument) -> Self {
+        let modules = profile_modules::ProfileModulesPanel::of(doc);
         ProfileModel {
             cards: summary::profile_cards(&doc.summary()),
             diagnostics: DiagnosticsPanel::of(&doc.diagnostics),
-            requests: profile::request_rows(doc),
+            requests: profile::request_rows(doc, &modules),
             ttft: latency::latency_charts(doc).0,
             itl: latency::latency_charts(doc).1,
             waterfalls: waterfall::waterfalls(doc),
+            modules,
             snapshots: profile::snapshot_chart(doc),
             failures: profile::event_lists(doc).0,
             diagnostic_only: profile::event_lists(doc).1,

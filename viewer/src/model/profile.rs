@@ -4,6 +4,7 @@ use candle_trace_schema::profile::{ProfileDocument, ProfileRecord};
 use candle_trace_schema::units::{format_bytes, format_ns};
 
 use super::chart::{num, polyline, Scale};
+use super::profile_modules::ProfileModulesPanel;
 
 /// One request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,31 +37,41 @@ pub struct RequestRow {
     pub event_count: u64,
     /// Invalid events.
     pub invalid_event_count: u64,
+    /// Forward calls with module spans; `None` when the profile has no module events.
+    pub forward_calls: Option<u64>,
+    /// Module spans in those forward calls; `None` when the profile has no module events.
+    pub module_spans: Option<u64>,
 }
 
 fn us(v: Option<u64>) -> String {
     v.map_or_else(|| "—".into(), |us| format_ns(us.saturating_mul(1_000)))
 }
 
-/// One row per request, in the profile's order.
-pub fn request_rows(doc: &ProfileDocument) -> Vec<RequestRow> {
+/// One row per request, in the profile's order, with its forward calls and module spans
+/// from `modules` (the panel of the same `doc`).
+pub fn request_rows(doc: &ProfileDocument, modules: &ProfileModulesPanel) -> Vec<RequestRow> {
     doc.requests()
         .into_iter()
-        .map(|r| RequestRow {
-            status: r.status.as_str(),
-            model: r.model.unwrap_or_default(),
-            backend: r.backend.unwrap_or_default(),
-            duration_us: r.duration_us,
-            ttft_us: r.ttft_us,
-            itl_us_avg: r.itl_us_avg,
-            phases: r.phases.join(", "),
-            duration: us(r.duration_us),
-            ttft: us(r.ttft_us),
-            output_tokens: r.output_tokens.map(|n| n.to_string()).unwrap_or_default(),
-            itl_avg: us(r.itl_us_avg),
-            event_count: r.event_count,
-            invalid_event_count: r.invalid_event_count,
-            request_id: r.request_id,
+        .map(|r| {
+            let counts = modules.counts(&r.request_id);
+            RequestRow {
+                status: r.status.as_str(),
+                model: r.model.unwrap_or_default(),
+                backend: r.backend.unwrap_or_default(),
+                duration_us: r.duration_us,
+                ttft_us: r.ttft_us,
+                itl_us_avg: r.itl_us_avg,
+                phases: r.phases.join(", "),
+                duration: us(r.duration_us),
+                ttft: us(r.ttft_us),
+                output_tokens: r.output_tokens.map(|n| n.to_string()).unwrap_or_default(),
+                itl_avg: us(r.itl_us_avg),
+                event_count: r.event_count,
+                invalid_event_count: r.invalid_event_count,
+                forward_calls: counts.map(|c| c.0),
+                module_spans: counts.map(|c| c.1),
+                request_id: r.request_id,
+            }
         })
         .collect()
 }
@@ -242,12 +253,16 @@ mod tests {
         let doc = read_profile(include_bytes!(
             "../../../tests/fixtures/infer_run.profile.jsonl"
         ));
-        let rows = request_rows(&doc);
+        let rows = request_rows(&doc, &ProfileModulesPanel::of(&doc));
         assert_eq!(rows.len(), 3);
         assert!(rows.iter().any(|r| r.status == "failure"));
         assert_eq!(rows.iter().map(|r| r.event_count).sum::<u64>(), 17);
         assert_eq!(rows[0].backend, "cpu");
         assert_eq!(rows[0].ttft_us, Some(1200));
+        // No module events in the fixture: nothing to count, not 0.
+        assert!(rows
+            .iter()
+            .all(|r| r.forward_calls.is_none() && r.module_spans.is_none()));
     }
 
     #[test]
