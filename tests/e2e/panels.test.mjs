@@ -176,6 +176,19 @@ async function checkModuleRows(page, want, by, label) {
   return rows.length;
 }
 
+/** The profile's modules table grouped `by`, every row shown, against the CLI's rows; returns the count. */
+async function checkProfileModuleRows(page, want, by, label) {
+  await page.selectOption('[data-testid=profile-modules-by]', by);
+  assert.equal(await page.getAttribute('[data-testid=profile-modules-by]', 'data-value'), by, label);
+  const all = page.locator('[data-testid=profile-modules-all]');
+  if (want.length > 50 && (await all.textContent()).includes('Show all')) await all.click();
+  const rows = await attrs(page, '[data-testid=profile-module-row]', ['data-key', 'data-calls', 'data-total', 'data-mean', 'data-requests']);
+  const expected = want.map((r) => ({ 'data-key': r[by], 'data-calls': String(r.calls), 'data-total': String(r.total_ns),
+    'data-mean': String(r.mean_ns), 'data-requests': String(r.requests) }));
+  assert.deepEqual(rows, expected, label);
+  return rows.length;
+}
+
 /** The "captured" line against `summary --json`'s `extra.capture_sources` (`null`: not stated). */
 async function checkCaptureSources(page, sources, label) {
   const shown = await attrs(page, '[data-testid=capture-source]', ['data-source', 'data-on', 'data-value']);
@@ -261,10 +274,48 @@ test('inference panels of serve_llama match the CLI', async () => {
   eq(await value(page, 'profile-diagnostic-only-events'), latency.diagnostic_only, 'diagnostic-only listed');
   assert.ok(latency.failures > 0, 'serve_llama refuses one request');
 
-  for (const [testid, shot] of [['request-table', 'requests'], ['latency', 'latency'], ['waterfalls', 'waterfalls'], ['snapshots', 'snapshots'], ['profile-failures', 'failures']]) {
+  // Modules: every row across requests by path and by leaf name, in `query --kind modules`'
+  // order, and each request's forward calls and module spans.
+  for (const by of ['path', 'name']) {
+    const want = cli('query', file, '--kind', 'modules', '--by', by, '--json', '--limit', '100000');
+    if (by === 'path') {
+      const byDefault = cli('query', file, '--kind', 'modules', '--json', '--limit', '100000');
+      assert.deepEqual(want.modules, byDefault.modules, 'profile modules by path is the default');
+      assert.ok(want.modules.length > 0, 'serve_llama writes module spans');
+      const counts = await attrs(page, '[data-testid=request-row]', ['data-request', 'data-forwards', 'data-module-spans']);
+      const perRequest = new Map(want.requests.map((r) => [r.request_id, r]));
+      for (const row of counts) {
+        const r = perRequest.get(row['data-request']);
+        eq(row['data-forwards'], r ? r.forward_calls : 0, `${row['data-request']} forward calls`);
+        eq(row['data-module-spans'], r ? r.modules.reduce((n, m) => n + m.calls, 0) : 0, `${row['data-request']} module spans`);
+      }
+      assert.ok(counts.some((r) => Number(r['data-forwards']) > 1), 'a request with prefill and decode forward calls');
+    }
+    checked += await checkProfileModuleRows(page, want.modules, by, `serve_llama modules by ${by}`);
+  }
+  await page.selectOption('[data-testid=profile-modules-by]', 'path');
+
+  for (const [testid, shot] of [['request-table', 'requests'], ['latency', 'latency'], ['waterfalls', 'waterfalls'], ['snapshots', 'snapshots'], ['profile-failures', 'failures'], ['profile-modules', 'modules']]) {
     await shoot(page, testid, `serve_llama-${shot}`);
   }
   console.log(`inference panels: ${checked} values compared`);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('a profile without module spans says what is missing and how to get them, as the CLI finds none', async () => {
+  const file = join(fixtures, 'infer_run.profile.jsonl');
+  assert.deepEqual(cli('query', file, '--kind', 'modules', '--json', '--limit', '100000').modules, []);
+  const { page, seen } = await openPage();
+  await openByPicker(page, file);
+  assert.match(await page.textContent('[data-testid=profile-modules-empty]'),
+    /no module spans: serve with `InferenceProfiler::builder\(\.\.\)\.install\(\)` before building the model and run forward calls through `RequestHandle::prefill_step` \/ `decode_step` at detail latency or above/);
+  assert.equal(await page.locator('[data-testid=profile-module-row]').count(), 0);
+  // Nothing captured to count: the request rows carry no forward-call numbers (not 0).
+  const counts = await attrs(page, '[data-testid=request-row]', ['data-forwards', 'data-module-spans']);
+  assert.ok(counts.length > 0);
+  assert.ok(counts.every((r) => !r['data-forwards'] && !r['data-module-spans']));
+  await shoot(page, 'profile-modules', 'infer_run-modules-empty');
   assert.deepEqual(seen.errors, []);
   await page.close();
 });
