@@ -320,6 +320,54 @@ test('a profile without module spans says what is missing and how to get them, a
   await page.close();
 });
 
+test('a profile with more module paths than the table shows: the heaviest 50, then all on request, as the CLI orders them', async () => {
+  // Two requests, each one prefill forward call: a `model` function span holding 60 `layer`
+  // modules (paths layer[0] … layer[59]); request b's layers are 1 ns shorter.
+  const event = (request, attributes, nanos) => ({ schema_version: 1, event_kind: 'timed_span',
+    ts_unix_nanos: 1767225600000000000, timestamp: '2026-01-01T00:00:00Z',
+    event_id: `${request}-${attributes.span_id ?? 'req'}`, request_id: request, correlation_id: 'c',
+    entrypoint: 'serve', backend: 'cpu', runtime_preset_hash: 'sha256:ab',
+    phase: attributes.span_id === undefined ? 'request' : 'module', status: 'ok',
+    duration_us: Math.floor(nanos / 1000), shape: { batch: 1 },
+    ...(attributes.span_id === undefined ? {} : { attributes }) });
+  const lines = [];
+  for (const [request, less] of [['a', 0], ['b', 1]]) {
+    lines.push(event(request, {}, 9000));
+    const common = { span_kind: 'module', forward: 'prefill', forward_index: 0 };
+    lines.push(event(request, { ...common, span_id: 1, name: 'model', span_kind: 'function',
+      start_nanos_since_request_start: 0, duration_nanos: 200000 }, 200000));
+    for (let m = 0; m < 60; m++) {
+      const nanos = 1000 + m * 10 - less;
+      lines.push(event(request, { ...common, span_id: m + 2, parent_span_id: 1, name: 'layer',
+        start_nanos_since_request_start: 1 + m * 2000, duration_nanos: nanos }, nanos));
+    }
+  }
+  mkdirSync(artifacts, { recursive: true });
+  const file = join(artifacts, 'many-modules.profile.jsonl');
+  writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+
+  const byPath = cli('query', file, '--kind', 'modules', '--json', '--limit', '100000');
+  assert.equal(byPath.modules.length, 60);
+  assert.ok(byPath.modules.every((r) => r.calls === 2 && r.requests === 2));
+  const { page, seen } = await openPage();
+  await openByPicker(page, file);
+  assert.equal(await page.locator('[data-testid=profile-module-row]').count(), 50);
+  assert.deepEqual((await attrs(page, '[data-testid=profile-module-row]', ['data-key'])).map((r) => r['data-key']),
+    byPath.modules.slice(0, 50).map((r) => r.path));
+  assert.match(await page.textContent('[data-testid=profile-modules-shown]'), /The 50 module paths with the most time, of 60/);
+  await checkProfileModuleRows(page, byPath.modules, 'path', 'many profile modules by path');
+  await page.click('[data-testid=profile-modules-all]');
+  assert.equal(await page.locator('[data-testid=profile-module-row]').count(), 50);
+  const byName = cli('query', file, '--kind', 'modules', '--by', 'name', '--json', '--limit', '100000').modules;
+  assert.deepEqual(byName.map((r) => [r.name, r.calls]), [['layer', 120]]);
+  await checkProfileModuleRows(page, byName, 'name', 'many profile modules by name');
+  const counts = await attrs(page, '[data-testid=request-row]', ['data-request', 'data-forwards', 'data-module-spans']);
+  assert.deepEqual(counts, [{ 'data-request': 'a', 'data-forwards': '1', 'data-module-spans': '60' },
+    { 'data-request': 'b', 'data-forwards': '1', 'data-module-spans': '60' }]);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
 test('a model with more module paths than the table shows: the heaviest 50, then all on request, as the CLI orders them', async () => {
   // 60 modules, each a forward and a backward span under the measured step's `forward` and
   // `backward` function spans (which add no path segment), so 60 paths.
