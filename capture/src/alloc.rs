@@ -15,16 +15,26 @@
 //! Without it installed, [`live_bytes`] and [`peak_bytes`] stay 0 and attribution scopes
 //! report zeros.
 //!
-//! **Attribution.** While an [`AttributionScope`] is open on a thread (the recorder opens one
-//! per span), that thread's allocations and frees are also counted in thread-local counters,
-//! and [`AttributionScope::finish`] returns what happened between open and finish:
-//! bytes allocated and freed, counts, and the peak net growth. Scopes nest (a parent's numbers
-//! include its children's). Frees are counted on the thread that frees, whoever allocated.
+//! **Per-span host blocks.** During a recorder's captured step (see
+//! [`RecorderBuilder::alloc_threshold_bytes`](crate::RecorderBuilder::alloc_threshold_bytes)),
+//! every block of at least the threshold allocated on a thread with an open span is handed to
+//! the recorder as a `memory` `alloc` of that span, and its free (on any thread, until the next
+//! step begins) as a `free`. Below the threshold, one relaxed load per allocation decides.
+//!
+//! **Attribution scopes.** While an [`AttributionScope`] is open on a thread, that thread's
+//! allocations and frees are also counted in thread-local counters, and
+//! [`AttributionScope::finish`] returns what happened between open and finish: bytes allocated
+//! and freed, counts, and the peak net growth. Scopes nest (a parent's numbers include its
+//! children's). Frees are counted on the thread that frees, whoever allocated. Nothing in this
+//! crate opens one; they are for callers that want a region's numbers in code.
 //!
 //! **Safety of the hot path.** `alloc`/`dealloc` only touch atomics and const-initialised
 //! thread-locals of `Copy` types (no destructor to register, so touching them never
-//! allocates); a thread-local re-entrancy flag makes a nested call skip attribution; nothing
-//! in them can panic (`try_with` is used, so a thread being torn down is simply not attributed).
+//! allocates); a block handed to the recorder takes a read lock that is never waited for
+//! (`try_read`: a block seen while the recorder is being attached is not written) and a slot
+//! of the thread's ring; a thread-local re-entrancy flag makes a nested call skip attribution
+//! and the recorder; nothing in them can panic (`try_with` is used, so a thread being torn
+//! down is simply not attributed).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -277,21 +287,20 @@ pub(crate) fn set_current_span(key: u64, span: u64, step: Option<Step>) {
     });
 }
 
-/// A host `device_memory` checkpoint at `timestamp_ns`: `used_bytes` = [`live_bytes`] with
-/// [`TrackingAllocator`] installed, else the process's resident set
-/// ([`process_resident_bytes`]); `free_bytes` = [`host_available_bytes`]. `None` when neither
-/// is known.
-pub(crate) fn host_checkpoint(timestamp_ns: u64) -> Option<TraceEvent> {
-    let used_bytes = if installed() {
-        live_bytes()
-    } else {
-        quietly(process_resident_bytes)?
+/// A host `device_memory` checkpoint at `timestamp_ns`: `used_bytes` = `live_bytes` (the
+/// counting allocator's, sampled by the caller), else the process's resident set
+/// ([`process_resident_bytes`], read now); `free_bytes` = [`host_available_bytes`]. `None`
+/// when neither is known. Reads `/proc`: called on the writer thread.
+pub(crate) fn host_checkpoint(timestamp_ns: u64, live_bytes: Option<u64>) -> Option<TraceEvent> {
+    let used_bytes = match live_bytes {
+        Some(bytes) => bytes,
+        None => process_resident_bytes()?,
     };
     Some(TraceEvent::DeviceMemory(DeviceMemory {
         timestamp_ns,
         device: "cpu".to_string(),
         used_bytes,
-        free_bytes: quietly(host_available_bytes),
+        free_bytes: host_available_bytes(),
         reserved_bytes: None,
     }))
 }

@@ -560,7 +560,36 @@ pub(crate) fn tensor_clock() -> Option<u64> {
     let probe = PROBE
         .get_or_init(|| Var::zeros((), DType::U8, &Device::Cpu).ok())
         .as_ref()?;
-    tensor_id(&probe.as_tensor().detach()).parse().ok()
+    tensor_number(&probe.as_tensor().detach())
+}
+
+/// The number in candle's `TensorId`, read from its `Debug` text (`TensorId(17)`) in a stack
+/// buffer: the tensor clock reads it at every span edge of the captured step, without
+/// allocating.
+fn tensor_number(tensor: &Tensor) -> Option<u64> {
+    struct Stack {
+        bytes: [u8; 48],
+        len: usize,
+    }
+    impl std::fmt::Write for Stack {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let end = self.len + s.len();
+            self.bytes
+                .get_mut(self.len..end)
+                .ok_or(std::fmt::Error)?
+                .copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
+    }
+    let mut text = Stack {
+        bytes: [0; 48],
+        len: 0,
+    };
+    std::fmt::Write::write_fmt(&mut text, format_args!("{:?}", tensor.id())).ok()?;
+    let digits = text.bytes.get(..text.len)?;
+    let digits = digits.strip_prefix(b"TensorId(")?.strip_suffix(b")")?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 fn lock_train(inner: &Inner) -> std::sync::MutexGuard<'_, Option<TrainStep>> {
@@ -1003,6 +1032,22 @@ mod tests {
             })
             .collect();
         assert_eq!(keys, vec!["fc.bias", "fc.weight"]);
+        Ok(())
+    }
+
+    #[test]
+    fn tensor_numbers_are_the_ids_and_the_clock_moves() -> candle_core::Result<()> {
+        let t = Tensor::ones(3, DType::F32, &Device::Cpu)?;
+        assert_eq!(
+            tensor_number(&t).map(|n| n.to_string()),
+            Some(tensor_id(&t))
+        );
+        let before = tensor_clock().unwrap_or(0);
+        let u = t.exp()?;
+        let after = tensor_clock().unwrap_or(0);
+        // The probe's own reading takes an id too: the tensor made between lies strictly inside.
+        let id = tensor_number(&u).unwrap_or(0);
+        assert!(before < id && id < after, "{before} < {id} < {after}");
         Ok(())
     }
 

@@ -649,7 +649,7 @@ impl RequestHandle {
     /// `latency` and above; see [`RequestHandle::decode_step`]), with
     /// [`TrackingAllocator`](crate::alloc::TrackingAllocator) installed a host memory snapshot
     /// (detail `resource` and above: live bytes before and after, the process-wide high water
-    /// during the call) and, when it succeeds, one token commit at its end. Its result is
+    /// during the call) and, when it succeeds, one token commit at the moment it returned. Its result is
     /// returned unchanged.
     pub fn prefill_step<T, E>(&self, forward: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         self.forward_step(None, forward)
@@ -703,7 +703,9 @@ impl RequestHandle {
                 after_bytes: Some(after_bytes),
                 current_bytes: Some(after_bytes),
                 high_water_bytes: Some(crate::alloc::peak_bytes().max(after_bytes)),
-                available_bytes: i64::try_from(crate::alloc::host_available_bytes()).ok(),
+                // Not read here: `/proc/meminfo` would cost the serving thread a file read
+                // per token.
+                available_bytes: None,
             };
             let phase = if decode.is_some() {
                 "decode"
@@ -770,7 +772,8 @@ impl RequestHandle {
             }
         });
         if result.is_ok() {
-            let at = Instant::now();
+            // The token was chosen when `forward` returned, before the events above were built.
+            let at = end;
             live.with_open(|_, st| {
                 let at = st.since_start(at);
                 if let Some(timing) = &mut st.timing {

@@ -81,6 +81,12 @@ pub(crate) enum Record {
         start_ns: u64,
         end_ns: u64,
     },
+    /// A host `device_memory` checkpoint taken at `at_ns`: `used_bytes` = `live_bytes` (the
+    /// counting allocator's), else the process's resident set read when the line is written.
+    HostCheckpoint {
+        at_ns: u64,
+        live_bytes: Option<u64>,
+    },
     /// The free of a block recorded by [`Record::HostAlloc`]; written only when that alloc
     /// was (a block allocated before the captured step is not in the trace).
     HostFree {
@@ -259,6 +265,11 @@ impl Encode for Record {
                     input_storage_bytes: 0,
                 });
                 let _ = serde_json::to_writer(&mut *out, &op);
+            }
+            Record::HostCheckpoint { at_ns, live_bytes } => {
+                if let Some(event) = crate::alloc::host_checkpoint(*at_ns, *live_bytes) {
+                    let _ = serde_json::to_writer(&mut *out, &event);
+                }
             }
             Record::HostFree { ptr, span, at_ns } => {
                 if let Some((id, bytes, alloc_span, category)) = host.live.remove(ptr) {
@@ -531,6 +542,7 @@ impl Inner {
     }
 
     /// Queue an event built by this crate (bypasses the recording check of `Sink::emit`).
+    #[cfg(feature = "cuda")]
     pub(crate) fn send_event(&self, event: TraceEvent) {
         self.writer.send(Record::Event(Box::new(event)));
     }
@@ -548,16 +560,19 @@ impl Inner {
             .strip_prefix("cuda:")
             .and_then(|n| n.parse::<usize>().ok())
         {
-            let before = self.counts.device_memory.load(Ordering::Relaxed);
-            let sink = CountingSink(self);
-            if crate::cuda::record_cuda_memory(&sink, ordinal).is_ok() {
-                debug_assert!(self.counts.device_memory.load(Ordering::Relaxed) > before);
-            }
+            // The sink counts the checkpoint it writes; a failed driver call writes none.
+            let _ = crate::cuda::record_cuda_memory(&CountingSink(self), ordinal);
             return;
         }
-        if let Some(event) = crate::alloc::host_checkpoint(self.now_ns()) {
+        // The live bytes are one atomic load here; the `/proc` reads (the OS's available memory,
+        // and the resident set without the allocator) happen on the writer thread.
+        let live_bytes = crate::alloc::installed().then(crate::alloc::live_bytes);
+        if live_bytes.is_some() || cfg!(target_os = "linux") {
             self.counts.device_memory.fetch_add(1, Ordering::Relaxed);
-            self.send_event(event);
+            self.writer.send(Record::HostCheckpoint {
+                at_ns: self.now_ns(),
+                live_bytes,
+            });
         }
     }
 

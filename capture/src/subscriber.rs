@@ -8,8 +8,9 @@
 //!
 //! The installed subscriber is this crate's own ([`CaptureSubscriber`]), not a
 //! `tracing_subscriber` registry: outside a captured step (or an inference request's forward
-//! call) entering a span costs one relaxed atomic load and exiting one more, where a
-//! registry-based layer pays the registry's bookkeeping on every enter and exit. Inside them:
+//! call) its work on entering a span is one relaxed atomic load and on exiting one more (plus
+//! `tracing`'s own dispatch to it), where a registry-based layer pays the registry's
+//! bookkeeping on every enter and exit. Inside them:
 //! - with a [`Recorder`](crate::Recorder) recording, each enter/exit pair becomes one trace/6
 //!   span nested by the thread's span stack (module spans per [`looks_like_module`]), and a
 //!   span that opened no span inside it (a **leaf layer**: `linear`, `rms-norm`, `embedding`,
