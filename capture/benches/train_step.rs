@@ -78,10 +78,7 @@ fn timed_updates(t: &mut Trainer, captured: bool, iters: u64) -> Duration {
             targets,
         } = t;
         let loss = recorder
-            .forward(|| {
-                let logits = model.forward(inputs, 0, cache)?;
-                candle_nn::loss::cross_entropy(&logits, targets)
-            })
+            .forward(|| train_llama::loss_of(model, inputs, targets, cache))
             .and_then(|loss| {
                 let grads = recorder.backward(&loss)?;
                 recorder.optimizer_step(optimizer, &grads, varmap)?;

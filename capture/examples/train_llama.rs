@@ -61,7 +61,7 @@ pub fn batch(cfg: &Config, device: &Device) -> candle_core::Result<(Tensor, Tens
 }
 
 /// The cross-entropy of the model's next-token logits against `targets`.
-fn loss_of(
+pub fn loss_of(
     model: &Llama,
     inputs: &Tensor,
     targets: &Tensor,
