@@ -3,7 +3,6 @@
 //! Writes candle-trace files from training and inference binaries: one representative
 //! optimizer update or inference invocation as a `candle-graph/trace/6` execution trace
 //! ([`Recorder`]), and inference requests as an inference profile ([`InferenceProfiler`]).
-//! Behind the `cli` feature it also holds the `candle-trace` command-line tool (`cli`).
 //!
 //! ```
 //! use candle_trace_capture::{Recorder, Sink};
@@ -97,9 +96,6 @@ pub mod span;
 pub mod subscriber;
 mod wallclock;
 pub mod writer;
-
-#[cfg(feature = "cli")]
-pub mod cli;
 
 pub mod alloc;
 #[cfg(feature = "candle")]

@@ -45,7 +45,7 @@ fn read_any(path: &Path) -> AnyDocument {
 /// Run the CLI; returns (exit code, stdout parsed as JSON).
 fn cli_json(command: &str, path: &Path) -> (i32, Value) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = candle_trace_capture::cli::run(
+    let code = candle_trace_cli::run(
         ["candle-trace", command, "--json", path.to_str().unwrap()],
         &mut out,
         &mut err,

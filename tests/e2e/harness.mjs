@@ -30,7 +30,7 @@ export function cli(...args) {
   const bin = process.env.CANDLE_TRACE_BIN;
   const [cmd, argv] = bin
     ? [bin, args]
-    : ['cargo', ['run', '-q', '--release', '-p', 'candle-trace-capture', '--features', 'cli',
+    : ['cargo', ['run', '-q', '--release', '-p', 'candle-trace-cli',
         '--bin', 'candle-trace', '--', ...args]];
   const r = spawnSync(cmd, argv, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 });
   if (r.status !== 0 && r.status !== 1) {

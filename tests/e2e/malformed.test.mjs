@@ -20,7 +20,7 @@ function validate(file) {
   const bin = process.env.CANDLE_TRACE_BIN;
   const [cmd, argv] = bin
     ? [bin, ['validate', '--json', file]]
-    : ['cargo', ['run', '-q', '--release', '-p', 'candle-trace-capture', '--features', 'cli',
+    : ['cargo', ['run', '-q', '--release', '-p', 'candle-trace-cli',
         '--bin', 'candle-trace', '--', 'validate', '--json', file]];
   const r = spawnSync(cmd, argv, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 });
   if (r.status === 2) return { code: 2, reason: r.stderr.trim().split(`${file}: `).pop() };

@@ -439,7 +439,7 @@ test('sources that were off say "not captured", never 0, as the CLI does; a trac
   // The CLI's wording, from its text summary.
   const bin = process.env.CANDLE_TRACE_BIN;
   const [cmd, argv] = bin ? [bin, ['summary', file]]
-    : ['cargo', ['run', '-q', '--release', '-p', 'candle-trace-capture', '--features', 'cli', '--bin', 'candle-trace', '--', 'summary', file]];
+    : ['cargo', ['run', '-q', '--release', '-p', 'candle-trace-cli', '--bin', 'candle-trace', '--', 'summary', file]];
   const text = spawnSync(cmd, argv, { cwd: root, encoding: 'utf8' }).stdout;
   for (const why of ['not captured (layer_ops off)', 'not captured (allocator off)', 'not captured (gradients off)']) {
     assert.ok(text.includes(why), `the CLI says ${why}: ${text}`);

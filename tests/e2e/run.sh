@@ -9,7 +9,7 @@ root="$(cd "$here/../.." && pwd)"
 cd "$root"
 cargo fetch --quiet
 (cd web && trunk build --release)
-cargo build --quiet --release -p candle-trace-capture --features cli --bin candle-trace
+cargo build --quiet --release -p candle-trace-cli --bin candle-trace
 target_dir="$(cargo metadata --format-version 1 --no-deps | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')"
 export CANDLE_TRACE_BIN="$target_dir/release/candle-trace"
 cd "$here"

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use candle_trace_capture::cli::run;
+use candle_trace_cli::run;
 use candle_trace_schema::chrome::export::{profile_to_chrome, trace_to_chrome};
 use candle_trace_schema::chrome::read_chrome;
 use candle_trace_schema::document::TraceDocument;

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use candle_trace_capture::cli::run;
+use candle_trace_cli::run;
 use candle_trace_tests::fixtures_dir;
 use serde_json::Value;
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use candle_trace_capture::cli::run;
+use candle_trace_cli::run;
 use candle_trace_schema::diagnostics::{sort_diagnostics, Diagnostic};
 use candle_trace_schema::document::{TraceDocument, TraceReader};
 use candle_trace_schema::format::{AnyDocument, AnyReader, Format};

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
-use candle_trace_capture::cli::run;
+use candle_trace_cli::run;
 use candle_trace_tests::fixtures_dir;
 use serde_json::{json, Value};
 

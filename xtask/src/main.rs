@@ -34,9 +34,7 @@ const CLI_BIN: &[&str] = &[
     "--release",
     "-q",
     "-p",
-    "candle-trace-capture",
-    "--features",
-    "cli",
+    "candle-trace-cli",
     "--bin",
     "candle-trace",
 ];

@@ -1,5 +1,5 @@
 //! `candle-trace`: read, validate, summarise and query candle-trace files.
-//! See `candle-trace --help`; the tool itself is `candle_trace_capture::cli::run`.
+//! See `candle-trace --help`; the tool itself is `candle_trace_cli::run`.
 
 use std::io::Write;
 
@@ -14,7 +14,7 @@ fn main() -> ExitCode {
     let stderr = std::io::stderr();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut err = stderr.lock();
-    let code = candle_trace_capture::cli::run(std::env::args_os(), &mut out, &mut err);
+    let code = candle_trace_cli::run(std::env::args_os(), &mut out, &mut err);
     // A closed pipe (`candle-trace ... | head`) is not worth a panic or a message.
     let _ = out.flush();
     ExitCode::from(u8::try_from(code).unwrap_or(2))

@@ -2,7 +2,7 @@
 //! candle-trace files.
 //!
 //! [`run`] is the whole tool behind a testable signature (arguments in, text out, exit code
-//! back); `src/bin/candle-trace/main.rs` only wires it to the process. Exit codes:
+//! back); `src/main.rs` only wires it to the process. Exit codes:
 //! 0 success; 1 `validate` found at least one error-severity diagnostic, or `compare` refused two
 //! runs whose meta differ; 2 the file could not
 //! be read at all (missing, unreadable, a format candle-trace cannot read) or the command line
