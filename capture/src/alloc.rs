@@ -45,13 +45,20 @@ use candle_trace_schema::events::{
     DeviceMemory, MemoryAction, MemoryEvent, Step, TensorCategory, TraceEvent,
 };
 
-use crate::recorder::HostSink;
 use crate::sink::Sink;
 
 static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
 static PEAK_BYTES: AtomicU64 = AtomicU64::new(0);
 static ALLOC_COUNT: AtomicU64 = AtomicU64::new(0);
 static FREE_COUNT: AtomicU64 = AtomicU64::new(0);
+
+/// The allocator's view of a recorder: host blocks of at least the threshold.
+pub(crate) trait HostSink: Send + Sync {
+    fn key(&self) -> u64;
+    fn threshold_bytes(&self) -> u64;
+    fn host_alloc(&self, ptr: u64, bytes: u64, span: u64, step: Option<Step>);
+    fn host_free(&self, ptr: u64, span: u64);
+}
 
 /// The recorder that host blocks of at least its threshold go to, during its captured step.
 static HOST_SINK: RwLock<Option<Arc<dyn HostSink>>> = RwLock::new(None);

@@ -28,8 +28,8 @@ use candle_trace_schema::events::{
     Gradient, GradientState, MemoryAction, MemoryEvent, Op, TensorCategory, TensorEvent, TraceEvent,
 };
 
-use crate::recorder::{Inner, TrainStep};
 use crate::sink::Sink;
+use crate::state::{Inner, TrainStep};
 use crate::sync::{note_sync_error, DeviceSync};
 use crate::Recorder;
 use candle_trace_schema::events::Step;
@@ -536,7 +536,7 @@ fn record_graph_in<S: Sink + ?Sized>(
             .parse::<u64>()
             .ok()
             .and_then(&span_of)
-            .map_or_else(|| current.clone(), crate::span::span_id);
+            .map_or_else(|| current.clone(), crate::stack::span_id);
         sink.emit(TraceEvent::Tensor(TensorEvent {
             span_id: span.into(),
             tensor_id: id.into(),

@@ -6,7 +6,7 @@
 //! [`StepToken`] is dropped. Every instrumentation call first loads that flag and returns at
 //! once when it is clear, so the steps before and after cost one atomic load per call.
 
-use crate::recorder::Inner;
+use crate::state::Inner;
 
 /// One step of the run, from [`Recorder::begin_step`](crate::Recorder::begin_step) until it is
 /// dropped (or [`end`](StepToken::end)ed). Dropping the captured step's token turns recording

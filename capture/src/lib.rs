@@ -89,14 +89,18 @@ pub mod error;
 pub mod gating;
 pub mod layer;
 pub mod meta;
+mod names;
 pub mod profiler;
 pub mod recorder;
 pub mod sink;
 pub mod span;
+mod stack;
+mod state;
 pub mod subscriber;
 mod wallclock;
 pub mod writer;
 
+mod active;
 pub mod alloc;
 #[cfg(feature = "candle")]
 pub mod candle;

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use candle_trace_schema::events::{Meta, Phase, TimingMode, TraceEvent, TRACE_SCHEMA};
 
 use crate::error::CaptureError;
-use crate::recorder::{HostBlocks, Inner, InnerParts, Recorder};
+use crate::recorder::Recorder;
+use crate::state::{HostBlocks, Inner, InnerParts};
 use crate::sync::{DeviceSync, SpanTimer};
 use crate::wallclock;
 use crate::writer::{Framing, Target, Writer, DEFAULT_QUEUE_CAPACITY};
@@ -73,6 +74,13 @@ fn generated_run_id() -> String {
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+impl Recorder {
+    /// A builder for a recorder of `entrypoint` (`train::step`, `Model::forward` ...).
+    pub fn builder(entrypoint: impl Into<String>) -> RecorderBuilder {
+        RecorderBuilder::new(entrypoint)
+    }
 }
 
 impl RecorderBuilder {

@@ -34,12 +34,9 @@ use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
 
 use crate::error::CaptureError;
-use crate::layer::looks_like_module;
-use crate::recorder::Inner;
+use crate::names::looks_like_module;
+use crate::state::Inner;
 
-/// Consumers recording right now: the installed recorder during its captured step, plus one
-/// per inference forward call in progress. Zero outside them: `enter` returns after one load.
-static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// Spans entered while something was recording and not exited yet: `exit` returns after one
 /// load when zero.
 static OPEN: AtomicUsize = AtomicUsize::new(0);
@@ -179,7 +176,7 @@ impl Subscriber for CaptureSubscriber {
 
     #[inline]
     fn enter(&self, span: &Id) {
-        if ACTIVE.load(Ordering::Relaxed) == 0 {
+        if !crate::active::any() {
             return;
         }
         enter_slow(span.into_u64());
@@ -358,16 +355,6 @@ pub(crate) fn detach_recorder(key: u64) {
     drop(old);
 }
 
-/// Something started recording spans (a captured step began, a forward call started).
-pub(crate) fn activate() {
-    ACTIVE.fetch_add(1, Ordering::AcqRel);
-}
-
-/// What [`activate`] started has ended.
-pub(crate) fn deactivate() {
-    let _ = ACTIVE.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| n.checked_sub(1));
-}
-
 /// Collect the module spans of an inference forward call run by `f` on this thread.
 pub(crate) fn with_forward<R>(f: impl FnOnce() -> R) -> (R, Vec<ModuleSpan>) {
     let outer = FORWARD
@@ -379,9 +366,9 @@ pub(crate) fn with_forward<R>(f: impl FnOnce() -> R) -> (R, Vec<ModuleSpan>) {
         })
         .ok()
         .flatten();
-    activate();
+    crate::active::activate();
     let result = f();
-    deactivate();
+    crate::active::deactivate();
     let spans = FORWARD
         .try_with(|forward| {
             forward

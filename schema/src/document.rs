@@ -26,80 +26,19 @@
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::ops::Deref;
 
 use hashbrown::HashMap;
-use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{sort_diagnostics, Category, Diagnostic, DiagnosticCounts, Severity};
 use crate::events::{
     decode_line, CaptureSources, CompactString, DeviceMemory, Edge, Gradient, LineError,
-    MemoryEvent, Meta, Op, SpanKind, Step, TensorEvent, TraceEvent, TRACE_SCHEMA,
+    MemoryEvent, Meta, Op, TensorEvent, TraceEvent, TRACE_SCHEMA,
 };
 use crate::jsonl::{Line, LineSplitter};
 use crate::memory::MemoryProfile;
 use crate::spans::SpanTree;
-use crate::summary::TraceSummary;
 
-/// A record together with the 1-based line it was read from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Lined<T> {
-    /// 1-based line number in the file.
-    pub line: u64,
-    /// The record.
-    pub event: T,
-}
-
-impl<T> Lined<T> {
-    /// `event` as read from `line`.
-    pub fn new(line: u64, event: T) -> Self {
-        Lined { line, event }
-    }
-}
-
-impl<T> Deref for Lined<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.event
-    }
-}
-
-/// A span: its `span_start` fields and, once closed, its duration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Span {
-    /// Unique id.
-    pub id: CompactString,
-    /// Parent id as written (it may name no span; see [`SpanTree`] for the resolved layout).
-    pub parent_id: Option<CompactString>,
-    /// Display name.
-    pub name: CompactString,
-    /// Start, ns since the run started.
-    pub start_ns: u64,
-    /// Function, op or module.
-    pub span_kind: SpanKind,
-    /// Whether this is the run's measured region.
-    pub measured: bool,
-    /// Training step.
-    pub step: Option<Step>,
-    /// Duration from its `span_end`; `None` while (or if never) closed.
-    pub duration_ns: Option<u64>,
-    /// Line of the `span_start`.
-    pub line: u64,
-    /// Line of the `span_end`, when closed.
-    pub end_line: Option<u64>,
-}
-
-impl Span {
-    /// The duration, 0 for an unclosed span.
-    pub fn duration_or_zero(&self) -> u64 {
-        self.duration_ns.unwrap_or(0)
-    }
-
-    /// `start_ns + duration` (saturating).
-    pub fn end_ns(&self) -> u64 {
-        self.start_ns.saturating_add(self.duration_or_zero())
-    }
-}
+pub use crate::records::{Lined, Span};
 
 /// An `edge` with its endpoints resolved to span indices.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -147,7 +86,7 @@ pub struct TraceDocument {
     pub bytes_read: u64,
     /// What a Chrome Trace Event JSON file held beyond spans (tracks, instants, counters,
     /// skipped phases); `None` for a trace/6 file.
-    pub chrome: Option<alloc::boxed::Box<crate::chrome::ChromeImport>>,
+    pub chrome: Option<alloc::boxed::Box<crate::tracks::ChromeImport>>,
     span_index: HashMap<CompactString, u32>,
 }
 
@@ -193,11 +132,6 @@ impl TraceDocument {
     /// The span with this id.
     pub fn span(&self, id: &str) -> Option<&Span> {
         self.span_index(id).map(|i| &self.spans[i])
-    }
-
-    /// The eight SCHEMA.md summary numbers.
-    pub fn summary(&self) -> TraceSummary {
-        TraceSummary::of(self)
     }
 
     /// Error and warning counts.
@@ -277,16 +211,6 @@ impl TraceDocument {
         names.reverse();
         names.join("/")
     }
-}
-
-/// The line's bytes, without a UTF-8 byte-order mark when it is the first line of the file;
-/// `None` when nothing but the mark is left (the line is then blank).
-pub(crate) fn without_bom<'a>(line: &Line<'a>) -> Option<&'a [u8]> {
-    if line.number != 1 {
-        return Some(line.bytes);
-    }
-    let bytes = crate::format::strip_bom(line.bytes);
-    (!crate::jsonl::is_blank(bytes)).then_some(bytes)
 }
 
 impl TraceDocument {
@@ -431,7 +355,7 @@ impl TraceReader {
     }
 
     fn line(&mut self, line: Line<'_>) {
-        let Some(bytes) = without_bom(&line) else {
+        let Some(bytes) = crate::jsonl::without_bom(&line) else {
             return;
         };
         let first = *self.first_line.get_or_insert(line.number);

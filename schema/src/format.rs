@@ -13,6 +13,8 @@
 //!   probe window is searched for the tell-tale keys in the same order of preference.
 //! - A UTF-8 byte-order mark is skipped.
 
+pub use crate::jsonl::strip_bom;
+use crate::jsonl::BOM;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
@@ -61,14 +63,6 @@ struct Probe {
     event_kind: Option<IgnoredAny>,
     schema_version: Option<IgnoredAny>,
     traceEvents: Option<IgnoredAny>,
-}
-
-/// The UTF-8 byte-order mark.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// Strip a leading UTF-8 byte-order mark.
-pub fn strip_bom(bytes: &[u8]) -> &[u8] {
-    bytes.strip_prefix(BOM).unwrap_or(bytes)
 }
 
 /// Detect the format of a file from its first bytes. `at_eof` says `prefix` is the whole file.

@@ -96,6 +96,24 @@ pub fn is_blank(bytes: &[u8]) -> bool {
     bytes.iter().all(|b| b.is_ascii_whitespace())
 }
 
+/// The UTF-8 byte-order mark.
+pub(crate) const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Strip a leading UTF-8 byte-order mark.
+pub fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(BOM).unwrap_or(bytes)
+}
+
+/// The line's bytes, without a UTF-8 byte-order mark when it is the first line of the file;
+/// `None` when nothing but the mark is left (the line is then blank).
+pub(crate) fn without_bom<'a>(line: &Line<'a>) -> Option<&'a [u8]> {
+    if line.number != 1 {
+        return Some(line.bytes);
+    }
+    let bytes = strip_bom(line.bytes);
+    (!is_blank(bytes)).then_some(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

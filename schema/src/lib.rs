@@ -60,6 +60,8 @@ pub mod percentiles;
 pub mod phases;
 pub mod profile;
 pub mod reconcile;
+pub mod records;
 pub mod spans;
 pub mod summary;
+pub mod tracks;
 pub mod units;

@@ -21,8 +21,8 @@ use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{Category, Diagnostic};
-use crate::document::Lined;
 use crate::events::{DeviceMemory, MemoryAction, MemoryEvent, TensorCategory};
+use crate::records::Lined;
 
 /// One allocation live at the peak.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -654,7 +654,7 @@ pub fn read_profile(bytes: &[u8]) -> ProfileDocument {
 }
 
 fn read_line(line: Line<'_>, doc: &mut ProfileDocument) {
-    let Some(bytes) = crate::document::without_bom(&line) else {
+    let Some(bytes) = crate::jsonl::without_bom(&line) else {
         return;
     };
     match decode_line(bytes) {

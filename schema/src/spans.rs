@@ -17,7 +17,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::diagnostics::{Category, Diagnostic};
-use crate::document::Span;
+use crate::records::Span;
 
 /// Parent/child structure of a document's spans, indexed like `TraceDocument::spans`.
 ///

@@ -97,6 +97,13 @@ impl NotCaptured {
     }
 }
 
+impl TraceDocument {
+    /// The eight SCHEMA.md summary numbers ([`TraceSummary::of`]).
+    pub fn summary(&self) -> TraceSummary {
+        TraceSummary::of(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,8 @@
 //!   target in `fuzz/` for 20 s (`SKIPPED` without a nightly toolchain; a crash fails CI).
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]` — seed the fuzz corpora from
 //!   `tests/fixtures` and run the targets (all by default) for N s each (default 20).
-//! - `cargo xtask deps` — only the dependency guard.
+//! - `cargo xtask deps` — only the dependency guard (`deps.rs`: denied crates per package, no
+//!   import circle between the modules of a crate).
 //! - `cargo xtask demo [--port N] [--no-serve]` — capture a fresh training-step trace of a
 //!   candle-transformers Llama with the `train_llama` example (`target/demo/train.trace6.jsonl`)
 //!   and an inference profile with `serve_llama` (`target/demo/infer.profile.jsonl`), summarise
@@ -18,6 +19,7 @@
 //!   the viewer and serve it on 127.0.0.1 with the trace preloaded through `?url=`.
 
 mod bench;
+mod deps;
 mod fuzz;
 mod serve;
 mod tools;
@@ -39,28 +41,11 @@ const CLI_BIN: &[&str] = &[
     "candle-trace",
 ];
 
-/// Crates that must never appear in `capture`'s dependency tree (it links into training
-/// binaries) and in `viewer`'s (it is a wasm page), after rerun's `denied_sdk_deps`.
-const DENIED: &[(&str, &[&str])] = &[
-    (
-        "candle-trace-capture",
-        &["leptos", "web-sys", "wasm-bindgen", "js-sys"],
-    ),
-    (
-        "candle-trace-viewer",
-        &["candle-core", "candle-nn", "cudarc"],
-    ),
-    (
-        "candle-trace-schema",
-        &["candle-core", "cudarc", "leptos", "web-sys"],
-    ),
-];
-
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("ci") => ci(),
-        Some("deps") => dependency_guard(),
+        Some("deps") => deps::guard(),
         Some("demo") => demo(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         // Install the pinned web tools and the browser ahead of time (ci and demo do it too).
@@ -147,7 +132,7 @@ fn ci() -> Result<()> {
         cargo(&["test", "--workspace", "--all-features"])
     })?;
     stage("fuzz smoke", &|| fuzz::smoke(fuzz::SMOKE_SECONDS, &[]))?;
-    stage("dependency guard", &dependency_guard)?;
+    stage("dependency guard", &deps::guard)?;
     stage("viewer build (trunk)", &tools::build_viewer)?;
     stage("browser end-to-end tests", &browser_tests)?;
     eprintln!("\nstage timings:");
@@ -282,43 +267,6 @@ fn demo(args: &[String]) -> Result<()> {
         eprintln!("\nviewer: http://{addr}/?url=demo/train.trace6.jsonl");
         eprintln!("(serving web/dist and target/demo on 127.0.0.1 only; Ctrl-C stops)");
     })
-}
-
-fn dependency_guard() -> Result<()> {
-    for (package, denied) in DENIED {
-        let output = Command::new(env_cargo())
-            .args([
-                "tree",
-                "-p",
-                package,
-                "--all-features",
-                "-e",
-                "normal,build",
-                "--prefix",
-                "none",
-                "--format",
-                "{p}",
-            ])
-            .output()
-            .with_context(|| format!("cannot run cargo tree for {package}"))?;
-        if !output.status.success() {
-            bail!(
-                "cargo tree -p {package} failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        let tree = String::from_utf8_lossy(&output.stdout);
-        let found: Vec<&str> = tree
-            .lines()
-            .filter_map(|l| l.split_whitespace().next())
-            .filter(|name| denied.contains(name))
-            .collect();
-        if !found.is_empty() {
-            bail!("{package} must not depend on {found:?}");
-        }
-        eprintln!("{package}: none of {denied:?} in its tree");
-    }
-    Ok(())
 }
 
 fn env_cargo() -> String {

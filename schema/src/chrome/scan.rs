@@ -20,16 +20,7 @@ use alloc::format;
 use alloc::vec::Vec;
 
 use crate::diagnostics::{Category, Diagnostic};
-
-/// The outer shape of a Chrome JSON file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChromeForm {
-    /// `[ev, ev, ...]`.
-    Array,
-    /// `{"traceEvents": [...], ...}`.
-    Object,
-}
+use crate::tracks::ChromeForm;
 
 /// What the scanner hands back.
 #[derive(Debug)]

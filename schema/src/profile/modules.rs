@@ -35,9 +35,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{EventKind, ProfileDocument, ProfileRecord};
-use crate::document::Span;
 use crate::events::{CompactString, SpanKind};
 use crate::paths::{ModuleGrouping, ModulePaths};
+use crate::records::Span;
 use crate::spans::SpanTree;
 
 /// The `phase` of module-span events.
