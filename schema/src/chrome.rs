@@ -10,7 +10,9 @@
 //! and their names, instants, counters, skipped phases).
 //!
 //! Where SCHEMA.md is silent, the importer chooses (tests/fixtures/README.md says the same):
-//! - **Time.** `ts`/`dur` are µs (`displayTimeUnit` only affects display). Each value becomes
+//! - **Time.** `ts`/`dur` are µs (`displayTimeUnit` only affects display), JSON numbers or
+//!   strings holding one (`"200.5"`, as Chrome and Perfetto accept; the rule is in `micros`;
+//!   any other string is a wrong-type error). Each value becomes
 //!   ns as `round(µs × 1000)` in f64, half away from zero (exact to the ns below 2^53 ns ≈ 104
 //!   days). All times are then rebased so that the earliest kept event (span start, instant or
 //!   counter) is at 0 ns. A `B`/`E` span lasts `ns(E.ts) − ns(B.ts)`.
@@ -77,8 +79,10 @@ use crate::events::CompactString;
 use crate::events::{Meta, Phase, SpanKind, Step, TimingMode, TRACE_SCHEMA};
 
 pub mod export;
+mod micros;
 mod scan;
 
+use micros::Micros;
 pub use scan::ChromeForm;
 use scan::{Scanned, Scanner};
 
@@ -237,9 +241,9 @@ struct RawEvent {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
-    ts: Option<f64>,
+    ts: Option<Micros>,
     #[serde(default)]
-    dur: Option<f64>,
+    dur: Option<Micros>,
     #[serde(default)]
     pid: Option<TrackId>,
     #[serde(default)]
@@ -505,11 +509,11 @@ impl ReadState {
         }
         let pid = raw.pid.clone().unwrap_or_default();
         let tid = raw.tid.clone().unwrap_or_default();
-        let ts = raw.ts.map(us_to_ns).unwrap_or(0);
+        let ts = raw.ts.map(|t| us_to_ns(t.0)).unwrap_or(0);
         let name = raw.name.clone().unwrap_or_default();
         match ph.as_str() {
             "X" | "B" => {
-                let duration = match raw.dur.map(us_to_ns) {
+                let duration = match raw.dur.map(|d| us_to_ns(d.0)) {
                     Some(d) if d < 0 => {
                         return self.error(
                             line,
@@ -955,7 +959,7 @@ mod tests {
 not json,
 {"ph":"X","name":"ok","ts":5,"dur":1},
 {"ph":"X","ts":5,"dur":1},
-{"ph":"X","name":"ok2","ts":"5","dur":1},
+{"ph":"X","name":"ok2","ts":"five","dur":1},
 {"ph":"i","name":"mark","ts":6,"s":"g"},
 {"ph":"C","name":"mem","ts":7,"args":{"bytes":10,"label":"x"}},
 {"name":"noph"},
