@@ -37,8 +37,8 @@
 //!   tid); other `M` names are accepted and ignored. Tracks are listed in order of first
 //!   appearance.
 //! - **Instants** (`i`, `I`; `s` scope `g`/`p`/`t`, default `t`) and **counters** (`C`: one
-//!   [`CounterSample`] per numeric entry of `args`, the key naming the series; other entries
-//!   are ignored; the track is (pid, 0), counters belong to processes) are kept in
+//!   [`CounterSample`] per numeric entry of `args` — a number or a string holding one, by the
+//!   rule for `ts` — the key naming the series; other entries are ignored; the track is (pid, 0), counters belong to processes) are kept in
 //!   [`ChromeImport`].
 //! - **Other phases** (async `b`/`e`/`n`, flows `s`/`t`/`f`, objects `N`/`O`/`D`, samples `P`,
 //!   marks `R`, clock sync `c`, context `(`/`)` and any unknown `ph`) are counted: one warning
@@ -82,7 +82,7 @@ pub mod export;
 mod micros;
 mod scan;
 
-use micros::Micros;
+use micros::{parse_micros, Micros};
 pub use scan::ChromeForm;
 use scan::{Scanned, Scanner};
 
@@ -578,7 +578,9 @@ impl ReadState {
                 let track = self.track(pid, TrackId::default());
                 if let Some(args) = &raw.args {
                     for (key, v) in args {
-                        if let Some(x) = v.as_f64() {
+                        // Numbers, and strings holding one (as Perfetto reads counter args).
+                        let number = v.as_f64().or_else(|| v.as_str().and_then(parse_micros));
+                        if let Some(x) = number {
                             self.counters
                                 .push((line, name.clone(), key.clone(), track, ts, x));
                         }
