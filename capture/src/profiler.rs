@@ -203,7 +203,8 @@ impl ProfilerBuilder {
 
     /// Also send each finished request to an OpenTelemetry collector (feature `otlp`; see
     /// [`crate::otlp`]). Serving never waits for it: events go through a bounded queue to a
-    /// background thread, and what was dropped is in [`ProfileReport::otlp`].
+    /// background thread, and what was dropped is in [`ProfileReport::otlp`]. With detail `off`
+    /// nothing is recorded, so nothing is sent and no exporter is started.
     #[cfg(feature = "otlp")]
     pub fn otlp(mut self, config: crate::otlp::OtlpConfig) -> Self {
         self.otlp = Some(config);
