@@ -60,4 +60,7 @@ pub enum CaptureError {
     /// `finish()` was called more than once.
     #[error("this capture was already finished")]
     AlreadyFinished,
+    /// The OTLP exporter could not be built (feature `otlp`), e.g. a malformed endpoint.
+    #[error("cannot start the OTLP exporter: {0}")]
+    Otlp(String),
 }

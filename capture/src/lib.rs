@@ -106,6 +106,8 @@ pub mod alloc;
 pub mod candle;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 pub mod sync;
 
 pub use error::CaptureError;

@@ -124,6 +124,9 @@ pub struct ProfileReport {
     pub bytes_written: u64,
     /// The files written.
     pub paths: Vec<PathBuf>,
+    /// What the live OpenTelemetry exporter did, when one was configured (feature `otlp`).
+    #[cfg(feature = "otlp")]
+    pub otlp: Option<crate::otlp::OtlpReport>,
 }
 
 /// Configures an [`InferenceProfiler`]. Made by [`InferenceProfiler::builder`].
@@ -140,6 +143,8 @@ pub struct ProfilerBuilder {
     correlation_id: Option<String>,
     writer: Option<Box<dyn io::Write + Send>>,
     queue_capacity: usize,
+    #[cfg(feature = "otlp")]
+    otlp: Option<crate::otlp::OtlpConfig>,
 }
 
 impl std::fmt::Debug for ProfilerBuilder {
@@ -196,6 +201,16 @@ impl ProfilerBuilder {
         self
     }
 
+    /// Also send each finished request to an OpenTelemetry collector (feature `otlp`; see
+    /// [`crate::otlp`]). Serving never waits for it: events go through a bounded queue to a
+    /// background thread, and what was dropped is in [`ProfileReport::otlp`]. With detail `off`
+    /// nothing is recorded, so nothing is sent and no exporter is started.
+    #[cfg(feature = "otlp")]
+    pub fn otlp(mut self, config: crate::otlp::OtlpConfig) -> Self {
+        self.otlp = Some(config);
+        self
+    }
+
     /// [`build`](ProfilerBuilder::build) the profiler and route the program's `tracing` spans
     /// into it: the module spans (candle-transformers' layers) of each request's forward calls
     /// run through [`RequestHandle::prefill_step`] and [`RequestHandle::decode_step`] are
@@ -240,6 +255,11 @@ impl ProfilerBuilder {
                 "candle-trace-profile-writer",
             )?)
         };
+        #[cfg(feature = "otlp")]
+        let otlp = match self.otlp {
+            Some(config) if writer.is_some() => Some(crate::otlp::OtlpExporter::spawn(config)?),
+            _ => None,
+        };
         let correlation_id = self.correlation_id.unwrap_or_else(|| {
             format!("{:x}-{:x}", wallclock::unix_nanos_now(), std::process::id())
         });
@@ -259,6 +279,8 @@ impl ProfilerBuilder {
                 skipped: AtomicU64::new(0),
                 finished: AtomicBool::new(false),
                 writer,
+                #[cfg(feature = "otlp")]
+                otlp,
             }),
         })
     }
@@ -303,6 +325,8 @@ struct ProfilerInner {
     skipped: AtomicU64,
     finished: AtomicBool,
     writer: Option<Writer<Line>>,
+    #[cfg(feature = "otlp")]
+    otlp: Option<crate::otlp::OtlpExporter>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -348,6 +372,10 @@ impl ProfilerInner {
         };
         let broken = validate_event(&event);
         if broken.is_empty() {
+            #[cfg(feature = "otlp")]
+            if let Some(otlp) = &self.otlp {
+                otlp.offer(&event);
+            }
             writer.send(Line(event));
             return;
         }
@@ -375,6 +403,8 @@ impl InferenceProfiler {
             correlation_id: None,
             writer: None,
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            #[cfg(feature = "otlp")]
+            otlp: None,
         }
     }
 
@@ -508,6 +538,10 @@ impl InferenceProfiler {
             report.events_dropped = w.events_dropped;
             report.bytes_written = w.bytes_written;
             report.paths = w.paths;
+        }
+        #[cfg(feature = "otlp")]
+        {
+            report.otlp = inner.otlp.as_ref().map(crate::otlp::OtlpExporter::finish);
         }
         Ok(report)
     }

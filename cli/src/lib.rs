@@ -53,7 +53,8 @@ enum Command {
         json: bool,
     },
     /// Write a trace/6 file or an inference profile in another format (Chrome Trace Event JSON,
-    /// which Perfetto and chrome://tracing open).
+    /// which Perfetto and chrome://tracing open; OTLP/JSON traces for an OpenTelemetry
+    /// collector, inference profiles only).
     Export {
         /// The file to read.
         file: PathBuf,
@@ -63,6 +64,9 @@ enum Command {
         /// Where to write (default: standard output).
         #[arg(short, long)]
         output: Option<PathBuf>,
+        /// `--format otlp`: the resource's `service.name`.
+        #[arg(long, default_value = "candle-trace")]
+        service_name: String,
     },
     /// Compare a candidate trace with a baseline: per span path and per op time deltas, new and
     /// vanished paths, memory peaks, gradient state changes and the eight summary numbers.
@@ -144,6 +148,8 @@ pub enum QueryKind {
 pub enum ExportFormat {
     /// Chrome Trace Event JSON (object form), for Perfetto and chrome://tracing.
     Chrome,
+    /// OTLP/JSON `ExportTraceServiceRequest`: one trace per request (inference profiles).
+    Otlp,
 }
 
 /// How `query --kind ops` and `query --kind modules` group.
@@ -200,9 +206,16 @@ where
         }
         Command::Export {
             file,
-            format: ExportFormat::Chrome,
+            format,
             output,
-        } => read(file).and_then(|doc| export::run(file, &doc, output.as_deref(), out, err)),
+            service_name,
+        } => read(file).and_then(|doc| {
+            let format = match format {
+                ExportFormat::Chrome => export::Format::Chrome,
+                ExportFormat::Otlp => export::Format::Otlp { service_name },
+            };
+            export::run(file, &doc, format, output.as_deref(), out, err)
+        }),
         Command::Compare {
             base,
             cand,

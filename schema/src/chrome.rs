@@ -10,7 +10,9 @@
 //! and their names, instants, counters, skipped phases).
 //!
 //! Where SCHEMA.md is silent, the importer chooses (tests/fixtures/README.md says the same):
-//! - **Time.** `ts`/`dur` are µs (`displayTimeUnit` only affects display). Each value becomes
+//! - **Time.** `ts`/`dur` are µs (`displayTimeUnit` only affects display), JSON numbers or
+//!   strings holding one (`"200.5"`, as Chrome and Perfetto accept; the rule is in `micros`;
+//!   any other string is a wrong-type error). Each value becomes
 //!   ns as `round(µs × 1000)` in f64, half away from zero (exact to the ns below 2^53 ns ≈ 104
 //!   days). All times are then rebased so that the earliest kept event (span start, instant or
 //!   counter) is at 0 ns. A `B`/`E` span lasts `ns(E.ts) − ns(B.ts)`.
@@ -35,8 +37,8 @@
 //!   tid); other `M` names are accepted and ignored. Tracks are listed in order of first
 //!   appearance.
 //! - **Instants** (`i`, `I`; `s` scope `g`/`p`/`t`, default `t`) and **counters** (`C`: one
-//!   [`CounterSample`] per numeric entry of `args`, the key naming the series; other entries
-//!   are ignored; the track is (pid, 0), counters belong to processes) are kept in
+//!   [`CounterSample`] per numeric entry of `args` — a number or a string holding one, by the
+//!   rule for `ts` — the key naming the series; other entries are ignored; the track is (pid, 0), counters belong to processes) are kept in
 //!   [`ChromeImport`].
 //! - **Other phases** (async `b`/`e`/`n`, flows `s`/`t`/`f`, objects `N`/`O`/`D`, samples `P`,
 //!   marks `R`, clock sync `c`, context `(`/`)` and any unknown `ph`) are counted: one warning
@@ -76,11 +78,13 @@ use crate::events::CompactString;
 use crate::events::{Meta, Phase, SpanKind, Step, TimingMode, TRACE_SCHEMA};
 
 pub mod export;
+mod micros;
 mod scan;
 
 pub use crate::tracks::{
     ChromeForm, ChromeImport, CounterSample, Instant, SkippedPhase, Track, TrackId,
 };
+use micros::{parse_micros, Micros};
 use scan::{Scanned, Scanner};
 
 /// The id of the synthetic measured root span.
@@ -95,9 +99,9 @@ struct RawEvent {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
-    ts: Option<f64>,
+    ts: Option<Micros>,
     #[serde(default)]
-    dur: Option<f64>,
+    dur: Option<Micros>,
     #[serde(default)]
     pid: Option<TrackId>,
     #[serde(default)]
@@ -363,11 +367,11 @@ impl ReadState {
         }
         let pid = raw.pid.clone().unwrap_or_default();
         let tid = raw.tid.clone().unwrap_or_default();
-        let ts = raw.ts.map(us_to_ns).unwrap_or(0);
+        let ts = raw.ts.map(|t| us_to_ns(t.0)).unwrap_or(0);
         let name = raw.name.clone().unwrap_or_default();
         match ph.as_str() {
             "X" | "B" => {
-                let duration = match raw.dur.map(us_to_ns) {
+                let duration = match raw.dur.map(|d| us_to_ns(d.0)) {
                     Some(d) if d < 0 => {
                         return self.error(
                             line,
@@ -432,7 +436,9 @@ impl ReadState {
                 let track = self.track(pid, TrackId::default());
                 if let Some(args) = &raw.args {
                     for (key, v) in args {
-                        if let Some(x) = v.as_f64() {
+                        // Numbers, and strings holding one (as Perfetto reads counter args).
+                        let number = v.as_f64().or_else(|| v.as_str().and_then(parse_micros));
+                        if let Some(x) = number {
                             self.counters
                                 .push((line, name.clone(), key.clone(), track, ts, x));
                         }
@@ -813,7 +819,7 @@ mod tests {
 not json,
 {"ph":"X","name":"ok","ts":5,"dur":1},
 {"ph":"X","ts":5,"dur":1},
-{"ph":"X","name":"ok2","ts":"5","dur":1},
+{"ph":"X","name":"ok2","ts":"five","dur":1},
 {"ph":"i","name":"mark","ts":6,"s":"g"},
 {"ph":"C","name":"mem","ts":7,"args":{"bytes":10,"label":"x"}},
 {"name":"noph"},

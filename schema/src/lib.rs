@@ -55,6 +55,7 @@ pub mod histogram;
 pub mod jsonl;
 pub mod memory;
 pub mod ops;
+pub mod otlp;
 pub mod paths;
 pub mod percentiles;
 pub mod phases;

@@ -507,7 +507,22 @@ fn browser_tables(b: &Value) -> String {
         let (o, p) = (ours["median_ms"].as_f64(), peer["median_ms"].as_f64());
         let r = match (o, p, peer["opened"].as_bool()) {
             (Some(o), Some(p), Some(true)) => (ratio(p, o), met(p / o >= 3.0).to_string()),
-            (Some(_), _, _) => ("speedscope failed".into(), "yes".into()),
+            // Only a peer that ran out of time loses; any other failure is an error of the
+            // run, not a win.
+            (Some(_), _, _) if peer_timed_out(peer) => (
+                format!(
+                    "speedscope {}",
+                    peer["reason"].as_str().unwrap_or("timed out")
+                ),
+                "yes".into(),
+            ),
+            (Some(_), _, _) => (
+                format!(
+                    "error: speedscope {}",
+                    peer["reason"].as_str().unwrap_or("failed")
+                ),
+                "not measured".into(),
+            ),
             _ => ("—".into(), "**no**".into()),
         };
         let heap = ours["median_heap"].as_f64();
@@ -602,4 +617,29 @@ fn browser_tables(b: &Value) -> String {
         md.push('\n');
     }
     md
+}
+
+/// Whether the peer's open failed by running past the harness's time limit (`bench.mjs` says
+/// "not open after N s"), the only failure that counts as a measured loss for the peer.
+fn peer_timed_out(peer: &Value) -> bool {
+    peer["opened"].as_bool() == Some(false)
+        && peer["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("not open after "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_timed_out_peer_counts_as_a_loss() {
+        let timed_out = serde_json::json!({"opened": false, "reason": "not open after 600 s"});
+        let crashed =
+            serde_json::json!({"opened": false, "reason": "speedscope could not import the file"});
+        let opened = serde_json::json!({"opened": true, "median_ms": 900.0});
+        assert!(peer_timed_out(&timed_out));
+        assert!(!peer_timed_out(&crashed));
+        assert!(!peer_timed_out(&opened));
+    }
 }
