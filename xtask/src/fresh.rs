@@ -63,15 +63,24 @@ pub fn run(args: &[String]) -> Result<()> {
     std::fs::create_dir_all(&tools)
         .with_context(|| format!("cannot create {}", tools.display()))?;
     let repo = std::env::current_dir().context("no current folder")?;
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .context("cannot run git")?;
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    let clone_str = clone.to_str().context("the clone path is not UTF-8")?;
     crate::run(
         "git",
         &[
             "clone",
             "-q",
+            "--no-checkout",
             repo.to_str().context("the repository path is not UTF-8")?,
-            clone.to_str().context("the clone path is not UTF-8")?,
+            clone_str,
         ],
     )?;
+    // HEAD of this worktree, whatever branch the clone's origin has checked out.
+    crate::run("git", &["-C", clone_str, "checkout", "-q", &head])?;
     crate::run(
         "rustup",
         &["target", "remove", "--toolchain", &toolchain, WASM32],

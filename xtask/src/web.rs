@@ -302,16 +302,19 @@ pub fn sri_sha384(bytes: &[u8]) -> String {
     )
 }
 
-/// The tag with trunk's `data-trunk-id` added, as lol_html writes a tag with an attribute set:
-/// every attribute as `name="value"`, the new one last, and the original `/>` kept.
+/// The tag with trunk's `data-trunk-id` added, as lol_html writes a tag with an attribute set
+/// (checked against trunk 0.21.14's output): bare attributes stay bare, the others become
+/// `name="value"`, the new one goes last, and the original `/>` is kept.
 fn tag_with_id(link: &TrunkLink, id: usize, self_closing: bool) -> String {
     let mut tag = String::from("<link");
     for (name, value) in &link.attrs {
         tag.push(' ');
         tag.push_str(name);
-        tag.push_str("=\"");
-        tag.push_str(value.as_deref().unwrap_or(""));
-        tag.push('"');
+        if let Some(value) = value {
+            tag.push_str("=\"");
+            tag.push_str(value);
+            tag.push('"');
+        }
     }
     tag.push_str(&format!(" data-trunk-id=\"{id}\""));
     tag.push_str(if self_closing { " />" } else { ">" });
@@ -754,8 +757,21 @@ mod tests {
         let assets = plan("index.html", &links)?;
         let integrity = BTreeMap::from([("style.css".to_string(), "sha384-X".to_string())]);
         let page = rewrite_html(PAGE, &links, &assets, &integrity)?;
-        let want = "<!doctype html>\n<html>\n  <head>\n    <!-- <link data-trunk rel=\"css\" href=\"old.css\"> -->\n    <link data-trunk=\"\" rel=\"rust\" href=\"../viewer/Cargo.toml\" data-bin=\"v\" data-cargo-profile-release=\"wasm-release\" data-wasm-opt=\"z\" data-wasm-opt-params=\"--enable-bulk-memory  --enable-sign-ext\" data-trunk-id=\"0\" />\n    <link rel=\"stylesheet\" href=\"./style.css\" integrity=\"sha384-X\"/>\n    \n    \n    <link rel=\"icon\" href=\"data:,\" />\n  </head>\n</html>\n";
+        let want = "<!doctype html>\n<html>\n  <head>\n    <!-- <link data-trunk rel=\"css\" href=\"old.css\"> -->\n    <link data-trunk rel=\"rust\" href=\"../viewer/Cargo.toml\" data-bin=\"v\" data-cargo-profile-release=\"wasm-release\" data-wasm-opt=\"z\" data-wasm-opt-params=\"--enable-bulk-memory  --enable-sign-ext\" data-trunk-id=\"0\" />\n    <link rel=\"stylesheet\" href=\"./style.css\" integrity=\"sha384-X\"/>\n    \n    \n    <link rel=\"icon\" href=\"data:,\" />\n  </head>\n</html>\n";
         assert_eq!(page, want);
+        Ok(())
+    }
+
+    #[test]
+    fn the_repository_page_is_one_the_builder_implements() -> Result<()> {
+        let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("web");
+        let (_, links, assets) = read_page(&web)?;
+        assert_eq!(links.len(), assets.len());
+        let app = rust_app(&assets)?;
+        assert_eq!(app.bin, "candle-trace-viewer");
+        assert_eq!(app.profile, "wasm-release");
+        assert!(assets.contains(&Asset::CopyFile("loader.js".into())));
+        assert!(assets.contains(&Asset::CopyFile("worker.js".into())));
         Ok(())
     }
 
