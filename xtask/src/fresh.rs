@@ -213,7 +213,8 @@ fn check_served(port: u16) -> Result<()> {
     Ok(())
 }
 
-fn get_status(port: u16, path: &str) -> Result<u16> {
+/// The status of `GET path` from a server on 127.0.0.1:`port`.
+pub fn get_status(port: u16, path: &str) -> Result<u16> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).context("cannot reach the demo")?;
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))

@@ -5,8 +5,8 @@
 //!   (native and wasm32, `-D warnings`), the schema crate built `no_std` for wasm32, all native
 //!   tests, the dependency guard, the page built by xtask's builder ([`web`]) and by trunk (pinned
 //!   tools installed under [`tools::tools_root`] when missing; trunk's install starts on a
-//!   background thread at the first stage), a check that both builds hold the same files byte
-//!   for byte, and the browser end-to-end tests in Debian's headless chromium (installed with
+//!   background thread at the first stage), `trunk serve` answering for the page and its wasm,
+//!   a check that both builds hold the same files byte for byte, and the browser end-to-end tests in Debian's headless chromium (installed with
 //!   apt when missing).
 //!   Between the native tests and the dependency guard, a fuzz smoke stage runs every cargo-fuzz
 //!   target in `fuzz/` for 20 s (`SKIPPED` without a nightly toolchain; a crash fails CI).
@@ -42,6 +42,8 @@ const WASM: &str = "wasm32-unknown-unknown";
 
 /// Where CI's trunk build goes, relative to `web/` (web/dist is xtask's build).
 const TRUNK_DIST: &str = "../target/trunk-dist";
+/// Where CI's `trunk serve` check builds, relative to `web/`.
+const TRUNK_SERVE_DIST: &str = "../target/trunk-serve-dist";
 
 /// Cargo arguments that select the release `candle-trace` CLI.
 const CLI_BIN: &[&str] = &[
@@ -115,7 +117,9 @@ fn ci() -> Result<()> {
     };
     stage("toolchain", &|| {
         run("rustup", &["component", "add", "rustfmt", "clippy"])?;
-        run("rustup", &["target", "add", WASM])
+        run("rustup", &["target", "add", WASM])?;
+        // node/npm first: wasm-opt comes from npm (without it, a 13-minute cargo build).
+        tools::ensure_browser()
     })?;
     stage("fmt", &|| {
         cargo(&["fmt", "--all", "--", "--check"])?;
@@ -179,6 +183,9 @@ fn ci() -> Result<()> {
             install.join()?;
         }
         tools::trunk_build(TRUNK_DIST)
+    })?;
+    stage("trunk serve (development build)", &|| {
+        tools::trunk_serve_check(TRUNK_SERVE_DIST, std::time::Duration::from_secs(1200))
     })?;
     stage("xtask and trunk pages agree", &|| {
         let trunk_dist = std::path::Path::new("web").join(TRUNK_DIST);
@@ -281,6 +288,7 @@ fn demo(args: &[String]) -> Result<()> {
     }
     let started = Instant::now();
     let steps = steps::Steps::default();
+    steps.heartbeat(std::time::Duration::from_secs(60));
     // The page's tools and wasm do not depend on the examples: start them first, in the
     // background, so they overlap the examples' build.
     let page = if serve_page {

@@ -39,13 +39,52 @@ pub fn parse_done_line(line: &str) -> Option<(String, bool, f64)> {
 #[derive(Clone, Default)]
 pub struct Steps {
     times: Arc<Mutex<Vec<(String, bool, f64)>>>,
+    running: Arc<Mutex<Vec<(String, Instant)>>>,
+}
+
+/// The heartbeat line: every running step with how long it has run, or `None` when none runs.
+pub fn still_running_line(running: &[(String, u64)]) -> Option<String> {
+    if running.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = running
+        .iter()
+        .map(|(name, secs)| format!("{name} ({}m {:02}s)", secs / 60, secs % 60))
+        .collect();
+    Some(format!("... still running: {}", list.join(", ")))
 }
 
 impl Steps {
+    /// Print [`still_running_line`] every `every` while steps run (a quiet `cargo -q` build
+    /// of several minutes must not look hung). The thread ends with the process.
+    pub fn heartbeat(&self, every: std::time::Duration) {
+        let running = Arc::clone(&self.running);
+        std::thread::spawn(move || loop {
+            std::thread::sleep(every);
+            let now: Vec<(String, u64)> = match running.lock() {
+                Ok(r) => r
+                    .iter()
+                    .map(|(n, t)| (n.clone(), t.elapsed().as_secs()))
+                    .collect(),
+                Err(_) => return,
+            };
+            if let Some(line) = still_running_line(&now) {
+                eprintln!("{line}");
+            }
+        });
+    }
+
+    fn begin(&self, name: &str) {
+        if let Ok(mut r) = self.running.lock() {
+            r.push((name.to_string(), Instant::now()));
+        }
+    }
+
     /// Run `f` as the step `name` on this thread, printing its start and its time.
     pub fn run<T>(&self, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
         eprintln!("\n==> {name}");
         let started = Instant::now();
+        self.begin(name);
         let result = f();
         self.record(name, result.is_ok(), started.elapsed().as_secs_f64());
         result.with_context(|| format!("step `{name}` failed"))
@@ -59,6 +98,7 @@ impl Steps {
         f: impl FnOnce() -> Result<T> + Send + 'static,
     ) -> Background<T> {
         eprintln!("\n==> {name} (in the background)");
+        self.begin(name);
         let steps = self.clone();
         let owned = name.to_string();
         let handle = std::thread::spawn(move || {
@@ -75,6 +115,9 @@ impl Steps {
 
     fn record(&self, name: &str, ok: bool, secs: f64) {
         eprintln!("{}", done_line(name, ok, secs));
+        if let Ok(mut r) = self.running.lock() {
+            r.retain(|(n, _)| n != name);
+        }
         if let Ok(mut times) = self.times.lock() {
             times.push((name.to_string(), ok, secs));
         }
@@ -180,6 +223,15 @@ mod tests {
     }
 
     #[test]
+    fn the_heartbeat_names_every_running_step_with_minutes_and_seconds() {
+        assert_eq!(still_running_line(&[]), None);
+        assert_eq!(
+            still_running_line(&[("examples".into(), 185), ("wasm".into(), 9)]).as_deref(),
+            Some("... still running: examples (3m 05s), wasm (0m 09s)")
+        );
+    }
+
+    #[test]
     fn background_steps_are_timed_and_joined() {
         let steps = Steps::default();
         let background = steps.spawn("add", || Ok(2 + 2));
@@ -189,5 +241,7 @@ mod tests {
         assert_eq!(err.as_deref(), Some("step `fail` failed: no"));
         let times = steps.times.lock().map(|t| t.len()).unwrap_or(0);
         assert_eq!(times, 2);
+        let running = steps.running.lock().map(|r| r.len()).unwrap_or(99);
+        assert_eq!(running, 0);
     }
 }

@@ -409,6 +409,78 @@ pub fn trunk_build(dist: &str) -> Result<()> {
     Ok(())
 }
 
+/// `trunk serve` in `web/` (the development server, a debug build into `dist`, relative to
+/// `web/`) must serve the page and its wasm: started, polled until both answer 200 (at most
+/// `limit`), then stopped.
+pub fn trunk_serve_check(dist: &str, limit: std::time::Duration) -> Result<()> {
+    ensure(&Tool::Trunk)?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("cannot find a free port")?;
+    let port = listener
+        .local_addr()
+        .context("cannot find a free port")?
+        .port();
+    drop(listener);
+    let log = log_path("trunk-serve");
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let out =
+        std::fs::File::create(&log).with_context(|| format!("cannot open {}", log.display()))?;
+    let err = out
+        .try_clone()
+        .with_context(|| format!("cannot open {}", log.display()))?;
+    let port_str = port.to_string();
+    eprintln!(
+        "$ trunk serve --no-autoreload --port {port} --dist {dist}  (output: {})",
+        log.display()
+    );
+    let mut child = Command::new(tools_root().join("bin").join("trunk"))
+        .args([
+            "serve",
+            "--no-autoreload",
+            "--port",
+            &port_str,
+            "--dist",
+            dist,
+        ])
+        .current_dir("web")
+        .env("PATH", path_with_tools())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .context("cannot start trunk serve")?;
+    let started = std::time::Instant::now();
+    let result = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break Err(anyhow::anyhow!(
+                "trunk serve exited with {status}; see {}",
+                log.display()
+            ));
+        }
+        let page = crate::fresh::get_status(port, "/").ok();
+        let wasm = crate::fresh::get_status(port, "/candle-trace-viewer_bg.wasm").ok();
+        if page == Some(200) && wasm == Some(200) {
+            eprintln!(
+                "trunk serve: / and the wasm answer 200 after {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+            break Ok(());
+        }
+        if started.elapsed() > limit {
+            break Err(anyhow::anyhow!(
+                "trunk serve did not serve the page within {} s (/: {page:?}, wasm: {wasm:?}); see {}",
+                limit.as_secs(),
+                log.display()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    };
+    // Stop the server this function started.
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
