@@ -3,9 +3,11 @@
 //! - `cargo xtask ci` — every check CI runs, in order, with the time each stage took: installs
 //!   the wasm32 target and the rustfmt/clippy components when missing, then fmt check, clippy
 //!   (native and wasm32, `-D warnings`), the schema crate built `no_std` for wasm32, all native
-//!   tests, the dependency guard, the viewer built with trunk (pinned tools installed under
-//!   [`tools::tools_root`] when missing) and the browser end-to-end tests in Debian's headless
-//!   chromium (installed with apt when missing).
+//!   tests, the dependency guard, the page built by xtask's builder ([`web`]) and by trunk (pinned
+//!   tools installed under [`tools::tools_root`] when missing; trunk's install starts on a
+//!   background thread at the first stage), `trunk serve` answering for the page and its wasm,
+//!   a check that both builds hold the same files byte for byte, and the browser end-to-end tests in Debian's headless chromium (installed with
+//!   apt when missing).
 //!   Between the native tests and the dependency guard, a fuzz smoke stage runs every cargo-fuzz
 //!   target in `fuzz/` for 20 s (`SKIPPED` without a nightly toolchain; a crash fails CI).
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]` — seed the fuzz corpora from
@@ -16,13 +18,22 @@
 //!   candle-transformers Llama with the `train_llama` example (`target/demo/train.trace6.jsonl`)
 //!   and an inference profile with `serve_llama` (`target/demo/infer.profile.jsonl`), summarise
 //!   both with the CLI, build
-//!   the viewer and serve it on 127.0.0.1 with the trace preloaded through `?url=`.
+//!   the viewer and serve it on 127.0.0.1 with the trace preloaded through `?url=`. It adds the
+//!   wasm32 target and installs wasm-opt and wasm-bindgen when missing, and builds the page with
+//!   xtask's builder ([`web`], no trunk); the installs and the viewer's wasm build run on
+//!   background threads beside the examples. Every step prints its time ([`steps`]).
+//! - `cargo xtask page` — only the page, into `web/dist`, with xtask's builder.
+//! - `cargo xtask fresh [--toolchain NAME]` — the cold demo reproduced here (fresh clone, empty
+//!   tools folder, wasm32 target removed), then a warm one, with every step's time ([`fresh`]).
 
 mod bench;
 mod deps;
+mod fresh;
 mod fuzz;
 mod serve;
+mod steps;
 mod tools;
+mod web;
 
 use std::process::Command;
 use std::time::Instant;
@@ -30,6 +41,11 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 const WASM: &str = "wasm32-unknown-unknown";
+
+/// Where CI's trunk build goes, relative to `web/` (web/dist is xtask's build).
+const TRUNK_DIST: &str = "../target/trunk-dist";
+/// Where CI's `trunk serve` check builds, relative to `web/`.
+const TRUNK_SERVE_DIST: &str = "../target/trunk-serve-dist";
 
 /// Cargo arguments that select the release `candle-trace` CLI.
 const CLI_BIN: &[&str] = &[
@@ -48,11 +64,16 @@ fn main() -> Result<()> {
         Some("deps") => deps::guard(),
         Some("demo") => demo(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
+        Some("fresh") => fresh::run(&args[1..]),
+        // web/dist without trunk (what the demo serves).
+        Some("page") => tools::build_viewer(),
         // Install the pinned web tools and the browser ahead of time (ci and demo do it too).
         Some("bench") => bench::bench(&args[1..]),
         Some("tools") => tools::ensure_web_tools().and_then(|()| tools::ensure_browser()),
         _ => {
-            eprintln!("usage: cargo xtask <ci|deps|demo|fuzz|tools|bench [--big] [--runs N]>");
+            eprintln!(
+                "usage: cargo xtask <ci|deps|demo|fresh|page|fuzz|tools|bench [--big] [--runs N]>"
+            );
             std::process::exit(2);
         }
     }
@@ -60,6 +81,10 @@ fn main() -> Result<()> {
 
 fn ci() -> Result<()> {
     let started = Instant::now();
+    // Trunk's install is the longest (16 min on 2 cores) and needed only near the end.
+    let trunk_install = std::cell::Cell::new(Some(
+        steps::Steps::default().spawn("install trunk", || tools::ensure(&tools::Tool::Trunk)),
+    ));
     let mut timings: Vec<(&str, f64)> = Vec::new();
     let mut stage = |name: &'static str, f: &dyn Fn() -> Result<()>| -> Result<()> {
         eprintln!("\n==> {name}");
@@ -75,7 +100,9 @@ fn ci() -> Result<()> {
     };
     stage("toolchain", &|| {
         run("rustup", &["component", "add", "rustfmt", "clippy"])?;
-        run("rustup", &["target", "add", WASM])
+        run("rustup", &["target", "add", WASM])?;
+        // node/npm first: wasm-opt comes from npm (without it, a 13-minute cargo build).
+        tools::ensure_browser()
     })?;
     stage("fmt", &|| {
         cargo(&["fmt", "--all", "--", "--check"])?;
@@ -133,7 +160,32 @@ fn ci() -> Result<()> {
     })?;
     stage("fuzz smoke", &|| fuzz::smoke(fuzz::SMOKE_SECONDS, &[]))?;
     stage("dependency guard", &deps::guard)?;
-    stage("viewer build (trunk)", &tools::build_viewer)?;
+    stage("viewer build (xtask)", &tools::build_viewer)?;
+    stage("viewer build (trunk)", &|| {
+        if let Some(install) = trunk_install.take() {
+            install.join()?;
+        }
+        tools::trunk_build(TRUNK_DIST)
+    })?;
+    stage("trunk serve (development build)", &|| {
+        tools::trunk_serve_check(TRUNK_SERVE_DIST, std::time::Duration::from_secs(1200))
+    })?;
+    stage("xtask and trunk pages agree", &|| {
+        let trunk_dist = std::path::Path::new("web").join(TRUNK_DIST);
+        let diffs = web::compare_trees(&std::path::Path::new("web").join("dist"), &trunk_dist)?;
+        if !diffs.is_empty() {
+            bail!(
+                "web/dist (xtask) and {} (trunk) differ:\n{}",
+                trunk_dist.display(),
+                diffs.join("\n")
+            );
+        }
+        eprintln!(
+            "web/dist and {}: the same files, byte for byte",
+            trunk_dist.display()
+        );
+        Ok(())
+    })?;
     stage("browser end-to-end tests", &browser_tests)?;
     eprintln!("\nstage timings:");
     for (name, secs) in &timings {
@@ -217,10 +269,27 @@ fn demo(args: &[String]) -> Result<()> {
             other => bail!("unknown demo option {other} (use --port N, --no-serve)"),
         }
     }
-    // The demo needs the wasm32 target for the page; a fresh machine has none.
-    if serve_page {
-        run("rustup", &["target", "add", WASM])?;
-    }
+    let started = Instant::now();
+    let steps = steps::Steps::default();
+    steps.heartbeat(std::time::Duration::from_secs(60));
+    // The page's tools and wasm do not depend on the examples: start them first, in the
+    // background, so they overlap the examples' build.
+    let page = if serve_page {
+        steps.run("wasm32 target", tools::ensure_wasm32_target)?;
+        let page_tools = steps.spawn(
+            "install wasm-opt and wasm-bindgen",
+            tools::ensure_page_tools,
+        );
+        let wasm = steps.spawn("build the viewer's wasm (cargo)", || {
+            web::build_wasm(
+                std::path::Path::new("web"),
+                Some(&steps::log_path("viewer-wasm")),
+            )
+        });
+        Some((page_tools, wasm))
+    } else {
+        None
+    };
     let dir = std::path::Path::new("target").join("demo");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let train = dir.join("train.trace6.jsonl");
@@ -228,41 +297,53 @@ fn demo(args: &[String]) -> Result<()> {
     let infer = dir.join("infer.profile.jsonl");
     let infer = infer.to_str().context("the demo path is not UTF-8")?;
     for (example, out) in [("train_llama", train), ("serve_llama", infer)] {
-        cargo(&[
-            "run",
-            "--release",
-            "-q",
-            "-p",
-            "candle-trace-capture",
-            "--features",
-            "candle",
-            "--example",
-            example,
-            "--",
-            "--out",
-            out,
-        ])?;
+        steps.run(&format!("build and run the {example} example"), || {
+            cargo(&[
+                "run",
+                "--release",
+                "-q",
+                "-p",
+                "candle-trace-capture",
+                "--features",
+                "candle",
+                "--example",
+                example,
+                "--",
+                "--out",
+                out,
+            ])
+        })?;
     }
     let cli = [&["run"], CLI_BIN, &["--"]].concat();
-    for args in [
-        vec!["summary", train],
-        vec!["query", train, "--kind", "modules", "--limit", "12"],
-        vec!["query", train, "--kind", "ops", "--limit", "8"],
-        vec!["query", train, "--kind", "gradients", "--limit", "4"],
-        vec!["summary", infer],
-        vec!["query", infer, "--kind", "requests"],
-        vec!["query", infer, "--kind", "modules", "--limit", "8"],
-    ] {
-        let mut all: Vec<&str> = cli.to_vec();
-        all.extend(args);
-        cargo(&all)?;
-    }
+    steps.run("build the CLI and summarise both files", || {
+        for args in [
+            vec!["summary", train],
+            vec!["query", train, "--kind", "modules", "--limit", "12"],
+            vec!["query", train, "--kind", "ops", "--limit", "8"],
+            vec!["query", train, "--kind", "gradients", "--limit", "4"],
+            vec!["summary", infer],
+            vec!["query", infer, "--kind", "requests"],
+            vec!["query", infer, "--kind", "modules", "--limit", "8"],
+        ] {
+            let mut all: Vec<&str> = cli.to_vec();
+            all.extend(args);
+            cargo(&all)?;
+        }
+        Ok(())
+    })?;
     eprintln!("\ntrace written to {train}\ninference profile written to {infer}");
-    if !serve_page {
+    let Some((page_tools, wasm)) = page else {
+        steps.print_summary(started.elapsed().as_secs_f64());
         return Ok(());
-    }
-    tools::build_viewer()?;
-    let dist = std::path::Path::new("web").join("dist");
+    };
+    page_tools.join()?;
+    let wasm = wasm.join()?;
+    let web_dir = std::path::Path::new("web");
+    let dist = web_dir.join("dist");
+    steps.run("assemble the page (wasm-bindgen, wasm-opt, assets)", || {
+        web::assemble(web_dir, &wasm, &dist)
+    })?;
+    steps.print_summary(started.elapsed().as_secs_f64());
     serve::serve(&dist, &dir, port, |addr| {
         eprintln!("\nviewer: http://{addr}/?url=demo/train.trace6.jsonl");
         eprintln!("(serving web/dist and target/demo on 127.0.0.1 only; Ctrl-C stops)");
