@@ -369,7 +369,7 @@ fn run_browser(
     browser_json: &Path,
     runs: u32,
 ) -> Result<()> {
-    tools::build_viewer()?;
+    crate::web::build_viewer()?;
     tools::ensure_browser()?;
     let e2e = Path::new("tests").join("e2e");
     crate::npm_ci(&e2e)?;

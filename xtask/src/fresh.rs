@@ -6,11 +6,11 @@
 //! toolchain the demo runs on (`--toolchain`, default the active one; the demo adds it back).
 //! Crates come from cargo's registry cache as they would from crates.io.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
@@ -204,28 +204,13 @@ fn check_served(port: u16) -> Result<()> {
         "/candle-trace-viewer_bg.wasm",
         "/demo/train.trace6.jsonl",
     ] {
-        let status = get_status(port, path)?;
+        let status = crate::serve::get_status(port, path)?;
         if status != 200 {
             bail!("GET {path} answered {status}");
         }
         eprintln!("GET {path}: 200");
     }
     Ok(())
-}
-
-/// The status of `GET path` from a server on 127.0.0.1:`port`.
-pub fn get_status(port: u16, path: &str) -> Result<u16> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).context("cannot reach the demo")?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .context("socket")?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").context("cannot send")?;
-    let mut head = [0u8; 12];
-    stream.read_exact(&mut head).context("no answer")?;
-    std::str::from_utf8(&head[9..12])
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .context("not an HTTP answer")
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ fn main() -> Result<()> {
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("fresh") => fresh::run(&args[1..]),
         // web/dist without trunk (what the demo serves).
-        Some("page") => tools::build_viewer(),
+        Some("page") => web::build_viewer(),
         // Install the pinned web tools and the browser ahead of time (ci and demo do it too).
         Some("bench") => bench::bench(&args[1..]),
         Some("tools") => tools::ensure_web_tools().and_then(|()| tools::ensure_browser()),
@@ -160,7 +160,7 @@ fn ci() -> Result<()> {
     })?;
     stage("fuzz smoke", &|| fuzz::smoke(fuzz::SMOKE_SECONDS, &[]))?;
     stage("dependency guard", &deps::guard)?;
-    stage("viewer build (xtask)", &tools::build_viewer)?;
+    stage("viewer build (xtask)", &web::build_viewer)?;
     stage("viewer build (trunk)", &|| {
         if let Some(install) = trunk_install.take() {
             install.join()?;

@@ -1,9 +1,10 @@
 //! A minimal static file server for the demo: `web/dist` at `/`, the demo traces at `/demo/`.
 //! GET and HEAD only, bound to 127.0.0.1, no directory listings, no path escapes.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -78,6 +79,21 @@ pub fn serve(dist: &Path, demo: &Path, port: u16, on_ready: impl FnOnce(&str)) -
         });
     }
     Ok(())
+}
+
+/// The status of `GET path` from a server on 127.0.0.1:`port`.
+pub fn get_status(port: u16, path: &str) -> Result<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).context("cannot reach the demo")?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .context("socket")?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").context("cannot send")?;
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).context("no answer")?;
+    std::str::from_utf8(&head[9..12])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .context("not an HTTP answer")
 }
 
 #[cfg(test)]

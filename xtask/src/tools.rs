@@ -387,11 +387,6 @@ pub fn ensure_browser() -> Result<()> {
     run("apt-get", &args)
 }
 
-/// The page into `web/dist` with xtask's builder ([`crate::web`]), no trunk needed.
-pub fn build_viewer() -> Result<()> {
-    crate::web::build(Path::new("web"), &Path::new("web").join("dist"))
-}
-
 /// `trunk build --release` in `web/` into `dist` (a path relative to `web/`; offline: `cargo
 /// fetch` first).
 pub fn trunk_build(dist: &str) -> Result<()> {
@@ -457,8 +452,8 @@ pub fn trunk_serve_check(dist: &str, limit: std::time::Duration) -> Result<()> {
                 log.display()
             ));
         }
-        let page = crate::fresh::get_status(port, "/").ok();
-        let wasm = crate::fresh::get_status(port, "/candle-trace-viewer_bg.wasm").ok();
+        let page = crate::serve::get_status(port, "/").ok();
+        let wasm = crate::serve::get_status(port, "/candle-trace-viewer_bg.wasm").ok();
         if page == Some(200) && wasm == Some(200) {
             eprintln!(
                 "trunk serve: / and the wasm answer 200 after {:.0} s",

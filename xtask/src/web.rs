@@ -652,6 +652,11 @@ pub fn compare_trees(a: &Path, b: &Path) -> Result<Vec<String>> {
     Ok(diffs)
 }
 
+/// The page into `web/dist` with xtask's builder, no trunk needed.
+pub fn build_viewer() -> Result<()> {
+    build(Path::new("web"), &Path::new("web").join("dist"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
