@@ -98,14 +98,6 @@ impl TraceDocument {
         reader.finish()
     }
 
-    /// Rebuild the id → index map from `spans` (the first span with an id wins, as when
-    /// reading). Needed only by code that assembles a document from its public fields, such
-    /// as the viewer moving a read document from its worker to the page.
-    pub fn rebuild_span_index(&mut self) {
-        self.span_index.clear();
-        self.index_spans_from(0);
-    }
-
     /// Make room for `n` more spans (and their ids) before appending them in batches.
     pub fn reserve_spans(&mut self, n: usize) {
         self.spans.reserve(n);

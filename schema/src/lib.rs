@@ -29,8 +29,8 @@
 //!
 //! ## `no_std`
 //!
-//! The crate is `#![no_std]` and needs only `alloc`. The default `std` feature adds
-//! `std::error::Error` impls; to build without it:
+//! The crate is `#![no_std]` and needs only `alloc`. The default `std` feature turns on the
+//! std features of serde, serde_json, memchr and compact_str; to build without it:
 //!
 //! ```toml
 //! [dependencies]
@@ -38,6 +38,7 @@
 //! ```
 #![no_std]
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 extern crate alloc;
 #[cfg(feature = "std")]
@@ -66,3 +67,17 @@ pub mod spans;
 pub mod summary;
 pub mod tracks;
 pub mod units;
+
+// The types most programs need, at the root (the modules above hold the rest).
+pub use chrome::ChromeReader;
+pub use diagnostics::{Category, Diagnostic, Severity};
+pub use document::{TraceDocument, TraceReader};
+pub use events::{Meta, SpanKind, Step, TraceEvent};
+pub use format::{AnyDocument, AnyReader};
+pub use memory::MemoryProfile;
+pub use paths::ModulePaths;
+pub use profile::{ProfileDocument, ProfileReader};
+pub use records::{Lined, Span};
+pub use spans::SpanTree;
+pub use summary::TraceSummary;
+pub use tracks::ChromeImport;
