@@ -12,7 +12,7 @@ use crate::gating::StepToken;
 use crate::sink::Sink;
 use crate::span::SpanGuard;
 use crate::stack as span;
-use crate::state::{step_str, Inner, Record};
+use crate::state::{Inner, Record};
 
 use crate::writer::CaptureReport;
 
@@ -118,7 +118,7 @@ impl Recorder {
         self.inner.checkpoint();
         SpanGuard::open(
             &self.inner,
-            Cow::Borrowed(step_str(step)),
+            Cow::Borrowed(step.as_str()),
             SpanKind::Function,
             false,
             Some(step),

@@ -125,22 +125,6 @@ pub(crate) fn host_memory(
     })
 }
 
-pub(crate) fn span_kind_str(kind: SpanKind) -> &'static str {
-    match kind {
-        SpanKind::Function => "function",
-        SpanKind::Op => "op",
-        SpanKind::Module => "module",
-    }
-}
-
-pub(crate) fn step_str(step: Step) -> &'static str {
-    match step {
-        Step::Forward => "forward",
-        Step::Backward => "backward",
-        Step::Optimizer => "optimizer",
-    }
-}
-
 /// Append the decimal digits of `n`.
 pub(crate) fn push_u64(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
@@ -174,7 +158,7 @@ impl Encode for Record {
                 out.extend_from_slice(br#","start_ns":"#);
                 push_u64(out, *start_ns);
                 out.extend_from_slice(br#","span_kind":""#);
-                out.extend_from_slice(span_kind_str(*kind).as_bytes());
+                out.extend_from_slice(kind.as_str().as_bytes());
                 out.extend_from_slice(if *measured {
                     br#"","measured":true"#.as_slice()
                 } else {
@@ -182,7 +166,7 @@ impl Encode for Record {
                 });
                 if let Some(step) = step {
                     out.extend_from_slice(br#","step":""#);
-                    out.extend_from_slice(step_str(*step).as_bytes());
+                    out.extend_from_slice(step.as_str().as_bytes());
                     out.push(b'"');
                 }
                 out.push(b'}');

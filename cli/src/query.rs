@@ -136,12 +136,7 @@ fn span_kind_name(kind: SpanKind) -> &'static str {
 }
 
 fn step_name(step: Option<Step>) -> &'static str {
-    match step {
-        Some(Step::Forward) => "forward",
-        Some(Step::Backward) => "backward",
-        Some(Step::Optimizer) => "optimizer",
-        None => "",
-    }
+    step.map_or("", Step::as_str)
 }
 
 fn shape_text(shape: &[u64]) -> String {

@@ -63,6 +63,20 @@ pub enum SpanKind {
     Module,
 }
 
+impl SpanKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [SpanKind; 3] = [SpanKind::Function, SpanKind::Op, SpanKind::Module];
+
+    /// The snake_case spelling, as in the file (the serde name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SpanKind::Function => "function",
+            SpanKind::Op => "op",
+            SpanKind::Module => "module",
+        }
+    }
+}
+
 /// The training step a span belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -73,6 +87,20 @@ pub enum Step {
     Backward,
     /// Optimizer update.
     Optimizer,
+}
+
+impl Step {
+    /// Every step, in training order.
+    pub const ALL: [Step; 3] = [Step::Forward, Step::Backward, Step::Optimizer];
+
+    /// The snake_case spelling, as in the file (the serde name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Step::Forward => "forward",
+            Step::Backward => "backward",
+            Step::Optimizer => "optimizer",
+        }
+    }
 }
 
 /// What a tensor or an allocation holds.
@@ -622,6 +650,23 @@ fn decode_kind(kind: &str, bytes: &[u8]) -> Result<TraceEvent, LineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_the_serde_names() {
+        // One definition of the strings every layer writes and shows: checked against serde.
+        for kind in SpanKind::ALL {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, alloc::format!("\"{}\"", kind.as_str()));
+        }
+        for step in Step::ALL {
+            let json = serde_json::to_string(&step).unwrap();
+            assert_eq!(json, alloc::format!("\"{}\"", step.as_str()));
+        }
+        for category in TensorCategory::ALL {
+            let json = serde_json::to_string(&category).unwrap();
+            assert_eq!(json, alloc::format!("\"{}\"", category.as_str()));
+        }
+    }
     use alloc::string::ToString;
     use alloc::vec;
 

@@ -193,6 +193,16 @@ fn matmul_k(op: &Op, shapes: &ShapeIndex<'_>, b: u64, m: u64, n: u64) -> Option<
     (per_k > 0 && e % per_k == 0 && e / per_k > 0).then(|| e / per_k)
 }
 
+/// Whether ops named `name` have a FLOP formula that needs their input shapes (matmul, conv,
+/// reductions): when such an op has no estimate, its shapes were not recorded, rather than the
+/// op having no formula.
+pub fn needs_input_shapes(name: &str) -> bool {
+    is_one_of(name, MATMUL)
+        || name.eq_ignore_ascii_case("conv1d")
+        || name.eq_ignore_ascii_case("conv2d")
+        || is_one_of(name, REDUCTION)
+}
+
 /// The FLOP estimate of one op, with the formula used; `None` when the op has no formula or
 /// its shapes do not allow one.
 pub fn estimate(op: &Op, shapes: &ShapeIndex<'_>) -> Option<(u64, FlopFormula)> {
@@ -382,6 +392,18 @@ pub fn efficiency(doc: &TraceDocument) -> Efficiency {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formulas_that_need_input_shapes() {
+        for name in [
+            "matmul", "bmm", "linear", "Conv2D", "conv1d", "sum_all", "argmin",
+        ] {
+            assert!(needs_input_shapes(name), "{name}");
+        }
+        for name in ["add", "silu", "softmax", "log_softmax", "custom_op"] {
+            assert!(!needs_input_shapes(name), "{name}");
+        }
+    }
 
     fn op(name: &str, inputs: &[&str], shape: &[u64], dtype: &str, in_bytes: u64) -> Op {
         Op {

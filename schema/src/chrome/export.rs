@@ -256,9 +256,9 @@ pub fn trace_to_chrome(doc: &TraceDocument) -> String {
             if let Some(p) = &s.parent_id {
                 args.insert("parent_id".into(), Value::from(p.as_str()));
             }
-            args.insert("span_kind".into(), Value::from(kind_str(s.span_kind)));
+            args.insert("span_kind".into(), Value::from(s.span_kind.as_str()));
             if let Some(step) = s.step {
-                args.insert("step".into(), Value::from(step_str(step)));
+                args.insert("step".into(), Value::from(step.as_str()));
             }
             if s.measured {
                 args.insert("measured".into(), Value::Bool(true));
@@ -268,7 +268,7 @@ pub fn trace_to_chrome(doc: &TraceDocument) -> String {
             }
             x_event(
                 &s.name,
-                kind_str(s.span_kind),
+                s.span_kind.as_str(),
                 tid,
                 s.start_ns,
                 s.duration_or_zero(),
@@ -386,22 +386,6 @@ pub fn trace_to_chrome(doc: &TraceDocument) -> String {
         "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{metadata}}}\n"
     );
     out
-}
-
-fn kind_str(k: crate::events::SpanKind) -> &'static str {
-    match k {
-        crate::events::SpanKind::Function => "function",
-        crate::events::SpanKind::Op => "op",
-        crate::events::SpanKind::Module => "module",
-    }
-}
-
-fn step_str(s: crate::events::Step) -> &'static str {
-    match s {
-        crate::events::Step::Forward => "forward",
-        crate::events::Step::Backward => "backward",
-        crate::events::Step::Optimizer => "optimizer",
-    }
 }
 
 /// An inference profile as Chrome Trace Event JSON (see the module docs).

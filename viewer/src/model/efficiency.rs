@@ -2,7 +2,7 @@
 //! the dtype mix. The formulas are `candle_trace_schema::flops`'; this only formats them.
 
 use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::flops::{efficiency, FlopFormula};
+use candle_trace_schema::flops::{self, efficiency, FlopFormula};
 use candle_trace_schema::units::format_ns;
 
 /// `v` with an SI prefix and three significant digits: `9.11 G` + unit.
@@ -77,33 +77,8 @@ fn formula_name(f: Option<FlopFormula>, op: &str) -> &'static str {
         Some(FlopFormula::Elementwise) => "1 per output element",
         Some(FlopFormula::Reduction) => "1 per input element",
         Some(FlopFormula::Softmax) => "5 per element",
-        None => {
-            let known = [
-                "matmul",
-                "broadcast_matmul",
-                "bmm",
-                "linear",
-                "conv1d",
-                "conv2d",
-                "sum",
-                "sum_keepdim",
-                "sum_all",
-                "mean",
-                "mean_keepdim",
-                "mean_all",
-                "max",
-                "max_keepdim",
-                "min",
-                "min_keepdim",
-                "argmax",
-                "argmin",
-            ];
-            if known.iter().any(|k| k.eq_ignore_ascii_case(op)) {
-                "shapes unknown"
-            } else {
-                "no formula"
-            }
-        }
+        None if flops::needs_input_shapes(op) => "shapes unknown",
+        None => "no formula",
     }
 }
 

@@ -15,9 +15,9 @@ pub enum Theme {
 
 /// The legend's step categories, in display order.
 pub const STEP_LEGEND: [(Option<Step>, &str); 4] = [
-    (Some(Step::Forward), "forward"),
-    (Some(Step::Backward), "backward"),
-    (Some(Step::Optimizer), "optimizer"),
+    (Some(Step::Forward), Step::Forward.as_str()),
+    (Some(Step::Backward), Step::Backward.as_str()),
+    (Some(Step::Optimizer), Step::Optimizer.as_str()),
     (None, "no step"),
 ];
 
@@ -125,21 +125,12 @@ pub fn device_color(i: usize, theme: Theme) -> &'static str {
 
 /// Short name of a step for tooltips and tables.
 pub fn step_name(step: Option<Step>) -> &'static str {
-    match step {
-        Some(Step::Forward) => "forward",
-        Some(Step::Backward) => "backward",
-        Some(Step::Optimizer) => "optimizer",
-        None => "—",
-    }
+    step.map_or("—", Step::as_str)
 }
 
 /// Short name of a span kind.
 pub fn kind_name(kind: SpanKind) -> &'static str {
-    match kind {
-        SpanKind::Function => "function",
-        SpanKind::Op => "op",
-        SpanKind::Module => "module",
-    }
+    kind.as_str()
 }
 
 #[cfg(test)]
