@@ -48,6 +48,7 @@ pub mod compare;
 pub mod diagnostics;
 pub mod document;
 pub mod events;
+pub mod findings;
 pub mod flops;
 pub mod format;
 pub mod gate;

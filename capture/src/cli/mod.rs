@@ -10,6 +10,7 @@
 
 mod compare;
 mod export;
+mod findings;
 mod gate;
 mod query;
 mod steps;
@@ -104,6 +105,17 @@ enum Command {
         /// How many module paths at most (the JSON output lists every one).
         #[arg(long, default_value_t = 20)]
         limit: usize,
+    },
+    /// A handful of findings that explain a run, ranked by the time or bytes at stake, each
+    /// with its evidence and where it shows: one trace, the step files of one run (or their
+    /// directory), or one inference profile.
+    Findings {
+        /// The files (or directories of step files).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Answer one question about a file.
     Query {
@@ -259,6 +271,7 @@ where
             })
         }),
         Command::Steps { files, json, limit } => steps::run(files, *json, *limit, out),
+        Command::Findings { files, json } => findings::run(files, *json, out),
         Command::Query {
             file,
             kind,
