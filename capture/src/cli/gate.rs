@@ -2,7 +2,7 @@
 //! `candle_trace_schema::gate`, and the step sets both it and `steps` read.
 //!
 //! BASE and CAND are each a file (one step) or a directory: every regular file in it whose name
-//! ends in `.jsonl`, in name order (the layout `RecorderBuilder::capture_steps` writes). Exit
+//! ends in `.jsonl`, in name order (the step-set layout of SCHEMA.md §4, "Several steps"). Exit
 //! codes: 0 no rule breached, 1 at least one breached (or the runs' meta differ, without
 //! `--force`), 2 a bad rule, an unreadable file, or a metric a file does not have.
 
