@@ -4,7 +4,8 @@
 //! BASE and CAND are each a file (one step) or a directory: every regular file in it whose name
 //! ends in `.jsonl`, in name order (the step-set layout of SCHEMA.md §4, "Several steps"). Exit
 //! codes: 0 no rule breached, 1 at least one breached (or the runs' meta differ, without
-//! `--force`), 2 a bad rule, an unreadable file, or a metric a file does not have.
+//! `--force`), 2 a bad rule, an unreadable file, or a metric a file does not have. The meta
+//! check (entrypoint, phase, device, timing mode) compares the first trace of each side.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
