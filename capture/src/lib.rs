@@ -94,6 +94,7 @@ pub mod profiler;
 pub mod recorder;
 pub mod sink;
 pub mod span;
+pub mod steps;
 pub mod subscriber;
 mod wallclock;
 pub mod writer;
@@ -116,6 +117,7 @@ pub use profiler::{InferenceProfiler, ProfileReport, ProfilerBuilder, RequestHan
 pub use recorder::Recorder;
 pub use sink::{Sink, VecSink};
 pub use span::SpanGuard;
+pub use steps::{StepRecorders, StepTokens};
 pub use sync::DeviceSync;
 pub use writer::CaptureReport;
 

@@ -4,7 +4,8 @@
 //! Every finding is computed by the existing analyses; the rules (SCHEMA.md has none):
 //! - `gradients_missing` — [`gradient_groups`](crate::gradients::gradient_groups): every module
 //!   whose parameters got no gradient (all or some missing), grouped by the module where the
-//!   flow stops; at stake: the parameters without one.
+//!   flow stops (the first [`EVIDENCE_LINES`] in file order, then how many more); at stake:
+//!   the parameters without one.
 //! - `backward_short` / `backward_long` — [`phase_breakdown`](crate::phases::phase_breakdown):
 //!   backward below half the forward time (gradients reach few parameters), or above 3 × the
 //!   forward time. At stake: forward − backward, or backward − 3 × forward. Needs a forward
@@ -48,6 +49,9 @@ use crate::units::{format_bytes, format_ns};
 
 /// At most this many findings are shown.
 pub const MAX_FINDINGS: usize = 5;
+
+/// The gradient finding lists at most this many modules (then how many more).
+pub const EVIDENCE_LINES: usize = 5;
 
 /// The TTFT tail and ITL drift rules need this many requests (tail) or intervals (drift).
 pub const MIN_REQUESTS: usize = 3;
@@ -198,17 +202,27 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
                 module(first_stop)
             ),
             stake: Stake::Count(missing),
-            evidence: stopped
-                .iter()
-                .map(|g| {
-                    format!(
-                        "{}: {} of {} parameter(s) missing",
-                        module(g),
-                        g.counts.missing,
-                        g.params
-                    )
-                })
-                .collect(),
+            evidence: {
+                let mut lines: Vec<String> = stopped
+                    .iter()
+                    .take(EVIDENCE_LINES)
+                    .map(|g| {
+                        format!(
+                            "{}: {} of {} parameter(s) missing",
+                            module(g),
+                            g.counts.missing,
+                            g.params
+                        )
+                    })
+                    .collect();
+                if stopped.len() > EVIDENCE_LINES {
+                    lines.push(format!(
+                        "and {} more module(s)",
+                        stopped.len() - EVIDENCE_LINES
+                    ));
+                }
+                lines
+            },
             link: row("gradients", &first_stop.module),
         });
     }
