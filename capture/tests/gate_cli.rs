@@ -172,6 +172,16 @@ fn inference_profiles_gate_on_ttft() {
 }
 
 #[test]
+fn directories_without_rules_are_explained_with_exit_2() {
+    let (code, _, err) = candle_trace(&["compare", "steps_base", "steps_cand_slow"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "candle-trace: steps_base is a directory: compare reads one file per side; directories of step files are compared by --fail-if rules (or run `candle-trace steps`)\n"
+    );
+}
+
+#[test]
 fn runs_whose_meta_differ_are_refused_with_exit_1() {
     let (code, _, err) = candle_trace(&[
         "compare",

@@ -35,6 +35,20 @@ pub(super) fn files_of(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// Without rules, `compare` reads one file per side: a directory is an error that says how
+/// directories are compared.
+pub(super) fn no_directories(base: &Path, cand: &Path) -> anyhow::Result<()> {
+    for p in [base, cand] {
+        if p.is_dir() {
+            anyhow::bail!(
+                "{} is a directory: compare reads one file per side; directories of step files are compared by --fail-if rules (or run `candle-trace steps`)",
+                p.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Read every file of a side.
 pub(super) fn read_side(path: &Path) -> anyhow::Result<Vec<(PathBuf, AnyDocument)>> {
     files_of(path)?

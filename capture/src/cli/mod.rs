@@ -255,21 +255,23 @@ where
             force,
             limit,
             ..
-        } => read(base).and_then(|b| {
-            read(cand).and_then(|c| {
-                compare::run(
-                    (base, &b),
-                    (cand, &c),
-                    compare::Options {
-                        json: *json,
-                        force: *force,
-                        limit: *limit,
-                    },
-                    out,
-                    err,
-                )
-            })
-        }),
+        } => gate::no_directories(base, cand)
+            .and_then(|()| read(base))
+            .and_then(|b| {
+                read(cand).and_then(|c| {
+                    compare::run(
+                        (base, &b),
+                        (cand, &c),
+                        compare::Options {
+                            json: *json,
+                            force: *force,
+                            limit: *limit,
+                        },
+                        out,
+                        err,
+                    )
+                })
+            }),
         Command::Steps { files, json, limit } => steps::run(files, *json, *limit, out),
         Command::Findings { files, json } => findings::run(files, *json, out),
         Command::Query {
