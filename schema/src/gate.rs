@@ -2,7 +2,7 @@
 //! candidate, each one or several steps ([`Rule::parse`], [`metric_value`], [`evaluate`]).
 //!
 //! Rule text: `METRIC OP THRESHOLD`, blanks allowed around each part.
-//! - `METRIC`: one of [`Metric::ALL`]'s names. Traces: `total` (the summary's `total_ns`),
+//! - `METRIC`: one of [`Metric::ALL`]'s names. Traces: `total` (also `total_ns`: the summary's `total_ns`),
 //!   `peak_bytes`, `forward`, `backward`, `optimizer` (the phase breakdown's ns), `op_count`.
 //!   Inference profiles: `ttft_p50`, `ttft_p90`, `ttft_p99` (µs), `itl_p50`, `itl_p90`,
 //!   `itl_p99` (ns): the profile's nearest-rank percentiles.
