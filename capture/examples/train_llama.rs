@@ -11,6 +11,15 @@
 //! ```
 //!
 //! The capture code is the lines marked `// capture` (six, the allocator line included).
+//!
+//! With `--capture-steps FIRST..=LAST` (and `--updates N`, default LAST + 1), the run captures
+//! every update of the range, one trace/6 file per update in the directory `--out` names
+//! (`step-N.trace6.jsonl`, one run id), for `candle-trace steps DIR` and `findings DIR`:
+//!
+//! ```sh
+//! cargo run --release -p candle-trace-capture --features candle --example train_llama -- --capture-steps 2..=9 --out steps/
+//! cargo trace steps steps/
+//! ```
 
 use std::path::{Path, PathBuf};
 
@@ -97,15 +106,80 @@ pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
     Ok(Outcome { report, losses })
 }
 
+/// Train `updates` updates and capture every update of `steps`, one file each into `dir`.
+pub fn run_steps(
+    dir: &Path,
+    updates: usize,
+    steps: std::ops::RangeInclusive<u64>,
+) -> Result<Vec<CaptureReport>, Box<dyn std::error::Error>> {
+    std::fs::create_dir_all(dir)?;
+    let recorders = Recorder::builder("llama::train_step").capture_steps(steps, dir)?; // capture
+    recorders.install()?; // capture
+    let device = Device::Cpu;
+    let cfg = config();
+    let varmap = VarMap::new();
+    let model = Llama::load(VarBuilder::from_varmap(&varmap, DType::F32, &device), &cfg)?;
+    let mut cache = Cache::new(false, DType::F32, &cfg, &device)?;
+    let mut optimizer = AdamW::new(varmap.all_vars(), ParamsAdamW::default())?;
+    let (inputs, targets) = batch(&cfg, &device)?;
+    for _ in 0..updates {
+        let loss = recorders.forward(|| loss_of(&model, &inputs, &targets, &mut cache))?; // capture
+        let grads = recorders.backward(&loss)?; // capture
+        recorders.optimizer_step(&mut optimizer, &grads, &varmap)?; // capture
+    }
+    Ok(recorders.finish()?) // capture
+}
+
+/// `2..=9` (or `2-9`) → the range.
+fn parse_range(text: &str) -> Option<std::ops::RangeInclusive<u64>> {
+    let (a, b) = text.split_once("..=").or_else(|| text.split_once('-'))?;
+    Some(a.trim().parse().ok()?..=b.trim().parse().ok()?)
+}
+
 #[allow(dead_code)] // a test includes this file as a module and calls `run` itself
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut out = PathBuf::from("train.trace6.jsonl");
+    let mut steps = None;
+    let mut updates = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--out" => out = args.next().map(PathBuf::from).ok_or("--out needs a path")?,
-            other => return Err(format!("unknown argument {other} (use --out PATH)").into()),
+            "--capture-steps" => {
+                let text = args.next().ok_or("--capture-steps needs FIRST..=LAST")?;
+                steps = Some(parse_range(&text).ok_or_else(|| {
+                    format!("--capture-steps {text}: expected FIRST..=LAST, e.g. 2..=9")
+                })?);
+            }
+            "--updates" => {
+                let text = args.next().ok_or("--updates needs a number")?;
+                updates = Some(text.parse::<usize>().map_err(|_| format!("--updates {text}: not a number"))?);
+            }
+            other => {
+                return Err(format!(
+                    "unknown argument {other} (use --out PATH, --capture-steps FIRST..=LAST, --updates N)"
+                )
+                .into())
+            }
         }
+    }
+    if let Some(steps) = steps {
+        let updates = updates.unwrap_or(*steps.end() as usize + 1);
+        let reports = run_steps(&out, updates, steps)?;
+        for r in &reports {
+            let path = r
+                .path
+                .as_ref()
+                .map_or(String::new(), |p| p.display().to_string());
+            println!(
+                "wrote {path} ({} lines, {} events dropped)",
+                r.events_written, r.events_dropped
+            );
+            for note in &r.notes {
+                println!("note: {note}");
+            }
+        }
+        return Ok(());
     }
     let Outcome { report, losses } = run(&out)?;
     let losses: Vec<String> = losses.iter().map(|l| format!("{l:.4}")).collect();

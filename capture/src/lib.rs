@@ -49,6 +49,8 @@
 //! - **Gating.** [`Recorder::begin_step`] counts steps; only the capture step sets the
 //!   recording flag, and dropping its [`StepToken`] clears it. Outside the captured step every
 //!   span guard, [`Sink::emit`] and tracing-layer call returns after one atomic load.
+//!   [`RecorderBuilder::capture_steps`] captures several consecutive steps, one recorder and
+//!   one trace/6 file per step ([`steps`]).
 //! - **Spans** are RAII guards ([`SpanGuard`]): `span_start` on creation, `span_end` with
 //!   `duration_ns` on drop, also during a panic unwind. Parents come from a per-thread stack, so
 //!   spans nest correctly on every thread; ids are unique across threads.
@@ -96,6 +98,7 @@ pub mod sink;
 pub mod span;
 mod stack;
 mod state;
+pub mod steps;
 pub mod subscriber;
 mod wallclock;
 pub mod writer;
@@ -118,6 +121,7 @@ pub use profiler::{InferenceProfiler, ProfileReport, ProfilerBuilder, RequestHan
 pub use recorder::Recorder;
 pub use sink::{Sink, VecSink};
 pub use span::SpanGuard;
+pub use steps::{StepRecorders, StepTokens};
 pub use sync::DeviceSync;
 pub use writer::CaptureReport;
 

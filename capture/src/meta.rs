@@ -241,6 +241,50 @@ impl RecorderBuilder {
         self
     }
 
+    /// One builder per step of `steps`, each writing `dir/step-<N>.trace6.jsonl` and capturing
+    /// step N, sharing one run id and correlation id (see [`crate::steps`]).
+    pub(crate) fn step_builders(
+        self,
+        steps: std::ops::RangeInclusive<u64>,
+        dir: &std::path::Path,
+    ) -> io::Result<Vec<RecorderBuilder>> {
+        if self.writer.is_some() {
+            return Err(invalid(
+                "capture_steps writes one file per step into a directory: use it without .writer(W)",
+            ));
+        }
+        if steps.is_empty() || *steps.start() == 0 {
+            return Err(invalid(
+                "capture_steps needs a non-empty range of one-based steps, e.g. 2..=9",
+            ));
+        }
+        let run_id = self.run_id.clone().unwrap_or_else(generated_run_id);
+        let correlation_id = self
+            .correlation_id
+            .clone()
+            .unwrap_or_else(|| run_id.clone());
+        Ok(steps
+            .map(|n| RecorderBuilder {
+                entrypoint: self.entrypoint.clone(),
+                phase: self.phase,
+                device: self.device.clone(),
+                tags: self.tags.clone(),
+                correlation_id: Some(correlation_id.clone()),
+                run_id: Some(run_id.clone()),
+                capture_step: n,
+                timing_mode: self.timing_mode,
+                candle_version: self.candle_version.clone(),
+                sync: self.sync.clone(),
+                timer: self.timer.clone(),
+                path: Some(dir.join(format!("step-{n}.trace6.jsonl"))),
+                atomic: self.atomic,
+                writer: None,
+                queue_capacity: self.queue_capacity,
+                host_threshold_bytes: self.host_threshold_bytes,
+            })
+            .collect())
+    }
+
     /// The meta line this builder would write, with `timestamp` as given.
     fn meta(&self, run_id: &str, timestamp: String) -> Meta {
         Meta {

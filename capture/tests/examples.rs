@@ -316,3 +316,46 @@ fn severity_is_what_validate_counts() {
         .iter()
         .any(|d| d.severity == Severity::Error));
 }
+
+#[test]
+fn train_llama_captures_several_steps_into_one_file_each() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = common::temp_dir("example-train-llama-steps");
+    let reports = train_llama::run_steps(&dir, 5, 2..=4).unwrap();
+    assert_eq!(reports.len(), 3);
+    let mut run_ids = Vec::new();
+    for (report, n) in reports.iter().zip(2u64..) {
+        let path = dir.join(format!("step-{n}.trace6.jsonl"));
+        assert_eq!(report.path.as_deref(), Some(path.as_path()));
+        assert!(report.notes.is_empty(), "step {n}: {:?}", report.notes);
+        assert_cli_validates_clean(&path, "candle-graph/trace/6");
+        let AnyDocument::Trace(doc) = read_any(&path) else {
+            panic!("not a trace")
+        };
+        let meta = &doc.meta.as_ref().unwrap().event;
+        assert_eq!((meta.capture_step, meta.warmup_steps), (n, n - 1));
+        run_ids.push((meta.run_id.clone(), meta.correlation_id.clone()));
+        // Each file holds its own update: the measured region, the three steps and the same
+        // 30 module spans as the single-step capture (see the test above).
+        assert_eq!(doc.spans.iter().filter(|s| s.measured).count(), 1);
+        let modules = doc
+            .spans
+            .iter()
+            .filter(|s| s.span_kind == SpanKind::Module)
+            .count();
+        assert_eq!(modules, 30, "step {n}");
+    }
+    run_ids.dedup();
+    assert_eq!(run_ids.len(), 1, "{run_ids:?}");
+    // The CLI reads the directory as one run of three steps.
+    let (code, v) = cli_json("steps", &dir);
+    assert_eq!(code, 0);
+    let steps: Vec<u64> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["capture_step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, [2, 3, 4]);
+    assert_eq!(v["modules"].as_array().unwrap().len(), 30);
+}

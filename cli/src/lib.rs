@@ -3,14 +3,17 @@
 //!
 //! [`run`] is the whole tool behind a testable signature (arguments in, text out, exit code
 //! back); `src/main.rs` only wires it to the process. Exit codes:
-//! 0 success; 1 `validate` found at least one error-severity diagnostic, or `compare` refused two
-//! runs whose meta differ; 2 the file could not
-//! be read at all (missing, unreadable, a format candle-trace cannot read) or the command line
-//! was wrong.
+//! 0 success; 1 `validate` found at least one error-severity diagnostic, `compare` refused two
+//! runs whose meta differ, or a `compare --fail-if` rule was breached; 2 the file could not
+//! be read at all (missing, unreadable, a format candle-trace cannot read), the command line
+//! was wrong (a malformed `--fail-if` rule included), or a rule's metric is not in a file.
 
 mod compare;
 mod export;
+mod findings;
+mod gate;
 mod query;
+mod steps;
 mod summary;
 pub mod table;
 mod validate;
@@ -86,6 +89,37 @@ enum Command {
         /// How many rows per table at most (the JSON output lists every row).
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        /// A regression rule, repeatable: `total>+5%`, `peak_bytes>+10%`, `ttft_p90>+10%`,
+        /// `op_count>1000` … With rules, BASE and CAND may each be a directory of step files;
+        /// prints one line per rule and exits 1 when any is breached (beyond the steps' noise,
+        /// 3 × MAD), 2 when a rule is malformed.
+        #[arg(long = "fail-if", value_name = "RULE")]
+        fail_if: Vec<String>,
+    },
+    /// Several steps of one run (files, or directories of step files): per-step totals, median,
+    /// p90 and MAD of every phase and module path, outlier steps and what made them slow, and
+    /// module paths whose shapes change between steps.
+    Steps {
+        /// The step files (or directories of them).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print one JSON object instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// How many module paths at most (the JSON output lists every one).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// A handful of findings that explain a run, ranked by the time or bytes at stake, each
+    /// with its evidence and where it shows: one trace, the step files of one run (or their
+    /// directory), or one inference profile.
+    Findings {
+        /// The files (or directories of step files).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Answer one question about a file.
     Query {
@@ -221,22 +255,38 @@ where
             cand,
             json,
             force,
+            fail_if,
+            ..
+        } if !fail_if.is_empty() => match gate::parse_rules(fail_if, err) {
+            Ok(rules) => gate::run(base, cand, &rules, (*json, *force), out, err),
+            Err(code) => return code,
+        },
+        Command::Compare {
+            base,
+            cand,
+            json,
+            force,
             limit,
-        } => read(base).and_then(|b| {
-            read(cand).and_then(|c| {
-                compare::run(
-                    (base, &b),
-                    (cand, &c),
-                    compare::Options {
-                        json: *json,
-                        force: *force,
-                        limit: *limit,
-                    },
-                    out,
-                    err,
-                )
-            })
-        }),
+            ..
+        } => gate::no_directories(base, cand)
+            .and_then(|()| read(base))
+            .and_then(|b| {
+                read(cand).and_then(|c| {
+                    compare::run(
+                        (base, &b),
+                        (cand, &c),
+                        compare::Options {
+                            json: *json,
+                            force: *force,
+                            limit: *limit,
+                        },
+                        out,
+                        err,
+                    )
+                })
+            }),
+        Command::Steps { files, json, limit } => steps::run(files, *json, *limit, out),
+        Command::Findings { files, json } => findings::run(files, *json, out),
         Command::Query {
             file,
             kind,

@@ -30,7 +30,7 @@
 //! ## `no_std`
 //!
 //! The crate is `#![no_std]` and needs only `alloc`. The default `std` feature turns on the
-//! std features of serde, serde_json, memchr and compact_str; to build without it:
+//! std features of serde, serde_json, memchr, thiserror and compact_str; to build without it:
 //!
 //! ```toml
 //! [dependencies]
@@ -49,8 +49,10 @@ pub mod compare;
 pub mod diagnostics;
 pub mod document;
 pub mod events;
+pub mod findings;
 pub mod flops;
 pub mod format;
+pub mod gate;
 pub mod gradients;
 pub mod histogram;
 pub mod jsonl;
@@ -64,6 +66,7 @@ pub mod profile;
 pub mod reconcile;
 pub mod records;
 pub mod spans;
+pub mod steps;
 pub mod summary;
 pub mod tracks;
 pub mod units;
