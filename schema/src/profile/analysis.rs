@@ -201,8 +201,13 @@ impl ProfileDocument {
 
     /// The headline numbers.
     pub fn summary(&self) -> ProfileSummary {
-        let requests = self.requests();
-        let latency = latency_of(&requests);
+        self.summary_with(&self.requests())
+    }
+
+    /// [`summary`](Self::summary) from this document's [`requests`](Self::requests), already
+    /// computed by the caller (they are the costly part).
+    pub fn summary_with(&self, requests: &[RequestSummary]) -> ProfileSummary {
+        let latency = latency_of(requests);
         let mut events_by_kind = BTreeMap::new();
         let mut events_by_status = BTreeMap::new();
         let (mut invalid, mut errors, mut memory) = (0, 0, 0);
@@ -274,6 +279,13 @@ impl ProfileDocument {
             .iter()
             .filter(|r| r.event.status() == Some(Status::DiagnosticOnly))
             .collect()
+    }
+}
+
+impl LatencyStats {
+    /// The percentiles over `requests` (what [`ProfileDocument::latency`] gives).
+    pub fn of(requests: &[RequestSummary]) -> Self {
+        latency_of(requests)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use candle_trace_schema::histogram::Histogram;
 use candle_trace_schema::percentiles::Percentiles;
-use candle_trace_schema::profile::ProfileDocument;
+use candle_trace_schema::profile::{LatencyStats, ProfileDocument, RequestSummary};
 use candle_trace_schema::units::format_ns;
 
 use super::chart::Scale;
@@ -119,13 +119,19 @@ fn chart(
 
 /// The TTFT (µs) and ITL (ns) histograms of `doc`; `None` for a metric without values.
 pub fn latency_charts(doc: &ProfileDocument) -> (Option<HistogramChart>, Option<HistogramChart>) {
-    let requests = doc.requests();
+    latency_charts_of(&doc.requests())
+}
+
+/// [`latency_charts`] from a document's requests, already computed.
+pub fn latency_charts_of(
+    requests: &[RequestSummary],
+) -> (Option<HistogramChart>, Option<HistogramChart>) {
     let ttft: Vec<u64> = requests.iter().filter_map(|r| r.ttft_us).collect();
     let itl: Vec<u64> = requests
         .iter()
         .flat_map(|r| r.itl_nanos.iter().copied())
         .collect();
-    let stats = doc.latency();
+    let stats = LatencyStats::of(requests);
     (
         chart("ttft", "Time to first token", &ttft, stats.ttft_us, 1_000),
         chart("itl", "Inter-token latency", &itl, stats.itl_nanos, 1),

@@ -147,17 +147,21 @@ impl ProfileModel {
     /// Build every view model of `doc`.
     pub fn new(doc: &ProfileDocument) -> Self {
         let modules = profile_modules::ProfileModulesPanel::of(doc);
+        // Requests are the costly part: computed once, used by the cards, rows and charts.
+        let requests = doc.requests();
+        let (ttft, itl) = latency::latency_charts_of(&requests);
+        let (failures, diagnostic_only) = profile::event_lists(doc);
         ProfileModel {
-            cards: summary::profile_cards(&doc.summary()),
+            cards: summary::profile_cards(&doc.summary_with(&requests)),
             diagnostics: DiagnosticsPanel::of(&doc.diagnostics),
-            requests: profile::request_rows(doc, &modules),
-            ttft: latency::latency_charts(doc).0,
-            itl: latency::latency_charts(doc).1,
+            requests: profile::request_rows(requests, &modules),
+            ttft,
+            itl,
             waterfalls: waterfall::waterfalls(doc),
             modules,
             snapshots: profile::snapshot_chart(doc),
-            failures: profile::event_lists(doc).0,
-            diagnostic_only: profile::event_lists(doc).1,
+            failures,
+            diagnostic_only,
             settings: profile::settings_text(doc),
         }
     }

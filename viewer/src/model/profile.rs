@@ -1,6 +1,6 @@
 //! The request table of an inference profile.
 
-use candle_trace_schema::profile::{ProfileDocument, ProfileRecord};
+use candle_trace_schema::profile::{ProfileDocument, ProfileRecord, RequestSummary};
 use candle_trace_schema::units::{format_bytes, format_ns};
 
 use super::chart::{num, polyline, Scale};
@@ -47,10 +47,13 @@ fn us(v: Option<u64>) -> String {
     v.map_or_else(|| "—".into(), |us| format_ns(us.saturating_mul(1_000)))
 }
 
-/// One row per request, in the profile's order, with its forward calls and module spans
-/// from `modules` (the panel of the same `doc`).
-pub fn request_rows(doc: &ProfileDocument, modules: &ProfileModulesPanel) -> Vec<RequestRow> {
-    doc.requests()
+/// One row per request (a document's [`ProfileDocument::requests`], in the profile's order),
+/// with its forward calls and module spans from `modules` (the panel of the same document).
+pub fn request_rows(
+    requests: Vec<RequestSummary>,
+    modules: &ProfileModulesPanel,
+) -> Vec<RequestRow> {
+    requests
         .into_iter()
         .map(|r| {
             let counts = modules.counts(&r.request_id);
@@ -253,7 +256,7 @@ mod tests {
         let doc = read_profile(include_bytes!(
             "../../../tests/fixtures/infer_run.profile.jsonl"
         ));
-        let rows = request_rows(&doc, &ProfileModulesPanel::of(&doc));
+        let rows = request_rows(doc.requests(), &ProfileModulesPanel::of(&doc));
         assert_eq!(rows.len(), 3);
         assert!(rows.iter().any(|r| r.status == "failure"));
         assert_eq!(rows.iter().map(|r| r.event_count).sum::<u64>(), 17);

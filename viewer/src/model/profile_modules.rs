@@ -371,7 +371,7 @@ mod tests {
         );
         // The request table's rows carry the same counts, c's as 0 (module spans were captured
         // in this profile, none for c).
-        let rows = crate::model::profile::request_rows(&doc, &p);
+        let rows = crate::model::profile::request_rows(doc.requests(), &p);
         let counts: Vec<(&str, Option<u64>, Option<u64>)> = rows
             .iter()
             .map(|r| (r.request_id.as_str(), r.forward_calls, r.module_spans))
