@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use candle_trace_schema::compare::{compare, Presence, TraceComparison};
+use candle_trace_schema::compare::{compare, MetaMismatch, Presence, TraceComparison};
 use candle_trace_schema::document::TraceDocument;
 use candle_trace_schema::format::AnyDocument;
 use candle_trace_schema::units::{format_bytes, format_ns};
@@ -74,23 +74,7 @@ pub(super) fn run(
     let (b, c) = (trace(base_path, base)?, trace(cand_path, cand)?);
     let cmp = compare(b, c);
     if !cmp.is_comparable() && !opts.force {
-        let why: Vec<String> = cmp
-            .mismatches
-            .iter()
-            .map(|m| {
-                format!(
-                    "{} differs (baseline `{}`, candidate `{}`)",
-                    m.field, m.base, m.cand
-                )
-            })
-            .collect();
-        writeln!(
-            err,
-            "candle-trace: refusing to compare {} with {}: {}; pass --force to compare anyway",
-            base_path.display(),
-            cand_path.display(),
-            why.join("; ")
-        )?;
+        refuse(err, base_path, cand_path, &cmp.mismatches)?;
         return Ok(EXIT_INVALID);
     }
     if opts.json {
@@ -281,4 +265,29 @@ pub(super) fn run(
         write!(out, "{}", t.render())?;
     }
     Ok(EXIT_OK)
+}
+
+/// The one-line refusal of two runs whose meta differ (plain `compare` and the gate).
+pub(crate) fn refuse(
+    err: &mut dyn Write,
+    base: &Path,
+    cand: &Path,
+    mismatches: &[MetaMismatch],
+) -> std::io::Result<()> {
+    let why: Vec<String> = mismatches
+        .iter()
+        .map(|m| {
+            format!(
+                "{} differs (baseline `{}`, candidate `{}`)",
+                m.field, m.base, m.cand
+            )
+        })
+        .collect();
+    writeln!(
+        err,
+        "candle-trace: refusing to compare {} with {}: {}; pass --force to compare anyway",
+        base.display(),
+        cand.display(),
+        why.join("; ")
+    )
 }

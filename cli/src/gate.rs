@@ -116,22 +116,7 @@ pub(super) fn run(
         {
             let mismatches = meta_mismatches(b, c);
             if !mismatches.is_empty() {
-                let why: Vec<String> = mismatches
-                    .iter()
-                    .map(|m| {
-                        format!(
-                            "{} differs (baseline `{}`, candidate `{}`)",
-                            m.field, m.base, m.cand
-                        )
-                    })
-                    .collect();
-                writeln!(
-                    err,
-                    "candle-trace: refusing to compare {} with {}: {}; pass --force to compare anyway",
-                    bp.display(),
-                    cp.display(),
-                    why.join("; ")
-                )?;
+                super::compare::refuse(err, bp, cp, &mismatches)?;
                 return Ok(EXIT_INVALID);
             }
         }
