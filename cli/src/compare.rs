@@ -274,15 +274,7 @@ pub(crate) fn refuse(
     cand: &Path,
     mismatches: &[MetaMismatch],
 ) -> std::io::Result<()> {
-    let why: Vec<String> = mismatches
-        .iter()
-        .map(|m| {
-            format!(
-                "{} differs (baseline `{}`, candidate `{}`)",
-                m.field, m.base, m.cand
-            )
-        })
-        .collect();
+    let why: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
     writeln!(
         err,
         "candle-trace: refusing to compare {} with {}: {}; pass --force to compare anyway",

@@ -39,6 +39,17 @@ pub struct MetaMismatch {
     pub cand: String,
 }
 
+impl core::fmt::Display for MetaMismatch {
+    /// `device differs (baseline `cpu`, candidate `cuda:0`)`: the CLI's and the viewer's wording.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} differs (baseline `{}`, candidate `{}`)",
+            self.field, self.base, self.cand
+        )
+    }
+}
+
 /// Whether a row exists in both files or only one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -349,20 +349,13 @@ fn spans_of_request(
     for r in records {
         let e = &r.event;
         if !tokens_done {
-            let commits = e
-                .attributes
-                .get("engine_token_commit_nanos_since_request_start")
-                .and_then(Value::as_array);
-            let anchor = e
-                .attributes
-                .get("engine_token_wall_anchor_unix_nanos")
-                .and_then(Value::as_i64);
-            if let (Some(commits), Some(anchor)) = (commits, anchor) {
+            let commits = crate::profile::token_commits(&e.attributes);
+            if !commits.is_empty() {
                 tokens_done = true;
-                for (n, c) in commits.iter().filter_map(Value::as_i64).enumerate() {
+                for (n, (_, at)) in commits.into_iter().enumerate() {
                     events.push(OtlpEvent {
                         name: String::from("token"),
-                        time_unix_nanos: unix(anchor.saturating_add(c)),
+                        time_unix_nanos: unix(at),
                         attributes: alloc::vec![(
                             String::from("candle_trace.token.index"),
                             AttributeValue::Int(n as i64 + 1),

@@ -153,7 +153,9 @@ pub use modules::{
     is_module_event, ForwardCall, ModuleSpan, ProfileModuleRow, RequestModules, MODULE_PHASE,
 };
 pub use timestamp::is_rfc3339;
-pub use token_timing::{DecodeStage, DecodeStageInterval, EngineTokenTiming, RUST_STD_INSTANT};
+pub use token_timing::{
+    token_commits, DecodeStage, DecodeStageInterval, EngineTokenTiming, RUST_STD_INSTANT,
+};
 pub use validate::{validate_event, violations, Violation};
 pub use waterfall::{Marker, PhaseBar, ProfileSettings, StageBar, Waterfall};
 

@@ -442,23 +442,16 @@ pub fn profile_to_chrome(doc: &ProfileDocument) -> String {
                 counters.push((rel(ts), format!("memory {scope}"), current));
             }
         }
-        let commits = e
-            .attributes
-            .get("engine_token_commit_nanos_since_request_start")
-            .and_then(Value::as_array);
-        let anchor = e
-            .attributes
-            .get("engine_token_wall_anchor_unix_nanos")
-            .and_then(Value::as_i64);
-        if let (Some(commits), Some(anchor)) = (commits, anchor) {
-            for (n, c) in commits.iter().filter_map(Value::as_i64).enumerate() {
-                instants.push((
-                    req,
-                    rel(anchor.saturating_add(c)),
-                    format!("token {}", n + 1),
-                    json!({ "nanos_since_request_start": c }),
-                ));
-            }
+        for (n, (c, at)) in crate::profile::token_commits(&e.attributes)
+            .into_iter()
+            .enumerate()
+        {
+            instants.push((
+                req,
+                rel(at),
+                format!("token {}", n + 1),
+                json!({ "nanos_since_request_start": c }),
+            ));
         }
     }
     // Slices of one request nest by time; overlapping ones move to overflow tracks, which are

@@ -239,9 +239,46 @@ impl EngineTokenTiming {
     }
 }
 
+/// The token commits an event's attributes record, as (nanoseconds since the request started,
+/// Unix nanoseconds = wall anchor + that offset), in commit order; empty when the event has no
+/// `engine_token_commit_nanos_since_request_start` array or no
+/// `engine_token_wall_anchor_unix_nanos`. Entries that are not integers are skipped.
+pub fn token_commits(attributes: &BTreeMap<String, Value>) -> Vec<(i64, i64)> {
+    let commits = attributes
+        .get("engine_token_commit_nanos_since_request_start")
+        .and_then(Value::as_array);
+    let anchor = attributes
+        .get("engine_token_wall_anchor_unix_nanos")
+        .and_then(Value::as_i64);
+    match (commits, anchor) {
+        (Some(commits), Some(anchor)) => commits
+            .iter()
+            .filter_map(Value::as_i64)
+            .map(|c| (c, anchor.saturating_add(c)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_commits_are_offsets_and_unix_times() {
+        let mut a = BTreeMap::new();
+        a.insert(
+            "engine_token_commit_nanos_since_request_start".into(),
+            serde_json::json!([100, "x", 350]),
+        );
+        assert!(token_commits(&a).is_empty(), "no anchor");
+        a.insert(
+            "engine_token_wall_anchor_unix_nanos".into(),
+            serde_json::json!(1_000),
+        );
+        // 1 000 + 100 and 1 000 + 350; the string is skipped.
+        assert_eq!(token_commits(&a), vec![(100, 1_100), (350, 1_350)]);
+    }
     use alloc::vec;
 
     fn worked_example() -> EngineTokenTiming {

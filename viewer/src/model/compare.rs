@@ -113,15 +113,7 @@ pub fn span_changes(doc: &TraceDocument, comparison: &TraceComparison) -> Vec<Ch
 /// The sentence shown instead of the deltas when the meta differ: every differing field with
 /// both values.
 pub fn refusal_text(mismatches: &[MetaMismatch]) -> String {
-    let fields: Vec<String> = mismatches
-        .iter()
-        .map(|m| {
-            format!(
-                "{} differs (baseline `{}`, candidate `{}`)",
-                m.field, m.base, m.cand
-            )
-        })
-        .collect();
+    let fields: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
     format!(
         "These runs are not comparable: {}. Compare them anyway only if you know the difference does not matter.",
         fields.join("; ")
