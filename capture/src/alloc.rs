@@ -41,7 +41,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use candle_trace_schema::events::{
+use candle_trace_schema::format::events::{
     DeviceMemory, MemoryAction, MemoryEvent, Step, TensorCategory, TraceEvent,
 };
 

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use candle_core::backprop::GradStore;
 use candle_core::{DType, Device, DeviceLocation, Tensor, Var};
 use candle_nn::{Optimizer, VarMap};
-use candle_trace_schema::events::{
+use candle_trace_schema::format::events::{
     Gradient, GradientState, MemoryAction, MemoryEvent, Op, TensorCategory, TensorEvent, TraceEvent,
 };
 
@@ -32,7 +32,7 @@ use crate::sink::Sink;
 use crate::state::{Inner, TrainStep};
 use crate::sync::{note_sync_error, DeviceSync};
 use crate::Recorder;
-use candle_trace_schema::events::Step;
+use candle_trace_schema::format::events::Step;
 
 /// The resolved `candle-core` version this crate was built against (e.g. `0.11.1`), for the
 /// `candle_version` field of the trace's `meta` line.
@@ -640,7 +640,7 @@ impl Recorder {
                     .then(|| {
                         inner.open_span(
                             std::borrow::Cow::Borrowed("train_step"),
-                            candle_trace_schema::events::SpanKind::Function,
+                            candle_trace_schema::format::events::SpanKind::Function,
                             true,
                             None,
                             None,
@@ -792,7 +792,7 @@ mod tests {
         // The bytes agree with what a reader derives from shape and dtype.
         assert_eq!(
             op.storage_bytes,
-            Some(candle_trace_schema::events::derived_storage_bytes(
+            Some(candle_trace_schema::format::events::derived_storage_bytes(
                 &op.shape, &op.dtype
             ))
         );
@@ -849,7 +849,7 @@ mod tests {
         ] {
             assert_eq!(dtype_name(dtype), name);
             assert_eq!(
-                candle_trace_schema::events::dtype_size(name),
+                candle_trace_schema::format::events::dtype_size(name),
                 Some(size),
                 "{name}"
             );

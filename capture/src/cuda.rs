@@ -20,7 +20,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use candle_trace_schema::events::{DeviceMemory, TraceEvent};
+use candle_trace_schema::format::events::{DeviceMemory, TraceEvent};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream, DriverError};
 
 use crate::sink::Sink;

@@ -29,7 +29,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use candle_trace_schema::events::SpanKind;
+use candle_trace_schema::format::events::SpanKind;
 use tracing::span::Id;
 use tracing::{Metadata, Subscriber};
 use tracing_subscriber::layer::Context;

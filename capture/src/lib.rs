@@ -6,8 +6,8 @@
 //!
 //! ```
 //! use candle_trace_capture::{Recorder, Sink};
-//! use candle_trace_schema::document::TraceDocument;
-//! use candle_trace_schema::events::Step;
+//! use candle_trace_schema::format::document::TraceDocument;
+//! use candle_trace_schema::format::events::Step;
 //! # use std::sync::{Arc, Mutex};
 //! # #[derive(Clone, Default)]
 //! # struct Shared(Arc<Mutex<Vec<u8>>>);
@@ -125,8 +125,10 @@ pub use steps::{StepRecorders, StepTokens};
 pub use sync::DeviceSync;
 pub use writer::CaptureReport;
 
-pub use candle_trace_schema::events::{Phase, SpanKind, Step, TensorCategory, TimingMode};
-pub use candle_trace_schema::profile::{DetailLevel, Entrypoint, MemorySnapshot, ProfilingConfig};
+pub use candle_trace_schema::format::events::{Phase, SpanKind, Step, TensorCategory, TimingMode};
+pub use candle_trace_schema::format::profile::{
+    DetailLevel, Entrypoint, MemorySnapshot, ProfilingConfig,
+};
 pub use subscriber::{install, CaptureSubscriber};
 
 /// Every type a training or serving program needs, in one `use`:

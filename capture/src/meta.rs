@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use candle_trace_schema::events::{Meta, Phase, TimingMode, TraceEvent, TRACE_SCHEMA};
+use candle_trace_schema::format::events::{Meta, Phase, TimingMode, TraceEvent, TRACE_SCHEMA};
 
 use crate::error::CaptureError;
 use crate::recorder::Recorder;

@@ -23,7 +23,7 @@
 //!   full the event is dropped and counted ([`OtlpReport::events_dropped`]). The serving thread
 //!   never waits for the network.
 //! - One background thread (`candle-trace-otlp`) collects a request's events and, when its
-//!   closing `request` span arrives, maps them with `candle_trace_schema::otlp::request_spans`
+//!   closing `request` span arrives, maps them with `candle_trace_schema::analysis::otlp::request_spans`
 //!   (the same spans `candle-trace export --format otlp` writes, minus `candle_trace.line`,
 //!   which a live request does not have) and exports them with `opentelemetry-otlp`'s
 //!   `SpanExporter` (HTTP, binary protobuf) — one attempt, no retries, bounded by
@@ -55,10 +55,10 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant, SystemTime};
 
-use candle_trace_schema::otlp::{
+use candle_trace_schema::analysis::otlp::{
     request_spans, AttributeValue, OtlpSpan, OtlpSpanKind, SCOPE_NAME,
 };
-use candle_trace_schema::profile::{ProfileDocument, ProfileEvent, ProfileRecord};
+use candle_trace_schema::format::profile::{ProfileDocument, ProfileEvent, ProfileRecord};
 use opentelemetry::trace::{
     Event, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };

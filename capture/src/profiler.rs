@@ -2,7 +2,7 @@
 //!
 //! ```
 //! use candle_trace_capture::InferenceProfiler;
-//! use candle_trace_schema::profile::{read_profile, DetailLevel, ProfilingConfig};
+//! use candle_trace_schema::format::profile::{read_profile, DetailLevel, ProfilingConfig};
 //! # use std::sync::{Arc, Mutex};
 //! # #[derive(Clone, Default)]
 //! # struct Shared(Arc<Mutex<Vec<u8>>>);
@@ -80,8 +80,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use candle_trace_schema::events::SpanKind;
-use candle_trace_schema::profile::{
+use candle_trace_schema::format::events::SpanKind;
+use candle_trace_schema::format::profile::{
     validate_event, DecodeStage, DecodeStageInterval, DetailLevel, EngineTokenTiming, Entrypoint,
     EventHeader, EventKind, JsonMap, MemorySnapshot, ProfileError, ProfileEvent, ProfilingConfig,
     ResourceTraceEvent, Status,

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use candle_trace_schema::events::{SpanKind, Step, TraceEvent};
+use candle_trace_schema::format::events::{SpanKind, Step, TraceEvent};
 
 use crate::error::CaptureError;
 use crate::gating::StepToken;
@@ -270,7 +270,7 @@ mod tests {
     use super::*;
     use crate::state::HostBlocks;
     use crate::writer::Encode;
-    use candle_trace_schema::events::{decode_line, SpanEnd, SpanStart};
+    use candle_trace_schema::format::events::{decode_line, SpanEnd, SpanStart};
     use proptest::prelude::*;
 
     fn encoded(r: &Record) -> String {

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use candle_trace_schema::events::TraceEvent;
+use candle_trace_schema::format::events::TraceEvent;
 
 /// Where instrumentation sends events. Implemented by `Recorder`; tests may use `VecSink`.
 pub trait Sink: Send + Sync {
@@ -73,7 +73,7 @@ impl<S: Sink + ?Sized> Sink for &S {
 ///
 /// ```
 /// use candle_trace_capture::{Sink, VecSink};
-/// use candle_trace_schema::events::{Edge, TraceEvent};
+/// use candle_trace_schema::format::events::{Edge, TraceEvent};
 ///
 /// let sink = VecSink::new("cuda:0");
 /// assert!(sink.is_recording());
@@ -154,7 +154,7 @@ impl Sink for VecSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::events::SpanEnd;
+    use candle_trace_schema::format::events::SpanEnd;
 
     #[test]
     fn vec_sink_keeps_events_and_the_current_span() {

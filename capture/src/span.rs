@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use candle_trace_schema::events::Step;
+use candle_trace_schema::format::events::Step;
 
 use crate::stack::span_id;
 use crate::state::Inner;
@@ -59,7 +59,7 @@ impl<'r> SpanGuard<'r> {
     pub(crate) fn open(
         inner: &'r Inner,
         name: Cow<'static, str>,
-        kind: candle_trace_schema::events::SpanKind,
+        kind: candle_trace_schema::format::events::SpanKind,
         measured: bool,
         step: Option<Step>,
         sync: bool,

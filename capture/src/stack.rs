@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 
-use candle_trace_schema::events::Step;
+use candle_trace_schema::format::events::Step;
 
 /// One open span on a thread's stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

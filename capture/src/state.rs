@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use std::collections::HashMap;
 
-use candle_trace_schema::events::{
+use candle_trace_schema::format::events::{
     source, CaptureSource, CaptureSources, MemoryAction, MemoryEvent, Op, SpanKind, Step,
     TensorCategory, TimingMode, TraceEvent,
 };

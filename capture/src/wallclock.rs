@@ -92,7 +92,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::profile::is_rfc3339;
+    use candle_trace_schema::format::profile::is_rfc3339;
 
     #[test]
     fn known_instants_are_spelled_right() {

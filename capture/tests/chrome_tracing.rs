@@ -10,7 +10,7 @@ mod chrome_tracing;
 
 use std::collections::BTreeMap;
 
-use candle_trace_schema::format::{AnyDocument, AnyReader, Format};
+use candle_trace_schema::format::detect::{AnyDocument, AnyReader, Format};
 
 #[test]
 fn the_tracing_chrome_file_of_candle_ops_imports_cleanly() {

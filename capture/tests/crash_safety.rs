@@ -20,9 +20,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use candle_trace_capture::{CaptureError, Recorder, Sink, SpanKind};
-use candle_trace_schema::diagnostics::{Category, Severity};
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::events::{Edge, TraceEvent};
+use candle_trace_schema::format::diagnostics::{Category, Severity};
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::{Edge, TraceEvent};
 use common::{errors, temp_dir, Gate, SharedBuf};
 
 const SIGKILL_CHILD: &str = "CANDLE_TRACE_SIGKILL_CHILD";

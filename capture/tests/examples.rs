@@ -20,11 +20,13 @@ mod common;
 use std::path::Path;
 
 use candle_trace_capture::alloc::TrackingAllocator;
-use candle_trace_schema::diagnostics::Severity;
-use candle_trace_schema::events::{source, GradientState, MemoryAction, SpanKind, TensorCategory};
-use candle_trace_schema::format::{AnyDocument, AnyReader};
-use candle_trace_schema::paths::ModulePaths;
-use candle_trace_schema::profile::Status;
+use candle_trace_schema::analysis::paths::ModulePaths;
+use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
+use candle_trace_schema::format::diagnostics::Severity;
+use candle_trace_schema::format::events::{
+    source, GradientState, MemoryAction, SpanKind, TensorCategory,
+};
+use candle_trace_schema::format::profile::Status;
 use serde_json::Value;
 
 // The examples install this allocator in their own binaries; included as modules, they leave

@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use candle_trace_capture::{Recorder, SpanKind};
-use candle_trace_schema::diagnostics::{Category, Severity};
-use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::format::diagnostics::{Category, Severity};
+use candle_trace_schema::format::document::TraceDocument;
 use common::{errors, temp_dir};
 
 const CHILD_ENV: &str = "CANDLE_TRACE_KILL_CHILD";

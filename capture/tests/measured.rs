@@ -10,8 +10,8 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::{Optimizer, VarBuilder, VarMap, SGD};
 use candle_trace_capture::alloc::TrackingAllocator;
 use candle_trace_capture::Recorder;
-use candle_trace_schema::diagnostics::Severity;
-use candle_trace_schema::events::{source, MemoryAction};
+use candle_trace_schema::format::diagnostics::Severity;
+use candle_trace_schema::format::events::{source, MemoryAction};
 use candle_transformers::models::llama::{Cache, Llama};
 use common::SharedBuf;
 

@@ -1,7 +1,7 @@
 //! The live OTLP exporter (feature `otlp`) against a real OTLP/HTTP receiver: a thread on
 //! 127.0.0.1 that decodes each request body as an `ExportTraceServiceRequest` with the
 //! upstream definitions (`opentelemetry-proto` + prost). The spans received must be the spans
-//! `candle_trace_schema::otlp::request_spans` makes from the profile file written in the same
+//! `candle_trace_schema::analysis::otlp::request_spans` makes from the profile file written in the same
 //! run; with the collector down or stuck, serving finishes and the losses are counted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use candle_trace_capture::otlp::OtlpConfig;
 use candle_trace_capture::InferenceProfiler;
-use candle_trace_schema::otlp::{request_spans, AttributeValue};
-use candle_trace_schema::profile::{read_profile, DetailLevel, JsonMap, ProfilingConfig};
+use candle_trace_schema::analysis::otlp::{request_spans, AttributeValue};
+use candle_trace_schema::format::profile::{read_profile, DetailLevel, JsonMap, ProfilingConfig};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::trace::v1::Span;

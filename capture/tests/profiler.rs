@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use candle_trace_capture::{CaptureError, InferenceProfiler};
-use candle_trace_schema::profile::{
+use candle_trace_schema::format::profile::{
     read_profile, DecodeStage, DetailLevel, Entrypoint, JsonMap, MemorySnapshot, ProfilingConfig,
     ResourceAction, ResourceTraceEvent, Status,
 };

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use candle_trace_capture::{CaptureError, Recorder, Sink, SpanKind, Step, TimingMode};
-use candle_trace_schema::diagnostics::Category;
-use candle_trace_schema::events::{Edge, Op, TraceEvent};
+use candle_trace_schema::format::diagnostics::Category;
+use candle_trace_schema::format::events::{Edge, Op, TraceEvent};
 use common::{errors, parent_name, span_names, temp_dir, Gate, SharedBuf};
 
 fn op(span_id: String, name: &str) -> TraceEvent {
@@ -291,8 +291,9 @@ fn an_atomic_capture_appears_only_at_finish() {
     assert_eq!(report.path.as_deref(), Some(path.as_path()));
     assert!(path.exists());
     assert!(!tmp.exists());
-    let doc =
-        candle_trace_schema::document::TraceDocument::from_bytes(&std::fs::read(&path).unwrap());
+    let doc = candle_trace_schema::format::document::TraceDocument::from_bytes(
+        &std::fs::read(&path).unwrap(),
+    );
     assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
     assert_eq!(doc.spans.len(), 1);
     std::fs::remove_dir_all(dir).unwrap();
@@ -310,16 +311,18 @@ fn a_plain_path_is_readable_while_recording_and_after_drop() {
     let step = rec.begin_step();
     let span = rec.span("open", SpanKind::Function);
     assert!(rec.flush(Duration::from_secs(10)));
-    let doc =
-        candle_trace_schema::document::TraceDocument::from_bytes(&std::fs::read(&path).unwrap());
+    let doc = candle_trace_schema::format::document::TraceDocument::from_bytes(
+        &std::fs::read(&path).unwrap(),
+    );
     assert!(errors(&doc).is_empty());
     assert_eq!(doc.spans.len(), 1);
     drop(span);
     drop(step);
     // Dropped without finish(): the writer still drains and flushes.
     drop(rec);
-    let doc =
-        candle_trace_schema::document::TraceDocument::from_bytes(&std::fs::read(&path).unwrap());
+    let doc = candle_trace_schema::format::document::TraceDocument::from_bytes(
+        &std::fs::read(&path).unwrap(),
+    );
     assert!(errors(&doc).is_empty(), "{:?}", errors(&doc));
     assert!(doc.spans[0].duration_ns.is_some());
     std::fs::remove_dir_all(dir).unwrap();

@@ -5,8 +5,8 @@
 mod common;
 
 use candle_trace_capture::{Recorder, Sink, Step};
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::steps::StepSet;
+use candle_trace_schema::analysis::steps::StepSet;
+use candle_trace_schema::format::document::TraceDocument;
 use common::{errors, span_names, temp_dir};
 
 #[test]

@@ -1,12 +1,12 @@
-//! `candle-trace compare BASE CAND`: the tables of `candle_trace_schema::compare`.
+//! `candle-trace compare BASE CAND`: the tables of `candle_trace_schema::analysis::compare`.
 
 use std::io::Write;
 use std::path::Path;
 
-use candle_trace_schema::compare::{compare, MetaMismatch, Presence, TraceComparison};
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::format::AnyDocument;
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::compare::{compare, MetaMismatch, Presence, TraceComparison};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::detect::AnyDocument;
+use candle_trace_schema::format::document::TraceDocument;
 use serde::Serialize;
 
 use super::table::{Align, Table};
@@ -236,7 +236,7 @@ pub(super) fn run(
             format_bytes(c.cand_bytes),
             signed(c.delta_bytes, format_bytes),
             pct(
-                candle_trace_schema::compare::percent(c.base_bytes, c.cand_bytes),
+                candle_trace_schema::analysis::compare::percent(c.base_bytes, c.cand_bytes),
                 Presence::Both,
             ),
         ]);
@@ -252,7 +252,7 @@ pub(super) fn run(
             ("baseline", Align::Left),
             ("candidate", Align::Left),
         ]);
-        let state = |s: Option<candle_trace_schema::events::GradientState>| {
+        let state = |s: Option<candle_trace_schema::format::events::GradientState>| {
             s.map_or("(absent)", |s| s.as_str()).to_string()
         };
         for g in &cmp.gradients {

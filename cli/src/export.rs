@@ -1,15 +1,15 @@
 //! `candle-trace export`: write a trace/6 file or an inference profile as Chrome Trace Event
 //! JSON, or an inference profile as OTLP/JSON (the conversions are
-//! `candle_trace_schema::chrome::export` and `candle_trace_schema::otlp`; this only wires them).
+//! `candle_trace_schema::format::chrome::export` and `candle_trace_schema::analysis::otlp`; this only wires them).
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context as _;
-use candle_trace_schema::chrome::export::{profile_to_chrome, trace_to_chrome};
-use candle_trace_schema::diagnostics::DiagnosticCounts;
-use candle_trace_schema::format::AnyDocument;
-use candle_trace_schema::otlp::profile_to_otlp;
+use candle_trace_schema::analysis::otlp::profile_to_otlp;
+use candle_trace_schema::format::chrome::export::{profile_to_chrome, trace_to_chrome};
+use candle_trace_schema::format::detect::AnyDocument;
+use candle_trace_schema::format::diagnostics::DiagnosticCounts;
 
 use super::EXIT_OK;
 

@@ -1,13 +1,15 @@
-//! `candle-trace findings FILE…`: the ranked findings of `candle_trace_schema::findings` for
+//! `candle-trace findings FILE…`: the ranked findings of `candle_trace_schema::analysis::findings` for
 //! one trace, the step files of one run, or one inference profile.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::findings::{profile_findings, trace_findings, Findings, Link, Stake};
-use candle_trace_schema::format::AnyDocument;
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::findings::{
+    profile_findings, trace_findings, Findings, Link, Stake,
+};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::detect::AnyDocument;
+use candle_trace_schema::format::document::TraceDocument;
 
 use super::gate::read_side;
 use super::{write_json, EXIT_OK};

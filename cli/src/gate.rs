@@ -1,5 +1,5 @@
 //! `candle-trace compare BASE CAND --fail-if RULE…`: the regression gate of
-//! `candle_trace_schema::gate`, and the step sets both it and `steps` read.
+//! `candle_trace_schema::analysis::gate`, and the step sets both it and `steps` read.
 //!
 //! BASE and CAND are each a file (one step) or a directory: every regular file in it whose name
 //! ends in `.jsonl`, in name order (the step-set layout of SCHEMA.md §4, "Several steps"). Exit
@@ -11,9 +11,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use candle_trace_schema::compare::meta_mismatches;
-use candle_trace_schema::format::AnyDocument;
-use candle_trace_schema::gate::{evaluate, metric_value, Rule, Sample, Verdict};
+use candle_trace_schema::analysis::compare::meta_mismatches;
+use candle_trace_schema::analysis::gate::{evaluate, metric_value, Rule, Sample, Verdict};
+use candle_trace_schema::format::detect::AnyDocument;
 use serde::Serialize;
 
 use super::{read, write_json, EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE};

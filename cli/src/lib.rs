@@ -23,7 +23,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use candle_trace_schema::format::{AnyDocument, AnyReader};
+use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Read, validate, summarise, query, export and compare candle-trace files (trace/6, inference

@@ -4,20 +4,22 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::bail;
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::events::{SpanKind, Step, TensorCategory};
-use candle_trace_schema::flops::efficiency;
-use candle_trace_schema::format::AnyDocument;
-use candle_trace_schema::gradients::{
+use candle_trace_schema::analysis::flops::efficiency;
+use candle_trace_schema::analysis::gradients::{
     gradient_finding, gradient_groups, gradients_for_review, norm_histogram, GradientCounts,
 };
-use candle_trace_schema::histogram::Histogram;
-use candle_trace_schema::ops::{heaviest_ops, op_groups, OpGrouping};
-use candle_trace_schema::paths::{module_rows, op_rows_by_path, ModuleGrouping, ModulePaths};
-use candle_trace_schema::phases::{module_pairs, phase_breakdown};
-use candle_trace_schema::profile::ProfileDocument;
-use candle_trace_schema::reconcile::reconcile;
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::histogram::Histogram;
+use candle_trace_schema::analysis::ops::{heaviest_ops, op_groups, OpGrouping};
+use candle_trace_schema::analysis::paths::{
+    module_rows, op_rows_by_path, ModuleGrouping, ModulePaths,
+};
+use candle_trace_schema::analysis::phases::{module_pairs, phase_breakdown};
+use candle_trace_schema::analysis::reconcile::reconcile;
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::detect::AnyDocument;
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::{SpanKind, Step, TensorCategory};
+use candle_trace_schema::format::profile::ProfileDocument;
 use serde_json::{json, Value};
 
 use super::table::{Align, Table};
@@ -490,7 +492,7 @@ fn profile_modules(
         ModuleGrouping::Path => "path",
         ModuleGrouping::Name => "name",
     };
-    let row_json = |r: &candle_trace_schema::profile::ProfileModuleRow| json!({ key: r.key, "calls": r.calls, "total_ns": r.total_ns, "mean_ns": r.mean_ns, "requests": r.requests });
+    let row_json = |r: &candle_trace_schema::analysis::profile_modules::ProfileModuleRow| json!({ key: r.key, "calls": r.calls, "total_ns": r.total_ns, "mean_ns": r.mean_ns, "requests": r.requests });
     let all = doc.module_rows(grouping);
     if opts.json {
         let per_request: Vec<Value> = requests
@@ -532,7 +534,7 @@ fn profile_modules(
             String::new()
         }
     )?;
-    let table = |rows: &[candle_trace_schema::profile::ProfileModuleRow]| {
+    let table = |rows: &[candle_trace_schema::analysis::profile_modules::ProfileModuleRow]| {
         let mut t = Table::new(&[
             (key, Align::Left),
             ("calls", Align::Right),

@@ -1,13 +1,13 @@
-//! `candle-trace steps FILES…`: the tables of `candle_trace_schema::steps` over several step
+//! `candle-trace steps FILES…`: the tables of `candle_trace_schema::analysis::steps` over several step
 //! files of one run.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::format::AnyDocument;
-use candle_trace_schema::steps::{Spread, SpreadRow, StepSet, OUTLIER_MADS};
-use candle_trace_schema::units::format_ns;
+use candle_trace_schema::analysis::steps::{Spread, SpreadRow, StepSet, OUTLIER_MADS};
+use candle_trace_schema::analysis::units::format_ns;
+use candle_trace_schema::format::detect::AnyDocument;
+use candle_trace_schema::format::document::TraceDocument;
 use serde::Serialize;
 
 use super::gate::read_side;

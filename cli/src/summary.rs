@@ -3,13 +3,13 @@
 use std::io::Write;
 use std::path::Path;
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::events::CaptureSources;
-use candle_trace_schema::format::{AnyDocument, Format};
-use candle_trace_schema::percentiles::Percentiles;
-use candle_trace_schema::profile::ProfileDocument;
-use candle_trace_schema::summary::{NotCaptured, TraceSummary};
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::percentiles::Percentiles;
+use candle_trace_schema::analysis::summary::{NotCaptured, TraceSummary};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::detect::{AnyDocument, Format};
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::CaptureSources;
+use candle_trace_schema::format::profile::ProfileDocument;
 use serde::Serialize;
 
 use super::table::{Align, Table};
@@ -109,12 +109,14 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
     writeln!(out, "{} — {}", path.display(), format_name(doc))?;
     if let Some(meta) = &doc.meta {
         let phase = match meta.phase {
-            candle_trace_schema::events::Phase::Train => "train",
-            candle_trace_schema::events::Phase::Infer => "infer",
+            candle_trace_schema::format::events::Phase::Train => "train",
+            candle_trace_schema::format::events::Phase::Infer => "infer",
         };
         let timing = match meta.timing_mode {
-            candle_trace_schema::events::TimingMode::Host => "host",
-            candle_trace_schema::events::TimingMode::DeviceSynchronized => "device_synchronized",
+            candle_trace_schema::format::events::TimingMode::Host => "host",
+            candle_trace_schema::format::events::TimingMode::DeviceSynchronized => {
+                "device_synchronized"
+            }
         };
         writeln!(
             out,
@@ -283,7 +285,7 @@ fn profile(
     if json {
         return write_json(out, &summary);
     }
-    let counts = candle_trace_schema::diagnostics::DiagnosticCounts::of(&doc.diagnostics);
+    let counts = candle_trace_schema::format::diagnostics::DiagnosticCounts::of(&doc.diagnostics);
     writeln!(
         out,
         "{} — inference profile (schema_version 1)",

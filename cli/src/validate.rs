@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use candle_trace_schema::diagnostics::{Diagnostic, DiagnosticCounts};
-use candle_trace_schema::format::AnyDocument;
+use candle_trace_schema::format::detect::AnyDocument;
+use candle_trace_schema::format::diagnostics::{Diagnostic, DiagnosticCounts};
 use serde::Serialize;
 
 use super::{write_json, EXIT_INVALID, EXIT_OK};

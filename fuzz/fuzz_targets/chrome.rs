@@ -3,8 +3,8 @@
 #![no_main]
 
 use candle_trace_fuzz::exercise_trace;
-use candle_trace_schema::chrome::export::trace_to_chrome;
-use candle_trace_schema::chrome::read_chrome;
+use candle_trace_schema::format::chrome::export::trace_to_chrome;
+use candle_trace_schema::format::chrome::read_chrome;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use candle_trace_fuzz::exercise_profile;
-use candle_trace_schema::profile::{read_profile, ProfileReader};
+use candle_trace_schema::format::profile::{read_profile, ProfileReader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use candle_trace_fuzz::{assert_same_trace, chunks, exercise_trace, split_input};
-use candle_trace_schema::document::{TraceDocument, TraceReader};
+use candle_trace_schema::format::document::{TraceDocument, TraceReader};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,7 +2,7 @@
 #![no_main]
 
 use candle_trace_fuzz::exercise_trace;
-use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::format::document::TraceDocument;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,14 +1,19 @@
 //! # candle-trace-schema
 //!
-//! The shared model of candle-trace: event types for the execution trace
-//! `candle-graph/trace/6` and the inference profile (schema v1), a streaming JSONL reader that
-//! reports every bad line with its 1-based line number and keeps everything valid, the import
-//! of Chrome Trace Event JSON into the same document model and the export to it ([`chrome`]),
-//! and the analysis behind every number the CLI and the viewer show, including the comparison
-//! of a candidate run with a baseline ([`compare`]).
+//! The shared model of candle-trace, in two module trees:
+//!
+//! - [`format`]: event types for the execution trace `candle-graph/trace/6` and the inference
+//!   profile (schema v1), streaming JSONL readers that report every bad line with its 1-based
+//!   line number and keep everything valid, format detection, and the import of Chrome Trace
+//!   Event JSON into the same document model and the export to it;
+//! - [`analysis`]: the analysis behind every number the CLI and the viewer show, from a trace's
+//!   summary to the comparison of a candidate run with a baseline and the regression gate.
+//!
+//! Arrows go one way: [`analysis`] reads [`format`]'s documents, [`format`] never names
+//! [`analysis`]. The types most programs need are re-exported here.
 //!
 //! ```
-//! use candle_trace_schema::document::TraceReader;
+//! use candle_trace_schema::TraceReader;
 //!
 //! let file = concat!(
 //!     r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","#,
@@ -44,43 +49,24 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
-pub mod chrome;
-pub mod compare;
-pub mod diagnostics;
-pub mod document;
-pub mod events;
-pub mod findings;
-pub mod flops;
+pub mod analysis;
 pub mod format;
-pub mod gate;
-pub mod gradients;
-pub mod histogram;
-pub mod jsonl;
-pub mod memory;
-pub mod ops;
-pub mod otlp;
-pub mod paths;
-pub mod percentiles;
-pub mod phases;
-pub mod profile;
-pub mod reconcile;
-pub mod records;
-pub mod spans;
-pub mod steps;
-pub mod summary;
-pub mod tracks;
-pub mod units;
 
-// The types most programs need, at the root (the modules above hold the rest).
-pub use chrome::ChromeReader;
-pub use diagnostics::{Category, Diagnostic, Severity};
-pub use document::{TraceDocument, TraceReader};
-pub use events::{Meta, SpanKind, Step, TraceEvent};
-pub use format::{AnyDocument, AnyReader};
-pub use memory::MemoryProfile;
-pub use paths::ModulePaths;
-pub use profile::{ProfileDocument, ProfileReader};
-pub use records::{Lined, Span};
-pub use spans::SpanTree;
-pub use summary::TraceSummary;
-pub use tracks::ChromeImport;
+// The types most programs need, at the root; the two trees hold the rest.
+pub use analysis::compare::{compare, TraceComparison};
+pub use analysis::findings::{profile_findings, trace_findings, Findings};
+pub use analysis::paths::ModulePaths;
+pub use analysis::requests::{LatencyStats, ProfileSummary, RequestSummary};
+pub use analysis::steps::StepSet;
+pub use analysis::summary::TraceSummary;
+pub use analysis::waterfall::Waterfall;
+pub use format::chrome::ChromeReader;
+pub use format::detect::{AnyDocument, AnyReader};
+pub use format::diagnostics::{Category, Diagnostic, Severity};
+pub use format::document::{TraceDocument, TraceReader};
+pub use format::events::{Meta, SpanKind, Step, TraceEvent};
+pub use format::memory::MemoryProfile;
+pub use format::profile::{ProfileDocument, ProfileReader};
+pub use format::records::{Lined, Span};
+pub use format::spans::SpanTree;
+pub use format::tracks::ChromeImport;

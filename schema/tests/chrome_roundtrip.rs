@@ -4,9 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
-use candle_trace_schema::chrome::export::trace_to_chrome;
-use candle_trace_schema::chrome::{read_chrome, ChromeReader};
-use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::format::chrome::export::trace_to_chrome;
+use candle_trace_schema::format::chrome::{read_chrome, ChromeReader};
+use candle_trace_schema::format::document::TraceDocument;
 use proptest::prelude::*;
 
 const META: &str = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":2,"warmup_steps":1,"device":"cpu","timing_mode":"host","tags":{}}"#;

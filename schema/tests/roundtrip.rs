@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use candle_trace_schema::document::{TraceDocument, TraceReader};
-use candle_trace_schema::events::*;
-use candle_trace_schema::format::AnyReader;
-use candle_trace_schema::profile::{read_profile, ProfileReader};
+use candle_trace_schema::format::detect::AnyReader;
+use candle_trace_schema::format::document::{TraceDocument, TraceReader};
+use candle_trace_schema::format::events::*;
+use candle_trace_schema::format::profile::{read_profile, ProfileReader};
 use proptest::prelude::*;
 
 fn text() -> impl Strategy<Value = String> {

@@ -11,8 +11,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use candle_trace_schema::document::{TraceDocument, TraceReader};
-use candle_trace_schema::summary::TraceSummary;
+use candle_trace_schema::analysis::summary::TraceSummary;
+use candle_trace_schema::format::document::{TraceDocument, TraceReader};
 use candle_trace_tests::generate::{write_trace, GenConfig, GenStats};
 use criterion::{Criterion, SamplingMode, Throughput};
 

@@ -28,7 +28,7 @@
 //!
 //! ```
 //! use candle_trace_tests::generate::{trace_bytes, GenConfig};
-//! use candle_trace_schema::document::TraceDocument;
+//! use candle_trace_schema::format::document::TraceDocument;
 //!
 //! let cfg = GenConfig { target_bytes: 64 * 1024, ..GenConfig::default() };
 //! let bytes = trace_bytes(&cfg);
@@ -39,7 +39,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use candle_trace_schema::events::{
+use candle_trace_schema::format::events::{
     derived_storage_bytes, CompactString, DeviceMemory, Edge, Gradient, GradientState,
     MemoryAction, MemoryEvent, Meta, Op, Phase, SpanEnd, SpanKind, SpanStart, Step, TensorCategory,
     TensorEvent, TimingMode, TraceEvent, TRACE_SCHEMA,
@@ -1455,7 +1455,7 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::document::{TraceDocument, TraceReader};
+    use candle_trace_schema::format::document::{TraceDocument, TraceReader};
 
     fn read_chunked(bytes: &[u8], chunk: usize) -> TraceDocument {
         let mut reader = TraceReader::new();

@@ -9,11 +9,11 @@
 use std::collections::{BTreeMap, HashMap};
 
 use candle_trace_cli::run;
-use candle_trace_schema::chrome::export::{profile_to_chrome, trace_to_chrome};
-use candle_trace_schema::chrome::read_chrome;
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::format::{AnyDocument, AnyReader};
-use candle_trace_schema::profile::read_profile;
+use candle_trace_schema::format::chrome::export::{profile_to_chrome, trace_to_chrome};
+use candle_trace_schema::format::chrome::read_chrome;
+use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::profile::read_profile;
 use candle_trace_tests::fixtures_dir;
 use serde_json::Value;
 

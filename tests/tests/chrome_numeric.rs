@@ -3,8 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
-use candle_trace_schema::chrome::read_chrome;
-use candle_trace_schema::diagnostics::{Category, Severity};
+use candle_trace_schema::format::chrome::read_chrome;
+use candle_trace_schema::format::diagnostics::{Category, Severity};
 use candle_trace_tests::fixtures_dir;
 
 /// `chrome_numeric_strings.chrome.json`, worked by hand: the earliest event is `step` at

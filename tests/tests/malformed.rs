@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use candle_trace_cli::run;
-use candle_trace_schema::diagnostics::{sort_diagnostics, Diagnostic};
-use candle_trace_schema::document::{TraceDocument, TraceReader};
-use candle_trace_schema::format::{AnyDocument, AnyReader, Format};
-use candle_trace_schema::ops::{op_groups, OpGrouping};
-use candle_trace_schema::profile::read_profile;
+use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
+use candle_trace_schema::format::detect::{AnyDocument, AnyReader, Format};
+use candle_trace_schema::format::diagnostics::{sort_diagnostics, Diagnostic};
+use candle_trace_schema::format::document::{TraceDocument, TraceReader};
+use candle_trace_schema::format::profile::read_profile;
 use candle_trace_tests::fixtures_dir;
 use serde_json::Value;
 

@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::events::TensorCategory;
-use candle_trace_schema::gradients::GradientCounts;
-use candle_trace_schema::ops::{op_groups, OpGrouping};
+use candle_trace_schema::analysis::gradients::GradientCounts;
+use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::TensorCategory;
 use candle_trace_tests::fixtures_dir;
 use serde_json::{json, Value};
 
@@ -33,7 +33,7 @@ fn every_trace_fixture_matches_the_oracle_in_detail() {
         .expect("JSON");
         let bytes = std::fs::read(&path).expect("fixture");
         // Odd chunk sizes: the reader must not care where chunks end.
-        let mut reader = candle_trace_schema::document::TraceReader::new();
+        let mut reader = candle_trace_schema::format::document::TraceReader::new();
         for chunk in bytes.chunks(37) {
             reader.push(chunk);
         }
@@ -126,7 +126,7 @@ fn every_trace_fixture_matches_the_oracle_in_detail() {
 /// extras (track labels, element, instant and counter-sample counts, skipped phases).
 #[test]
 fn every_chrome_fixture_matches_the_oracle() {
-    use candle_trace_schema::format::{AnyDocument, AnyReader, Format};
+    use candle_trace_schema::format::detect::{AnyDocument, AnyReader, Format};
     let mut checked = 0;
     for entry in std::fs::read_dir(fixtures_dir()).expect("fixtures dir") {
         let path = entry.expect("entry").path();

@@ -4,13 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::flops::efficiency;
-use candle_trace_schema::gradients::norm_histogram;
-use candle_trace_schema::histogram::Histogram;
-use candle_trace_schema::phases::{module_pairs, phase_breakdown};
-use candle_trace_schema::profile::read_profile;
-use candle_trace_schema::reconcile::reconcile;
+use candle_trace_schema::analysis::flops::efficiency;
+use candle_trace_schema::analysis::gradients::norm_histogram;
+use candle_trace_schema::analysis::histogram::Histogram;
+use candle_trace_schema::analysis::phases::{module_pairs, phase_breakdown};
+use candle_trace_schema::analysis::reconcile::reconcile;
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::profile::read_profile;
 use candle_trace_tests::fixtures_dir;
 use serde_json::{json, Value};
 

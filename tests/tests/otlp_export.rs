@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use candle_trace_cli::run;
-use candle_trace_schema::otlp::{span_id, trace_id};
+use candle_trace_schema::analysis::otlp::{span_id, trace_id};
 use candle_trace_tests::fixtures_dir;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
@@ -79,7 +79,7 @@ fn otlp_export_decodes_with_the_upstream_definitions_and_matches_the_profile() {
     // r1: request, prefill, 2 decode waves, 3 module spans; r2: request.
     assert_eq!(spans.len(), 8);
 
-    // One trace per request, ids as documented in `schema::otlp`.
+    // One trace per request, ids as documented in `schema::analysis::otlp`.
     let t1 = trace_id("c1", "r1").to_vec();
     let t2 = trace_id("c1", "r2").to_vec();
     assert_ne!(t1, t2);

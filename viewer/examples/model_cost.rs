@@ -9,7 +9,7 @@ use std::time::Instant;
 use candle_trace_viewer::model::{
     efficiency, gradients, memory, memory_chart, phases, spans, TraceModel,
 };
-use candle_trace_viewer::schema::document::TraceDocument;
+use candle_trace_viewer::schema::format::document::TraceDocument;
 
 fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     let t = Instant::now();

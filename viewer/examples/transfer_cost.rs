@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use candle_trace_viewer::model::spans::SpanIndex;
 use candle_trace_viewer::model::TraceModel;
-use candle_trace_viewer::schema::format::{AnyDocument, AnyReader};
+use candle_trace_viewer::schema::format::detect::{AnyDocument, AnyReader};
 use candle_trace_viewer::timeline::lanes::{extents_of, Lanes};
 use candle_trace_viewer::transfer::{encode, Decoder};
 

@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use candle_trace_viewer::model::TraceModel;
-//! use candle_trace_viewer::schema::document::TraceDocument;
+//! use candle_trace_viewer::schema::format::document::TraceDocument;
 //! use candle_trace_viewer::timeline::{lod::visible_blocks, viewport::Viewport};
 //!
 //! let file = concat!(

@@ -6,7 +6,7 @@
 //! document; on a page without workers it runs on the page itself, yielding to the event loop
 //! between chunks so the progress bar keeps painting.
 
-use candle_trace_schema::format::AnyReader;
+use candle_trace_schema::format::detect::AnyReader;
 use js_sys::{Promise, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;

@@ -19,17 +19,17 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use candle_trace_schema::chrome::ChromeImport;
-use candle_trace_schema::diagnostics::Diagnostic;
-use candle_trace_schema::document::{Lined, Span, TraceDocument};
-use candle_trace_schema::events::{
+use candle_trace_schema::format::chrome::ChromeImport;
+use candle_trace_schema::format::detect::{AnyDocument, Format};
+use candle_trace_schema::format::diagnostics::Diagnostic;
+use candle_trace_schema::format::document::{Lined, Span, TraceDocument};
+use candle_trace_schema::format::events::{
     CaptureSources, CompactString, DeviceMemory, Edge, Gradient, MemoryAction, MemoryEvent, Meta,
     Op, TensorCategory, TensorEvent,
 };
-use candle_trace_schema::format::{AnyDocument, Format};
-use candle_trace_schema::memory::MemoryProfile;
-use candle_trace_schema::profile::{ProfileDocument, ProfileRecord};
-use candle_trace_schema::spans::{SpanTree, SpanTreeParts};
+use candle_trace_schema::format::memory::MemoryProfile;
+use candle_trace_schema::format::profile::{ProfileDocument, ProfileRecord};
+use candle_trace_schema::format::spans::{SpanTree, SpanTreeParts};
 
 /// Records per frame: small enough that decoding one frame is a short task on the page
 /// (a few milliseconds for spans), large enough that framing costs nothing.
@@ -537,7 +537,7 @@ pub fn decode(bytes: &[u8]) -> Result<AnyDocument, TransferError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::format::AnyReader;
+    use candle_trace_schema::format::detect::AnyReader;
 
     fn read(bytes: &[u8]) -> AnyDocument {
         let mut r = AnyReader::new();

@@ -27,7 +27,7 @@ use js_sys::{Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
-use candle_trace_schema::format::AnyDocument;
+use candle_trace_schema::format::detect::AnyDocument;
 
 use crate::load::{read, same_origin, LoadError, Pacer, Source};
 use crate::transfer::Assembler;

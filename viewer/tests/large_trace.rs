@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use candle_trace_viewer::model::TraceModel;
-use candle_trace_viewer::schema::document::TraceDocument;
+use candle_trace_viewer::schema::format::document::TraceDocument;
 use candle_trace_viewer::timeline::lod::visible_blocks;
 use candle_trace_viewer::timeline::viewport::Viewport;
 
@@ -62,7 +62,7 @@ fn large_trace_models_and_frames() {
         .unwrap_or(100_000);
     let text = generate(spans);
     let t0 = Instant::now();
-    let mut reader = candle_trace_viewer::schema::document::TraceReader::new();
+    let mut reader = candle_trace_viewer::schema::format::document::TraceReader::new();
     for chunk in text.as_bytes().chunks(1 << 20) {
         reader.push(chunk);
     }

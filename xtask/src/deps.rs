@@ -1,5 +1,5 @@
 //! The dependency guard (`cargo xtask deps`, part of `ci`): which crate may depend on which, and
-//! no import circle between the modules of a crate.
+//! no import circle between the modules of a crate, and the schema's two trees layered.
 //!
 //! - **Crates.** `cargo tree -e normal,build` of each package must not name a denied package
 //!   (after rerun's `denied_sdk_deps`): capture links into training binaries, so nothing web and
@@ -8,6 +8,7 @@
 //! - **Modules.** Within each crate, the graph "module A names `crate::B…` or `super::B`" must
 //!   have no cycle. Comments, string and character literals and `#[cfg(test)] mod … { … }` blocks
 //!   are left out: a test may read a document through the reader it tests.
+//! - **Layers.** In the schema, no module under `format` names one under `analysis`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -81,7 +82,11 @@ enum Features {
 /// The crates whose modules must form no import circle (their `src` folders).
 const ACYCLIC: &[&str] = &["schema", "capture", "cli", "viewer", "xtask"];
 
-/// Both checks; the first failure stops with what was found.
+/// Module trees that may name each other only one way: `(crate, lower, upper)` means modules
+/// under `lower` never name one under `upper` (schema's analyses read the format, not the reverse).
+const LAYERS: &[(&str, &str, &str)] = &[("schema", "format", "analysis")];
+
+/// All three checks; the first failure stops with what was found.
 pub fn guard() -> Result<()> {
     for (package, features, denied) in DENIED {
         let found = denied_in_tree(package, *features, denied)?;
@@ -102,6 +107,18 @@ pub fn guard() -> Result<()> {
             );
         }
         eprintln!("{krate}: {} modules, no import circle", files.len());
+    }
+    for (krate, lower, upper) in LAYERS {
+        let files = read_sources(&Path::new(krate).join("src"))?;
+        let wrong = layer_violations(&files, lower, upper);
+        if !wrong.is_empty() {
+            let text: Vec<String> = wrong.iter().map(|(f, t)| format!("{f} -> {t}")).collect();
+            bail!(
+                "{krate}: {lower} must not name {upper}: {}",
+                text.join("; ")
+            );
+        }
+        eprintln!("{krate}: nothing under {lower} names {upper}");
     }
     Ok(())
 }
@@ -169,9 +186,9 @@ fn read_sources(src: &Path) -> Result<BTreeMap<String, String>> {
     Ok(files)
 }
 
-/// The import cycles among `files` (module path → source), each as its modules in order with
-/// the first repeated at the end; empty when there is none.
-pub fn module_cycles(files: &BTreeMap<String, String>) -> Vec<Vec<String>> {
+/// Which modules each module of `files` (module path → source) names, itself, its ancestors and
+/// the crate root left out.
+fn module_edges(files: &BTreeMap<String, String>) -> BTreeMap<&str, BTreeSet<&str>> {
     let modules: BTreeSet<&str> = files.keys().map(String::as_str).collect();
     let mut edges: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (module, text) in files {
@@ -187,7 +204,32 @@ pub fn module_cycles(files: &BTreeMap<String, String>) -> Vec<Vec<String>> {
             }
         }
     }
-    strongly_connected(&edges)
+    edges
+}
+
+/// The import cycles among `files` (module path → source), each as its modules in order with
+/// the first repeated at the end; empty when there is none.
+pub fn module_cycles(files: &BTreeMap<String, String>) -> Vec<Vec<String>> {
+    strongly_connected(&module_edges(files))
+}
+
+/// Every `(from, to)` where a module in the tree `lower` (or `lower` itself) names one in the
+/// tree `upper`: the arrows a layered crate forbids.
+pub fn layer_violations(
+    files: &BTreeMap<String, String>,
+    lower: &str,
+    upper: &str,
+) -> Vec<(String, String)> {
+    let within = |m: &str, tree: &str| m == tree || m.starts_with(&format!("{tree}::"));
+    module_edges(files)
+        .into_iter()
+        .filter(|(from, _)| within(from, lower))
+        .flat_map(|(from, to)| {
+            to.into_iter()
+                .filter(|t| within(t, upper))
+                .map(move |t| (from.to_string(), t.to_string()))
+        })
+        .collect()
 }
 
 /// The longest module in `modules` that `path` (`a::b::Item`) starts with.
@@ -518,6 +560,47 @@ mod tests {
             ("p::y", "use super::x::X;"),
         ]);
         assert_eq!(module_cycles(&files), vec![vec!["p::x", "p::y", "p::x"]]);
+    }
+
+    #[test]
+    fn an_arrow_from_the_lower_tree_to_the_upper_is_a_violation() {
+        let files = crate_of(&[
+            ("format", "pub mod doc;"),
+            ("format::doc", "pub struct Doc;"),
+            (
+                "format::chrome",
+                "use crate::format::doc::Doc; fn f() -> crate::analysis::sum::S { todo() }",
+            ),
+            ("analysis", "pub mod sum;"),
+            (
+                "analysis::sum",
+                "use crate::format::doc::Doc; pub struct S;",
+            ),
+        ]);
+        assert_eq!(
+            layer_violations(&files, "format", "analysis"),
+            vec![("format::chrome".to_string(), "analysis::sum".to_string())]
+        );
+        // The other way round is the allowed direction.
+        assert_eq!(layer_violations(&files, "analysis", "format").len(), 1);
+        assert!(layer_violations(&files, "analysis", "nothing").is_empty());
+    }
+
+    #[test]
+    fn the_schema_layers_hold() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for (krate, lower, upper) in LAYERS {
+            let files = read_sources(&root.join(krate).join("src")).expect("sources");
+            assert!(
+                files.keys().any(|m| m.starts_with(lower)),
+                "{krate} has {lower}"
+            );
+            assert!(
+                files.keys().any(|m| m.starts_with(upper)),
+                "{krate} has {upper}"
+            );
+            assert_eq!(layer_violations(&files, lower, upper), vec![], "{krate}");
+        }
     }
 
     #[test]

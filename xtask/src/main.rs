@@ -272,8 +272,8 @@ fn demo(args: &[String]) -> Result<()> {
     let started = Instant::now();
     let steps = steps::Steps::default();
     steps.heartbeat(std::time::Duration::from_secs(60));
-    // The page's tools and wasm do not depend on the examples: start them first, in the
-    // background, so they overlap the examples' build.
+    // The page does not depend on the examples: install its tools, build its wasm and assemble
+    // it in the background, so that all of it overlaps the examples' build.
     let page = if serve_page {
         steps.run("wasm32 target", tools::ensure_wasm32_target)?;
         let page_tools = steps.spawn(
@@ -286,7 +286,17 @@ fn demo(args: &[String]) -> Result<()> {
                 Some(&steps::log_path("viewer-wasm")),
             )
         });
-        Some((page_tools, wasm))
+        let assembler = steps.clone();
+        Some(std::thread::spawn(move || -> Result<std::path::PathBuf> {
+            page_tools.join()?;
+            let wasm = wasm.join()?;
+            let web_dir = std::path::Path::new("web");
+            let dist = web_dir.join("dist");
+            assembler.run("assemble the page (wasm-bindgen, wasm-opt, assets)", || {
+                web::assemble(web_dir, &wasm, &dist)
+            })?;
+            Ok(dist)
+        }))
     } else {
         None
     };
@@ -332,17 +342,13 @@ fn demo(args: &[String]) -> Result<()> {
         Ok(())
     })?;
     eprintln!("\ntrace written to {train}\ninference profile written to {infer}");
-    let Some((page_tools, wasm)) = page else {
+    let Some(page) = page else {
         steps.print_summary(started.elapsed().as_secs_f64());
         return Ok(());
     };
-    page_tools.join()?;
-    let wasm = wasm.join()?;
-    let web_dir = std::path::Path::new("web");
-    let dist = web_dir.join("dist");
-    steps.run("assemble the page (wasm-bindgen, wasm-opt, assets)", || {
-        web::assemble(web_dir, &wasm, &dist)
-    })?;
+    let dist = page
+        .join()
+        .map_err(|_| anyhow::anyhow!("building the page panicked"))??;
     steps.print_summary(started.elapsed().as_secs_f64());
     serve::serve(&dist, &dir, port, |addr| {
         eprintln!("\nviewer: http://{addr}/?url=demo/train.trace6.jsonl");

@@ -5,8 +5,8 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 
-use candle_trace_schema::diagnostics::Severity;
-use candle_trace_schema::document::TraceDocument;
+use candle_trace_schema::format::diagnostics::Severity;
+use candle_trace_schema::format::document::TraceDocument;
 
 /// An in-memory `io::Write` whose bytes the test can read after the recorder is done.
 #[derive(Clone, Default)]

@@ -7,8 +7,8 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::JsCast;
 
-use candle_trace_schema::format::AnyDocument;
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::detect::AnyDocument;
 
 use super::capture::CaptureSourcesView;
 use super::cards::SummaryCards;

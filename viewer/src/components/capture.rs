@@ -55,7 +55,7 @@ pub fn CaptureSourcesView() -> impl IntoView {
 pub fn NotCapturedNote(
     /// What is missing: `ops`, `memory` or `gradients` (`data-what`).
     what: &'static str,
-    /// The sentence (`schema::summary::not_captured`'s wording).
+    /// The sentence (`schema::analysis::summary::not_captured`'s wording).
     text: String,
 ) -> impl IntoView {
     view! { <p class="not-captured" data-testid="not-captured" data-what=what>{text}</p> }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
-use candle_trace_schema::compare::TraceComparison;
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::compare::TraceComparison;
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
 use super::groups::{FillFn, GroupTimeline, KeyFn};
 use crate::model::compare::{
@@ -231,13 +231,13 @@ fn PathDeltas(
                                 >
                                     <td class="path">
                                         {p.path.clone()}
-                                        {(p.presence != candle_trace_schema::compare::Presence::Both).then(|| view! { <span class="tag">{p.presence.as_str()}</span> })}
+                                        {(p.presence != candle_trace_schema::analysis::compare::Presence::Both).then(|| view! { <span class="tag">{p.presence.as_str()}</span> })}
                                     </td>
                                     <td class="num">{format_ns(p.base_ns)} <span class="muted">{format!(" ×{}", p.base_count)}</span></td>
                                     <td class="num">{format_ns(p.cand_ns)} <span class="muted">{format!(" ×{}", p.cand_count)}</span></td>
                                     <td class="num">{signed_ns(p.delta_ns)}</td>
                                     <td class="num">{match p.presence {
-                                        candle_trace_schema::compare::Presence::Vanished => "vanished".to_string(),
+                                        candle_trace_schema::analysis::compare::Presence::Vanished => "vanished".to_string(),
                                         _ => percent_text(p.percent),
                                     }}</td>
                                     <td class="num">{format_ns(p.delta_ns.unsigned_abs())}</td>
@@ -279,7 +279,7 @@ fn OpDeltas(
                                 data-value=o.delta_ns.to_string()
                                 data-percent=percent_attr(o.percent)
                             >
-                                <td>{o.op_name.clone()} {(o.presence != candle_trace_schema::compare::Presence::Both).then(|| view! { <span class="tag">{o.presence.as_str()}</span> })}</td>
+                                <td>{o.op_name.clone()} {(o.presence != candle_trace_schema::analysis::compare::Presence::Both).then(|| view! { <span class="tag">{o.presence.as_str()}</span> })}</td>
                                 <td>{shape.clone()}</td>
                                 <td>{o.dtype.clone()}</td>
                                 <td class="num">{format_ns(o.base_ns)} <span class="muted">{format!(" ×{}", o.base_count)}</span></td>
@@ -345,8 +345,9 @@ fn GradientChanges(
     /// The comparison.
     c: Arc<TraceComparison>,
 ) -> impl IntoView {
-    let state =
-        |s: Option<candle_trace_schema::events::GradientState>| s.map_or("none", |s| s.as_str());
+    let state = |s: Option<candle_trace_schema::format::events::GradientState>| {
+        s.map_or("none", |s| s.as_str())
+    };
     view! {
         <section class="compare-gradients">
             <h3>"Gradient state changes"</h3>

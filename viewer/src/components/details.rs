@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
 use super::TraceContext;
 use crate::model::spans::span_details;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use leptos::html::Canvas;
 use leptos::prelude::*;
 
-use candle_trace_schema::units::format_ns;
+use candle_trace_schema::analysis::units::format_ns;
 
 use super::timeline::{fit_label, prepare};
 use crate::model::TraceModel;

@@ -137,7 +137,7 @@ pub fn MemoryChartsView() -> impl IntoView {
         <section class="memory-charts panel" data-testid="memory-charts">
             <h3>"Memory over time"</h3>
             <ul class="legend" aria-label="categories">
-                {crate::schema::events::TensorCategory::ALL.iter().map(|c| view! {
+                {crate::schema::format::events::TensorCategory::ALL.iter().map(|c| view! {
                     <li><span class=format!("swatch cat-{}", c.as_str())></span>{c.as_str()}</li>
                 }).collect_view()}
                 <li><span class="swatch used-line"></span>"device used (checkpoints)"</li>

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::format::AnyDocument;
-use candle_trace_schema::summary::TraceSummary;
+use candle_trace_schema::analysis::summary::TraceSummary;
+use candle_trace_schema::format::detect::AnyDocument;
+use candle_trace_schema::format::document::TraceDocument;
 
 use super::groups::{FillFn, GroupTimeline, KeyFn};
 use super::timeline::step_key;

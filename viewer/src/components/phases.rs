@@ -27,10 +27,10 @@ pub fn PhasesView() -> impl IntoView {
             <h3>"Training phases"</h3>
             <p data-testid="phase-region" data-value=p.region_ns.to_string()>
                 "Measured region " <strong>{p.region.clone()}</strong> ": "
-                {candle_trace_schema::units::format_ns(p.region_ns)}
+                {candle_trace_schema::analysis::units::format_ns(p.region_ns)}
                 {(p.overlap_ns > 0).then(|| format!(
                     " (steps exceed it by {})",
-                    candle_trace_schema::units::format_ns(p.overlap_ns)
+                    candle_trace_schema::analysis::units::format_ns(p.overlap_ns)
                 ))}
             </p>
             <div class="phase-bar" role="img" aria-label="share of the measured region per phase">

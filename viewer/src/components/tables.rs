@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 
-use candle_trace_schema::ops::OpGrouping;
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::ops::OpGrouping;
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
 use super::TraceContext;
 use crate::model::modules::{rows_shown_text, SHOWN_ROWS};

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
 use super::TraceContext;
 use crate::model::spans::{navigate, SpanMove};
@@ -82,9 +82,9 @@ pub(super) fn step_key(model: &TraceModel, i: u32) -> u32 {
     model.doc.spans.get(i as usize).map_or(0, |s| {
         let step = match s.step {
             None => 0,
-            Some(candle_trace_schema::events::Step::Forward) => 1,
-            Some(candle_trace_schema::events::Step::Backward) => 2,
-            Some(candle_trace_schema::events::Step::Optimizer) => 3,
+            Some(candle_trace_schema::format::events::Step::Forward) => 1,
+            Some(candle_trace_schema::format::events::Step::Backward) => 2,
+            Some(candle_trace_schema::format::events::Step::Optimizer) => 3,
         };
         step * 4 + s.span_kind as u32
     })
@@ -555,7 +555,7 @@ pub fn Timeline() -> impl IntoView {
                                     <span
                                         class="swatch"
                                         style:background=move || {
-                                            span_fill(*step, candle_trace_schema::events::SpanKind::Function, ctx.theme.get())
+                                            span_fill(*step, candle_trace_schema::format::events::SpanKind::Function, ctx.theme.get())
                                         }
                                     ></span>
                                     {*label}

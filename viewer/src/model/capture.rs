@@ -1,11 +1,11 @@
 //! What was captured: each capture source on or off with its event count, dropped events and
 //! the capture's warnings (the `capture_sources` line, `candle-trace summary`'s `captured:`
 //! line), and what the views say instead of 0 where a source was off
-//! (`schema::summary::NotCaptured`, the CLI's rule).
+//! (`schema::analysis::summary::NotCaptured`, the CLI's rule).
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::summary::NotCaptured;
-use candle_trace_schema::units::format_bytes;
+use candle_trace_schema::analysis::summary::NotCaptured;
+use candle_trace_schema::analysis::units::format_bytes;
+use candle_trace_schema::format::document::TraceDocument;
 
 /// What the line says for a file without a `capture_sources` line (older traces, Chrome
 /// imports).

@@ -1,14 +1,16 @@
 //! The comparison view: a baseline and a candidate trace shaped for display. Every number is
-//! [`candle_trace_schema::compare`]'s; this module only words it (refusal text, signed units),
+//! [`candle_trace_schema::analysis::compare`]'s; this module only words it (refusal text, signed units),
 //! orders the path table, and classifies each candidate span by its path's delta for the
 //! timeline coloured by change.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use candle_trace_schema::compare::{compare, MetaMismatch, PathDelta, Presence, TraceComparison};
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::compare::{
+    compare, MetaMismatch, PathDelta, Presence, TraceComparison,
+};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::document::TraceDocument;
 
 use super::TraceModel;
 use crate::timeline::palette::Theme;
@@ -217,7 +219,7 @@ pub struct CompareModel {
     pub base_name: String,
     /// The candidate file's name.
     pub cand_name: String,
-    /// `schema::compare`'s result.
+    /// `schema::analysis::compare`'s result.
     pub comparison: TraceComparison,
     /// The refusal sentence when the meta differ.
     pub refusal: Option<String>,
@@ -287,8 +289,8 @@ mod tests {
             cand_count: u64::from(cand_ns > 0),
             base_ns,
             cand_ns,
-            delta_ns: candle_trace_schema::compare::signed_delta(base_ns, cand_ns),
-            percent: candle_trace_schema::compare::percent(base_ns, cand_ns),
+            delta_ns: candle_trace_schema::analysis::compare::signed_delta(base_ns, cand_ns),
+            percent: candle_trace_schema::analysis::compare::percent(base_ns, cand_ns),
             presence,
         }
     }

@@ -1,6 +1,6 @@
 //! The diagnostics panel: every diagnostic with its line, and whether the file is untrusted.
 
-use candle_trace_schema::diagnostics::{Diagnostic, DiagnosticCounts, Severity};
+use candle_trace_schema::format::diagnostics::{Diagnostic, DiagnosticCounts, Severity};
 
 /// The panel's content.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -69,7 +69,7 @@ pub fn severity_of(row: &DiagnosticRow) -> Severity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::document::TraceDocument;
+    use candle_trace_schema::format::document::TraceDocument;
 
     #[test]
     fn broken_fixture_rows() {

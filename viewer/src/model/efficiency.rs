@@ -1,9 +1,9 @@
 //! The op-efficiency panel: estimated FLOPs, FLOP/s and bytes moved per ns per op name, with
-//! the dtype mix. The formulas are `candle_trace_schema::flops`'; this only formats them.
+//! the dtype mix. The formulas are `candle_trace_schema::analysis::flops`'; this only formats them.
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::flops::{self, efficiency, FlopFormula};
-use candle_trace_schema::units::format_ns;
+use candle_trace_schema::analysis::flops::{self, efficiency, FlopFormula};
+use candle_trace_schema::analysis::units::format_ns;
+use candle_trace_schema::format::document::TraceDocument;
 
 /// `v` with an SI prefix and three significant digits: `9.11 G` + unit.
 pub fn si(v: f64, unit: &str) -> String {

@@ -1,11 +1,11 @@
 //! The gradient panel: counts per state and the parameters worth a look first.
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::events::GradientState;
-use candle_trace_schema::gradients::{
+use candle_trace_schema::analysis::gradients::{
     gradient_finding, gradient_groups, gradients_for_review, norm_histogram, GradientCounts,
     GradientFlow,
 };
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::GradientState;
 
 /// One module's gradients (parameters grouped by key without its last `.`-segment).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub struct GradientPanel {
     pub total: usize,
     /// Per module, in file order (all of them).
     pub groups: Vec<GradientGroupRow>,
-    /// One sentence about where gradients arrived (`schema::gradients::gradient_finding`).
+    /// One sentence about where gradients arrived (`schema::analysis::gradients::gradient_finding`).
     pub finding: Option<String>,
 }
 

@@ -1,6 +1,6 @@
 //! The run header: what was captured, from the trace's `meta`.
 
-use candle_trace_schema::events::{Meta, Phase, TimingMode};
+use candle_trace_schema::format::events::{Meta, Phase, TimingMode};
 
 /// The run header's facts, ready to print.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,7 @@ impl RunHeader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::document::TraceDocument;
+    use candle_trace_schema::format::document::TraceDocument;
 
     #[test]
     fn golden_header() {

@@ -1,10 +1,11 @@
 //! TTFT and ITL histograms with p50 / p90 / p99 / max lines. Bins are
-//! `candle_trace_schema::histogram`'s; percentiles are the schema's nearest-rank ones.
+//! `candle_trace_schema::analysis::histogram`'s; percentiles are the schema's nearest-rank ones.
 
-use candle_trace_schema::histogram::Histogram;
-use candle_trace_schema::percentiles::Percentiles;
-use candle_trace_schema::profile::{LatencyStats, ProfileDocument, RequestSummary};
-use candle_trace_schema::units::format_ns;
+use candle_trace_schema::analysis::histogram::Histogram;
+use candle_trace_schema::analysis::percentiles::Percentiles;
+use candle_trace_schema::analysis::requests::{LatencyStats, RequestSummary};
+use candle_trace_schema::analysis::units::format_ns;
+use candle_trace_schema::format::profile::ProfileDocument;
 
 use super::chart::Scale;
 
@@ -141,7 +142,7 @@ pub fn latency_charts_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::profile::read_profile;
+    use candle_trace_schema::format::profile::read_profile;
 
     #[test]
     fn fixture_histograms() {

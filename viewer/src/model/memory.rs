@@ -1,9 +1,9 @@
 //! The memory panel: the peak (where, when, by category), per-device peaks and capacity, and
 //! the largest allocations live at the peak.
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::events::TensorCategory;
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::TensorCategory;
 
 /// One device's row.
 #[derive(Debug, Clone, PartialEq, Eq)]

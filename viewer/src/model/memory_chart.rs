@@ -6,10 +6,10 @@
 //! each has its own byte axis from 0 (the stacked chart up to the device's peak, the
 //! reconciliation chart up to the largest of used and live bytes).
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::events::TensorCategory;
-use candle_trace_schema::reconcile::{reconcile, CheckpointGap};
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::reconcile::{reconcile, CheckpointGap};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::TensorCategory;
 
 use super::chart::{column_reduce, focus_range, num, polyline, step_band, Scale};
 

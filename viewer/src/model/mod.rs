@@ -21,8 +21,8 @@ pub mod spans;
 pub mod summary;
 pub mod waterfall;
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::profile::ProfileDocument;
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::profile::ProfileDocument;
 
 use crate::timeline::lanes::{extents_of, Lanes, SpanExtent};
 use diagnostics::DiagnosticsPanel;

@@ -1,9 +1,9 @@
 //! The modules panel: module spans by module path or by leaf name, heaviest first — the rows
-//! of `schema::paths::module_rows`, the same numbers as `candle-trace query --kind modules`.
+//! of `schema::analysis::paths::module_rows`, the same numbers as `candle-trace query --kind modules`.
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::paths::{module_rows, ModuleGrouping, ModulePaths, ModuleRow};
-use candle_trace_schema::units::format_ns;
+use candle_trace_schema::analysis::paths::{module_rows, ModuleGrouping, ModulePaths, ModuleRow};
+use candle_trace_schema::analysis::units::format_ns;
+use candle_trace_schema::format::document::TraceDocument;
 
 /// Rows shown before "Show all" (the modules table and the module-pairs table).
 pub const SHOWN_ROWS: usize = 50;
@@ -73,7 +73,7 @@ impl ModulesPanel {
         if !doc
             .spans
             .iter()
-            .any(|s| s.span_kind == candle_trace_schema::events::SpanKind::Module)
+            .any(|s| s.span_kind == candle_trace_schema::format::events::SpanKind::Module)
         {
             return ModulesPanel::default();
         }
@@ -206,7 +206,7 @@ mod tests {
         let has_modules = doc
             .spans
             .iter()
-            .any(|s| s.span_kind == candle_trace_schema::events::SpanKind::Module);
+            .any(|s| s.span_kind == candle_trace_schema::format::events::SpanKind::Module);
         assert_eq!(ModulesPanel::of(&doc).is_empty(), !has_modules);
         assert!(ModulesPanel::of(&TraceDocument::from_bytes(b"")).is_empty());
     }

@@ -19,9 +19,9 @@
 
 use std::sync::Arc;
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::profile::is_rfc3339;
-use candle_trace_schema::summary::TraceSummary;
+use candle_trace_schema::analysis::summary::TraceSummary;
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::profile::is_rfc3339;
 
 use super::TraceModel;
 

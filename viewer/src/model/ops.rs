@@ -3,8 +3,8 @@
 
 use core::cmp::Ordering;
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::ops::{op_groups, OpGrouping};
+use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
+use candle_trace_schema::format::document::TraceDocument;
 
 /// One row of the op table.
 #[derive(Debug, Clone, PartialEq)]

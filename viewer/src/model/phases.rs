@@ -1,10 +1,10 @@
 //! The training-phase panel: the measured region split into forward / backward / optimizer /
 //! other (a bar and a table), and each module's forward time next to its backward time.
-//! The rules (outermost stepped spans, module paths) are `candle_trace_schema::phases`'.
+//! The rules (outermost stepped spans, module paths) are `candle_trace_schema::analysis::phases`'.
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::phases::{module_pairs, phase_breakdown};
-use candle_trace_schema::units::format_ns;
+use candle_trace_schema::analysis::phases::{module_pairs, phase_breakdown};
+use candle_trace_schema::analysis::units::format_ns;
+use candle_trace_schema::format::document::TraceDocument;
 
 /// One phase.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,8 @@
 //! The request table of an inference profile.
 
-use candle_trace_schema::profile::{ProfileDocument, ProfileRecord, RequestSummary};
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::requests::RequestSummary;
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::profile::{ProfileDocument, ProfileRecord};
 
 use super::chart::{num, polyline, Scale};
 use super::profile_modules::ProfileModulesPanel;
@@ -249,7 +250,7 @@ pub fn settings_text(doc: &ProfileDocument) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::profile::read_profile;
+    use candle_trace_schema::format::profile::read_profile;
 
     #[test]
     fn golden_profile_requests() {

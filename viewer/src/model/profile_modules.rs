@@ -4,10 +4,11 @@
 //! `candle-trace query PROFILE --kind modules` — and each request's forward calls and module
 //! spans.
 
-use candle_trace_schema::events::SpanKind;
-use candle_trace_schema::paths::ModuleGrouping;
-use candle_trace_schema::profile::{ProfileDocument, ProfileModuleRow, RequestModules};
-use candle_trace_schema::units::format_ns;
+use candle_trace_schema::analysis::paths::ModuleGrouping;
+use candle_trace_schema::analysis::profile_modules::{ProfileModuleRow, RequestModules};
+use candle_trace_schema::analysis::units::format_ns;
+use candle_trace_schema::format::events::SpanKind;
+use candle_trace_schema::format::profile::ProfileDocument;
 
 /// What the panel says when the profile has no module spans, and how to get them.
 pub const NO_PROFILE_MODULE_SPANS: &str = "no module spans: serve with `InferenceProfiler::builder(..).install()` before building the model and run forward calls through `RequestHandle::prefill_step` / `decode_step` at detail latency or above";
@@ -164,7 +165,7 @@ impl ProfileModulesPanel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::profile::read_profile;
+    use candle_trace_schema::format::profile::read_profile;
 
     /// A module event as capture's profiler writes it.
     #[allow(clippy::too_many_arguments)] // one argument per attribute reads best in the calls

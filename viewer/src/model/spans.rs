@@ -1,8 +1,8 @@
 //! The span table (top spans by self or total time) and the details of one span: its fields,
 //! self time, children, the ops that ran in it and the memory allocated in it.
 
-use candle_trace_schema::document::TraceDocument;
-use candle_trace_schema::events::{MemoryAction, SpanKind, Step};
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::{MemoryAction, SpanKind, Step};
 
 use super::ops::shape_text;
 

@@ -1,10 +1,10 @@
 //! Summary cards: the eight `TraceSummary` numbers (and a profile's headline numbers), each
 //! with its exact integer and a human rendering.
 
-use candle_trace_schema::percentiles::Percentiles;
-use candle_trace_schema::profile::ProfileSummary;
-use candle_trace_schema::summary::{NotCaptured, TraceSummary};
-use candle_trace_schema::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::percentiles::Percentiles;
+use candle_trace_schema::analysis::requests::ProfileSummary;
+use candle_trace_schema::analysis::summary::{NotCaptured, TraceSummary};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
 /// One card.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,8 +158,8 @@ pub fn profile_cards(s: &ProfileSummary) -> Vec<SummaryCard> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::document::TraceDocument;
-    use candle_trace_schema::profile::read_profile;
+    use candle_trace_schema::format::document::TraceDocument;
+    use candle_trace_schema::format::profile::read_profile;
 
     #[test]
     fn golden_trace_cards_carry_exact_values() {

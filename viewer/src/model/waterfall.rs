@@ -2,10 +2,10 @@
 //! the others in order of first appearance), a lane of
 //! decode-stage intervals, a lane of token commits, markers for instants / memory / resource /
 //! error events, on the request's own time axis (0 = its origin, see
-//! `candle_trace_schema::profile::Waterfall`).
+//! `candle_trace_schema::analysis::waterfall::Waterfall`).
 
-use candle_trace_schema::profile::ProfileDocument;
-use candle_trace_schema::units::format_ns;
+use candle_trace_schema::analysis::units::format_ns;
+use candle_trace_schema::format::profile::ProfileDocument;
 
 use super::chart::Scale;
 
@@ -201,7 +201,7 @@ pub fn waterfalls(doc: &ProfileDocument) -> Vec<WaterfallChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::profile::read_profile;
+    use candle_trace_schema::format::profile::read_profile;
 
     #[test]
     fn fixture_waterfalls() {

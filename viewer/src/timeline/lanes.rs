@@ -245,7 +245,7 @@ mod tests {
 /// The extents of a trace document's spans (depth from its span tree). A span that was never
 /// closed is drawn to the end of its parent's extent, or of the trace for a root, so that it
 /// stays visible (its tooltip says it was never closed).
-pub fn extents_of(doc: &candle_trace_schema::document::TraceDocument) -> Vec<SpanExtent> {
+pub fn extents_of(doc: &candle_trace_schema::format::document::TraceDocument) -> Vec<SpanExtent> {
     let mut extents: Vec<SpanExtent> = doc
         .spans
         .iter()
@@ -283,7 +283,7 @@ pub fn extents_of(doc: &candle_trace_schema::document::TraceDocument) -> Vec<Spa
 #[cfg(test)]
 mod doc_tests {
     use super::*;
-    use candle_trace_schema::document::TraceDocument;
+    use candle_trace_schema::format::document::TraceDocument;
 
     #[test]
     fn lanes_of_the_golden_trace() {

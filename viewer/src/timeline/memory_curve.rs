@@ -2,7 +2,7 @@
 //! function: the value after a memory event holds until the next event), reduced to one
 //! maximum per pixel column of the view so drawing costs the width, not the event count.
 
-use candle_trace_schema::memory::MemoryProfile;
+use candle_trace_schema::format::memory::MemoryProfile;
 
 use super::viewport::Viewport;
 
@@ -87,7 +87,7 @@ pub fn column_max(curve: &DeviceCurve, view: &Viewport) -> Vec<Option<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::document::TraceDocument;
+    use candle_trace_schema::format::document::TraceDocument;
 
     fn curve(points: &[(u64, u64)]) -> DeviceCurve {
         DeviceCurve {

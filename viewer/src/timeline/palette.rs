@@ -2,7 +2,7 @@
 //! the span kind the shade (module light, function medium, op dark), so colour-blind readers
 //! still get the kind from the shade and the legend.
 
-use candle_trace_schema::events::{SpanKind, Step};
+use candle_trace_schema::format::events::{SpanKind, Step};
 
 /// Light or dark page theme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,23 @@
+//! Every number the CLI and the viewer show, computed from the documents of
+//! [`format`](crate::format): trace summaries, phases, module paths, ops and FLOPs, gradients,
+//! memory reconciliation, several steps, findings, comparison and the regression gate; and for
+//! the inference profile, requests and latencies, module spans, waterfalls and the OTLP export.
+
+pub mod compare;
+pub mod findings;
+pub mod flops;
+pub mod gate;
+pub mod gradients;
+pub mod histogram;
+pub mod ops;
+pub mod otlp;
+pub mod paths;
+pub mod percentiles;
+pub mod phases;
+pub mod profile_modules;
+pub mod reconcile;
+pub mod requests;
+pub mod steps;
+pub mod summary;
+pub mod units;
+pub mod waterfall;

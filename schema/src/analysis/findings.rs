@@ -1,0 +1,580 @@
+//! Findings: a handful of statements that explain a run, each with its evidence and a link to
+//! where it shows ([`trace_findings`], [`profile_findings`]).
+//!
+//! Every finding is computed by the existing analyses; the rules (SCHEMA.md has none):
+//! - `gradients_missing` — [`gradient_groups`]: every module
+//!   whose parameters got no gradient (all or some missing), grouped by the module where the
+//!   flow stops (the first [`EVIDENCE_LINES`] in file order, then how many more); at stake:
+//!   the parameters without one.
+//! - `backward_short` / `backward_long` — [`phase_breakdown`]:
+//!   backward below half the forward time (gradients reach few parameters), or above 3 × the
+//!   forward time. At stake: forward − backward, or backward − 3 × forward. Needs a forward
+//!   time above 0.
+//! - `dominant_module` — [`module_rows`] by path: the deepest module
+//!   path (most `/`-separated parts, then the largest time) whose total is more than half of
+//!   the measured total. At stake: its total.
+//! - `outlier_step` — [`StepSet`] over several step files: the step
+//!   furthest from the median total, the phase and module paths that made it slow. At stake:
+//!   its excess over the median.
+//! - `memory_peak` — the [memory profile](crate::format::memory::MemoryProfile): the peak, the training
+//!   step of the outermost stepped span open at the peak's timestamp (on the span clock), and
+//!   the categories live at the peak (activations kept for backward, optimizer state,
+//!   gradients …), largest first. At stake: the peak bytes.
+//! - `ttft_tail` — inference: TTFT p99 more than 2 × p50 ([`LatencyStats`](crate::analysis::requests::LatencyStats)),
+//!   with the requests at or above the p90 and their `shape.prompt_tokens`. At stake:
+//!   (p99 − p50) µs in ns. Needs at least [`MIN_REQUESTS`] requests with a TTFT.
+//! - `itl_drift` — inference: a request whose mean inter-token latency over the second half of
+//!   its `itl_nanos` is more than 1.5 × the mean over the first half (integer means; the middle
+//!   element of an odd count is left out). At stake: (second − first mean) × the second half's
+//!   count. Needs at least 4 intervals in a request.
+//!
+//! Ranking: by the time at stake (largest first), then by the bytes at stake, then the rest
+//! (by their count); at most [`MAX_FINDINGS`]. A rule that cannot decide says why in
+//! [`Findings::notes`] instead of guessing.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::gradients::{gradient_groups, GradientFlow};
+use crate::analysis::paths::{module_rows, ModuleGrouping, ModulePaths};
+use crate::analysis::phases::phase_breakdown;
+use crate::analysis::steps::StepSet;
+use crate::analysis::units::{format_bytes, format_ns};
+use crate::format::document::TraceDocument;
+use crate::format::events::{Step, TensorCategory};
+use crate::format::profile::ProfileDocument;
+
+/// At most this many findings are shown.
+pub const MAX_FINDINGS: usize = 5;
+
+/// The gradient finding lists at most this many modules (then how many more).
+pub const EVIDENCE_LINES: usize = 5;
+
+/// The TTFT tail and ITL drift rules need this many requests (tail) or intervals (drift).
+pub const MIN_REQUESTS: usize = 3;
+
+/// Where a finding shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "to", rename_all = "snake_case")]
+pub enum Link {
+    /// A span: its id and the line of its `span_start`.
+    Span {
+        /// Span id.
+        id: String,
+        /// 1-based line.
+        line: u64,
+    },
+    /// A row of a table (`modules`, `gradients`, `phases`, `steps`, `memory`, `requests`).
+    Row {
+        /// The table.
+        table: String,
+        /// The row's key.
+        key: String,
+    },
+}
+
+/// What is at stake in a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stake {
+    /// Nanoseconds.
+    Ns(u64),
+    /// Bytes.
+    Bytes(u64),
+    /// A count (parameters).
+    Count(u64),
+}
+
+impl Stake {
+    fn rank(self) -> (u8, u64) {
+        match self {
+            Stake::Ns(v) => (0, v),
+            Stake::Bytes(v) => (1, v),
+            Stake::Count(v) => (2, v),
+        }
+    }
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The rule's id (`backward_short` …).
+    pub rule: String,
+    /// One sentence.
+    pub title: String,
+    /// What is at stake.
+    pub stake: Stake,
+    /// The numbers behind it, one line each.
+    pub evidence: Vec<String>,
+    /// Where it shows.
+    pub link: Option<Link>,
+}
+
+/// The findings of some files.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Findings {
+    /// At most [`MAX_FINDINGS`], ranked (see the module docs).
+    pub findings: Vec<Finding>,
+    /// How many more the ranking left out.
+    pub left_out: usize,
+    /// Rules that had too little data, with why.
+    pub notes: Vec<String>,
+}
+
+impl Findings {
+    fn ranked(mut findings: Vec<Finding>, notes: Vec<String>) -> Findings {
+        findings.sort_by(|a, b| {
+            let (ka, va) = a.stake.rank();
+            let (kb, vb) = b.stake.rank();
+            ka.cmp(&kb)
+                .then(vb.cmp(&va))
+                .then_with(|| a.rule.cmp(&b.rule))
+        });
+        let left_out = findings.len().saturating_sub(MAX_FINDINGS);
+        findings.truncate(MAX_FINDINGS);
+        Findings {
+            findings,
+            left_out,
+            notes,
+        }
+    }
+}
+
+fn span_link(doc: &TraceDocument, i: usize) -> Option<Link> {
+    doc.spans.get(i).map(|s| Link::Span {
+        id: s.id.to_string(),
+        line: s.line,
+    })
+}
+
+fn row(table: &str, key: &str) -> Option<Link> {
+    Some(Link::Row {
+        table: String::from(table),
+        key: String::from(key),
+    })
+}
+
+fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return String::from("–");
+    }
+    format!("{:.0}%", part as f64 / whole as f64 * 100.0)
+}
+
+/// Findings of one or several trace files (several: the steps of one run; the single-file
+/// rules read the first step in capture order).
+pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
+    let mut found = Vec::new();
+    let mut notes = Vec::new();
+    let set = StepSet::of(docs);
+    let Some(first) = set.steps.first().and_then(|s| docs.get(s.input)) else {
+        return Findings::default();
+    };
+    let doc: &TraceDocument = first;
+
+    // Gradients that never arrive.
+    let groups = gradient_groups(&doc.gradients);
+    let stopped: Vec<_> = groups
+        .iter()
+        .filter(|g| g.flow != GradientFlow::NoneMissing)
+        .collect();
+    if doc.gradients.is_empty() {
+        notes.push(String::from(
+            "gradients_missing: the trace has no gradient records",
+        ));
+    } else if !stopped.is_empty() {
+        let missing: u64 = stopped.iter().map(|g| g.counts.missing).sum();
+        let first_stop = stopped[0];
+        let module = |g: &crate::analysis::gradients::GradientGroup| {
+            if g.module.is_empty() {
+                format!("{} (top level)", g.root)
+            } else {
+                format!("{}.{}", g.root, g.module)
+            }
+        };
+        found.push(Finding {
+            rule: String::from("gradients_missing"),
+            title: format!(
+                "{missing} parameter(s) get no gradient; the flow stops at {}",
+                module(first_stop)
+            ),
+            stake: Stake::Count(missing),
+            evidence: {
+                let mut lines: Vec<String> = stopped
+                    .iter()
+                    .take(EVIDENCE_LINES)
+                    .map(|g| {
+                        format!(
+                            "{}: {} of {} parameter(s) missing",
+                            module(g),
+                            g.counts.missing,
+                            g.params
+                        )
+                    })
+                    .collect();
+                if stopped.len() > EVIDENCE_LINES {
+                    lines.push(format!(
+                        "and {} more module(s)",
+                        stopped.len() - EVIDENCE_LINES
+                    ));
+                }
+                lines
+            },
+            link: row("gradients", &first_stop.module),
+        });
+    }
+
+    // Backward against forward.
+    match phase_breakdown(doc) {
+        None => notes.push(String::from(
+            "backward_short/backward_long: no measured span, so no phases",
+        )),
+        Some(b) if b.forward_ns == 0 => notes.push(String::from(
+            "backward_short/backward_long: no forward time to compare with",
+        )),
+        Some(b) => {
+            let evidence = alloc::vec![
+                format!("forward {}", format_ns(b.forward_ns)),
+                format!("backward {}", format_ns(b.backward_ns)),
+            ];
+            let link = span_link(doc, b.region_span);
+            if b.backward_ns < b.forward_ns / 2 {
+                found.push(Finding {
+                    rule: String::from("backward_short"),
+                    title: format!(
+                        "backward takes {} of the forward time: gradients reach few parameters",
+                        percent(b.backward_ns, b.forward_ns)
+                    ),
+                    stake: Stake::Ns(b.forward_ns - b.backward_ns),
+                    evidence,
+                    link,
+                });
+            } else if b.backward_ns > b.forward_ns.saturating_mul(3) {
+                found.push(Finding {
+                    rule: String::from("backward_long"),
+                    title: format!(
+                        "backward takes {} of the forward time, more than 3×",
+                        percent(b.backward_ns, b.forward_ns)
+                    ),
+                    stake: Stake::Ns(b.backward_ns - b.forward_ns.saturating_mul(3)),
+                    evidence,
+                    link,
+                });
+            }
+        }
+    }
+
+    // One module path taking most of the step.
+    let total = doc.summary().total_ns;
+    let paths = ModulePaths::new(doc);
+    let rows = module_rows(doc, &paths, ModuleGrouping::Path);
+    let depth = |key: &str| key.split('/').count();
+    if let Some(r) = rows
+        .iter()
+        .filter(|r| total > 0 && r.total_ns > total / 2)
+        .max_by(|a, b| {
+            depth(&a.key)
+                .cmp(&depth(&b.key))
+                .then(a.total_ns.cmp(&b.total_ns))
+                .then_with(|| b.key.cmp(&a.key))
+        })
+    {
+        found.push(Finding {
+            rule: String::from("dominant_module"),
+            title: format!("{} takes {} of the step", r.key, percent(r.total_ns, total)),
+            stake: Stake::Ns(r.total_ns),
+            evidence: alloc::vec![
+                format!(
+                    "{}: {} in {} call(s)",
+                    r.key,
+                    format_ns(r.total_ns),
+                    r.calls
+                ),
+                format!("measured total {}", format_ns(total)),
+            ],
+            link: row("modules", &r.key),
+        });
+    }
+
+    // An outlier step.
+    if docs.len() > 1 {
+        if let Some(why) = &set.outliers_reason {
+            notes.push(format!("outlier_step: {why}"));
+        } else if let Some(o) = set.outliers.first() {
+            let step = o
+                .capture_step
+                .map_or_else(|| String::from("(no meta)"), |s| s.to_string());
+            let mut evidence = Vec::new();
+            if let Some(t) = &set.total {
+                evidence.push(format!(
+                    "step {step}: {} against a median of {} (MAD {})",
+                    format_ns(o.total_ns),
+                    format_ns(t.median),
+                    format_ns(t.mad)
+                ));
+            }
+            if let Some((phase, ns)) = &o.phase {
+                evidence.push(format!("{phase} {} above its median", format_ns(*ns)));
+            }
+            for (path, ns) in &o.module_paths {
+                evidence.push(format!("{path} {} above its median", format_ns(*ns)));
+            }
+            let why = o
+                .phase
+                .as_ref()
+                .map_or_else(String::new, |(p, _)| format!(", mostly in {p}"));
+            found.push(Finding {
+                rule: String::from("outlier_step"),
+                title: format!(
+                    "step {step} is an outlier: {} from the median{why}",
+                    format_ns(o.excess_ns.unsigned_abs())
+                ),
+                stake: Stake::Ns(o.excess_ns.unsigned_abs()),
+                evidence,
+                link: row("steps", &step),
+            });
+        }
+    }
+
+    // The memory peak.
+    let m = &doc.memory_profile;
+    if let Some(why) = crate::analysis::summary::NotCaptured::of(doc).memory {
+        notes.push(format!("memory_peak: memory {why}"));
+    } else if m.peak_bytes > 0 {
+        let phase = m.peak_timestamp_ns.and_then(|ts| step_at(doc, ts));
+        let mut held: Vec<(TensorCategory, u64)> = TensorCategory::ALL
+            .iter()
+            .zip(m.peak_by_category)
+            .filter(|(_, b)| *b > 0)
+            .map(|(c, b)| (*c, b))
+            .collect();
+        held.sort_by_key(|h| core::cmp::Reverse(h.1));
+        let holder = |c: TensorCategory| match c {
+            TensorCategory::Activation => "activations (kept for backward)",
+            TensorCategory::Optimizer => "optimizer state",
+            TensorCategory::Gradient => "gradients",
+            TensorCategory::Parameter => "parameters",
+            TensorCategory::Other => "other",
+        };
+        let held_by = held.first().map_or("nothing recorded", |(c, _)| holder(*c));
+        found.push(Finding {
+            rule: String::from("memory_peak"),
+            title: format!(
+                "memory peaks at {}{}, held mostly by {held_by}",
+                format_bytes(m.peak_bytes),
+                phase.map_or_else(String::new, |p| format!(" in {p}"))
+            ),
+            stake: Stake::Bytes(m.peak_bytes),
+            evidence: held
+                .iter()
+                .map(|(c, b)| {
+                    format!(
+                        "{}: {} ({})",
+                        holder(*c),
+                        format_bytes(*b),
+                        percent(*b, m.peak_bytes)
+                    )
+                })
+                .collect(),
+            link: row("memory", "peak"),
+        });
+    }
+    Findings::ranked(found, notes)
+}
+
+/// The step (`forward` …) of the outermost stepped span open at `ts`, or `None`.
+fn step_at(doc: &TraceDocument, ts: u64) -> Option<&'static str> {
+    doc.spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.step.is_some() && s.start_ns <= ts && ts < s.end_ns())
+        .min_by_key(|(i, _)| doc.tree.depth.get(*i).copied().unwrap_or(u32::MAX))
+        .and_then(|(_, s)| s.step)
+        .map(|s| match s {
+            Step::Forward => "forward",
+            Step::Backward => "backward",
+            Step::Optimizer => "optimizer",
+        })
+}
+
+/// Findings of an inference profile.
+pub fn profile_findings(doc: &ProfileDocument) -> Findings {
+    let mut found = Vec::new();
+    let mut notes = Vec::new();
+    let requests = doc.requests();
+
+    let with_ttft: Vec<_> = requests.iter().filter(|r| r.ttft_us.is_some()).collect();
+    match doc.latency().ttft_us {
+        Some(p) if with_ttft.len() >= MIN_REQUESTS => {
+            if p.p99 > p.p50.saturating_mul(2) {
+                let mut slow: Vec<(&str, u64, Option<u64>)> = with_ttft
+                    .iter()
+                    .filter_map(|r| {
+                        let t = r.ttft_us?;
+                        (t >= p.p90)
+                            .then(|| (r.request_id.as_str(), t, prompt_tokens(doc, &r.request_id)))
+                    })
+                    .collect();
+                slow.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+                let mut evidence = alloc::vec![format!(
+                    "TTFT p50 {} µs, p90 {} µs, p99 {} µs over {} request(s)",
+                    p.p50, p.p90, p.p99, p.count
+                )];
+                for (id, t, prompt) in &slow {
+                    evidence.push(format!(
+                        "{id}: TTFT {t} µs, prompt {}",
+                        prompt.map_or_else(
+                            || String::from("length unknown"),
+                            |n| format!("{n} tokens")
+                        )
+                    ));
+                }
+                let median_prompt = {
+                    let mut all: Vec<u64> = with_ttft
+                        .iter()
+                        .filter_map(|r| prompt_tokens(doc, &r.request_id))
+                        .collect();
+                    all.sort_unstable();
+                    crate::analysis::percentiles::nearest_rank(&all, 50)
+                };
+                if let Some(n) = median_prompt {
+                    evidence.push(format!("median prompt {n} tokens"));
+                }
+                found.push(Finding {
+                    rule: String::from("ttft_tail"),
+                    title: format!(
+                        "TTFT p99 ({} µs) is {:.1}× the p50 ({} µs)",
+                        p.p99,
+                        p.p99 as f64 / p.p50.max(1) as f64,
+                        p.p50
+                    ),
+                    stake: Stake::Ns((p.p99 - p.p50).saturating_mul(1000)),
+                    evidence,
+                    link: slow.first().and_then(|(id, _, _)| row("requests", id)),
+                });
+            }
+        }
+        _ => notes.push(format!(
+            "ttft_tail: {} request(s) with a TTFT, the rule needs {MIN_REQUESTS}",
+            with_ttft.len()
+        )),
+    }
+
+    let mut drift_checked = 0;
+    for r in &requests {
+        let itl = &r.itl_nanos;
+        if itl.len() < 4 {
+            continue;
+        }
+        drift_checked += 1;
+        let half = itl.len() / 2;
+        let mean = |xs: &[u64]| xs.iter().map(|&x| u128::from(x)).sum::<u128>() / xs.len() as u128;
+        let (first, second) = (mean(&itl[..half]), mean(&itl[itl.len() - half..]));
+        let (first, second) = (
+            u64::try_from(first).unwrap_or(u64::MAX),
+            u64::try_from(second).unwrap_or(u64::MAX),
+        );
+        if second.saturating_mul(2) > first.saturating_mul(3) {
+            found.push(Finding {
+                rule: String::from("itl_drift"),
+                title: format!(
+                    "inter-token latency of {} drifts from {} to {} over the request",
+                    r.request_id,
+                    format_ns(first),
+                    format_ns(second)
+                ),
+                stake: Stake::Ns((second - first).saturating_mul(half as u64)),
+                evidence: alloc::vec![
+                    format!("first {half} interval(s): mean {}", format_ns(first)),
+                    format!("last {half} interval(s): mean {}", format_ns(second)),
+                ],
+                link: row("requests", &r.request_id),
+            });
+        }
+    }
+    if drift_checked == 0 {
+        notes.push(String::from(
+            "itl_drift: no request has the 4 inter-token intervals the rule needs",
+        ));
+    }
+    Findings::ranked(found, notes)
+}
+
+/// `shape.prompt_tokens` of the request's first event that has it.
+fn prompt_tokens(doc: &ProfileDocument, request_id: &str) -> Option<u64> {
+    doc.records
+        .iter()
+        .filter(|r| r.event.request_id.as_deref() == Some(request_id))
+        .find_map(|r| r.event.shape.get("prompt_tokens").and_then(|v| v.as_u64()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(forward_ns: u64, backward_ns: u64) -> TraceDocument {
+        let text = format!(
+            concat!(
+                r#"{{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{{}}}}"#,
+                "\n",
+                r#"{{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}}"#,
+                "\n",
+                r#"{{"kind":"span_start","id":"f","parent_id":"s","name":"forward","start_ns":0,"span_kind":"function","step":"forward"}}"#,
+                "\n",
+                r#"{{"kind":"span_end","id":"f","duration_ns":{f}}}"#,
+                "\n",
+                r#"{{"kind":"span_start","id":"b","parent_id":"s","name":"backward","start_ns":0,"span_kind":"function","step":"backward"}}"#,
+                "\n",
+                r#"{{"kind":"span_end","id":"b","duration_ns":{b}}}"#,
+                "\n",
+                r#"{{"kind":"span_end","id":"s","duration_ns":{t}}}"#,
+                "\n",
+            ),
+            f = forward_ns,
+            b = backward_ns,
+            t = forward_ns + backward_ns,
+        );
+        TraceDocument::from_bytes(text.as_bytes())
+    }
+
+    fn rules(f: &Findings) -> Vec<(&str, Stake)> {
+        f.findings
+            .iter()
+            .map(|x| (x.rule.as_str(), x.stake))
+            .collect()
+    }
+
+    #[test]
+    fn backward_against_forward() {
+        // 100 forward, 400 backward: 400 > 3 × 100, at stake 400 − 300 = 100.
+        let d = doc(100, 400);
+        let f = trace_findings(&[&d]);
+        assert_eq!(rules(&f), [("backward_long", Stake::Ns(100))]);
+        assert_eq!(
+            f.findings[0].title,
+            "backward takes 400% of the forward time, more than 3×"
+        );
+        // 100 and 300 (exactly 3×) and 100 and 50 (exactly half): neither rule.
+        assert!(trace_findings(&[&doc(100, 300)]).findings.is_empty());
+        assert!(trace_findings(&[&doc(100, 50)]).findings.is_empty());
+        // 100 and 49: below half, at stake 51.
+        assert_eq!(
+            rules(&trace_findings(&[&doc(100, 49)])),
+            [("backward_short", Stake::Ns(51))]
+        );
+        // No forward time: the rule says it cannot compare.
+        let f = trace_findings(&[&doc(0, 40)]);
+        assert!(f.findings.is_empty());
+        assert!(f.notes.contains(&String::from(
+            "backward_short/backward_long: no forward time to compare with"
+        )));
+    }
+
+    #[test]
+    fn no_documents_no_findings() {
+        assert_eq!(trace_findings(&[]), Findings::default());
+    }
+}

@@ -1,0 +1,170 @@
+//! Op aggregates: ops grouped by name, or by (name, shape, dtype).
+
+use alloc::string::String;
+use alloc::string::ToString;
+use alloc::vec::Vec;
+
+use hashbrown::HashMap;
+
+use crate::format::document::Lined;
+use crate::format::events::Op;
+
+/// How to group ops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpGrouping {
+    /// One group per `op_name`.
+    Name,
+    /// One group per (`op_name`, `shape`, `dtype`).
+    NameShapeDtype,
+}
+
+/// Aggregate numbers of a group of ops.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpGroup {
+    /// Op name.
+    pub op_name: String,
+    /// Output shape (only when grouping by shape).
+    pub shape: Option<Vec<u64>>,
+    /// Output dtype (only when grouping by dtype).
+    pub dtype: Option<String>,
+    /// Number of ops.
+    pub count: u64,
+    /// Sum of durations (saturating at `u64::MAX`).
+    pub total_ns: u64,
+    /// Integer mean duration (the exact sum / count, so never below the shortest duration even
+    /// when `total_ns` saturates).
+    pub mean_ns: u64,
+    /// Longest duration.
+    pub max_ns: u64,
+    /// Shortest duration.
+    pub min_ns: u64,
+    /// Sum of output bytes (`storage_bytes` or derived).
+    pub output_bytes: u64,
+    /// Sum of `input_storage_bytes`.
+    pub input_bytes: u64,
+    /// Indices into `TraceDocument::ops` of the group's ops, in file order.
+    pub op_indices: Vec<usize>,
+}
+
+impl OpGroup {
+    /// Output bytes per ns of op time, `None` when the total time is 0.
+    pub fn output_bytes_per_ns(&self) -> Option<f64> {
+        (self.total_ns > 0).then(|| self.output_bytes as f64 / self.total_ns as f64)
+    }
+}
+
+/// (op name, (shape, dtype) when grouping by them).
+type GroupKey<'a> = (&'a str, Option<(&'a [u64], &'a str)>);
+
+/// Group `ops`; groups are sorted by total time, largest first (ties by name, then first use).
+pub fn op_groups(ops: &[Lined<Op>], grouping: OpGrouping) -> Vec<OpGroup> {
+    let mut groups: Vec<OpGroup> = Vec::new();
+    // Exact duration sums for the means (a sum of u64s fits u128 for any realistic count).
+    let mut sums: Vec<u128> = Vec::new();
+    let mut index: HashMap<GroupKey<'_>, usize> = HashMap::new();
+    for (i, op) in ops.iter().enumerate() {
+        let key = match grouping {
+            OpGrouping::Name => (op.op_name.as_str(), None),
+            OpGrouping::NameShapeDtype => (
+                op.op_name.as_str(),
+                Some((op.shape.as_slice(), op.dtype.as_str())),
+            ),
+        };
+        let g = *index.entry(key).or_insert_with(|| {
+            groups.push(OpGroup {
+                op_name: op.op_name.to_string(),
+                shape: key.1.map(|(s, _)| s.to_vec()),
+                dtype: key.1.map(|(_, d)| String::from(d)),
+                count: 0,
+                total_ns: 0,
+                mean_ns: 0,
+                max_ns: 0,
+                min_ns: u64::MAX,
+                output_bytes: 0,
+                input_bytes: 0,
+                op_indices: Vec::new(),
+            });
+            sums.push(0);
+            groups.len() - 1
+        });
+        sums[g] = sums[g].saturating_add(u128::from(op.duration_ns));
+        let group = &mut groups[g];
+        group.count += 1;
+        group.total_ns = group.total_ns.saturating_add(op.duration_ns);
+        group.max_ns = group.max_ns.max(op.duration_ns);
+        group.min_ns = group.min_ns.min(op.duration_ns);
+        group.output_bytes = group.output_bytes.saturating_add(op.output_bytes());
+        group.input_bytes = group.input_bytes.saturating_add(op.input_storage_bytes);
+        group.op_indices.push(i);
+    }
+    for (g, sum) in groups.iter_mut().zip(sums) {
+        // The mean of u64 values is at most their maximum, so it fits u64.
+        g.mean_ns = u64::try_from(sum / u128::from(g.count.max(1))).unwrap_or(u64::MAX);
+    }
+    // Stable sort keeps first-use order among equal keys.
+    groups.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.op_name.cmp(&b.op_name))
+    });
+    groups
+}
+
+/// Op indices sorted by output bytes, largest first (ties by file order), at most `limit`.
+pub fn heaviest_ops(ops: &[Lined<Op>], limit: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.sort_by(|&a, &b| {
+        ops[b]
+            .output_bytes()
+            .cmp(&ops[a].output_bytes())
+            .then(a.cmp(&b))
+    });
+    order.truncate(limit);
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn op(name: &str, duration_ns: u64) -> Lined<Op> {
+        Lined::new(
+            1,
+            Op {
+                span_id: "s".into(),
+                op_name: name.into(),
+                inputs: vec![],
+                output: None,
+                shape: vec![2],
+                dtype: "f32".into(),
+                device: "cpu".into(),
+                duration_ns,
+                timestamp_ns: 0,
+                storage_bytes: None,
+                input_storage_bytes: 0,
+            },
+        )
+    }
+
+    #[test]
+    fn the_mean_stays_exact_when_the_total_saturates() {
+        // Regression (fuzz target any_reader_chunked on tests/fixtures/malformed/
+        // u64_max_values.trace6.jsonl): two ops of u64::MAX ns had total u64::MAX (saturated)
+        // and so a mean of u64::MAX / 2, below their shortest duration.
+        let ops = [
+            op("huge", u64::MAX),
+            op("huge", u64::MAX),
+            op("small", 3),
+            op("small", 4),
+        ];
+        let groups = op_groups(&ops, OpGrouping::Name);
+        assert_eq!(groups[0].op_name, "huge");
+        assert_eq!(groups[0].total_ns, u64::MAX);
+        assert_eq!(groups[0].mean_ns, u64::MAX);
+        assert_eq!((groups[1].total_ns, groups[1].mean_ns), (7, 3));
+        for g in &groups {
+            assert!(g.min_ns <= g.mean_ns && g.mean_ns <= g.max_ns);
+        }
+    }
+}

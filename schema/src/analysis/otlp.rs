@@ -1,0 +1,658 @@
+//! An inference profile as OpenTelemetry traces: the spans ([`request_spans`]) and their
+//! OTLP/JSON encoding, an `ExportTraceServiceRequest` ([`to_otlp_json`], [`profile_to_otlp`]).
+//!
+//! Pure and deterministic (no clock, no randomness, no I/O), so the same profile always gives
+//! the same file, and the capture library's live exporter sends the same spans.
+//!
+//! ```
+//! use candle_trace_schema::analysis::otlp::{profile_to_otlp, request_spans};
+//! use candle_trace_schema::format::profile::read_profile;
+//!
+//! let line = concat!(
+//!     r#"{"schema_version":1,"event_kind":"timed_span","ts_unix_nanos":1767225600000000000,"#,
+//!     r#""timestamp":"2026-01-01T00:00:00Z","event_id":"e1","request_id":"r1","#,
+//!     r#""correlation_id":"c1","entrypoint":"serve","backend":"cpu","#,
+//!     r#""runtime_preset_hash":"sha256:ab","phase":"request","status":"ok","duration_us":2500,"#,
+//!     r#""model":"tiny","shape":{"prompt_tokens":12}}"#, "\n",
+//! );
+//! let doc = read_profile(line.as_bytes());
+//! let spans = request_spans(&doc);
+//! assert_eq!(spans.len(), 1);
+//! assert_eq!(spans[0].end_unix_nanos - spans[0].start_unix_nanos, 2_500_000);
+//! let json = profile_to_otlp(&doc, "my-server");
+//! assert!(json.contains(r#""key":"gen_ai.request.model","value":{"stringValue":"tiny"}"#));
+//! ```
+//!
+//! # The mapping
+//!
+//! - **One trace per request** (events grouped by `request_id`, in order of first appearance).
+//! - **The request span** (kind `SERVER`, name `request`): from the request's first `timed_span`
+//!   of phase `request` (start `ts_unix_nanos`, the capture library's span start; end start +
+//!   `duration_us` × 1000). A request without one (not closed) spans from its earliest
+//!   `ts_unix_nanos` to the latest end of its events. Status `ERROR` (message: the first error
+//!   message) when the request failed ([`RequestSummary::status`]), otherwise unset.
+//! - **Phase spans** (kind `INTERNAL`, named after the phase: `prefill`, `decode` — one per
+//!   decode wave — ...): every other `timed_span` with a `duration_us`, except module spans;
+//!   children of the request span.
+//! - **Module spans** (phase `module`, SCHEMA.md §4): named after `attributes.name`, ns times
+//!   from `ts_unix_nanos` and `attributes.duration_nanos` (else `duration_us` × 1000). The parent
+//!   is the module span `parent_span_id`; at the top of a forward call, the forward's phase
+//!   span (`forward` `prefill` → the first `prefill` span; `decode` with `forward_index` n →
+//!   the n-th `decode` span by start), else the request span.
+//! - **Span events on the request span**: one `token` per engine token commit (at
+//!   `engine_token_wall_anchor_unix_nanos` + commit, attribute `candle_trace.token.index`,
+//!   1-based); one `exception` per `error` (`exception.type`, `exception.message`); every other
+//!   event that is not a `timed_span` as `<event_kind>: <phase>`.
+//! - **Attributes**. GenAI semantic conventions on the request span where the profile has the
+//!   value: `gen_ai.request.model` (`model`), `gen_ai.usage.input_tokens` (`shape.prompt_tokens`),
+//!   `gen_ai.usage.output_tokens` (`engine_token_commit_count`),
+//!   `gen_ai.server.time_to_first_token` (s, `ttft_us` / 10^6),
+//!   `gen_ai.server.time_per_output_token` (s, mean of `itl_nanos` / 10^9). Everything else is
+//!   under `candle_trace.`: `request_id`, `correlation_id`, `entrypoint`, `backend`,
+//!   `runtime_preset_hash`, `status`, `shape.<key>` on the request span; `event_id`, `phase`,
+//!   `line` on every span; `module.name`, `module.span_kind`, `module.forward`,
+//!   `module.forward_index` on module spans. Strings, integers (`intValue`, a decimal string in
+//!   JSON), doubles and booleans are kept as such; other JSON values are written as their JSON
+//!   text.
+//! - **Resource**: `service.name` (the caller's); scope `candle-trace` with the crate version.
+//!
+//! # Ids: derived, not random
+//!
+//! `h(seed, parts)` = splitmix64(FNV-1a 64 over the parts, each followed by a 0 byte, starting
+//! from the FNV offset basis XOR `seed`). With `key` = (`correlation_id` of the request's first
+//! event, `request_id`): trace id = `h(1, key)` ‖ `h(2, key)` (big-endian, 16 bytes); request
+//! span id = `h(3, key + "request")`; phase span id = `h(3, key + "event" + event_id)`; module
+//! span id = `h(3, key + "module" + span_id)` (its decimal `span_id`, unique in the request). So
+//! a profile exported twice, or exported and sent live, gives the same ids; an id that comes
+//! out all zero (invalid in OTLP) becomes 1.
+//!
+//! # OTLP/JSON
+//!
+//! As the OTLP specification's JSON encoding requires: lowerCamelCase field names, trace and
+//! span ids as lowercase hex strings, 64-bit integers (`startTimeUnixNano`, `intValue`) as
+//! decimal strings, enums (`kind`, `status.code`) as integers, optional fields omitted.
+//!
+//! [`RequestSummary::status`]: crate::analysis::requests::RequestSummary
+
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use serde_json::{json, Map, Value};
+
+use crate::format::profile::{ProfileDocument, ProfileRecord, Status, MODULE_PHASE};
+
+/// The instrumentation scope name written with every span.
+pub const SCOPE_NAME: &str = "candle-trace";
+
+/// An OTLP span kind (the values of the protobuf enum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpSpanKind {
+    /// `SPAN_KIND_INTERNAL` (1).
+    Internal = 1,
+    /// `SPAN_KIND_SERVER` (2).
+    Server = 2,
+}
+
+/// An attribute value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttributeValue {
+    /// `stringValue`.
+    String(String),
+    /// `intValue`.
+    Int(i64),
+    /// `doubleValue`.
+    Double(f64),
+    /// `boolValue`.
+    Bool(bool),
+}
+
+/// One attribute.
+pub type Attribute = (String, AttributeValue);
+
+/// A span event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpEvent {
+    /// Event name.
+    pub name: String,
+    /// When it happened, ns since the Unix epoch.
+    pub time_unix_nanos: u64,
+    /// Its attributes.
+    pub attributes: Vec<Attribute>,
+}
+
+/// One span, ready to encode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpSpan {
+    /// 16-byte trace id (one per request).
+    pub trace_id: [u8; 16],
+    /// 8-byte span id.
+    pub span_id: [u8; 8],
+    /// The parent's span id; `None` for the request span.
+    pub parent_span_id: Option<[u8; 8]>,
+    /// Span name.
+    pub name: String,
+    /// Span kind.
+    pub kind: OtlpSpanKind,
+    /// Start, ns since the Unix epoch.
+    pub start_unix_nanos: u64,
+    /// End, ns since the Unix epoch.
+    pub end_unix_nanos: u64,
+    /// Attributes, in a fixed order.
+    pub attributes: Vec<Attribute>,
+    /// Span events, by time.
+    pub events: Vec<OtlpEvent>,
+    /// `Some(message)` when the span's status is `ERROR`; `None` leaves it unset.
+    pub error: Option<String>,
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `h(seed, parts)` from the module docs.
+fn id_hash(seed: u64, parts: &[&str]) -> u64 {
+    let mut h = FNV_OFFSET ^ seed;
+    for part in parts {
+        for &b in part.as_bytes().iter().chain(core::iter::once(&0u8)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(FNV_PRIME);
+        }
+    }
+    splitmix64(h)
+}
+
+/// The trace id of a request (module docs).
+pub fn trace_id(correlation_id: &str, request_id: &str) -> [u8; 16] {
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&id_hash(1, &[correlation_id, request_id]).to_be_bytes());
+    id[8..].copy_from_slice(&id_hash(2, &[correlation_id, request_id]).to_be_bytes());
+    if id == [0; 16] {
+        id[15] = 1;
+    }
+    id
+}
+
+/// A span id from the request key and the span's own parts (module docs).
+pub fn span_id(correlation_id: &str, request_id: &str, parts: &[&str]) -> [u8; 8] {
+    let mut all: Vec<&str> = Vec::with_capacity(parts.len() + 2);
+    all.push(correlation_id);
+    all.push(request_id);
+    all.extend_from_slice(parts);
+    match id_hash(3, &all) {
+        0 => 1u64.to_be_bytes(),
+        h => h.to_be_bytes(),
+    }
+}
+
+fn to_attribute(v: &Value) -> AttributeValue {
+    match v {
+        Value::String(s) => AttributeValue::String(s.clone()),
+        Value::Bool(b) => AttributeValue::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => AttributeValue::Int(i),
+            (None, Some(f)) if n.is_f64() => AttributeValue::Double(f),
+            // A u64 above i64::MAX: keep every digit.
+            _ => AttributeValue::String(n.to_string()),
+        },
+        other => AttributeValue::String(other.to_string()),
+    }
+}
+
+fn s(key: &str, value: &str) -> Attribute {
+    (
+        String::from(key),
+        AttributeValue::String(String::from(value)),
+    )
+}
+
+fn end_of(start: u64, duration_ns: u64) -> u64 {
+    start.saturating_add(duration_ns)
+}
+
+fn unix(ts: i64) -> u64 {
+    u64::try_from(ts).unwrap_or(0)
+}
+
+/// The spans of every request of `doc`, request by request (request span first, then the
+/// phase spans and module spans in file order).
+pub fn request_spans(doc: &ProfileDocument) -> Vec<OtlpSpan> {
+    let summaries = doc.requests();
+    let mut by_request: BTreeMap<&str, Vec<&ProfileRecord>> = BTreeMap::new();
+    for r in &doc.records {
+        by_request
+            .entry(r.event.request_id.as_deref().unwrap_or(""))
+            .or_default()
+            .push(r);
+    }
+    let mut out = Vec::new();
+    for summary in &summaries {
+        let Some(records) = by_request.get(summary.request_id.as_str()) else {
+            continue;
+        };
+        out.extend(spans_of_request(summary, records));
+    }
+    out
+}
+
+fn spans_of_request(
+    summary: &crate::analysis::requests::RequestSummary,
+    records: &[&ProfileRecord],
+) -> Vec<OtlpSpan> {
+    let request_id = summary.request_id.as_str();
+    let first = &records[0].event;
+    let correlation = first.correlation_id.as_deref().unwrap_or("");
+    let trace = trace_id(correlation, request_id);
+    let root_id = span_id(correlation, request_id, &["request"]);
+    let is_timed = |r: &ProfileRecord| {
+        r.event.event_kind.as_deref() == Some("timed_span") && r.event.duration_us.is_some()
+    };
+    let closing = records
+        .iter()
+        .find(|r| is_timed(r) && r.event.phase.as_deref() == Some("request"));
+
+    // The request's extent.
+    let (start, end) = match closing {
+        Some(r) => {
+            let start = unix(r.event.ts_unix_nanos.unwrap_or(0));
+            let d = r.event.duration_us.unwrap_or(0).saturating_mul(1000);
+            (start, end_of(start, d))
+        }
+        None => {
+            let start = records
+                .iter()
+                .filter_map(|r| r.event.ts_unix_nanos)
+                .min()
+                .map_or(0, unix);
+            let end = records
+                .iter()
+                .filter_map(|r| {
+                    let ts = unix(r.event.ts_unix_nanos?);
+                    Some(end_of(
+                        ts,
+                        r.event.duration_us.unwrap_or(0).saturating_mul(1000),
+                    ))
+                })
+                .max()
+                .unwrap_or(start);
+            (start, end)
+        }
+    };
+
+    // Root attributes: GenAI where it exists, then candle_trace.*.
+    let mut attrs: Vec<Attribute> = Vec::new();
+    if let Some(model) = &summary.model {
+        attrs.push(s("gen_ai.request.model", model));
+    }
+    let prompt_tokens = records
+        .iter()
+        .find_map(|r| r.event.shape.get("prompt_tokens").and_then(Value::as_i64));
+    if let Some(n) = prompt_tokens {
+        attrs.push((
+            String::from("gen_ai.usage.input_tokens"),
+            AttributeValue::Int(n),
+        ));
+    }
+    if let Some(n) = summary.output_tokens.and_then(|n| i64::try_from(n).ok()) {
+        attrs.push((
+            String::from("gen_ai.usage.output_tokens"),
+            AttributeValue::Int(n),
+        ));
+    }
+    if let Some(ttft) = summary.ttft_us {
+        attrs.push((
+            String::from("gen_ai.server.time_to_first_token"),
+            AttributeValue::Double(ttft as f64 / 1e6),
+        ));
+    }
+    if !summary.itl_nanos.is_empty() {
+        let sum: u128 = summary.itl_nanos.iter().map(|&n| u128::from(n)).sum();
+        let mean_s = sum as f64 / summary.itl_nanos.len() as f64 / 1e9;
+        attrs.push((
+            String::from("gen_ai.server.time_per_output_token"),
+            AttributeValue::Double(mean_s),
+        ));
+    }
+    attrs.push(s("candle_trace.request_id", request_id));
+    for (key, value) in [
+        ("candle_trace.correlation_id", &first.correlation_id),
+        ("candle_trace.entrypoint", &first.entrypoint),
+        ("candle_trace.backend", &first.backend),
+        (
+            "candle_trace.runtime_preset_hash",
+            &first.runtime_preset_hash,
+        ),
+    ] {
+        if let Some(v) = value {
+            attrs.push(s(key, v));
+        }
+    }
+    attrs.push(s("candle_trace.status", summary.status.as_str()));
+    for (key, value) in &first.shape {
+        attrs.push((format!("candle_trace.shape.{key}"), to_attribute(value)));
+    }
+    if let Some(r) = closing {
+        attrs.extend(event_attributes(r));
+    }
+
+    // Span events on the request span.
+    let mut events: Vec<OtlpEvent> = Vec::new();
+    let mut error: Option<String> = None;
+    let mut tokens_done = false;
+    for r in records {
+        let e = &r.event;
+        if !tokens_done {
+            let commits = crate::format::profile::token_commits(&e.attributes);
+            if !commits.is_empty() {
+                tokens_done = true;
+                for (n, (_, at)) in commits.into_iter().enumerate() {
+                    events.push(OtlpEvent {
+                        name: String::from("token"),
+                        time_unix_nanos: unix(at),
+                        attributes: alloc::vec![(
+                            String::from("candle_trace.token.index"),
+                            AttributeValue::Int(n as i64 + 1),
+                        )],
+                    });
+                }
+            }
+        }
+        if let Some(err) = &e.error {
+            let message = err.message.clone().unwrap_or_default();
+            if error.is_none() {
+                error = Some(message.clone());
+            }
+            events.push(OtlpEvent {
+                name: String::from("exception"),
+                time_unix_nanos: unix(e.ts_unix_nanos.unwrap_or(0)),
+                attributes: alloc::vec![
+                    s("exception.type", err.kind.as_deref().unwrap_or("")),
+                    s("exception.message", &message),
+                    s("candle_trace.phase", e.phase.as_deref().unwrap_or("")),
+                ],
+            });
+        } else if e.event_kind.as_deref() != Some("timed_span") {
+            let kind = e.event_kind.as_deref().unwrap_or("event");
+            let mut attributes = event_attributes(r);
+            if let Some(status) = &e.status {
+                attributes.push(s("candle_trace.status", status));
+            }
+            events.push(OtlpEvent {
+                name: format!("{kind}: {}", e.phase.as_deref().unwrap_or("")),
+                time_unix_nanos: unix(e.ts_unix_nanos.unwrap_or(0)),
+                attributes,
+            });
+        }
+    }
+    // Stable: equal times keep file order.
+    events.sort_by_key(|ev| ev.time_unix_nanos);
+    let failed = summary.status == Status::Failure;
+    let mut spans = alloc::vec![OtlpSpan {
+        trace_id: trace,
+        span_id: root_id,
+        parent_span_id: None,
+        name: String::from("request"),
+        kind: OtlpSpanKind::Server,
+        start_unix_nanos: start,
+        end_unix_nanos: end,
+        attributes: attrs,
+        events,
+        error: failed.then(|| error.unwrap_or_default()),
+    }];
+
+    // Phase spans, then module spans (which may point at them).
+    let mut prefill: Option<[u8; 8]> = None;
+    let mut decodes: Vec<(u64, usize, [u8; 8])> = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let phase = r.event.phase.as_deref().unwrap_or("");
+        if !is_timed(r) || phase == "request" || phase == MODULE_PHASE {
+            continue;
+        }
+        let event_id = r.event.event_id.as_deref().unwrap_or("");
+        let id = span_id(correlation, request_id, &["event", event_id]);
+        let start = unix(r.event.ts_unix_nanos.unwrap_or(0));
+        let d = r.event.duration_us.unwrap_or(0).saturating_mul(1000);
+        match phase {
+            "prefill" if prefill.is_none() => prefill = Some(id),
+            "decode" => decodes.push((start, i, id)),
+            _ => {}
+        }
+        spans.push(OtlpSpan {
+            trace_id: trace,
+            span_id: id,
+            parent_span_id: Some(root_id),
+            name: String::from(phase),
+            kind: OtlpSpanKind::Internal,
+            start_unix_nanos: start,
+            end_unix_nanos: end_of(start, d),
+            attributes: event_attributes(r),
+            events: Vec::new(),
+            error: None,
+        });
+    }
+    decodes.sort_by_key(|d| (d.0, d.1));
+    for r in records {
+        let e = &r.event;
+        if !is_timed(r) || e.phase.as_deref() != Some(MODULE_PHASE) {
+            continue;
+        }
+        let a = &e.attributes;
+        let own = a.get("span_id").and_then(Value::as_u64).unwrap_or(0);
+        let own = own.to_string();
+        let parent = match a.get("parent_span_id").and_then(Value::as_u64) {
+            Some(p) => span_id(correlation, request_id, &["module", &p.to_string()]),
+            None => {
+                let forward = a.get("forward").and_then(Value::as_str);
+                let index = a.get("forward_index").and_then(Value::as_u64).unwrap_or(0);
+                let phase_span = match forward {
+                    Some("prefill") => prefill,
+                    Some("decode") => usize::try_from(index)
+                        .ok()
+                        .and_then(|n| n.checked_sub(1))
+                        .and_then(|n| decodes.get(n))
+                        .map(|d| d.2),
+                    _ => None,
+                };
+                phase_span.unwrap_or(root_id)
+            }
+        };
+        let start = unix(e.ts_unix_nanos.unwrap_or(0));
+        let d = a
+            .get("duration_nanos")
+            .and_then(Value::as_u64)
+            .unwrap_or_else(|| e.duration_us.unwrap_or(0).saturating_mul(1000));
+        let name = a
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or(MODULE_PHASE);
+        let mut attributes = event_attributes(r);
+        attributes.push(s("candle_trace.module.name", name));
+        for (key, field) in [
+            ("candle_trace.module.span_kind", "span_kind"),
+            ("candle_trace.module.forward", "forward"),
+            ("candle_trace.module.forward_index", "forward_index"),
+        ] {
+            if let Some(v) = a.get(field) {
+                attributes.push((String::from(key), to_attribute(v)));
+            }
+        }
+        spans.push(OtlpSpan {
+            trace_id: trace,
+            span_id: span_id(correlation, request_id, &["module", &own]),
+            parent_span_id: Some(parent),
+            name: String::from(name),
+            kind: OtlpSpanKind::Internal,
+            start_unix_nanos: start,
+            end_unix_nanos: end_of(start, d),
+            attributes,
+            events: Vec::new(),
+            error: None,
+        });
+    }
+    spans
+}
+
+/// `candle_trace.event_id`, `.phase`, `.line` of one event.
+fn event_attributes(r: &ProfileRecord) -> Vec<Attribute> {
+    let mut out = Vec::new();
+    if let Some(id) = &r.event.event_id {
+        out.push(s("candle_trace.event_id", id));
+    }
+    if let Some(phase) = &r.event.phase {
+        out.push(s("candle_trace.phase", phase));
+    }
+    out.push((
+        String::from("candle_trace.line"),
+        AttributeValue::Int(i64::try_from(r.line).unwrap_or(i64::MAX)),
+    ));
+    out
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
+fn value_json(v: &AttributeValue) -> Value {
+    match v {
+        AttributeValue::String(s) => json!({ "stringValue": s }),
+        AttributeValue::Int(i) => json!({ "intValue": i.to_string() }),
+        // JSON has no NaN or infinity: such a double is written as its text.
+        AttributeValue::Double(f) if f.is_finite() => json!({ "doubleValue": f }),
+        AttributeValue::Double(f) => json!({ "stringValue": f.to_string() }),
+        AttributeValue::Bool(b) => json!({ "boolValue": b }),
+    }
+}
+
+fn attributes_json(attrs: &[Attribute]) -> Value {
+    Value::Array(
+        attrs
+            .iter()
+            .map(|(k, v)| json!({ "key": k, "value": value_json(v) }))
+            .collect(),
+    )
+}
+
+fn span_json(span: &OtlpSpan) -> Value {
+    let mut m = Map::new();
+    m.insert("traceId".into(), Value::String(hex(&span.trace_id)));
+    m.insert("spanId".into(), Value::String(hex(&span.span_id)));
+    if let Some(parent) = &span.parent_span_id {
+        m.insert("parentSpanId".into(), Value::String(hex(parent)));
+    }
+    m.insert("name".into(), Value::String(span.name.clone()));
+    m.insert("kind".into(), Value::from(span.kind as i32));
+    m.insert(
+        "startTimeUnixNano".into(),
+        Value::String(span.start_unix_nanos.to_string()),
+    );
+    m.insert(
+        "endTimeUnixNano".into(),
+        Value::String(span.end_unix_nanos.to_string()),
+    );
+    m.insert("attributes".into(), attributes_json(&span.attributes));
+    if !span.events.is_empty() {
+        let events = span
+            .events
+            .iter()
+            .map(|e| {
+                json!({
+                    "timeUnixNano": e.time_unix_nanos.to_string(),
+                    "name": e.name,
+                    "attributes": attributes_json(&e.attributes),
+                })
+            })
+            .collect();
+        m.insert("events".into(), Value::Array(events));
+    }
+    if let Some(message) = &span.error {
+        // STATUS_CODE_ERROR = 2.
+        m.insert("status".into(), json!({ "code": 2, "message": message }));
+    }
+    Value::Object(m)
+}
+
+/// `spans` as one OTLP/JSON `ExportTraceServiceRequest` with resource `service.name`.
+pub fn to_otlp_json(spans: &[OtlpSpan], service_name: &str) -> String {
+    let spans: Vec<Value> = spans.iter().map(span_json).collect();
+    let request = json!({
+        "resourceSpans": [{
+            "resource": { "attributes": [
+                { "key": "service.name", "value": { "stringValue": service_name } }
+            ] },
+            "scopeSpans": [{
+                "scope": { "name": SCOPE_NAME, "version": env!("CARGO_PKG_VERSION") },
+                "spans": spans,
+            }],
+        }],
+    });
+    // Serializing a `Value` cannot fail.
+    let mut out = serde_json::to_string(&request).unwrap_or_default();
+    out.push('\n');
+    out
+}
+
+/// [`request_spans`] of `doc` encoded by [`to_otlp_json`].
+pub fn profile_to_otlp(doc: &ProfileDocument, service_name: &str) -> String {
+    to_otlp_json(&request_spans(doc), service_name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_follow_the_documented_derivation() {
+        // FNV-1a 64 of "" with the plain offset basis is the basis itself; check the hash on
+        // a known FNV-1a vector: "a" → 0xaf63dc4c8601ec8c (before the splitmix finalizer).
+        let mut h = FNV_OFFSET;
+        for &b in b"a" {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(FNV_PRIME);
+        }
+        assert_eq!(h, 0xaf63_dc4c_8601_ec8c);
+        // splitmix64(0) is the first output of the reference generator seeded with 0.
+        assert_eq!(splitmix64(0), 0xe220_a839_7b1d_cdaf);
+        assert_eq!(trace_id("c", "r1"), trace_id("c", "r1"));
+        assert_ne!(trace_id("c", "r1"), trace_id("c", "r2"));
+        assert_ne!(trace_id("c", "r1"), trace_id("d", "r1"));
+        // The separator keeps ("ab", "c") and ("a", "bc") apart.
+        assert_ne!(trace_id("ab", "c"), trace_id("a", "bc"));
+    }
+
+    #[test]
+    fn hex_is_lowercase_and_two_digits_per_byte() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
+    }
+
+    #[test]
+    fn attribute_values_keep_their_json_type() {
+        assert_eq!(to_attribute(&json!(3)), AttributeValue::Int(3));
+        assert_eq!(to_attribute(&json!(1.5)), AttributeValue::Double(1.5));
+        assert_eq!(to_attribute(&json!(true)), AttributeValue::Bool(true));
+        assert_eq!(
+            to_attribute(&json!(u64::MAX)),
+            AttributeValue::String(String::from("18446744073709551615"))
+        );
+        assert_eq!(
+            to_attribute(&json!([1, 2])),
+            AttributeValue::String(String::from("[1,2]"))
+        );
+        assert_eq!(
+            value_json(&AttributeValue::Int(-7)),
+            json!({"intValue": "-7"})
+        );
+    }
+}

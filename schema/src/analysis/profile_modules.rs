@@ -1,0 +1,485 @@
+//! Module spans of an inference profile: the module tree of each forward call of each request,
+//! named by the module-path rule of [`crate::analysis::paths`], and aggregated by path or name per
+//! request and across requests.
+//!
+//! capture's inference profiler writes each module span of a request's forward calls as a
+//! `timed_span` event with `phase` = [`MODULE_PHASE`](crate::format::profile::MODULE_PHASE) and these `attributes`:
+//! `span_id` (u64, unique within the request), `parent_span_id` (u64, absent at the top of a
+//! forward call), `name`, `span_kind` (`module` | `function`), `forward` (`prefill` |
+//! `decode`), `forward_index` (0 = prefill, n = the n-th decode step),
+//! `start_nanos_since_request_start` and `duration_nanos`.
+//!
+//! Rules where SCHEMA.md is silent:
+//! - Events are grouped by `request_id` (absent: the empty id), then by `forward_index`; both
+//!   in order of first appearance. A forward call's `forward` is that of its first event.
+//! - Within a forward call the spans are laid out by [`SpanTree`] (a `parent_span_id` naming no
+//!   span of the call, or a cycle, makes the span a root; siblings are ordered by start time,
+//!   then file order) and named by [`ModulePaths`], so every forward call of one model gives the
+//!   same paths and its calls add up per path.
+//! - A duration is `duration_nanos`, else `duration_us × 1000`.
+//! - A module event without an unsigned `span_id`, `forward_index` or
+//!   `start_nanos_since_request_start`, without a string `name`, or with a `span_kind` other
+//!   than `module`, `function` or `op` is not placed in any tree and counted in
+//!   [`RequestModules::unreadable`]. (Its line still has the diagnostics of §2.)
+//! - Rows count module spans only (`span_kind = module`); they are sorted by total time,
+//!   largest first, then by key.
+//! - Module events are no phase of the request: [`ProfileDocument::requests`] leaves
+//!   [`MODULE_PHASE`](crate::format::profile::MODULE_PHASE) out of a request's `phases`, and [`ProfileDocument::waterfalls`] draws no
+//!   bar or marker for them.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use hashbrown::HashMap;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::analysis::paths::{ModuleGrouping, ModulePaths};
+use crate::format::events::{CompactString, SpanKind};
+use crate::format::profile::{is_module_event, EventKind, ProfileDocument, ProfileRecord};
+use crate::format::records::Span;
+use crate::format::spans::SpanTree;
+
+/// One module span of a forward call, with its module path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModuleSpan {
+    /// `attributes.span_id`.
+    pub span_id: u64,
+    /// `attributes.parent_span_id`.
+    pub parent_span_id: Option<u64>,
+    /// `attributes.name`.
+    pub name: String,
+    /// `attributes.span_kind`.
+    pub span_kind: SpanKind,
+    /// ns since the request started.
+    pub start_ns: u64,
+    /// `duration_nanos` (or `duration_us × 1000`).
+    pub duration_ns: u64,
+    /// The module path ([`crate::analysis::paths`]) within the forward call.
+    pub path: String,
+    /// Line of the event.
+    pub line: u64,
+}
+
+/// One forward call of a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ForwardCall {
+    /// `prefill` or `decode` (as written; empty when absent).
+    pub forward: String,
+    /// 0 = prefill, n = the n-th decode step.
+    pub forward_index: u64,
+    /// Its spans in file order.
+    pub spans: Vec<ModuleSpan>,
+}
+
+/// Module spans aggregated by path or name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProfileModuleRow {
+    /// The module path or the name.
+    pub key: String,
+    /// Module spans in the group.
+    pub calls: u64,
+    /// Sum of their durations (inclusive).
+    pub total_ns: u64,
+    /// `total_ns / calls`, integer division.
+    pub mean_ns: u64,
+    /// Requests with at least one span in the group.
+    pub requests: u64,
+}
+
+/// One request's module spans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestModules {
+    /// The request id (empty for events without one).
+    pub request_id: String,
+    /// Forward calls in order of first appearance.
+    pub forwards: Vec<ForwardCall>,
+    /// Module events that could not be placed in a tree (see the module docs).
+    pub unreadable: u64,
+}
+
+impl RequestModules {
+    /// This request's module spans aggregated by path or name (`requests` is 1 in each row).
+    pub fn rows(&self, grouping: ModuleGrouping) -> Vec<ProfileModuleRow> {
+        rows_of(core::slice::from_ref(self), grouping)
+    }
+}
+
+fn attr_u64(attributes: &crate::format::profile::JsonMap, name: &str) -> Option<u64> {
+    attributes.get(name).and_then(Value::as_u64)
+}
+
+/// A module event as a (forward, index, span) triple; `None` when it cannot be placed.
+fn read_span(record: &ProfileRecord) -> Option<(String, u64, ModuleSpan)> {
+    let e = &record.event;
+    let a = &e.attributes;
+    let span_kind = match a.get("span_kind")?.as_str()? {
+        "module" => SpanKind::Module,
+        "function" => SpanKind::Function,
+        "op" => SpanKind::Op,
+        _ => return None,
+    };
+    let duration_ns = attr_u64(a, "duration_nanos")
+        .or_else(|| e.duration_us.map(|us| us.saturating_mul(1000)))
+        .unwrap_or(0);
+    let forward = a
+        .get("forward")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    Some((
+        forward,
+        attr_u64(a, "forward_index")?,
+        ModuleSpan {
+            span_id: attr_u64(a, "span_id")?,
+            parent_span_id: attr_u64(a, "parent_span_id"),
+            name: a.get("name")?.as_str()?.to_string(),
+            span_kind,
+            start_ns: attr_u64(a, "start_nanos_since_request_start")?,
+            duration_ns,
+            path: String::new(),
+            line: record.line,
+        },
+    ))
+}
+
+/// Fill in the paths of one forward call's spans.
+fn name_paths(spans: &mut [ModuleSpan]) {
+    let as_spans: Vec<Span> = spans
+        .iter()
+        .map(|s| Span {
+            id: CompactString::from(s.span_id.to_string()),
+            parent_id: s.parent_span_id.map(|p| CompactString::from(p.to_string())),
+            name: CompactString::from(s.name.as_str()),
+            start_ns: s.start_ns,
+            span_kind: s.span_kind,
+            measured: false,
+            step: None,
+            duration_ns: Some(s.duration_ns),
+            line: s.line,
+            end_line: None,
+        })
+        .collect();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (i, s) in as_spans.iter().enumerate() {
+        index.entry(s.id.as_str()).or_insert(i);
+    }
+    let (tree, _) = SpanTree::build(&as_spans, |id| index.get(id).copied());
+    let paths = ModulePaths::of_tree(&as_spans, &tree);
+    for (i, s) in spans.iter_mut().enumerate() {
+        s.path = paths.path(i).to_string();
+    }
+}
+
+fn rows_of(requests: &[RequestModules], grouping: ModuleGrouping) -> Vec<ProfileModuleRow> {
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut rows: Vec<ProfileModuleRow> = Vec::new();
+    // Per row, the last request counted in it (rows count each request once).
+    let mut last_request: Vec<usize> = Vec::new();
+    for (r, request) in requests.iter().enumerate() {
+        for s in request.forwards.iter().flat_map(|f| &f.spans) {
+            if s.span_kind != SpanKind::Module {
+                continue;
+            }
+            let key = match grouping {
+                ModuleGrouping::Path => s.path.as_str(),
+                ModuleGrouping::Name => s.name.as_str(),
+            };
+            let i = *index.entry(key).or_insert_with(|| {
+                rows.push(ProfileModuleRow {
+                    key: key.to_string(),
+                    calls: 0,
+                    total_ns: 0,
+                    mean_ns: 0,
+                    requests: 0,
+                });
+                last_request.push(usize::MAX);
+                rows.len() - 1
+            });
+            let row = &mut rows[i];
+            row.calls += 1;
+            row.total_ns = row.total_ns.saturating_add(s.duration_ns);
+            if last_request[i] != r {
+                last_request[i] = r;
+                row.requests += 1;
+            }
+        }
+    }
+    for row in &mut rows {
+        row.mean_ns = row.total_ns / row.calls.max(1);
+    }
+    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.key.cmp(&b.key)));
+    rows
+}
+
+impl ProfileDocument {
+    /// The module spans of every request that has any, in order of first appearance.
+    pub fn module_spans(&self) -> Vec<RequestModules> {
+        let mut out: Vec<RequestModules> = Vec::new();
+        let mut by_request: HashMap<&str, usize> = HashMap::new();
+        // (request, forward_index) → index in that request's `forwards`.
+        let mut by_forward: HashMap<(usize, u64), usize> = HashMap::new();
+        for record in self.records.iter().filter(|r| is_module_event(r)) {
+            if record.event.event_kind() != Some(EventKind::TimedSpan) {
+                continue;
+            }
+            let id = record.event.request_id.as_deref().unwrap_or("");
+            let r = *by_request.entry(id).or_insert_with(|| {
+                out.push(RequestModules {
+                    request_id: id.to_string(),
+                    forwards: Vec::new(),
+                    unreadable: 0,
+                });
+                out.len() - 1
+            });
+            let request = &mut out[r];
+            let Some((forward, forward_index, span)) = read_span(record) else {
+                request.unreadable += 1;
+                continue;
+            };
+            let f = *by_forward.entry((r, forward_index)).or_insert_with(|| {
+                request.forwards.push(ForwardCall {
+                    forward,
+                    forward_index,
+                    spans: Vec::new(),
+                });
+                request.forwards.len() - 1
+            });
+            request.forwards[f].spans.push(span);
+        }
+        for call in out.iter_mut().flat_map(|r| &mut r.forwards) {
+            name_paths(&mut call.spans);
+        }
+        out
+    }
+
+    /// Module spans of all requests aggregated by path or name.
+    pub fn module_rows(&self, grouping: ModuleGrouping) -> Vec<ProfileModuleRow> {
+        rows_of(&self.module_spans(), grouping)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::profile::read_profile;
+    use alloc::format;
+    use alloc::vec::Vec;
+
+    /// A valid module event (the §2 header fields as capture writes them).
+    #[allow(clippy::too_many_arguments)] // one argument per attribute reads best in the calls
+    fn module(
+        request: &str,
+        forward_index: u64,
+        id: u64,
+        parent: Option<u64>,
+        name: &str,
+        kind: &str,
+        start: u64,
+        nanos: u64,
+    ) -> String {
+        let forward = if forward_index == 0 {
+            "prefill"
+        } else {
+            "decode"
+        };
+        let parent = parent.map_or(String::new(), |p| format!(r#""parent_span_id":{p},"#));
+        format!(
+            concat!(
+                r#"{{"schema_version":1,"event_kind":"timed_span","ts_unix_nanos":1767225600000000000,"#,
+                r#""timestamp":"2026-01-01T00:00:00Z","event_id":"{request}-{forward_index}-{id}","request_id":"{request}","#,
+                r#""correlation_id":"c","entrypoint":"serve","backend":"cpu","runtime_preset_hash":"sha256:ab","#,
+                r#""phase":"module","status":"ok","duration_us":{us},"shape":{{"batch":1}},"#,
+                r#""attributes":{{"span_id":{id},{parent}"name":"{name}","span_kind":"{kind}","forward":"{forward}","#,
+                r#""forward_index":{forward_index},"start_nanos_since_request_start":{start},"duration_nanos":{nanos}}}}}"#,
+                "\n"
+            ),
+            request = request,
+            forward_index = forward_index,
+            id = id,
+            parent = parent,
+            name = name,
+            kind = kind,
+            forward = forward,
+            start = start,
+            nanos = nanos,
+            us = nanos / 1000,
+        )
+    }
+
+    /// One forward call of a tiny model: `forward` (function) → `layer`, `layer`, each with
+    /// `linear`; then `lm_head`. Durations scaled by `k`.
+    fn forward_call(request: &str, index: u64, base: u64, k: u64) -> String {
+        let mut f = String::new();
+        f += &module(
+            request,
+            index,
+            1,
+            None,
+            "forward",
+            "function",
+            base,
+            100 * k,
+        );
+        f += &module(
+            request,
+            index,
+            2,
+            Some(1),
+            "layer",
+            "module",
+            base + 1,
+            40 * k,
+        );
+        f += &module(
+            request,
+            index,
+            3,
+            Some(2),
+            "linear",
+            "module",
+            base + 2,
+            30 * k,
+        );
+        f += &module(
+            request,
+            index,
+            4,
+            Some(1),
+            "layer",
+            "module",
+            base + 50,
+            40 * k,
+        );
+        f += &module(
+            request,
+            index,
+            5,
+            Some(4),
+            "linear",
+            "module",
+            base + 51,
+            30 * k,
+        );
+        f += &module(
+            request,
+            index,
+            6,
+            Some(1),
+            "lm_head",
+            "module",
+            base + 95,
+            5 * k,
+        );
+        f
+    }
+
+    fn request_line(request: &str) -> String {
+        format!(
+            concat!(
+                r#"{{"schema_version":1,"event_kind":"timed_span","ts_unix_nanos":1767225600000000000,"#,
+                r#""timestamp":"2026-01-01T00:00:00Z","event_id":"{r}-req","request_id":"{r}","#,
+                r#""correlation_id":"c","entrypoint":"serve","backend":"cpu","runtime_preset_hash":"sha256:ab","#,
+                r#""phase":"request","status":"ok","duration_us":9,"shape":{{"batch":1}}}}"#,
+                "\n"
+            ),
+            r = request
+        )
+    }
+
+    #[test]
+    fn module_trees_per_forward_call_by_hand() {
+        // Request a: prefill (k = 2) and one decode step (k = 1); request b: prefill (k = 1).
+        // Span ids repeat across forward calls and requests: they are unique per call.
+        let mut file = request_line("a");
+        file += &forward_call("a", 0, 0, 2);
+        file += &forward_call("a", 1, 1000, 1);
+        file += &forward_call("b", 0, 0, 1);
+        file += &request_line("b");
+        let doc = read_profile(file.as_bytes());
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let requests = doc.module_spans();
+        assert_eq!(requests.len(), 2);
+        let a = &requests[0];
+        assert_eq!(a.request_id, "a");
+        let calls: Vec<(&str, u64, usize)> = a
+            .forwards
+            .iter()
+            .map(|f| (f.forward.as_str(), f.forward_index, f.spans.len()))
+            .collect();
+        assert_eq!(calls, [("prefill", 0, 6), ("decode", 1, 6)]);
+        let paths: Vec<&str> = a.forwards[1]
+            .spans
+            .iter()
+            .map(|s| s.path.as_str())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "",
+                "layer[0]",
+                "layer[0]/linear",
+                "layer[1]",
+                "layer[1]/linear",
+                "lm_head"
+            ]
+        );
+        // Request a by path: layer[0] 2 calls, 40·2 + 40·1 = 120 ns, mean 60; lm_head
+        // 5·2 + 5 = 15. Sorted by total: layer[0] and layer[1] (120 each, by key), then the
+        // linears (60 + 30 = 90 each), then lm_head.
+        let by_path = a.rows(ModuleGrouping::Path);
+        let rows: Vec<(&str, u64, u64, u64, u64)> = by_path
+            .iter()
+            .map(|r| (r.key.as_str(), r.calls, r.total_ns, r.mean_ns, r.requests))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("layer[0]", 2, 120, 60, 1),
+                ("layer[1]", 2, 120, 60, 1),
+                ("layer[0]/linear", 2, 90, 45, 1),
+                ("layer[1]/linear", 2, 90, 45, 1),
+                ("lm_head", 2, 15, 7, 1),
+            ]
+        );
+        // Across requests by name: `linear` = a (2 + 1) × 2 × 30 + b 2 × 30 = 180 + 60 = 240 in
+        // 6 calls, mean 40, 2 requests; `layer` the same: 4 × 2 × ... = (80+80+40+40) + (40+40)
+        // = 320 in 6 calls, mean 53; lm_head 10 + 5 + 5 = 20 in 3 calls, mean 6. The function
+        // span `forward` is no row.
+        let by_name = doc.module_rows(ModuleGrouping::Name);
+        let rows: Vec<(&str, u64, u64, u64, u64)> = by_name
+            .iter()
+            .map(|r| (r.key.as_str(), r.calls, r.total_ns, r.mean_ns, r.requests))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("layer", 6, 320, 53, 2),
+                ("linear", 6, 240, 40, 2),
+                ("lm_head", 3, 20, 6, 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn module_events_stay_out_of_phases_and_waterfalls() {
+        let mut file = request_line("a");
+        file += &forward_call("a", 0, 0, 1);
+        // An unreadable module event: no span_id.
+        file += &module("a", 0, 9, None, "x", "module", 0, 1).replace(r#""span_id":9,"#, "");
+        let doc = read_profile(file.as_bytes());
+        let requests = doc.requests();
+        assert_eq!(requests[0].phases, ["request"]);
+        assert_eq!(requests[0].event_count, 8);
+        assert_eq!(requests[0].duration_us, Some(9));
+        let w = &doc.waterfalls()[0];
+        let phases: Vec<&str> = w.bars.iter().map(|b| b.phase.as_str()).collect();
+        assert_eq!(phases, ["request"]);
+        assert!(w.markers.is_empty());
+        let m = doc.module_spans();
+        assert_eq!(m[0].unreadable, 1);
+        assert_eq!(m[0].forwards[0].spans.len(), 6);
+        let empty: Vec<RequestModules> = read_profile(request_line("z").as_bytes()).module_spans();
+        assert!(empty.is_empty());
+    }
+}

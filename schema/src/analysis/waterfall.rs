@@ -1,0 +1,268 @@
+//! Per-request waterfalls of an inference profile: phase spans, token commits and decode-stage
+//! intervals on one time axis; and the profiling settings the file states.
+//!
+//! Rules where SCHEMA.md is silent:
+//! - A request's **origin** (time 0) is `attributes.engine_token_wall_anchor_unix_nanos` of its
+//!   first event that has one as an integer (token commits and stage intervals are relative to
+//!   it); otherwise the smallest `ts_unix_nanos` among its events.
+//! - A `timed_span` event with `ts_unix_nanos` and `duration_us` is a bar that **starts** at
+//!   `ts_unix_nanos` (as `capture`'s profiler writes it) and lasts `duration_us × 1000` ns.
+//!   Every other event with a `ts_unix_nanos` is a marker at that time.
+//! - Token commits, decode-stage intervals and decode-ready come from the request's first event
+//!   whose `attributes.ttft_us` is an unsigned integer (the same event as `requests()` reads);
+//!   array elements that are not unsigned integers (or malformed intervals) are skipped.
+//! - Requests are in order of first appearance; events without `request_id` form the request
+//!   with the empty id. Times are ns relative to the origin, signed (an event may precede it).
+//! - Module-span events (phase `module`, see [`RequestModules`](crate::analysis::profile_modules::RequestModules)) are left out: they
+//!   are drawn by no bar or marker and set no origin; a request with nothing else has no
+//!   waterfall.
+//! - Settings: `detail_level` (string) and `sample_rate` (number) are read from the first event
+//!   whose `attributes` carry them (capture's profiler writes both on `request_open`).
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::format::profile::{ProfileDocument, Status};
+
+/// A `timed_span` bar.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PhaseBar {
+    /// Phase (`request`, `prefill`, `decode` ...).
+    pub phase: String,
+    /// Start relative to the origin.
+    pub start_ns: i64,
+    /// `duration_us × 1000`.
+    pub duration_ns: u64,
+    /// The event's status spelling (empty when absent).
+    pub status: String,
+    /// Line of the event.
+    pub line: u64,
+}
+
+/// Any other event, drawn as a tick.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Marker {
+    /// Phase.
+    pub phase: String,
+    /// `event_kind` spelling (empty when absent).
+    pub event_kind: String,
+    /// Status spelling.
+    pub status: String,
+    /// Time relative to the origin.
+    pub at_ns: i64,
+    /// Line of the event.
+    pub line: u64,
+}
+
+/// A decode-stage interval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StageBar {
+    /// `decode_scheduling`, `decode_execution` or `decode_postprocess`.
+    pub stage: String,
+    /// Start, ns since the request started.
+    pub start_ns: u64,
+    /// End, ns since the request started.
+    pub end_ns: u64,
+}
+
+/// One request's waterfall.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Waterfall {
+    /// Request id.
+    pub request_id: String,
+    /// Unix ns of time 0 (`None` when no event has a timestamp or anchor).
+    pub origin_unix_nanos: Option<i64>,
+    /// Timed spans in file order.
+    pub bars: Vec<PhaseBar>,
+    /// Other events in file order.
+    pub markers: Vec<Marker>,
+    /// Token commits, ns since the request started.
+    pub commits_ns: Vec<u64>,
+    /// Decode-stage intervals.
+    pub stages: Vec<StageBar>,
+    /// When decoding was ready.
+    pub decode_ready_ns: Option<u64>,
+    /// Largest end of anything drawn (0 when nothing is).
+    pub extent_ns: i64,
+}
+
+/// Detail level and sample rate stated by the profile.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProfileSettings {
+    /// `attributes.detail_level` of the first event that has it.
+    pub detail_level: Option<String>,
+    /// `attributes.sample_rate` of the first event that has it.
+    pub sample_rate: Option<f64>,
+}
+
+fn u64s(v: Option<&Value>) -> Vec<u64> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default()
+}
+
+impl ProfileDocument {
+    /// One waterfall per request, in order of first appearance.
+    pub fn waterfalls(&self) -> Vec<Waterfall> {
+        let mut order: Vec<&str> = Vec::new();
+        let mut members: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, r) in self.records.iter().enumerate() {
+            if crate::format::profile::is_module_event(r) {
+                continue;
+            }
+            let id = r.event.request_id.as_deref().unwrap_or("");
+            members
+                .entry(id)
+                .or_insert_with(|| {
+                    order.push(id);
+                    Vec::new()
+                })
+                .push(i);
+        }
+        order
+            .into_iter()
+            .map(|id| self.waterfall(id, members.get(id).map_or(&[][..], Vec::as_slice)))
+            .collect()
+    }
+
+    fn waterfall(&self, id: &str, members: &[usize]) -> Waterfall {
+        let events = || members.iter().map(|&i| &self.records[i]);
+        let anchor = events().find_map(|r| {
+            r.event
+                .attributes
+                .get("engine_token_wall_anchor_unix_nanos")
+                .and_then(Value::as_i64)
+        });
+        let origin = anchor.or_else(|| events().filter_map(|r| r.event.ts_unix_nanos).min());
+        let rel = |ts: i64| ts.saturating_sub(origin.unwrap_or(0));
+        let mut w = Waterfall {
+            request_id: String::from(id),
+            origin_unix_nanos: origin,
+            bars: Vec::new(),
+            markers: Vec::new(),
+            commits_ns: Vec::new(),
+            stages: Vec::new(),
+            decode_ready_ns: None,
+            extent_ns: 0,
+        };
+        for r in events() {
+            let e = &r.event;
+            let Some(ts) = e.ts_unix_nanos else { continue };
+            let phase = e.phase.clone().unwrap_or_default();
+            let status = e.status.clone().unwrap_or_default();
+            match (e.event_kind.as_deref(), e.duration_us) {
+                (Some("timed_span"), Some(us)) => w.bars.push(PhaseBar {
+                    phase,
+                    start_ns: rel(ts),
+                    duration_ns: us.saturating_mul(1000),
+                    status,
+                    line: r.line,
+                }),
+                (kind, _) => w.markers.push(Marker {
+                    phase,
+                    event_kind: String::from(kind.unwrap_or("")),
+                    status,
+                    at_ns: rel(ts),
+                    line: r.line,
+                }),
+            }
+        }
+        if let Some(t) = events().find(|r| {
+            r.event
+                .attributes
+                .get("ttft_us")
+                .and_then(Value::as_u64)
+                .is_some()
+        }) {
+            let a = &t.event.attributes;
+            w.commits_ns = u64s(a.get("engine_token_commit_nanos_since_request_start"));
+            w.decode_ready_ns = a
+                .get("engine_decode_ready_nanos_since_request_start")
+                .and_then(Value::as_u64);
+            w.stages = a
+                .get("engine_decode_stage_intervals")
+                .and_then(Value::as_array)
+                .map(|ivs| {
+                    ivs.iter()
+                        .filter_map(|iv| {
+                            Some(StageBar {
+                                stage: String::from(iv.get("stage")?.as_str()?),
+                                start_ns: iv.get("start_nanos_since_request_start")?.as_u64()?,
+                                end_ns: iv.get("end_nanos_since_request_start")?.as_u64()?,
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+        let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        w.extent_ns = w
+            .bars
+            .iter()
+            .map(|b| b.start_ns.saturating_add(as_i64(b.duration_ns)))
+            .chain(w.markers.iter().map(|m| m.at_ns))
+            .chain(w.commits_ns.iter().map(|&c| as_i64(c)))
+            .chain(w.stages.iter().map(|s| as_i64(s.end_ns)))
+            .chain(w.decode_ready_ns.map(as_i64))
+            .max()
+            .unwrap_or(0)
+            .max(0);
+        w
+    }
+
+    /// Detail level and sample rate, as far as the file states them.
+    pub fn settings(&self) -> ProfileSettings {
+        let attr = |name: &str| {
+            self.records
+                .iter()
+                .find_map(|r| r.event.attributes.get(name).filter(|v| !v.is_null()))
+        };
+        ProfileSettings {
+            detail_level: attr("detail_level")
+                .and_then(Value::as_str)
+                .map(String::from),
+            sample_rate: attr("sample_rate").and_then(Value::as_f64),
+        }
+    }
+
+    /// Records whose status is `failure` or that carry an `error`, in file order (the
+    /// product errors; [`diagnostic_only`](ProfileDocument::diagnostic_only) lists the rest).
+    pub fn failures(&self) -> Vec<&crate::format::profile::ProfileRecord> {
+        self.records
+            .iter()
+            .filter(|r| r.event.status() == Some(Status::Failure) || r.event.error.is_some())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::format::profile::read_profile;
+
+    #[test]
+    fn fixture_waterfall() {
+        let doc = read_profile(include_bytes!(
+            "../../../tests/fixtures/infer_run.profile.jsonl"
+        ));
+        let w = doc.waterfalls();
+        assert_eq!(w.len(), 3);
+        let r1 = &w[0];
+        assert_eq!(r1.request_id, "req-1");
+        assert_eq!(r1.origin_unix_nanos, Some(1_717_000_000_000_000_000));
+        assert_eq!(
+            r1.commits_ns,
+            [1_200_000, 1_640_000, 2_090_000, 2_530_000, 2_985_000]
+        );
+        assert_eq!(r1.stages.len(), 3);
+        let prefill = r1.bars.iter().find(|b| b.phase == "prefill").unwrap();
+        assert_eq!(
+            (prefill.start_ns, prefill.duration_ns),
+            (1_150_000, 1_100_000)
+        );
+        assert!(r1.extent_ns >= 2_985_000);
+        assert_eq!(doc.settings().detail_level.as_deref(), Some("kernel"));
+    }
+}

@@ -1,0 +1,1170 @@
+//! Assembling a trace/6 document from a stream of lines: [`TraceReader`] → [`TraceDocument`].
+//!
+//! The reader never stops on a bad line. Errors and warnings are exactly those of SCHEMA.md
+//! "Assembling a document"; where SCHEMA.md is silent this reader chooses:
+//! - "first non-blank line" means the first non-blank line of the file, whatever it holds: if it
+//!   is not a meta, a later meta is an error at its own line (and no "no meta" error is added);
+//!   with no meta at all, the error is at line 1. The first meta seen is the document's meta;
+//!   every further meta is an error and ignored. A wrong `schema` is an error; the meta is kept.
+//! - A duplicate `span_start` id is an error; the first span with that id is kept.
+//! - `span_end`s are matched after the whole stream is read (an end may precede its start when
+//!   threads flush out of order); a second end for an id is an error and ignored.
+//! - An unclosed span is a warning and counts with duration 0 in every number.
+//! - "more than one measured span" is a warning at each measured span after the first; "no
+//!   measured span" is a warning at the meta's line (line 1 without a meta).
+//! - Reference warnings for `op`/`tensor`/`memory` are checked against all spans of the file.
+//! - A last line without `\n` that is incomplete JSON is a truncation warning and dropped; a
+//!   complete one is read normally.
+//! - Diagnostics are sorted by line, errors before warnings on the same line.
+//! - A UTF-8 byte-order mark at the very start of the file is skipped (as [`crate::format::detect`]
+//!   does); one anywhere else is part of its line (a syntax error).
+//! - `capture_sources` (capture's extension kind, see [`CaptureSources`]) is kept in
+//!   [`TraceDocument::capture_sources`]; each of its `warnings` is a warning at its line
+//!   (category `capture`, message `capture: <warning>`); a second such line is a `capture`
+//!   warning and ignored.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use hashbrown::HashMap;
+
+use crate::format::diagnostics::{
+    sort_diagnostics, Category, Diagnostic, DiagnosticCounts, Severity,
+};
+use crate::format::events::{
+    decode_line, CaptureSources, CompactString, DeviceMemory, Edge, Gradient, LineError,
+    MemoryEvent, Meta, Op, TensorEvent, TraceEvent, TRACE_SCHEMA,
+};
+use crate::format::jsonl::{Line, LineSplitter};
+use crate::format::memory::MemoryProfile;
+use crate::format::spans::SpanTree;
+
+pub use crate::format::records::{Lined, Span};
+
+/// An `edge` with its endpoints resolved to span indices.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResolvedEdge<'a> {
+    /// The edge record.
+    pub edge: &'a Lined<Edge>,
+    /// Index of `from_span` in `TraceDocument::spans`.
+    pub from: Option<usize>,
+    /// Index of `to_span` in `TraceDocument::spans`.
+    pub to: Option<usize>,
+}
+
+/// Everything read from one trace/6 file.
+#[derive(Debug, Clone, Default)]
+pub struct TraceDocument {
+    /// The run's meta (the first one in the file), if any.
+    pub meta: Option<Lined<Meta>>,
+    /// Spans in file order of their `span_start`.
+    pub spans: Vec<Span>,
+    /// `op` records.
+    pub ops: Vec<Lined<Op>>,
+    /// `tensor` records.
+    pub tensors: Vec<Lined<TensorEvent>>,
+    /// `memory` records in file order.
+    pub memory: Vec<Lined<MemoryEvent>>,
+    /// `device_memory` checkpoints.
+    pub device_memory: Vec<Lined<DeviceMemory>>,
+    /// `gradient` records.
+    pub gradients: Vec<Lined<Gradient>>,
+    /// `edge` records.
+    pub edges: Vec<Lined<Edge>>,
+    /// The `capture_sources` line (the first one, when there are several): which capture
+    /// sources were on and how many events each produced. `None` for files written before it
+    /// existed and for Chrome imports, which then say nothing about what was captured.
+    pub capture_sources: Option<Lined<CaptureSources>>,
+    /// Parent/child layout, depth and self time of `spans`.
+    pub tree: SpanTree,
+    /// Memory profile of `memory` (and capacities from `device_memory`).
+    pub memory_profile: MemoryProfile,
+    /// Everything wrong with the file, sorted by line.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Number of lines with an unknown `kind` (skipped).
+    pub skipped_unknown: u64,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// What a Chrome Trace Event JSON file held beyond spans (tracks, instants, counters,
+    /// skipped phases); `None` for a trace/6 file.
+    pub chrome: Option<alloc::boxed::Box<crate::format::tracks::ChromeImport>>,
+    span_index: HashMap<CompactString, u32>,
+}
+
+impl TraceDocument {
+    /// Read a whole in-memory file.
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        let mut reader = TraceReader::new();
+        reader.push(bytes);
+        reader.finish()
+    }
+
+    /// Make room for `n` more spans (and their ids) before appending them in batches.
+    pub fn reserve_spans(&mut self, n: usize) {
+        self.spans.reserve(n);
+        self.span_index.reserve(n);
+    }
+
+    /// Add the ids of `spans[start..]` to the id → index map (the first span with an id
+    /// wins): for code that appends to `spans` in batches and indexes as it goes.
+    pub fn index_spans_from(&mut self, start: usize) {
+        let new = self.spans.get(start..).unwrap_or_default();
+        self.span_index.reserve(new.len());
+        for (i, s) in new.iter().enumerate() {
+            self.span_index
+                .entry(s.id.clone())
+                .or_insert((start + i) as u32);
+        }
+    }
+
+    /// Index of the span with this id.
+    pub fn span_index(&self, id: &str) -> Option<usize> {
+        self.span_index.get(id).map(|&i| i as usize)
+    }
+
+    /// The span with this id.
+    pub fn span(&self, id: &str) -> Option<&Span> {
+        self.span_index(id).map(|i| &self.spans[i])
+    }
+
+    /// Error and warning counts.
+    pub fn diagnostic_counts(&self) -> DiagnosticCounts {
+        DiagnosticCounts::of(&self.diagnostics)
+    }
+
+    /// True when some diagnostic is an error: the trace is untrusted.
+    pub fn is_untrusted(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+
+    /// Span indices sorted by duration, longest first (ties by file order), at most `limit`.
+    pub fn slowest_spans(&self, limit: usize) -> Vec<usize> {
+        self.top_spans(limit, |i| self.spans[i].duration_or_zero())
+    }
+
+    /// Span indices sorted by self time, largest first (ties by file order), at most `limit`.
+    pub fn spans_by_self_time(&self, limit: usize) -> Vec<usize> {
+        self.top_spans(limit, |i| self.tree.self_ns[i])
+    }
+
+    fn top_spans(&self, limit: usize, key: impl Fn(usize) -> u64) -> Vec<usize> {
+        // Largest key first, ties by file order: a total order, so selecting the first `limit`
+        // and sorting only those gives exactly the head of a full sort, in O(n) rather than
+        // O(n log n) (a 1M-span trace's tables ask for 50).
+        let by_key = |a: &usize, b: &usize| key(*b).cmp(&key(*a)).then(a.cmp(b));
+        let mut order: Vec<usize> = (0..self.spans.len()).collect();
+        if limit == 0 {
+            return Vec::new();
+        }
+        if limit < order.len() {
+            order.select_nth_unstable_by(limit - 1, by_key);
+            order.truncate(limit);
+        }
+        order.sort_by(by_key);
+        order
+    }
+
+    /// Edges sorted by duration, longest first (ties by file order), each with the two spans it
+    /// joins resolved to indices (`None` when an id names no span).
+    pub fn edges_by_duration(&self) -> Vec<ResolvedEdge<'_>> {
+        let mut rows: Vec<ResolvedEdge<'_>> = self
+            .edges
+            .iter()
+            .map(|e| ResolvedEdge {
+                edge: e,
+                from: self.span_index(&e.from_span),
+                to: self.span_index(&e.to_span),
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.edge
+                .duration_ns
+                .cmp(&a.edge.duration_ns)
+                .then(a.edge.line.cmp(&b.edge.line))
+        });
+        rows
+    }
+
+    /// Names along the layout path from the root to span `i`, joined with `/`.
+    pub fn span_path(&self, i: usize) -> String {
+        let mut names = Vec::new();
+        let mut cur = Some(i);
+        while let Some(c) = cur {
+            names.push(self.spans[c].name.as_str());
+            cur = self
+                .tree
+                .parent
+                .get(c)
+                .copied()
+                .flatten()
+                .map(|p| p as usize);
+        }
+        names.reverse();
+        names.join("/")
+    }
+}
+
+impl TraceDocument {
+    /// A document from already-decoded parts (the Chrome importer): span index, tree (with its
+    /// diagnostics), the measured-span warnings of SCHEMA.md, sorted diagnostics. Span ids must be
+    /// unique.
+    pub(crate) fn assemble(
+        meta: Lined<Meta>,
+        spans: Vec<Span>,
+        mut diagnostics: Vec<Diagnostic>,
+    ) -> Self {
+        let mut doc = TraceDocument {
+            span_index: spans
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.id.clone(), i as u32))
+                .collect(),
+            spans,
+            ..TraceDocument::default()
+        };
+        let measured: Vec<&Span> = doc.spans.iter().filter(|s| s.measured).collect();
+        if measured.is_empty() {
+            diagnostics.push(Diagnostic::warning(
+                meta.line,
+                Category::Measured,
+                "no measured span: total_ns is 0",
+            ));
+        }
+        if let Some((first, rest)) = measured.split_first() {
+            for s in rest {
+                diagnostics.push(Diagnostic::warning(
+                    s.line,
+                    Category::Measured,
+                    format!("more than one measured span (the first starts at line {}); total_ns adds them all", first.line),
+                ));
+            }
+        }
+        let index = &doc.span_index;
+        let (tree, tree_diags) =
+            SpanTree::build(&doc.spans, |id| index.get(id).map(|&i| i as usize));
+        doc.tree = tree;
+        diagnostics.extend(tree_diags);
+        doc.meta = Some(meta);
+        sort_diagnostics(&mut diagnostics);
+        doc.diagnostics = diagnostics;
+        doc
+    }
+}
+
+/// Streaming trace/6 reader: push chunks of any size, then [`finish`](TraceReader::finish).
+#[derive(Debug, Default)]
+pub struct TraceReader {
+    splitter: LineSplitter,
+    doc: TraceDocument,
+    first_line: Option<u64>,
+    first_measured_line: Option<u64>,
+    ends: Vec<(CompactString, u64, u64)>,
+    /// The file's size in bytes, when the caller knows it (0: unknown).
+    size_hint: u64,
+    /// Bytes of the lines handled so far, newlines included.
+    consumed: u64,
+}
+
+/// Make room for one more record in `v`, which holds records of one kind. When the file's
+/// size is known and enough of it has been read to judge the mix of kinds, a full `v` grows to
+/// what the whole file will need at the rate seen so far (plus 1/16), instead of doubling: a
+/// large trace's records are then moved once or not at all, rather than about once per doubling.
+/// Before that point, or without a size, `v` doubles as usual.
+fn make_room<T>(v: &mut Vec<T>, consumed: u64, total: u64) {
+    if v.len() < v.capacity() {
+        return;
+    }
+    if let Some(extra) = projected_extra(v.len(), consumed, total) {
+        v.reserve_exact(extra);
+    }
+}
+
+/// The same for the span id map.
+fn make_room_map(m: &mut HashMap<CompactString, u32>, consumed: u64, total: u64) {
+    if m.len() < m.capacity() {
+        return;
+    }
+    if let Some(extra) = projected_extra(m.len(), consumed, total) {
+        m.reserve(extra);
+    }
+}
+
+/// How many more records of a kind to make room for, `len` of them having been seen in the
+/// first `consumed` bytes of a `total`-byte file; `None` to let the collection double. The
+/// projection waits for 1/64 of the file (and at least 1 MiB), so a kind that clusters at the
+/// start (parameter allocations, say) cannot reserve far too much; it is also capped at one
+/// record per 16 bytes of file, below the size of any valid line.
+fn projected_extra(len: usize, consumed: u64, total: u64) -> Option<usize> {
+    if total <= consumed || consumed < (total / 64).max(1 << 20) {
+        return None;
+    }
+    let projected = (len as u128 + 1) * u128::from(total) / u128::from(consumed);
+    let projected = (projected + projected / 16).min(u128::from(total / 16));
+    let want = usize::try_from(projected).ok()?;
+    Some(want.saturating_sub(len).max(len / 8 + 16))
+}
+
+impl TraceReader {
+    /// A reader at the start of a file.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A reader at the start of a file of `total_bytes` bytes. The size only guides how the
+    /// record lists grow (see `make_room`); a wrong one costs time, never correctness.
+    pub fn with_size_hint(total_bytes: u64) -> Self {
+        TraceReader {
+            size_hint: total_bytes,
+            ..Self::default()
+        }
+    }
+
+    /// Bytes pushed so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.splitter.bytes_seen()
+    }
+
+    /// Feed the next chunk of the file.
+    pub fn push(&mut self, chunk: &[u8]) {
+        let mut splitter = core::mem::take(&mut self.splitter);
+        splitter.push(chunk, |line| self.line(line));
+        self.splitter = splitter;
+    }
+
+    /// Number of records kept so far (for progress reporting).
+    pub fn records_read(&self) -> usize {
+        let d = &self.doc;
+        d.spans.len()
+            + d.ops.len()
+            + d.tensors.len()
+            + d.memory.len()
+            + d.device_memory.len()
+            + d.gradients.len()
+            + d.edges.len()
+            + usize::from(d.meta.is_some())
+            + usize::from(d.capture_sources.is_some())
+    }
+
+    fn line(&mut self, line: Line<'_>) {
+        let Some(bytes) = crate::format::jsonl::without_bom(&line) else {
+            return;
+        };
+        let first = *self.first_line.get_or_insert(line.number);
+        let number = line.number;
+        self.consumed += line.bytes.len() as u64 + 1;
+        let (consumed, total) = (self.consumed, self.size_hint);
+        let event = match decode_line(bytes) {
+            Ok(event) => event,
+            Err(LineError::UnknownKind(kind)) => {
+                self.doc.skipped_unknown += 1;
+                self.warn(
+                    number,
+                    Category::UnknownKind,
+                    format!("unknown kind `{kind}`; line skipped"),
+                );
+                return;
+            }
+            Err(LineError::Invalid(Category::Truncated, message)) if !line.terminated => {
+                self.warn(
+                    number,
+                    Category::Truncated,
+                    format!("truncated last line (the writer stopped mid-record): {message}"),
+                );
+                return;
+            }
+            Err(LineError::Invalid(category, message)) => {
+                let category = if category == Category::Truncated {
+                    Category::Syntax
+                } else {
+                    category
+                };
+                self.error(number, category, message);
+                return;
+            }
+        };
+        let doc = &mut self.doc;
+        match event {
+            TraceEvent::Meta(meta) => {
+                if let Some(existing) = &doc.meta {
+                    let msg = format!(
+                        "more than one meta (the first is at line {}); this one is ignored",
+                        existing.line
+                    );
+                    self.error(number, Category::Meta, msg);
+                    return;
+                }
+                if number != first {
+                    self.error(
+                        number,
+                        Category::Meta,
+                        format!(
+                            "meta must be the first non-blank line (line {first} comes before it)"
+                        ),
+                    );
+                }
+                if meta.schema != TRACE_SCHEMA {
+                    self.error(
+                        number,
+                        Category::Meta,
+                        format!("schema `{}` is not `{TRACE_SCHEMA}`", meta.schema),
+                    );
+                }
+                self.doc.meta = Some(Lined {
+                    line: number,
+                    event: meta,
+                });
+            }
+            TraceEvent::SpanStart(s) => {
+                if let Some(&i) = doc.span_index.get(s.id.as_str()) {
+                    let msg = format!(
+                        "duplicate span id `{}` (first started at line {}); this span_start is dropped",
+                        s.id, doc.spans[i as usize].line
+                    );
+                    self.error(number, Category::Duplicate, msg);
+                    return;
+                }
+                if s.measured {
+                    match self.first_measured_line {
+                        None => self.first_measured_line = Some(number),
+                        Some(first_measured) => self.warn(
+                            number,
+                            Category::Measured,
+                            format!("more than one measured span (the first starts at line {first_measured}); total_ns adds them all"),
+                        ),
+                    }
+                }
+                let doc = &mut self.doc;
+                make_room_map(&mut doc.span_index, consumed, total);
+                make_room(&mut doc.spans, consumed, total);
+                doc.span_index.insert(s.id.clone(), doc.spans.len() as u32);
+                doc.spans.push(Span {
+                    id: s.id,
+                    parent_id: s.parent_id,
+                    name: s.name,
+                    start_ns: s.start_ns,
+                    span_kind: s.span_kind,
+                    measured: s.measured,
+                    step: s.step,
+                    duration_ns: None,
+                    line: number,
+                    end_line: None,
+                });
+            }
+            TraceEvent::SpanEnd(e) => {
+                make_room(&mut self.ends, consumed, total);
+                self.ends.push((e.id, e.duration_ns, number));
+            }
+            TraceEvent::Op(event) => {
+                make_room(&mut doc.ops, consumed, total);
+                doc.ops.push(Lined::new(number, event));
+            }
+            TraceEvent::Tensor(event) => {
+                make_room(&mut doc.tensors, consumed, total);
+                doc.tensors.push(Lined::new(number, event));
+            }
+            TraceEvent::Memory(event) => {
+                make_room(&mut doc.memory, consumed, total);
+                doc.memory.push(Lined::new(number, event));
+            }
+            TraceEvent::DeviceMemory(event) => doc.device_memory.push(Lined::new(number, event)),
+            TraceEvent::Gradient(event) => doc.gradients.push(Lined::new(number, event)),
+            TraceEvent::Edge(event) => doc.edges.push(Lined::new(number, event)),
+            TraceEvent::CaptureSources(event) => {
+                if let Some(first) = &doc.capture_sources {
+                    let msg = format!(
+                        "more than one capture_sources line (the first is at line {}); this one is ignored",
+                        first.line
+                    );
+                    self.warn(number, Category::Capture, msg);
+                    return;
+                }
+                for w in &event.warnings {
+                    doc.diagnostics.push(Diagnostic::warning(
+                        number,
+                        Category::Capture,
+                        format!("capture: {w}"),
+                    ));
+                }
+                doc.capture_sources = Some(Lined::new(number, event));
+            }
+        }
+    }
+
+    fn error(&mut self, line: u64, category: Category, message: String) {
+        self.doc
+            .diagnostics
+            .push(Diagnostic::error(line, category, message));
+    }
+
+    fn warn(&mut self, line: u64, category: Category, message: String) {
+        self.doc
+            .diagnostics
+            .push(Diagnostic::warning(line, category, message));
+    }
+
+    /// End of file: cross-record checks, span tree, memory profile.
+    pub fn finish(mut self) -> TraceDocument {
+        let splitter = core::mem::take(&mut self.splitter);
+        let bytes_read = splitter.bytes_seen();
+        splitter.finish(|line| self.line(line));
+        let TraceReader { mut doc, ends, .. } = self;
+        doc.bytes_read = bytes_read;
+        let diags = &mut doc.diagnostics;
+
+        let meta_line = match &doc.meta {
+            Some(m) => m.line,
+            None => {
+                diags.push(Diagnostic::error(
+                    1,
+                    Category::Meta,
+                    format!("no meta line: a trace starts with {{\"kind\":\"meta\",\"schema\":\"{TRACE_SCHEMA}\",...}}"),
+                ));
+                1
+            }
+        };
+
+        for (id, duration_ns, line) in ends {
+            match doc.span_index.get(id.as_str()) {
+                None => diags.push(Diagnostic::error(
+                    line,
+                    Category::Reference,
+                    format!("span_end for unknown span id `{id}`"),
+                )),
+                Some(&i) => {
+                    let span = &mut doc.spans[i as usize];
+                    match span.end_line {
+                        Some(first_end) => diags.push(Diagnostic::error(
+                            line,
+                            Category::Duplicate,
+                            format!("span `{id}` is closed twice (first span_end at line {first_end}); this one is ignored"),
+                        )),
+                        None => {
+                            span.duration_ns = Some(duration_ns);
+                            span.end_line = Some(line);
+                        }
+                    }
+                }
+            }
+        }
+        for span in &doc.spans {
+            if span.end_line.is_none() {
+                diags.push(Diagnostic::warning(
+                    span.line,
+                    Category::Unclosed,
+                    format!(
+                        "span `{}` ({}) is never closed; its duration counts as 0",
+                        span.id, span.name
+                    ),
+                ));
+            }
+        }
+        if !doc.spans.iter().any(|s| s.measured) {
+            diags.push(Diagnostic::warning(
+                meta_line,
+                Category::Measured,
+                "no measured span: total_ns is 0",
+            ));
+        }
+
+        let index = &doc.span_index;
+        let (tree, tree_diags) =
+            SpanTree::build(&doc.spans, |id| index.get(id).map(|&i| i as usize));
+        doc.tree = tree;
+        diags.extend(tree_diags);
+
+        // Consecutive records usually name the same span: remember the last id that resolved
+        // and skip the hash lookup for it.
+        let mut last_ok: &str = "";
+        let records = (doc.ops.iter().map(|r| ("op", r.span_id.as_str(), r.line)))
+            .chain(
+                doc.tensors
+                    .iter()
+                    .map(|r| ("tensor", r.span_id.as_str(), r.line)),
+            )
+            .chain(
+                doc.memory
+                    .iter()
+                    .map(|r| ("memory", r.span_id.as_str(), r.line)),
+            );
+        for (kind, span_id, line) in records {
+            if span_id == last_ok {
+                continue;
+            }
+            if index.contains_key(span_id) {
+                last_ok = span_id;
+            } else {
+                diags.push(Diagnostic::warning(
+                    line,
+                    Category::Reference,
+                    format!("{kind} names span `{span_id}`, which is no span"),
+                ));
+            }
+        }
+
+        let (profile, memory_diags) = MemoryProfile::build(&doc.memory, &doc.device_memory);
+        doc.memory_profile = profile;
+        doc.diagnostics.extend(memory_diags);
+        sort_diagnostics(&mut doc.diagnostics);
+        doc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::events::TensorCategory;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    const META: &str = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":2,"warmup_steps":1,"device":"cpu","timing_mode":"host","tags":{}}"#;
+
+    fn start(id: &str, parent: Option<&str>, start_ns: u64, measured: bool) -> String {
+        let parent = parent
+            .map(|p| format!(r#""parent_id":"{p}","#))
+            .unwrap_or_default();
+        format!(
+            r#"{{"kind":"span_start","id":"{id}",{parent}"name":"n{id}","start_ns":{start_ns},"span_kind":"function","measured":{measured}}}"#
+        )
+    }
+
+    fn end(id: &str, duration_ns: u64) -> String {
+        format!(r#"{{"kind":"span_end","id":"{id}","duration_ns":{duration_ns}}}"#)
+    }
+
+    fn mem(
+        ts: u64,
+        tensor: &str,
+        device: &str,
+        bytes: u64,
+        action: &str,
+        category: &str,
+    ) -> String {
+        format!(
+            r#"{{"kind":"memory","timestamp_ns":{ts},"tensor_id":"{tensor}","span_id":"root","device":"{device}","bytes":{bytes},"action":"{action}","dtype":"f32","category":"{category}"}}"#
+        )
+    }
+
+    fn read(lines: &[String]) -> TraceDocument {
+        let mut text = lines.join("\n");
+        text.push('\n');
+        TraceDocument::from_bytes(text.as_bytes())
+    }
+
+    fn lines_of(doc: &TraceDocument) -> Vec<(u64, Severity, Category)> {
+        doc.diagnostics
+            .iter()
+            .map(|d| (d.line, d.severity, d.category))
+            .collect()
+    }
+
+    /// A size hint only changes how the record lists grow: right, far too small, far too large
+    /// or absent, the document read is the same, with every record and diagnostic in place.
+    #[test]
+    fn size_hint_never_changes_what_is_read() {
+        // ~3 MiB, so the projection (which waits for 1 MiB and 1/64 of the file) does run,
+        // with memory records clustered at the start as parameter loads are.
+        let mut lines = vec![META.to_string(), start("root", None, 0, true)];
+        for i in 0..2000 {
+            lines.push(mem(i, &format!("p{i}"), "cpu", 4, "alloc", "parameter"));
+        }
+        for i in 0..12_000u64 {
+            let id = format!("c{i}");
+            lines.push(start(&id, Some("root"), i * 10, false));
+            lines.push(format!(
+                r#"{{"kind":"op","span_id":"{id}","op_name":"matmul","inputs":["a","b"],"output":"o{i}","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":3,"timestamp_ns":{ts},"input_storage_bytes":32}}"#,
+                ts = i * 10 + 1
+            ));
+            lines.push(end(&id, 5));
+        }
+        lines.push(end("root", 200_000));
+        lines.push(end("nowhere", 1));
+        let mut text = lines.join("\n");
+        text.push('\n');
+        let bytes = text.as_bytes();
+        assert!(bytes.len() > 3 << 20);
+        let read = |hint: u64| {
+            let mut r = TraceReader::with_size_hint(hint);
+            for chunk in bytes.chunks(64 << 10) {
+                r.push(chunk);
+            }
+            r.finish()
+        };
+        let plain = TraceDocument::from_bytes(bytes);
+        assert_eq!(plain.ops.len(), 12_000);
+        assert_eq!(plain.spans.len(), 12_001);
+        assert_eq!(plain.memory.len(), 2000);
+        assert_eq!(lines_of(&plain).len(), 1, "{:?}", plain.diagnostics);
+        let n = bytes.len() as u64;
+        for hint in [n, n / 10, n * 10, 1] {
+            let doc = read(hint);
+            assert_eq!(doc.spans, plain.spans, "hint {hint}");
+            assert_eq!(doc.ops, plain.ops, "hint {hint}");
+            assert_eq!(doc.memory, plain.memory, "hint {hint}");
+            assert_eq!(lines_of(&doc), lines_of(&plain), "hint {hint}");
+            assert_eq!(doc.summary(), plain.summary(), "hint {hint}");
+            assert_eq!(doc.span_index("c11999"), Some(12_000));
+        }
+        // An exact hint reserves once the projection starts: no list ends up with much more
+        // room than the 1/16 margin over what it holds.
+        let exact = read(n);
+        assert!(exact.ops.capacity() <= exact.ops.len() + exact.ops.len() / 8 + 16);
+    }
+
+    /// The top spans are the head of a full sort by (key descending, file order), whatever
+    /// the limit, with ties and a limit past the end.
+    #[test]
+    fn top_spans_are_the_head_of_a_full_sort() {
+        let mut lines = vec![META.to_string(), start("root", None, 0, true)];
+        // Durations with many ties: 7 distinct values over 40 spans.
+        for i in 0..40u64 {
+            let id = format!("c{i}");
+            lines.push(start(&id, Some("root"), i, false));
+            lines.push(end(&id, (i * 37) % 7));
+        }
+        lines.push(end("root", 1000));
+        let doc = read(&lines);
+        let mut full: Vec<usize> = (0..doc.spans.len()).collect();
+        full.sort_by(|&a, &b| {
+            let d = |i: usize| doc.spans[i].duration_or_zero();
+            d(b).cmp(&d(a)).then(a.cmp(&b))
+        });
+        for limit in [0, 1, 2, 5, 13, 40, 41, 100] {
+            let want: Vec<usize> = full.iter().copied().take(limit).collect();
+            assert_eq!(doc.slowest_spans(limit), want, "limit {limit}");
+        }
+    }
+
+    #[test]
+    fn self_time_and_depth_by_hand() {
+        // root [0,100) measured; a [10,50) under root; b [20,30) under a; c [60,90) under root.
+        let doc = read(&[
+            META.to_string(),
+            start("root", None, 0, true),
+            start("a", Some("root"), 10, false),
+            start("b", Some("a"), 20, false),
+            end("b", 10),
+            end("a", 40),
+            start("c", Some("root"), 60, false),
+            end("c", 30),
+            end("root", 100),
+        ]);
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let self_of = |id: &str| doc.tree.self_ns[doc.span_index(id).unwrap()];
+        assert_eq!(self_of("root"), 100 - 40 - 30);
+        assert_eq!(self_of("a"), 40 - 10);
+        assert_eq!(self_of("b"), 10);
+        assert_eq!(self_of("c"), 30);
+        let s = doc.summary();
+        assert_eq!(s.total_ns, 100);
+        assert_eq!((s.span_count, s.root_span_count, s.max_depth), (4, 1, 2));
+        assert_eq!(doc.span_path(doc.span_index("b").unwrap()), "nroot/na/nb");
+        let pre: Vec<&str> = doc
+            .tree
+            .preorder()
+            .iter()
+            .map(|&i| doc.spans[i as usize].id.as_str())
+            .collect();
+        assert_eq!(pre, ["root", "a", "b", "c"]);
+    }
+
+    #[test]
+    fn hundred_thousand_deep_nesting_needs_no_stack() {
+        const N: u64 = 100_000;
+        let mut text = String::from(META);
+        text.push('\n');
+        text.push_str(&start("0", None, 0, true));
+        text.push('\n');
+        for i in 1..N {
+            text.push_str(&start(&i.to_string(), Some(&(i - 1).to_string()), i, false));
+            text.push('\n');
+        }
+        for i in (0..N).rev() {
+            // Span i lasts 10 × (N − i) ns, so every span has 10 ns of self time.
+            text.push_str(&end(&i.to_string(), 10 * (N - i)));
+            text.push('\n');
+        }
+        let doc = TraceDocument::from_bytes(text.as_bytes());
+        assert!(doc.diagnostics.is_empty());
+        let s = doc.summary();
+        assert_eq!(s.max_depth, N - 1);
+        assert_eq!(s.total_ns, 10 * N);
+        assert!(doc.tree.self_ns.iter().all(|&x| x == 10));
+        assert_eq!(doc.tree.preorder().len() as u64, N);
+        assert_eq!(
+            doc.span_path(N as usize - 1).matches('/').count() as u64,
+            N - 1
+        );
+    }
+
+    #[test]
+    fn cycles_and_dangling_parents_are_errors_and_laid_out_as_roots() {
+        let doc = read(&[
+            META.to_string(),                    // 1
+            start("m", None, 0, true),           // 2
+            start("a", Some("b"), 1, false),     // 3
+            start("b", Some("a"), 2, false),     // 4
+            start("c", Some("a"), 3, false),     // 5
+            start("d", Some("ghost"), 4, false), // 6
+            end("m", 50),
+            end("a", 20),
+            end("b", 5),
+            end("c", 4),
+            end("d", 1),
+        ]);
+        assert_eq!(
+            lines_of(&doc),
+            vec![
+                (3, Severity::Error, Category::Cycle),
+                (6, Severity::Error, Category::Reference)
+            ]
+        );
+        let depth = |id: &str| doc.tree.depth[doc.span_index(id).unwrap()];
+        assert_eq!(
+            (depth("a"), depth("b"), depth("c"), depth("d")),
+            (0, 1, 1, 0)
+        );
+        let s = doc.summary();
+        // Only `m` has no parent_id; `a` and `d` are laid out as roots but keep their parent_id.
+        assert_eq!(s.root_span_count, 1);
+        assert_eq!(s.max_depth, 1);
+        assert_eq!(doc.tree.self_ns[doc.span_index("a").unwrap()], 20 - 5 - 4);
+    }
+
+    #[test]
+    fn edges_resolve_and_sort_by_duration() {
+        let edge = |from: &str, to: &str, d: u64| {
+            format!(r#"{{"kind":"edge","from_span":"{from}","to_span":"{to}","duration_ns":{d}}}"#)
+        };
+        let doc = read(&[
+            META.to_string(),
+            start("a", None, 0, true),
+            start("b", Some("a"), 5, false),
+            edge("a", "b", 3),
+            edge("b", "zz", 9),
+            end("b", 1),
+            end("a", 10),
+        ]);
+        let rows = doc.edges_by_duration();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (rows[0].edge.duration_ns, rows[0].from, rows[0].to),
+            (9, Some(1), None)
+        );
+        assert_eq!(
+            (rows[1].edge.duration_ns, rows[1].from, rows[1].to),
+            (3, Some(0), Some(1))
+        );
+    }
+
+    #[test]
+    fn self_parent_is_a_cycle() {
+        let doc = read(&[
+            META.to_string(),
+            start("a", Some("a"), 0, true),
+            end("a", 1),
+        ]);
+        assert_eq!(lines_of(&doc), vec![(2, Severity::Error, Category::Cycle)]);
+    }
+
+    #[test]
+    fn span_end_rules() {
+        let doc = read(&[
+            META.to_string(),             // 1
+            end("late", 7),               // 2: end before its start is fine
+            start("late", None, 0, true), // 3
+            start("x", None, 0, false),   // 4: never closed
+            start("x", None, 5, false),   // 5: duplicate id
+            end("late", 9),               // 6: closed twice
+            end("nobody", 1),             // 7: unknown id
+        ]);
+        assert_eq!(
+            lines_of(&doc),
+            vec![
+                (4, Severity::Warning, Category::Unclosed),
+                (5, Severity::Error, Category::Duplicate),
+                (6, Severity::Error, Category::Duplicate),
+                (7, Severity::Error, Category::Reference),
+            ]
+        );
+        assert_eq!(doc.span("late").unwrap().duration_ns, Some(7));
+        assert_eq!(doc.summary().total_ns, 7);
+        assert_eq!(doc.summary().span_count, 2);
+    }
+
+    #[test]
+    fn meta_rules() {
+        let other = META.replace("trace/6", "trace/5");
+        let doc = read(&[
+            start("s", None, 0, true),
+            other.clone(),
+            META.to_string(),
+            end("s", 1),
+        ]);
+        assert_eq!(
+            lines_of(&doc),
+            vec![
+                (2, Severity::Error, Category::Meta),
+                (2, Severity::Error, Category::Meta),
+                (3, Severity::Error, Category::Meta)
+            ]
+        );
+        assert_eq!(doc.meta.as_ref().unwrap().line, 2);
+        let doc = read(&[start("s", None, 0, true), end("s", 1)]);
+        assert_eq!(lines_of(&doc), vec![(1, Severity::Error, Category::Meta)]);
+        let doc = read(&[META.to_string()]);
+        assert_eq!(
+            lines_of(&doc),
+            vec![(1, Severity::Warning, Category::Measured)]
+        );
+        let doc = read(&[
+            META.to_string(),
+            start("a", None, 0, true),
+            start("b", None, 0, true),
+            end("a", 2),
+            end("b", 3),
+        ]);
+        assert_eq!(
+            lines_of(&doc),
+            vec![(3, Severity::Warning, Category::Measured)]
+        );
+        assert_eq!(doc.summary().total_ns, 5);
+    }
+
+    #[test]
+    fn bad_lines_are_reported_and_the_rest_kept() {
+        let text = format!(
+            "{META}\n\n{{oops\n{}\r\n{{\"kind\":\"kernel\"}}\n{}\n{{\"kind\":\"span_start\",\"id\":",
+            start("s", None, 0, true),
+            end("s", 3)
+        );
+        let doc = TraceDocument::from_bytes(text.as_bytes());
+        assert_eq!(
+            lines_of(&doc),
+            vec![
+                (3, Severity::Error, Category::Syntax),
+                (5, Severity::Warning, Category::UnknownKind),
+                (7, Severity::Warning, Category::Truncated),
+            ]
+        );
+        assert_eq!(doc.summary().total_ns, 3);
+        assert_eq!(doc.skipped_unknown, 1);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_only_at_the_start() {
+        let text = format!(
+            "\u{feff}{META}\n{}\n{}\n",
+            start("s", None, 0, true),
+            end("s", 3)
+        );
+        assert!(TraceDocument::from_bytes(text.as_bytes())
+            .diagnostics
+            .is_empty());
+        let text = format!(
+            "\u{feff}\n{META}\n{}\n{}\n",
+            start("s", None, 0, true),
+            end("s", 3)
+        );
+        assert!(TraceDocument::from_bytes(text.as_bytes())
+            .diagnostics
+            .is_empty());
+        let text = format!(
+            "{META}\n{}\n\u{feff}{}\n",
+            start("s", None, 0, true),
+            end("s", 3)
+        );
+        let doc = TraceDocument::from_bytes(text.as_bytes());
+        assert_eq!(
+            lines_of(&doc),
+            vec![
+                (2, Severity::Warning, Category::Unclosed),
+                (3, Severity::Error, Category::Syntax)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_non_string_kind_is_a_wrong_type_and_a_repeated_key_a_duplicate() {
+        let doc = read(&[
+            META.to_string(),
+            start("s", None, 0, true),
+            r#"{"kind":7}"#.to_string(),
+            r#"{"kind":"span_end","id":"s","id":"t","duration_ns":1}"#.to_string(),
+            end("s", 1),
+        ]);
+        assert_eq!(
+            lines_of(&doc),
+            vec![
+                (3, Severity::Error, Category::WrongType),
+                (4, Severity::Error, Category::Duplicate)
+            ]
+        );
+    }
+
+    #[test]
+    fn chunking_never_changes_the_result() {
+        let lines = [
+            META.to_string(),
+            start("root", None, 0, true),
+            mem(5, "t1", "cpu", 100, "alloc", "activation"),
+            end("root", 10),
+        ];
+        let mut text = lines.join("\n");
+        text.push('\n');
+        let whole = TraceDocument::from_bytes(text.as_bytes());
+        for size in 1..17 {
+            let mut r = TraceReader::new();
+            for chunk in text.as_bytes().chunks(size) {
+                r.push(chunk);
+            }
+            let doc = r.finish();
+            assert_eq!(doc.summary(), whole.summary());
+            assert_eq!(doc.diagnostics, whole.diagnostics);
+            assert_eq!(doc.memory_profile, whole.memory_profile);
+        }
+    }
+
+    #[test]
+    fn memory_profile_by_hand() {
+        // cpu: +100 (t1 param) @1, +50 (t2 act) @2 → 150, free t2 @3 → 100, +300 (t3 grad) @4 → 400
+        // (peak), free t1 @5 → 300. cuda:0: +1000 @2 → 1000 (device peak), free t9 @6 (never
+        // allocated: warning, subtracts its own 10 → 990). Overall peak: cuda:0 1000 at ts 2.
+        // A second alloc of t3 on cpu @7 (+20, warning) → 320; free t3 @8 releases the 20 → 300.
+        let doc = read(&[
+            META.to_string(),                                    // 1
+            start("root", None, 0, true),                        // 2
+            mem(1, "t1", "cpu", 100, "alloc", "parameter"),      // 3
+            mem(2, "t2", "cpu", 50, "alloc", "activation"),      // 4
+            mem(3, "t2", "cpu", 50, "free", "activation"),       // 5
+            mem(4, "t3", "cpu", 300, "alloc", "gradient"),       // 6
+            mem(5, "t1", "cpu", 100, "free", "parameter"),       // 7
+            mem(2, "big", "cuda:0", 1000, "alloc", "optimizer"), // 8
+            mem(6, "t9", "cuda:0", 10, "free", "other"),         // 9
+            mem(7, "t3", "cpu", 20, "alloc", "gradient"),        // 10
+            mem(8, "t3", "cpu", 20, "free", "gradient"),         // 11
+            end("root", 10),
+        ]);
+        assert_eq!(
+            lines_of(&doc),
+            vec![
+                (9, Severity::Warning, Category::Memory),
+                (10, Severity::Warning, Category::Memory)
+            ]
+        );
+        let p = &doc.memory_profile;
+        assert_eq!(p.peak_bytes, 1000);
+        assert_eq!(p.peak_device.as_deref(), Some("cuda:0"));
+        assert_eq!(p.peak_timestamp_ns, Some(2));
+        assert_eq!(p.peak_by_category[TensorCategory::Optimizer.index()], 1000);
+        assert_eq!(p.live_at_peak.len(), 1);
+        assert_eq!(p.live_at_peak[0].tensor_id, "big");
+        let cpu = p.device("cpu").unwrap();
+        assert_eq!(
+            (cpu.peak_bytes, cpu.peak_timestamp_ns, cpu.final_live_bytes),
+            (400, Some(4), 300)
+        );
+        let cuda = p.device("cuda:0").unwrap();
+        assert_eq!((cuda.peak_bytes, cuda.final_live_bytes), (1000, 990));
+        assert_eq!((p.alloc_count, p.free_count), (5, 4));
+        assert_eq!(p.samples.len(), 9);
+    }
+
+    #[test]
+    fn live_set_at_the_peak_and_capacity() {
+        let cp = |ts: u64, used: u64, free: u64| {
+            format!(
+                r#"{{"kind":"device_memory","timestamp_ns":{ts},"device":"cpu","used_bytes":{used},"free_bytes":{free}}}"#
+            )
+        };
+        let doc = read(&[
+            META.to_string(),
+            start("root", None, 0, true),
+            mem(1, "w", "cpu", 64, "alloc", "parameter"),
+            mem(2, "x", "cpu", 256, "alloc", "activation"),
+            mem(2, "g", "cpu", 64, "alloc", "gradient"),
+            mem(3, "x", "cpu", 256, "free", "activation"),
+            cp(1, 100, 900),
+            cp(2, 600, 500),
+            end("root", 10),
+        ]);
+        let p = &doc.memory_profile;
+        assert_eq!(p.peak_bytes, 384);
+        assert_eq!(p.peak_timestamp_ns, Some(2));
+        let live: Vec<(&str, u64)> = p
+            .live_at_peak
+            .iter()
+            .map(|a| (a.tensor_id.as_str(), a.bytes))
+            .collect();
+        assert_eq!(live, [("x", 256), ("g", 64), ("w", 64)]);
+        assert_eq!(p.peak_by_category, [64, 256, 64, 0, 0]);
+        assert_eq!(p.device("cpu").unwrap().capacity_bytes, Some(1100));
+    }
+
+    #[test]
+    fn capture_sources_are_kept_and_their_warnings_reported() {
+        let sources = r#"{"kind":"capture_sources","sources":[{"source":"tracing","on":true,"events":30},{"source":"allocator","on":true,"events":412,"threshold_bytes":1024},{"source":"gradients","on":false}],"events_dropped":0,"warnings":["the captured step saw no tracing spans: install the layer before building the model","second"]}"#;
+        let doc = read(&[
+            META.to_string(),
+            start("root", None, 0, true),
+            end("root", 10),
+            sources.to_string(),
+            r#"{"kind":"capture_sources","sources":[]}"#.to_string(),
+        ]);
+        let cs = doc.capture_sources.as_ref().unwrap();
+        assert_eq!(cs.line, 4);
+        assert_eq!(cs.sources.len(), 3);
+        assert_eq!(cs.get("allocator").unwrap().threshold_bytes, Some(1024));
+        assert_eq!(
+            cs.get("gradients").unwrap().events,
+            0,
+            "events default to 0"
+        );
+        assert!(cs.is_on("tracing"));
+        assert!(!cs.is_on("gradients"));
+        assert!(!cs.is_on("graph"), "an absent source is not on");
+        // Two warnings at line 4 (one per capture warning), one for the second line at 5.
+        assert_eq!(
+            lines_of(&doc),
+            [
+                (4, Severity::Warning, Category::Capture),
+                (4, Severity::Warning, Category::Capture),
+                (5, Severity::Warning, Category::Capture),
+            ]
+        );
+        assert_eq!(
+            doc.diagnostics[0].message,
+            "capture: the captured step saw no tracing spans: install the layer before building the model"
+        );
+        assert_eq!(doc.skipped_unknown, 0);
+    }
+
+    #[test]
+    fn capture_sources_without_warnings_add_no_diagnostic() {
+        let doc = read(&[
+            META.to_string(),
+            start("root", None, 0, true),
+            end("root", 10),
+            r#"{"kind":"capture_sources","sources":null,"events_dropped":3,"warnings":[]}"#
+                .to_string(),
+        ]);
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let cs = doc.capture_sources.as_ref().unwrap();
+        assert!(cs.sources.is_empty());
+        assert_eq!(cs.events_dropped, 3);
+        // A broken one is an ordinary decode error and keeps nothing.
+        let doc = read(&[
+            META.to_string(),
+            start("root", None, 0, true),
+            end("root", 10),
+            r#"{"kind":"capture_sources","sources":[{"on":true}]}"#.to_string(),
+        ]);
+        assert!(doc.capture_sources.is_none());
+        assert_eq!(
+            lines_of(&doc),
+            [(4, Severity::Error, Category::MissingField)]
+        );
+    }
+}

@@ -1,0 +1,344 @@
+//! Memory profile: live bytes per device over time, the peak and what was live at it.
+//!
+//! SCHEMA.md's rules, plus these choices where it is silent:
+//! - Events are replayed in (`timestamp_ns`, `alloc` before `free`, `tensor_id`, file order).
+//! - Live allocations are kept per (device, tensor id) as a stack: an `alloc` of a tensor that is
+//!   already live is a warning, adds its bytes, and shadows the earlier allocation (which stays
+//!   live); a `free` releases the most recent live allocation of that tensor on that device.
+//! - A `free` with nothing live is a warning and subtracts its own bytes from the device total
+//!   and from its own category, each saturating at 0.
+//! - The peak is the largest per-device live total after any event; ties keep the earliest.
+//!   Live bytes by category and live allocations "at the peak" are those of the peak device.
+//! - A device's capacity is the largest `used_bytes + free_bytes` of its `device_memory` lines.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::string::ToString;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use hashbrown::HashMap;
+use serde::{Deserialize, Serialize};
+
+use crate::format::diagnostics::{Category, Diagnostic};
+use crate::format::events::{DeviceMemory, MemoryAction, MemoryEvent, TensorCategory};
+use crate::format::records::Lined;
+
+/// One allocation live at the peak.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveAllocation {
+    /// Index into `TraceDocument::memory` of the `alloc` record.
+    pub memory_index: usize,
+    /// Tensor id.
+    pub tensor_id: String,
+    /// Bytes recorded by the alloc.
+    pub bytes: u64,
+    /// Category of the alloc.
+    pub category: TensorCategory,
+    /// Span the alloc happened in.
+    pub span_id: String,
+    /// Op that allocated, if recorded.
+    pub op_name: Option<String>,
+    /// When it was allocated.
+    pub timestamp_ns: u64,
+    /// Line of the alloc record.
+    pub line: u64,
+}
+
+/// Per-device memory numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceMemoryProfile {
+    /// Device name.
+    pub device: String,
+    /// Largest live total on this device.
+    pub peak_bytes: u64,
+    /// When that peak was first reached (`None` without memory events on this device).
+    pub peak_timestamp_ns: Option<u64>,
+    /// Live bytes after the last event.
+    pub final_live_bytes: u64,
+    /// Largest `used_bytes + free_bytes` of this device's checkpoints.
+    pub capacity_bytes: Option<u64>,
+    /// Number of `alloc` events on this device.
+    pub alloc_count: u64,
+    /// Number of `free` events on this device.
+    pub free_count: u64,
+}
+
+/// One point of a device's live-bytes curve: the state right after a memory event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemorySample {
+    /// Event time.
+    pub timestamp_ns: u64,
+    /// Index into [`MemoryProfile::devices`].
+    pub device: u32,
+    /// Device live total after the event.
+    pub live_bytes: u64,
+    /// Per-category live bytes on that device after the event (indexed by
+    /// [`TensorCategory::index`]).
+    pub by_category: [u64; 5],
+}
+
+/// The memory profile of a trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryProfile {
+    /// Largest per-device live total (0 without memory events).
+    pub peak_bytes: u64,
+    /// When the peak was reached.
+    pub peak_timestamp_ns: Option<u64>,
+    /// Device of the peak.
+    pub peak_device: Option<String>,
+    /// Live bytes per category on the peak device at the peak ([`TensorCategory::index`]).
+    pub peak_by_category: [u64; 5],
+    /// Allocations live on the peak device at the peak, largest first (ties by tensor id).
+    pub live_at_peak: Vec<LiveAllocation>,
+    /// Per-device numbers, devices in order of first appearance (memory events, then checkpoints).
+    pub devices: Vec<DeviceMemoryProfile>,
+    /// The live-bytes curve: one sample per memory event, in replay order.
+    pub samples: Vec<MemorySample>,
+    /// Number of `alloc` events.
+    pub alloc_count: u64,
+    /// Number of `free` events.
+    pub free_count: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    memory_index: usize,
+    bytes: u64,
+    category: TensorCategory,
+    device: u32,
+    shadowed: Option<usize>,
+    live: bool,
+}
+
+/// Replay state: live totals and live allocations.
+struct Live<'a> {
+    events: &'a [Lined<MemoryEvent>],
+    totals: Vec<u64>,
+    by_category: Vec<[u64; 5]>,
+    slots: Vec<Slot>,
+    top: HashMap<(u32, &'a str), usize>,
+}
+
+impl<'a> Live<'a> {
+    fn new(events: &'a [Lined<MemoryEvent>], devices: usize) -> Self {
+        Live {
+            events,
+            totals: vec![0; devices],
+            by_category: vec![[0; 5]; devices],
+            slots: Vec::new(),
+            top: HashMap::new(),
+        }
+    }
+
+    /// Apply event `i` on device `d`; returns a warning message when the event is suspicious.
+    fn apply(&mut self, i: usize, d: u32) -> Option<String> {
+        let e = &self.events[i].event;
+        let du = d as usize;
+        let key = (d, e.tensor_id.as_str());
+        match e.action {
+            MemoryAction::Alloc => {
+                let shadowed = self.top.get(&key).copied();
+                self.slots.push(Slot {
+                    memory_index: i,
+                    bytes: e.bytes,
+                    category: e.category,
+                    device: d,
+                    shadowed,
+                    live: true,
+                });
+                self.top.insert(key, self.slots.len() - 1);
+                self.totals[du] = self.totals[du].saturating_add(e.bytes);
+                let c = &mut self.by_category[du][e.category.index()];
+                *c = c.saturating_add(e.bytes);
+                shadowed.map(|s| {
+                    format!(
+                        "alloc of tensor `{}` on {}, which is already live (allocated at line {})",
+                        e.tensor_id, e.device, self.events[self.slots[s].memory_index].line
+                    )
+                })
+            }
+            MemoryAction::Free => match self.top.get(&key).copied() {
+                Some(s) => {
+                    let slot = &mut self.slots[s];
+                    slot.live = false;
+                    let (bytes, category, shadowed) = (slot.bytes, slot.category, slot.shadowed);
+                    match shadowed {
+                        Some(prev) => self.top.insert(key, prev),
+                        None => self.top.remove(&key),
+                    };
+                    self.totals[du] = self.totals[du].saturating_sub(bytes);
+                    let c = &mut self.by_category[du][category.index()];
+                    *c = c.saturating_sub(bytes);
+                    None
+                }
+                None => {
+                    self.totals[du] = self.totals[du].saturating_sub(e.bytes);
+                    let c = &mut self.by_category[du][e.category.index()];
+                    *c = c.saturating_sub(e.bytes);
+                    Some(format!(
+                        "free of tensor `{}` on {} with no live alloc",
+                        e.tensor_id, e.device
+                    ))
+                }
+            },
+        }
+    }
+}
+
+impl MemoryProfile {
+    /// Replay `memory` events and read capacities from `checkpoints`; returns the profile and
+    /// the memory warnings.
+    pub fn build(
+        memory: &[Lined<MemoryEvent>],
+        checkpoints: &[Lined<DeviceMemory>],
+    ) -> (Self, Vec<Diagnostic>) {
+        let mut device_names: Vec<String> = Vec::new();
+        let mut device_ids: HashMap<&str, u32> = HashMap::new();
+        let mut device_of = Vec::with_capacity(memory.len());
+        for m in memory {
+            let next = device_ids.len() as u32;
+            let d = *device_ids.entry(m.device.as_str()).or_insert_with(|| {
+                device_names.push(m.device.to_string());
+                next
+            });
+            device_of.push(d);
+        }
+        let mut order: Vec<usize> = (0..memory.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (ea, eb) = (&memory[a].event, &memory[b].event);
+            ea.timestamp_ns
+                .cmp(&eb.timestamp_ns)
+                .then(ea.action.cmp(&eb.action))
+                .then(ea.tensor_id.cmp(&eb.tensor_id))
+                .then(a.cmp(&b))
+        });
+
+        let n_dev = device_names.len();
+        let mut devices: Vec<DeviceMemoryProfile> = device_names
+            .iter()
+            .map(|name| DeviceMemoryProfile {
+                device: name.clone(),
+                peak_bytes: 0,
+                peak_timestamp_ns: None,
+                final_live_bytes: 0,
+                capacity_bytes: None,
+                alloc_count: 0,
+                free_count: 0,
+            })
+            .collect();
+        let mut diagnostics = Vec::new();
+        let mut samples = Vec::with_capacity(order.len());
+        let mut live = Live::new(memory, n_dev);
+        // (position in `order`, device) of the overall peak.
+        let mut peak: Option<(usize, u32)> = None;
+        let mut peak_bytes = 0u64;
+        let (mut alloc_count, mut free_count) = (0, 0);
+        for (pos, &i) in order.iter().enumerate() {
+            let d = device_of[i];
+            if let Some(message) = live.apply(i, d) {
+                diagnostics.push(Diagnostic::warning(
+                    memory[i].line,
+                    Category::Memory,
+                    message,
+                ));
+            }
+            let dev = &mut devices[d as usize];
+            match memory[i].action {
+                MemoryAction::Alloc => {
+                    alloc_count += 1;
+                    dev.alloc_count += 1;
+                }
+                MemoryAction::Free => {
+                    free_count += 1;
+                    dev.free_count += 1;
+                }
+            }
+            let total = live.totals[d as usize];
+            if dev.peak_timestamp_ns.is_none() || total > dev.peak_bytes {
+                dev.peak_bytes = total;
+                dev.peak_timestamp_ns = Some(memory[i].timestamp_ns);
+            }
+            if peak.is_none() || total > peak_bytes {
+                peak_bytes = total;
+                peak = Some((pos, d));
+            }
+            samples.push(MemorySample {
+                timestamp_ns: memory[i].timestamp_ns,
+                device: d,
+                live_bytes: total,
+                by_category: live.by_category[d as usize],
+            });
+        }
+        for (dev, total) in devices.iter_mut().zip(&live.totals) {
+            dev.final_live_bytes = *total;
+        }
+
+        for c in checkpoints {
+            let capacity = c.used_bytes.saturating_add(c.free_bytes);
+            let dev = match devices.iter_mut().position(|d| d.device == c.device) {
+                Some(p) => &mut devices[p],
+                None => {
+                    devices.push(DeviceMemoryProfile {
+                        device: c.device.clone(),
+                        peak_bytes: 0,
+                        peak_timestamp_ns: None,
+                        final_live_bytes: 0,
+                        capacity_bytes: None,
+                        alloc_count: 0,
+                        free_count: 0,
+                    });
+                    let last = devices.len() - 1;
+                    &mut devices[last]
+                }
+            };
+            dev.capacity_bytes = Some(dev.capacity_bytes.map_or(capacity, |c| c.max(capacity)));
+        }
+
+        let mut profile = MemoryProfile {
+            peak_bytes,
+            devices,
+            samples,
+            alloc_count,
+            free_count,
+            ..MemoryProfile::default()
+        };
+        if let Some((peak_pos, peak_dev)) = peak {
+            // Second replay, up to the peak, to see what was live there.
+            let mut at_peak = Live::new(memory, n_dev);
+            for &i in &order[..=peak_pos] {
+                at_peak.apply(i, device_of[i]);
+            }
+            let peak_event = &memory[order[peak_pos]];
+            profile.peak_timestamp_ns = Some(peak_event.timestamp_ns);
+            profile.peak_device = Some(peak_event.device.to_string());
+            profile.peak_by_category = at_peak.by_category[peak_dev as usize];
+            let mut live_at_peak: Vec<LiveAllocation> = at_peak
+                .slots
+                .iter()
+                .filter(|s| s.live && s.device == peak_dev)
+                .map(|s| {
+                    let m = &memory[s.memory_index];
+                    LiveAllocation {
+                        memory_index: s.memory_index,
+                        tensor_id: m.tensor_id.to_string(),
+                        bytes: s.bytes,
+                        category: s.category,
+                        span_id: m.span_id.to_string(),
+                        op_name: m.op_name.as_deref().map(String::from),
+                        timestamp_ns: m.timestamp_ns,
+                        line: m.line,
+                    }
+                })
+                .collect();
+            live_at_peak.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.tensor_id.cmp(&b.tensor_id)));
+            profile.live_at_peak = live_at_peak;
+        }
+        (profile, diagnostics)
+    }
+
+    /// The device profile with this name.
+    pub fn device(&self, name: &str) -> Option<&DeviceMemoryProfile> {
+        self.devices.iter().find(|d| d.device == name)
+    }
+}

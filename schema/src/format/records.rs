@@ -1,0 +1,70 @@
+//! The records a trace reader keeps: each event with the line it came from ([`Lined`]) and
+//! spans paired from their `span_start` and `span_end` ([`Span`]). Their own module, below the
+//! document and the analyses that index them (`spans`, `memory`), so that neither has to import
+//! the reader.
+
+use core::ops::Deref;
+
+use serde::{Deserialize, Serialize};
+
+use crate::format::events::{CompactString, SpanKind, Step};
+
+/// A record together with the 1-based line it was read from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lined<T> {
+    /// 1-based line number in the file.
+    pub line: u64,
+    /// The record.
+    pub event: T,
+}
+
+impl<T> Lined<T> {
+    /// `event` as read from `line`.
+    pub fn new(line: u64, event: T) -> Self {
+        Lined { line, event }
+    }
+}
+
+impl<T> Deref for Lined<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.event
+    }
+}
+
+/// A span: its `span_start` fields and, once closed, its duration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    /// Unique id.
+    pub id: CompactString,
+    /// Parent id as written (it may name no span; see [`SpanTree`](crate::format::spans::SpanTree) for the resolved layout).
+    pub parent_id: Option<CompactString>,
+    /// Display name.
+    pub name: CompactString,
+    /// Start, ns since the run started.
+    pub start_ns: u64,
+    /// Function, op or module.
+    pub span_kind: SpanKind,
+    /// Whether this is the run's measured region.
+    pub measured: bool,
+    /// Training step.
+    pub step: Option<Step>,
+    /// Duration from its `span_end`; `None` while (or if never) closed.
+    pub duration_ns: Option<u64>,
+    /// Line of the `span_start`.
+    pub line: u64,
+    /// Line of the `span_end`, when closed.
+    pub end_line: Option<u64>,
+}
+
+impl Span {
+    /// The duration, 0 for an unclosed span.
+    pub fn duration_or_zero(&self) -> u64 {
+        self.duration_ns.unwrap_or(0)
+    }
+
+    /// `start_ns + duration` (saturating).
+    pub fn end_ns(&self) -> u64 {
+        self.start_ns.saturating_add(self.duration_or_zero())
+    }
+}
