@@ -5,6 +5,9 @@
 //! `CANDLE_TRACE_TOOLS` pointing at an empty folder, and the wasm32 target removed from the
 //! toolchain the demo runs on (`--toolchain`, default the active one; the demo adds it back).
 //! Crates come from cargo's registry cache as they would from crates.io.
+//!
+//! `cargo xtask fresh --ci` does the same for CI: `bash .ci/run` (which installs what it needs
+//! and runs `cargo xtask ci`) once in the cold clone, with the time of every stage and in all.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -26,9 +29,10 @@ pub struct DemoRun {
     pub served_secs: Option<f64>,
 }
 
-/// `cargo xtask fresh [--toolchain NAME] [--dir DIR]`.
+/// `cargo xtask fresh [--ci] [--toolchain NAME] [--dir DIR]`.
 pub fn run(args: &[String]) -> Result<()> {
     let mut toolchain = None;
+    let mut ci = false;
     let mut dir = PathBuf::from("target").join("fresh");
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -37,7 +41,8 @@ pub fn run(args: &[String]) -> Result<()> {
                 toolchain = Some(it.next().context("--toolchain needs a name")?.clone())
             }
             "--dir" => dir = PathBuf::from(it.next().context("--dir needs a folder")?),
-            other => bail!("unknown fresh option {other} (use --toolchain NAME, --dir DIR)"),
+            "--ci" => ci = true,
+            other => bail!("unknown fresh option {other} (use --ci, --toolchain NAME, --dir DIR)"),
         }
     }
     let toolchain = match toolchain {
@@ -86,6 +91,22 @@ pub fn run(args: &[String]) -> Result<()> {
         &["target", "remove", "--toolchain", &toolchain, WASM32],
     )?;
 
+    if ci {
+        eprintln!("\n#### cold CI (fresh clone, empty tools folder, no {WASM32} target) ####");
+        let run = ci_run(&clone, &tools, &toolchain);
+        let restored = crate::run(
+            "rustup",
+            &["target", "add", "--toolchain", &toolchain, WASM32],
+        );
+        let run = run?;
+        restored?;
+        eprintln!("\n{}", ci_report(&run, &toolchain));
+        if run.served_secs.is_none() {
+            bail!("the cold CI run failed");
+        }
+        return Ok(());
+    }
+
     eprintln!("\n#### cold demo (fresh clone, empty tools folder, no {WASM32} target) ####");
     let cold = demo_until_served(&clone, &tools, &toolchain);
     // Whatever happened, leave the toolchain as it was.
@@ -100,6 +121,50 @@ pub fn run(args: &[String]) -> Result<()> {
 
     eprintln!("\n{}", report(&cold, &warm, &toolchain));
     Ok(())
+}
+
+/// `bash .ci/run` in `clone` to its end: every stage's time, and (in `served_secs`) the total
+/// when it passed.
+fn ci_run(clone: &Path, tools: &Path, toolchain: &str) -> Result<DemoRun> {
+    let started = Instant::now();
+    let mut child = Command::new("bash")
+        .arg(".ci/run")
+        .current_dir(clone)
+        .env("CANDLE_TRACE_TOOLS", tools)
+        .env("RUSTUP_TOOLCHAIN", toolchain)
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot start bash .ci/run")?;
+    let stderr = child.stderr.take().context("no stderr from CI")?;
+    let mut run = DemoRun::default();
+    for line in BufReader::new(stderr).lines() {
+        let Ok(line) = line else { break };
+        eprintln!("{line}");
+        if let Some(step) = parse_done_line(&line) {
+            run.steps.push(step);
+        }
+    }
+    let status = child.wait().context("cannot wait for CI")?;
+    run.served_secs = status.success().then(|| started.elapsed().as_secs_f64());
+    Ok(run)
+}
+
+/// A cold CI run: every stage and background step with its seconds, then the total.
+pub fn ci_report(run: &DemoRun, toolchain: &str) -> String {
+    let mut out =
+        format!("cold CI on toolchain {toolchain} (seconds; background steps overlap):\n");
+    for (name, ok, secs) in &run.steps {
+        let mark = if *ok { "" } else { " FAILED" };
+        out.push_str(&format!("  {name:<52} {secs:>9.1}{mark}\n"));
+    }
+    let total = run
+        .served_secs
+        .map_or_else(|| "failed".to_string(), |s| format!("{s:.1}"));
+    out.push_str(&format!("  {:<52} {total:>9}\n", "passed after"));
+    out
 }
 
 fn active_toolchain() -> Result<String> {
@@ -216,6 +281,34 @@ fn check_served(port: u16) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ci_report_lists_every_stage_then_the_total() {
+        let mut run = DemoRun {
+            steps: vec![
+                ("fmt".into(), true, 3.04),
+                ("install trunk".into(), false, 960.0),
+            ],
+            served_secs: Some(1500.0),
+        };
+        let text = ci_report(&run, "1.95.0");
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                vec!["fmt", "3.0"],
+                vec!["install", "trunk", "960.0", "FAILED"],
+                vec!["passed", "after", "1500.0"],
+            ]
+        );
+        run.served_secs = None;
+        assert!(ci_report(&run, "x")
+            .ends_with("passed after                                            failed\n"));
+    }
 
     #[test]
     fn the_report_puts_cold_and_warm_side_by_side() {
