@@ -7,7 +7,8 @@
 //! - [`model`]: view models (summary cards, run header, diagnostics, op and span tables, span
 //!   details, memory panel and charts with checkpoint reconciliation, training phases, op
 //!   efficiency, gradient health, inference requests, latency histograms and waterfalls, a
-//!   comparison of two traces, several traces on one axis);
+//!   comparison of two traces, several traces on one axis, the findings panel, the steps of
+//!   one run);
 //! - [`timeline`]: the flame chart's math (viewport, lanes, level of detail, ticks, minimap,
 //!   search, colours);
 //! - [`transfer`]: how the parsing worker hands a read document to the page.

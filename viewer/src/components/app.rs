@@ -16,6 +16,7 @@ use super::compare::{ComparePicker, CompareView};
 use super::details::SpanDetailsPanel;
 use super::diagnostics::Diagnostics;
 use super::efficiency::EfficiencyView;
+use super::findings::FindingsView;
 use super::gradients::GradientView;
 use super::header::RunHeaderView;
 use super::memory::{MemoryChartsView, MemoryView};
@@ -23,6 +24,7 @@ use super::modules::ModulesView;
 use super::multi::{load_traces, MultiView};
 use super::phases::PhasesView;
 use super::profile::ProfileView;
+use super::steps::{StepsHeading, StepsView};
 use super::tables::{OpTable, SpanTable};
 use super::theme::{theme_signals, ThemeToggle};
 use super::timeline::Timeline;
@@ -30,8 +32,10 @@ use super::TraceContext;
 use crate::load::{yield_now, LoadError, Source};
 use crate::model::compare::CompareModel;
 use crate::model::diagnostics::DiagnosticsPanel;
+use crate::model::findings::FindingsPanel;
 use crate::model::multi::MultiModel;
 use crate::model::spans::SpanIndex;
+use crate::model::steps::StepsModel;
 use crate::model::{ProfileModel, TraceModel};
 use crate::timeline::lanes::{extents_of, Lanes};
 use crate::timeline::palette::Theme;
@@ -50,6 +54,8 @@ enum Opened {
     Compare(Arc<CompareModel>),
     /// Several traces on one axis.
     Multi(Arc<MultiModel>),
+    /// The per-step captures of one run.
+    Steps(Arc<StepsModel>),
 }
 
 /// What several files at once are opened as.
@@ -243,7 +249,10 @@ pub fn App() -> impl IntoView {
                                 base_name, &base, cand_name, cand,
                             )))
                         }
-                        SetMode::Multi => Opened::Multi(Arc::new(MultiModel::new(docs))),
+                        SetMode::Multi => match StepsModel::of_run(docs) {
+                            Ok(steps) => Opened::Steps(Arc::new(steps)),
+                            Err(docs) => Opened::Multi(Arc::new(MultiModel::new(docs))),
+                        },
                     };
                     progress.set(None);
                     last_load.set(None);
@@ -358,7 +367,7 @@ pub fn App() -> impl IntoView {
                 "Open example"
             </button>
             <ComparePicker on_open=on_compare />
-            <span class="hint">"or drop .jsonl files anywhere (several: one lane group each)"</span>
+            <span class="hint">"or drop .jsonl files anywhere (several: the steps of one run, or one lane group each)"</span>
             <span class="spacer"></span>
             <ThemeToggle choice=theme_choice />
         </header>
@@ -402,7 +411,15 @@ pub fn App() -> impl IntoView {
             {move || match opened.get() {
                 None => view! { <Welcome /> }.into_any(),
                 Some((name, Opened::Trace(model))) => {
-                    view! { <TraceView model=model file_name=name theme=theme /> }.into_any()
+                    let findings = Arc::new(model.findings.clone());
+                    view! { <TraceView model=model file_name=name theme=theme findings=findings /> }.into_any()
+                }
+                Some((name, Opened::Steps(steps))) => {
+                    let findings = Arc::new(steps.findings.clone());
+                    view! {
+                        <TraceView model=steps.detail.clone() file_name=name theme=theme findings=findings steps=steps />
+                    }
+                        .into_any()
                 }
                 Some((name, Opened::Profile(model))) => {
                     view! { <ProfileView model=model file_name=name /> }.into_any()
@@ -525,7 +542,8 @@ fn Welcome() -> impl IntoView {
     }
 }
 
-/// Everything about one execution trace.
+/// Everything about one execution trace; with `steps`, the step set it is the first step of
+/// (the set's tables and findings first, then this step in detail).
 #[component]
 fn TraceView(
     /// The document and its view models.
@@ -534,6 +552,11 @@ fn TraceView(
     file_name: String,
     /// Light or dark.
     theme: Signal<Theme>,
+    /// The findings shown at the top (the file's, or the step set's).
+    findings: Arc<FindingsPanel>,
+    /// The step set, when the trace is its first step.
+    #[prop(optional)]
+    steps: Option<Arc<StepsModel>>,
 ) -> impl IntoView {
     let ctx = TraceContext {
         model: model.clone(),
@@ -543,13 +566,26 @@ fn TraceView(
         theme,
     };
     provide_context(ctx);
+    let format = if steps.is_some() { "steps" } else { "trace" };
+    let set_top = steps.clone().map(|s| {
+        view! {
+            <StepsHeading model=s.clone() />
+            <FindingsView panel=findings.clone() />
+            <StepsView model=s />
+        }
+    });
+    let file_top = steps
+        .is_none()
+        .then(|| view! { <FindingsView panel=findings.clone() /> });
     view! {
-        <section data-testid="document" data-file=file_name.clone() data-format="trace">
+        <section data-testid="document" data-file=file_name.clone() data-format=format>
+            {set_top}
             {model
                 .header
                 .clone()
                 .map(|h| view! { <RunHeaderView header=h file_name=file_name.clone() /> })}
             <Diagnostics panel=model.diagnostics.clone() />
+            {file_top}
             <SummaryCards cards=model.cards.clone() />
             <CaptureSourcesView />
             <Timeline />

@@ -8,6 +8,7 @@ use leptos::prelude::*;
 
 use super::cards::SummaryCards;
 use super::diagnostics::Diagnostics;
+use super::findings::FindingsView;
 use super::modules::ProfileModulesView;
 use crate::model::latency::{HistogramChart, HIST_H, HIST_W};
 use crate::model::profile::{EventRow, SNAPSHOT_H, SNAPSHOT_W};
@@ -110,6 +111,7 @@ pub fn ProfileView(
                 </p>
             </section>
             <Diagnostics panel=model.diagnostics.clone() />
+            <FindingsView panel=std::sync::Arc::new(model.findings.clone()) />
             <SummaryCards cards=model.cards.clone() />
             <section class="requests" data-testid="request-table">
                 <h3>"Requests"</h3>

@@ -6,6 +6,7 @@ pub mod chart;
 pub mod compare;
 pub mod diagnostics;
 pub mod efficiency;
+pub mod findings;
 pub mod gradients;
 pub mod header;
 pub mod latency;
@@ -18,9 +19,11 @@ pub mod phases;
 pub mod profile;
 pub mod profile_modules;
 pub mod spans;
+pub mod steps;
 pub mod summary;
 pub mod waterfall;
 
+use candle_trace_schema::analysis::findings::{profile_findings, trace_findings};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::profile::ProfileDocument;
 
@@ -65,6 +68,8 @@ pub struct TraceModel {
     pub modules: modules::ModulesPanel,
     /// Which capture sources were on, and what the views say for those that were off.
     pub capture: capture::CapturePanel,
+    /// The file's findings, ranked, with where each shows.
+    pub findings: findings::FindingsPanel,
 }
 
 impl TraceModel {
@@ -88,6 +93,9 @@ impl TraceModel {
         let capture = capture::CapturePanel::of(&doc);
         let mut cards = summary::trace_cards(&doc.summary());
         summary::mark_not_captured(&mut cards, &capture.not_captured);
+        let gradients = gradients::GradientPanel::of(&doc, 50);
+        let findings =
+            findings::FindingsPanel::of_trace(&trace_findings(&[&doc]), &doc, &gradients.groups);
         TraceModel {
             header: doc.meta.as_ref().map(|m| RunHeader::of(&m.event)),
             cards,
@@ -96,7 +104,7 @@ impl TraceModel {
             extents,
             index,
             memory: memory::MemoryPanel::of(&doc, 20),
-            gradients: gradients::GradientPanel::of(&doc, 50),
+            gradients,
             memory_curves: crate::timeline::memory_curve::device_curves(&doc.memory_profile),
             memory_charts: memory_chart::MemoryCharts::of(&doc),
             phases: phases::PhasesPanel::of(&doc),
@@ -104,6 +112,7 @@ impl TraceModel {
             gradient_table: gradients::GradientTable::of(&doc),
             modules: modules::ModulesPanel::of(&doc),
             capture,
+            findings,
             doc,
         }
     }
@@ -141,6 +150,8 @@ pub struct ProfileModel {
     pub diagnostic_only: Vec<profile::EventRow>,
     /// (detail level, sample rate) as stated by the file.
     pub settings: (String, String),
+    /// The profile's findings, ranked, with where each shows.
+    pub findings: findings::FindingsPanel,
 }
 
 impl ProfileModel {
@@ -163,6 +174,7 @@ impl ProfileModel {
             failures,
             diagnostic_only,
             settings: profile::settings_text(doc),
+            findings: findings::FindingsPanel::of_profile(&profile_findings(doc)),
         }
     }
 }

@@ -1,0 +1,224 @@
+// Browser tests of the findings panel and the steps view (see README.md): the findings shown
+// (rule, title, stake, evidence, link, notes, how many left out) equal `candle-trace findings
+// --json` on the same files, the steps view equals `candle-trace steps --json`, and clicking a
+// finding selects its span in the timeline or outlines the row it names.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  useHarness, fixtures, artifacts, cli, openPage, openByPicker, loadSeq, waitNextDocument,
+} from './harness.mjs';
+
+useHarness();
+
+/** The files of a step-set fixture directory, in name order. */
+const stepFiles = (dir) => readdirSync(join(fixtures, dir))
+  .filter((n) => n.endsWith('.jsonl')).sort().map((n) => join(fixtures, dir, n));
+
+/** What the panel shows, in the CLI's JSON shape. */
+async function shownFindings(page) {
+  return page.$$eval('[data-testid=finding]', (els) => els.map((e) => {
+    const d = e.dataset;
+    let link = null;
+    if (d.linkTo === 'span') link = { to: 'span', id: d.linkId, line: Number(d.linkLine) };
+    if (d.linkTo === 'row') link = { to: 'row', table: d.linkTable, key: d.linkKey };
+    return {
+      rule: d.rule,
+      title: e.querySelector('.finding-title').textContent,
+      stake: { [d.stakeKind]: Number(d.stake) },
+      evidence: [...e.querySelectorAll('[data-testid=finding-evidence]')].map((x) => x.textContent),
+      link,
+    };
+  }));
+}
+
+/** The panel equals `findings --json` (`want`). */
+async function checkFindings(page, want, label) {
+  assert.equal(await page.locator('[data-testid=findings-panel]').count(), 1, `${label}: one panel`);
+  assert.deepEqual(await shownFindings(page), want.findings, `${label}: findings`);
+  const notes = await page.$$eval('[data-testid=finding-note]', (els) => els.map((e) => e.textContent));
+  assert.deepEqual(notes, want.notes, `${label}: notes of rules without enough data`);
+  assert.equal(await page.getAttribute('[data-testid=findings-panel]', 'data-left-out'), String(want.left_out),
+    `${label}: left out`);
+  assert.equal(await page.locator('[data-testid=findings-none]').count(), want.findings.length === 0 ? 1 : 0,
+    `${label}: "no findings" line`);
+}
+
+/** Click the finding of `rule`. */
+async function clickFinding(page, rule) {
+  await page.click(`[data-testid=finding][data-rule=${rule}] [data-testid=finding-link]`);
+}
+
+/** The elements outlined as a finding's target: their test ids and `attr`. */
+async function outlined(page, attr) {
+  return page.$$eval('[data-finding-target]', (els, attr) => els.map((e) => [e.dataset.testid, e.getAttribute(attr)]), attr);
+}
+
+/** Whether the element matching `selector` is (at least partly) inside the viewport. */
+async function inViewport(page, selector) {
+  return page.$eval(selector, (e) => {
+    const r = e.getBoundingClientRect();
+    return r.bottom > 0 && r.top < window.innerHeight;
+  });
+}
+
+test('findings of single files equal findings --json', async () => {
+  const files = ['findings_train.trace6.jsonl', 'findings_infer.profile.jsonl', 'train_step.trace6.jsonl',
+    'valid_panels.trace6.jsonl', 'broken_no_measured.trace6.jsonl'];
+  const { page, seen } = await openPage();
+  let found = 0;
+  for (const name of files) {
+    const file = join(fixtures, name);
+    const want = cli('findings', '--json', file);
+    await openByPicker(page, file);
+    await checkFindings(page, want, name);
+    found += want.findings.length;
+  }
+  // The findings fixtures hold four training findings and the two inference rules.
+  assert.ok(found >= 6, `findings checked: ${found}`);
+  await page.screenshot({ path: join(artifacts, 'findings.png') });
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('clicking a finding selects its span or outlines its row', async () => {
+  const file = join(fixtures, 'findings_train.trace6.jsonl');
+  const want = cli('findings', '--json', file);
+  const byRule = Object.fromEntries(want.findings.map((f) => [f.rule, f]));
+  for (const rule of ['backward_short', 'dominant_module', 'memory_peak', 'gradients_missing']) {
+    assert.ok(byRule[rule], `findings_train has ${rule}`);
+  }
+  const { page, seen } = await openPage();
+  await openByPicker(page, file);
+
+  // A span link: the span is selected (its details show) and the timeline shows it.
+  const span = byRule.backward_short.link;
+  assert.equal(span.to, 'span');
+  await clickFinding(page, 'backward_short');
+  await page.waitForSelector('[data-testid=span-details] dl.fields');
+  const fields = await page.$$eval('[data-testid=span-details] dl.fields div', (ds) =>
+    Object.fromEntries(ds.map((d) => [d.querySelector('dt').textContent, d.querySelector('dd').textContent])));
+  assert.equal(fields.id, span.id);
+  assert.equal(fields.line, String(span.line));
+  // The span's start and end, read from the file itself.
+  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+  const start = lines.find((l) => l.kind === 'span_start' && l.id === span.id).start_ns;
+  const end = start + lines.find((l) => l.kind === 'span_end' && l.id === span.id).duration_ns;
+  await page.waitForFunction(([a, b]) => {
+    const c = document.querySelector('[data-testid=timeline-canvas]');
+    return Number(c.dataset.viewStart) <= a && Number(c.dataset.viewEnd) >= b;
+  }, [start, end]);
+  assert.ok(await inViewport(page, '[data-testid=timeline-canvas]'), 'the timeline is scrolled to');
+
+  // Row links: the row is outlined (only it) and scrolled to.
+  const rows = [
+    ['dominant_module', 'module-row', 'data-key', byRule.dominant_module.link.key],
+    ['gradients_missing', 'gradient-group', 'data-module', byRule.gradients_missing.link.key],
+    ['memory_peak', 'memory-chart', 'data-device', cli('query', file, '--kind', 'memory', '--json').peak_device],
+  ];
+  for (const [rule, testid, attr, key] of rows) {
+    await clickFinding(page, rule);
+    assert.deepEqual(await outlined(page, attr), [[testid, key]], `${rule} outlines ${testid} ${key}`);
+    assert.ok(await inViewport(page, '[data-finding-target]'), `${rule}: scrolled to`);
+    assert.equal(await page.locator('[data-testid=finding-missing]').count(), 0, `${rule}: found`);
+  }
+  await page.screenshot({ path: join(artifacts, 'findings-row.png') });
+
+  // Grouped by leaf name the table still has a row keyed `attn` (a top-level module's leaf
+  // name is its path), and the finding finds it.
+  await page.selectOption('[data-testid=modules-by]', 'name');
+  await clickFinding(page, 'dominant_module');
+  assert.deepEqual(await outlined(page, 'data-key'), [['module-row', 'attn']]);
+
+  // An inference profile: the request row.
+  const infer = join(fixtures, 'findings_infer.profile.jsonl');
+  const inferWant = cli('findings', '--json', infer);
+  await openByPicker(page, infer);
+  const rowFindings = inferWant.findings.filter((f) => f.link?.to === 'row');
+  assert.ok(rowFindings.length > 0, 'the profile findings link request rows');
+  for (const f of rowFindings) {
+    await clickFinding(page, f.rule);
+    assert.deepEqual(await outlined(page, 'data-request'), [['request-row', f.link.key]], f.rule);
+  }
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('the steps of one run open as the steps view, equal to steps --json and findings --json', async () => {
+  const files = stepFiles('steps_outlier');
+  const steps = cli('steps', '--json', ...files);
+  const want = cli('findings', '--json', ...files);
+  const { page, seen } = await openPage();
+  const n = await loadSeq(page);
+  // Picked in reverse: the view orders them by capture_step.
+  await page.setInputFiles('[data-testid=file-input]', [...files].reverse());
+  await waitNextDocument(page, n);
+  assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'steps');
+
+  const rows = await page.$$eval('[data-testid=step-row]', (els) => els.map((e) => ({
+    step: e.dataset.step, total: Number(e.dataset.total), phases: e.dataset.phases, outlier: e.dataset.outlier,
+  })));
+  const outlierPos = new Set(steps.outliers.map((o) => o.step));
+  assert.deepEqual(rows, steps.steps.map((s, i) => ({
+    step: String(s.capture_step),
+    total: s.total_ns,
+    phases: s.phases_ns ? s.phases_ns.join(',') : '',
+    outlier: String(outlierPos.has(i)),
+  })));
+  const total = await page.$eval('[data-testid=steps-total]', (e) => [e.dataset.median, e.dataset.p90, e.dataset.mad].map(Number));
+  assert.deepEqual(total, [steps.total.median, steps.total.p90, steps.total.mad]);
+
+  const spreads = (testid) => page.$$eval(`[data-testid=${testid}]`, (els) => els.map((e) => ({
+    key: e.dataset.key,
+    spread: Object.fromEntries(['count', 'min', 'median', 'p90', 'max', 'mad'].map((k) => [k, Number(e.dataset[k])])),
+    per_step_ns: e.dataset.perStep.split(',').map((v) => (v === '' ? null : Number(v))),
+  })));
+  assert.deepEqual(await spreads('steps-phase'), steps.phases);
+  assert.deepEqual(await spreads('steps-module'), steps.modules.slice(0, 50));
+
+  const outliers = await page.$$eval('[data-testid=steps-outlier]', (els) => els.map((e) => [e.dataset.step, Number(e.dataset.excess)]));
+  assert.deepEqual(outliers, steps.outliers.map((o) => [String(o.capture_step), o.excess_ns]));
+  assert.ok(outliers.length > 0, 'steps_outlier has an outlier step');
+  const churn = await page.$$eval('[data-testid=steps-churn]', (els) => els.map((e) => e.dataset.path));
+  assert.deepEqual(churn, steps.shape_churn.map((c) => c.path));
+  assert.ok(churn.length > 0, 'steps_outlier has shape churn');
+
+  // The set's findings, the outlier step's among them; clicking it outlines the step's row.
+  await checkFindings(page, want, 'steps_outlier');
+  const outlier = want.findings.find((f) => f.rule === 'outlier_step');
+  assert.ok(outlier, 'an outlier_step finding');
+  await clickFinding(page, 'outlier_step');
+  assert.deepEqual(await outlined(page, 'data-step'), [['step-row', outlier.link.key]]);
+  assert.ok(await inViewport(page, '[data-finding-target]'));
+  await page.screenshot({ path: join(artifacts, 'steps.png'), fullPage: true });
+
+  // The first step in capture order is shown in detail below.
+  assert.equal(await page.getAttribute('[data-testid=steps-detail]', 'data-step'), String(steps.steps[0].capture_step));
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('two steps say why there are no outliers; files of different runs keep the several-files view', async () => {
+  const files = stepFiles('steps_base').slice(0, 2);
+  const want = cli('findings', '--json', ...files);
+  const steps = cli('steps', '--json', ...files);
+  assert.ok(want.notes.some((n) => n.startsWith('outlier_step:')), 'the CLI notes the outlier rule');
+  const { page, seen } = await openPage();
+  let n = await loadSeq(page);
+  await page.setInputFiles('[data-testid=file-input]', files);
+  await waitNextDocument(page, n);
+  assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'steps');
+  await checkFindings(page, want, 'two steps');
+  assert.equal(await page.textContent('[data-testid=steps-outliers-reason]'), `Not looked for: ${steps.outliers_reason}.`);
+
+  // Steps of two different runs: several files on one axis.
+  const mixed = [stepFiles('steps_base')[0], stepFiles('steps_outlier')[1]];
+  n = await loadSeq(page);
+  await page.setInputFiles('[data-testid=file-input]', mixed);
+  await waitNextDocument(page, n);
+  assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'multi');
+  assert.equal(await page.locator('[data-testid=steps]').count(), 0);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});

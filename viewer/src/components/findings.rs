@@ -1,0 +1,172 @@
+//! The findings panel: the schema's ranked findings of the opened run, each with its evidence
+//! and a link to where it shows (a span selected in the timeline, or a table row scrolled to
+//! and outlined). What the links lead to is resolved in [`crate::model::findings`].
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+use candle_trace_schema::analysis::findings::Link;
+
+use super::TraceContext;
+use crate::model::findings::{FindingTarget, FindingsPanel};
+
+/// The attribute that outlines the row a finding leads to (`web/style.css`).
+const TARGET_ATTR: &str = "data-finding-target";
+
+/// Every element on the page matching a CSS selector.
+fn all(selector: &str) -> Vec<web_sys::Element> {
+    let Some(list) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.query_selector_all(selector).ok())
+    else {
+        return Vec::new();
+    };
+    (0..list.length())
+        .filter_map(|i| list.item(i))
+        .filter_map(|n| n.dyn_into::<web_sys::Element>().ok())
+        .collect()
+}
+
+/// Take the outline off the row a finding led to before.
+fn clear_target() {
+    for el in all(&format!("[{TARGET_ATTR}]")) {
+        let _ = el.remove_attribute(TARGET_ATTR);
+    }
+}
+
+/// The element a row target names (compared in Rust, so names from the file need no escaping).
+fn find_row(testid: &str, attr: &Option<(&'static str, String)>) -> Option<web_sys::Element> {
+    all("[data-testid]").into_iter().find(|el| {
+        el.get_attribute("data-testid").as_deref() == Some(testid)
+            && attr.as_ref().is_none_or(|(name, value)| {
+                el.get_attribute(name).as_deref() == Some(value.as_str())
+            })
+    })
+}
+
+/// Go where a finding leads; `false` when that place is not on the page now.
+fn follow(target: &FindingTarget, ctx: Option<&TraceContext>) -> bool {
+    clear_target();
+    match target {
+        FindingTarget::Span { index } => {
+            let Some(ctx) = ctx else { return false };
+            if ctx.model.extent(*index).is_none() {
+                return false;
+            }
+            ctx.select_and_show(*index);
+            if let Some(el) = all("[data-testid=timeline-canvas]").into_iter().next() {
+                el.scroll_into_view();
+            }
+            true
+        }
+        FindingTarget::Row { testid, attr } => match find_row(testid, attr) {
+            Some(el) => {
+                let _ = el.set_attribute(TARGET_ATTR, "");
+                el.scroll_into_view();
+                true
+            }
+            None => false,
+        },
+    }
+}
+
+/// The `data-link-*` attributes of a finding: the schema's link as it is.
+fn link_attrs(link: Option<&Link>) -> [Option<String>; 5] {
+    match link {
+        None => [None, None, None, None, None],
+        Some(Link::Span { id, line }) => [
+            Some("span".into()),
+            None,
+            None,
+            Some(id.clone()),
+            Some(line.to_string()),
+        ],
+        Some(Link::Row { table, key }) => [
+            Some("row".into()),
+            Some(table.clone()),
+            Some(key.clone()),
+            None,
+            None,
+        ],
+    }
+}
+
+/// The run's findings, most at stake first, with the notes of rules that had too little data.
+/// On a trace page (a [`TraceContext`] provided) a span link selects the span.
+#[component]
+pub fn FindingsView(
+    /// The panel to show.
+    panel: Arc<FindingsPanel>,
+) -> impl IntoView {
+    let ctx = use_context::<TraceContext>();
+    // The finding whose place is not on the page right now (its note is shown).
+    let missing: RwSignal<Option<usize>> = RwSignal::new(None);
+    let items = panel
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let [to, table, key, id, line] = link_attrs(r.link.as_ref());
+            let title = match r.target.clone() {
+                Some(target) => {
+                    let ctx = ctx.clone();
+                    view! {
+                        <button type="button" class="link finding-title" data-testid="finding-link"
+                            on:click=move |_| {
+                                let found = follow(&target, ctx.as_ref());
+                                missing.set((!found).then_some(i));
+                            }>
+                            {r.title.clone()}
+                        </button>
+                    }
+                    .into_any()
+                }
+                None => view! { <span class="finding-title">{r.title.clone()}</span> }.into_any(),
+            };
+            view! {
+                <li class="finding" data-testid="finding" data-rule=r.rule.clone()
+                    data-stake-kind=r.stake_kind data-stake=r.stake_value.to_string()
+                    data-link-to=to data-link-table=table data-link-key=key data-link-id=id data-link-line=line
+                    data-followable=r.target.is_some().to_string()>
+                    {title}
+                    <span class="stake" data-testid="finding-stake">" — at stake " {r.stake.clone()}</span>
+                    <ul class="evidence">
+                        {r.evidence.iter().map(|e| view! { <li data-testid="finding-evidence">{e.clone()}</li> }).collect_view()}
+                    </ul>
+                    {r.target_text.clone().map(|t| view! {
+                        <p class="muted finding-where" data-testid="finding-where">
+                            {if r.target.is_some() { "Shows in " } else { "Names " }} {t}
+                            {r.target.is_none().then_some(", which this page does not show")}
+                        </p>
+                    })}
+                    {move || (missing.get() == Some(i)).then(|| view! {
+                        <p class="muted" data-testid="finding-missing">
+                            "That row is not on the page now: the table may be grouped another way, filtered or shortened."
+                        </p>
+                    })}
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="findings-panel panel" data-testid="findings-panel"
+            data-count=panel.rows.len().to_string() data-left-out=panel.left_out.to_string()>
+            <h3>"Findings"</h3>
+            {panel.rows.is_empty().then(|| view! { <p class="muted" data-testid="findings-none">{panel.empty_text()}</p> })}
+            <ol class="findings">{items}</ol>
+            {(panel.left_out > 0).then(|| view! {
+                <p class="muted" data-testid="findings-left-out" data-value=panel.left_out.to_string()>
+                    {format!("{} more left out (the ranking keeps the {} with the most at stake).", panel.left_out, panel.rows.len())}
+                </p>
+            })}
+            {(!panel.notes.is_empty()).then(|| view! {
+                <h4>"Rules without enough data"</h4>
+                <ul class="finding-notes">
+                    {panel.notes.iter().map(|n| view! { <li data-testid="finding-note">{n.clone()}</li> }).collect_view()}
+                </ul>
+            })}
+        </section>
+    }
+}
