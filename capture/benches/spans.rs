@@ -11,7 +11,8 @@
 //! per-thread ring never overflows and every span is really written, and puffin starts a new
 //! frame. The writer threads (candle-trace, tracing-chrome) write to `io::sink()` and run
 //! concurrently with the timed loop, as they would in a training run. After criterion, a
-//! plain best-of-5 loop prints ns per span and the ratio to tracing-chrome.
+//! plain best-of-5 loop prints ns per span and the ratios to tracing-chrome and puffin (both
+//! always run, whatever the name filter).
 
 use std::hint::black_box;
 use std::io;
@@ -274,19 +275,30 @@ fn main() {
     let iters = 200_000;
     let results: Vec<(&str, f64)> = variants
         .iter_mut()
-        .filter(|v| v.name.contains(filter.as_str()) || v.name.contains("tracing-chrome"))
+        .filter(|v| {
+            v.name.contains(filter.as_str())
+                || v.name.contains("tracing-chrome")
+                || v.name.contains("puffin")
+        })
         .map(|v| (v.name, ns_per_span(v, iters)))
         .collect();
-    let peer = results
-        .iter()
-        .find(|(name, _)| name.contains("tracing-chrome"))
-        .map_or(1.0, |(_, ns)| *ns);
+    let peer = |name: &str| {
+        results
+            .iter()
+            .find(|(n, _)| n.contains(name))
+            .map_or(f64::NAN, |(_, ns)| *ns)
+    };
+    let (chrome, puffin) = (peer("tracing-chrome"), peer("puffin"));
     println!("\nns per span enter+exit (3-level nesting, best of 5 × {iters} iterations):");
     println!(
-        "{:<40} {:>10} {:>16}",
-        "variant", "ns/span", "vs tracing-chrome"
+        "{:<56} {:>10} {:>18} {:>10}",
+        "variant", "ns/span", "vs tracing-chrome", "vs puffin"
     );
     for (name, ns) in &results {
-        println!("{name:<40} {ns:>10.2} {:>15.2}x", ns / peer);
+        println!(
+            "{name:<56} {ns:>10.2} {:>17.2}x {:>9.2}x",
+            ns / chrome,
+            ns / puffin
+        );
     }
 }

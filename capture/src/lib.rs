@@ -89,6 +89,7 @@
 
 pub mod error;
 pub mod gating;
+mod intern;
 pub mod layer;
 pub mod meta;
 mod names;

@@ -348,6 +348,7 @@ impl RecorderBuilder {
             }
         };
         let closing = Arc::default();
+        let names = Arc::new(crate::intern::NameTable::default());
         let framing = Framing {
             header: Some(TraceEvent::Meta(meta).to_json_line().into_bytes()),
             closing: Arc::clone(&closing),
@@ -358,7 +359,7 @@ impl RecorderBuilder {
             this.queue_capacity,
             framing,
             "candle-trace-writer",
-            HostBlocks::for_device(&this.device),
+            HostBlocks::for_device(&this.device, Arc::clone(&names)),
         )
         .map_err(into_io)?;
         Ok(Recorder {
@@ -372,6 +373,7 @@ impl RecorderBuilder {
                 writer,
                 host_threshold_bytes: this.host_threshold_bytes,
                 closing,
+                names,
                 #[cfg(feature = "candle")]
                 tensor_clock: Some(crate::candle::tensor_clock),
                 #[cfg(not(feature = "candle"))]

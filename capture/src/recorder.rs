@@ -268,15 +268,57 @@ impl Sink for Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::HostBlocks;
+    use crate::intern::NameTable;
+    use crate::state::{HostBlocks, NamedSpanStart, WideHostAlloc};
     use crate::writer::Encode;
+    use candle_trace_schema::format::events::TensorCategory;
     use candle_trace_schema::format::events::{decode_line, SpanEnd, SpanStart};
     use proptest::prelude::*;
+    use std::sync::Arc;
 
     fn encoded(r: &Record) -> String {
+        encoded_with(r, &mut HostBlocks::default())
+    }
+
+    fn encoded_with(r: &Record, host: &mut HostBlocks) -> String {
         let mut out = Vec::new();
-        r.encode(&mut out, &mut HostBlocks::default());
+        r.encode(&mut out, host);
         String::from_utf8(out).unwrap()
+    }
+
+    /// The same span start as an interned record (name leaked to be `'static`) and as one
+    /// with an owned name, each encoded by a writer state of its own.
+    fn both_encodings(
+        id: u64,
+        parent: Option<u64>,
+        name: &str,
+        start_ns: u64,
+        kind: SpanKind,
+        measured: bool,
+        step: Option<Step>,
+    ) -> [String; 2] {
+        let table = Arc::new(NameTable::default());
+        let mut host = HostBlocks::for_device("cpu", Arc::clone(&table));
+        let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+        let interned = Record::SpanStart {
+            id,
+            parent: parent.unwrap_or(0),
+            name: table.id_of(leaked).unwrap(),
+            start_ns,
+            kind,
+            measured,
+            step,
+        };
+        let owned = Record::NamedSpanStart(Box::new(NamedSpanStart {
+            id,
+            parent,
+            name: Cow::Owned(name.to_string()),
+            start_ns,
+            kind,
+            measured,
+            step,
+        }));
+        [encoded_with(&interned, &mut host), encoded(&owned)]
     }
 
     #[test]
@@ -288,15 +330,6 @@ mod tests {
         ];
         for (parent, step, measured, kind) in cases {
             let name = "quote\" back\\slash \u{1} é";
-            let r = Record::SpanStart {
-                id: 7,
-                parent,
-                name: Cow::Borrowed(name),
-                start_ns: 42,
-                kind,
-                measured,
-                step,
-            };
             let want = TraceEvent::SpanStart(SpanStart {
                 id: "s7".into(),
                 parent_id: parent.map(|p| span::span_id(p).into()),
@@ -306,7 +339,9 @@ mod tests {
                 measured,
                 step,
             });
-            assert_eq!(encoded(&r), want.to_json_line());
+            for line in both_encodings(7, parent, name, 42, kind, measured, step) {
+                assert_eq!(line, want.to_json_line());
+            }
         }
         let r = Record::SpanEnd {
             id: 9,
@@ -317,6 +352,30 @@ mod tests {
             duration_ns: 1234,
         });
         assert_eq!(encoded(&r), want.to_json_line());
+    }
+
+    #[test]
+    fn a_wide_host_alloc_writes_the_same_line() {
+        let compact = Record::HostAlloc {
+            ptr: 0x1000,
+            bytes: 4096,
+            at_ns: 77,
+            span: 5,
+            category: TensorCategory::Gradient,
+        };
+        let wide = Record::WideHostAlloc(Box::new(WideHostAlloc {
+            ptr: 0x1000,
+            bytes: 4096,
+            span: 5,
+            at_ns: 77,
+            category: TensorCategory::Gradient,
+        }));
+        let line = encoded(&compact);
+        assert_eq!(line, encoded(&wide));
+        assert_eq!(
+            line,
+            r#"{"kind":"memory","timestamp_ns":77,"tensor_id":"host-1","span_id":"s5","device":"cpu","bytes":4096,"action":"alloc","shape":[],"dtype":"u8","category":"gradient"}"#
+        );
     }
 
     fn kinds() -> impl Strategy<Value = SpanKind> {
@@ -350,27 +409,21 @@ mod tests {
             step in steps(),
             duration_ns in any::<u64>(),
         ) {
-            let start = Record::SpanStart {
-                id,
-                parent,
-                name: Cow::Owned(name.clone()),
-                start_ns,
-                kind,
-                measured,
-                step,
-            };
+            // Span number 0 is never handed out (they start at 1): it stands for "no parent".
+            let parent = parent.filter(|&p| p != 0);
             let want = TraceEvent::SpanStart(SpanStart {
                 id: span::span_id(id).into(),
                 parent_id: parent.map(|p| span::span_id(p).into()),
-                name: name.into(),
+                name: name.as_str().into(),
                 start_ns,
                 span_kind: kind,
                 measured,
                 step,
             });
-            let line = encoded(&start);
-            prop_assert_eq!(&line, &want.to_json_line());
-            prop_assert_eq!(decode_line(line.as_bytes()).ok(), Some(want));
+            for line in both_encodings(id, parent, &name, start_ns, kind, measured, step) {
+                prop_assert_eq!(&line, &want.to_json_line());
+                prop_assert_eq!(decode_line(line.as_bytes()).ok(), Some(want.clone()));
+            }
 
             let end = Record::SpanEnd { id, duration_ns };
             let want = TraceEvent::SpanEnd(SpanEnd { id: span::span_id(id).into(), duration_ns });

@@ -16,18 +16,23 @@ use candle_trace_schema::format::events::{
 };
 
 use crate::alloc::HostSink;
+use crate::intern::{NameId, NameTable, Names};
 use crate::stack as span;
 use crate::sync::{DeviceSync, SpanTimer, TimerMark};
 use crate::writer::{Encode, Writer};
 
-/// What the recorder queues for the writer thread. Spans are kept as numbers and a name that is
-/// usually `&'static`, so opening and closing a span allocates nothing on the caller's thread.
+/// What the recorder queues for the writer thread: at most 32 bytes (checked below), so that
+/// a span's two records fill one 64-byte cache line of the thread's ring. Spans are kept as
+/// numbers and an interned name ([`NameId`]), so opening and closing a span allocates nothing on
+/// the caller's thread; the writer thread turns them into the same lines serde would write.
 pub(crate) enum Record {
+    /// A `span_start` whose name is in the recorder's [`NameTable`].
     SpanStart {
         id: u64,
-        parent: Option<u64>,
-        name: Cow<'static, str>,
+        /// The parent's number; 0 when the span has none (span numbers start at 1).
+        parent: u64,
         start_ns: u64,
+        name: NameId,
         kind: SpanKind,
         measured: bool,
         step: Option<Step>,
@@ -36,6 +41,8 @@ pub(crate) enum Record {
         id: u64,
         duration_ns: u64,
     },
+    /// A `span_start` whose name is an owned string (not interned): boxed.
+    NamedSpanStart(Box<NamedSpanStart>),
     /// Boxed so that the queue's slots stay small.
     Event(Box<TraceEvent>),
     /// A host allocation of at least the allocator threshold, on a thread whose innermost open
@@ -44,15 +51,18 @@ pub(crate) enum Record {
     HostAlloc {
         ptr: u64,
         bytes: u64,
-        span: u64,
         at_ns: u64,
+        /// The span's number, when it fits 32 bits (else [`Record::WideHostAlloc`]).
+        span: u32,
         category: TensorCategory,
     },
-    /// A leaf layer's `op` row (see [`Inner::leaf_op`]); kept as numbers and a static name so
-    /// that the captured layer allocates nothing, its output bytes filled in by the writer.
+    /// A [`Record::HostAlloc`] whose span number does not fit 32 bits: boxed.
+    WideHostAlloc(Box<WideHostAlloc>),
+    /// A leaf layer's `op` row (see [`Inner::leaf_op`]); kept as numbers and an interned name
+    /// so that the captured layer allocates nothing, its output bytes filled in by the writer.
     LeafOp {
         span: u64,
-        name: &'static str,
+        name: NameId,
         start_ns: u64,
         end_ns: u64,
     },
@@ -71,6 +81,29 @@ pub(crate) enum Record {
     },
 }
 
+// A ring slot is one `Record`: keep a span (two records) within one cache line.
+const _: () = assert!(std::mem::size_of::<Record>() <= 32);
+
+/// A `span_start` with an owned name (see [`Record::NamedSpanStart`]).
+pub(crate) struct NamedSpanStart {
+    pub(crate) id: u64,
+    pub(crate) parent: Option<u64>,
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) start_ns: u64,
+    pub(crate) kind: SpanKind,
+    pub(crate) measured: bool,
+    pub(crate) step: Option<Step>,
+}
+
+/// A host allocation with a span number above `u32::MAX` (see [`Record::WideHostAlloc`]).
+pub(crate) struct WideHostAlloc {
+    pub(crate) ptr: u64,
+    pub(crate) bytes: u64,
+    pub(crate) span: u64,
+    pub(crate) at_ns: u64,
+    pub(crate) category: TensorCategory,
+}
+
 /// What the writer thread remembers between records: the host blocks written as allocated and
 /// not yet freed (address → trace id, bytes, span, category).
 #[derive(Default)]
@@ -81,13 +114,17 @@ pub(crate) struct HostBlocks {
     pub(crate) next: u64,
     /// The recorder's device, for leaf-layer op rows.
     pub(crate) device: String,
+    /// The recorder's span names, and the writer thread's copy of them.
+    pub(crate) name_table: Arc<NameTable>,
+    pub(crate) names: Names,
 }
 
 impl HostBlocks {
-    /// The state of a recorder on `device`.
-    pub(crate) fn for_device(device: &str) -> Self {
+    /// The state of a recorder on `device` whose spans intern their names in `name_table`.
+    pub(crate) fn for_device(device: &str, name_table: Arc<NameTable>) -> Self {
         HostBlocks {
             device: device.to_string(),
+            name_table,
             ..HostBlocks::default()
         }
     }
@@ -130,6 +167,68 @@ pub(crate) fn push_u64(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
+/// Write a `span_start` line by hand: the same bytes serde writes for
+/// `TraceEvent::SpanStart` (checked by a test in `recorder.rs`).
+#[allow(clippy::too_many_arguments)] // the fields of one line
+fn span_start_line(
+    out: &mut Vec<u8>,
+    id: u64,
+    parent: Option<u64>,
+    name: &str,
+    start_ns: u64,
+    kind: SpanKind,
+    measured: bool,
+    step: Option<Step>,
+) {
+    out.extend_from_slice(br#"{"kind":"span_start","id":"s"#);
+    push_u64(out, id);
+    if let Some(parent) = parent {
+        out.extend_from_slice(br#"","parent_id":"s"#);
+        push_u64(out, parent);
+    }
+    out.extend_from_slice(br#"","name":"#);
+    // Writing a string into a Vec<u8> cannot fail.
+    let _ = serde_json::to_writer(&mut *out, name);
+    out.extend_from_slice(br#","start_ns":"#);
+    push_u64(out, start_ns);
+    out.extend_from_slice(br#","span_kind":""#);
+    out.extend_from_slice(kind.as_str().as_bytes());
+    out.extend_from_slice(if measured {
+        br#"","measured":true"#.as_slice()
+    } else {
+        br#"","measured":false"#.as_slice()
+    });
+    if let Some(step) = step {
+        out.extend_from_slice(br#","step":""#);
+        out.extend_from_slice(step.as_str().as_bytes());
+        out.push(b'"');
+    }
+    out.push(b'}');
+}
+
+/// The `memory` `alloc` line of a host block, remembered as live until its free.
+fn host_alloc_line(
+    out: &mut Vec<u8>,
+    host: &mut HostBlocks,
+    ptr: u64,
+    bytes: u64,
+    span: u64,
+    at_ns: u64,
+    category: TensorCategory,
+) {
+    host.next += 1;
+    let id = host.next;
+    // A block at an address still marked live was freed unseen (a free of a block this trace
+    // never saw, on another thread): the new one replaces it.
+    if let Some((_, old_bytes, old_span, _)) = host.live.insert(ptr, (id, bytes, span, category)) {
+        host.remove(old_span, old_bytes);
+    }
+    host.add(span, bytes);
+    let event = host_memory(id, span, at_ns, bytes, MemoryAction::Alloc, category);
+    // Serializing this plain struct into a Vec<u8> cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &event);
+}
+
 impl Encode for Record {
     type State = HostBlocks;
 
@@ -146,31 +245,13 @@ impl Encode for Record {
                 measured,
                 step,
             } => {
-                out.extend_from_slice(br#"{"kind":"span_start","id":"s"#);
-                push_u64(out, *id);
-                if let Some(parent) = parent {
-                    out.extend_from_slice(br#"","parent_id":"s"#);
-                    push_u64(out, *parent);
-                }
-                out.extend_from_slice(br#"","name":"#);
-                // Writing a string into a Vec<u8> cannot fail.
-                let _ = serde_json::to_writer(&mut *out, name.as_ref());
-                out.extend_from_slice(br#","start_ns":"#);
-                push_u64(out, *start_ns);
-                out.extend_from_slice(br#","span_kind":""#);
-                out.extend_from_slice(kind.as_str().as_bytes());
-                out.extend_from_slice(if *measured {
-                    br#"","measured":true"#.as_slice()
-                } else {
-                    br#"","measured":false"#.as_slice()
-                });
-                if let Some(step) = step {
-                    out.extend_from_slice(br#","step":""#);
-                    out.extend_from_slice(step.as_str().as_bytes());
-                    out.push(b'"');
-                }
-                out.push(b'}');
+                let name = host.names.get(*name, &host.name_table);
+                let parent = (*parent != 0).then_some(*parent);
+                span_start_line(out, *id, parent, name, *start_ns, *kind, *measured, *step);
             }
+            Record::NamedSpanStart(s) => span_start_line(
+                out, s.id, s.parent, &s.name, s.start_ns, s.kind, s.measured, s.step,
+            ),
             Record::SpanEnd { id, duration_ns } => {
                 out.extend_from_slice(br#"{"kind":"span_end","id":"s"#);
                 push_u64(out, *id);
@@ -185,22 +266,12 @@ impl Encode for Record {
             Record::HostAlloc {
                 ptr,
                 bytes,
-                span,
                 at_ns,
+                span,
                 category,
-            } => {
-                host.next += 1;
-                let id = host.next;
-                // A block at an address still marked live was freed unseen (a free of a block
-                // this trace never saw, on another thread): the new one replaces it.
-                if let Some((_, old_bytes, old_span, _)) =
-                    host.live.insert(*ptr, (id, *bytes, *span, *category))
-                {
-                    host.remove(old_span, old_bytes);
-                }
-                host.add(*span, *bytes);
-                let event = host_memory(id, *span, *at_ns, *bytes, MemoryAction::Alloc, *category);
-                let _ = serde_json::to_writer(&mut *out, &event);
+            } => host_alloc_line(out, host, *ptr, *bytes, u64::from(*span), *at_ns, *category),
+            Record::WideHostAlloc(a) => {
+                host_alloc_line(out, host, a.ptr, a.bytes, a.span, a.at_ns, a.category)
             }
             Record::LeafOp {
                 span: id,
@@ -208,9 +279,10 @@ impl Encode for Record {
                 start_ns,
                 end_ns,
             } => {
+                let name = host.names.get(*name, &host.name_table);
                 let op = TraceEvent::Op(Op {
                     span_id: span::span_id(*id).into(),
-                    op_name: (*name).into(),
+                    op_name: name.into(),
                     inputs: Vec::new(),
                     output: None,
                     shape: Vec::new(),
@@ -271,6 +343,8 @@ pub(crate) struct Inner {
     pub(crate) notes: Mutex<Vec<String>>,
     pub(crate) finished: AtomicBool,
     pub(crate) writer: Writer<Record>,
+    /// The names of this recorder's spans (the writer thread holds it too).
+    pub(crate) names: Arc<NameTable>,
     /// Events each instrumentation source gave (the `capture_sources` line).
     pub(crate) counts: SourceCounts,
     /// Host allocations of at least this many bytes are written one by one (see `alloc`).
@@ -328,6 +402,8 @@ pub(crate) struct InnerParts {
     pub(crate) writer: Writer<Record>,
     pub(crate) host_threshold_bytes: u64,
     pub(crate) closing: Arc<Mutex<Option<Vec<u8>>>>,
+    /// The table the writer's [`HostBlocks`] was given.
+    pub(crate) names: Arc<NameTable>,
     pub(crate) tensor_clock: Option<fn() -> Option<u64>>,
 }
 
@@ -362,6 +438,7 @@ impl Inner {
             notes: Mutex::new(Vec::new()),
             finished: AtomicBool::new(false),
             writer: parts.writer,
+            names: parts.names,
             counts: SourceCounts::default(),
             host_threshold_bytes: parts.host_threshold_bytes,
             host_attached: AtomicBool::new(false),
@@ -413,19 +490,36 @@ impl Inner {
         sync: bool,
     ) -> (u64, u64) {
         let id = self.next_span.fetch_add(1, Ordering::Relaxed);
-        let (below, frame) = span::push(self.key, id, step);
+        let static_name = match &name {
+            Cow::Borrowed(name) => Some(*name),
+            Cow::Owned(_) => None,
+        };
+        let pushed = span::push(self.key, id, step, static_name, &self.names);
         if sync {
             self.synchronize();
         }
         let start_ns = self.now_ns();
-        self.writer.send(Record::SpanStart {
-            id,
-            parent: parent.or(below.map(|f| f.id)),
-            name,
-            start_ns,
-            kind,
-            measured,
-            step: frame.step,
+        let parent = parent.or(pushed.parent.map(|f| f.id));
+        let step = pushed.frame.step;
+        self.writer.send(match pushed.name {
+            Some(name) => Record::SpanStart {
+                id,
+                parent: parent.unwrap_or(0),
+                start_ns,
+                name,
+                kind,
+                measured,
+                step,
+            },
+            None => Record::NamedSpanStart(Box::new(NamedSpanStart {
+                id,
+                parent,
+                name,
+                start_ns,
+                kind,
+                measured,
+                step,
+            })),
         });
         (id, start_ns)
     }
@@ -464,6 +558,11 @@ impl Inner {
     /// With the counting allocator on, its `storage_bytes` are the host bytes the layer
     /// allocated (in blocks of at least the threshold) and had not freed when it closed.
     pub(crate) fn leaf_op(&self, id: u64, name: &'static str, start_ns: u64, end_ns: u64) {
+        // Only a thread being torn down, or a table of u32::MAX names, has no id for it.
+        let Some(name) = span::intern(self.key, name, &self.names) else {
+            self.writer.dropped_one();
+            return;
+        };
         self.counts.layer_ops.fetch_add(1, Ordering::Relaxed);
         self.writer.send(Record::LeafOp {
             span: id,
@@ -662,12 +761,22 @@ impl HostSink for Inner {
             Some(Step::Optimizer) => TensorCategory::Optimizer,
             None => TensorCategory::Other,
         };
-        self.writer.send(Record::HostAlloc {
-            ptr,
-            bytes,
-            span,
-            at_ns: self.now_ns(),
-            category,
+        let at_ns = self.now_ns();
+        self.writer.send(match u32::try_from(span) {
+            Ok(span) => Record::HostAlloc {
+                ptr,
+                bytes,
+                at_ns,
+                span,
+                category,
+            },
+            Err(_) => Record::WideHostAlloc(Box::new(WideHostAlloc {
+                ptr,
+                bytes,
+                span,
+                at_ns,
+                category,
+            })),
         });
     }
 

@@ -463,6 +463,11 @@ impl<T: Encode> Writer<T> {
         }
     }
 
+    /// Count an item its producer could not queue (it is reported with the ring's drops).
+    pub(crate) fn dropped_one(&self) {
+        self.shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Items dropped so far because the queue was full.
     pub(crate) fn dropped(&self) -> u64 {
         self.shared.counters.dropped.load(Ordering::Relaxed)

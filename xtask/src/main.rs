@@ -72,7 +72,7 @@ fn main() -> Result<()> {
         Some("tools") => tools::ensure_web_tools().and_then(|()| tools::ensure_browser()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|deps|demo|fresh|page|fuzz|tools|bench [--big] [--runs N]>"
+                "usage: cargo xtask <ci|deps|demo|fresh|page|fuzz|tools|bench [--big] [--runs N] [--only PARTS] [--tables]>"
             );
             std::process::exit(2);
         }

@@ -1,0 +1,159 @@
+//! Span names as numbers: a recorder's table of the `&'static str` names its spans used, so
+//! that a span's record in the ring carries a 4-byte [`NameId`] instead of a 16-byte string
+//! reference (a span's two records then fill one 64-byte cache line; see `state::Record`).
+//!
+//! The table belongs to the recorder and is shared by every recording thread and the writer
+//! thread. A thread asks it only the first time it sees a name (its [`NameCache`], kept with its
+//! span stack, answers after that, without a lock); the writer thread copies the names it does
+//! not know yet. A name's id is handed out under the table's lock before the record that uses
+//! it is pushed, and the ring's push/pop pair orders the two, so the writer always finds it.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// The number of a name in a recorder's [`NameTable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct NameId(u32);
+
+/// What an id the table never handed out is written as (cannot happen: see the module docs).
+pub(crate) const UNKNOWN_NAME: &str = "(unknown name)";
+
+/// Every name a recorder's spans used, in the order they were first seen.
+#[derive(Debug, Default)]
+pub(crate) struct NameTable {
+    inner: Mutex<Table>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    names: Vec<&'static str>,
+    ids: HashMap<&'static str, NameId>,
+}
+
+impl NameTable {
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        // The table stays consistent after a panic elsewhere (one push, one insert).
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The id of `name`, added when new; `None` once `u32::MAX` names are in the table.
+    pub(crate) fn id_of(&self, name: &'static str) -> Option<NameId> {
+        let mut table = self.lock();
+        if let Some(&id) = table.ids.get(name) {
+            return Some(id);
+        }
+        let id = NameId(
+            u32::try_from(table.names.len())
+                .ok()
+                .filter(|&n| n < u32::MAX)?,
+        );
+        table.names.push(name);
+        table.ids.insert(name, id);
+        Some(id)
+    }
+
+    /// Append to `local` the names it does not hold yet (the writer thread's copy).
+    pub(crate) fn copy_new(&self, local: &mut Vec<&'static str>) {
+        let table = self.lock();
+        if let Some(new) = table.names.get(local.len()..) {
+            local.extend_from_slice(new);
+        }
+    }
+}
+
+/// The writer thread's copy of a table: looks an id up, copying new names when it meets one.
+#[derive(Debug, Default)]
+pub(crate) struct Names {
+    local: Vec<&'static str>,
+}
+
+impl Names {
+    /// The name of `id`.
+    pub(crate) fn get(&mut self, id: NameId, table: &NameTable) -> &'static str {
+        let i = id.0 as usize;
+        if i >= self.local.len() {
+            table.copy_new(&mut self.local);
+        }
+        self.local.get(i).copied().unwrap_or(UNKNOWN_NAME)
+    }
+}
+
+/// Slots of a thread's cache: names used inside one step are few (a model's layer names).
+const CACHE_SLOTS: usize = 64;
+
+/// One thread's answers for one recorder: name address and length → id, direct-mapped by
+/// address. Two names that share a slot just ask the table again when they alternate.
+pub(crate) struct NameCache {
+    slots: [(usize, usize, NameId); CACHE_SLOTS],
+}
+
+impl NameCache {
+    pub(crate) fn new() -> Self {
+        // Address 0 is no name's: an empty slot never matches.
+        NameCache {
+            slots: [(0, 0, NameId(0)); CACHE_SLOTS],
+        }
+    }
+
+    /// The id of `name`, from the cache or else the table.
+    #[inline]
+    pub(crate) fn id_of(&mut self, name: &'static str, table: &NameTable) -> Option<NameId> {
+        let (ptr, len) = (name.as_ptr() as usize, name.len());
+        // Names are at least byte-aligned string literals; mix the low bits a little.
+        let slot = &mut self.slots[((ptr >> 3) ^ (ptr >> 9) ^ len) % CACHE_SLOTS];
+        if slot.0 == ptr && slot.1 == len && ptr != 0 {
+            return Some(slot.2);
+        }
+        let id = table.id_of(name)?;
+        *slot = (ptr, len, id);
+        Some(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_per_content_and_the_writer_copy_follows() {
+        let table = NameTable::default();
+        let mut cache = NameCache::new();
+        let a = cache.id_of("attn", &table).unwrap();
+        let b = cache.id_of("mlp", &table).unwrap();
+        assert_ne!(a, b);
+        // The same text at another address is the same name.
+        let owned: &'static str = Box::leak(String::from("attn").into_boxed_str());
+        assert_eq!(cache.id_of(owned, &table), Some(a));
+        assert_eq!(cache.id_of("attn", &table), Some(a));
+        let mut names = Names::default();
+        assert_eq!(names.get(b, &table), "mlp");
+        assert_eq!(names.get(a, &table), "attn");
+        // Added after the writer's copy was made: copied when first met.
+        let c = table.id_of("norm").unwrap();
+        assert_eq!(names.get(c, &table), "norm");
+        assert_eq!(names.get(NameId(99), &table), UNKNOWN_NAME);
+    }
+
+    #[test]
+    fn colliding_names_stay_right() {
+        let table = NameTable::default();
+        let mut cache = NameCache::new();
+        let words: Vec<&'static str> = (0..500)
+            .map(|i| &*Box::leak(format!("layer.{i}").into_boxed_str()))
+            .collect();
+        let first: Vec<NameId> = words
+            .iter()
+            .map(|w| cache.id_of(w, &table).unwrap())
+            .collect();
+        let again: Vec<NameId> = words
+            .iter()
+            .rev()
+            .map(|w| cache.id_of(w, &table).unwrap())
+            .collect();
+        assert!(first.iter().eq(again.iter().rev()));
+        let mut names = Names::default();
+        for (w, id) in words.iter().zip(&first) {
+            assert_eq!(names.get(*id, &table), *w);
+        }
+    }
+}
