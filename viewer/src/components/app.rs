@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::JsCast;
 
+use candle_trace_schema::analysis::findings::trace_findings;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::detect::AnyDocument;
 
@@ -160,11 +161,13 @@ pub fn App() -> impl IntoView {
                             yield_now().await;
                             let index = SpanIndex::of(&t);
                             yield_now().await;
+                            let findings = trace_findings(&[&t]);
+                            yield_now().await;
                             if !is_current() {
                                 return;
                             }
                             Opened::Trace(Arc::new(TraceModel::with_layout(
-                                *t, extents, lanes, index,
+                                *t, extents, lanes, index, &findings,
                             )))
                         }
                         AnyDocument::Profile(p) => Opened::Profile(Arc::new(ProfileModel::new(&p))),
@@ -577,13 +580,17 @@ fn TraceView(
     let file_top = steps
         .is_none()
         .then(|| view! { <FindingsView panel=findings.clone() /> });
+    // A step set's header names the step shown in detail.
+    let header_name = steps
+        .as_ref()
+        .map_or_else(|| file_name.clone(), |s| s.detail_step.1.clone());
     view! {
         <section data-testid="document" data-file=file_name.clone() data-format=format>
             {set_top}
             {model
                 .header
                 .clone()
-                .map(|h| view! { <RunHeaderView header=h file_name=file_name.clone() /> })}
+                .map(|h| view! { <RunHeaderView header=h file_name=header_name.clone() /> })}
             <Diagnostics panel=model.diagnostics.clone() />
             {file_top}
             <SummaryCards cards=model.cards.clone() />

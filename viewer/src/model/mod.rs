@@ -23,7 +23,7 @@ pub mod steps;
 pub mod summary;
 pub mod waterfall;
 
-use candle_trace_schema::analysis::findings::{profile_findings, trace_findings};
+use candle_trace_schema::analysis::findings::{profile_findings, trace_findings, Findings};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::profile::ProfileDocument;
 
@@ -78,24 +78,25 @@ impl TraceModel {
         let extents = extents_of(&doc);
         let lanes = Lanes::build(&extents);
         let index = SpanIndex::of(&doc);
-        Self::with_layout(doc, extents, lanes, index)
+        let findings = trace_findings(&[&doc]);
+        Self::with_layout(doc, extents, lanes, index, &findings)
     }
 
-    /// Build the view models around a layout computed already (`extents_of`, `Lanes::build`
-    /// and `SpanIndex::of` of the same `doc`, the costly steps on a large trace, which the page
-    /// runs one per task).
+    /// Build the view models around a layout and findings computed already (`extents_of`,
+    /// `Lanes::build`, `SpanIndex::of` and `schema::analysis::findings::trace_findings` of the same
+    /// `doc`, the costly steps on a large trace, which the page runs one per task).
     pub fn with_layout(
         doc: TraceDocument,
         extents: Vec<SpanExtent>,
         lanes: Lanes,
         index: SpanIndex,
+        findings: &Findings,
     ) -> Self {
         let capture = capture::CapturePanel::of(&doc);
         let mut cards = summary::trace_cards(&doc.summary());
         summary::mark_not_captured(&mut cards, &capture.not_captured);
         let gradients = gradients::GradientPanel::of(&doc, 50);
-        let findings =
-            findings::FindingsPanel::of_trace(&trace_findings(&[&doc]), &doc, &gradients.groups);
+        let findings = findings::FindingsPanel::of_trace(findings, &doc, &gradients.groups);
         TraceModel {
             header: doc.meta.as_ref().map(|m| RunHeader::of(&m.event)),
             cards,

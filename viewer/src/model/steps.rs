@@ -22,7 +22,9 @@ use candle_trace_schema::format::diagnostics::Severity;
 use candle_trace_schema::format::document::TraceDocument;
 
 use super::findings::FindingsPanel;
+use super::spans::SpanIndex;
 use super::TraceModel;
+use crate::timeline::lanes::{extents_of, Lanes};
 
 /// Whether `docs` are the per-step captures of one run (see the module docs).
 pub fn is_one_runs_steps(docs: &[&TraceDocument]) -> bool {
@@ -298,8 +300,14 @@ impl StepsModel {
             // Unreachable: `is_one_runs_steps` asked for at least two documents.
             return Err(Vec::new());
         };
-        let detail = Arc::new(TraceModel::new(doc));
-        let findings = FindingsPanel::of_trace(&findings, &detail.doc, &detail.gradients.groups);
+        // Its findings panel is the set's (the links name this step's spans and rows).
+        let extents = extents_of(&doc);
+        let lanes = Lanes::build(&extents);
+        let index = SpanIndex::of(&doc);
+        let detail = Arc::new(TraceModel::with_layout(
+            doc, extents, lanes, index, &findings,
+        ));
+        let findings = detail.findings.clone();
         Ok(StepsModel {
             run_id,
             steps,
