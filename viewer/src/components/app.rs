@@ -240,7 +240,7 @@ pub fn App() -> impl IntoView {
                                 return;
                             };
                             Opened::Compare(Arc::new(CompareModel::new(
-                                base_name, &base, cand_name, cand,
+                                base_name, base, cand_name, cand,
                             )))
                         }
                         SetMode::Multi => Opened::Multi(Arc::new(MultiModel::new(docs))),
@@ -552,7 +552,7 @@ fn TraceView(
             <Diagnostics panel=model.diagnostics.clone() />
             <SummaryCards cards=model.cards.clone() />
             <CaptureSourcesView />
-            <Timeline />
+            <Timeline file_name=file_name.clone() />
             <SpanDetailsPanel />
             <div class="tables">
                 <OpTable />

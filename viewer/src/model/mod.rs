@@ -17,6 +17,7 @@ pub mod ops;
 pub mod phases;
 pub mod profile;
 pub mod profile_modules;
+pub mod sort;
 pub mod spans;
 pub mod summary;
 pub mod waterfall;

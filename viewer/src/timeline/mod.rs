@@ -6,7 +6,6 @@
 //! ([`fragment`]). `components::timeline` only paints what these return.
 
 pub mod fragment;
-pub mod groups;
 pub mod input;
 pub mod lanes;
 pub mod layout;
