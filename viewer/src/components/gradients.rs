@@ -2,10 +2,11 @@
 
 use leptos::prelude::*;
 
-use super::capture::NotCapturedNote;
+use super::missing::MissingPanel;
 use super::sortable::sort_header;
 use super::TraceContext;
 use crate::model::gradients::GradientSort;
+use crate::model::missing::Panel;
 use crate::model::sort::SortState;
 
 /// Gradient counts per state, the norm histogram (log scale) and every parameter, sortable,
@@ -17,22 +18,13 @@ pub fn GradientView() -> impl IntoView {
     };
     let g = ctx.model.gradients.clone();
     if g.total == 0 {
-        // No gradient records: say so when the source was off (no per-state counts shown).
-        return ctx
-            .model
-            .capture
-            .not_captured
-            .gradients
-            .clone()
-            .map(|text| {
-                view! {
-                    <section class="gradients panel" data-testid="gradients">
-                        <h3>"Gradients"</h3>
-                        <NotCapturedNote what="gradients" text=text />
-                    </section>
-                }
-            })
-            .into_any();
+        // No gradient records: "not captured (gradients off)" when the file says so, else that
+        // there are none; and how to capture them (no per-state counts shown).
+        let not_captured = ctx.model.capture.not_captured.gradients.clone();
+        return view! {
+            <MissingPanel panel=Panel::Gradients class="gradients panel" testid="gradients" title="Gradients" not_captured=not_captured />
+        }
+        .into_any();
     }
     let table = std::sync::Arc::new(ctx.model.gradient_table.clone());
     let sort = RwSignal::new(SortState::new(GradientSort::Review, false));

@@ -11,6 +11,7 @@ pub mod efficiency;
 pub mod gradients;
 pub mod header;
 pub mod memory;
+pub mod missing;
 pub mod modules;
 pub mod multi;
 pub mod phases;

@@ -11,6 +11,7 @@ pub mod header;
 pub mod latency;
 pub mod memory;
 pub mod memory_chart;
+pub mod missing;
 pub mod modules;
 pub mod multi;
 pub mod ops;
