@@ -105,10 +105,29 @@ impl ChartGroup {
     }
 }
 
+/// Each group's spans' colour keys, computed once: level of detail asks for a key per span
+/// in view, a million times a frame when a million spans are in view.
+type Keys = Arc<Vec<Vec<u8>>>;
+
+fn keys_of(groups: &[ChartGroup], colours: &Colours) -> Keys {
+    Arc::new(
+        groups
+            .iter()
+            .enumerate()
+            .map(|(g, x)| {
+                (0..x.ctx.model.doc.spans.len() as u32)
+                    .map(|i| u8::try_from((colours.key)(g, i)).unwrap_or(u8::MAX))
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
 /// The groups as [`SpanSource`] for one frame.
 struct Source<'a> {
     groups: &'a [ChartGroup],
     colours: &'a Colours,
+    keys: &'a [Vec<u8>],
     theme: Theme,
 }
 
@@ -126,7 +145,10 @@ impl SpanSource for Source<'_> {
         (self.colours.fill)(g, span, self.theme)
     }
     fn key(&self, g: usize, span: u32) -> u32 {
-        (self.colours.key)(g, span)
+        self.keys
+            .get(g)
+            .and_then(|k| k.get(span as usize))
+            .map_or(0, |&k| u32::from(k))
     }
     fn extent(&self, g: usize, span: u32) -> Option<SpanExtent> {
         self.groups.get(g)?.ctx.model.extent(span)
@@ -326,6 +348,7 @@ pub fn FlameChart(
     #[prop(optional)]
     details: bool,
 ) -> impl IntoView {
+    let keys = keys_of(&groups, &colours);
     let canvas_ref = NodeRef::<Canvas>::new();
     let minimap_ref = NodeRef::<Canvas>::new();
     let memory_ref = NodeRef::<Canvas>::new();
@@ -448,6 +471,7 @@ pub fn FlameChart(
     {
         let groups = groups.clone();
         let colours = colours.clone();
+        let keys = keys.clone();
         let select = select.clone();
         Effect::new(move |_| {
             resize_tick.track();
@@ -495,6 +519,7 @@ pub fn FlameChart(
             let src = Source {
                 groups: &groups,
                 colours: &colours,
+                keys: &keys,
                 theme,
             };
             let selected: Vec<SpanRef> = groups
@@ -530,11 +555,13 @@ pub fn FlameChart(
             }
         });
     }
-    // Keep the window and selection in the URL, a moment after they stop changing.
+    // Keep the window and selection in the URL: the latest state is written a moment after
+    // the first change (one timer at a time, however many frames change the view).
     {
         let groups = groups.clone();
         let files = files.clone();
-        let written = StoredValue::new(0u64);
+        let latest: StoredValue<Option<ChartState>> = StoredValue::new(None);
+        let timer = StoredValue::new(false);
         Effect::new(move |_| {
             let v = view_sig.get();
             let selected: Vec<(usize, String)> = groups
@@ -545,34 +572,38 @@ pub fn FlameChart(
                     Some((g, x.ctx.model.doc.spans.get(i as usize)?.id.to_string()))
                 })
                 .collect();
-            let state = ChartState {
+            latest.set_value(Some(ChartState {
                 files: files.clone(),
                 view: Some((
                     v.start_ns.max(0.0).round() as u64,
                     v.end_ns().max(0.0).round() as u64,
                 )),
                 selected,
-            };
-            let n = written.get_value().wrapping_add(1);
-            written.set_value(n);
-            set_timeout(
-                move || {
-                    if written.try_get_value() == Some(n) {
-                        write_fragment(&state.to_fragment());
-                    }
-                },
-                FRAGMENT_DELAY,
-            );
+            }));
+            if !timer.get_value() {
+                timer.set_value(true);
+                set_timeout(
+                    move || {
+                        // The chart may be gone (another file opened): then nothing is written.
+                        let _ = timer.try_set_value(false);
+                        if let Some(Some(state)) = latest.try_get_value() {
+                            write_fragment(&state.to_fragment());
+                        }
+                    },
+                    FRAGMENT_DELAY,
+                );
+            }
         });
     }
-
     let span_at = {
         let groups = groups.clone();
         let colours = colours.clone();
+        let keys = keys.clone();
         move |x: f64, y: f64| -> Option<SpanRef> {
             let src = Source {
                 groups: &groups,
                 colours: &colours,
+                keys: &keys,
                 theme: Theme::Light,
             };
             layout.with_untracked(|l| hit(l, &src, &view_sig.get_untracked(), x, y))
