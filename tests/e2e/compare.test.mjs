@@ -158,6 +158,56 @@ test('differing meta is refused naming the field and values; compare anyway show
   await page.close();
 });
 
+test('compare shows both sides in one chart; a path row selects both spans; keys, search and alignment', async () => {
+  const want = cli('compare', BASE, CAND, '--json');
+  const { page, seen } = await openPage();
+  await page.click('[data-testid=compare-open]');
+  await page.setInputFiles('[data-testid=compare-base-input]', BASE);
+  const n = await loadSeq(page);
+  await page.setInputFiles('[data-testid=compare-cand-input]', CAND);
+  await waitNextDocument(page, n);
+  const chart = page.locator('[data-testid=flame-chart]');
+  assert.equal(await chart.count(), 1);
+  assert.equal(await chart.getAttribute('data-groups'), '2');
+  const groups = chart.locator('[data-testid=chart-group]');
+  assert.deepEqual(await groups.allTextContents(), ['baseline: base.trace6.jsonl', 'candidate: cand.trace6.jsonl']);
+  const groupAttr = (a) => groups.evaluateAll((els, a) => els.map((e) => e.getAttribute(a)), a);
+  // Both measured regions start at 0 ns: no shift; the axis runs to the baseline's end (100 µs).
+  assert.deepEqual(await groupAttr('data-shift-ns'), ['0', '0']);
+  assert.equal(await chart.getAttribute('data-view-start-ns'), '0');
+  assert.equal(await chart.getAttribute('data-view-end-ns'), '100000');
+  // A path row selects that path's first span on both sides, and the details show it.
+  const backward = want.paths.find((p) => p.path.endsWith('backward')).path;
+  await page.click(`[data-testid=path-delta][data-path="${backward}"]`);
+  assert.deepEqual(await groupAttr('data-selected'), ['bwd', 'bwd']);
+  await page.waitForSelector('[data-testid=span-details] dl.fields');
+  assert.equal(await page.textContent('[data-testid=span-details] dl.fields dd'), 'backward');
+  // Aligned by that path: backward starts at 42 µs in the baseline, 32 µs in the candidate.
+  await page.selectOption('[data-testid=compare-align]', 'path');
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=chart-group]')].map((e) => e.dataset.shiftNs).join() === '0,10000');
+  await page.selectOption('[data-testid=compare-align]', 'start');
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=chart-group]')].map((e) => e.dataset.shiftNs).join() === '0,0');
+  // Keys zoom and fit; search finds in both sides; a click on the candidate's root selects
+  // it alone.
+  const canvas = page.locator('[data-testid=timeline-canvas]');
+  await canvas.focus();
+  await page.keyboard.press('0');
+  await page.keyboard.press('w');
+  assert.ok(Number(await chart.getAttribute('data-view-end-ns')) - Number(await chart.getAttribute('data-view-start-ns')) < 100000);
+  await page.keyboard.press('0');
+  await chart.locator('[data-testid=search-input]').fill('linear');
+  await page.waitForFunction(() => document.querySelector('[data-testid=search-count]').textContent === '4 matches');
+  await chart.locator('[data-testid=search-input]').fill('');
+  const box = await canvas.boundingBox();
+  // Rows: axis 22 px; baseline header 18 + 3 lanes × 20; candidate header 18, then its lanes.
+  await page.mouse.click(box.x + box.width / 2, box.y + 22 + 18 + 60 + 18 + 10);
+  assert.deepEqual(await groupAttr('data-selected'), ['', 'step']);
+  assert.equal(await chart.getAttribute('data-selected'), 'step');
+  await page.screenshot({ path: join(artifacts, 'compare-chart.png'), fullPage: true });
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
 /** [first measured start, last measured end] of a trace/6 file, read here independently. */
 function measuredWindow(text) {
   const starts = new Map();
@@ -227,8 +277,30 @@ test('several files at once: per-file numbers equal summary --json, totals follo
     }
   };
   await checkTotals([0, 50_000, 0], 'aligned');
+  // The files are the chart's lane groups: keys zoom, search finds in every file, a click selects.
+  const chart = page.locator('[data-testid=flame-chart]');
+  assert.equal(await chart.getAttribute('data-groups'), '3');
+  assert.deepEqual(await chart.locator('[data-testid=chart-group]').allTextContents(), files.map((f) => f.split('/').pop()));
+  assert.deepEqual(await chart.locator('[data-testid=chart-group]').evaluateAll((els) => els.map((e) => e.dataset.shiftNs)),
+    ['0', '50000', '0']);
+  const width = async () => Number(await chart.getAttribute('data-view-end-ns')) - Number(await chart.getAttribute('data-view-start-ns'));
+  const fitted = await width();
+  await page.locator('[data-testid=timeline-canvas]').focus();
+  await page.keyboard.press('w');
+  assert.ok(await width() < fitted);
+  await page.keyboard.press('0');
+  assert.equal(await width(), fitted);
+  const linear = texts.reduce((n, t) => n + t.split('\n').filter((l) => l.includes('"kind":"span_start"') && l.includes('"name":"linear"')).length, 0);
+  assert.ok(linear > 0);
+  await chart.locator('[data-testid=search-input]').fill('linear');
+  await page.waitForFunction((n) => document.querySelector('[data-testid=flame-chart] [data-testid=search-count]').textContent === `${n} matches`, linear);
+  await chart.locator('[data-testid=search-input]').press('Enter');
+  assert.equal(await chart.getAttribute('data-selected'), 'l1');
+  await page.waitForSelector('[data-testid=span-details] dl.fields');
+  assert.equal(await page.textContent('[data-testid=span-details] dl.fields dd'), 'linear');
+  await chart.locator('[data-testid=search-input]').fill('');
   await page.screenshot({ path: join(artifacts, 'multi.png'), fullPage: true });
-  const before = await page.locator('[data-testid=multi-timeline]').screenshot();
+  const before = await page.locator('[data-testid=timeline-canvas]').screenshot();
 
   // Move rank 1 to 250 µs: its group moves, the axis and the wall-span total follow.
   await page.fill('[data-testid=offset-1]', '250');
@@ -244,7 +316,7 @@ test('several files at once: per-file numbers equal summary --json, totals follo
   assert.deepEqual([await group(0, 'data-shift-ns'), await group(1, 'data-shift-ns'), await group(2, 'data-shift-ns')],
     ['20000', '270000', '0']);
   await checkTotals([0, 250_000, -20_000], 'negative');
-  const after = await page.locator('[data-testid=multi-timeline]').screenshot();
+  const after = await page.locator('[data-testid=timeline-canvas]').screenshot();
   assert.ok(!before.equals(after), 'the timeline is repainted with the group moved');
   await page.screenshot({ path: join(artifacts, 'multi-moved.png'), fullPage: true });
 

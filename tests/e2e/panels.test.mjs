@@ -89,18 +89,18 @@ async function checkTracePanels(page, file, label) {
   }
 
   // Clicking a moment moves the timeline there: the peak button, then a point on the chart.
-  const canvas = page.locator('[data-testid=timeline-canvas]');
+  const flame = page.locator('[data-testid=flame-chart]');
   await peak.click();
   await page.waitForFunction((t) => {
-    const c = document.querySelector('[data-testid=timeline-canvas]');
-    return Number(c.dataset.viewStart) <= t && Number(c.dataset.viewEnd) >= t
-      && Number(c.dataset.viewEnd) - Number(c.dataset.viewStart) < 1e12;
+    const c = document.querySelector('[data-testid=flame-chart]');
+    return Number(c.dataset.viewStartNs) <= t && Number(c.dataset.viewEndNs) >= t
+      && Number(c.dataset.viewEndNs) - Number(c.dataset.viewStartNs) < 1e12;
   }, memory.peak_timestamp_ns);
-  const before = Number(await canvas.getAttribute('data-view-start'));
+  const before = Number(await flame.getAttribute('data-view-start-ns'));
   const chart = page.locator('[data-testid=memory-chart] svg').first();
   const box = await chart.boundingBox();
   await chart.click({ position: { x: box.width * 0.25, y: box.height / 2 } });
-  await page.waitForFunction((b) => Number(document.querySelector('[data-testid=timeline-canvas]').dataset.viewStart) !== b, before);
+  await page.waitForFunction((b) => Number(document.querySelector('[data-testid=flame-chart]').dataset.viewStartNs) !== b, before);
   checked += 2;
 
   // Op efficiency.

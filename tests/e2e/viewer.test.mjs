@@ -167,10 +167,17 @@ test('keyboard zoom and pan change the visible window; screenshots', async () =>
   const { page, seen } = await openPage();
   await openByPicker(page, join(fixtures, 'train_step.trace6.jsonl'));
   const canvas = page.locator('[data-testid=timeline-canvas]');
+  const chart = page.locator('[data-testid=flame-chart]');
+  assert.equal(await chart.count(), 1);
+  assert.equal(await chart.locator('[data-testid=minimap]').count(), 1);
+  assert.equal(await chart.locator('[data-testid=search-input]').count(), 1);
   const window = async () => ({
-    start: Number(await canvas.getAttribute('data-view-start')),
-    end: Number(await canvas.getAttribute('data-view-end')),
+    start: Number(await chart.getAttribute('data-view-start-ns')),
+    end: Number(await chart.getAttribute('data-view-end-ns')),
   });
+  // Fitted: the fixture's spans run from 10 µs (train_step's start) to its end.
+  assert.equal((await window()).start, 10000);
+  assert.equal(await chart.getAttribute('data-selected'), '');
   const before = await window();
   await canvas.focus();
   await page.keyboard.press('w');
@@ -186,12 +193,14 @@ test('keyboard zoom and pan change the visible window; screenshots', async () =>
   await page.waitForSelector('[data-testid=span-details] dl.fields');
   const detailsName = () => page.textContent('[data-testid=span-details] dl.fields dd');
   assert.equal(await detailsName(), 'train_step');
+  assert.equal(await chart.getAttribute('data-selected'), 'step');
   // Arrow keys walk the tree.
   await canvas.focus();
   await page.keyboard.press('ArrowDown');
   assert.equal(await detailsName(), 'forward');
   await page.keyboard.press(']');
   assert.equal(await detailsName(), 'backward');
+  assert.equal(await chart.getAttribute('data-selected'), 'bwd');
   await page.keyboard.press('ArrowUp');
   assert.equal(await detailsName(), 'train_step');
   // Search steps through matches and selects them.
@@ -224,6 +233,40 @@ test('keyboard zoom and pan change the visible window; screenshots', async () =>
   await page.screenshot({ path: join(artifacts, 'viewer-untrusted-dark.png'), fullPage: true });
   await openByPicker(page, join(fixtures, 'infer_run.profile.jsonl'));
   await page.screenshot({ path: join(artifacts, 'viewer-profile-dark.png'), fullPage: true });
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('the URL fragment keeps the window and the selection across a reload', async () => {
+  const { page, seen } = await openPage();
+  const file = join(fixtures, 'train_step.trace6.jsonl');
+  await openByPicker(page, file);
+  const chart = page.locator('[data-testid=flame-chart]');
+  const canvas = page.locator('[data-testid=timeline-canvas]');
+  await canvas.focus();
+  for (const key of ['ArrowDown', 'w', 'w', 'd']) await page.keyboard.press(key);
+  const shown = async () => ({
+    start: Number(await chart.getAttribute('data-view-start-ns')),
+    end: Number(await chart.getAttribute('data-view-end-ns')),
+    selected: await chart.getAttribute('data-selected'),
+  });
+  const before = await shown();
+  assert.equal(before.selected, 'step', 'ArrowDown without a selection selects the first root');
+  await page.waitForFunction((s) => location.hash.includes(`view=${s}-`), before.start);
+  assert.match(await page.evaluate(() => location.hash), /^#files=train_step\.trace6\.jsonl&view=\d+-\d+&sel=0:step$/);
+  // Reload and open the same file: the same window and selection.
+  await page.reload();
+  await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  await openByPicker(page, file);
+  const after = await shown();
+  assert.ok(Math.abs(after.start - before.start) <= 1 && Math.abs(after.end - before.end) <= 1,
+    JSON.stringify({ before, after }));
+  assert.equal(after.selected, 'step');
+  await page.waitForSelector('[data-testid=span-details] dl.fields');
+  // Another file ignores (and then replaces) the fragment: it opens fitted, nothing selected.
+  await openByPicker(page, join(fixtures, 'findings_train.trace6.jsonl'));
+  assert.equal(await chart.getAttribute('data-selected'), '');
+  await page.waitForFunction(() => location.hash.startsWith('#files=findings_train.trace6.jsonl&'));
   assert.deepEqual(seen.errors, []);
   await page.close();
 });

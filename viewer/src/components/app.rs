@@ -249,7 +249,7 @@ pub fn App() -> impl IntoView {
                                 return;
                             };
                             Opened::Compare(Arc::new(CompareModel::new(
-                                base_name, &base, cand_name, cand,
+                                base_name, base, cand_name, cand,
                             )))
                         }
                         SetMode::Multi => match StepsModel::of_run(docs) {
@@ -595,7 +595,7 @@ fn TraceView(
             {file_top}
             <SummaryCards cards=model.cards.clone() />
             <CaptureSourcesView />
-            <Timeline />
+            <Timeline file_name=file_name.clone() />
             <SpanDetailsPanel />
             <div class="tables">
                 <OpTable />

@@ -1,7 +1,8 @@
 //! Comparing two traces: the "Compare…" picker (a baseline and a candidate, by file input or
 //! by drop on either target) and the view of [`CompareModel`]: the refusal with "compare
 //! anyway", summary deltas, the sortable path table, op deltas, memory by category, gradient
-//! changes and the candidate's timeline coloured by change.
+//! changes and both sides' lane groups in one flame chart coloured by change (a path row
+//! selects its span on both sides).
 
 use std::sync::Arc;
 
@@ -11,12 +12,13 @@ use wasm_bindgen::JsCast;
 use candle_trace_schema::analysis::compare::TraceComparison;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
-use super::groups::{FillFn, GroupTimeline, KeyFn};
+use super::sortable::sort_header;
+use super::timeline::{ChartGroup, Colours, FlameChart};
 use crate::model::compare::{
     change_fill, path_order, percent_text, signed_bytes, signed_count, signed_ns, Change,
     CompareModel, PathSort,
 };
-use crate::model::TraceModel;
+use crate::model::sort::SortState;
 use crate::timeline::palette::Theme;
 
 /// The first file of an input's or a drop's file list.
@@ -166,43 +168,39 @@ fn SummaryDeltas(
     }
 }
 
-/// Span name paths with their delta, sortable by every column.
+/// Span name paths with their delta, sortable by every column; a row picks its path.
 #[component]
 fn PathDeltas(
     /// The comparison.
     c: Arc<TraceComparison>,
+    /// Called with a row's path when it is clicked (or Enter/Space on it).
+    on_pick: Callback<String>,
+    /// The path picked last (its row is marked).
+    picked: Signal<Option<String>>,
 ) -> impl IntoView {
-    let sort = RwSignal::new((PathSort::AbsDelta, true));
+    let sort = RwSignal::new(SortState::new(PathSort::AbsDelta, true));
     let order = {
         let c = c.clone();
         Memo::new(move |_| {
-            let (key, desc) = sort.get();
-            path_order(&c.paths, key, desc)
+            let s = sort.get();
+            path_order(&c.paths, s.column, s.descending)
         })
     };
-    let header = move |key: PathSort, label: &'static str, numeric: bool| {
-        view! {
-            <th scope="col" class:num=numeric aria-sort=move || {
-                let (k, d) = sort.get();
-                if k == key { if d { "descending" } else { "ascending" } } else { "none" }
-            }>
-                <button
-                    type="button"
-                    class="sort"
-                    data-testid=format!("sort-paths-{}", key.as_str())
-                    on:click=move |_| sort.update(|(k, d)| {
-                        if *k == key { *d = !*d } else { *k = key; *d = true }
-                    })
-                >
-                    {label}
-                </button>
-            </th>
-        }
+    let header = move |column: PathSort, label: &'static str, numeric: bool| {
+        // Every column starts largest (or last) first.
+        sort_header(
+            label,
+            column,
+            sort,
+            true,
+            Some(format!("sort-paths-{}", column.as_str())),
+            numeric,
+        )
     };
     view! {
         <section class="compare-paths">
             <h3>"Span paths"</h3>
-            <table data-testid="path-deltas" data-sort=move || { let (k, d) = sort.get(); format!("{}:{}", k.as_str(), if d { "desc" } else { "asc" }) }>
+            <table data-testid="path-deltas" data-sort=move || { let s = sort.get(); format!("{}:{}", s.column.as_str(), if s.descending { "desc" } else { "asc" }) }>
                 <thead><tr>
                     {header(PathSort::Path, "path", false)}
                     {header(PathSort::Base, "baseline", true)}
@@ -216,8 +214,18 @@ fn PathDeltas(
                         let c = c.clone();
                         order.get().into_iter().filter_map(move |i| {
                             let p = c.paths.get(i)?.clone();
+                            let (path_click, path_key, path_mark) = (p.path.clone(), p.path.clone(), p.path.clone());
                             Some(view! {
                                 <tr
+                                    tabindex="0"
+                                    class:active=move || picked.with(|x| x.as_deref() == Some(path_mark.as_str()))
+                                    on:click=move |_| on_pick.run(path_click.clone())
+                                    on:keydown=move |ev: web_sys::KeyboardEvent| {
+                                        if ev.key() == "Enter" || ev.key() == " " {
+                                            ev.prevent_default();
+                                            on_pick.run(path_key.clone());
+                                        }
+                                    }
                                     data-testid="path-delta"
                                     data-path=p.path.clone()
                                     data-presence=p.presence.as_str()
@@ -413,24 +421,73 @@ pub fn CompareView(
         move || {
             (comparable || forced.get()).then(|| {
                 let c = c.clone();
-                let cand = model.candidate.clone();
-                let groups: Arc<Vec<(String, Arc<TraceModel>)>> =
-                    Arc::new(vec![(format!("candidate: {}", model.cand_name), cand)]);
-                let fill: FillFn = {
-                    let model = model.clone();
-                    Arc::new(move |_, i, theme| change_fill(model.change(i), theme))
+                let groups = Arc::new(vec![
+                    ChartGroup::new(
+                        format!("baseline: {}", model.base_name),
+                        model.baseline.clone(),
+                        theme,
+                    ),
+                    ChartGroup::new(
+                        format!("candidate: {}", model.cand_name),
+                        model.candidate.clone(),
+                        theme,
+                    ),
+                ]);
+                let colours = {
+                    let (a, b) = (model.clone(), model.clone());
+                    Colours {
+                        fill: Arc::new(move |g, i, theme| change_fill(a.side_change(g, i), theme)),
+                        key: Arc::new(move |g, i| b.side_change(g, i).key()),
+                    }
                 };
-                let key: KeyFn = {
+                // The path the sides are aligned on when aligning by path: the last picked row
+                // or selected span's.
+                let picked: RwSignal<Option<String>> = RwSignal::new(None);
+                let by_path = RwSignal::new(false);
+                for (g, x) in groups.iter().enumerate() {
+                    let (sel, m) = (x.ctx.selected, x.ctx.model.clone());
+                    Effect::new(move |_| {
+                        if let Some(i) = sel.get() {
+                            let path = m.doc.span_path(i as usize);
+                            if picked.with_untracked(|p| p.as_deref() != Some(path.as_str())) {
+                                picked.set(Some(path));
+                            }
+                        }
+                        g
+                    });
+                }
+                let offsets = {
                     let model = model.clone();
-                    Arc::new(move |_, i| model.change(i).key())
+                    Memo::new(move |_| {
+                        let path = if by_path.get() { picked.get() } else { None };
+                        model.offsets(path.as_deref())
+                    })
+                };
+                // A row selects its path's first span on both sides and shows it.
+                let on_pick = {
+                    let model = model.clone();
+                    let groups = groups.clone();
+                    Callback::new(move |path: String| {
+                        let spans = model.spans_of_path(&path);
+                        for (x, span) in groups.iter().zip(spans) {
+                            x.ctx.selected.set(span);
+                        }
+                        picked.set(Some(path));
+                        // Show the candidate's span (the baseline's when the path vanished).
+                        let shown = groups.iter().zip(spans).rev().find_map(|(x, s)| Some((x, s?)));
+                        if let Some((x, s)) = shown {
+                            x.ctx.select_and_show(s);
+                        }
+                    })
                 };
                 let counts = model.change_counts;
+                let files = format!("{} + {}", model.base_name, model.cand_name);
                 view! {
                     <div class="compare-body" data-testid="compare-deltas">
                         <SummaryDeltas c=c.clone() />
                         <section class="compare-timeline">
                             <div class="timeline-bar">
-                                <h3>"Candidate timeline, coloured by change"</h3>
+                                <h3>"Baseline and candidate, coloured by change"</h3>
                                 <ul class="legend" aria-label="change legend">
                                     {Change::ALL.iter().zip(counts).map(|(ch, n)| {
                                         let ch = *ch;
@@ -441,12 +498,22 @@ pub fn CompareView(
                                             </li>
                                         }
                                     }).collect_view()}
-                                    <li class="legend-note">"each span takes its name path's change; grey = merged spans of mixed changes"</li>
+                                    <li class="legend-note">"counts: candidate spans; each span takes its name path's change (a vanished path's baseline spans count as faster); grey = merged spans of mixed changes"</li>
                                 </ul>
+                                <label>
+                                    "Align the sides at "
+                                    <select
+                                        data-testid="compare-align"
+                                        on:change=move |ev| by_path.set(event_target_value(&ev) == "path")
+                                    >
+                                        <option value="start" selected=true>"their measured-region starts"</option>
+                                        <option value="path">"the selected path's first span"</option>
+                                    </select>
+                                </label>
                             </div>
-                            <GroupTimeline groups=groups offsets=Signal::derive(|| vec![0]) fill=fill key=key theme=theme testid="compare-timeline" />
+                            <FlameChart groups=groups offsets=offsets colours=colours theme=theme files=files details=true />
                         </section>
-                        <PathDeltas c=c.clone() />
+                        <PathDeltas c=c.clone() on_pick=on_pick picked=picked.into() />
                         <div class="tables">
                             <OpDeltas c=c.clone() />
                             <MemoryDeltas c=c.clone() />

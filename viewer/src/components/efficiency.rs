@@ -2,8 +2,9 @@
 
 use leptos::prelude::*;
 
-use super::capture::NotCapturedNote;
+use super::missing::MissingPanel;
 use super::TraceContext;
+use crate::model::missing::Panel;
 
 /// Estimated FLOPs, FLOP/s, bytes moved per ns and dtype mix per op name.
 #[component]
@@ -13,22 +14,13 @@ pub fn EfficiencyView() -> impl IntoView {
     };
     let e = ctx.model.efficiency.clone();
     if e.count == 0 {
-        // No ops: say so when the source was off; a true 0 (layer_ops on) shows no panel.
-        return ctx
-            .model
-            .capture
-            .not_captured
-            .ops
-            .clone()
-            .map(|text| {
-                view! {
-                    <section class="efficiency panel" data-testid="efficiency">
-                        <h3>"Op efficiency"</h3>
-                        <NotCapturedNote what="ops" text=text />
-                    </section>
-                }
-            })
-            .into_any();
+        // No ops: "not captured (layer_ops off)" when the file says so, else that there are
+        // none; and how to capture them.
+        let not_captured = ctx.model.capture.not_captured.ops.clone();
+        return view! {
+            <MissingPanel panel=Panel::Ops class="efficiency panel" testid="efficiency" title="Op efficiency" not_captured=not_captured />
+        }
+        .into_any();
     }
     use crate::model::efficiency::si;
     view! {

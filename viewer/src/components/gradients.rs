@@ -2,49 +2,12 @@
 
 use leptos::prelude::*;
 
-use super::capture::NotCapturedNote;
+use super::missing::MissingPanel;
+use super::sortable::sort_header;
 use super::TraceContext;
 use crate::model::gradients::GradientSort;
-
-/// A sortable header of the gradient table.
-#[component]
-fn GradientHeader(
-    /// Column label.
-    label: &'static str,
-    /// The column it sorts by.
-    column: GradientSort,
-    /// The current sort.
-    sort: RwSignal<(GradientSort, bool)>,
-) -> impl IntoView {
-    let aria = move || {
-        let (c, desc) = sort.get();
-        match (c == column, desc) {
-            (false, _) => "none",
-            (true, true) => "descending",
-            (true, false) => "ascending",
-        }
-    };
-    view! {
-        <th scope="col" aria-sort=aria>
-            <button type="button" class="sort" data-testid=format!("gradients-sort-{}", label)
-                on:click=move |_| sort.update(|(c, desc)| {
-                    if *c == column {
-                        *desc = !*desc;
-                    } else {
-                        *c = column;
-                        *desc = column == GradientSort::Norm;
-                    }
-                })>
-                {label}
-                {move || match aria() {
-                    "descending" => " ▼",
-                    "ascending" => " ▲",
-                    _ => "",
-                }}
-            </button>
-        </th>
-    }
-}
+use crate::model::missing::Panel;
+use crate::model::sort::SortState;
 
 /// Gradient counts per state, the norm histogram (log scale) and every parameter, sortable,
 /// with a filter for problems (missing, zero, non-finite).
@@ -55,31 +18,22 @@ pub fn GradientView() -> impl IntoView {
     };
     let g = ctx.model.gradients.clone();
     if g.total == 0 {
-        // No gradient records: say so when the source was off (no per-state counts shown).
-        return ctx
-            .model
-            .capture
-            .not_captured
-            .gradients
-            .clone()
-            .map(|text| {
-                view! {
-                    <section class="gradients panel" data-testid="gradients">
-                        <h3>"Gradients"</h3>
-                        <NotCapturedNote what="gradients" text=text />
-                    </section>
-                }
-            })
-            .into_any();
+        // No gradient records: "not captured (gradients off)" when the file says so, else that
+        // there are none; and how to capture them (no per-state counts shown).
+        let not_captured = ctx.model.capture.not_captured.gradients.clone();
+        return view! {
+            <MissingPanel panel=Panel::Gradients class="gradients panel" testid="gradients" title="Gradients" not_captured=not_captured />
+        }
+        .into_any();
     }
     let table = std::sync::Arc::new(ctx.model.gradient_table.clone());
-    let sort = RwSignal::new((GradientSort::Review, false));
+    let sort = RwSignal::new(SortState::new(GradientSort::Review, false));
     let only_problems = RwSignal::new(false);
     let order = {
         let table = table.clone();
         Memo::new(move |_| {
-            let (s, desc) = sort.get();
-            table.view(s, desc, only_problems.get())
+            let s = sort.get();
+            table.view(s.column, s.descending, only_problems.get())
         })
     };
     let rows_table = table.clone();
@@ -136,12 +90,17 @@ pub fn GradientView() -> impl IntoView {
                     on:change=move |ev| only_problems.set(event_target_checked(&ev)) />
                 " only problems (missing, zero, non-finite)"
             </label>
-            <button type="button" class="link" on:click=move |_| sort.set((GradientSort::Review, false))>"review order"</button>
+            <button type="button" class="link" on:click=move |_| sort.set(SortState::new(GradientSort::Review, false))>"review order"</button>
             <table>
                 <thead><tr>
-                    <GradientHeader label="parameter" column=GradientSort::Parameter sort=sort />
-                    <GradientHeader label="state" column=GradientSort::State sort=sort />
-                    <GradientHeader label="norm" column=GradientSort::Norm sort=sort />
+                    {[("parameter", GradientSort::Parameter), ("state", GradientSort::State), ("norm", GradientSort::Norm)]
+                        .into_iter()
+                        .map(|(label, column)| {
+                            // Norms start largest first; names and states problems/A first.
+                            let first_desc = column == GradientSort::Norm;
+                            sort_header(label, column, sort, first_desc, Some(format!("gradients-sort-{label}")), false)
+                        })
+                        .collect_view()}
                 </tr></thead>
                 <tbody>
                     {move || {

@@ -2,8 +2,9 @@
 
 use leptos::prelude::*;
 
-use super::capture::NotCapturedNote;
+use super::missing::MissingPanel;
 use super::TraceContext;
+use crate::model::missing::Panel;
 
 /// The peak (where, when, by category), device peaks and the largest allocations live at the
 /// peak; a row's span is selectable.
@@ -16,13 +17,7 @@ pub fn MemoryView() -> impl IntoView {
     let Some(peak) = m.peak.clone() else {
         let not_captured = ctx.model.capture.not_captured.memory.clone();
         return view! {
-            <section class="memory" data-testid="memory">
-                <h3>"Memory"</h3>
-                {match not_captured {
-                    Some(text) => view! { <NotCapturedNote what="memory" text=text /> }.into_any(),
-                    None => view! { <p class="muted">"No memory events."</p> }.into_any(),
-                }}
-            </section>
+            <MissingPanel panel=Panel::Memory class="memory" testid="memory" title="Memory" not_captured=not_captured />
         }
         .into_any();
     };

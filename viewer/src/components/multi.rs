@@ -1,6 +1,6 @@
 //! Several traces at once: reading them (one worker after another), and the view of a
 //! [`MultiModel`]: each file's eight numbers and the totals, per-file offsets, and the files'
-//! lanes on one time axis.
+//! lane groups in one flame chart.
 
 use std::sync::Arc;
 
@@ -10,13 +10,12 @@ use candle_trace_schema::analysis::summary::TraceSummary;
 use candle_trace_schema::format::detect::AnyDocument;
 use candle_trace_schema::format::document::TraceDocument;
 
-use super::groups::{FillFn, GroupTimeline, KeyFn};
-use super::timeline::step_key;
+use super::timeline::{ChartGroup, Colours, FlameChart};
 use crate::load::{LoadError, Source};
 use crate::model::multi::{offset_ns_of_us_text, total_rule, us_text_of_offset_ns, MultiModel};
 use crate::model::summary::trace_cards;
-use crate::model::TraceModel;
-use crate::timeline::palette::{span_fill, Theme};
+use crate::timeline::layout::ChartLayout;
+use crate::timeline::palette::Theme;
 use crate::worker::{self, Stage};
 
 /// Read `files` one after another (each in its own worker, so cancelling stops the one running)
@@ -85,40 +84,36 @@ pub fn MultiView(
     theme: Signal<Theme>,
 ) -> impl IntoView {
     let offsets = RwSignal::new(model.auto_offsets());
-    let groups: Arc<Vec<(String, Arc<TraceModel>)>> = Arc::new(
+    let groups: Arc<Vec<ChartGroup>> = Arc::new(
         model
             .files
             .iter()
-            .map(|f| (f.name.clone(), f.model.clone()))
+            .map(|f| ChartGroup::new(f.name.clone(), f.model.clone(), theme))
             .collect(),
     );
-    let fill: FillFn = {
-        let groups = groups.clone();
-        Arc::new(move |g, i, theme| {
-            groups
-                .get(g)
-                .and_then(|(_, m)| m.doc.spans.get(i as usize))
-                .map_or("#888888", |s| span_fill(s.step, s.span_kind, theme))
-        })
-    };
-    let key: KeyFn = {
-        let groups = groups.clone();
-        Arc::new(move |g, i| groups.get(g).map_or(0, |(_, m)| step_key(m, i)))
-    };
+    let colours = Colours::by_step(&groups);
+    let files = model
+        .files
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(" + ");
     let totals = {
         let model = model.clone();
         Memo::new(move |_| model.totals(&offsets.get()))
     };
-    let axis_start = {
-        let groups = groups.clone();
+    // The chart's axis origin: each group's shift is its offset minus it.
+    let axis_origin = {
+        let model = model.clone();
         Memo::new(move |_| {
             let offs = offsets.get();
-            let pairs: Vec<_> = groups
+            let pairs: Vec<_> = model
+                .files
                 .iter()
                 .enumerate()
-                .map(|(g, (_, m))| (&m.lanes, offs.get(g).copied().unwrap_or(0)))
+                .map(|(g, f)| (&f.model.lanes, offs.get(g).copied().unwrap_or(0)))
                 .collect();
-            crate::timeline::groups::SharedAxis::of(&pairs).start_ns
+            ChartLayout::new(&pairs).origin_ns
         })
     };
     let n = model.files.len();
@@ -178,7 +173,7 @@ pub fn MultiView(
                                     data-offset-ns=move || offsets.with(|o| o.get(i).copied().unwrap_or(0)).to_string()
                                     data-shift-ns=move || {
                                         let o = offsets.with(|o| o.get(i).copied().unwrap_or(0));
-                                        (i128::from(o) - i128::from(axis_start.get())).to_string()
+                                        (i128::from(o) - i128::from(axis_origin.get())).to_string()
                                     }
                                 >
                                     <th scope="row">{f.name.clone()}</th>
@@ -205,7 +200,7 @@ pub fn MultiView(
             </section>
             <section class="timeline" aria-label="timeline of all files">
                 <h3>"Timeline"</h3>
-                <GroupTimeline groups=groups offsets=offsets.into() fill=fill key=key theme=theme testid="multi-timeline" />
+                <FlameChart groups=groups offsets=offsets colours=colours theme=theme files=files details=true />
             </section>
         </section>
     }

@@ -2,8 +2,10 @@
 
 use leptos::prelude::*;
 
+use super::missing::MissingPanel;
 use super::tables::ShowAllRows;
 use super::TraceContext;
+use crate::model::missing::Panel;
 use crate::model::modules::SHOWN_ROWS;
 
 /// Forward / backward / optimizer / other of the measured region (a bar and a table), and
@@ -15,7 +17,10 @@ pub fn PhasesView() -> impl IntoView {
     };
     let p = ctx.model.phases.clone();
     if p.rows.is_empty() {
-        return ().into_any();
+        return view! {
+            <MissingPanel panel=Panel::Phases class="phases panel" testid="phases" title="Training phases" not_captured=None />
+        }
+        .into_any();
     }
     // A model with thousands of module paths would make thousands of rows (a 1M-span trace's
     // 6 667 made 54 000 elements and a 0.7 s layout): the heaviest first, the rest on request.

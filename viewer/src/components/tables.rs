@@ -7,9 +7,11 @@ use leptos::prelude::*;
 use candle_trace_schema::analysis::ops::OpGrouping;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
+use super::sortable::sort_header;
 use super::TraceContext;
 use crate::model::modules::{rows_shown_text, SHOWN_ROWS};
 use crate::model::ops::{op_rows, rate_text, sort_op_rows, OpColumn};
+use crate::model::sort::SortState;
 use crate::model::spans::{span_rows, SpanOrder};
 use crate::timeline::palette::{kind_name, step_name};
 
@@ -46,55 +48,6 @@ pub fn ShowAllRows(
     }
 }
 
-/// A sortable column header.
-#[component]
-fn SortHeader(
-    /// Column label.
-    label: &'static str,
-    /// The column it sorts by.
-    column: OpColumn,
-    /// The current sort.
-    sort: RwSignal<(OpColumn, bool)>,
-) -> impl IntoView {
-    let aria = move || {
-        let (c, desc) = sort.get();
-        if c == column {
-            if desc {
-                "descending"
-            } else {
-                "ascending"
-            }
-        } else {
-            "none"
-        }
-    };
-    view! {
-        <th scope="col" aria-sort=aria>
-            <button
-                type="button"
-                class="sort"
-                on:click=move |_| {
-                    sort.update(|(c, desc)| {
-                        if *c == column {
-                            *desc = !*desc;
-                        } else {
-                            *c = column;
-                            *desc = column != OpColumn::Name;
-                        }
-                    })
-                }
-            >
-                {label}
-                {move || match aria() {
-                    "descending" => " ▼",
-                    "ascending" => " ▲",
-                    _ => "",
-                }}
-            </button>
-        </th>
-    }
-}
-
 /// Ops grouped by name or by (name, shape, dtype), sortable by every column.
 #[component]
 pub fn OpTable() -> impl IntoView {
@@ -102,7 +55,7 @@ pub fn OpTable() -> impl IntoView {
         return ().into_any();
     };
     let by_shape = RwSignal::new(false);
-    let sort = RwSignal::new((OpColumn::Total, true));
+    let sort = RwSignal::new(SortState::new(OpColumn::Total, true));
     let active: RwSignal<Option<usize>> = RwSignal::new(None);
     let rows = {
         let model = ctx.model.clone();
@@ -113,8 +66,8 @@ pub fn OpTable() -> impl IntoView {
                 OpGrouping::Name
             };
             let mut rows = op_rows(&model.doc, grouping);
-            let (c, desc) = sort.get();
-            sort_op_rows(&mut rows, c, desc);
+            let s = sort.get();
+            sort_op_rows(&mut rows, s.column, s.descending);
             Arc::new(rows)
         })
     };
@@ -139,14 +92,19 @@ pub fn OpTable() -> impl IntoView {
             <table>
                 <thead>
                     <tr>
-                        <SortHeader label="op" column=OpColumn::Name sort=sort />
+                        {sort_header("op", OpColumn::Name, sort, false, None, false)}
                         {move || by_shape.get().then(|| view! { <th scope="col">"shape"</th><th scope="col">"dtype"</th> })}
-                        <SortHeader label="count" column=OpColumn::Count sort=sort />
-                        <SortHeader label="total" column=OpColumn::Total sort=sort />
-                        <SortHeader label="mean" column=OpColumn::Mean sort=sort />
-                        <SortHeader label="max" column=OpColumn::Max sort=sort />
-                        <SortHeader label="output" column=OpColumn::OutputBytes sort=sort />
-                        <SortHeader label="bytes/ns" column=OpColumn::BytesPerNs sort=sort />
+                        {[
+                            ("count", OpColumn::Count),
+                            ("total", OpColumn::Total),
+                            ("mean", OpColumn::Mean),
+                            ("max", OpColumn::Max),
+                            ("output", OpColumn::OutputBytes),
+                            ("bytes/ns", OpColumn::BytesPerNs),
+                        ]
+                            .into_iter()
+                            .map(|(label, column)| sort_header(label, column, sort, true, None, true))
+                            .collect_view()}
                     </tr>
                 </thead>
                 <tbody>

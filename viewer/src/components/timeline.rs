@@ -1,43 +1,163 @@
-//! The flame chart: a `<canvas>` painted from [`crate::timeline`]'s blocks and ticks, a
-//! minimap, a hover tooltip, search, and zoom/pan by wheel, drag and the WASD keys.
+//! The flame chart, one component for every view: one lane group (a file), several (files on
+//! one axis) or two (a comparison's sides). It paints the display list of
+//! [`crate::timeline::scene`], hands keys, wheel and drags to [`crate::timeline::input`], and
+//! keeps its window and selection in the URL fragment ([`crate::timeline::fragment`]).
+//! Each group is a [`TraceContext`]: its model and its own selection, highlights and focus
+//! requests, so the tables and the details panel of a file talk to the chart as they always did.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use leptos::context::Provider;
 use leptos::html::Canvas;
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 use web_sys::CanvasRenderingContext2d;
 
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::events::SpanKind;
 
+use super::details::SpanDetailsPanel;
 use super::TraceContext;
 use crate::model::spans::{navigate, SpanMove};
-use crate::model::TraceModel;
-use crate::timeline::lod::{visible_blocks_keyed, Block};
-use crate::timeline::memory_curve::column_max;
+use crate::timeline::fragment::ChartState;
+use crate::timeline::input::{
+    key_action, reveal, show, to_match, view_after, wheel, Drag, KeyAction, Nav,
+};
+use crate::timeline::lanes::{Lanes, SpanExtent};
+use crate::timeline::layout::{ChartLayout, GROUP_HEADER_PX, LANE_PX};
+use crate::timeline::memory_curve::curve_lines;
 use crate::timeline::minimap::{tooltip_position, view_for_minimap_click, window_on_minimap};
 use crate::timeline::palette::{
-    axis_color, device_color, highlight_color, kind_name, label_color, merged_fill, span_fill,
+    axis_color, colour_key, device_color, highlight_color, kind_name, merged_fill, span_fill,
     step_name, Theme, STEP_LEGEND,
 };
-use crate::timeline::search::{matching_spans, step_match};
-use crate::timeline::ticks::ticks;
+use crate::timeline::scene::{
+    hit, minimap_rects, scene, Marks, Rect, Scene, SpanRef, SpanSource, MINIMAP_PX,
+};
+use crate::timeline::search::{matching_spans, merge_by_time, step_match};
 use crate::timeline::viewport::Viewport;
 
-/// Height of one lane in CSS pixels.
-const LANE_PX: f64 = 20.0;
-/// Height of the time axis above the lanes.
-const AXIS_PX: f64 = 22.0;
-/// Height of the minimap.
-const MINIMAP_PX: f64 = 36.0;
 /// Width the tooltip is assumed to have when placing it (its CSS `max-width`).
 const TOOLTIP_PX: f64 = 320.0;
-/// A mouse that moved less than this between press and release clicked.
-const CLICK_SLOP_PX: f64 = 3.0;
+/// Height of the memory strip.
+const MEMORY_PX: f64 = 48.0;
+/// The URL fragment is written this long after the last change of window or selection.
+const FRAGMENT_DELAY: Duration = Duration::from_millis(250);
+
+/// A span's fill: (group, span index, theme) → CSS colour.
+pub type FillFn = Arc<dyn Fn(usize, u32, Theme) -> &'static str + Send + Sync>;
+/// A span's colour key for level-of-detail merging: (group, span index) → key.
+pub type KeyFn = Arc<dyn Fn(usize, u32) -> u32 + Send + Sync>;
+
+/// How a chart colours spans.
+#[derive(Clone)]
+pub struct Colours {
+    /// Each span's fill.
+    pub fill: FillFn,
+    /// Each span's colour key: merged blocks of different keys are drawn grey.
+    pub key: KeyFn,
+}
+
+impl Colours {
+    /// By step (hue) and kind (shade), the page's usual colours.
+    pub fn by_step(groups: &Arc<Vec<ChartGroup>>) -> Self {
+        let (a, b) = (groups.clone(), groups.clone());
+        Colours {
+            fill: Arc::new(move |g, i, theme| {
+                a.get(g)
+                    .and_then(|x| x.ctx.model.doc.spans.get(i as usize))
+                    .map_or(merged_fill(theme), |s| {
+                        span_fill(s.step, s.span_kind, theme)
+                    })
+            }),
+            key: Arc::new(move |g, i| {
+                b.get(g)
+                    .and_then(|x| x.ctx.model.doc.spans.get(i as usize))
+                    .map_or(0, |s| colour_key(s.step, s.span_kind))
+            }),
+        }
+    }
+}
+
+/// One lane group: a name (its header row when there are several) and the file's context.
+#[derive(Clone)]
+pub struct ChartGroup {
+    /// Shown above the group's lanes.
+    pub label: String,
+    /// The file's model, selection, highlights and focus requests.
+    pub ctx: TraceContext,
+}
+
+impl ChartGroup {
+    /// A group with fresh signals for `model`.
+    pub fn new(label: String, model: Arc<crate::model::TraceModel>, theme: Signal<Theme>) -> Self {
+        ChartGroup {
+            label,
+            ctx: TraceContext {
+                model,
+                selected: RwSignal::new(None),
+                highlighted: RwSignal::new(Arc::new(Vec::new())),
+                focus: RwSignal::new(None),
+                theme,
+            },
+        }
+    }
+}
+
+/// Each group's spans' colour keys, computed once: level of detail asks for a key per span
+/// in view, a million times a frame when a million spans are in view.
+type Keys = Arc<Vec<Vec<u8>>>;
+
+fn keys_of(groups: &[ChartGroup], colours: &Colours) -> Keys {
+    Arc::new(
+        groups
+            .iter()
+            .enumerate()
+            .map(|(g, x)| {
+                (0..x.ctx.model.doc.spans.len() as u32)
+                    .map(|i| u8::try_from((colours.key)(g, i)).unwrap_or(u8::MAX))
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+/// The groups as [`SpanSource`] for one frame.
+struct Source<'a> {
+    groups: &'a [ChartGroup],
+    colours: &'a Colours,
+    keys: &'a [Vec<u8>],
+    theme: Theme,
+}
+
+impl SpanSource for Source<'_> {
+    fn lanes(&self, g: usize) -> Option<&Lanes> {
+        self.groups.get(g).map(|x| &x.ctx.model.lanes)
+    }
+    fn name(&self, g: usize, span: u32) -> &str {
+        self.groups
+            .get(g)
+            .and_then(|x| x.ctx.model.doc.spans.get(span as usize))
+            .map_or("", |s| s.name.as_str())
+    }
+    fn fill(&self, g: usize, span: u32) -> &'static str {
+        (self.colours.fill)(g, span, self.theme)
+    }
+    fn key(&self, g: usize, span: u32) -> u32 {
+        self.keys
+            .get(g)
+            .and_then(|k| k.get(span as usize))
+            .map_or(0, |&k| u32::from(k))
+    }
+    fn extent(&self, g: usize, span: u32) -> Option<SpanExtent> {
+        self.groups.get(g)?.ctx.model.extent(span)
+    }
+}
 
 /// The 2D context of a canvas sized to its CSS box times the device pixel ratio, with the
 /// transform set so that drawing uses CSS pixels. Returns the CSS width too.
-pub(super) fn prepare(
+fn prepare(
     canvas: &web_sys::HtmlCanvasElement,
     css_height: f64,
 ) -> Option<(CanvasRenderingContext2d, f64)> {
@@ -61,338 +181,444 @@ pub(super) fn prepare(
     Some((ctx, css_width))
 }
 
-/// The part of `name` that fits `width_px` (an estimate at 7 px per character).
-pub(super) fn fit_label(name: &str, width_px: f64) -> Option<String> {
-    let room = ((width_px - 6.0) / 7.0).floor();
-    if room < 3.0 {
-        return None;
-    }
-    let room = room as usize;
-    if name.chars().count() <= room {
-        Some(name.to_string())
-    } else {
-        let mut s: String = name.chars().take(room.saturating_sub(1)).collect();
-        s.push('…');
-        Some(s)
+/// Fill rectangles, setting the fill only when it changes.
+fn fill_rects(ctx: &CanvasRenderingContext2d, rects: &[Rect]) {
+    let mut current = "";
+    for r in rects {
+        if r.fill != current {
+            ctx.set_fill_style_str(r.fill);
+            current = r.fill;
+        }
+        ctx.fill_rect(r.x, r.y, r.w, r.h);
+        if let Some((label, colour)) = &r.label {
+            ctx.set_fill_style_str(colour);
+            current = colour;
+            let _ = ctx.fill_text(label, r.x + 3.0, r.y + LANE_PX - 7.0);
+        }
     }
 }
 
-/// What picks a span's colour: its step and kind.
-pub(super) fn step_key(model: &TraceModel, i: u32) -> u32 {
-    model.doc.spans.get(i as usize).map_or(0, |s| {
-        let step = match s.step {
-            None => 0,
-            Some(candle_trace_schema::format::events::Step::Forward) => 1,
-            Some(candle_trace_schema::format::events::Step::Backward) => 2,
-            Some(candle_trace_schema::format::events::Step::Optimizer) => 3,
-        };
-        step * 4 + s.span_kind as u32
-    })
-}
-
-/// Paint the lanes, the axis and the outlines.
-fn paint(
-    canvas: &web_sys::HtmlCanvasElement,
-    model: &TraceModel,
-    view: &Viewport,
-    selected: Option<u32>,
-    highlighted: &[u32],
-    theme: Theme,
-) {
-    let height = AXIS_PX + LANE_PX * model.lanes.len().max(1) as f64;
-    let Some((ctx, _)) = prepare(canvas, height) else {
+/// Paint a scene.
+fn paint(canvas: &web_sys::HtmlCanvasElement, s: &Scene, theme: Theme) {
+    let Some((ctx, width)) = prepare(canvas, s.height_px) else {
         return;
     };
-    // Axis.
+    let axis = crate::timeline::layout::AXIS_PX;
     ctx.set_font("11px system-ui, sans-serif");
     ctx.set_fill_style_str(axis_color(theme));
     ctx.set_stroke_style_str(axis_color(theme));
     ctx.set_line_width(1.0);
-    for t in ticks(view, 90.0) {
+    for t in &s.ticks {
         let x = t.x.round() + 0.5;
         ctx.begin_path();
-        ctx.move_to(x, AXIS_PX - 6.0);
-        ctx.line_to(x, height);
+        ctx.move_to(x, axis - 6.0);
+        ctx.line_to(x, s.height_px);
         ctx.set_global_alpha(0.25);
         ctx.stroke();
         ctx.set_global_alpha(1.0);
-        let _ = ctx.fill_text(&t.label, x + 3.0, AXIS_PX - 8.0);
+        let _ = ctx.fill_text(&t.label, x + 3.0, axis - 8.0);
     }
-    // Lanes.
+    ctx.set_font("bold 12px system-ui, sans-serif");
+    for h in &s.headers {
+        ctx.fill_rect(0.0, h.y, width, 1.0);
+        let _ = ctx.fill_text(&h.label, 4.0, h.y + GROUP_HEADER_PX - 5.0);
+    }
     ctx.set_font("12px system-ui, sans-serif");
-    for (depth, lane) in model.lanes.lanes.iter().enumerate() {
-        let y = AXIS_PX + depth as f64 * LANE_PX;
-        for b in visible_blocks_keyed(lane, view, |i| step_key(model, i)) {
-            // Lanes are built from this document's spans: every block's span index is valid.
-            let span = &model.doc.spans[b.span as usize];
-            let fill = if b.mixed {
-                merged_fill(theme)
-            } else {
-                span_fill(span.step, span.span_kind, theme)
-            };
-            ctx.set_fill_style_str(fill);
-            ctx.fill_rect(b.x0, y + 1.0, (b.x1 - b.x0 - 0.5).max(1.0), LANE_PX - 2.0);
-            if !b.is_merged() {
-                if let Some(label) = fit_label(&span.name, b.x1 - b.x0) {
-                    ctx.set_fill_style_str(label_color(fill));
-                    let _ = ctx.fill_text(&label, b.x0 + 3.0, y + LANE_PX - 6.0);
-                }
-            }
-        }
-    }
-    // Outlines: highlights thin, selection thick; only those in view are drawn.
-    let outline = |i: u32, width: f64| {
-        let Some(extent) = model.extent(i) else {
-            return;
-        };
-        let depth = extent.depth;
-        let (x0, x1) = (
-            view.x_from_ns(extent.start_ns as f64),
-            view.x_from_ns(extent.end_ns as f64),
-        );
-        if x1 < 0.0 || x0 > view.width_px {
-            return;
-        }
-        let (x0, x1) = (x0.max(-2.0), x1.min(view.width_px + 2.0).max(x0 + 1.0));
-        let y = AXIS_PX + f64::from(depth) * LANE_PX;
-        ctx.set_stroke_style_str(highlight_color(theme));
-        ctx.set_line_width(width);
-        ctx.stroke_rect(x0 + 0.5, y + 1.0, x1 - x0 - 1.0, LANE_PX - 2.0);
-    };
-    for &i in highlighted.iter().take(20_000) {
-        outline(i, 1.5);
-    }
-    if let Some(i) = selected {
-        outline(i, 3.0);
+    fill_rects(&ctx, &s.rects);
+    ctx.set_stroke_style_str(highlight_color(theme));
+    for o in &s.outlines {
+        ctx.set_line_width(o.line_px);
+        ctx.stroke_rect(o.x, o.y, o.w, o.h);
     }
 }
 
-/// Paint the minimap: every lane squeezed into the strip, and the visible window.
-/// The minimap's blocks for one width: (lane, block) pairs, computed once per width because
-/// the minimap always shows the whole run.
-type MinimapBlocks = (f64, Vec<(usize, Block)>);
+/// The minimap's rectangles for one width and layout (the minimap always shows everything).
+type MinimapCache = Option<(f64, Arc<ChartLayout>, Theme, Vec<Rect>)>;
 
+/// Paint the minimap and the visible window on it.
 fn paint_minimap(
     canvas: &web_sys::HtmlCanvasElement,
-    model: &TraceModel,
+    layout: &Arc<ChartLayout>,
+    src: &Source<'_>,
     view: &Viewport,
-    theme: Theme,
-    cache: StoredValue<Option<MinimapBlocks>>,
+    cache: StoredValue<MinimapCache>,
 ) {
     let Some((ctx, width)) = prepare(canvas, MINIMAP_PX) else {
         return;
     };
-    if cache.with_value(|c| c.as_ref().is_none_or(|(w, _)| (*w - width).abs() > 0.5)) {
-        let whole = Viewport::fit(model.lanes.start_ns, model.lanes.end_ns, width);
-        let blocks = model
-            .lanes
-            .lanes
-            .iter()
-            .enumerate()
-            .flat_map(|(depth, lane)| {
-                visible_blocks_keyed(lane, &whole, |i| step_key(model, i))
-                    .into_iter()
-                    .map(move |b| (depth, b))
-            })
-            .collect();
-        cache.set_value(Some((width, blocks)));
+    let stale = cache.with_value(|c| {
+        c.as_ref().is_none_or(|(w, l, t, _)| {
+            (*w - width).abs() > 0.5 || !Arc::ptr_eq(l, layout) || *t != src.theme
+        })
+    });
+    if stale {
+        let rects = minimap_rects(layout, src, width, merged_fill(src.theme));
+        cache.set_value(Some((width, layout.clone(), src.theme, rects)));
     }
-    let lane_h = (MINIMAP_PX / model.lanes.len().max(1) as f64).min(6.0);
     cache.with_value(|c| {
-        for (depth, b) in c.iter().flat_map(|(_, blocks)| blocks.iter()) {
-            let span = &model.doc.spans[b.span as usize];
-            ctx.set_fill_style_str(if b.mixed {
-                merged_fill(theme)
-            } else {
-                span_fill(span.step, span.span_kind, theme)
-            });
-            ctx.fill_rect(
-                b.x0,
-                *depth as f64 * lane_h,
-                (b.x1 - b.x0).max(1.0),
-                lane_h.max(1.0),
-            );
+        if let Some((_, _, _, rects)) = c {
+            fill_rects(&ctx, rects);
         }
     });
     let (x0, x1) = window_on_minimap(view, width);
-    ctx.set_stroke_style_str(highlight_color(theme));
+    ctx.set_stroke_style_str(highlight_color(src.theme));
     ctx.set_line_width(2.0);
     ctx.stroke_rect(x0 + 1.0, 1.0, (x1 - x0 - 2.0).max(1.0), MINIMAP_PX - 2.0);
 }
 
-/// Height of the memory strip.
-const MEMORY_PX: f64 = 48.0;
-
-/// Paint each device's live bytes under the chart, on one scale (the largest device peak).
+/// Paint every group's devices' live bytes on one scale (the largest peak).
 fn paint_memory(
     canvas: &web_sys::HtmlCanvasElement,
-    model: &TraceModel,
+    groups: &[ChartGroup],
+    layout: &ChartLayout,
     view: &Viewport,
     theme: Theme,
 ) {
     let Some((ctx, _)) = prepare(canvas, MEMORY_PX) else {
         return;
     };
-    let top = model
-        .memory_curves
+    let curves = groups
         .iter()
-        .map(|c| c.peak_bytes)
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
-    let y_of = |bytes: u64| MEMORY_PX - 2.0 - (bytes as f64 / top) * (MEMORY_PX - 4.0);
-    for (i, curve) in model.memory_curves.iter().enumerate() {
+        .enumerate()
+        .flat_map(|(g, x)| x.ctx.model.memory_curves.iter().map(move |c| (g, c)));
+    let top = curves.clone().map(|(_, c)| c.peak_bytes).max().unwrap_or(0);
+    for (i, (g, curve)) in curves.enumerate() {
         ctx.set_stroke_style_str(device_color(i, theme));
         ctx.set_line_width(1.5);
         ctx.begin_path();
-        let mut drawing = false;
-        for (x, v) in column_max(curve, view).into_iter().enumerate() {
-            match v {
-                Some(bytes) => {
-                    let (x, y) = (x as f64 + 0.5, y_of(bytes));
-                    if drawing {
-                        ctx.line_to(x, y);
-                    } else {
-                        ctx.move_to(x, y);
-                        drawing = true;
-                    }
-                }
-                None => drawing = false,
+        for line in curve_lines(curve, &layout.group_view(view, g), top, MEMORY_PX) {
+            let mut points = line.into_iter();
+            if let Some((x, y)) = points.next() {
+                ctx.move_to(x, y);
+            }
+            for (x, y) in points {
+                ctx.line_to(x, y);
             }
         }
         ctx.stroke();
     }
 }
 
+/// The page's URL fragment, as chart state.
+fn read_fragment() -> ChartState {
+    let hash = web_sys::window().and_then(|w| w.location().hash().ok());
+    ChartState::parse(&hash.unwrap_or_default())
+}
+
+/// Replace the URL fragment without a history entry or a scroll.
+fn write_fragment(fragment: &str) {
+    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(fragment));
+    }
+}
+
+fn span_move(nav: Nav) -> SpanMove {
+    match nav {
+        Nav::Parent => SpanMove::Parent,
+        Nav::FirstChild => SpanMove::FirstChild,
+        Nav::PrevSibling => SpanMove::PrevSibling,
+        Nav::NextSibling => SpanMove::NextSibling,
+    }
+}
+
 /// What the tooltip shows.
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 struct Hover {
     x: f64,
     y: f64,
-    span: u32,
+    span: SpanRef,
 }
 
-/// The flame chart with its minimap, legend, search and tooltip.
+/// The flame chart of one or more lane groups on one time axis, with its search, minimap,
+/// tooltip, memory strip and (optionally) the selected span's details.
 #[component]
-pub fn Timeline() -> impl IntoView {
-    let Some(ctx) = use_context::<TraceContext>() else {
-        return view! { <p>"no trace"</p> }.into_any();
-    };
-    let model = ctx.model.clone();
+pub fn FlameChart(
+    /// The lane groups, top to bottom.
+    groups: Arc<Vec<ChartGroup>>,
+    /// Each group's offset on the shared axis (ns).
+    #[prop(into)]
+    offsets: Signal<Vec<i64>>,
+    /// How spans are coloured.
+    colours: Colours,
+    /// Light or dark.
+    theme: Signal<Theme>,
+    /// The opened files' names: a URL fragment is restored only for the same names.
+    files: String,
+    /// Show the selected span's details under the chart (the one-file page shows its own).
+    #[prop(optional)]
+    details: bool,
+) -> impl IntoView {
+    let keys = keys_of(&groups, &colours);
     let canvas_ref = NodeRef::<Canvas>::new();
     let minimap_ref = NodeRef::<Canvas>::new();
     let memory_ref = NodeRef::<Canvas>::new();
-    let view_sig = RwSignal::new(Viewport::fit(
-        model.lanes.start_ns,
-        model.lanes.end_ns,
-        1000.0,
-    ));
+    let layout = {
+        let groups = groups.clone();
+        Memo::new(move |_| {
+            let offs = offsets.get();
+            let pairs: Vec<(&Lanes, i64)> = groups
+                .iter()
+                .enumerate()
+                .map(|(g, x)| (&x.ctx.model.lanes, offs.get(g).copied().unwrap_or(0)))
+                .collect();
+            Arc::new(ChartLayout::new(&pairs))
+        })
+    };
+    let view_sig = RwSignal::new(layout.get_untracked().fit(1000.0));
+    // The axis bounds the view was last given.
+    let fitted = StoredValue::new(layout.with_untracked(|l| (l.start_ns, l.end_ns)));
+    // The group whose selection the details, F and the arrow keys use.
+    let active = RwSignal::new(0usize);
     let hover: RwSignal<Option<Hover>> = RwSignal::new(None);
-    // (press x, viewport at press, moved) while the mouse is down on the chart.
-    let drag: StoredValue<Option<(f64, Viewport, bool)>> = StoredValue::new(None);
+    let drag: StoredValue<Option<Drag>> = StoredValue::new(None);
     let minimap_drag = StoredValue::new(false);
-    let minimap_cache: StoredValue<Option<MinimapBlocks>> = StoredValue::new(None);
+    let minimap_cache: StoredValue<MinimapCache> = StoredValue::new(None);
+    // Whether the view has been fitted to the canvas's real width yet.
+    let sized = StoredValue::new(false);
+    let pending = StoredValue::new(Some(read_fragment()).filter(|s| s.files == files));
     let resize_tick = RwSignal::new(0u32);
     let resize = window_event_listener(leptos::ev::resize, move |_| {
         resize_tick.update(|t| *t = t.wrapping_add(1))
     });
-    // A second file replaces this timeline: stop listening then.
+    // Another file replaces this chart: stop listening then.
     on_cleanup(move || resize.remove());
+
+    // The current selection: the active group's, else the first group's that has one.
+    let current = {
+        let groups = groups.clone();
+        move || -> Option<SpanRef> {
+            let of = |g: usize| {
+                groups
+                    .get(g)
+                    .and_then(|x| x.ctx.selected.get().map(|span| SpanRef { group: g, span }))
+            };
+            of(active.get()).or_else(|| (0..groups.len()).find_map(of))
+        }
+    };
+    // Select one span (or none): every other group's selection is cleared.
+    let select = {
+        let groups = groups.clone();
+        move |r: Option<SpanRef>| {
+            for (g, x) in groups.iter().enumerate() {
+                let want = r.filter(|r| r.group == g).map(|r| r.span);
+                if x.ctx.selected.get_untracked() != want {
+                    x.ctx.selected.set(want);
+                }
+            }
+            if let Some(r) = r {
+                active.set(r.group);
+            }
+        }
+    };
+    // A span's [start, end] in axis time.
+    let extent_axis = {
+        let groups = groups.clone();
+        move |r: SpanRef| -> Option<(f64, f64)> {
+            let e = groups.get(r.group)?.ctx.model.extent(r.span)?;
+            let l = layout.get_untracked();
+            Some((l.to_axis(r.group, e.start_ns), l.to_axis(r.group, e.end_ns)))
+        }
+    };
+
+    // Search over every group; the matches become each group's highlights.
     let query = RwSignal::new(String::new());
     let current_match: RwSignal<Option<usize>> = RwSignal::new(None);
     let matches = {
-        let model = model.clone();
+        let groups = groups.clone();
         Memo::new(move |_| {
-            Arc::new(matching_spans(
-                model
-                    .doc
-                    .spans
-                    .iter()
-                    .map(|s| (s.name.as_str(), s.start_ns)),
-                &query.get(),
-            ))
+            let q = query.get();
+            let l = layout.get();
+            let per_group = groups.iter().enumerate().map(|(g, x)| {
+                let spans = &x.ctx.model.doc.spans;
+                matching_spans(spans.iter().map(|s| (s.name.as_str(), s.start_ns)), &q)
+                    .into_iter()
+                    .map(|i| {
+                        let start = spans.get(i as usize).map_or(0, |s| s.start_ns);
+                        (l.to_axis(g, start), i)
+                    })
+                    .collect::<Vec<_>>()
+            });
+            Arc::new(
+                merge_by_time(per_group)
+                    .into_iter()
+                    .map(|(group, span)| SpanRef { group, span })
+                    .collect::<Vec<_>>(),
+            )
         })
     };
-    // Search results become the highlight set; clearing the search clears it.
-    Effect::new(move |was_searching: Option<bool>| {
-        let m = matches.get();
-        current_match.set(None);
-        let searching = !query.with(|q| q.trim().is_empty());
-        if searching {
-            ctx.highlighted.set(m);
-        } else if was_searching == Some(true) {
-            ctx.highlighted.set(Arc::new(Vec::new()));
-        }
-        searching
-    });
+    {
+        let groups = groups.clone();
+        Effect::new(move |was_searching: Option<bool>| {
+            let m = matches.get();
+            current_match.set(None);
+            let searching = !query.with(|q| q.trim().is_empty());
+            if searching {
+                for (g, x) in groups.iter().enumerate() {
+                    let mine: Vec<u32> =
+                        m.iter().filter(|r| r.group == g).map(|r| r.span).collect();
+                    x.ctx.highlighted.set(Arc::new(mine));
+                }
+            } else if was_searching == Some(true) {
+                for x in groups.iter() {
+                    x.ctx.highlighted.set(Arc::new(Vec::new()));
+                }
+            }
+            searching
+        });
+    }
 
     // Repaint whenever anything drawn changes.
     {
-        let model = model.clone();
+        let groups = groups.clone();
+        let colours = colours.clone();
+        let keys = keys.clone();
+        let select = select.clone();
         Effect::new(move |_| {
             resize_tick.track();
             let (Some(canvas), Some(minimap)) = (canvas_ref.get(), minimap_ref.get()) else {
                 return;
             };
             let width = f64::from(canvas.client_width()).max(1.0);
+            let l = layout.get();
             let view = view_sig.get();
+            if fitted.get_value() != (l.start_ns, l.end_ns) {
+                // An offset moved: the same window on the new axis (or all of it).
+                fitted.set_value((l.start_ns, l.end_ns));
+                view_sig.set(view.rebound(l.start_ns, l.end_ns));
+                return;
+            }
+            if !sized.get_value() {
+                // The first real width: the whole axis in it; this effect runs again.
+                sized.set_value(true);
+                view_sig.set(l.fit(width));
+                return;
+            }
             if (view.width_px - width).abs() > 0.5 {
-                // Adopt the real width; this effect runs again with it.
+                // Adopt a new width; this effect runs again with it.
                 view_sig.set(view.resized(width));
                 return;
             }
-            let theme = ctx.theme.get();
-            let selected = ctx.selected.get();
-            ctx.highlighted
-                .with(|h| paint(&canvas, &model, &view, selected, h, theme));
-            paint_minimap(&minimap, &model, &view, theme, minimap_cache);
+            if let Some(state) = pending.get_value() {
+                // The URL's window and selection, once the real width is known.
+                pending.set_value(None);
+                for (g, id) in &state.selected {
+                    let span = groups.get(*g).and_then(|x| x.ctx.model.doc.span_index(id));
+                    if let Some(span) = span {
+                        select(Some(SpanRef {
+                            group: *g,
+                            span: span as u32,
+                        }));
+                    }
+                }
+                if let Some((s, e)) = state.view {
+                    view_sig.set(view.show_range(s, e, 0.0));
+                    return;
+                }
+            }
+            let theme = theme.get();
+            let src = Source {
+                groups: &groups,
+                colours: &colours,
+                keys: &keys,
+                theme,
+            };
+            let selected: Vec<SpanRef> = groups
+                .iter()
+                .enumerate()
+                .filter_map(|(g, x)| x.ctx.selected.get().map(|span| SpanRef { group: g, span }))
+                .collect();
+            let highlighted: Vec<Arc<Vec<u32>>> =
+                groups.iter().map(|x| x.ctx.highlighted.get()).collect();
+            let hl: Vec<&[u32]> = highlighted.iter().map(|h| h.as_slice()).collect();
+            let labels: Vec<&str> = groups.iter().map(|x| x.label.as_str()).collect();
+            let marks = Marks {
+                highlighted: &hl,
+                selected: &selected,
+            };
+            let s = scene(&l, &src, &labels, &view, marks, merged_fill(theme));
+            paint(&canvas, &s, theme);
+            paint_minimap(&minimap, &l, &src, &view, minimap_cache);
             if let Some(memory) = memory_ref.get() {
-                paint_memory(&memory, &model, &view, theme);
+                paint_memory(&memory, &groups, &l, &view, theme);
             }
         });
     }
-    // Show a range when a table (or the details panel) asks for it.
-    Effect::new(move |_| {
-        if let Some((s, e)) = ctx.focus.get() {
-            view_sig.update(|v| *v = v.show_range(s, e, 0.1));
-            ctx.focus.set(None);
-        }
-    });
-
-    let span_at = {
-        let model = model.clone();
-        move |x: f64, y: f64| -> Option<u32> {
-            if y < AXIS_PX {
-                return None;
+    // Show a range when a table, the details or a panel asks for it (in the group's time).
+    for (g, x) in groups.iter().enumerate() {
+        let focus = x.ctx.focus;
+        Effect::new(move |_| {
+            if let Some((s, e)) = focus.get() {
+                let l = layout.get_untracked();
+                view_sig.update(|v| *v = show(v, l.to_axis(g, s), l.to_axis(g, e)));
+                active.set(g);
+                focus.set(None);
             }
-            let lane = ((y - AXIS_PX) / LANE_PX).floor() as usize;
-            let view = view_sig.get_untracked();
-            model
-                .lanes
-                .hit(lane, view.ns_from_x(x), 3.0 * view.ns_per_px)
+        });
+    }
+    // Keep the window and selection in the URL: the latest state is written a moment after
+    // the first change (one timer at a time, however many frames change the view).
+    {
+        let groups = groups.clone();
+        let files = files.clone();
+        let latest: StoredValue<Option<ChartState>> = StoredValue::new(None);
+        let timer = StoredValue::new(false);
+        Effect::new(move |_| {
+            let v = view_sig.get();
+            let selected: Vec<(usize, String)> = groups
+                .iter()
+                .enumerate()
+                .filter_map(|(g, x)| {
+                    let i = x.ctx.selected.get()?;
+                    Some((g, x.ctx.model.doc.spans.get(i as usize)?.id.to_string()))
+                })
+                .collect();
+            latest.set_value(Some(ChartState {
+                files: files.clone(),
+                view: Some((
+                    v.start_ns.max(0.0).round() as u64,
+                    v.end_ns().max(0.0).round() as u64,
+                )),
+                selected,
+            }));
+            if !timer.get_value() {
+                timer.set_value(true);
+                set_timeout(
+                    move || {
+                        // The chart may be gone (another file opened): then nothing is written.
+                        let _ = timer.try_set_value(false);
+                        if let Some(Some(state)) = latest.try_get_value() {
+                            write_fragment(&state.to_fragment());
+                        }
+                    },
+                    FRAGMENT_DELAY,
+                );
+            }
+        });
+    }
+    let span_at = {
+        let groups = groups.clone();
+        let colours = colours.clone();
+        let keys = keys.clone();
+        move |x: f64, y: f64| -> Option<SpanRef> {
+            let src = Source {
+                groups: &groups,
+                colours: &colours,
+                keys: &keys,
+                theme: Theme::Light,
+            };
+            layout.with_untracked(|l| hit(l, &src, &view_sig.get_untracked(), x, y))
         }
     };
-
     let on_wheel = move |ev: web_sys::WheelEvent| {
         ev.prevent_default();
         let x = f64::from(ev.offset_x());
-        let (dx, dy) = (ev.delta_x(), ev.delta_y());
-        view_sig.update(|v| {
-            if dx.abs() > dy.abs() && !ev.ctrl_key() {
-                *v = v.pan_px(-dx);
-            } else {
-                // Pinch gestures arrive as ctrl+wheel with small deltas.
-                let factor = (-dy * if ev.ctrl_key() { 0.01 } else { 0.002 }).exp();
-                *v = v.zoom_at(x, factor);
-            }
-        });
+        view_sig.update(|v| *v = wheel(v, x, ev.delta_x(), ev.delta_y(), ev.ctrl_key()));
     };
     let on_down = move |ev: web_sys::MouseEvent| {
         if ev.button() == 0 {
-            drag.set_value(Some((
+            drag.set_value(Some(Drag::new(
                 f64::from(ev.client_x()),
                 view_sig.get_untracked(),
-                false,
             )));
         }
     };
@@ -400,11 +626,11 @@ pub fn Timeline() -> impl IntoView {
         let span_at = span_at.clone();
         move |ev: web_sys::MouseEvent| {
             let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
-            if let Some((press_x, start, moved)) = drag.get_value() {
-                let dx = f64::from(ev.client_x()) - press_x;
-                if moved || dx.abs() >= CLICK_SLOP_PX {
-                    drag.set_value(Some((press_x, start, true)));
-                    view_sig.set(start.pan_px(dx));
+            if let Some(mut d) = drag.get_value() {
+                let panned = d.to(f64::from(ev.client_x()));
+                drag.set_value(Some(d));
+                if let Some(v) = panned {
+                    view_sig.set(v);
                     hover.set(None);
                     return;
                 }
@@ -414,12 +640,10 @@ pub fn Timeline() -> impl IntoView {
     };
     let on_up = {
         let span_at = span_at.clone();
+        let select = select.clone();
         move |ev: web_sys::MouseEvent| {
-            if let Some((_, _, moved)) = drag.get_value() {
-                if !moved {
-                    let hit = span_at(f64::from(ev.offset_x()), f64::from(ev.offset_y()));
-                    ctx.selected.set(hit);
-                }
+            if drag.get_value().is_some_and(|d| d.is_click()) {
+                select(span_at(f64::from(ev.offset_x()), f64::from(ev.offset_y())));
             }
             drag.set_value(None);
         }
@@ -429,76 +653,79 @@ pub fn Timeline() -> impl IntoView {
         hover.set(None);
     };
     let on_key = {
-        let model = model.clone();
+        let groups = groups.clone();
+        let current = current.clone();
+        let select = select.clone();
+        let extent_axis = extent_axis.clone();
         move |ev: web_sys::KeyboardEvent| {
-            let v = view_sig.get_untracked();
-            let centre = v.width_px / 2.0;
-            let next = match ev.key().as_str() {
-                "w" | "W" | "+" | "=" => v.zoom_at(centre, 1.5),
-                "s" | "S" | "-" => v.zoom_at(centre, 1.0 / 1.5),
-                "a" | "A" | "ArrowLeft" => v.pan_px(v.width_px * 0.15),
-                "d" | "D" | "ArrowRight" => v.pan_px(-v.width_px * 0.15),
-                "0" => Viewport::fit(model.lanes.start_ns, model.lanes.end_ns, v.width_px),
-                "f" | "F" => match ctx.selected.get_untracked().and_then(|i| model.extent(i)) {
-                    Some(s) => v.show_range(s.start_ns, s.end_ns, 0.1),
-                    None => v,
-                },
-                "Escape" => {
-                    ctx.selected.set(None);
-                    v
-                }
-                key @ ("ArrowUp" | "ArrowDown" | "[" | "]") => {
-                    let m = match key {
-                        "ArrowUp" => SpanMove::Parent,
-                        "ArrowDown" => SpanMove::FirstChild,
-                        "[" => SpanMove::PrevSibling,
-                        _ => SpanMove::NextSibling,
-                    };
-                    // Without a selection, start at the first root.
-                    let next = match ctx.selected.get_untracked() {
-                        Some(i) => navigate(&model.doc, i, m),
-                        None => model.doc.tree.roots.first().copied(),
-                    };
-                    match next.and_then(|i| model.extent(i).map(|s| (i, s))) {
-                        Some((i, s)) => {
-                            ctx.selected.set(Some(i));
-                            if (s.start_ns as f64) < v.start_ns || (s.end_ns as f64) > v.end_ns() {
-                                v.show_range(s.start_ns, s.end_ns, 0.1)
-                            } else {
-                                v
-                            }
-                        }
-                        None => v,
-                    }
-                }
-                _ => return,
+            let Some(action) = key_action(&ev.key()) else {
+                return;
             };
             ev.prevent_default();
-            view_sig.set(next);
-        }
-    };
-    let go_match = {
-        let model = model.clone();
-        move |forward: bool| {
-            let m = matches.get_untracked();
-            if let Some(pos) = step_match(m.len(), current_match.get_untracked(), forward) {
-                current_match.set(Some(pos));
-                let i = m[pos];
-                if let Some(s) = model.extent(i) {
-                    ctx.selected.set(Some(i));
-                    view_sig.update(|v| {
-                        *v = if (s.end_ns as f64) - (s.start_ns as f64) > v.end_ns() - v.start_ns {
-                            v.show_range(s.start_ns, s.end_ns, 0.1)
-                        } else {
-                            v.centered_on((s.start_ns as f64 + s.end_ns as f64) / 2.0)
+            let v = view_sig.get_untracked();
+            match action {
+                KeyAction::View(k) => {
+                    let whole = layout.with_untracked(|l| l.fit(v.width_px));
+                    let sel = untrack(&current).and_then(&extent_axis);
+                    view_sig.set(view_after(k, &v, whole, sel));
+                }
+                KeyAction::Deselect => select(None),
+                KeyAction::Move(nav) => {
+                    // Without a selection, start at the active group's first root.
+                    let next = match untrack(&current) {
+                        Some(r) => groups.get(r.group).and_then(|x| {
+                            navigate(&x.ctx.model.doc, r.span, span_move(nav)).map(|span| SpanRef {
+                                group: r.group,
+                                span,
+                            })
+                        }),
+                        None => {
+                            let g = active.get_untracked();
+                            groups.get(g).and_then(|x| {
+                                x.ctx
+                                    .model
+                                    .doc
+                                    .tree
+                                    .roots
+                                    .first()
+                                    .map(|&span| SpanRef { group: g, span })
+                            })
                         }
-                    });
+                    };
+                    if let Some(r) = next {
+                        select(Some(r));
+                        if let Some((s, e)) = extent_axis(r) {
+                            view_sig.set(reveal(&v, s, e));
+                        }
+                    }
                 }
             }
         }
     };
-    let go_next = go_match.clone();
-    let go_prev = go_match.clone();
+    let go_match = {
+        let select = select.clone();
+        let extent_axis = extent_axis.clone();
+        move |forward: bool| {
+            let m = matches.get_untracked();
+            if let Some(pos) = step_match(m.len(), current_match.get_untracked(), forward) {
+                current_match.set(Some(pos));
+                let r = m[pos];
+                select(Some(r));
+                if let Some((s, e)) = extent_axis(r) {
+                    view_sig.update(|v| *v = to_match(v, s, e));
+                }
+            }
+        }
+    };
+    let zoom_selection = {
+        let current = current.clone();
+        let extent_axis = extent_axis.clone();
+        move |_| {
+            if let Some((s, e)) = untrack(&current).and_then(&extent_axis) {
+                view_sig.update(|v| *v = show(v, s, e));
+            }
+        }
+    };
     let minimap_set = move |ev: &web_sys::MouseEvent| {
         if let Some(el) = minimap_ref.get_untracked() {
             let width = f64::from(el.client_width());
@@ -507,15 +734,17 @@ pub fn Timeline() -> impl IntoView {
     };
 
     let tooltip = {
-        let model = model.clone();
+        let groups = groups.clone();
         move || {
             hover.get().and_then(|h| {
-                let s = model.doc.spans.get(h.span as usize)?;
+                let x = groups.get(h.span.group)?;
+                let model = &x.ctx.model;
+                let s = model.doc.spans.get(h.span.span as usize)?;
                 let self_ns = model
                     .doc
                     .tree
                     .self_ns
-                    .get(h.span as usize)
+                    .get(h.span.span as usize)
                     .copied()
                     .unwrap_or(0);
                 let duration = s
@@ -523,6 +752,7 @@ pub fn Timeline() -> impl IntoView {
                     .map_or_else(|| "never closed".to_string(), format_ns);
                 let (left, top) =
                     tooltip_position(h.x, h.y, view_sig.get_untracked().width_px, TOOLTIP_PX);
+                let group = (groups.len() > 1).then(|| x.label.clone());
                 Some(view! {
                     <div
                         class="tooltip"
@@ -531,6 +761,7 @@ pub fn Timeline() -> impl IntoView {
                         style:top=format!("{top}px")
                     >
                         <div class="tooltip-name">{s.name.to_string()}</div>
+                        {group.map(|g| view! { <div>{g}</div> })}
                         <div>{kind_name(s.span_kind)} " · step " {step_name(s.step)}</div>
                         <div>"duration " {duration}</div>
                         <div>"self " {format_ns(self_ns)}</div>
@@ -539,86 +770,134 @@ pub fn Timeline() -> impl IntoView {
             })
         }
     };
-    let lanes = model.lanes.len().max(1);
-    let chart_height = AXIS_PX + LANE_PX * lanes as f64;
+    let selected_id = {
+        let groups = groups.clone();
+        let current = current.clone();
+        move || {
+            current()
+                .and_then(|r| {
+                    groups
+                        .get(r.group)?
+                        .ctx
+                        .model
+                        .doc
+                        .spans
+                        .get(r.span as usize)
+                        .map(|s| s.id.to_string())
+                })
+                .unwrap_or_default()
+        }
+    };
+    let group_items = groups
+        .iter()
+        .enumerate()
+        .map(|(g, x)| {
+            let ctx = x.ctx.clone();
+            let label = x.label.clone();
+            view! {
+                <li
+                    data-testid="chart-group"
+                    data-group=g.to_string()
+                    data-shift-ns=move || {
+                        format!("{:.0}", layout.with(|l| l.groups.get(g).map_or(0.0, |r| r.shift_ns)))
+                    }
+                    data-selected=move || {
+                        ctx.selected
+                            .get()
+                            .and_then(|i| ctx.model.doc.spans.get(i as usize).map(|s| s.id.to_string()))
+                            .unwrap_or_default()
+                    }
+                >
+                    {label}
+                </li>
+            }
+        })
+        .collect_view();
+    let memory_legend: Vec<(usize, String, String)> = groups
+        .iter()
+        .flat_map(|x| {
+            let prefix = if groups.len() > 1 {
+                format!("{}: ", x.label)
+            } else {
+                String::new()
+            };
+            x.ctx
+                .model
+                .memory_curves
+                .iter()
+                .map(move |c| (format!("{prefix}{}", c.device), format_bytes(c.peak_bytes)))
+                .collect::<Vec<_>>()
+        })
+        .enumerate()
+        .map(|(i, (device, peak))| (i, device, peak))
+        .collect();
+    let details_view = details.then(|| {
+        let groups = groups.clone();
+        move || {
+            let g = active.get();
+            groups.get(g).map(|x| {
+                view! {
+                    <Provider value=x.ctx.clone()>
+                        <SpanDetailsPanel />
+                    </Provider>
+                }
+            })
+        }
+    });
+    let chart_height = move || format!("{}px", layout.with(|l| l.height_px));
 
     view! {
-        <section class="timeline" aria-label="timeline">
-            <div class="timeline-bar">
-                <h3>"Timeline"</h3>
-                <ul class="legend" aria-label="colour legend">
-                    {STEP_LEGEND
-                        .iter()
-                        .map(|(step, label)| {
-                            view! {
-                                <li>
-                                    <span
-                                        class="swatch"
-                                        style:background=move || {
-                                            span_fill(*step, candle_trace_schema::format::events::SpanKind::Function, ctx.theme.get())
-                                        }
-                                    ></span>
-                                    {*label}
-                                </li>
-                            }
-                        })
-                        .collect_view()}
-                    <li class="legend-note">"shade: module light · function · op dark; grey = merged spans of mixed colours"</li>
-                </ul>
-                <div class="search" role="search">
-                    <input
-                        type="search"
-                        placeholder="Search spans"
-                        aria-label="search spans by name"
-                        data-testid="search-input"
-                        prop:value=move || query.get()
-                        on:input=move |ev| query.set(event_target_value(&ev))
-                        on:keydown={
-                            let go = go_match.clone();
-                            move |ev: web_sys::KeyboardEvent| {
-                                if ev.key() == "Enter" {
-                                    go(!ev.shift_key());
-                                }
+        <div
+            class="flame-chart"
+            data-testid="flame-chart"
+            data-groups=groups.len().to_string()
+            data-view-start-ns=move || format!("{:.0}", view_sig.get().start_ns)
+            data-view-end-ns=move || format!("{:.0}", view_sig.get().end_ns())
+            data-selected=selected_id
+        >
+            <div class="search" role="search">
+                <input
+                    type="search"
+                    placeholder="Search spans"
+                    aria-label="search spans by name"
+                    data-testid="search-input"
+                    prop:value=move || query.get()
+                    on:input=move |ev| query.set(event_target_value(&ev))
+                    on:keydown={
+                        let go = go_match.clone();
+                        move |ev: web_sys::KeyboardEvent| {
+                            if ev.key() == "Enter" {
+                                go(!ev.shift_key());
                             }
                         }
-                    />
-                    <span class="match-count" data-testid="search-count">
-                        {move || {
-                            let n = matches.get().len();
-                            match current_match.get() {
-                                Some(c) if n > 0 => format!("{} / {}", c + 1, n),
-                                _ => format!("{n} matches"),
-                            }
-                        }}
-                    </span>
-                    <button type="button" on:click=move |_| go_prev(false) aria-label="previous match">"↑"</button>
-                    <button type="button" on:click=move |_| go_next(true) aria-label="next match">"↓"</button>
-                    <button
-                        type="button"
-                        data-testid="zoom-selection"
-                        on:click={
-                            let model = model.clone();
-                            move |_| {
-                                if let Some(s) = ctx.selected.get_untracked().and_then(|i| model.extent(i)) {
-                                    view_sig.update(|v| *v = v.show_range(s.start_ns, s.end_ns, 0.1));
-                                }
-                            }
+                    }
+                />
+                <span class="match-count" data-testid="search-count">
+                    {move || {
+                        let n = matches.get().len();
+                        match current_match.get() {
+                            Some(c) if n > 0 => format!("{} / {}", c + 1, n),
+                            _ => format!("{n} matches"),
                         }
-                    >
-                        "Zoom to selection"
-                    </button>
-                    <button
-                        type="button"
-                        data-testid="zoom-fit"
-                        on:click={
-                            let model = model.clone();
-                            move |_| view_sig.update(|v| *v = Viewport::fit(model.lanes.start_ns, model.lanes.end_ns, v.width_px))
-                        }
-                    >
-                        "Fit"
-                    </button>
-                </div>
+                    }}
+                </span>
+                <button type="button" on:click={
+                    let go = go_match.clone();
+                    move |_| go(false)
+                } aria-label="previous match">"↑"</button>
+                <button type="button" on:click=move |_| go_match(true) aria-label="next match">"↓"</button>
+                <button type="button" data-testid="zoom-selection" on:click=zoom_selection>
+                    "Zoom to selection"
+                </button>
+                <button
+                    type="button"
+                    data-testid="zoom-fit"
+                    on:click=move |_| view_sig.update(|v| *v = layout.with_untracked(|l| l.fit(v.width_px)))
+                >
+                    "Fit"
+                </button>
             </div>
+            <ul class="visually-hidden" aria-label="lane groups">{group_items}</ul>
             <canvas
                 class="minimap"
                 node_ref=minimap_ref
@@ -645,9 +924,7 @@ pub fn Timeline() -> impl IntoView {
                         role="img"
                         aria-label="flame chart: W/S zoom, A/D pan, arrow up/down parent/child, [ ] siblings, F zoom to selection, 0 fit"
                         data-testid="timeline-canvas"
-                        data-view-start=move || format!("{:.0}", view_sig.get().start_ns)
-                        data-view-end=move || format!("{:.0}", view_sig.get().end_ns())
-                        style:height=format!("{chart_height}px")
+                        style:height=chart_height
                         on:wheel=on_wheel
                         on:mousedown=on_down
                         on:mousemove=on_move
@@ -658,16 +935,15 @@ pub fn Timeline() -> impl IntoView {
                     {tooltip}
                 </div>
             </div>
-            {(!model.memory_curves.is_empty()).then(|| {
-                let legend: Vec<_> = model.memory_curves.iter().enumerate().map(|(i, c)| (i, c.device.clone(), format_bytes(c.peak_bytes))).collect();
+            {(!memory_legend.is_empty()).then(|| {
                 view! {
                     <div class="memory-strip">
                         <canvas class="memory-curve" node_ref=memory_ref style:height=format!("{MEMORY_PX}px") data-testid="memory-curve" aria-label="live bytes over time per device"></canvas>
                         <ul class="legend" aria-label="memory legend">
                             <li>"live memory:"</li>
-                            {legend.into_iter().map(|(i, device, peak)| view! {
+                            {memory_legend.into_iter().map(|(i, device, peak)| view! {
                                 <li>
-                                    <span class="swatch" style:background=move || device_color(i, ctx.theme.get())></span>
+                                    <span class="swatch" style:background=move || device_color(i, theme.get())></span>
                                     {device} " (peak " {peak} ")"
                                 </li>
                             }).collect_view()}
@@ -676,8 +952,63 @@ pub fn Timeline() -> impl IntoView {
                 }
             })}
             <p class="timeline-help">
-                "Wheel or W/S to zoom at the cursor, drag or A/D to pan, click a span for details; ↑/↓ parent/child, [ ] siblings, F zooms to the selection, 0 fits the run."
+                "Wheel or W/S to zoom at the cursor, drag or A/D to pan, click a span for details; ↑/↓ parent/child, [ ] siblings, F zooms to the selection, 0 fits the run. The window and selection are kept in the page's address."
             </p>
+            {details_view}
+        </div>
+    }
+}
+
+/// The step colour legend.
+#[component]
+pub fn StepLegend(
+    /// Light or dark.
+    theme: Signal<Theme>,
+) -> impl IntoView {
+    view! {
+        <ul class="legend" aria-label="colour legend">
+            {STEP_LEGEND
+                .iter()
+                .map(|(step, label)| {
+                    view! {
+                        <li>
+                            <span
+                                class="swatch"
+                                style:background=move || span_fill(*step, SpanKind::Function, theme.get())
+                            ></span>
+                            {*label}
+                        </li>
+                    }
+                })
+                .collect_view()}
+            <li class="legend-note">"shade: module light · function · op dark; grey = merged spans of mixed colours"</li>
+        </ul>
+    }
+}
+
+/// The one-file page's timeline: its context's model as one lane group.
+#[component]
+pub fn Timeline(
+    /// The opened file's name (the URL fragment is kept for it).
+    #[prop(into)]
+    file_name: String,
+) -> impl IntoView {
+    let Some(ctx) = use_context::<TraceContext>() else {
+        return view! { <p>"no trace"</p> }.into_any();
+    };
+    let theme = ctx.theme;
+    let groups = Arc::new(vec![ChartGroup {
+        label: file_name.clone(),
+        ctx,
+    }]);
+    let colours = Colours::by_step(&groups);
+    view! {
+        <section class="timeline" aria-label="timeline">
+            <div class="timeline-bar">
+                <h3>"Timeline"</h3>
+                <StepLegend theme=theme />
+            </div>
+            <FlameChart groups=groups offsets=Signal::derive(|| vec![0]) colours=colours theme=theme files=file_name />
         </section>
     }
     .into_any()

@@ -13,6 +13,7 @@ use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 
 use super::TraceModel;
+use crate::timeline::layout::align_at;
 use crate::timeline::palette::Theme;
 
 /// A path whose time moved by less than this percentage of its baseline is drawn unchanged.
@@ -223,8 +224,12 @@ pub struct CompareModel {
     pub comparison: TraceComparison,
     /// The refusal sentence when the meta differ.
     pub refusal: Option<String>,
-    /// The candidate's view models (its timeline is drawn coloured by change).
+    /// The baseline's view models (the chart's first lane group).
+    pub baseline: Arc<TraceModel>,
+    /// The candidate's view models (the chart's second lane group).
     pub candidate: Arc<TraceModel>,
+    /// The change of each baseline span (by its path; vanished paths count as faster).
+    pub base_changes: Vec<Change>,
     /// The change of each candidate span.
     pub changes: Vec<Change>,
     /// Candidate spans per change, in [`Change::ALL`] order (the legend's counts).
@@ -235,11 +240,12 @@ impl CompareModel {
     /// Compare `cand` against `base`.
     pub fn new(
         base_name: String,
-        base: &TraceDocument,
+        base: TraceDocument,
         cand_name: String,
         cand: TraceDocument,
     ) -> Self {
-        let comparison = compare(base, &cand);
+        let comparison = compare(&base, &cand);
+        let base_changes = span_changes(&base, &comparison);
         let refusal = (!comparison.is_comparable()).then(|| refusal_text(&comparison.mismatches));
         let changes = span_changes(&cand, &comparison);
         let mut change_counts = [0u64; 4];
@@ -253,7 +259,9 @@ impl CompareModel {
             cand_name,
             comparison,
             refusal,
+            baseline: Arc::new(TraceModel::new(base)),
             candidate: Arc::new(TraceModel::new(cand)),
+            base_changes,
             changes,
             change_counts,
         }
@@ -266,6 +274,61 @@ impl CompareModel {
             .copied()
             .unwrap_or(Change::Unchanged)
     }
+
+    /// The change of span `i` of a side: 0 the baseline, 1 the candidate.
+    pub fn side_change(&self, side: usize, i: u32) -> Change {
+        let changes = if side == 0 {
+            &self.base_changes
+        } else {
+            &self.changes
+        };
+        changes
+            .get(i as usize)
+            .copied()
+            .unwrap_or(Change::Unchanged)
+    }
+
+    /// Each side's chart offset (ns): both sides' measured regions start together, or with a
+    /// `path` both sides have, both sides' first spans of that path.
+    pub fn offsets(&self, path: Option<&str>) -> Vec<i64> {
+        let by_path = path.map(|p| self.spans_of_path(p));
+        let sides = [&self.baseline.doc, &self.candidate.doc];
+        let anchors: Vec<Option<u64>> = match by_path {
+            Some([Some(b), Some(c)]) => [(sides[0], b), (sides[1], c)]
+                .iter()
+                .map(|(doc, i)| doc.spans.get(*i as usize).map(|s| s.start_ns))
+                .collect(),
+            _ => sides.iter().map(|doc| measured_start(doc)).collect(),
+        };
+        align_at(&anchors)
+    }
+
+    /// Each side's first span of `path` (baseline, candidate).
+    pub fn spans_of_path(&self, path: &str) -> [Option<u32>; 2] {
+        [
+            first_span_with_path(&self.baseline.doc, path),
+            first_span_with_path(&self.candidate.doc, path),
+        ]
+    }
+}
+
+/// Start of the document's measured region: its earliest measured span (`None` without one).
+pub fn measured_start(doc: &TraceDocument) -> Option<u64> {
+    doc.spans
+        .iter()
+        .filter(|s| s.measured)
+        .map(|s| s.start_ns)
+        .min()
+}
+
+/// The earliest-starting span whose name path is `path` (ties: the first in the file).
+pub fn first_span_with_path(doc: &TraceDocument, path: &str) -> Option<u32> {
+    // A path's last component is its span's name: only those spans need their path built.
+    let leaf = path.rsplit('/').next().unwrap_or(path);
+    (0..doc.spans.len())
+        .filter(|&i| doc.spans[i].name == leaf && doc.span_path(i) == path)
+        .min_by_key(|&i| (doc.spans[i].start_ns, i))
+        .map(|i| i as u32)
 }
 
 #[cfg(test)]
@@ -358,7 +421,7 @@ mod tests {
     #[test]
     fn fixture_pair_spans_are_coloured_by_their_paths_delta() {
         let (base, cand) = (fixture("base.trace6.jsonl"), fixture("cand.trace6.jsonl"));
-        let m = CompareModel::new("b".into(), &base, "c".into(), cand);
+        let m = CompareModel::new("b".into(), base, "c".into(), cand);
         assert!(m.refusal.is_none());
         let doc = &m.candidate.doc;
         assert_eq!(m.changes.len(), doc.spans.len());
@@ -375,10 +438,39 @@ mod tests {
     }
 
     #[test]
+    fn both_sides_are_coloured_and_aligned() {
+        let (base, cand) = (fixture("base.trace6.jsonl"), fixture("cand.trace6.jsonl"));
+        let m = CompareModel::new("b".into(), base, "c".into(), cand);
+        let side = |doc: &TraceDocument, id: &str| doc.span_index(id).unwrap() as u32;
+        let (b, c) = (&m.baseline.doc, &m.candidate.doc);
+        // base.trace6.jsonl: step 100 µs → 80 µs in the candidate: faster on both sides.
+        assert_eq!(m.side_change(0, side(b, "step")), Change::Faster);
+        assert_eq!(m.side_change(1, side(c, "step")), Change::Faster);
+        // The baseline's optimizer span vanished (faster); the candidate's sgd is new.
+        assert_eq!(m.side_change(0, side(b, "opt")), Change::Faster);
+        assert_eq!(m.side_change(1, side(c, "sgd")), Change::New);
+        // Both measured regions start at 0: no offset. backward starts at 42 µs in the
+        // baseline and 32 µs in the candidate: aligning on it moves the candidate 10 µs.
+        assert_eq!(m.offsets(None), vec![0, 0]);
+        assert_eq!(m.offsets(Some("step/backward")), vec![0, 10_000]);
+        // A path on one side only aligns the measured regions.
+        assert_eq!(m.offsets(Some("step/sgd")), vec![0, 0]);
+        assert_eq!(
+            m.spans_of_path("step/forward/linear"),
+            [Some(side(b, "l1")), Some(side(c, "l1"))]
+        );
+        assert_eq!(
+            m.spans_of_path("step/optimizer"),
+            [Some(side(b, "opt")), None]
+        );
+        assert_eq!(measured_start(b), Some(0));
+    }
+
+    #[test]
     fn differing_meta_is_refused_naming_field_and_values() {
         let base = fixture("base.trace6.jsonl");
         let other = fixture("other_device.trace6.jsonl");
-        let m = CompareModel::new("b".into(), &base, "o".into(), other);
+        let m = CompareModel::new("b".into(), base, "o".into(), other);
         let text = m.refusal.unwrap();
         let mm = &m.comparison.mismatches[0];
         assert_eq!(mm.field, "device");

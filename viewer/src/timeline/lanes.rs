@@ -139,7 +139,9 @@ impl Lanes {
         let mut best: Option<(bool, f64, u32)> = None; // (exact, distance or length, span)
         for p in lane.candidates(from, to) {
             let (s, e) = (lane.start_ns[p] as f64, lane.end_ns[p] as f64);
-            if e < from as f64 || s > to as f64 {
+            // The range above was clamped at 0; the test is in the query's own (maybe
+            // negative) time.
+            if e < ns - tolerance_ns || s > ns + tolerance_ns {
                 continue;
             }
             let exact = s <= ns && ns <= e;
@@ -228,6 +230,9 @@ mod tests {
         assert_eq!(l.hit(1, 405.0, 50.0), Some(1));
         assert_eq!(l.hit(7, 0.0, 0.0), None);
         assert_eq!(l.hit(1, f64::NAN, 0.0), None);
+        // Before time 0 (a group drawn at an offset): only within the tolerance of the start.
+        assert_eq!(l.hit(0, -50.0, 3.0), None);
+        assert_eq!(l.hit(0, -2.0, 3.0), Some(0));
         // Exact beats near; shortest exact wins among overlaps.
         let o = Lanes::build(&[ext(0, 1000, 0), ext(10, 20, 0)]);
         assert_eq!(o.hit(0, 15.0, 100.0), Some(1));

@@ -48,8 +48,9 @@ pub fn visible_blocks_keyed(lane: &Lane, view: &Viewport, key: impl Fn(u32) -> u
     }
     let from = view.start_ns.max(0.0) as u64;
     let to = view.end_ns().max(0.0).ceil() as u64;
-    // A merged block still open for more narrow spans.
+    // A merged block still open for more narrow spans, and its first span's key.
     let mut open: Option<Block> = None;
+    let mut open_key = 0;
     for p in lane.candidates(from, to) {
         let (s, e) = (lane.start_ns[p], lane.end_ns[p]);
         if e < from || s > to {
@@ -76,7 +77,7 @@ pub fn visible_blocks_keyed(lane: &Lane, view: &Viewport, key: impl Fn(u32) -> u
             Some(b) if x0 <= b.x1 + MIN_BLOCK_PX => {
                 b.x1 = b.x1.max(x1);
                 b.count += 1;
-                if !b.mixed && key(span) != key(b.span) {
+                if !b.mixed && key(span) != open_key {
                     b.mixed = true;
                 }
             }
@@ -84,6 +85,7 @@ pub fn visible_blocks_keyed(lane: &Lane, view: &Viewport, key: impl Fn(u32) -> u
                 if let Some(b) = open.take() {
                     out.push(b);
                 }
+                open_key = key(span);
                 open = Some(Block {
                     x0,
                     x1,

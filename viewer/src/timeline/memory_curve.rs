@@ -84,6 +84,34 @@ pub fn column_max(curve: &DeviceCurve, view: &Viewport) -> Vec<Option<u64>> {
     cols
 }
 
+/// The curve drawn in a strip `height_px` high whose top is `top_bytes`: one polyline per run
+/// of columns with a value, points at the column centres, 2 px padding above and below.
+pub fn curve_lines(
+    curve: &DeviceCurve,
+    view: &Viewport,
+    top_bytes: u64,
+    height_px: f64,
+) -> Vec<Vec<(f64, f64)>> {
+    let top = top_bytes.max(1) as f64;
+    let y_of = |bytes: u64| height_px - 2.0 - (bytes as f64 / top) * (height_px - 4.0);
+    let mut lines: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut drawing = false;
+    for (x, v) in column_max(curve, view).into_iter().enumerate() {
+        match v {
+            Some(bytes) => {
+                let point = (x as f64 + 0.5, y_of(bytes));
+                match lines.last_mut() {
+                    Some(line) if drawing => line.push(point),
+                    _ => lines.push(vec![point]),
+                }
+                drawing = true;
+            }
+            None => drawing = false,
+        }
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +146,24 @@ mod tests {
                 Some(0)
             ]
         );
+    }
+
+    #[test]
+    fn lines_scale_to_the_strip() {
+        // Columns: none, 100 × 4, 300, 0 × 4 (see above); top 400 bytes in a 48 px strip:
+        // y = 46 − bytes / 400 × 44, so 100 → 35, 300 → 13, 0 → 46.
+        let c = curve(&[(10, 100), (50, 300), (60, 0)]);
+        let lines = curve_lines(&c, &Viewport::fit(0, 100, 10.0), 400, 48.0);
+        assert_eq!(lines.len(), 1);
+        let ys: Vec<f64> = lines[0].iter().map(|p| p.1).collect();
+        assert_eq!(
+            ys,
+            vec![35.0, 35.0, 35.0, 35.0, 13.0, 46.0, 46.0, 46.0, 46.0]
+        );
+        assert_eq!(lines[0][0].0, 1.5);
+        // No value at all: no line.
+        let empty = curve(&[(500, 7)]);
+        assert!(curve_lines(&empty, &Viewport::fit(0, 100, 10.0), 7, 48.0).is_empty());
     }
 
     #[test]

@@ -1,14 +1,19 @@
 //! The flame chart's math, free of any browser API so native tests check it: the visible
-//! window ([`viewport`]), lanes ([`lanes`]), level of detail ([`lod`]), the time axis
-//! ([`ticks`]), the minimap ([`minimap`]), search ([`search`]) and colours ([`palette`]).
-//! `components::timeline` only paints what these return.
+//! window ([`viewport`]), lanes ([`lanes`]), lane groups on one axis ([`layout`]), level of
+//! detail ([`lod`]), the display list and hit testing ([`scene`]), keys, wheel and drags
+//! ([`input`]), the time axis ([`ticks`]), the minimap ([`minimap`]), search ([`search`]),
+//! the memory strip ([`memory_curve`]), colours ([`palette`]) and the URL fragment
+//! ([`fragment`]). `components::timeline` only paints what these return.
 
-pub mod groups;
+pub mod fragment;
+pub mod input;
 pub mod lanes;
+pub mod layout;
 pub mod lod;
 pub mod memory_curve;
 pub mod minimap;
 pub mod palette;
+pub mod scene;
 pub mod search;
 pub mod ticks;
 pub mod viewport;

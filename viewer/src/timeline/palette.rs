@@ -53,6 +53,18 @@ pub fn span_fill(step: Option<Step>, kind: SpanKind, theme: Theme) -> &'static s
     }
 }
 
+/// What picks a span's colour, as a small integer for level-of-detail merging: equal keys
+/// have equal fills ([`span_fill`]): `step × 4 + kind`.
+pub fn colour_key(step: Option<Step>, kind: SpanKind) -> u32 {
+    let step = match step {
+        None => 0,
+        Some(Step::Forward) => 1,
+        Some(Step::Backward) => 2,
+        Some(Step::Optimizer) => 3,
+    };
+    step * 4 + kind as u32
+}
+
 /// Colour of a block that merges several narrow spans (their steps may differ).
 pub fn merged_fill(theme: Theme) -> &'static str {
     match theme {
@@ -151,6 +163,29 @@ mod tests {
             }
         }
         assert_eq!(step_name(Some(Step::Backward)), "backward");
+    }
+
+    #[test]
+    fn colour_keys_follow_the_fills() {
+        let all = [
+            None,
+            Some(Step::Forward),
+            Some(Step::Backward),
+            Some(Step::Optimizer),
+        ];
+        let kinds = [SpanKind::Module, SpanKind::Function, SpanKind::Op];
+        for a in all {
+            for b in all {
+                for ka in kinds {
+                    for kb in kinds {
+                        let same_key = colour_key(a, ka) == colour_key(b, kb);
+                        let same_fill =
+                            span_fill(a, ka, Theme::Light) == span_fill(b, kb, Theme::Light);
+                        assert_eq!(same_key, same_fill, "{a:?} {ka:?} / {b:?} {kb:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

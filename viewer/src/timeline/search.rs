@@ -45,6 +45,18 @@ pub fn step_match(len: usize, current: Option<usize>, forward: bool) -> Option<u
     })
 }
 
+/// Several groups' matches (each `(axis time, span)`) in one list ordered by axis time, ties
+/// by group then span: `(group, span)`.
+pub fn merge_by_time(groups: impl IntoIterator<Item = Vec<(f64, u32)>>) -> Vec<(usize, u32)> {
+    let mut all: Vec<(f64, usize, u32)> = groups
+        .into_iter()
+        .enumerate()
+        .flat_map(|(g, m)| m.into_iter().map(move |(t, s)| (t, g, s)))
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    all.into_iter().map(|(_, g, s)| (g, s)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +74,14 @@ mod tests {
         assert_eq!(matching_spans(names, "µs"), vec![3]);
         assert!(matching_spans(names, "").is_empty());
         assert!(matching_spans(names, "softmax").is_empty());
+    }
+
+    #[test]
+    fn groups_merge_in_axis_time() {
+        // Group 0 matches at 10 and 50, group 1 (shifted) at 30 and 50.
+        let merged = merge_by_time([vec![(10.0, 4), (50.0, 2)], vec![(30.0, 9), (50.0, 1)]]);
+        assert_eq!(merged, vec![(0, 4), (1, 9), (0, 2), (1, 1)]);
+        assert!(merge_by_time(Vec::<Vec<(f64, u32)>>::new()).is_empty());
     }
 
     #[test]

@@ -111,6 +111,24 @@ impl Viewport {
         .clamped()
     }
 
+    /// The view on new bounds `[start_ns, end_ns]`: a view that showed all of the old bounds
+    /// shows all of the new; any other keeps its window, moved inside the new bounds.
+    pub fn rebound(&self, start_ns: u64, end_ns: u64) -> Self {
+        let whole = Viewport::fit(start_ns, end_ns, self.width_px);
+        let showed_all = self.start_ns <= self.bound_start_ns
+            && self.end_ns() >= self.bound_end_ns - self.ns_per_px * 0.5;
+        if showed_all {
+            whole
+        } else {
+            Viewport {
+                bound_start_ns: whole.bound_start_ns,
+                bound_end_ns: whole.bound_end_ns,
+                ..*self
+            }
+            .clamped()
+        }
+    }
+
     /// Centre the view on `ns` keeping the scale.
     pub fn centered_on(&self, ns: f64) -> Self {
         Viewport {
@@ -191,6 +209,22 @@ mod tests {
         assert!(close(c.ns_from_x(500.0), 500_000.0));
         let r = s.resized(500.0);
         assert!(close(r.ns_per_px, s.ns_per_px));
+    }
+
+    #[test]
+    fn new_bounds_keep_a_zoomed_window_and_refit_a_whole_one() {
+        let v = Viewport::fit(0, 1000, 100.0);
+        // Showing everything: the new bounds are shown whole.
+        let r = v.rebound(0, 2000);
+        assert!(close(r.start_ns, 0.0) && close(r.end_ns(), 2000.0));
+        // Zoomed on 200..400: kept when still inside.
+        let z = v.show_range(200, 400, 0.0);
+        let r = z.rebound(0, 2000);
+        assert!(close(r.start_ns, 200.0) && close(r.end_ns(), 400.0));
+        // Zoomed on 800..1000 and the bounds shrink to 0..900: moved inside them.
+        let z = v.show_range(800, 1000, 0.0);
+        let r = z.rebound(0, 900);
+        assert!(close(r.start_ns, 700.0) && close(r.end_ns(), 900.0));
     }
 
     #[test]

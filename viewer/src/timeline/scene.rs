@@ -1,0 +1,577 @@
+//! The flame chart's display list: what to paint for a [`ChartLayout`] and a [`Viewport`]
+//! (ticks, group headers, span rectangles with their labels, outlines), and which span is
+//! under a point. The canvas component only walks the lists this returns, so what a chart
+//! shows — level of detail, label elision, colours, hit testing — is checked natively here.
+
+use super::lanes::{Lanes, SpanExtent};
+use super::layout::{ChartLayout, AXIS_PX, LANE_PX};
+use super::lod::visible_blocks_keyed;
+use super::palette::label_color;
+use super::ticks::{ticks, Tick};
+use super::viewport::Viewport;
+
+/// Minimum distance between ticks, CSS pixels.
+pub const TICK_SPACING_PX: f64 = 90.0;
+/// A pointer this close to a span (CSS pixels) hits it; a mouse that moved less than this
+/// between press and release clicked.
+pub const SLOP_PX: f64 = 3.0;
+/// Height of the minimap strip.
+pub const MINIMAP_PX: f64 = 36.0;
+/// Label width estimate: CSS pixels per character of the 12 px font.
+const CHAR_PX: f64 = 7.0;
+/// At most this many search or table highlights are outlined.
+pub const MAX_OUTLINES: usize = 20_000;
+
+/// A span of one group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SpanRef {
+    /// The group (top to bottom).
+    pub group: usize,
+    /// Index into the group's document spans.
+    pub span: u32,
+}
+
+/// What the scene needs to know about the groups' spans.
+pub trait SpanSource {
+    /// Lanes of group `g` (`None` past the last group).
+    fn lanes(&self, g: usize) -> Option<&Lanes>;
+    /// Name of a span (its label).
+    fn name(&self, g: usize, span: u32) -> &str;
+    /// Fill colour of a span.
+    fn fill(&self, g: usize, span: u32) -> &'static str;
+    /// Colour key of a span: merged blocks of different keys take the merged fill.
+    fn key(&self, g: usize, span: u32) -> u32;
+    /// Where a span is drawn (its own time and depth).
+    fn extent(&self, g: usize, span: u32) -> Option<SpanExtent>;
+}
+
+/// One filled rectangle (a span, or a merged block of narrow spans).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rect {
+    /// Left, CSS pixels.
+    pub x: f64,
+    /// Top.
+    pub y: f64,
+    /// Width (at least 1).
+    pub w: f64,
+    /// Height.
+    pub h: f64,
+    /// Fill colour.
+    pub fill: &'static str,
+    /// The span drawn (the first of a merged block).
+    pub span: SpanRef,
+    /// Its label and the label's colour, when the block is one span and wide enough.
+    pub label: Option<(String, &'static str)>,
+}
+
+/// An outline around a span: the selection (thick) or a highlight (thin).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outline {
+    /// Left, CSS pixels.
+    pub x: f64,
+    /// Top.
+    pub y: f64,
+    /// Width.
+    pub w: f64,
+    /// Height.
+    pub h: f64,
+    /// Line width.
+    pub line_px: f64,
+}
+
+/// A group's name row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    /// Top of the row.
+    pub y: f64,
+    /// The group's name.
+    pub label: String,
+}
+
+/// Everything one frame of the chart paints.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Scene {
+    /// Total height, CSS pixels.
+    pub height_px: f64,
+    /// Time-axis ticks (a label above, a rule through the lanes).
+    pub ticks: Vec<Tick>,
+    /// Group name rows (none with one group).
+    pub headers: Vec<Header>,
+    /// Span rectangles, group by group, lane by lane, left to right.
+    pub rects: Vec<Rect>,
+    /// Highlight outlines, then the selections' (drawn last, on top).
+    pub outlines: Vec<Outline>,
+}
+
+/// What is outlined: per group, the highlighted spans and the selected one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Marks<'a> {
+    /// Highlighted spans, per group (search matches, a table row's spans).
+    pub highlighted: &'a [&'a [u32]],
+    /// Selected spans.
+    pub selected: &'a [SpanRef],
+}
+
+/// The part of `name` that fits `width_px` (an estimate at 7 px per character, 3 px padding
+/// each side), elided with `…`; `None` when fewer than 3 characters fit.
+pub fn fit_label(name: &str, width_px: f64) -> Option<String> {
+    let room = ((width_px - 6.0) / CHAR_PX).floor();
+    if room < 3.0 {
+        return None;
+    }
+    let room = room as usize;
+    if name.chars().count() <= room {
+        Some(name.to_string())
+    } else {
+        let mut s: String = name.chars().take(room.saturating_sub(1)).collect();
+        s.push('…');
+        Some(s)
+    }
+}
+
+/// The scene of `layout` in `view`. `labels` names each group's header row; `merged_fill`
+/// colours merged blocks whose spans have different keys.
+pub fn scene(
+    layout: &ChartLayout,
+    source: &impl SpanSource,
+    labels: &[&str],
+    view: &Viewport,
+    marks: Marks<'_>,
+    merged_fill: &'static str,
+) -> Scene {
+    let mut out = Scene {
+        height_px: layout.height_px,
+        ticks: ticks(view, TICK_SPACING_PX),
+        ..Scene::default()
+    };
+    for (g, row) in layout.groups.iter().enumerate() {
+        if layout.headers {
+            out.headers.push(Header {
+                y: row.top_px,
+                label: labels.get(g).copied().unwrap_or_default().to_string(),
+            });
+        }
+        let Some(lanes) = source.lanes(g) else {
+            continue;
+        };
+        let gv = layout.group_view(view, g);
+        for (depth, lane) in lanes.lanes.iter().enumerate() {
+            let y = row.lanes_top_px + depth as f64 * LANE_PX;
+            for b in visible_blocks_keyed(lane, &gv, |i| source.key(g, i)) {
+                let fill = if b.mixed {
+                    merged_fill
+                } else {
+                    source.fill(g, b.span)
+                };
+                let label = if b.is_merged() {
+                    None
+                } else {
+                    fit_label(source.name(g, b.span), b.x1 - b.x0).map(|l| (l, label_color(fill)))
+                };
+                out.rects.push(Rect {
+                    x: b.x0,
+                    y: y + 1.0,
+                    w: (b.x1 - b.x0 - 0.5).max(1.0),
+                    h: LANE_PX - 2.0,
+                    fill,
+                    span: SpanRef {
+                        group: g,
+                        span: b.span,
+                    },
+                    label,
+                });
+            }
+        }
+    }
+    for (g, spans) in marks.highlighted.iter().enumerate() {
+        for &span in spans.iter().take(MAX_OUTLINES) {
+            out.outlines.extend(outline(
+                layout,
+                source,
+                view,
+                SpanRef { group: g, span },
+                1.5,
+            ));
+        }
+    }
+    for &s in marks.selected {
+        out.outlines.extend(outline(layout, source, view, s, 3.0));
+    }
+    out
+}
+
+/// The outline of span `s`, `None` when it is out of view or unknown.
+pub fn outline(
+    layout: &ChartLayout,
+    source: &impl SpanSource,
+    view: &Viewport,
+    s: SpanRef,
+    line_px: f64,
+) -> Option<Outline> {
+    let e = source.extent(s.group, s.span)?;
+    let y = layout.lane_top(s.group, e.depth as usize)?;
+    let x0 = view.x_from_ns(layout.to_axis(s.group, e.start_ns));
+    let x1 = view.x_from_ns(layout.to_axis(s.group, e.end_ns));
+    if x1 < 0.0 || x0 > view.width_px {
+        return None;
+    }
+    let (x0, x1) = (x0.max(-2.0), x1.min(view.width_px + 2.0).max(x0 + 1.0));
+    Some(Outline {
+        x: x0 + 0.5,
+        y: y + 1.0,
+        w: x1 - x0 - 1.0,
+        h: LANE_PX - 2.0,
+        line_px,
+    })
+}
+
+/// The span under `(x, y)`: an exact hit, else the nearest within [`SLOP_PX`] in that lane.
+pub fn hit(
+    layout: &ChartLayout,
+    source: &impl SpanSource,
+    view: &Viewport,
+    x: f64,
+    y: f64,
+) -> Option<SpanRef> {
+    if y < AXIS_PX {
+        return None;
+    }
+    let (g, lane) = layout.lane_at(y)?;
+    let gv = layout.group_view(view, g);
+    let span = source
+        .lanes(g)?
+        .hit(lane, gv.ns_from_x(x), SLOP_PX * gv.ns_per_px)?;
+    Some(SpanRef { group: g, span })
+}
+
+/// The minimap's rectangles at `width_px`: every group's lanes stacked in the strip (lanes at
+/// most 6 px high), the whole axis across the width.
+pub fn minimap_rects(
+    layout: &ChartLayout,
+    source: &impl SpanSource,
+    width_px: f64,
+    merged_fill: &'static str,
+) -> Vec<Rect> {
+    let whole = layout.fit(width_px);
+    let total_lanes: usize = (0..layout.groups.len())
+        .map(|g| source.lanes(g).map_or(0, Lanes::len))
+        .sum();
+    let lane_h = (MINIMAP_PX / total_lanes.max(1) as f64).min(6.0);
+    let mut out = Vec::new();
+    let mut row = 0usize;
+    for g in 0..layout.groups.len() {
+        let Some(lanes) = source.lanes(g) else {
+            continue;
+        };
+        let gv = layout.group_view(&whole, g);
+        for lane in &lanes.lanes {
+            for b in visible_blocks_keyed(lane, &gv, |i| source.key(g, i)) {
+                out.push(Rect {
+                    x: b.x0,
+                    y: row as f64 * lane_h,
+                    w: (b.x1 - b.x0).max(1.0),
+                    h: lane_h.max(1.0),
+                    fill: if b.mixed {
+                        merged_fill
+                    } else {
+                        source.fill(g, b.span)
+                    },
+                    span: SpanRef {
+                        group: g,
+                        span: b.span,
+                    },
+                    label: None,
+                });
+            }
+            row += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::lanes::Lanes;
+
+    /// Groups of (start, end, depth, name) spans; fill by name's first letter, key = fill.
+    struct Fake {
+        lanes: Vec<Lanes>,
+        spans: Vec<Vec<(u64, u64, u32, &'static str)>>,
+    }
+
+    impl Fake {
+        fn new(groups: Vec<Vec<(u64, u64, u32, &'static str)>>) -> Self {
+            let lanes = groups
+                .iter()
+                .map(|g| {
+                    let ext: Vec<SpanExtent> = g
+                        .iter()
+                        .map(|&(start_ns, end_ns, depth, _)| SpanExtent {
+                            start_ns,
+                            end_ns,
+                            depth,
+                        })
+                        .collect();
+                    Lanes::build(&ext)
+                })
+                .collect();
+            Fake {
+                lanes,
+                spans: groups,
+            }
+        }
+        fn layout(&self, offsets: &[i64]) -> ChartLayout {
+            let pairs: Vec<(&Lanes, i64)> =
+                self.lanes.iter().zip(offsets.iter().copied()).collect();
+            ChartLayout::new(&pairs)
+        }
+    }
+
+    impl SpanSource for Fake {
+        fn lanes(&self, g: usize) -> Option<&Lanes> {
+            self.lanes.get(g)
+        }
+        fn name(&self, g: usize, span: u32) -> &str {
+            self.spans[g][span as usize].3
+        }
+        fn fill(&self, g: usize, span: u32) -> &'static str {
+            if self.spans[g][span as usize].3.starts_with('m') {
+                "#000000"
+            } else {
+                "#ffffff"
+            }
+        }
+        fn key(&self, g: usize, span: u32) -> u32 {
+            u32::from(self.fill(g, span) == "#000000")
+        }
+        fn extent(&self, g: usize, span: u32) -> Option<SpanExtent> {
+            let &(start_ns, end_ns, depth, _) = self.spans.get(g)?.get(span as usize)?;
+            Some(SpanExtent {
+                start_ns,
+                end_ns,
+                depth,
+            })
+        }
+    }
+
+    #[test]
+    fn labels_fit_or_are_elided() {
+        // 50 px: (50 − 6) / 7 = 6.28 → 6 characters.
+        assert_eq!(fit_label("matmul", 50.0).as_deref(), Some("matmul"));
+        assert_eq!(fit_label("matmul_bwd", 50.0).as_deref(), Some("matmu…"));
+        // 26 px: 20 / 7 = 2.86 → under 3: no label.
+        assert_eq!(fit_label("matmul", 26.0), None);
+        // 27 px: exactly 3 characters: two and the ellipsis.
+        assert_eq!(fit_label("matmul", 27.0).as_deref(), Some("ma…"));
+        assert_eq!(fit_label("µµµ", 27.0).as_deref(), Some("µµµ"));
+    }
+
+    #[test]
+    fn one_group_paints_rects_labels_and_ticks() {
+        // A root 0..1000 with a child 0..500 ("matmul") at depth 1; 1000 ns in 100 px.
+        let f = Fake::new(vec![vec![(0, 1000, 0, "step"), (0, 500, 1, "matmul")]]);
+        let l = f.layout(&[0]);
+        let v = l.fit(100.0);
+        let s = scene(&l, &f, &["a"], &v, Marks::default(), "#888888");
+        assert_eq!(s.height_px, 22.0 + 40.0);
+        assert!(s.headers.is_empty());
+        assert_eq!(s.rects.len(), 2);
+        let root = &s.rects[0];
+        // x 0, y = axis 22 + 1, w = 100 − 0.5, h = 20 − 2.
+        assert_eq!((root.x, root.y, root.w, root.h), (0.0, 23.0, 99.5, 18.0));
+        assert_eq!(root.fill, "#ffffff");
+        // "step" fits 100 px; its label is dark on the white fill.
+        assert_eq!(root.label, Some(("step".to_string(), "#0b1220")));
+        let child = &s.rects[1];
+        assert_eq!((child.x, child.y, child.w), (0.0, 43.0, 49.5));
+        // 50 px hold 6 characters: "matmul" fits, white on black.
+        assert_eq!(child.label, Some(("matmul".to_string(), "#ffffff")));
+        // 10 ns per px and 90 px spacing: a 1 µs step, ticks at 0 and 1 µs.
+        let t: Vec<u64> = s.ticks.iter().map(|t| t.ns).collect();
+        assert_eq!(t, vec![0, 1000]);
+    }
+
+    #[test]
+    fn narrow_spans_merge_without_labels_and_mixed_blocks_go_grey() {
+        // Four 1 ns spans in 1000 ns at 100 px (10 ns per px): one merged block.
+        let f = Fake::new(vec![vec![
+            (0, 1000, 0, "step"),
+            (0, 1, 1, "matmul"),
+            (2, 3, 1, "add"),
+            (4, 5, 1, "mul"),
+            (6, 7, 1, "mm"),
+        ]]);
+        let l = f.layout(&[0]);
+        let s = scene(&l, &f, &[], &l.fit(100.0), Marks::default(), "#888888");
+        let lane1: Vec<&Rect> = s.rects.iter().filter(|r| r.y == 43.0).collect();
+        assert_eq!(lane1.len(), 1);
+        assert_eq!(lane1[0].fill, "#888888");
+        assert_eq!(lane1[0].label, None);
+        // Each narrow span is 1 px wide from its start: the block ends at 0.6 + 1 px, minus
+        // the 0.5 px gap.
+        assert!((lane1[0].w - 1.1).abs() < 1e-9, "{}", lane1[0].w);
+        // Zoomed to 2..3 ns at 100 px (0.01 ns per px), "add" alone fills the lane, labelled.
+        let z = l.fit(100.0).show_range(2, 3, 0.0);
+        let s = scene(&l, &f, &[], &z, Marks::default(), "#888888");
+        let lane1: Vec<&Rect> = s.rects.iter().filter(|r| r.y == 43.0).collect();
+        assert_eq!(lane1.len(), 1);
+        assert_eq!((lane1[0].x, lane1[0].w), (0.0, 99.5));
+        assert_eq!(lane1[0].label, Some(("add".to_string(), "#0b1220")));
+    }
+
+    #[test]
+    fn groups_get_headers_and_shifted_rects() {
+        let f = Fake::new(vec![vec![(0, 100, 0, "a")], vec![(0, 100, 0, "b")]]);
+        // b 100 ns later: the axis is 0..200, at 200 px one ns per pixel.
+        let l = f.layout(&[0, 100]);
+        let s = scene(
+            &l,
+            &f,
+            &["base", "cand"],
+            &l.fit(200.0),
+            Marks::default(),
+            "#888",
+        );
+        assert_eq!(
+            s.headers,
+            vec![
+                Header {
+                    y: 22.0,
+                    label: "base".into()
+                },
+                Header {
+                    y: 60.0,
+                    label: "cand".into()
+                }
+            ]
+        );
+        // a: lanes top 22 + 18; b: 60 + 18.
+        let placed: Vec<(f64, f64, usize)> =
+            s.rects.iter().map(|r| (r.x, r.y, r.span.group)).collect();
+        assert_eq!(placed, vec![(0.0, 41.0, 0), (100.0, 79.0, 1)]);
+    }
+
+    #[test]
+    fn outlines_follow_the_group_and_skip_what_is_out_of_view() {
+        let f = Fake::new(vec![
+            vec![(0, 100, 0, "a"), (10, 20, 1, "c")],
+            vec![(0, 100, 0, "b")],
+        ]);
+        let l = f.layout(&[0, 100]);
+        let v = l.fit(200.0);
+        let hl: [&[u32]; 2] = [&[1], &[]];
+        let sel = [SpanRef { group: 1, span: 0 }];
+        let s = scene(
+            &l,
+            &f,
+            &[],
+            &v,
+            Marks {
+                highlighted: &hl,
+                selected: &sel,
+            },
+            "#888",
+        );
+        // Span c: x 10..20, lane 1 of group 0 (lanes from 40: 60); group 1's header at
+        // 22 + 18 + 2 × 20 = 80, its lanes from 98: b at x 100..200.
+        assert_eq!(
+            s.outlines,
+            vec![
+                Outline {
+                    x: 10.5,
+                    y: 61.0,
+                    w: 9.0,
+                    h: 18.0,
+                    line_px: 1.5
+                },
+                Outline {
+                    x: 100.5,
+                    y: 99.0,
+                    w: 99.0,
+                    h: 18.0,
+                    line_px: 3.0
+                },
+            ]
+        );
+        // Zoomed on 150..200 (group b's right half), c is out of view.
+        let z = v.show_range(150, 200, 0.0);
+        let s = scene(
+            &l,
+            &f,
+            &[],
+            &z,
+            Marks {
+                highlighted: &hl,
+                selected: &[],
+            },
+            "#888",
+        );
+        assert!(s.outlines.is_empty());
+        assert_eq!(
+            outline(&l, &f, &v, SpanRef { group: 5, span: 0 }, 1.0),
+            None
+        );
+    }
+
+    #[test]
+    fn hits_find_the_span_under_the_pointer_in_its_group() {
+        let f = Fake::new(vec![
+            vec![(0, 100, 0, "a"), (10, 20, 1, "c")],
+            vec![(0, 100, 0, "b")],
+        ]);
+        let l = f.layout(&[0, 100]);
+        let v = l.fit(200.0);
+        // Rows: axis 0..22, header 22..40, lanes 40..80, header 80..98, b's lane 98..118.
+        // Axis row and header rows hit nothing.
+        assert_eq!(hit(&l, &f, &v, 50.0, 10.0), None);
+        assert_eq!(hit(&l, &f, &v, 50.0, 30.0), None);
+        assert_eq!(
+            hit(&l, &f, &v, 50.0, 45.0),
+            Some(SpanRef { group: 0, span: 0 })
+        );
+        assert_eq!(
+            hit(&l, &f, &v, 15.0, 65.0),
+            Some(SpanRef { group: 0, span: 1 })
+        );
+        // 2 px right of c's end is within the 3 px slop; 5 px is not.
+        assert_eq!(
+            hit(&l, &f, &v, 22.0, 65.0),
+            Some(SpanRef { group: 0, span: 1 })
+        );
+        assert_eq!(hit(&l, &f, &v, 25.0, 65.0), None);
+        // Group b starts at x 100.
+        assert_eq!(hit(&l, &f, &v, 150.0, 85.0), None);
+        assert_eq!(
+            hit(&l, &f, &v, 150.0, 105.0),
+            Some(SpanRef { group: 1, span: 0 })
+        );
+        // 50 px left of b (before its own time 0) is no hit, nor 2 px inside the slop is.
+        assert_eq!(hit(&l, &f, &v, 50.0, 105.0), None);
+        assert_eq!(
+            hit(&l, &f, &v, 98.0, 105.0),
+            Some(SpanRef { group: 1, span: 0 })
+        );
+        assert_eq!(hit(&l, &f, &v, 50.0, 500.0), None);
+    }
+
+    #[test]
+    fn the_minimap_stacks_every_lane() {
+        let f = Fake::new(vec![
+            vec![(0, 100, 0, "a"), (10, 20, 1, "c")],
+            vec![(0, 100, 0, "b")],
+        ]);
+        let l = f.layout(&[0, 100]);
+        let r = minimap_rects(&l, &f, 100.0, "#888");
+        // Three lanes in 36 px: 12 each, capped at 6. Axis 0..200 at 100 px: 2 ns per px.
+        let placed: Vec<(f64, f64, f64, f64)> = r.iter().map(|r| (r.x, r.y, r.w, r.h)).collect();
+        assert_eq!(
+            placed,
+            vec![
+                (0.0, 0.0, 50.0, 6.0),
+                (5.0, 6.0, 5.0, 6.0),
+                (50.0, 12.0, 50.0, 6.0)
+            ]
+        );
+    }
+}
