@@ -324,8 +324,8 @@ pub(crate) struct Inner {
     pub(crate) recording: AtomicBool,
     /// The clock of every timestamp: the CPU's time-stamp counter where it is invariant
     /// (quanta calibrates it against the OS monotonic clock once per process), else the OS
-    /// monotonic clock. A span reads it twice; a read costs ~14 ns on the benchmark VM, where
-    /// `Instant::now()` costs ~45 ns (BENCHMARKS.md, span cost).
+    /// monotonic clock. A span reads it twice; on the benchmark VMs `Instant::now()` goes
+    /// through the hypervisor's clock and costs several times a TSC read.
     pub(crate) clock: quanta::Clock,
     /// `clock.raw()` when the recorder was built: time zero of the trace.
     pub(crate) start: u64,
