@@ -106,8 +106,8 @@ test('clicking a finding selects its span or outlines its row', async () => {
   const start = lines.find((l) => l.kind === 'span_start' && l.id === span.id).start_ns;
   const end = start + lines.find((l) => l.kind === 'span_end' && l.id === span.id).duration_ns;
   await page.waitForFunction(([a, b]) => {
-    const c = document.querySelector('[data-testid=timeline-canvas]');
-    return Number(c.dataset.viewStart) <= a && Number(c.dataset.viewEnd) >= b;
+    const c = document.querySelector('[data-testid=flame-chart]');
+    return Number(c.dataset.viewStartNs) <= a && Number(c.dataset.viewEndNs) >= b;
   }, [start, end]);
   assert.ok(await inViewport(page, '[data-testid=timeline-canvas]'), 'the timeline is scrolled to');
 
