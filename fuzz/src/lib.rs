@@ -4,14 +4,14 @@
 //! A target is one file in `fuzz_targets/` (plus its `[[bin]]` entry in `Cargo.toml`); it calls
 //! these helpers so every target checks the same things.
 
-use candle_trace_schema::format::diagnostics::{sort_diagnostics, Diagnostic};
-use candle_trace_schema::format::document::TraceDocument;
-use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
 use candle_trace_schema::analysis::gradients::{gradients_for_review, GradientCounts};
 use candle_trace_schema::analysis::ops::{heaviest_ops, op_groups, OpGrouping};
 use candle_trace_schema::analysis::percentiles::Percentiles;
-use candle_trace_schema::format::profile::ProfileDocument;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
+use candle_trace_schema::format::diagnostics::{sort_diagnostics, Diagnostic};
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::profile::ProfileDocument;
 
 /// Most split points a chunked input may ask for.
 pub const MAX_CUTS: usize = 8;
