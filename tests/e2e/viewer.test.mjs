@@ -271,6 +271,29 @@ test('the URL fragment keeps the window and the selection across a reload', asyn
   await page.close();
 });
 
+test('panels without data say what is missing and how to capture it', async () => {
+  const { page, seen } = await openPage();
+  // A trace with one span, not marked measured: no phases, memory events or gradients.
+  const file = join(artifacts, 'no-region.trace6.jsonl');
+  mkdirSync(artifacts, { recursive: true });
+  writeFileSync(file, [
+    '{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2026-01-01T00:00:00Z","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}',
+    '{"kind":"span_start","id":"a","name":"step","start_ns":0,"span_kind":"function"}',
+    '{"kind":"span_end","id":"a","duration_ns":10}',
+  ].join('\n') + '\n');
+  await openByPicker(page, file);
+  assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'trace');
+  const missing = await page.$eval('[data-testid=phases] [data-testid=panel-missing]', (e) => e.textContent);
+  assert.match(missing, /^No training phases/);
+  for (const what of ['phases', 'memory', 'gradients']) {
+    const how = await page.textContent(`[data-testid=capture-how][data-what=${what}]`);
+    assert.ok(how.length > 20, `${what}: ${how}`);
+  }
+  assert.match(await page.textContent('[data-testid=capture-how][data-what=gradients]'), /optimizer_step/);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
 /** Write a trace/6 file with `spans` spans (a root, blocks of 100 under it, ops under those). */
 function writeBigTrace(path, spans) {
   const out = [];

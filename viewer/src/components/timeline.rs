@@ -42,7 +42,7 @@ use crate::timeline::viewport::Viewport;
 const TOOLTIP_PX: f64 = 320.0;
 /// Height of the memory strip.
 const MEMORY_PX: f64 = 48.0;
-/// The URL fragment is written this long after the last change of window or selection.
+/// The URL fragment is written once window and selection have not changed for this long.
 const FRAGMENT_DELAY: Duration = Duration::from_millis(250);
 
 /// A span's fill: (group, span index, theme) → CSS colour.
@@ -218,7 +218,9 @@ fn paint(canvas: &web_sys::HtmlCanvasElement, s: &Scene, theme: Theme) {
         ctx.set_global_alpha(1.0);
         let _ = ctx.fill_text(&t.label, x + 3.0, axis - 8.0);
     }
-    ctx.set_font("bold 12px system-ui, sans-serif");
+    if !s.headers.is_empty() {
+        ctx.set_font("bold 12px system-ui, sans-serif");
+    }
     for h in &s.headers {
         ctx.fill_rect(0.0, h.y, width, 1.0);
         let _ = ctx.fill_text(&h.label, 4.0, h.y + GROUP_HEADER_PX - 5.0);
@@ -303,6 +305,35 @@ fn paint_memory(
 fn read_fragment() -> ChartState {
     let hash = web_sys::window().and_then(|w| w.location().hash().ok());
     ChartState::parse(&hash.unwrap_or_default())
+}
+
+/// After `delay`, write the chart's state if it has not changed since, else wait for the rest
+/// of [`FRAGMENT_DELAY`]. Nothing is written once the chart is gone (another file opened).
+fn write_when_still(
+    changed_ms: StoredValue<f64>,
+    timer: StoredValue<bool>,
+    state: Arc<dyn Fn() -> Option<ChartState>>,
+    delay: Duration,
+) {
+    set_timeout(
+        move || {
+            let Some(changed) = changed_ms.try_get_value() else {
+                return;
+            };
+            let quiet_ms = js_sys::Date::now() - changed;
+            let wanted_ms = FRAGMENT_DELAY.as_secs_f64() * 1000.0;
+            if quiet_ms + 1.0 < wanted_ms {
+                let rest = Duration::from_secs_f64(((wanted_ms - quiet_ms) / 1000.0).max(0.001));
+                write_when_still(changed_ms, timer, state, rest);
+            } else {
+                let _ = timer.try_set_value(false);
+                if let Some(state) = state() {
+                    write_fragment(&state.to_fragment());
+                }
+            }
+        },
+        delay,
+    );
 }
 
 /// Replace the URL fragment without a history entry or a scroll.
@@ -555,43 +586,43 @@ pub fn FlameChart(
             }
         });
     }
-    // Keep the window and selection in the URL: the latest state is written a moment after
-    // the first change (one timer at a time, however many frames change the view).
+    // Keep the window and selection in the URL, written once they have not changed for
+    // FRAGMENT_DELAY (during a zoom or a drag: one pending timer, no write, no state built).
     {
         let groups = groups.clone();
         let files = files.clone();
-        let latest: StoredValue<Option<ChartState>> = StoredValue::new(None);
+        let changed_ms: StoredValue<f64> = StoredValue::new(0.0);
         let timer = StoredValue::new(false);
-        Effect::new(move |_| {
-            let v = view_sig.get();
+        let tracked = groups.clone();
+        // `None` once the chart is gone (another file opened).
+        let state: Arc<dyn Fn() -> Option<ChartState>> = Arc::new(move || {
+            let v = view_sig.try_get_untracked()?;
             let selected: Vec<(usize, String)> = groups
                 .iter()
                 .enumerate()
                 .filter_map(|(g, x)| {
-                    let i = x.ctx.selected.get()?;
+                    let i = x.ctx.selected.try_get_untracked().flatten()?;
                     Some((g, x.ctx.model.doc.spans.get(i as usize)?.id.to_string()))
                 })
                 .collect();
-            latest.set_value(Some(ChartState {
+            Some(ChartState {
                 files: files.clone(),
                 view: Some((
                     v.start_ns.max(0.0).round() as u64,
                     v.end_ns().max(0.0).round() as u64,
                 )),
                 selected,
-            }));
+            })
+        });
+        Effect::new(move |_| {
+            view_sig.track();
+            for x in tracked.iter() {
+                x.ctx.selected.track();
+            }
+            changed_ms.set_value(js_sys::Date::now());
             if !timer.get_value() {
                 timer.set_value(true);
-                set_timeout(
-                    move || {
-                        // The chart may be gone (another file opened): then nothing is written.
-                        let _ = timer.try_set_value(false);
-                        if let Some(Some(state)) = latest.try_get_value() {
-                            write_fragment(&state.to_fragment());
-                        }
-                    },
-                    FRAGMENT_DELAY,
-                );
+                write_when_still(changed_ms, timer, state.clone(), FRAGMENT_DELAY);
             }
         });
     }
@@ -631,7 +662,9 @@ pub fn FlameChart(
                 drag.set_value(Some(d));
                 if let Some(v) = panned {
                     view_sig.set(v);
-                    hover.set(None);
+                    if hover.get_untracked().is_some() {
+                        hover.set(None);
+                    }
                     return;
                 }
             }

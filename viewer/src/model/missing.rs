@@ -30,7 +30,9 @@ impl Panel {
     /// What the file lacks.
     pub fn missing(self) -> &'static str {
         match self {
-            Panel::Phases => "No training phases: no span of the measured region is a forward, backward or optimizer step.",
+            Panel::Phases => {
+                "No training phases: the file has no measured region (no span marked measured)."
+            }
             Panel::Ops => "No op rows in this file.",
             Panel::Memory => "No memory events in this file.",
             Panel::Gradients => "No gradient events in this file.",
@@ -40,7 +42,7 @@ impl Panel {
     /// How to capture it.
     pub fn how(self) -> &'static str {
         match self {
-            Panel::Phases => "Capture the phases with recorder.forward(…), recorder.backward(…) and recorder.optimizer_step(…), or wrap your own code in recorder.step(Step::Forward) (Backward, Optimizer) inside the measured span.",
+            Panel::Phases => "Mark the region with recorder.measured(\"step\") and its phases with recorder.forward(…), recorder.backward(…) and recorder.optimizer_step(…), or wrap your own code in recorder.step(Step::Forward) (Backward, Optimizer).",
             Panel::Ops => "Op rows come from candle's traced leaf layers (source layer_ops): install the recorder (Recorder::builder(…).install()) before the model is built.",
             Panel::Memory => "Host allocations of the captured step are recorded with TrackingAllocator as the global allocator (source allocator); recorder.forward/backward/optimizer_step add device checkpoints (source device_memory).",
             Panel::Gradients => "recorder.optimizer_step(&mut optimizer, &grads, &varmap) records one gradient event per VarMap variable (source gradients).",
