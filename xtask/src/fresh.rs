@@ -123,19 +123,27 @@ pub fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `bash .ci/run` in `clone` to its end: every stage's time, and (in `served_secs`) the total
-/// when it passed.
-fn ci_run(clone: &Path, tools: &Path, toolchain: &str) -> Result<DemoRun> {
-    let started = Instant::now();
-    let mut child = Command::new("bash")
-        .arg(".ci/run")
+/// `program args` in the cold `clone`: its tools folder and toolchain, none of this process's
+/// cargo settings, no stdin, stderr piped to be read line by line.
+fn in_clone(program: &str, args: &[&str], clone: &Path, tools: &Path, toolchain: &str) -> Command {
+    let mut command = Command::new(program);
+    command
+        .args(args)
         .current_dir(clone)
         .env("CANDLE_TRACE_TOOLS", tools)
         .env("RUSTUP_TOOLCHAIN", toolchain)
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO")
         .stdin(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// `bash .ci/run` in `clone` to its end: every stage's time, and (in `served_secs`) the total
+/// when it passed.
+fn ci_run(clone: &Path, tools: &Path, toolchain: &str) -> Result<DemoRun> {
+    let started = Instant::now();
+    let mut child = in_clone("bash", &[".ci/run"], clone, tools, toolchain)
         .spawn()
         .context("cannot start bash .ci/run")?;
     let stderr = child.stderr.take().context("no stderr from CI")?;
@@ -221,15 +229,9 @@ pub fn report(cold: &DemoRun, warm: &DemoRun, toolchain: &str) -> String {
 fn demo_until_served(clone: &Path, tools: &Path, toolchain: &str) -> Result<DemoRun> {
     let port = free_port()?;
     let started = Instant::now();
-    let mut child = Command::new("cargo")
-        .args(["xtask", "demo", "--port", &port.to_string()])
-        .current_dir(clone)
-        .env("CANDLE_TRACE_TOOLS", tools)
-        .env("RUSTUP_TOOLCHAIN", toolchain)
-        .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO")
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
+    let port_text = port.to_string();
+    let args = ["xtask", "demo", "--port", &port_text];
+    let mut child = in_clone("cargo", &args, clone, tools, toolchain)
         .spawn()
         .context("cannot start cargo xtask demo")?;
     let stderr = child.stderr.take().context("no stderr from the demo")?;
