@@ -30,6 +30,7 @@ mod bench;
 mod deps;
 mod fresh;
 mod fuzz;
+mod markers;
 mod serve;
 mod steps;
 mod tools;
@@ -109,6 +110,7 @@ fn ci() -> Result<()> {
         // fuzz/ is outside the workspace.
         cargo(&["fmt", "--manifest-path", "fuzz/Cargo.toml", "--", "--check"])
     })?;
+    stage("no merge-conflict markers", &markers::check)?;
     stage("clippy (native)", &|| {
         cargo(&[
             "clippy",
