@@ -2,9 +2,13 @@
 // speedscope (its npm package's static build, served from the same local server) on the same
 // content as Chrome JSON, in the same headless Chromium, alternating runs; and frame times
 // while panning and zooming a large trace in the viewer, unpaced (each interval is one frame's
-// work) and paced by the 60 Hz display.
+// work) and paced by the 60 Hz display; and, on a file speedscope opens, ours beside speedscope
+// on the same content, unpaced. Open
+// time counts from navigation (page, script and wasm load included), the file chosen as soon
+// as the page takes it; the time from the file chosen is kept beside it.
 //
 //   node bench.mjs --pair TRACE.jsonl CHROME.json [--pair ...] [--frames BIG.jsonl]
+//                  [--frames-peer TRACE.jsonl CHROME.json]
 //                  [--runs 5] [--timeout-s 600] [--out results.json] [--ours-only]
 //
 // `--ours-only` skips speedscope (for quick checks while working on the viewer).
@@ -23,11 +27,12 @@ const speedscopeDir = join(here, 'node_modules', 'speedscope', 'dist', 'release'
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 function parseArgs(argv) {
-  const opts = { pairs: [], frames: null, runs: 5, timeoutS: 600, out: null, oursOnly: false };
+  const opts = { pairs: [], frames: null, framesPeer: null, runs: 5, timeoutS: 600, out: null, oursOnly: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--pair') opts.pairs.push({ trace: resolve(argv[++i]), chrome: resolve(argv[++i]) });
     else if (a === '--frames') opts.frames = resolve(argv[++i]);
+    else if (a === '--frames-peer') opts.framesPeer = { trace: resolve(argv[++i]), chrome: resolve(argv[++i]) };
     else if (a === '--runs') opts.runs = Number(argv[++i]);
     else if (a === '--timeout-s') opts.timeoutS = Number(argv[++i]);
     else if (a === '--out') opts.out = resolve(argv[++i]);
@@ -124,13 +129,17 @@ async function memoryOf(page) {
 
 const twoFrames = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r())));
 
-/** Open `file` in our viewer; ms from choosing the file to the first painted timeline. */
+/** Open `file` in our viewer; ms from navigation to the first painted timeline (`ms`) and from
+ * choosing the file (`chosen_ms`). */
 async function openOurs(browser, origin, file, timeoutMs) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   try {
+    // Timed from navigation (page, script and wasm load included); the file is chosen as soon
+    // as the page can take it, and the time from there is kept beside it.
+    const navigated = Date.now();
     await page.goto(origin + '/');
     await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
     const started = Date.now();
@@ -148,10 +157,11 @@ async function openOurs(browser, origin, file, timeoutMs) {
       return { opened: false, reason: await page.textContent('[data-testid=load-error]') };
     }
     await page.evaluate(twoFrames);
-    const ms = Date.now() - started;
+    const painted = Date.now();
     const t = await page.$eval('[data-testid=load-timings]', (e) => ({ ...e.dataset }));
     return {
-      opened: true, ms, rss: rendererRss(), ...(await memoryOf(page)), errors,
+      opened: true, ms: painted - navigated, chosen_ms: painted - started,
+      rss: rendererRss(), ...(await memoryOf(page)), errors,
       in_worker: t.inWorker === 'true',
       parse_ms: Number(t.readMs) + Number(t.analyseMs),
       read_ms: Number(t.readMs), analyse_ms: Number(t.analyseMs),
@@ -166,13 +176,15 @@ async function openOurs(browser, origin, file, timeoutMs) {
   }
 }
 
-/** Open `file` in speedscope; ms from choosing the file to the first painted flame graph. */
+/** Open `file` in speedscope; ms from navigation to the first painted flame graph (`ms`) and
+ * from choosing the file (`chosen_ms`). */
 async function openSpeedscope(browser, origin, file, timeoutMs) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   try {
+    const navigated = Date.now();
     await page.goto(origin + '/speedscope/index.html');
     await page.waitForSelector('#file', { state: 'attached' });
     const started = Date.now();
@@ -189,13 +201,71 @@ async function openSpeedscope(browser, origin, file, timeoutMs) {
       return { opened: false, reason: 'speedscope could not import the file', errors };
     }
     await page.evaluate(twoFrames);
-    const ms = Date.now() - started;
-    return { opened: true, ms, rss: rendererRss(), ...(await memoryOf(page)), errors };
+    const painted = Date.now();
+    return {
+      opened: true, ms: painted - navigated, chosen_ms: painted - started,
+      rss: rendererRss(), ...(await memoryOf(page)), errors,
+    };
   } catch (e) {
     return { opened: false, reason: String(e).split('\n')[0], errors };
   } finally {
     await Promise.race([context.close(), sleep(20000)]);
   }
+}
+
+/** Zoom in by e^0.2 ≈ 1.2214× per step, as our wheel does for deltaY −100 (`timeline::input::wheel`). */
+const ZOOM_STEP = Math.exp(0.2);
+
+/** 360 frames of the same interaction on the chart whose box is `box`: each frame one wheel
+ * zoom step (in for 30 frames, out for 30) or one 12 px drag step, fired from inside
+ * requestAnimationFrame as a user's input would arrive. Returns the frame intervals (ms).
+ * `speedscope`: its main flame chart zooms on ctrl+wheel by `1 + deltaY / 40` (plain wheel
+ * pans), so the wheel carries ctrl and the deltaY that gives the same zoom factor per step. */
+async function drive(page, selector, speedscope) {
+  return page.evaluate(async ([selector, speedscope, step]) => {
+    const canvases = [...document.querySelectorAll(selector)];
+    // speedscope draws on one page-sized WebGL canvas under 2D overlays: its flame chart is the
+    // largest canvas smaller than the window.
+    const chart = speedscope
+      ? canvases.filter((c) => c.getBoundingClientRect().height < window.innerHeight)
+        .sort((a, b) => b.getBoundingClientRect().height - a.getBoundingClientRect().height)[0]
+      : canvases[0];
+    const box = chart.getBoundingClientRect();
+    const x = box.left + box.width / 2;
+    const y = box.top + box.height / 2;
+    const target = speedscope ? document.elementFromPoint(x, y) : chart;
+    const zoomIn = speedscope ? (1 / step - 1) * 40 : -100;
+    const zoomOut = speedscope ? (step - 1) * 40 : 100;
+    const out = [];
+    let last = null;
+    for (let i = 0; i < 360; i++) {
+      await new Promise((r) => requestAnimationFrame(r));
+      const now = performance.now();
+      if (last !== null) out.push(now - last);
+      last = now;
+      const phase = Math.floor(i / 30) % 4;
+      if (phase < 2) {
+        target.dispatchEvent(new WheelEvent('wheel', {
+          bubbles: true, cancelable: true, clientX: x, clientY: y, ctrlKey: speedscope,
+          deltaY: phase === 0 ? zoomIn : zoomOut,
+        }));
+      } else {
+        const dx = phase === 2 ? 12 : -12;
+        target.dispatchEvent(new MouseEvent('mousedown', { bubbles: true, clientX: x, clientY: y, button: 0 }));
+        target.dispatchEvent(new MouseEvent('mousemove', { bubbles: true, clientX: x + dx, clientY: y, buttons: 1 }));
+        target.dispatchEvent(new MouseEvent('mouseup', { bubbles: true, clientX: x + dx, clientY: y, button: 0 }));
+      }
+    }
+    return out;
+  }, [selector, speedscope, ZOOM_STEP]);
+}
+
+/** p50, p95, max and frames over 25 ms (one a 60 Hz display drops) of frame `intervals`. */
+function frameStats(intervals) {
+  const sorted = [...intervals].sort((a, b) => a - b);
+  const pct = (p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+  const late = intervals.filter((ms) => ms > 25).length;
+  return { frames: intervals.length, p50: pct(50), p95: pct(95), max: sorted.at(-1), late };
 }
 
 /** Frame intervals while zooming and panning the whole (zoomed-out) timeline of `file`. */
@@ -209,39 +279,31 @@ async function frameTimes(browser, origin, file, timeoutMs) {
     await page.waitForFunction(() => Number(document.querySelector('main')?.getAttribute('data-load-seq')) > 0,
       null, { timeout: timeoutMs, polling: 100 });
     const spans = Number(await page.getAttribute('[data-testid=summary-span_count]', 'data-value'));
-    // Each frame: one wheel zoom step (in for 30 frames, out for 30) or one drag step, fired
-    // from inside requestAnimationFrame, as a user's input would arrive.
-    const intervals = await page.evaluate(async () => {
-      const canvas = document.querySelector('[data-testid=timeline-canvas]');
-      const box = canvas.getBoundingClientRect();
-      const x = box.left + box.width / 2;
-      const y = box.top + box.height / 2;
-      const out = [];
-      let last = null;
-      for (let i = 0; i < 360; i++) {
-        await new Promise((r) => requestAnimationFrame(r));
-        const now = performance.now();
-        if (last !== null) out.push(now - last);
-        last = now;
-        const phase = Math.floor(i / 30) % 4;
-        if (phase < 2) {
-          canvas.dispatchEvent(new WheelEvent('wheel', {
-            bubbles: true, cancelable: true, clientX: x, clientY: y, deltaY: phase === 0 ? -100 : 100,
-          }));
-        } else {
-          const dx = phase === 2 ? 12 : -12;
-          canvas.dispatchEvent(new MouseEvent('mousedown', { bubbles: true, clientX: x, clientY: y, button: 0 }));
-          canvas.dispatchEvent(new MouseEvent('mousemove', { bubbles: true, clientX: x + dx, clientY: y, buttons: 1 }));
-          canvas.dispatchEvent(new MouseEvent('mouseup', { bubbles: true, clientX: x + dx, clientY: y, button: 0 }));
-        }
-      }
-      return out;
-    });
-    const sorted = [...intervals].sort((a, b) => a - b);
-    const pct = (p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-    // Frames that took more than one and a half 60 Hz periods: a 60 Hz display drops them.
-    const late = intervals.filter((ms) => ms > 25).length;
-    return { spans, frames: intervals.length, p50: pct(50), p95: pct(95), max: sorted.at(-1), late };
+    return { spans, ...frameStats(await drive(page, '[data-testid=timeline-canvas]', false)) };
+  } finally {
+    await Promise.race([context.close(), sleep(20000)]);
+  }
+}
+
+/** The same interaction in speedscope on `chrome` (the frames file's content as Chrome JSON),
+ * whole profile in view at the start; `{opened: false, reason}` when it does not open. */
+async function speedscopeFrameTimes(browser, origin, chrome, timeoutMs) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  try {
+    await page.goto(origin + '/speedscope/index.html');
+    await page.waitForSelector('#file', { state: 'attached' });
+    await page.setInputFiles('#file', chrome);
+    const loaded = await loadedWithin(page, () => / - speedscope$/.test(document.title)
+      || /Something went wrong/.test(document.body.innerText), timeoutMs);
+    if (!loaded) return { opened: false, reason: `not open after ${timeoutMs / 1000} s` };
+    if (/Something went wrong/.test(await page.evaluate(() => document.body.innerText))) {
+      return { opened: false, reason: 'speedscope could not import the file' };
+    }
+    await page.evaluate(twoFrames);
+    return { opened: true, ...frameStats(await drive(page, 'canvas', true)) };
+  } catch (e) {
+    return { opened: false, reason: String(e).split('\n')[0] };
   } finally {
     await Promise.race([context.close(), sleep(20000)]);
   }
@@ -313,6 +375,7 @@ try {
         runs: rs.length,
         median_ms: median(ok.map((r) => r.ms)),
         all_ms: ok.map((r) => r.ms),
+        median_chosen_ms: median(ok.map((r) => r.chosen_ms)),
         median_rss: median(ok.map((r) => r.rss)),
         median_heap: median(ok.map((r) => r.heap)),
         median_js_heap: median(ok.map((r) => r.js_heap)),
@@ -342,6 +405,17 @@ try {
       unthrottled: await fresh((browser) => frameTimes(browser, origin, opts.frames, timeoutMs), UNTHROTTLED),
       display: await fresh((browser) => frameTimes(browser, origin, opts.frames, timeoutMs)),
     };
+    // speedscope does not open the 1M-span file within the time limit, so the peer comparison
+    // runs on a file it opens: ours on the trace/6 file, speedscope on its Chrome JSON, unpaced.
+    if (opts.framesPeer && !opts.oursOnly) {
+      const { trace, chrome } = opts.framesPeer;
+      results.frames.peer = {
+        trace, chrome,
+        ours: await fresh((browser) => frameTimes(browser, origin, trace, timeoutMs), UNTHROTTLED),
+        speedscope: await fresh(
+          (browser) => speedscopeFrameTimes(browser, origin, chrome, timeoutMs), UNTHROTTLED),
+      };
+    }
     console.error(`frames: ${JSON.stringify(results.frames)}`);
   }
 } finally {
