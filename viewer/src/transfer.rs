@@ -1424,6 +1424,7 @@ fn diagnostics(
 mod tests {
     use super::*;
     use candle_trace_schema::format::detect::AnyReader;
+    #[cfg(not(target_arch = "wasm32"))]
     use proptest::prelude::*;
 
     fn read(bytes: &[u8]) -> AnyDocument {
@@ -1697,6 +1698,7 @@ mod tests {
 
     /// A trace/6 file with every record kind and every optional field both present and
     /// absent, from proptest's values.
+    #[cfg(not(target_arch = "wasm32"))]
     fn generated(
         spans: &[(u64, Option<u64>, bool, u8)],
         ops: &[(Vec<u64>, Option<u64>, u8)],
@@ -1770,6 +1772,7 @@ mod tests {
         f
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
