@@ -2,183 +2,55 @@
 //!
 //! The worker reads and analyses the file; the page needs the finished [`AnyDocument`]. Web
 //! Workers share no memory with the page, so the document crosses as bytes: [`encode`] writes
-//! it as a sequence of frames (MessagePack, each frame a bounded batch of records), and the
-//! page's [`Decoder`] turns one frame back into records per [`Decoder::step`], yielding to the
-//! browser between steps, so no single task on the page grows with the file.
+//! it in a hand-written columnar layout, and the page's [`Decoder`] rebuilds it a bounded batch
+//! of rows per [`Decoder::step`], yielding to the browser between steps, so no single task on
+//! the page grows with the file. No serde and no per-field visitors: a row is read straight
+//! from its columns.
 //!
-//! Layout: frames back to back, each a little-endian `u32` length and that many bytes of a
-//! MessagePack-encoded [`Frame`]. The records a trace has many of (ops, tensors, memory
-//! events) go as arrays of their fields in a fixed order ([`OpRows`], [`TensorRows`],
-//! [`MemoryRows`]), absent optionals as nil; the few other event records write structs as
-//! maps, so the trace types' JSON-shaped serde attributes (omitted optional fields) work
-//! unchanged; frames of plain types (spans, the tree, the memory profile) write them as
-//! arrays. The first frame says which kind of document follows; [`Frame::End`] closes it.
+//! Layout (little-endian; tables and columns as in [`wire`]):
+//! - `CTT1`, the document kind (`0` trace, `1` profile, `2` unsupported), the `u64` offset of
+//!   the string table;
+//! - the kind's head (scalars, the meta, `capture_sources`, an unsupported file's format);
+//! - the kind's parts in a fixed order ([`TRACE`], [`PROFILE`], [`UNSUPPORTED`]), each one or
+//!   more tables of fixed-width columns (struct of arrays): every string field a `u32` index
+//!   into the string table ([`wire::NONE`] for an absent one), optional numbers a presence
+//!   bitmap beside their values, lists (shapes, inputs) a column of ends beside their values;
+//! - the string table: each distinct string once.
+//!
+//! An inference profile's events (at most a few thousand lines, with free-form JSON
+//! attributes) cross as their JSON line, read back by the schema's own profile reader.
 
-use std::borrow::Cow;
 use std::fmt;
-
-use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
 use candle_trace_schema::format::chrome::ChromeImport;
 use candle_trace_schema::format::detect::{AnyDocument, Format};
-use candle_trace_schema::format::diagnostics::Diagnostic;
+use candle_trace_schema::format::diagnostics::{Category, Diagnostic, Severity};
 use candle_trace_schema::format::document::{Lined, Span, TraceDocument};
 use candle_trace_schema::format::events::{
-    CaptureSources, CompactString, DeviceMemory, Edge, Gradient, MemoryAction, MemoryEvent, Meta,
-    Op, TensorCategory, TensorEvent,
+    CaptureSource, CaptureSources, CompactString, DeviceMemory, Edge, Gradient, GradientState,
+    MemoryAction, MemoryEvent, Meta, Op, Phase, SpanKind, Step, TensorCategory, TensorEvent,
+    TimingMode,
 };
-use candle_trace_schema::format::memory::MemoryProfile;
+use candle_trace_schema::format::memory::{
+    DeviceMemoryProfile, LiveAllocation, MemoryProfile, MemorySample,
+};
 use candle_trace_schema::format::profile::{ProfileDocument, ProfileRecord};
 use candle_trace_schema::format::spans::{SpanTree, SpanTreeParts};
+use candle_trace_schema::format::tracks::{
+    ChromeForm, CounterSample, Instant, SkippedPhase, Track, TrackId,
+};
 
-/// Records per frame: small enough that decoding one frame is a short task on the page
-/// (a few milliseconds for spans), large enough that framing costs nothing.
+mod wire;
+
+use wire::{Col, Cols, In, Out, Result, Strings, Strs, Table, NONE};
+
+/// Rows per [`Decoder::step`]: small enough that one step is a short task on the page (a few
+/// milliseconds for spans), large enough that stepping costs nothing.
 pub const BATCH: usize = 8192;
 
-/// Defines a batch of `Lined<$event>` records that crosses as MessagePack arrays of
-/// `(line, fields...)` in the order listed, so decoding matches no keys (about twice as fast
-/// as maps) and an absent optional is a nil rather than a missing key.
-macro_rules! rows {
-    ($(#[$doc:meta])* $name:ident, $event:ident { $($field:ident: $ty:ty),* $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug)]
-        pub struct $name<'a>(pub Cow<'a, [Lined<$event>]>);
-
-        impl Serialize for $name<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_seq(self.0.iter().map(|r| (r.line, $(&r.event.$field),*)))
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name<'_> {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let rows = Vec::<(u64, $($ty),*)>::deserialize(d)?;
-                Ok($name(Cow::Owned(
-                    rows.into_iter()
-                        .map(|(line, $($field),*)| Lined { line, event: $event { $($field),* } })
-                        .collect(),
-                )))
-            }
-        }
-    };
-}
-
-rows!(
-    /// A batch of ops, as arrays.
-    OpRows,
-    Op {
-        span_id: CompactString,
-        op_name: CompactString,
-        inputs: Vec<CompactString>,
-        output: Option<CompactString>,
-        shape: Vec<u64>,
-        dtype: CompactString,
-        device: CompactString,
-        duration_ns: u64,
-        timestamp_ns: u64,
-        storage_bytes: Option<u64>,
-        input_storage_bytes: u64,
-    }
-);
-
-rows!(
-    /// A batch of tensors, as arrays.
-    TensorRows,
-    TensorEvent {
-        span_id: CompactString,
-        tensor_id: CompactString,
-        shape: Vec<u64>,
-        dtype: CompactString,
-        device: CompactString,
-        requires_grad: bool,
-        storage_bytes: Option<u64>,
-        category: TensorCategory,
-    }
-);
-
-rows!(
-    /// A batch of memory events, as arrays.
-    MemoryRows,
-    MemoryEvent {
-        timestamp_ns: u64,
-        tensor_id: CompactString,
-        span_id: CompactString,
-        op_name: Option<CompactString>,
-        device: CompactString,
-        bytes: u64,
-        action: MemoryAction,
-        shape: Vec<u64>,
-        dtype: CompactString,
-        category: TensorCategory,
-    }
-);
-
-/// One frame of an encoded document.
-#[derive(Debug, Serialize, Deserialize)]
-pub enum Frame<'a> {
-    /// An execution trace follows: its scalars and meta.
-    TraceStart {
-        /// Number of spans that follow (the page reserves room for them at once, rather than
-        /// growing, and rehashing, step by step).
-        span_count: u64,
-        /// `TraceDocument::meta`.
-        meta: Option<Cow<'a, Lined<Meta>>>,
-        /// `TraceDocument::skipped_unknown`.
-        skipped_unknown: u64,
-        /// `TraceDocument::bytes_read`.
-        bytes_read: u64,
-    },
-    /// A batch of spans, in order.
-    Spans(Cow<'a, [Span]>),
-    /// A batch of ops.
-    Ops(OpRows<'a>),
-    /// A batch of tensors.
-    Tensors(TensorRows<'a>),
-    /// A batch of memory events.
-    Memory(MemoryRows<'a>),
-    /// A batch of device checkpoints.
-    DeviceMemory(Cow<'a, [Lined<DeviceMemory>]>),
-    /// A batch of gradients.
-    Gradients(Cow<'a, [Lined<Gradient>]>),
-    /// A batch of edges.
-    Edges(Cow<'a, [Lined<Edge>]>),
-    /// The span tree's scalars; its arrays follow in batches.
-    TreeStart {
-        /// `SpanTree::roots`.
-        roots: Cow<'a, [u32]>,
-        /// `SpanTree::max_depth`.
-        max_depth: u32,
-    },
-    /// A batch of `SpanTree::parent`.
-    TreeParent(Cow<'a, [Option<u32>]>),
-    /// A batch of `SpanTree::depth`.
-    TreeDepth(Cow<'a, [u32]>),
-    /// A batch of `SpanTree::self_ns`.
-    TreeSelf(Cow<'a, [u64]>),
-    /// A batch of the tree's child offsets.
-    TreeChildStart(Cow<'a, [u32]>),
-    /// A batch of the tree's child list.
-    TreeChildList(Cow<'a, [u32]>),
-    /// The memory profile.
-    MemoryProfile(Cow<'a, MemoryProfile>),
-    /// What an imported Chrome JSON file held beyond spans.
-    Chrome(Cow<'a, ChromeImport>),
-    /// `TraceDocument::capture_sources` (sent only when the file has that line).
-    CaptureSources(Cow<'a, Lined<CaptureSources>>),
-    /// An inference profile follows.
-    ProfileStart,
-    /// A batch of profile records.
-    ProfileRecords(Cow<'a, [ProfileRecord]>),
-    /// A file that could not be read, and its recognised format.
-    Unsupported {
-        /// The recognised format.
-        format: Option<Format>,
-    },
-    /// A batch of diagnostics (any kind of document).
-    Diagnostics(Cow<'a, [Diagnostic]>),
-    /// The document is complete.
-    End,
-}
+/// The first bytes of an encoded document.
+const MAGIC: &[u8; 4] = b"CTT1";
 
 /// Why bytes could not be decoded (a bug or a truncated transfer, never the user's file).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,142 +68,512 @@ impl fmt::Display for TransferError {
 
 impl std::error::Error for TransferError {}
 
-/// Whether a frame's structs must be written as maps: the event types omit absent optional
-/// fields (their JSON shape), which only a map can express. The others are written as arrays,
-/// which decode about twice as fast (no key matching); the decoder reads either.
-fn needs_field_names(frame: &Frame<'_>) -> bool {
-    !matches!(
-        frame,
-        Frame::Spans(_)
-            | Frame::Ops(_)
-            | Frame::Tensors(_)
-            | Frame::Memory(_)
-            | Frame::TreeStart { .. }
-            | Frame::TreeParent(_)
-            | Frame::TreeDepth(_)
-            | Frame::TreeSelf(_)
-            | Frame::TreeChildStart(_)
-            | Frame::TreeChildList(_)
-            | Frame::MemoryProfile(_)
-            | Frame::Chrome(_)
-            | Frame::ProfileStart
-            | Frame::Unsupported { .. }
-            | Frame::End
-    )
+fn broken(what: impl Into<String>) -> TransferError {
+    TransferError(what.into())
 }
 
-fn push_frame(out: &mut Vec<u8>, frame: &Frame<'_>) {
-    let at = out.len();
-    out.extend_from_slice(&[0; 4]);
-    // Writing to a Vec cannot fail, and every type here serializes (plain data, string keys).
-    let written = if needs_field_names(frame) {
-        rmp_serde::encode::write_named(out, frame)
-    } else {
-        rmp_serde::encode::write(out, frame)
-    };
-    if written.is_err() {
-        out.truncate(at);
-        return;
+/// One part of a document, in the order written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Spans,
+    Ops,
+    Tensors,
+    Memory,
+    DeviceMemory,
+    Gradients,
+    Edges,
+    Tree,
+    MemoryProfile,
+    Samples,
+    Chrome,
+    Records,
+    Diagnostics,
+}
+
+/// The parts of a trace, in order.
+const TRACE: &[Part] = &[
+    Part::Spans,
+    Part::Ops,
+    Part::Tensors,
+    Part::Memory,
+    Part::DeviceMemory,
+    Part::Gradients,
+    Part::Edges,
+    Part::Tree,
+    Part::MemoryProfile,
+    Part::Samples,
+    Part::Chrome,
+    Part::Diagnostics,
+];
+
+/// The parts of an inference profile.
+const PROFILE: &[Part] = &[Part::Records, Part::Diagnostics];
+
+/// The parts of an unsupported file.
+const UNSUPPORTED: &[Part] = &[Part::Diagnostics];
+
+// ---------------------------------------------------------------------------------------------
+// Small enums as bytes.
+
+const CATEGORIES: [Category; 15] = [
+    Category::Syntax,
+    Category::Truncated,
+    Category::UnknownKind,
+    Category::MissingField,
+    Category::WrongType,
+    Category::InvalidValue,
+    Category::Meta,
+    Category::Duplicate,
+    Category::Reference,
+    Category::Cycle,
+    Category::Unclosed,
+    Category::Measured,
+    Category::Memory,
+    Category::Format,
+    Category::Capture,
+];
+const SEVERITIES: [Severity; 2] = [Severity::Warning, Severity::Error];
+const ACTIONS: [MemoryAction; 2] = [MemoryAction::Alloc, MemoryAction::Free];
+const PHASES: [Phase; 2] = [Phase::Train, Phase::Infer];
+const TIMING_MODES: [TimingMode; 2] = [TimingMode::Host, TimingMode::DeviceSynchronized];
+const FORMS: [ChromeForm; 2] = [ChromeForm::Array, ChromeForm::Object];
+const FORMATS: [Format; 3] = [Format::Trace, Format::Profile, Format::Chrome];
+
+/// The byte of `v`: its place in `all` (every list above names each variant once).
+fn code<T: PartialEq>(all: &[T], v: &T) -> u8 {
+    all.iter().position(|x| x == v).unwrap_or(0) as u8
+}
+
+/// The variant of byte `v`.
+fn variant<T: Copy>(all: &[T], v: u8, what: &str) -> Result<T> {
+    all.get(usize::from(v))
+        .copied()
+        .ok_or_else(|| broken(format!("{v} is no {what}")))
+}
+
+/// An optional variant: `0` for `None`, else its place + 1.
+fn opt_code<T: PartialEq>(all: &[T], v: Option<&T>) -> u8 {
+    v.map_or(0, |v| code(all, v) + 1)
+}
+
+fn opt_variant<T: Copy>(all: &[T], v: u8, what: &str) -> Result<Option<T>> {
+    match v.checked_sub(1) {
+        None => Ok(None),
+        Some(v) => variant(all, v, what).map(Some),
     }
-    let len = (out.len() - at - 4) as u32;
-    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
 }
 
-/// Numbers per frame of the tree's arrays (plain integers decode far faster than records).
-const TREE_BATCH: usize = 8 * BATCH;
+// ---------------------------------------------------------------------------------------------
+// Encoding (in the worker).
 
-fn push_batches<'a, T: Clone>(
-    out: &mut Vec<u8>,
-    items: &'a [T],
-    frame: impl Fn(Cow<'a, [T]>) -> Frame<'a>,
-) where
-    [T]: ToOwned<Owned = Vec<T>>,
-{
-    push_batches_of(out, items, BATCH, frame)
-}
-
-fn push_batches_of<'a, T: Clone>(
-    out: &mut Vec<u8>,
-    items: &'a [T],
-    batch: usize,
-    frame: impl Fn(Cow<'a, [T]>) -> Frame<'a>,
-) where
-    [T]: ToOwned<Owned = Vec<T>>,
-{
-    for chunk in items.chunks(batch) {
-        push_frame(out, &frame(Cow::Borrowed(chunk)));
-    }
-}
-
-/// Encode a document as frames.
+/// Encode a document (see the module docs for the layout).
 pub fn encode(doc: &AnyDocument) -> Vec<u8> {
-    let mut out = Vec::new();
-    let diagnostics = match doc {
+    match doc {
         AnyDocument::Trace(t) => {
-            push_frame(
-                &mut out,
-                &Frame::TraceStart {
-                    span_count: t.spans.len() as u64,
-                    meta: t.meta.as_ref().map(Cow::Borrowed),
-                    skipped_unknown: t.skipped_unknown,
-                    bytes_read: t.bytes_read,
-                },
-            );
-            push_batches(&mut out, &t.spans, Frame::Spans);
-            push_batches(&mut out, &t.ops, |b| Frame::Ops(OpRows(b)));
-            push_batches(&mut out, &t.tensors, |b| Frame::Tensors(TensorRows(b)));
-            push_batches(&mut out, &t.memory, |b| Frame::Memory(MemoryRows(b)));
-            push_batches(&mut out, &t.device_memory, Frame::DeviceMemory);
-            push_batches(&mut out, &t.gradients, Frame::Gradients);
-            push_batches(&mut out, &t.edges, Frame::Edges);
-            let tree = &t.tree;
-            push_frame(
-                &mut out,
-                &Frame::TreeStart {
-                    roots: Cow::Borrowed(&tree.roots),
-                    max_depth: tree.max_depth,
-                },
-            );
-            let (child_start, child_list) = tree.child_rows();
-            push_batches_of(&mut out, &tree.parent, TREE_BATCH, Frame::TreeParent);
-            push_batches_of(&mut out, &tree.depth, TREE_BATCH, Frame::TreeDepth);
-            push_batches_of(&mut out, &tree.self_ns, TREE_BATCH, Frame::TreeSelf);
-            push_batches_of(&mut out, child_start, TREE_BATCH, Frame::TreeChildStart);
-            push_batches_of(&mut out, child_list, TREE_BATCH, Frame::TreeChildList);
-            push_frame(
-                &mut out,
-                &Frame::MemoryProfile(Cow::Borrowed(&t.memory_profile)),
-            );
-            if let Some(chrome) = &t.chrome {
-                push_frame(&mut out, &Frame::Chrome(Cow::Borrowed(&**chrome)));
-            }
-            if let Some(sources) = &t.capture_sources {
-                push_frame(&mut out, &Frame::CaptureSources(Cow::Borrowed(sources)));
-            }
-            &t.diagnostics
+            let mut e = Enc::new(0);
+            e.trace(t);
+            e.finish()
         }
         AnyDocument::Profile(p) => {
-            push_frame(&mut out, &Frame::ProfileStart);
-            push_batches(&mut out, &p.records, Frame::ProfileRecords);
-            &p.diagnostics
+            let lines: Vec<String> = p.records.iter().map(|r| r.event.to_json_line()).collect();
+            let mut e = Enc::new(1);
+            let mut c = Cols::new(4, p.records.len());
+            for (r, json) in p.records.iter().zip(&lines) {
+                c.u64(0, r.line);
+                c.u32(1, e.s.id(json));
+                c.list_u32(2, r.violations.iter().map(|v| e.s.id(v)));
+            }
+            e.out.table(c);
+            e.diagnostics(&p.diagnostics);
+            e.finish()
         }
         AnyDocument::Unsupported {
             format,
             diagnostics,
         } => {
-            push_frame(&mut out, &Frame::Unsupported { format: *format });
-            diagnostics
+            let mut e = Enc::new(2);
+            e.out.u8(opt_code(&FORMATS, format.as_ref()));
+            e.diagnostics(diagnostics);
+            e.finish()
         }
-    };
-    push_batches(&mut out, diagnostics, Frame::Diagnostics);
-    push_frame(&mut out, &Frame::End);
-    out
+    }
 }
+
+/// The bytes and the string table being written.
+struct Enc<'d> {
+    out: Out,
+    s: Strings<'d>,
+}
+
+/// Where the header keeps the string table's offset.
+const STRINGS_AT: usize = 5;
+
+impl<'d> Enc<'d> {
+    fn new(kind: u8) -> Self {
+        let mut out = Out::default();
+        out.buf.extend_from_slice(MAGIC);
+        out.u8(kind);
+        out.u64(0);
+        Enc {
+            out,
+            s: Strings::default(),
+        }
+    }
+
+    /// The string table at the end, its offset in the header.
+    fn finish(self) -> Vec<u8> {
+        let Enc { mut out, s } = self;
+        let at = out.buf.len() as u64;
+        if let Some(slot) = out.buf.get_mut(STRINGS_AT..STRINGS_AT + 8) {
+            slot.copy_from_slice(&at.to_le_bytes());
+        }
+        out.table(s.into_table());
+        out.buf
+    }
+
+    fn str(&mut self, v: &'d str) {
+        let id = self.s.id(v);
+        self.out.u32(id);
+    }
+
+    fn opt_str(&mut self, v: Option<&'d str>) {
+        let id = self.s.opt(v);
+        self.out.u32(id);
+    }
+
+    fn trace(&mut self, t: &'d TraceDocument) {
+        self.out.u64(t.skipped_unknown);
+        self.out.u64(t.bytes_read);
+        self.out.bool(t.meta.is_some());
+        if let Some(m) = &t.meta {
+            self.meta(m);
+        }
+        self.out.bool(t.capture_sources.is_some());
+        if let Some(c) = &t.capture_sources {
+            self.capture_sources(c);
+        }
+        self.spans(&t.spans);
+        self.ops(&t.ops);
+        self.tensors(&t.tensors);
+        self.memory(&t.memory);
+        self.device_memory(&t.device_memory);
+        self.gradients(&t.gradients);
+        self.edges(&t.edges);
+        self.tree(&t.tree);
+        self.memory_profile(&t.memory_profile);
+        self.out.bool(t.chrome.is_some());
+        if let Some(c) = &t.chrome {
+            self.chrome(c);
+        }
+        self.diagnostics(&t.diagnostics);
+    }
+
+    fn meta(&mut self, m: &'d Lined<Meta>) {
+        self.out.u64(m.line);
+        let m = &m.event;
+        for v in [
+            &m.schema,
+            &m.run_id,
+            &m.correlation_id,
+            &m.entrypoint,
+            &m.timestamp,
+            &m.device,
+        ] {
+            self.str(v);
+        }
+        self.out.u8(code(&PHASES, &m.phase));
+        self.out.u64(m.capture_step);
+        self.out.u64(m.warmup_steps);
+        self.out.bool(m.measured_region_device_synchronized);
+        self.out.u8(code(&TIMING_MODES, &m.timing_mode));
+        self.out.u64(m.tags.len() as u64);
+        for (k, v) in &m.tags {
+            self.str(k);
+            self.str(v);
+        }
+        self.opt_str(m.candle_version.as_deref());
+    }
+
+    fn capture_sources(&mut self, c: &'d Lined<CaptureSources>) {
+        self.out.u64(c.line);
+        self.out.u64(c.sources.len() as u64);
+        for s in &c.sources {
+            self.str(&s.source);
+            self.out.bool(s.on);
+            self.out.u64(s.events);
+            self.out.opt_u64(s.threshold_bytes);
+        }
+        self.out.u64(c.events_dropped);
+        self.out.u64(c.warnings.len() as u64);
+        for w in &c.warnings {
+            self.str(w);
+        }
+    }
+
+    fn spans(&mut self, spans: &'d [Span]) {
+        let s = &mut self.s;
+        let mut c = Cols::new(12, spans.len());
+        for x in spans {
+            c.u32(0, s.id(&x.id));
+            c.u32(1, s.opt(x.parent_id.as_deref()));
+            c.u32(2, s.id(&x.name));
+            c.u64(3, x.start_ns);
+            c.u8(4, code(&SpanKind::ALL, &x.span_kind));
+            c.bit(5, x.measured);
+            c.u8(6, opt_code(&Step::ALL, x.step.as_ref()));
+            c.opt_u64(7, x.duration_ns);
+            c.u64(9, x.line);
+            c.opt_u64(10, x.end_line);
+        }
+        self.out.table(c);
+    }
+
+    fn ops(&mut self, ops: &'d [Lined<Op>]) {
+        let s = &mut self.s;
+        let mut c = Cols::new(15, ops.len());
+        for x in ops {
+            c.u64(0, x.line);
+            let x = &x.event;
+            c.u32(1, s.id(&x.span_id));
+            c.u32(2, s.id(&x.op_name));
+            c.list_u32(3, x.inputs.iter().map(|i| s.id(i)));
+            c.u32(5, s.opt(x.output.as_deref()));
+            c.list_u64(6, &x.shape);
+            c.u32(8, s.id(&x.dtype));
+            c.u32(9, s.id(&x.device));
+            c.u64(10, x.duration_ns);
+            c.u64(11, x.timestamp_ns);
+            c.opt_u64(12, x.storage_bytes);
+            c.u64(14, x.input_storage_bytes);
+        }
+        self.out.table(c);
+    }
+
+    fn tensors(&mut self, tensors: &'d [Lined<TensorEvent>]) {
+        let s = &mut self.s;
+        let mut c = Cols::new(11, tensors.len());
+        for x in tensors {
+            c.u64(0, x.line);
+            let x = &x.event;
+            c.u32(1, s.id(&x.span_id));
+            c.u32(2, s.id(&x.tensor_id));
+            c.list_u64(3, &x.shape);
+            c.u32(5, s.id(&x.dtype));
+            c.u32(6, s.id(&x.device));
+            c.bit(7, x.requires_grad);
+            c.opt_u64(8, x.storage_bytes);
+            c.u8(10, code(&TensorCategory::ALL, &x.category));
+        }
+        self.out.table(c);
+    }
+
+    fn memory(&mut self, memory: &'d [Lined<MemoryEvent>]) {
+        let s = &mut self.s;
+        let mut c = Cols::new(12, memory.len());
+        for x in memory {
+            c.u64(0, x.line);
+            let x = &x.event;
+            c.u64(1, x.timestamp_ns);
+            c.u32(2, s.id(&x.tensor_id));
+            c.u32(3, s.id(&x.span_id));
+            c.u32(4, s.opt(x.op_name.as_deref()));
+            c.u32(5, s.id(&x.device));
+            c.u64(6, x.bytes);
+            c.u8(7, code(&ACTIONS, &x.action));
+            c.list_u64(8, &x.shape);
+            c.u32(10, s.id(&x.dtype));
+            c.u8(11, code(&TensorCategory::ALL, &x.category));
+        }
+        self.out.table(c);
+    }
+
+    fn device_memory(&mut self, device_memory: &'d [Lined<DeviceMemory>]) {
+        let s = &mut self.s;
+        let mut c = Cols::new(7, device_memory.len());
+        for x in device_memory {
+            c.u64(0, x.line);
+            let x = &x.event;
+            c.u64(1, x.timestamp_ns);
+            c.u32(2, s.id(&x.device));
+            c.u64(3, x.used_bytes);
+            c.u64(4, x.free_bytes);
+            c.opt_u64(5, x.reserved_bytes);
+        }
+        self.out.table(c);
+    }
+
+    fn gradients(&mut self, gradients: &'d [Lined<Gradient>]) {
+        let s = &mut self.s;
+        let mut c = Cols::new(7, gradients.len());
+        for x in gradients {
+            c.u64(0, x.line);
+            let x = &x.event;
+            c.u32(1, s.id(&x.event_id));
+            c.u32(2, s.id(&x.root));
+            c.u32(3, s.id(&x.key));
+            c.u8(4, code(&GradientState::ALL, &x.state));
+            c.bit(5, x.norm.is_some());
+            c.f64(6, x.norm.unwrap_or(0.0));
+        }
+        self.out.table(c);
+    }
+
+    fn edges(&mut self, edges: &'d [Lined<Edge>]) {
+        let s = &mut self.s;
+        let mut c = Cols::new(4, edges.len());
+        for x in edges {
+            c.u64(0, x.line);
+            c.u32(1, s.id(&x.event.from_span));
+            c.u32(2, s.id(&x.event.to_span));
+            c.u64(3, x.event.duration_ns);
+        }
+        self.out.table(c);
+    }
+
+    fn tree(&mut self, t: &SpanTree) {
+        self.out.u32(t.max_depth);
+        let mut c = Cols::new(3, t.parent.len());
+        for ((p, d), s) in t.parent.iter().zip(&t.depth).zip(&t.self_ns) {
+            c.u32(0, p.unwrap_or(NONE));
+            c.u32(1, *d);
+            c.u64(2, *s);
+        }
+        self.out.table(c);
+        let (child_start, child_list) = t.child_rows();
+        for list in [&t.roots[..], child_start, child_list] {
+            let mut c = Cols::new(1, list.len());
+            for v in list {
+                c.u32(0, *v);
+            }
+            self.out.table(c);
+        }
+    }
+
+    fn memory_profile(&mut self, m: &'d MemoryProfile) {
+        self.out.u64(m.peak_bytes);
+        self.out.opt_u64(m.peak_timestamp_ns);
+        self.opt_str(m.peak_device.as_deref());
+        for v in m.peak_by_category {
+            self.out.u64(v);
+        }
+        self.out.u64(m.alloc_count);
+        self.out.u64(m.free_count);
+        let s = &mut self.s;
+        let mut c = Cols::new(8, m.live_at_peak.len());
+        for x in &m.live_at_peak {
+            c.u64(0, x.memory_index as u64);
+            c.u32(1, s.id(&x.tensor_id));
+            c.u64(2, x.bytes);
+            c.u8(3, code(&TensorCategory::ALL, &x.category));
+            c.u32(4, s.id(&x.span_id));
+            c.u32(5, s.opt(x.op_name.as_deref()));
+            c.u64(6, x.timestamp_ns);
+            c.u64(7, x.line);
+        }
+        self.out.table(c);
+        let mut c = Cols::new(9, m.devices.len());
+        for x in &m.devices {
+            c.u32(0, s.id(&x.device));
+            c.u64(1, x.peak_bytes);
+            c.opt_u64(2, x.peak_timestamp_ns);
+            c.u64(4, x.final_live_bytes);
+            c.opt_u64(5, x.capacity_bytes);
+            c.u64(7, x.alloc_count);
+            c.u64(8, x.free_count);
+        }
+        self.out.table(c);
+        let mut c = Cols::new(8, m.samples.len());
+        for x in &m.samples {
+            c.u64(0, x.timestamp_ns);
+            c.u32(1, x.device);
+            c.u64(2, x.live_bytes);
+            for (k, v) in x.by_category.iter().enumerate() {
+                c.u64(3 + k, *v);
+            }
+        }
+        self.out.table(c);
+    }
+
+    fn chrome(&mut self, x: &'d ChromeImport) {
+        self.out.u8(code(&FORMS, &x.form));
+        self.out.u64(x.element_count);
+        self.out.bool(x.closed);
+        self.out.i64(x.origin_ns);
+        self.out.bool(x.synthetic_root);
+        let s = &mut self.s;
+        let mut c = Cols::new(8, x.tracks.len());
+        for t in &x.tracks {
+            for (k, id) in [(0, &t.pid), (3, &t.tid)] {
+                match id {
+                    TrackId::Int(i) => {
+                        c.u8(k, 0);
+                        c.i64(k + 1, *i);
+                        c.u32(k + 2, NONE);
+                    }
+                    TrackId::Str(v) => {
+                        c.u8(k, 1);
+                        c.i64(k + 1, 0);
+                        c.u32(k + 2, s.id(v));
+                    }
+                }
+            }
+            c.u32(6, s.opt(t.process_name.as_deref()));
+            c.u32(7, s.opt(t.thread_name.as_deref()));
+        }
+        self.out.table(c);
+        let mut c = Cols::new(1, x.span_tracks.len());
+        for t in &x.span_tracks {
+            c.u32(0, t.unwrap_or(NONE));
+        }
+        self.out.table(c);
+        let mut c = Cols::new(5, x.instants.len());
+        for i in &x.instants {
+            c.u64(0, i.line);
+            c.u32(1, s.id(&i.event.name));
+            c.u32(2, i.event.track);
+            c.u64(3, i.event.timestamp_ns);
+            c.u32(4, s.id(&i.event.scope));
+        }
+        self.out.table(c);
+        let mut c = Cols::new(6, x.counters.len());
+        for i in &x.counters {
+            c.u64(0, i.line);
+            c.u32(1, s.id(&i.event.name));
+            c.u32(2, s.id(&i.event.series));
+            c.u32(3, i.event.track);
+            c.u64(4, i.event.timestamp_ns);
+            c.f64(5, i.event.value);
+        }
+        self.out.table(c);
+        let mut c = Cols::new(3, x.skipped.len());
+        for p in &x.skipped {
+            c.u32(0, s.id(&p.ph));
+            c.u64(1, p.count);
+            c.u64(2, p.first_line);
+        }
+        self.out.table(c);
+    }
+
+    fn diagnostics(&mut self, diagnostics: &'d [Diagnostic]) {
+        let s = &mut self.s;
+        let mut c = Cols::new(4, diagnostics.len());
+        for d in diagnostics {
+            c.u64(0, d.line);
+            c.u8(1, code(&SEVERITIES, &d.severity));
+            c.u8(2, code(&CATEGORIES, &d.category));
+            c.u32(3, s.id(&d.message));
+        }
+        self.out.table(c);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding (on the page).
 
 /// The document being rebuilt.
 enum Partial {
     Empty,
-    Trace(Box<TraceDocument>, Box<SpanTreeParts>),
+    Trace(Box<TraceDocument>),
     Profile(ProfileDocument),
     Unsupported {
         format: Option<Format>,
@@ -339,132 +581,65 @@ enum Partial {
     },
 }
 
-/// Rebuilds a document from frames handed over one at a time (the page copies each frame out
-/// of the worker's buffer as it goes).
-pub struct Assembler {
+/// Rebuilds a document from [`encode`]'s bytes, a bounded step at a time.
+pub struct Decoder<B> {
+    bytes: B,
+    state: State,
+}
+
+/// Where decoding stands.
+struct State {
+    /// The next byte to read.
+    at: usize,
+    /// The string table, once the header is read.
+    strings: Option<Table>,
     doc: Partial,
+    plan: &'static [Part],
+    next: usize,
+    /// A part's table being decoded in batches, and its next row.
+    open: Option<(Table, usize)>,
     done: bool,
 }
 
-impl Default for Assembler {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Assembler {
-    /// Nothing assembled yet.
-    pub fn new() -> Self {
-        Assembler {
-            doc: Partial::Empty,
-            done: false,
+impl<B: AsRef<[u8]>> Decoder<B> {
+    /// A decoder over encoded bytes.
+    pub fn new(bytes: B) -> Self {
+        Decoder {
+            bytes,
+            state: State {
+                at: 0,
+                strings: None,
+                doc: Partial::Empty,
+                plan: &[],
+                next: 0,
+                open: None,
+                done: false,
+            },
         }
     }
 
-    /// Add one frame's bytes (without the length prefix); `Ok(true)` once the document is
-    /// complete.
-    pub fn apply_frame(&mut self, body: &[u8]) -> Result<bool, TransferError> {
-        if self.done {
-            return Err(TransferError("a frame after the end".into()));
+    /// Bytes decoded so far (about: a table being decoded counts by its rows done).
+    pub fn position(&self) -> usize {
+        match &self.state.open {
+            Some((t, row)) if t.n > 0 => {
+                t.bytes.start + (t.bytes.len() as f64 * (*row as f64 / t.n as f64)) as usize
+            }
+            _ => self.state.at,
         }
-        let frame: Frame<'static> =
-            rmp_serde::from_slice(body).map_err(|e| TransferError(format!("bad frame: {e}")))?;
-        self.apply(frame)?;
-        Ok(self.done)
     }
 
-    fn apply(&mut self, frame: Frame<'static>) -> Result<(), TransferError> {
-        let unexpected = |what: &str| TransferError(format!("unexpected {what} frame"));
-        match (frame, &mut self.doc) {
-            (
-                Frame::TraceStart {
-                    span_count,
-                    meta,
-                    skipped_unknown,
-                    bytes_read,
-                },
-                Partial::Empty,
-            ) => {
-                let mut doc = TraceDocument::default();
-                doc.meta = meta.map(Cow::into_owned);
-                doc.skipped_unknown = skipped_unknown;
-                doc.bytes_read = bytes_read;
-                // A bound, not a promise: a broken count costs only a smaller reservation.
-                doc.reserve_spans(usize::try_from(span_count).unwrap_or(0).min(1 << 26));
-                self.doc = Partial::Trace(Box::new(doc), Box::default());
-            }
-            (Frame::ProfileStart, Partial::Empty) => {
-                self.doc = Partial::Profile(ProfileDocument::default());
-            }
-            (Frame::Unsupported { format }, Partial::Empty) => {
-                self.doc = Partial::Unsupported {
-                    format,
-                    diagnostics: Vec::new(),
-                };
-            }
-            (Frame::Spans(b), Partial::Trace(d, _)) => {
-                // Indexed as they arrive, so no single step indexes every span.
-                let start = d.spans.len();
-                d.spans.extend(b.into_owned());
-                d.index_spans_from(start);
-            }
-            (Frame::Ops(b), Partial::Trace(d, _)) => d.ops.extend(b.0.into_owned()),
-            (Frame::Tensors(b), Partial::Trace(d, _)) => d.tensors.extend(b.0.into_owned()),
-            (Frame::Memory(b), Partial::Trace(d, _)) => d.memory.extend(b.0.into_owned()),
-            (Frame::DeviceMemory(b), Partial::Trace(d, _)) => {
-                d.device_memory.extend(b.into_owned())
-            }
-            (Frame::Gradients(b), Partial::Trace(d, _)) => d.gradients.extend(b.into_owned()),
-            (Frame::Edges(b), Partial::Trace(d, _)) => d.edges.extend(b.into_owned()),
-            (Frame::TreeStart { roots, max_depth }, Partial::Trace(_, t)) => {
-                t.roots = roots.into_owned();
-                t.max_depth = max_depth;
-            }
-            (Frame::TreeParent(b), Partial::Trace(_, t)) => t.parent.extend(b.iter().copied()),
-            (Frame::TreeDepth(b), Partial::Trace(_, t)) => t.depth.extend(b.iter().copied()),
-            (Frame::TreeSelf(b), Partial::Trace(_, t)) => t.self_ns.extend(b.iter().copied()),
-            (Frame::TreeChildStart(b), Partial::Trace(_, t)) => {
-                t.child_start.extend(b.iter().copied())
-            }
-            (Frame::TreeChildList(b), Partial::Trace(_, t)) => {
-                t.child_list.extend(b.iter().copied())
-            }
-            (Frame::MemoryProfile(m), Partial::Trace(d, _)) => d.memory_profile = m.into_owned(),
-            (Frame::Chrome(c), Partial::Trace(d, _)) => d.chrome = Some(Box::new(c.into_owned())),
-            (Frame::CaptureSources(c), Partial::Trace(d, _)) => {
-                d.capture_sources = Some(c.into_owned())
-            }
-            (Frame::ProfileRecords(b), Partial::Profile(p)) => p.records.extend(b.into_owned()),
-            (Frame::Diagnostics(b), Partial::Trace(d, _)) => d.diagnostics.extend(b.into_owned()),
-            (Frame::Diagnostics(b), Partial::Profile(p)) => p.diagnostics.extend(b.into_owned()),
-            (Frame::Diagnostics(b), Partial::Unsupported { diagnostics, .. }) => {
-                diagnostics.extend(b.into_owned())
-            }
-            (Frame::End, Partial::Empty) => return Err(unexpected("end")),
-            (Frame::End, _) => self.done = true,
-            (Frame::TraceStart { .. }, _) => return Err(unexpected("second start")),
-            (Frame::ProfileStart, _) => return Err(unexpected("second start")),
-            (Frame::Unsupported { .. }, _) => return Err(unexpected("second start")),
-            (_, Partial::Empty) => return Err(unexpected("record before the start")),
-            (_, _) => return Err(unexpected("record of another document kind")),
-        }
-        Ok(())
+    /// Decode the next step (at most [`BATCH`] rows); `Ok(true)` once the document is complete.
+    pub fn step(&mut self) -> Result<bool> {
+        self.state.step(self.bytes.as_ref())
     }
 
-    /// The rebuilt document, once [`apply_frame`](Self::apply_frame) has returned `Ok(true)`.
-    pub fn finish(self) -> Result<AnyDocument, TransferError> {
-        if !self.done {
-            return Err(TransferError("the document ended early".into()));
+    /// The rebuilt document, once [`step`](Self::step) has returned `Ok(true)`.
+    pub fn finish(self) -> Result<AnyDocument> {
+        if !self.state.done {
+            return Err(broken("the document ended early"));
         }
-        Ok(match self.doc {
-            Partial::Trace(mut d, tree) => {
-                // A document without spans has an empty tree (no offsets at all).
-                if !(d.spans.is_empty() && tree.child_start.is_empty()) {
-                    d.tree = SpanTree::from_parts(*tree)
-                        .map_err(|e| TransferError(format!("span tree: {e}")))?;
-                }
-                AnyDocument::Trace(d)
-            }
+        Ok(match self.state.doc {
+            Partial::Trace(d) => AnyDocument::Trace(d),
             Partial::Profile(p) => AnyDocument::Profile(p),
             Partial::Unsupported {
                 format,
@@ -473,71 +648,784 @@ impl Assembler {
                 format,
                 diagnostics,
             },
-            Partial::Empty => return Err(TransferError("no document".into())),
+            Partial::Empty => return Err(broken("no document")),
         })
     }
 }
 
-/// Rebuilds a document from [`encode`]'s bytes, a frame at a time.
-pub struct Decoder<B> {
-    bytes: B,
-    at: usize,
-    assembler: Assembler,
-}
-
-impl<B: AsRef<[u8]>> Decoder<B> {
-    /// A decoder over encoded bytes.
-    pub fn new(bytes: B) -> Self {
-        Decoder {
-            bytes,
-            at: 0,
-            assembler: Assembler::new(),
-        }
-    }
-
-    /// Bytes decoded so far.
-    pub fn position(&self) -> usize {
-        self.at
-    }
-
-    /// Decode the next frame; `Ok(true)` once the document is complete.
-    pub fn step(&mut self) -> Result<bool, TransferError> {
-        if self.assembler.done {
-            return Ok(true);
-        }
-        let bytes = self.bytes.as_ref();
-        let head = bytes
-            .get(self.at..self.at + 4)
-            .ok_or_else(|| TransferError(format!("truncated at byte {}", self.at)))?;
-        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-        let body = bytes
-            .get(self.at + 4..self.at + 4 + len)
-            .ok_or_else(|| TransferError(format!("frame at byte {} is truncated", self.at)))?;
-        let done = self
-            .assembler
-            .apply_frame(body)
-            .map_err(|e| TransferError(format!("at byte {}: {}", self.at, e.0)))?;
-        self.at += 4 + len;
-        Ok(done)
-    }
-
-    /// The rebuilt document, once [`step`](Self::step) has returned `Ok(true)`.
-    pub fn finish(self) -> Result<AnyDocument, TransferError> {
-        self.assembler.finish()
-    }
-}
-
 /// Decode all of `bytes` at once (tests and small documents).
-pub fn decode(bytes: &[u8]) -> Result<AnyDocument, TransferError> {
+pub fn decode(bytes: &[u8]) -> Result<AnyDocument> {
     let mut d = Decoder::new(bytes);
     while !d.step()? {}
     d.finish()
+}
+
+fn other_kind() -> TransferError {
+    broken("a part of another kind of document")
+}
+
+impl State {
+    fn step(&mut self, b: &[u8]) -> Result<bool> {
+        if self.done {
+            return Ok(true);
+        }
+        let Some(strings) = &self.strings else {
+            self.head(b)?;
+            return Ok(false);
+        };
+        let s = Strs::of(strings, b)?;
+        let strings_at = strings.bytes.start;
+        let Some(&part) = self.plan.get(self.next) else {
+            if self.at != strings_at {
+                return Err(broken(format!(
+                    "{} bytes after the last part",
+                    strings_at.saturating_sub(self.at)
+                )));
+            }
+            self.done = true;
+            return Ok(true);
+        };
+        match part {
+            Part::Records | Part::Diagnostics => {
+                let (t, rows) = self.rows(b, 4)?;
+                match (part, &mut self.doc) {
+                    (Part::Records, Partial::Profile(p)) => records(p, &t, b, s, rows)?,
+                    (Part::Diagnostics, Partial::Trace(d)) => {
+                        diagnostics(&mut d.diagnostics, &t, b, s, rows)?
+                    }
+                    (Part::Diagnostics, Partial::Profile(p)) => {
+                        diagnostics(&mut p.diagnostics, &t, b, s, rows)?
+                    }
+                    (Part::Diagnostics, Partial::Unsupported { diagnostics: d, .. }) => {
+                        diagnostics(d, &t, b, s, rows)?
+                    }
+                    _ => return Err(other_kind()),
+                }
+            }
+            _ => {
+                let k = match part {
+                    Part::Spans => 12,
+                    Part::Ops => 15,
+                    Part::Tensors => 11,
+                    Part::Memory => 12,
+                    Part::DeviceMemory | Part::Gradients => 7,
+                    Part::Edges => 4,
+                    Part::Samples => 8,
+                    _ => 0,
+                };
+                let Partial::Trace(d) = &mut self.doc else {
+                    return Err(other_kind());
+                };
+                match part {
+                    Part::Tree => {
+                        let mut r = In::new(b, self.at);
+                        tree(d, &mut r, b)?;
+                        self.at = r.at;
+                        self.next += 1;
+                    }
+                    Part::MemoryProfile => {
+                        let mut r = In::new(b, self.at);
+                        memory_profile(&mut d.memory_profile, &mut r, b, s)?;
+                        self.at = r.at;
+                        self.next += 1;
+                    }
+                    Part::Chrome => {
+                        let mut r = In::new(b, self.at);
+                        if r.bool()? {
+                            d.chrome = Some(Box::new(chrome(&mut r, b, s)?));
+                        }
+                        self.at = r.at;
+                        self.next += 1;
+                    }
+                    _ => {
+                        let (t, rows) = self.rows(b, k)?;
+                        let Partial::Trace(d) = &mut self.doc else {
+                            return Err(other_kind());
+                        };
+                        match part {
+                            Part::Spans => spans(d, &t, b, s, rows)?,
+                            Part::Ops => ops(&mut d.ops, &t, b, s, rows)?,
+                            Part::Tensors => tensors(&mut d.tensors, &t, b, s, rows)?,
+                            Part::Memory => memory(&mut d.memory, &t, b, s, rows)?,
+                            Part::DeviceMemory => {
+                                device_memory(&mut d.device_memory, &t, b, s, rows)?
+                            }
+                            Part::Gradients => gradients(&mut d.gradients, &t, b, s, rows)?,
+                            Part::Edges => edges(&mut d.edges, &t, b, s, rows)?,
+                            _ => samples(&mut d.memory_profile.samples, &t, b, rows)?,
+                        }
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The header, the string table and the kind's head.
+    fn head(&mut self, b: &[u8]) -> Result<()> {
+        let mut r = In::new(b, 0);
+        let magic = [r.u8()?, r.u8()?, r.u8()?, r.u8()?];
+        if &magic != MAGIC {
+            return Err(broken("not an encoded document"));
+        }
+        let kind = r.u8()?;
+        let strings_at = r.len()?;
+        let strings = In::new(b, strings_at).table(2)?;
+        if strings.bytes.end != b.len() {
+            return Err(broken("bytes after the string table"));
+        }
+        let s = Strs::of(&strings, b)?;
+        (self.doc, self.plan) = match kind {
+            0 => (Partial::Trace(Box::new(trace_head(&mut r, s)?)), TRACE),
+            1 => (Partial::Profile(ProfileDocument::default()), PROFILE),
+            2 => (
+                Partial::Unsupported {
+                    format: opt_variant(&FORMATS, r.u8()?, "format")?,
+                    diagnostics: Vec::new(),
+                },
+                UNSUPPORTED,
+            ),
+            k => return Err(broken(format!("{k} is no document kind"))),
+        };
+        self.at = r.at;
+        self.strings = Some(strings);
+        Ok(())
+    }
+
+    /// The next batch of rows of the current part's table (its `k` columns located first).
+    fn rows(&mut self, b: &[u8], k: usize) -> Result<(Table, Range<usize>)> {
+        let (t, from) = match self.open.take() {
+            Some(open) => open,
+            None => {
+                let mut r = In::new(b, self.at);
+                let t = r.table(k)?;
+                self.at = r.at;
+                (t, 0)
+            }
+        };
+        let to = from.saturating_add(BATCH).min(t.n);
+        if to < t.n {
+            self.open = Some((t.clone(), to));
+        } else {
+            self.next += 1;
+        }
+        Ok((t, from..to))
+    }
+}
+
+fn cs(s: &str) -> CompactString {
+    CompactString::new(s)
+}
+
+fn trace_head(r: &mut In<'_>, s: Strs<'_>) -> Result<TraceDocument> {
+    let mut d = TraceDocument::default();
+    d.skipped_unknown = r.u64()?;
+    d.bytes_read = r.u64()?;
+    if r.bool()? {
+        d.meta = Some(meta(r, s)?);
+    }
+    if r.bool()? {
+        d.capture_sources = Some(capture_sources(r, s)?);
+    }
+    Ok(d)
+}
+
+fn string(r: &mut In<'_>, s: Strs<'_>) -> Result<String> {
+    Ok(String::from(s.get(r.u32()?)?))
+}
+
+fn opt_string(r: &mut In<'_>, s: Strs<'_>) -> Result<Option<String>> {
+    Ok(s.opt(r.u32()?)?.map(String::from))
+}
+
+fn meta(r: &mut In<'_>, s: Strs<'_>) -> Result<Lined<Meta>> {
+    let line = r.u64()?;
+    let schema = string(r, s)?;
+    let run_id = string(r, s)?;
+    let correlation_id = string(r, s)?;
+    let entrypoint = string(r, s)?;
+    let timestamp = string(r, s)?;
+    let device = string(r, s)?;
+    let phase = variant(&PHASES, r.u8()?, "phase")?;
+    let capture_step = r.u64()?;
+    let warmup_steps = r.u64()?;
+    let measured_region_device_synchronized = r.bool()?;
+    let timing_mode = variant(&TIMING_MODES, r.u8()?, "timing mode")?;
+    let mut tags = std::collections::BTreeMap::new();
+    for _ in 0..r.len()? {
+        let k = string(r, s)?;
+        tags.insert(k, string(r, s)?);
+    }
+    let candle_version = opt_string(r, s)?;
+    Ok(Lined::new(
+        line,
+        Meta {
+            schema,
+            run_id,
+            correlation_id,
+            entrypoint,
+            phase,
+            timestamp,
+            capture_step,
+            warmup_steps,
+            device,
+            measured_region_device_synchronized,
+            timing_mode,
+            tags,
+            candle_version,
+        },
+    ))
+}
+
+fn capture_sources(r: &mut In<'_>, s: Strs<'_>) -> Result<Lined<CaptureSources>> {
+    let line = r.u64()?;
+    let mut c = CaptureSources::default();
+    for _ in 0..r.len()? {
+        c.sources.push(CaptureSource {
+            source: string(r, s)?,
+            on: r.bool()?,
+            events: r.u64()?,
+            threshold_bytes: r.opt_u64()?,
+        });
+    }
+    c.events_dropped = r.u64()?;
+    for _ in 0..r.len()? {
+        c.warnings.push(string(r, s)?);
+    }
+    Ok(Lined::new(line, c))
+}
+
+/// Room for a part's `n` rows, once, at its first batch (`n` is checked against the bytes by
+/// the column views made before).
+fn reserve<T>(v: &mut Vec<T>, t: &Table, rows: &Range<usize>) {
+    if rows.start == 0 {
+        v.reserve(t.n);
+    }
+}
+
+fn spans(
+    d: &mut TraceDocument,
+    t: &Table,
+    b: &[u8],
+    s: Strs<'_>,
+    rows: Range<usize>,
+) -> Result<()> {
+    let id = t.col(b, 0, 4)?;
+    let parent = t.col(b, 1, 4)?;
+    let name = t.col(b, 2, 4)?;
+    let start = t.col(b, 3, 8)?;
+    let kind = t.col(b, 4, 1)?;
+    let measured = t.bits(b, 5)?;
+    let step = t.col(b, 6, 1)?;
+    let (has_duration, duration) = (t.bits(b, 7)?, t.col(b, 8, 8)?);
+    let line = t.col(b, 9, 8)?;
+    let (has_end, end_line) = (t.bits(b, 10)?, t.col(b, 11, 8)?);
+    if rows.start == 0 {
+        d.reserve_spans(t.n);
+    }
+    let first = d.spans.len();
+    for i in rows {
+        d.spans.push(Span {
+            id: cs(s.get(id.u32(i)?)?),
+            parent_id: s.opt(parent.u32(i)?)?.map(cs),
+            name: cs(s.get(name.u32(i)?)?),
+            start_ns: start.u64(i)?,
+            span_kind: variant(&SpanKind::ALL, kind.u8(i)?, "span kind")?,
+            measured: measured.get(i)?,
+            step: opt_variant(&Step::ALL, step.u8(i)?, "step")?,
+            duration_ns: has_duration.opt_u64(&duration, i)?,
+            line: line.u64(i)?,
+            end_line: has_end.opt_u64(&end_line, i)?,
+        });
+    }
+    // Indexed as they arrive, so no single step indexes every span.
+    d.index_spans_from(first);
+    Ok(())
+}
+
+fn ops(v: &mut Vec<Lined<Op>>, t: &Table, b: &[u8], s: Strs<'_>, rows: Range<usize>) -> Result<()> {
+    let line = t.col(b, 0, 8)?;
+    let span_id = t.col(b, 1, 4)?;
+    let op_name = t.col(b, 2, 4)?;
+    let inputs = t.list(b, 3, 4)?;
+    let output = t.col(b, 5, 4)?;
+    let shape = t.list(b, 6, 8)?;
+    let dtype = t.col(b, 8, 4)?;
+    let device = t.col(b, 9, 4)?;
+    let duration = t.col(b, 10, 8)?;
+    let timestamp = t.col(b, 11, 8)?;
+    let (has_storage, storage) = (t.bits(b, 12)?, t.col(b, 13, 8)?);
+    let input_storage = t.col(b, 14, 8)?;
+    reserve(v, t, &rows);
+    for i in rows {
+        let event = Op {
+            span_id: cs(s.get(span_id.u32(i)?)?),
+            op_name: cs(s.get(op_name.u32(i)?)?),
+            inputs: inputs
+                .u32s(i)?
+                .into_iter()
+                .map(|id| s.get(id).map(cs))
+                .collect::<Result<_>>()?,
+            output: s.opt(output.u32(i)?)?.map(cs),
+            shape: shape.u64s(i)?,
+            dtype: cs(s.get(dtype.u32(i)?)?),
+            device: cs(s.get(device.u32(i)?)?),
+            duration_ns: duration.u64(i)?,
+            timestamp_ns: timestamp.u64(i)?,
+            storage_bytes: has_storage.opt_u64(&storage, i)?,
+            input_storage_bytes: input_storage.u64(i)?,
+        };
+        v.push(Lined::new(line.u64(i)?, event));
+    }
+    Ok(())
+}
+
+fn category(c: &Col<'_>, i: usize) -> Result<TensorCategory> {
+    variant(&TensorCategory::ALL, c.u8(i)?, "tensor category")
+}
+
+fn tensors(
+    v: &mut Vec<Lined<TensorEvent>>,
+    t: &Table,
+    b: &[u8],
+    s: Strs<'_>,
+    rows: Range<usize>,
+) -> Result<()> {
+    let line = t.col(b, 0, 8)?;
+    let span_id = t.col(b, 1, 4)?;
+    let tensor_id = t.col(b, 2, 4)?;
+    let shape = t.list(b, 3, 8)?;
+    let dtype = t.col(b, 5, 4)?;
+    let device = t.col(b, 6, 4)?;
+    let requires_grad = t.bits(b, 7)?;
+    let (has_storage, storage) = (t.bits(b, 8)?, t.col(b, 9, 8)?);
+    let cat = t.col(b, 10, 1)?;
+    reserve(v, t, &rows);
+    for i in rows {
+        let event = TensorEvent {
+            span_id: cs(s.get(span_id.u32(i)?)?),
+            tensor_id: cs(s.get(tensor_id.u32(i)?)?),
+            shape: shape.u64s(i)?,
+            dtype: cs(s.get(dtype.u32(i)?)?),
+            device: cs(s.get(device.u32(i)?)?),
+            requires_grad: requires_grad.get(i)?,
+            storage_bytes: has_storage.opt_u64(&storage, i)?,
+            category: category(&cat, i)?,
+        };
+        v.push(Lined::new(line.u64(i)?, event));
+    }
+    Ok(())
+}
+
+fn memory(
+    v: &mut Vec<Lined<MemoryEvent>>,
+    t: &Table,
+    b: &[u8],
+    s: Strs<'_>,
+    rows: Range<usize>,
+) -> Result<()> {
+    let line = t.col(b, 0, 8)?;
+    let timestamp = t.col(b, 1, 8)?;
+    let tensor_id = t.col(b, 2, 4)?;
+    let span_id = t.col(b, 3, 4)?;
+    let op_name = t.col(b, 4, 4)?;
+    let device = t.col(b, 5, 4)?;
+    let bytes = t.col(b, 6, 8)?;
+    let action = t.col(b, 7, 1)?;
+    let shape = t.list(b, 8, 8)?;
+    let dtype = t.col(b, 10, 4)?;
+    let cat = t.col(b, 11, 1)?;
+    reserve(v, t, &rows);
+    for i in rows {
+        let event = MemoryEvent {
+            timestamp_ns: timestamp.u64(i)?,
+            tensor_id: cs(s.get(tensor_id.u32(i)?)?),
+            span_id: cs(s.get(span_id.u32(i)?)?),
+            op_name: s.opt(op_name.u32(i)?)?.map(cs),
+            device: cs(s.get(device.u32(i)?)?),
+            bytes: bytes.u64(i)?,
+            action: variant(&ACTIONS, action.u8(i)?, "memory action")?,
+            shape: shape.u64s(i)?,
+            dtype: cs(s.get(dtype.u32(i)?)?),
+            category: category(&cat, i)?,
+        };
+        v.push(Lined::new(line.u64(i)?, event));
+    }
+    Ok(())
+}
+
+fn device_memory(
+    v: &mut Vec<Lined<DeviceMemory>>,
+    t: &Table,
+    b: &[u8],
+    s: Strs<'_>,
+    rows: Range<usize>,
+) -> Result<()> {
+    let line = t.col(b, 0, 8)?;
+    let timestamp = t.col(b, 1, 8)?;
+    let device = t.col(b, 2, 4)?;
+    let used = t.col(b, 3, 8)?;
+    let free = t.col(b, 4, 8)?;
+    let (has_reserved, reserved) = (t.bits(b, 5)?, t.col(b, 6, 8)?);
+    reserve(v, t, &rows);
+    for i in rows {
+        let event = DeviceMemory {
+            timestamp_ns: timestamp.u64(i)?,
+            device: String::from(s.get(device.u32(i)?)?),
+            used_bytes: used.u64(i)?,
+            free_bytes: free.u64(i)?,
+            reserved_bytes: has_reserved.opt_u64(&reserved, i)?,
+        };
+        v.push(Lined::new(line.u64(i)?, event));
+    }
+    Ok(())
+}
+
+fn gradients(
+    v: &mut Vec<Lined<Gradient>>,
+    t: &Table,
+    b: &[u8],
+    s: Strs<'_>,
+    rows: Range<usize>,
+) -> Result<()> {
+    let line = t.col(b, 0, 8)?;
+    let event_id = t.col(b, 1, 4)?;
+    let root = t.col(b, 2, 4)?;
+    let key = t.col(b, 3, 4)?;
+    let state = t.col(b, 4, 1)?;
+    let (has_norm, norm) = (t.bits(b, 5)?, t.col(b, 6, 8)?);
+    reserve(v, t, &rows);
+    for i in rows {
+        let event = Gradient {
+            event_id: String::from(s.get(event_id.u32(i)?)?),
+            root: String::from(s.get(root.u32(i)?)?),
+            key: String::from(s.get(key.u32(i)?)?),
+            state: variant(&GradientState::ALL, state.u8(i)?, "gradient state")?,
+            norm: if has_norm.get(i)? {
+                Some(norm.f64(i)?)
+            } else {
+                None
+            },
+        };
+        v.push(Lined::new(line.u64(i)?, event));
+    }
+    Ok(())
+}
+
+fn edges(
+    v: &mut Vec<Lined<Edge>>,
+    t: &Table,
+    b: &[u8],
+    s: Strs<'_>,
+    rows: Range<usize>,
+) -> Result<()> {
+    let line = t.col(b, 0, 8)?;
+    let from = t.col(b, 1, 4)?;
+    let to = t.col(b, 2, 4)?;
+    let duration = t.col(b, 3, 8)?;
+    reserve(v, t, &rows);
+    for i in rows {
+        let event = Edge {
+            from_span: String::from(s.get(from.u32(i)?)?),
+            to_span: String::from(s.get(to.u32(i)?)?),
+            duration_ns: duration.u64(i)?,
+        };
+        v.push(Lined::new(line.u64(i)?, event));
+    }
+    Ok(())
+}
+
+/// The span tree: its arrays are plain numbers, read in one step each.
+fn tree(d: &mut TraceDocument, r: &mut In<'_>, b: &[u8]) -> Result<()> {
+    let max_depth = r.u32()?;
+    let nodes = r.table(3)?;
+    let u32s = |t: Table| t.col(b, 0, 4).map(|c| c.all_u32().collect::<Vec<u32>>());
+    let roots = u32s(r.table(1)?)?;
+    let child_start = u32s(r.table(1)?)?;
+    let child_list = u32s(r.table(1)?)?;
+    let parts = SpanTreeParts {
+        parent: nodes
+            .col(b, 0, 4)?
+            .all_u32()
+            .map(|p| (p != NONE).then_some(p))
+            .collect(),
+        depth: nodes.col(b, 1, 4)?.all_u32().collect(),
+        self_ns: nodes.col(b, 2, 8)?.all_u64().collect(),
+        roots,
+        max_depth,
+        child_start,
+        child_list,
+    };
+    // A document without spans has an empty tree (no offsets at all).
+    if !(d.spans.is_empty() && parts.child_start.is_empty()) {
+        d.tree = SpanTree::from_parts(parts).map_err(|e| broken(format!("span tree: {e}")))?;
+    }
+    Ok(())
+}
+
+fn memory_profile(m: &mut MemoryProfile, r: &mut In<'_>, b: &[u8], s: Strs<'_>) -> Result<()> {
+    m.peak_bytes = r.u64()?;
+    m.peak_timestamp_ns = r.opt_u64()?;
+    m.peak_device = opt_string(r, s)?;
+    for v in &mut m.peak_by_category {
+        *v = r.u64()?;
+    }
+    m.alloc_count = r.u64()?;
+    m.free_count = r.u64()?;
+    let t = r.table(8)?;
+    let (index, tensor_id, bytes, cat) = (
+        t.col(b, 0, 8)?,
+        t.col(b, 1, 4)?,
+        t.col(b, 2, 8)?,
+        t.col(b, 3, 1)?,
+    );
+    let (span_id, op_name, timestamp, line) = (
+        t.col(b, 4, 4)?,
+        t.col(b, 5, 4)?,
+        t.col(b, 6, 8)?,
+        t.col(b, 7, 8)?,
+    );
+    m.live_at_peak = (0..t.n)
+        .map(|i| {
+            Ok(LiveAllocation {
+                memory_index: usize::try_from(index.u64(i)?)
+                    .map_err(|_| broken("a memory index does not fit"))?,
+                tensor_id: String::from(s.get(tensor_id.u32(i)?)?),
+                bytes: bytes.u64(i)?,
+                category: category(&cat, i)?,
+                span_id: String::from(s.get(span_id.u32(i)?)?),
+                op_name: s.opt(op_name.u32(i)?)?.map(String::from),
+                timestamp_ns: timestamp.u64(i)?,
+                line: line.u64(i)?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let t = r.table(9)?;
+    let (device, peak, has_peak_at, peak_at, live) = (
+        t.col(b, 0, 4)?,
+        t.col(b, 1, 8)?,
+        t.bits(b, 2)?,
+        t.col(b, 3, 8)?,
+        t.col(b, 4, 8)?,
+    );
+    let (has_capacity, capacity, allocs, frees) = (
+        t.bits(b, 5)?,
+        t.col(b, 6, 8)?,
+        t.col(b, 7, 8)?,
+        t.col(b, 8, 8)?,
+    );
+    m.devices = (0..t.n)
+        .map(|i| {
+            Ok(DeviceMemoryProfile {
+                device: String::from(s.get(device.u32(i)?)?),
+                peak_bytes: peak.u64(i)?,
+                peak_timestamp_ns: has_peak_at.opt_u64(&peak_at, i)?,
+                final_live_bytes: live.u64(i)?,
+                capacity_bytes: has_capacity.opt_u64(&capacity, i)?,
+                alloc_count: allocs.u64(i)?,
+                free_count: frees.u64(i)?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(())
+}
+
+fn samples(v: &mut Vec<MemorySample>, t: &Table, b: &[u8], rows: Range<usize>) -> Result<()> {
+    let timestamp = t.col(b, 0, 8)?;
+    let device = t.col(b, 1, 4)?;
+    let live = t.col(b, 2, 8)?;
+    let by: Vec<Col<'_>> = (3..8).map(|c| t.col(b, c, 8)).collect::<Result<_>>()?;
+    reserve(v, t, &rows);
+    for i in rows {
+        let mut by_category = [0; 5];
+        for (slot, col) in by_category.iter_mut().zip(&by) {
+            *slot = col.u64(i)?;
+        }
+        v.push(MemorySample {
+            timestamp_ns: timestamp.u64(i)?,
+            device: device.u32(i)?,
+            live_bytes: live.u64(i)?,
+            by_category,
+        });
+    }
+    Ok(())
+}
+
+fn track_id(
+    kind: &Col<'_>,
+    int: &Col<'_>,
+    text: &Col<'_>,
+    s: Strs<'_>,
+    i: usize,
+) -> Result<TrackId> {
+    Ok(match kind.u8(i)? {
+        0 => TrackId::Int(int.i64(i)?),
+        1 => TrackId::Str(String::from(s.get(text.u32(i)?)?)),
+        k => return Err(broken(format!("{k} is no track id kind"))),
+    })
+}
+
+fn chrome(r: &mut In<'_>, b: &[u8], s: Strs<'_>) -> Result<ChromeImport> {
+    let form = variant(&FORMS, r.u8()?, "Chrome form")?;
+    let element_count = r.u64()?;
+    let closed = r.bool()?;
+    let origin_ns = r.i64()?;
+    let synthetic_root = r.bool()?;
+    let t = r.table(8)?;
+    let c: Vec<Col<'_>> = [
+        (0, 1),
+        (1, 8),
+        (2, 4),
+        (3, 1),
+        (4, 8),
+        (5, 4),
+        (6, 4),
+        (7, 4),
+    ]
+    .into_iter()
+    .map(|(k, w)| t.col(b, k, w))
+    .collect::<Result<_>>()?;
+    let [pk, pi, ps, tk, ti, ts, pn, tn] = c.as_slice() else {
+        return Err(broken("track columns"));
+    };
+    let tracks = (0..t.n)
+        .map(|i| {
+            Ok(Track {
+                pid: track_id(pk, pi, ps, s, i)?,
+                tid: track_id(tk, ti, ts, s, i)?,
+                process_name: s.opt(pn.u32(i)?)?.map(String::from),
+                thread_name: s.opt(tn.u32(i)?)?.map(String::from),
+            })
+        })
+        .collect::<Result<_>>()?;
+    let t = r.table(1)?;
+    let span_tracks = t
+        .col(b, 0, 4)?
+        .all_u32()
+        .map(|v| (v != NONE).then_some(v))
+        .collect();
+    let t = r.table(5)?;
+    let (line, name, track, timestamp, scope) = (
+        t.col(b, 0, 8)?,
+        t.col(b, 1, 4)?,
+        t.col(b, 2, 4)?,
+        t.col(b, 3, 8)?,
+        t.col(b, 4, 4)?,
+    );
+    let instants = (0..t.n)
+        .map(|i| {
+            let event = Instant {
+                name: String::from(s.get(name.u32(i)?)?),
+                track: track.u32(i)?,
+                timestamp_ns: timestamp.u64(i)?,
+                scope: String::from(s.get(scope.u32(i)?)?),
+            };
+            Ok(Lined::new(line.u64(i)?, event))
+        })
+        .collect::<Result<_>>()?;
+    let t = r.table(6)?;
+    let (line, name, series, track, timestamp, value) = (
+        t.col(b, 0, 8)?,
+        t.col(b, 1, 4)?,
+        t.col(b, 2, 4)?,
+        t.col(b, 3, 4)?,
+        t.col(b, 4, 8)?,
+        t.col(b, 5, 8)?,
+    );
+    let counters = (0..t.n)
+        .map(|i| {
+            let event = CounterSample {
+                name: String::from(s.get(name.u32(i)?)?),
+                series: String::from(s.get(series.u32(i)?)?),
+                track: track.u32(i)?,
+                timestamp_ns: timestamp.u64(i)?,
+                value: value.f64(i)?,
+            };
+            Ok(Lined::new(line.u64(i)?, event))
+        })
+        .collect::<Result<_>>()?;
+    let t = r.table(3)?;
+    let (ph, count, first_line) = (t.col(b, 0, 4)?, t.col(b, 1, 8)?, t.col(b, 2, 8)?);
+    let skipped = (0..t.n)
+        .map(|i| {
+            Ok(SkippedPhase {
+                ph: String::from(s.get(ph.u32(i)?)?),
+                count: count.u64(i)?,
+                first_line: first_line.u64(i)?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(ChromeImport {
+        form,
+        element_count,
+        closed,
+        tracks,
+        span_tracks,
+        instants,
+        counters,
+        skipped,
+        origin_ns,
+        synthetic_root,
+    })
+}
+
+fn records(
+    p: &mut ProfileDocument,
+    t: &Table,
+    b: &[u8],
+    s: Strs<'_>,
+    rows: Range<usize>,
+) -> Result<()> {
+    let line = t.col(b, 0, 8)?;
+    let json = t.col(b, 1, 4)?;
+    let violations = t.list(b, 2, 4)?;
+    reserve(&mut p.records, t, &rows);
+    for i in rows {
+        let text = s.get(json.u32(i)?)?;
+        let event = candle_trace_schema::format::profile::decode_line(text.as_bytes())
+            .map_err(|e| broken(format!("profile record {i}: {e:?}")))?;
+        p.records.push(ProfileRecord {
+            line: line.u64(i)?,
+            event,
+            violations: violations
+                .u32s(i)?
+                .into_iter()
+                .map(|id| s.get(id).map(String::from))
+                .collect::<Result<_>>()?,
+        });
+    }
+    Ok(())
+}
+
+fn diagnostics(
+    v: &mut Vec<Diagnostic>,
+    t: &Table,
+    b: &[u8],
+    s: Strs<'_>,
+    rows: Range<usize>,
+) -> Result<()> {
+    let line = t.col(b, 0, 8)?;
+    let severity = t.col(b, 1, 1)?;
+    let cat = t.col(b, 2, 1)?;
+    let message = t.col(b, 3, 4)?;
+    reserve(v, t, &rows);
+    for i in rows {
+        v.push(Diagnostic {
+            line: line.u64(i)?,
+            severity: variant(&SEVERITIES, severity.u8(i)?, "severity")?,
+            category: variant(&CATEGORIES, cat.u8(i)?, "category")?,
+            message: String::from(s.get(message.u32(i)?)?),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use candle_trace_schema::format::detect::AnyReader;
+    #[cfg(not(target_arch = "wasm32"))]
+    use proptest::prelude::*;
 
     fn read(bytes: &[u8]) -> AnyDocument {
         let mut r = AnyReader::new();
@@ -605,11 +1493,39 @@ mod tests {
     fn every_fixture_crosses_unchanged() {
         let files = fixtures();
         assert!(files.len() > 20);
+        let mut kinds = [0; 3];
         for (name, bytes) in &files {
             let doc = read(bytes);
+            kinds[match &doc {
+                AnyDocument::Trace(t) if t.chrome.is_some() => 1,
+                AnyDocument::Trace(_) => 0,
+                _ => 2,
+            }] += 1;
             let back = decode(&encode(&doc)).unwrap();
             assert_same(name, &doc, &back);
         }
+        // trace/6 files, Chrome imports and profiles are all among them.
+        assert!(kinds.iter().all(|&k| k > 0), "{kinds:?}");
+    }
+
+    #[test]
+    fn the_byte_codes_of_small_enums_match_their_lists() {
+        for (i, c) in CATEGORIES.iter().enumerate() {
+            assert_eq!(code(&CATEGORIES, c), i as u8);
+            assert_eq!(variant(&CATEGORIES, i as u8, "c").unwrap(), *c);
+        }
+        // Every category is listed: each `as_str` once.
+        let mut names: Vec<&str> = CATEGORIES.iter().map(|c| c.as_str()).collect();
+        names.dedup();
+        assert_eq!(names.len(), 15);
+        assert!(variant(&CATEGORIES, 15, "category").is_err());
+        assert_eq!(opt_code(&Step::ALL, None), 0);
+        assert_eq!(opt_code(&Step::ALL, Some(&Step::Optimizer)), 3);
+        assert_eq!(
+            opt_variant(&Step::ALL, 3, "s").unwrap(),
+            Some(Step::Optimizer)
+        );
+        assert!(opt_variant(&Step::ALL, 4, "step").is_err());
     }
 
     #[test]
@@ -651,7 +1567,33 @@ mod tests {
     }
 
     #[test]
-    fn large_documents_are_split_into_bounded_frames() {
+    fn each_distinct_string_is_written_once() {
+        // 50 closed spans under one measured root, all named "matmul_xyz": no diagnostic
+        // repeats the name, so its bytes appear once, in the string table.
+        let mut file = many_spans(0).replace("\"step\"", "\"matmul_xyz\"");
+        for i in 0..50 {
+            file.push_str(&format!(
+                "{{\"kind\":\"span_start\",\"id\":\"s{i}\",\"parent_id\":\"root\",\"name\":\"matmul_xyz\",\"start_ns\":{i},\"span_kind\":\"op\"}}\n{{\"kind\":\"span_end\",\"id\":\"s{i}\",\"duration_ns\":0}}\n"
+            ));
+        }
+        let doc = read(file.as_bytes());
+        let AnyDocument::Trace(t) = &doc else {
+            panic!("a trace")
+        };
+        assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
+        let bytes = encode(&doc);
+        let hits = bytes.windows(10).filter(|w| w == b"matmul_xyz").count();
+        assert_eq!(hits, 1);
+        let AnyDocument::Trace(back) = decode(&bytes).unwrap() else {
+            panic!("a trace")
+        };
+        assert_eq!(
+            back.spans.iter().filter(|s| s.name == "matmul_xyz").count(),
+            51
+        );
+    }
+
+    fn many_spans(n: usize) -> String {
         let mut file = String::from(concat!(
             r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","#,
             r#""entrypoint":"e","phase":"train","timestamp":"2026-01-01T00:00:00Z","#,
@@ -660,7 +1602,6 @@ mod tests {
             r#"{"kind":"span_start","id":"root","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
             "\n"
         ));
-        let n = 3 * BATCH + 5;
         for i in 0..n {
             file.push_str(&format!(
                 "{{\"kind\":\"span_start\",\"id\":\"s{i}\",\"parent_id\":\"root\",\"name\":\"op\",\"start_ns\":{i},\"span_kind\":\"op\"}}\n{{\"kind\":\"span_end\",\"id\":\"s{i}\",\"duration_ns\":1}}\n"
@@ -670,17 +1611,34 @@ mod tests {
             "{{\"kind\":\"span_end\",\"id\":\"root\",\"duration_ns\":{}}}\n",
             n + 1
         ));
-        let doc = read(file.as_bytes());
+        file
+    }
+
+    #[test]
+    fn large_documents_are_decoded_in_bounded_steps() {
+        let n = 3 * BATCH + 5;
+        let doc = read(many_spans(n).as_bytes());
         let bytes = encode(&doc);
         let mut d = Decoder::new(&bytes[..]);
         let mut steps = 0;
+        let mut last = 0;
         while !d.step().unwrap() {
             steps += 1;
+            assert!(d.position() > last, "step {steps} made progress");
+            last = d.position();
         }
-        // start, 4 span batches (n + 1 spans), the tree's start and five arrays (each under
-        // one tree batch), memory profile, (no diagnostics), end.
-        assert_eq!(steps + 1, 1 + 4 + 6 + 1 + 1);
-        assert_eq!(d.position(), bytes.len());
+        // By hand: the header, 4 batches of the n + 1 spans, then one step each for ops,
+        // tensors, memory, device memory, gradients, edges, tree, memory profile, samples,
+        // Chrome and diagnostics (none has more than a batch), and the last step that ends it.
+        assert_eq!(steps + 1, 1 + 4 + 11 + 1);
+        assert_eq!(
+            d.position(),
+            bytes.len() - {
+                // The string table follows the last part.
+                let at = u64::from_le_bytes(bytes[5..13].try_into().unwrap()) as usize;
+                bytes.len() - at
+            }
+        );
         let back = d.finish().unwrap();
         assert_same("large", &doc, &back);
     }
@@ -691,12 +1649,166 @@ mod tests {
             "../../tests/fixtures/train_step.trace6.jsonl"
         ));
         let bytes = encode(&doc);
-        for cut in [0, 3, 4, 10, bytes.len() / 2, bytes.len() - 1] {
+        for cut in 0..bytes.len() {
             assert!(decode(&bytes[..cut]).is_err(), "cut at {cut}");
         }
         assert!(decode(b"\x05\x00\x00\x00hello").is_err());
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode(&longer).is_err(), "a byte after the string table");
         let mut d = Decoder::new(&bytes[..]);
         d.step().unwrap();
-        assert!(d.finish().is_err(), "finish before the end frame");
+        assert!(d.finish().is_err(), "finish before the end");
+    }
+
+    #[test]
+    fn every_flipped_byte_decodes_or_fails_without_a_panic() {
+        let doc = read(include_bytes!(
+            "../../tests/fixtures/train_step.trace6.jsonl"
+        ));
+        let bytes = encode(&doc);
+        let mut errors = 0;
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0xff;
+            errors += usize::from(decode(&b).is_err());
+        }
+        // Most flips break a length, an index, a code or the UTF-8 of a string.
+        assert!(errors > bytes.len() / 4, "{errors} of {}", bytes.len());
+    }
+
+    #[test]
+    fn a_string_index_out_of_range_is_an_error() {
+        // No meta and no capture_sources: the header (13 bytes), skipped_unknown and
+        // bytes_read (16), two absent flags (2), then the spans table's row count (8), column
+        // count (4) and first column's length (8): the first span's id index is at byte 51.
+        let file = "{\"kind\":\"span_start\",\"id\":\"a\",\"name\":\"n\",\"start_ns\":0,\"span_kind\":\"op\"}\n";
+        let mut bytes = encode(&read(file.as_bytes()));
+        assert_eq!(
+            &bytes[43..51],
+            &4u64.to_le_bytes(),
+            "one u32 in the id column"
+        );
+        bytes[51..55].copy_from_slice(&7u32.to_le_bytes());
+        let e = decode(&bytes).unwrap_err();
+        assert!(e.to_string().contains("string 7"), "{e}");
+        bytes[51..55].copy_from_slice(&NONE.to_le_bytes());
+        assert!(decode(&bytes).is_err(), "an absent id");
+    }
+
+    /// A trace/6 file with every record kind and every optional field both present and
+    /// absent, from proptest's values.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn generated(
+        spans: &[(u64, Option<u64>, bool, u8)],
+        ops: &[(Vec<u64>, Option<u64>, u8)],
+        memory: &[(u64, bool, Option<u8>)],
+        norms: &[Option<f64>],
+    ) -> String {
+        let mut f = String::from(concat!(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","#,
+            r#""entrypoint":"e","phase":"infer","timestamp":"t","capture_step":3,"warmup_steps":1,"#,
+            r#""device":"cuda:0","timing_mode":"device_synchronized","tags":{"a":"b","ü":"ß"},"candle_version":"0.9"}"#,
+            "\n"
+        ));
+        for (i, (start, duration, measured, step)) in spans.iter().enumerate() {
+            let parent = if i == 0 {
+                String::new()
+            } else {
+                format!(",\"parent_id\":\"s{}\"", i / 2)
+            };
+            let step =
+                ["", ",\"step\":\"forward\"", ",\"step\":\"backward\""][usize::from(*step % 3)];
+            f.push_str(&format!(
+                "{{\"kind\":\"span_start\",\"id\":\"s{i}\"{parent},\"name\":\"n{}\",\"start_ns\":{start},\"span_kind\":\"{}\",\"measured\":{measured}{step}}}\n",
+                i % 3,
+                ["function", "op", "module"][i % 3]
+            ));
+            if let Some(d) = duration {
+                f.push_str(&format!(
+                    "{{\"kind\":\"span_end\",\"id\":\"s{i}\",\"duration_ns\":{d}}}\n"
+                ));
+            }
+        }
+        for (i, (shape, storage, inputs)) in ops.iter().enumerate() {
+            let storage = storage.map_or(String::new(), |s| format!(",\"storage_bytes\":{s}"));
+            let inputs: Vec<String> = (0..*inputs % 4).map(|k| format!("\"t{k}\"")).collect();
+            let output = if i % 2 == 0 { ",\"output\":\"o\"" } else { "" };
+            f.push_str(&format!(
+                "{{\"kind\":\"op\",\"span_id\":\"s0\",\"op_name\":\"mm\",\"inputs\":[{}]{output},\"shape\":{shape:?},\"dtype\":\"f32\",\"device\":\"cpu\",\"duration_ns\":{i},\"timestamp_ns\":7{storage},\"input_storage_bytes\":3}}\n",
+                inputs.join(",")
+            ));
+            f.push_str(&format!(
+                "{{\"kind\":\"tensor\",\"span_id\":\"s0\",\"tensor_id\":\"t{i}\",\"shape\":{shape:?},\"dtype\":\"bf16\",\"device\":\"cpu\",\"requires_grad\":{}{storage},\"category\":\"parameter\"}}\n",
+                i % 2 == 0
+            ));
+        }
+        for (i, (bytes, free, op)) in memory.iter().enumerate() {
+            let op = op.map_or(String::new(), |o| format!(",\"op_name\":\"op{o}\""));
+            let action = if *free { "free" } else { "alloc" };
+            f.push_str(&format!(
+                "{{\"kind\":\"memory\",\"timestamp_ns\":{i},\"tensor_id\":\"m{}\",\"span_id\":\"s0\"{op},\"device\":\"cpu\",\"bytes\":{bytes},\"action\":\"{action}\",\"shape\":[2],\"dtype\":\"f32\",\"category\":\"activation\"}}\n",
+                i % 3
+            ));
+            let reserved = if *free {
+                ",\"reserved_bytes\":9".to_string()
+            } else {
+                String::new()
+            };
+            f.push_str(&format!(
+                "{{\"kind\":\"device_memory\",\"timestamp_ns\":{i},\"device\":\"cpu\",\"used_bytes\":{bytes},\"free_bytes\":100{reserved}}}\n"
+            ));
+        }
+        for (i, norm) in norms.iter().enumerate() {
+            let (state, norm) = match norm {
+                Some(n) => ("present", format!(",\"norm\":{n:?}")),
+                None => ("missing", String::new()),
+            };
+            f.push_str(&format!(
+                "{{\"kind\":\"gradient\",\"event_id\":\"g{i}\",\"root\":\"loss\",\"key\":\"w{i}\",\"state\":\"{state}\"{norm}}}\n{{\"kind\":\"edge\",\"from_span\":\"s0\",\"to_span\":\"s{i}\",\"duration_ns\":{i}}}\n"
+            ));
+        }
+        f.push_str("{\"kind\":\"mystery\"}\n");
+        f
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn generated_traces_cross_unchanged(
+            spans in prop::collection::vec((0u64..1 << 40, prop::option::of(0u64..1 << 40), any::<bool>(), any::<u8>()), 0..40),
+            ops in prop::collection::vec((prop::collection::vec(0u64..4096, 0..4), prop::option::of(any::<u64>()), any::<u8>()), 0..20),
+            memory in prop::collection::vec((0u64..1 << 30, any::<bool>(), prop::option::of(0u8..3)), 0..20),
+            norms in prop::collection::vec(prop::option::of(0.0f64..1e6), 0..10),
+        ) {
+            let file = generated(&spans, &ops, &memory, &norms);
+            let doc = read(file.as_bytes());
+            let AnyDocument::Trace(t) = &doc else { panic!("a trace") };
+            prop_assert_eq!(t.spans.len(), spans.len());
+            prop_assert_eq!(t.ops.len(), ops.len());
+            prop_assert_eq!(t.memory.len(), memory.len());
+            prop_assert_eq!(t.gradients.len(), norms.len());
+            let back = decode(&encode(&doc)).unwrap();
+            assert_same("generated", &doc, &back);
+        }
+
+        #[test]
+        fn hostile_bytes_never_panic(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let doc = read(include_bytes!("../../tests/fixtures/findings_train.trace6.jsonl"));
+            let mut bytes = encode(&doc);
+            for (at, v) in edits {
+                let i = at.index(bytes.len());
+                bytes[i] = v;
+            }
+            let end = cut.index(bytes.len() + 1);
+            // Either result is fine; a panic fails the test.
+            let _ = decode(&bytes[..end]);
+            let _ = decode(&bytes);
+        }
     }
 }

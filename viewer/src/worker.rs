@@ -1,7 +1,7 @@
 //! Parsing off the page: a dedicated module worker (`web/worker.js`) runs this same wasm and
 //! reads, validates and analyses the file, then hands the page the finished document as bytes
-//! (see [`crate::transfer`]). The page decodes them a frame at a time, yielding between
-//! frames, so no task on the page grows with the file.
+//! (see [`crate::transfer`]). The page decodes them a bounded batch of rows at a time,
+//! yielding every ~12 ms, so no task on the page grows with the file.
 //!
 //! Messages (plain JS objects):
 //! - worker → page `{type: "ready"}` once its wasm has started;
@@ -30,7 +30,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use candle_trace_schema::format::detect::AnyDocument;
 
 use crate::load::{read, same_origin, LoadError, Pacer, Source};
-use crate::transfer::Assembler;
+use crate::transfer::Decoder;
 
 /// The worker script, next to `index.html`.
 const WORKER_SCRIPT: &str = "./worker.js";
@@ -432,49 +432,32 @@ fn prepare_later() {
 /// How long after a load the next spare worker starts.
 const PREPARE_DELAY_MS: i32 = 2000;
 
-/// Decode the worker's bytes a frame at a time, yielding to the page as it goes.
+/// Decode the worker's bytes a bounded step at a time, yielding to the page as it goes.
 async fn receive(
     buffer: js_sys::ArrayBuffer,
     stage: &impl Fn(Stage),
     is_current: &impl Fn() -> bool,
 ) -> Result<AnyDocument, LoadError> {
     let all = Uint8Array::new(&buffer);
-    let total = all.length();
+    let total = u64::from(all.length());
     // The decoded document takes about as many bytes as the encoded one.
     crate::load::reserve_heap(total as usize);
-    let mut assembler = Assembler::new();
-    let mut at = 0u32;
+    // The one copy of the bytes into wasm memory; every step reads its rows from it.
+    let mut decoder = Decoder::new(all.to_vec());
+    drop(all);
     let mut pacer = Pacer::new();
     let broken = |e: crate::transfer::TransferError| LoadError::Failed(e.to_string());
-    loop {
-        if at.checked_add(4).is_none_or(|end| end > total) {
-            return Err(LoadError::Failed(
-                "the worker's document ended early".into(),
-            ));
-        }
-        let mut head = [0u8; 4];
-        all.subarray(at, at + 4).copy_to(&mut head);
-        let len = u32::from_le_bytes(head);
-        let end = at
-            .checked_add(4)
-            .and_then(|s| s.checked_add(len))
-            .filter(|&e| e <= total)
-            .ok_or_else(|| LoadError::Failed("the worker's document ended early".into()))?;
-        let frame = all.subarray(at + 4, end).to_vec();
-        if assembler.apply_frame(&frame).map_err(broken)? {
-            break;
-        }
-        at = end;
+    while !decoder.step().map_err(broken)? {
         stage(Stage::Receiving {
-            done: u64::from(at),
-            total: u64::from(total),
+            done: decoder.position() as u64,
+            total,
         });
         pacer.pace().await;
         if !is_current() {
             return Err(LoadError::Cancelled);
         }
     }
-    assembler.finish().map_err(broken)
+    decoder.finish().map_err(broken)
 }
 
 /// The same work on the page itself (no worker available).

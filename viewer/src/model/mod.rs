@@ -84,6 +84,16 @@ impl TraceModel {
         Self::with_layout(doc, extents, lanes, index, &findings)
     }
 
+    /// Build the view models of `doc` for a view that shows no findings (a comparison's side,
+    /// one of several files): as [`TraceModel::new`] without ranking them, the costly part on a
+    /// large trace (`findings` stays empty).
+    pub fn without_findings(doc: TraceDocument) -> Self {
+        let extents = extents_of(&doc);
+        let lanes = Lanes::build(&extents);
+        let index = SpanIndex::of(&doc);
+        Self::with_layout(doc, extents, lanes, index, &Findings::default())
+    }
+
     /// Build the view models around a layout and findings computed already (`extents_of`,
     /// `Lanes::build`, `SpanIndex::of` and `schema::analysis::findings::trace_findings` of the same
     /// `doc`, the costly steps on a large trace, which the page runs one per task).
@@ -179,5 +189,29 @@ impl ProfileModel {
             settings: profile::settings_text(doc),
             findings: findings::FindingsPanel::of_profile(&profile_findings(doc)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn views_without_findings_rank_none_and_keep_the_rest() {
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/findings_train.trace6.jsonl"
+        ));
+        let full = TraceModel::new(doc.clone());
+        let bare = TraceModel::without_findings(doc.clone());
+        assert!(!full.findings.rows.is_empty(), "the fixture has findings");
+        assert_eq!(bare.findings, findings::FindingsPanel::default());
+        assert_eq!(bare.extents, full.extents);
+        assert_eq!(bare.cards, full.cards);
+        // Both sides of a comparison and every file of several are built without them.
+        let cmp = compare::CompareModel::new("a".into(), doc.clone(), "b".into(), doc.clone());
+        assert!(cmp.baseline.findings.rows.is_empty());
+        assert!(cmp.candidate.findings.rows.is_empty());
+        let multi = multi::MultiModel::new(vec![("a".into(), doc.clone()), ("b".into(), doc)]);
+        assert!(multi.files.iter().all(|f| f.model.findings.rows.is_empty()));
     }
 }

@@ -243,7 +243,7 @@ impl MultiModel {
                 name,
                 summary: doc.summary(),
                 window: measured_window(&doc),
-                model: Arc::new(TraceModel::new(doc)),
+                model: Arc::new(TraceModel::without_findings(doc)),
                 alignment,
             })
             .collect();
