@@ -23,7 +23,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
+use candle_trace_schema::format::detect::{AnyDocument, AnyReader, AnySummary, AnySummaryReader};
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Read, validate, summarise, query, export and compare candle-trace files (trace/6, inference
@@ -233,7 +233,7 @@ where
     };
     let result = match &cli.command {
         Command::Summary { file, json } => {
-            read(file).and_then(|doc| summary::run(file, &doc, *json, out))
+            read_for_summary(file).and_then(|read| summary::run_read(file, &read, *json, out))
         }
         Command::Validate { file, json } => {
             read(file).and_then(|doc| validate::run(file, &doc, *json, out))
@@ -319,9 +319,40 @@ where
 /// Read `path` in chunks into whatever format it holds. An unsupported format is an error
 /// (exit 2) naming the file.
 fn read(path: &Path) -> anyhow::Result<AnyDocument> {
-    let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let size = file.metadata().map_or(0, |m| m.len());
+    let (file, size) = open_sized(path)?;
     let mut reader = AnyReader::with_size_hint(size);
+    feed(path, file, |chunk| {
+        reader.push(chunk);
+        reader.is_rejected()
+    })?;
+    supported(path, reader.finish())
+}
+
+/// [`read`] for `summary`: a trace/6 file is read keeping only what its summary needs
+/// ([`AnySummaryReader`]), so that the memory it takes stays well below the file's size.
+fn read_for_summary(path: &Path) -> anyhow::Result<AnySummary> {
+    let (file, size) = open_sized(path)?;
+    let mut reader = AnySummaryReader::with_size_hint(size);
+    feed(path, file, |chunk| {
+        reader.push(chunk);
+        reader.is_rejected()
+    })?;
+    Ok(match reader.finish() {
+        AnySummary::Document(doc) => AnySummary::Document(supported(path, doc)?),
+        trace => trace,
+    })
+}
+
+/// The file at `path` and its size (0 when unknown).
+fn open_sized(path: &Path) -> anyhow::Result<(File, u64)> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let size = file.metadata().map_or(0, |m| m.len());
+    Ok((file, size))
+}
+
+/// Hand `file`'s bytes to `push` chunk by chunk until the end, or until `push` returns true
+/// (the reader has rejected the file).
+fn feed(path: &Path, mut file: File, mut push: impl FnMut(&[u8]) -> bool) -> anyhow::Result<()> {
     let mut buf = vec![0u8; CHUNK_BYTES];
     loop {
         let n = match file.read(&mut buf) {
@@ -330,12 +361,16 @@ fn read(path: &Path) -> anyhow::Result<AnyDocument> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         };
-        reader.push(&buf[..n]);
-        if reader.is_rejected() {
+        if push(&buf[..n]) {
             break;
         }
     }
-    match reader.finish() {
+    Ok(())
+}
+
+/// An unsupported format is an error naming the file.
+fn supported(path: &Path, doc: AnyDocument) -> anyhow::Result<AnyDocument> {
+    match doc {
         AnyDocument::Unsupported { diagnostics, .. } => {
             let why = diagnostics
                 .first()

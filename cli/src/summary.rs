@@ -6,10 +6,14 @@ use std::path::Path;
 use candle_trace_schema::analysis::percentiles::Percentiles;
 use candle_trace_schema::analysis::summary::{NotCaptured, TraceSummary};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
-use candle_trace_schema::format::detect::{AnyDocument, Format};
+use candle_trace_schema::format::detect::{AnyDocument, AnySummary, Format};
+use candle_trace_schema::format::diagnostics::DiagnosticCounts;
+use candle_trace_schema::format::digest::TraceDigest;
 use candle_trace_schema::format::document::TraceDocument;
-use candle_trace_schema::format::events::CaptureSources;
+use candle_trace_schema::format::events::{CaptureSources, Meta};
+use candle_trace_schema::format::memory::MemoryProfile;
 use candle_trace_schema::format::profile::ProfileDocument;
+use candle_trace_schema::format::tracks::ChromeImport;
 use serde::Serialize;
 
 use super::table::{Align, Table};
@@ -59,6 +63,23 @@ fn format_name(doc: &TraceDocument) -> &'static str {
     }
 }
 
+/// `candle-trace summary FILE` from a [`AnySummaryReader`]'s read: a trace/6 file read for its
+/// summary only, anything else whole.
+pub(super) fn run_read(
+    path: &Path,
+    read: &AnySummary,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    match read {
+        AnySummary::Trace(digest) => {
+            trace(path, &TraceNumbers::of_digest(digest), json, out)?;
+            Ok(EXIT_OK)
+        }
+        AnySummary::Document(doc) => run(path, doc, json, out),
+    }
+}
+
 pub(super) fn run(
     path: &Path,
     doc: &AnyDocument,
@@ -66,7 +87,7 @@ pub(super) fn run(
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     match doc {
-        AnyDocument::Trace(t) => trace(path, t, json, out)?,
+        AnyDocument::Trace(t) => trace(path, &TraceNumbers::of_document(t), json, out)?,
         AnyDocument::Profile(p) => profile(path, p, json, out)?,
         AnyDocument::Unsupported { .. } => unreachable_unsupported()?,
     }
@@ -78,36 +99,85 @@ pub(super) fn unreachable_unsupported() -> anyhow::Result<()> {
     anyhow::bail!("unsupported file format")
 }
 
-fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
-    let summary = doc.summary();
-    let counts = doc.diagnostic_counts();
-    let profile = &doc.memory_profile;
+/// Everything the trace summary prints, from a whole document or from a digest (the same
+/// numbers for the same file: `tests/summary_streaming.rs` compares the two outputs).
+struct TraceNumbers<'a> {
+    format: &'static str,
+    summary: TraceSummary,
+    counts: DiagnosticCounts,
+    profile: &'a MemoryProfile,
+    meta: Option<&'a Meta>,
+    sources: Option<&'a CaptureSources>,
+    not_captured: NotCaptured,
+    gradients: u64,
+    chrome: Option<&'a ChromeImport>,
+}
+
+impl<'a> TraceNumbers<'a> {
+    fn of_document(doc: &'a TraceDocument) -> Self {
+        TraceNumbers {
+            format: format_name(doc),
+            summary: doc.summary(),
+            counts: doc.diagnostic_counts(),
+            profile: &doc.memory_profile,
+            meta: doc.meta.as_ref().map(|m| &m.event),
+            sources: doc.capture_sources.as_ref().map(|l| &l.event),
+            not_captured: NotCaptured::of(doc),
+            gradients: doc.gradients.len() as u64,
+            chrome: doc.chrome.as_deref(),
+        }
+    }
+
+    fn of_digest(digest: &'a TraceDigest) -> Self {
+        TraceNumbers {
+            format: Format::Trace.name(),
+            summary: digest.summary(),
+            counts: digest.diagnostic_counts(),
+            profile: digest.memory_profile(),
+            meta: digest.meta().map(|m| &m.event),
+            sources: digest.capture_sources().map(|l| &l.event),
+            not_captured: NotCaptured::of_digest(digest),
+            gradients: digest.gradient_count(),
+            chrome: None,
+        }
+    }
+}
+
+fn trace(
+    path: &Path,
+    doc: &TraceNumbers<'_>,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let summary = doc.summary;
+    let counts = doc.counts;
+    let profile = doc.profile;
     if json {
         return write_json(
             out,
             &TraceSummaryJson {
                 summary,
                 extra: Extra {
-                    format: format_name(doc),
+                    format: doc.format,
                     errors: counts.errors,
                     warnings: counts.warnings,
-                    entrypoint: doc.meta.as_ref().map(|m| m.entrypoint.as_str()),
+                    entrypoint: doc.meta.map(|m| m.entrypoint.as_str()),
                     peak_device: profile.peak_device.as_deref(),
                     peak_timestamp_ns: profile.peak_timestamp_ns,
-                    chrome: doc.chrome.as_ref().map(|c| ChromeExtra {
+                    chrome: doc.chrome.map(|c| ChromeExtra {
                         tracks: c.tracks.len(),
                         instants: c.instants.len(),
                         counter_samples: c.counters.len(),
                         skipped_events: c.skipped_count(),
                         synthetic_root: c.synthetic_root,
                     }),
-                    capture_sources: doc.capture_sources.as_ref().map(|l| &l.event),
+                    capture_sources: doc.sources,
                 },
             },
         );
     }
-    writeln!(out, "{} — {}", path.display(), format_name(doc))?;
-    if let Some(meta) = &doc.meta {
+    writeln!(out, "{} — {}", path.display(), doc.format)?;
+    if let Some(meta) = doc.meta {
         let phase = match meta.phase {
             candle_trace_schema::format::events::Phase::Train => "train",
             candle_trace_schema::format::events::Phase::Infer => "infer",
@@ -142,8 +212,7 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
         (Some(d), Some(ts)) => format!(" on {d} at {}", format_ns(ts)),
         _ => String::new(),
     };
-    let sources = doc.capture_sources.as_ref().map(|l| &l.event);
-    let not_captured = NotCaptured::of(doc);
+    let not_captured = doc.not_captured.clone();
     let ops = match not_captured.ops {
         Some(why) => why,
         None => summary.op_count.to_string(),
@@ -157,7 +226,7 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
     };
     let gradients = match not_captured.gradients {
         Some(why) => why,
-        None => doc.gradients.len().to_string(),
+        None => doc.gradients.to_string(),
     };
     let rows = [
         (
@@ -183,8 +252,8 @@ fn trace(path: &Path, doc: &TraceDocument, json: bool, out: &mut dyn Write) -> a
     }
     write!(out, "{}", t.render())?;
     writeln!(out)?;
-    captured_lines(sources, out)?;
-    if let Some(c) = &doc.chrome {
+    captured_lines(doc.sources, out)?;
+    if let Some(c) = doc.chrome {
         writeln!(out)?;
         let names: Vec<String> = c.tracks.iter().map(|t| t.label()).collect();
         writeln!(
@@ -345,4 +414,73 @@ fn profile(
     latency_row("inter-token latency", &summary.itl_nanos, 1);
     write!(out, "{}", t.render())?;
     diagnostics_line(path, counts.errors, counts.warnings, out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code: a failed expectation is the report
+
+    use std::path::PathBuf;
+
+    use candle_trace_schema::format::detect::{detect, Detection};
+    use candle_trace_schema::format::digest::TraceDigestReader;
+    use candle_trace_schema::format::document::TraceReader;
+
+    use super::*;
+
+    fn trace_fixtures(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                trace_fixtures(&path, out);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                let bytes = std::fs::read(&path).unwrap();
+                let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+                if detect(bytes, true) == Detection::Known(Format::Trace) {
+                    out.push(path);
+                }
+            }
+        }
+    }
+
+    fn printed(path: &Path, numbers: &TraceNumbers<'_>, json: bool) -> String {
+        let mut out = Vec::new();
+        trace(path, numbers, json, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// `summary` prints the same bytes, table and `--json`, from the digest it reads a trace
+    /// into as from the whole document, for every trace/6 file under `tests/fixtures/` and for
+    /// each with its lines reversed (every check the reader defers to the end of the file).
+    #[test]
+    fn digest_and_document_print_the_same_summary() {
+        let mut files = Vec::new();
+        trace_fixtures(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures"),
+            &mut files,
+        );
+        files.sort();
+        assert!(files.len() >= 40, "only {} trace fixtures", files.len());
+        for path in &files {
+            let bytes = std::fs::read(path).unwrap();
+            let mut reversed = Vec::new();
+            for line in bytes.split(|&b| b == b'\n').rev() {
+                reversed.extend_from_slice(line);
+                reversed.push(b'\n');
+            }
+            for bytes in [&bytes, &reversed] {
+                let mut reader = TraceReader::new();
+                reader.push(bytes);
+                let doc = reader.finish();
+                let mut reader = TraceDigestReader::with_size_hint(0);
+                reader.push(bytes);
+                let digest = reader.finish();
+                for json in [false, true] {
+                    let whole = printed(path, &TraceNumbers::of_document(&doc), json);
+                    let read = printed(path, &TraceNumbers::of_digest(&digest), json);
+                    assert_eq!(read, whole, "{} (json: {json})", path.display());
+                }
+            }
+        }
+    }
 }

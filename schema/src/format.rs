@@ -9,6 +9,7 @@
 pub mod chrome;
 pub mod detect;
 pub mod diagnostics;
+pub mod digest;
 pub mod document;
 pub mod events;
 pub mod jsonl;

@@ -5,8 +5,12 @@ use alloc::string::String;
 
 use serde::{Deserialize, Serialize};
 
+use crate::format::digest::TraceDigest;
 use crate::format::document::TraceDocument;
 use crate::format::events::{source, CaptureSources};
+use crate::format::memory::MemoryProfile;
+use crate::format::records::Span;
+use crate::format::spans::SpanTree;
 
 /// The eight SCHEMA.md summary numbers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,20 +36,39 @@ pub struct TraceSummary {
 impl TraceSummary {
     /// Compute the summary of a read document.
     pub fn of(doc: &TraceDocument) -> Self {
+        Self::from_parts(
+            doc.ops.len() as u64,
+            &doc.spans,
+            &doc.tree,
+            &doc.memory_profile,
+        )
+    }
+
+    /// The same numbers from a trace read for its summary: equal to [`TraceSummary::of`] the
+    /// file's [`TraceDocument`].
+    pub fn of_digest(digest: &TraceDigest) -> Self {
+        Self::from_parts(
+            digest.op_count(),
+            digest.spans(),
+            digest.tree(),
+            digest.memory_profile(),
+        )
+    }
+
+    fn from_parts(op_count: u64, spans: &[Span], tree: &SpanTree, memory: &MemoryProfile) -> Self {
         TraceSummary {
-            op_count: doc.ops.len() as u64,
-            total_ns: doc
-                .spans
+            op_count,
+            total_ns: spans
                 .iter()
                 .filter(|s| s.measured)
                 .map(|s| s.duration_or_zero())
                 .fold(0, u64::saturating_add),
-            span_count: doc.spans.len() as u64,
-            root_span_count: doc.spans.iter().filter(|s| s.parent_id.is_none()).count() as u64,
-            max_depth: u64::from(doc.tree.max_depth),
-            alloc_count: doc.memory_profile.alloc_count,
-            free_count: doc.memory_profile.free_count,
-            peak_bytes: doc.memory_profile.peak_bytes,
+            span_count: spans.len() as u64,
+            root_span_count: spans.iter().filter(|s| s.parent_id.is_none()).count() as u64,
+            max_depth: u64::from(tree.max_depth),
+            alloc_count: memory.alloc_count,
+            free_count: memory.free_count,
+            peak_bytes: memory.peak_bytes,
         }
     }
 }
@@ -83,16 +106,39 @@ pub struct NotCaptured {
 impl NotCaptured {
     /// What `doc` did not capture.
     pub fn of(doc: &TraceDocument) -> Self {
-        let sources = doc.capture_sources.as_ref().map(|l| &l.event);
-        let p = &doc.memory_profile;
+        Self::from_counts(
+            doc.capture_sources.as_ref().map(|l| &l.event),
+            doc.ops.len() as u64,
+            &doc.memory_profile,
+            doc.gradients.len() as u64,
+        )
+    }
+
+    /// What a trace read for its summary did not capture: equal to [`NotCaptured::of`] the
+    /// file's [`TraceDocument`].
+    pub fn of_digest(digest: &TraceDigest) -> Self {
+        Self::from_counts(
+            digest.capture_sources().map(|l| &l.event),
+            digest.op_count(),
+            digest.memory_profile(),
+            digest.gradient_count(),
+        )
+    }
+
+    fn from_counts(
+        sources: Option<&CaptureSources>,
+        ops: u64,
+        memory: &MemoryProfile,
+        gradients: u64,
+    ) -> Self {
         NotCaptured {
-            ops: not_captured(sources, doc.ops.is_empty(), source::LAYER_OPS),
+            ops: not_captured(sources, ops == 0, source::LAYER_OPS),
             memory: not_captured(
                 sources,
-                p.alloc_count + p.free_count == 0,
+                memory.alloc_count + memory.free_count == 0,
                 source::ALLOCATOR,
             ),
-            gradients: not_captured(sources, doc.gradients.is_empty(), source::GRADIENTS),
+            gradients: not_captured(sources, gradients == 0, source::GRADIENTS),
         }
     }
 }
@@ -101,6 +147,13 @@ impl TraceDocument {
     /// The eight SCHEMA.md summary numbers ([`TraceSummary::of`]).
     pub fn summary(&self) -> TraceSummary {
         TraceSummary::of(self)
+    }
+}
+
+impl TraceDigest {
+    /// The eight SCHEMA.md summary numbers ([`TraceSummary::of_digest`]).
+    pub fn summary(&self) -> TraceSummary {
+        TraceSummary::of_digest(self)
     }
 }
 

@@ -13,6 +13,8 @@
 //!   probe window is searched for the tell-tale keys in the same order of preference.
 //! - A UTF-8 byte-order mark is skipped.
 
+use crate::format::digest::TraceDigest;
+use crate::format::document::{Dropped, Keep};
 pub use crate::format::jsonl::strip_bom;
 use crate::format::jsonl::BOM;
 use serde::de::IgnoredAny;
@@ -276,6 +278,9 @@ pub struct AnyReader {
     state: ReaderState,
     /// The file's size in bytes, when known (0: unknown).
     size_hint: u64,
+    /// What a trace's reader keeps: [`Keep::Summary`] only inside an [`AnySummaryReader`],
+    /// which never hands out a document.
+    keep: Keep,
 }
 
 impl Default for AnyReader {
@@ -283,8 +288,19 @@ impl Default for AnyReader {
         AnyReader {
             state: ReaderState::Probing(alloc::vec::Vec::new()),
             size_hint: 0,
+            keep: Keep::Everything,
         }
     }
+}
+
+/// A finished read: a trace's document with what its reader counted instead of keeping, or
+/// any other document.
+enum Finished {
+    Trace(
+        alloc::boxed::Box<crate::format::document::TraceDocument>,
+        Dropped,
+    ),
+    Other(AnyDocument),
 }
 
 impl AnyReader {
@@ -345,9 +361,10 @@ impl AnyReader {
         self.state = match detection {
             Detection::NeedMore => ReaderState::Probing(buf),
             Detection::Known(Format::Trace) => {
-                let mut r = alloc::boxed::Box::new(
-                    crate::format::document::TraceReader::with_size_hint(self.size_hint),
-                );
+                let mut r = alloc::boxed::Box::new(crate::format::document::TraceReader::keeping(
+                    self.keep,
+                    self.size_hint,
+                ));
                 r.push(bytes);
                 ReaderState::Trace(r)
             }
@@ -368,11 +385,21 @@ impl AnyReader {
     }
 
     /// End of file.
-    pub fn finish(mut self) -> AnyDocument {
+    pub fn finish(self) -> AnyDocument {
+        match self.finish_inner() {
+            Finished::Trace(doc, _) => AnyDocument::Trace(doc),
+            Finished::Other(doc) => doc,
+        }
+    }
+
+    fn finish_inner(mut self) -> Finished {
         use crate::format::diagnostics::{Category, Diagnostic};
         self.decide(true);
-        match self.state {
-            ReaderState::Trace(r) => AnyDocument::Trace(alloc::boxed::Box::new(r.finish())),
+        Finished::Other(match self.state {
+            ReaderState::Trace(r) => {
+                let (doc, dropped) = r.finish_keeping();
+                return Finished::Trace(alloc::boxed::Box::new(doc), dropped);
+            }
             ReaderState::Profile(r) => AnyDocument::Profile(r.finish()),
             ReaderState::Chrome(r) => AnyDocument::Trace(alloc::boxed::Box::new(r.finish())),
             ReaderState::Rejected(format, empty) => {
@@ -394,6 +421,55 @@ impl AnyReader {
                     "format could not be detected"
                 )],
             },
+        })
+    }
+}
+
+/// What [`AnySummaryReader`] read: a trace/6 file read for its summary, or any other format's
+/// whole document (an inference profile, an imported Chrome JSON file, an unsupported file).
+#[derive(Debug, Clone)]
+pub enum AnySummary {
+    /// A trace/6 file.
+    Trace(alloc::boxed::Box<TraceDigest>),
+    /// Anything else, read as [`AnyReader`] reads it.
+    Document(AnyDocument),
+}
+
+/// [`AnyReader`] for a summary: a trace/6 file is read by the same reader keeping only what its
+/// summary needs ([`crate::format::digest`]), every other format as [`AnyReader`] reads it.
+#[derive(Debug)]
+pub struct AnySummaryReader {
+    reader: AnyReader,
+}
+
+impl AnySummaryReader {
+    /// A reader at the start of a file of `total_bytes` bytes (0 when unknown).
+    pub fn with_size_hint(total_bytes: u64) -> Self {
+        AnySummaryReader {
+            reader: AnyReader {
+                keep: Keep::Summary,
+                ..AnyReader::with_size_hint(total_bytes)
+            },
+        }
+    }
+
+    /// True once the file is known to be unreadable (see [`AnyReader::is_rejected`]).
+    pub fn is_rejected(&self) -> bool {
+        self.reader.is_rejected()
+    }
+
+    /// Feed the next chunk.
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.reader.push(chunk);
+    }
+
+    /// End of file.
+    pub fn finish(self) -> AnySummary {
+        match self.reader.finish_inner() {
+            Finished::Trace(doc, dropped) => {
+                AnySummary::Trace(alloc::boxed::Box::new(TraceDigest::new(*doc, dropped)))
+            }
+            Finished::Other(doc) => AnySummary::Document(doc),
         }
     }
 }

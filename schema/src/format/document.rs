@@ -254,14 +254,70 @@ impl TraceDocument {
     }
 }
 
+/// What a [`TraceReader`] keeps of the records it reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// Every record: the [`TraceDocument`].
+    #[default]
+    Everything,
+    /// What the summary and the cross-record checks need (see [`crate::format::digest`]):
+    /// `op`, `tensor`, `gradient` and `edge` records are counted and dropped once their span
+    /// reference is checked, and `memory` records lose the fields the memory profile's numbers
+    /// do not read.
+    Summary,
+}
+
+/// Records a [`Keep::Summary`] reader counted instead of keeping.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Dropped {
+    pub(crate) ops: u64,
+    pub(crate) tensors: u64,
+    pub(crate) gradients: u64,
+    pub(crate) edges: u64,
+}
+
+/// Which kind of record names a span that may not exist (for the reference warning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RefKind {
+    Op,
+    Tensor,
+    Memory,
+}
+
+impl RefKind {
+    fn name(self) -> &'static str {
+        match self {
+            RefKind::Op => "op",
+            RefKind::Tensor => "tensor",
+            RefKind::Memory => "memory",
+        }
+    }
+}
+
 /// Streaming trace/6 reader: push chunks of any size, then [`finish`](TraceReader::finish).
+///
+/// Cross-record checks run as early as they can: a `span_end` or a record's `span_id` that
+/// names a span already read is settled on its line; only those naming a span not (yet) read
+/// wait for `finish`, which settles them in file order, so the diagnostics are those of
+/// checking everything at the end.
 #[derive(Debug, Default)]
 pub struct TraceReader {
     splitter: LineSplitter,
     doc: TraceDocument,
+    keep: Keep,
+    dropped: Dropped,
     first_line: Option<u64>,
     first_measured_line: Option<u64>,
-    ends: Vec<(CompactString, u64, u64)>,
+    /// `span_end`s not settled on their line: (id, duration, line), in file order.
+    pending_ends: Vec<(CompactString, u64, u64)>,
+    /// Ids of `pending_ends`: a later end of one of them waits too, so that the first end in
+    /// file order is the one that closes the span.
+    pending_end_ids: hashbrown::HashSet<CompactString>,
+    /// Records whose `span_id` named no span read so far: (kind, id, line), in file order.
+    pending_refs: Vec<(RefKind, CompactString, u64)>,
+    /// Index of the span the last checked record named (consecutive records usually name the
+    /// same span, which then needs no hash lookup).
+    last_ref: Option<u32>,
     /// The file's size in bytes, when the caller knows it (0: unknown).
     size_hint: u64,
     /// Bytes of the lines handled so far, newlines included.
@@ -317,6 +373,15 @@ impl TraceReader {
     /// record lists grow (see `make_room`); a wrong one costs time, never correctness.
     pub fn with_size_hint(total_bytes: u64) -> Self {
         TraceReader {
+            size_hint: total_bytes,
+            ..Self::default()
+        }
+    }
+
+    /// A reader that keeps only what `keep` says (see [`crate::format::digest`]).
+    pub(crate) fn keeping(keep: Keep, total_bytes: u64) -> Self {
+        TraceReader {
+            keep,
             size_hint: total_bytes,
             ..Self::default()
         }
@@ -454,24 +519,65 @@ impl TraceReader {
                 });
             }
             TraceEvent::SpanEnd(e) => {
-                make_room(&mut self.ends, consumed, total);
-                self.ends.push((e.id, e.duration_ns, number));
+                let settled = match doc.span_index.get(e.id.as_str()) {
+                    Some(&i) if !self.pending_end_ids.contains(e.id.as_str()) => {
+                        close_span(&mut doc.spans[i as usize], &e.id, e.duration_ns, number)
+                    }
+                    _ => {
+                        self.pending_end_ids.insert(e.id.clone());
+                        self.pending_ends.push((e.id, e.duration_ns, number));
+                        None
+                    }
+                };
+                if let Some(d) = settled {
+                    doc.diagnostics.push(d);
+                }
             }
             TraceEvent::Op(event) => {
-                make_room(&mut doc.ops, consumed, total);
-                doc.ops.push(Lined::new(number, event));
+                self.check_ref(RefKind::Op, &event.span_id, number);
+                let doc = &mut self.doc;
+                match self.keep {
+                    Keep::Everything => {
+                        make_room(&mut doc.ops, consumed, total);
+                        doc.ops.push(Lined::new(number, event));
+                    }
+                    Keep::Summary => self.dropped.ops += 1,
+                }
             }
             TraceEvent::Tensor(event) => {
-                make_room(&mut doc.tensors, consumed, total);
-                doc.tensors.push(Lined::new(number, event));
+                self.check_ref(RefKind::Tensor, &event.span_id, number);
+                let doc = &mut self.doc;
+                match self.keep {
+                    Keep::Everything => {
+                        make_room(&mut doc.tensors, consumed, total);
+                        doc.tensors.push(Lined::new(number, event));
+                    }
+                    Keep::Summary => self.dropped.tensors += 1,
+                }
             }
-            TraceEvent::Memory(event) => {
+            TraceEvent::Memory(mut event) => {
+                self.check_ref(RefKind::Memory, &event.span_id, number);
+                if self.keep == Keep::Summary {
+                    // The memory profile's numbers and warnings read time, tensor, device,
+                    // bytes, action and category; the rest only describes what was live.
+                    event.span_id = CompactString::default();
+                    event.op_name = None;
+                    event.shape = Vec::new();
+                    event.dtype = CompactString::default();
+                }
+                let doc = &mut self.doc;
                 make_room(&mut doc.memory, consumed, total);
                 doc.memory.push(Lined::new(number, event));
             }
             TraceEvent::DeviceMemory(event) => doc.device_memory.push(Lined::new(number, event)),
-            TraceEvent::Gradient(event) => doc.gradients.push(Lined::new(number, event)),
-            TraceEvent::Edge(event) => doc.edges.push(Lined::new(number, event)),
+            TraceEvent::Gradient(event) => match self.keep {
+                Keep::Everything => doc.gradients.push(Lined::new(number, event)),
+                Keep::Summary => self.dropped.gradients += 1,
+            },
+            TraceEvent::Edge(event) => match self.keep {
+                Keep::Everything => doc.edges.push(Lined::new(number, event)),
+                Keep::Summary => self.dropped.edges += 1,
+            },
             TraceEvent::CaptureSources(event) => {
                 if let Some(first) = &doc.capture_sources {
                     let msg = format!(
@@ -493,6 +599,22 @@ impl TraceReader {
         }
     }
 
+    /// The reference check of an `op`, `tensor` or `memory` record: settled now when its span
+    /// has been read, otherwise left for `finish`.
+    #[inline]
+    fn check_ref(&mut self, kind: RefKind, span_id: &CompactString, line: u64) {
+        let doc = &self.doc;
+        if let Some(last) = self.last_ref {
+            if doc.spans[last as usize].id == *span_id {
+                return;
+            }
+        }
+        match doc.span_index.get(span_id.as_str()) {
+            Some(&i) => self.last_ref = Some(i),
+            None => self.pending_refs.push((kind, span_id.clone(), line)),
+        }
+    }
+
     fn error(&mut self, line: u64, category: Category, message: String) {
         self.doc
             .diagnostics
@@ -506,11 +628,23 @@ impl TraceReader {
     }
 
     /// End of file: cross-record checks, span tree, memory profile.
-    pub fn finish(mut self) -> TraceDocument {
+    pub fn finish(self) -> TraceDocument {
+        self.finish_keeping().0
+    }
+
+    /// [`finish`](TraceReader::finish), and what a [`Keep::Summary`] reader counted instead of
+    /// keeping.
+    pub(crate) fn finish_keeping(mut self) -> (TraceDocument, Dropped) {
         let splitter = core::mem::take(&mut self.splitter);
         let bytes_read = splitter.bytes_seen();
         splitter.finish(|line| self.line(line));
-        let TraceReader { mut doc, ends, .. } = self;
+        let TraceReader {
+            mut doc,
+            dropped,
+            pending_ends,
+            pending_refs,
+            ..
+        } = self;
         doc.bytes_read = bytes_read;
         let diags = &mut doc.diagnostics;
 
@@ -526,7 +660,7 @@ impl TraceReader {
             }
         };
 
-        for (id, duration_ns, line) in ends {
+        for (id, duration_ns, line) in pending_ends {
             match doc.span_index.get(id.as_str()) {
                 None => diags.push(Diagnostic::error(
                     line,
@@ -534,22 +668,16 @@ impl TraceReader {
                     format!("span_end for unknown span id `{id}`"),
                 )),
                 Some(&i) => {
-                    let span = &mut doc.spans[i as usize];
-                    match span.end_line {
-                        Some(first_end) => diags.push(Diagnostic::error(
-                            line,
-                            Category::Duplicate,
-                            format!("span `{id}` is closed twice (first span_end at line {first_end}); this one is ignored"),
-                        )),
-                        None => {
-                            span.duration_ns = Some(duration_ns);
-                            span.end_line = Some(line);
-                        }
+                    if let Some(d) = close_span(&mut doc.spans[i as usize], &id, duration_ns, line)
+                    {
+                        diags.push(d);
                     }
                 }
             }
         }
+        let mut any_measured = false;
         for span in &doc.spans {
+            any_measured |= span.measured;
             if span.end_line.is_none() {
                 diags.push(Diagnostic::warning(
                     span.line,
@@ -561,7 +689,7 @@ impl TraceReader {
                 ));
             }
         }
-        if !doc.spans.iter().any(|s| s.measured) {
+        if !any_measured {
             diags.push(Diagnostic::warning(
                 meta_line,
                 Category::Measured,
@@ -575,31 +703,12 @@ impl TraceReader {
         doc.tree = tree;
         diags.extend(tree_diags);
 
-        // Consecutive records usually name the same span: remember the last id that resolved
-        // and skip the hash lookup for it.
-        let mut last_ok: &str = "";
-        let records = (doc.ops.iter().map(|r| ("op", r.span_id.as_str(), r.line)))
-            .chain(
-                doc.tensors
-                    .iter()
-                    .map(|r| ("tensor", r.span_id.as_str(), r.line)),
-            )
-            .chain(
-                doc.memory
-                    .iter()
-                    .map(|r| ("memory", r.span_id.as_str(), r.line)),
-            );
-        for (kind, span_id, line) in records {
-            if span_id == last_ok {
-                continue;
-            }
-            if index.contains_key(span_id) {
-                last_ok = span_id;
-            } else {
+        for (kind, span_id, line) in pending_refs {
+            if !index.contains_key(span_id.as_str()) {
                 diags.push(Diagnostic::warning(
                     line,
                     Category::Reference,
-                    format!("{kind} names span `{span_id}`, which is no span"),
+                    format!("{} names span `{span_id}`, which is no span", kind.name()),
                 ));
             }
         }
@@ -608,7 +717,23 @@ impl TraceReader {
         doc.memory_profile = profile;
         doc.diagnostics.extend(memory_diags);
         sort_diagnostics(&mut doc.diagnostics);
-        doc
+        (doc, dropped)
+    }
+}
+
+/// Close `span` with the `span_end` read at `line`, or the error for a second end.
+fn close_span(span: &mut Span, id: &str, duration_ns: u64, line: u64) -> Option<Diagnostic> {
+    match span.end_line {
+        Some(first_end) => Some(Diagnostic::error(
+            line,
+            Category::Duplicate,
+            format!("span `{id}` is closed twice (first span_end at line {first_end}); this one is ignored"),
+        )),
+        None => {
+            span.duration_ns = Some(duration_ns);
+            span.end_line = Some(line);
+            None
+        }
     }
 }
 
@@ -892,6 +1017,83 @@ mod tests {
         assert_eq!(doc.span("late").unwrap().duration_ns, Some(7));
         assert_eq!(doc.summary().total_ns, 7);
         assert_eq!(doc.summary().span_count, 2);
+    }
+
+    #[test]
+    fn the_first_span_end_in_file_order_closes_a_span() {
+        // `x`'s first end comes before its start (settled at the end of the file), its second
+        // after it: the first still wins. `y`'s ends both follow its start (settled on their
+        // lines). Both second ends are errors naming the first end's line.
+        let doc = read(&[
+            META.to_string(),           // 1
+            end("x", 7),                // 2
+            start("x", None, 0, true),  // 3
+            end("x", 9),                // 4
+            start("y", None, 1, false), // 5
+            end("y", 2),                // 6
+            end("y", 3),                // 7
+            end("x", 11),               // 8
+        ]);
+        let dup = |line: u64| {
+            doc.diagnostics
+                .iter()
+                .find(|d| d.line == line)
+                .map(|d| (d.category, d.message.clone()))
+        };
+        assert_eq!(doc.diagnostics.len(), 3, "{:?}", doc.diagnostics);
+        assert_eq!(
+            dup(4),
+            Some((
+                Category::Duplicate,
+                "span `x` is closed twice (first span_end at line 2); this one is ignored".into()
+            ))
+        );
+        assert_eq!(
+            dup(7),
+            Some((
+                Category::Duplicate,
+                "span `y` is closed twice (first span_end at line 6); this one is ignored".into()
+            ))
+        );
+        assert_eq!(
+            dup(8),
+            Some((
+                Category::Duplicate,
+                "span `x` is closed twice (first span_end at line 2); this one is ignored".into()
+            ))
+        );
+        assert_eq!(doc.span("x").unwrap().duration_ns, Some(7));
+        assert_eq!(doc.span("x").unwrap().end_line, Some(2));
+        assert_eq!(doc.span("y").unwrap().duration_ns, Some(2));
+    }
+
+    #[test]
+    fn a_record_may_name_a_span_that_starts_later() {
+        let op = |span: &str| {
+            format!(
+                r#"{{"kind":"op","span_id":"{span}","op_name":"add","inputs":[],"shape":[],"dtype":"f32","device":"cpu","duration_ns":1,"timestamp_ns":0,"input_storage_bytes":0}}"#
+            )
+        };
+        let doc = read(&[
+            META.to_string(),             // 1
+            op("late"),                   // 2: its span starts at line 4
+            op("ghost"),                  // 3: no such span
+            start("late", None, 0, true), // 4
+            op("late"),                   // 5
+            op("ghost"),                  // 6
+            end("late", 5),               // 7
+        ]);
+        assert_eq!(
+            lines_of(&doc),
+            vec![
+                (3, Severity::Warning, Category::Reference),
+                (6, Severity::Warning, Category::Reference)
+            ]
+        );
+        assert_eq!(
+            doc.diagnostics[0].message,
+            "op names span `ghost`, which is no span"
+        );
     }
 
     #[test]
