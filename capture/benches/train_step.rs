@@ -9,11 +9,18 @@
 //!
 //! Each timed iteration is one update. A fresh recorder (writing to `io::sink()`, its writer
 //! thread running concurrently as in training) is built before and finished after each update,
-//! outside the timed part, so that every captured iteration is a real first capture. After
-//! criterion, a best-of-5 loop prints both and the overhead in percent.
+//! outside the timed part, so that every captured iteration is a real first capture. The
+//! `tracing` subscriber is installed before the model is built (candle-transformers creates its
+//! layer spans in `Llama::load`), as the example does, so the captured update records every
+//! layer span and leaf-layer op. Before criterion, one captured update is written to memory and
+//! its lines are counted by kind (printed, and checked to hold layer spans, leaf-layer ops,
+//! host memory, graph tensors and gradients). After criterion, paired rounds (10 updates uncaptured, then 10
+//! captured, 40 rounds; `CANDLE_TRACE_BENCH_ROUNDS=N` changes it) print each side's median and
+//! the median of the rounds' ratios as the overhead in percent.
 
-use std::io;
-
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use candle_core::{DType, Device, Tensor};
@@ -59,6 +66,68 @@ fn trainer() -> candle_core::Result<Trainer> {
     })
 }
 
+/// A writer into shared memory, to count what one captured update writes.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| panic!("lock: {e}"))
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One update through `recorder` (which records it when it is its capture step).
+fn update(t: &mut Trainer, recorder: &Recorder) -> Tensor {
+    let Trainer {
+        model,
+        cache,
+        varmap,
+        optimizer,
+        inputs,
+        targets,
+    } = t;
+    recorder
+        .forward(|| train_llama::loss_of(model, inputs, targets, cache))
+        .and_then(|loss| {
+            let grads = recorder.backward(&loss)?;
+            recorder.optimizer_step(optimizer, &grads, varmap)?;
+            Ok(loss)
+        })
+        .unwrap_or_else(|e| panic!("update: {e}"))
+}
+
+/// The lines of one captured update, counted by `kind` (span starts also by span kind).
+fn lines_of_one_update(t: &mut Trainer) -> BTreeMap<String, u64> {
+    let out = Shared::default();
+    let recorder = Recorder::builder("bench::train_step")
+        .capture_step(1)
+        .writer(out.clone())
+        .install()
+        .unwrap_or_else(|e| panic!("recorder: {e}"));
+    std::hint::black_box(update(t, &recorder));
+    recorder.finish().unwrap_or_else(|e| panic!("finish: {e}"));
+    let bytes = out.0.lock().unwrap_or_else(|e| panic!("lock: {e}")).clone();
+    let mut counts = BTreeMap::new();
+    for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let v: serde_json::Value =
+            serde_json::from_slice(line).unwrap_or_else(|e| panic!("line: {e}"));
+        let kind = v["kind"].as_str().unwrap_or("?").to_string();
+        let key = match v["span_kind"].as_str() {
+            Some(span_kind) => format!("{kind} ({span_kind})"),
+            None => kind,
+        };
+        *counts.entry(key).or_insert(0) += 1;
+    }
+    counts
+}
+
 /// Time `iters` updates, each with its own recorder built and finished untimed.
 fn timed_updates(t: &mut Trainer, captured: bool, iters: u64) -> Duration {
     let mut total = Duration::ZERO;
@@ -69,22 +138,7 @@ fn timed_updates(t: &mut Trainer, captured: bool, iters: u64) -> Duration {
             .install()
             .unwrap_or_else(|e| panic!("recorder: {e}"));
         let started = Instant::now();
-        let Trainer {
-            model,
-            cache,
-            varmap,
-            optimizer,
-            inputs,
-            targets,
-        } = t;
-        let loss = recorder
-            .forward(|| train_llama::loss_of(model, inputs, targets, cache))
-            .and_then(|loss| {
-                let grads = recorder.backward(&loss)?;
-                recorder.optimizer_step(optimizer, &grads, varmap)?;
-                Ok(loss)
-            })
-            .unwrap_or_else(|e| panic!("update: {e}"));
+        let loss = update(t, &recorder);
         total += started.elapsed();
         std::hint::black_box(loss);
         let report = recorder.finish().unwrap_or_else(|e| panic!("finish: {e}"));
@@ -97,7 +151,22 @@ fn timed_updates(t: &mut Trainer, captured: bool, iters: u64) -> Duration {
 }
 
 fn main() {
+    // Before the model is built: candle-transformers creates its spans in `Llama::load`.
+    candle_trace_capture::install().unwrap_or_else(|e| panic!("subscriber: {e}"));
     let mut t = trainer().unwrap_or_else(|e| panic!("model: {e}"));
+    let counts = lines_of_one_update(&mut t);
+    let total: u64 = counts.values().sum();
+    let listed: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    println!(
+        "one captured update writes {total} lines: {}",
+        listed.join(", ")
+    );
+    for kind in ["span_start (module)", "op", "memory", "tensor", "gradient"] {
+        assert!(
+            counts.get(kind).is_some_and(|&n| n > 0),
+            "the captured update wrote no `{kind}` line"
+        );
+    }
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("llama_update");
     group.bench_function("uncaptured", |b| {
@@ -109,18 +178,38 @@ fn main() {
     group.finish();
     c.final_summary();
 
-    // Best of 5 rounds of 20 updates each, alternating, for the one-line summary.
-    let mut best = [f64::MAX; 2];
-    for _ in 0..5 {
-        for (i, captured) in [false, true].into_iter().enumerate() {
-            let d = timed_updates(&mut t, captured, 20);
-            best[i] = best[i].min(d.as_secs_f64() * 1e6 / 20.0);
-        }
+    // Paired rounds: in each, 10 updates uncaptured then 10 captured, so that the machine's
+    // load, which drifts on a shared machine, is nearly the same for both halves of a round.
+    // The overhead is the median of the rounds' ratios; the times are each side's median.
+    let rounds: usize = std::env::var("CANDLE_TRACE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(40);
+    let per_round = 10;
+    let (mut off, mut on, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let a = timed_updates(&mut t, false, per_round).as_secs_f64() * 1e6 / per_round as f64;
+        let b = timed_updates(&mut t, true, per_round).as_secs_f64() * 1e6 / per_round as f64;
+        off.push(a);
+        on.push(b);
+        ratios.push(b / a);
     }
     println!(
-        "llama update: uncaptured {:.1} µs, captured {:.1} µs, overhead {:+.1}%",
-        best[0],
-        best[1],
-        (best[1] / best[0] - 1.0) * 100.0
+        "llama update, median of {rounds} paired rounds of {per_round}: uncaptured {:.1} µs, captured {:.1} µs, overhead {:+.1}% (rounds' ratios: quartiles {:+.1}% to {:+.1}%)",
+        median(&mut off),
+        median(&mut on),
+        (median(&mut ratios) - 1.0) * 100.0,
+        (quantile(&mut ratios, 0.25) - 1.0) * 100.0,
+        (quantile(&mut ratios, 0.75) - 1.0) * 100.0,
     );
+}
+
+fn quantile(values: &mut [f64], q: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let at = ((values.len().saturating_sub(1)) as f64 * q).round() as usize;
+    values.get(at).copied().unwrap_or(f64::NAN)
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    quantile(values, 0.5)
 }

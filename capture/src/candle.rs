@@ -315,19 +315,33 @@ pub struct GradientFact {
     pub norm: Option<f64>,
 }
 
-/// Classify gradients (`None` = the parameter has none) with one batched device read.
+/// Classify gradients (`None` = the parameter has none), reading each once.
 ///
-/// For each gradient the device computes two scalars, Σg² and max|g| (in f64, or f32 on Metal,
-/// which has no f64); all scalars are stacked into one tensor and read with one `to_vec1`.
-/// Σg² = NaN means NaN entries, max|g| = ∞ means infinite entries (both `non_finite`);
-/// max|g| = 0 means `zero`; otherwise the norm is √Σg². The rare gradients whose Σg² over- or
-/// underflowed while max|g| is finite and non-zero are read back alone and their norm is
-/// computed on the host with scaling (max|g|·√Σ(g/max|g|)²), so they are never misfiled.
-/// Gradients on different devices cannot be stacked; they are then read one scalar at a time.
+/// For each gradient two scalars are computed, Σg² and max|g| (in f64). A gradient in host
+/// memory (the CPU device), contiguous and of a float dtype, is read in place in one pass with
+/// no tensor made ([`host_sum_sq_max_abs`]). For any other (a device's, a view, an integer
+/// dtype) the device computes them (in f64, or f32 on Metal, which has no f64); all those
+/// scalars are stacked into one tensor and read with one `to_vec1`. Σg² = NaN means NaN
+/// entries, max|g| = ∞ means infinite entries (both `non_finite`); max|g| = 0 means `zero`;
+/// otherwise the norm is √Σg². The rare gradients whose Σg² over- or underflowed while max|g|
+/// is finite and non-zero are read back alone and their norm is computed on the host with
+/// scaling (max|g|·√Σ(g/max|g|)²), so they are never misfiled. Gradients on different
+/// devices cannot be stacked; they are then read one scalar at a time.
 pub fn classify_gradients(grads: &[Option<&Tensor>]) -> candle_core::Result<Vec<GradientFact>> {
-    let mut scalars: Vec<Tensor> = Vec::with_capacity(grads.len() * 2);
+    /// Where a non-empty gradient's two scalars come from.
+    enum Pair {
+        Host(f64, f64),
+        /// Index of its Σg² in the device scalars (max|g| follows).
+        Device(usize),
+    }
+    let mut scalars: Vec<Tensor> = Vec::new();
+    let mut pairs: Vec<Pair> = Vec::with_capacity(grads.len());
     for grad in grads.iter().flatten() {
         if grad.elem_count() == 0 {
+            continue;
+        }
+        if let Some((sum_sq, max_abs)) = host_sum_sq_max_abs(grad) {
+            pairs.push(Pair::Host(sum_sq, max_abs));
             continue;
         }
         let wide = if matches!(grad.device().location(), DeviceLocation::Metal { .. }) {
@@ -336,6 +350,7 @@ pub fn classify_gradients(grads: &[Option<&Tensor>]) -> candle_core::Result<Vec<
             DType::F64
         };
         let g = grad.detach().to_dtype(wide)?;
+        pairs.push(Pair::Device(scalars.len()));
         scalars.push(g.sqr()?.sum_all()?.to_dtype(DType::F64)?);
         scalars.push(g.abs()?.max_all()?.to_dtype(DType::F64)?);
     }
@@ -352,7 +367,7 @@ pub fn classify_gradients(grads: &[Option<&Tensor>]) -> candle_core::Result<Vec<
     };
 
     let mut facts = Vec::with_capacity(grads.len());
-    let mut next = values.chunks_exact(2);
+    let mut next = pairs.into_iter();
     for grad in grads {
         let fact = match grad {
             None => GradientFact {
@@ -363,16 +378,69 @@ pub fn classify_gradients(grads: &[Option<&Tensor>]) -> candle_core::Result<Vec<
                 state: GradientState::Zero,
                 norm: Some(0.0),
             },
-            Some(g) => match next.next() {
-                Some(&[sum_sq, max_abs]) => classify_one(g, sum_sq, max_abs)?,
-                // One pair was pushed per non-empty gradient above, so this cannot happen;
-                // should it ever, read this gradient alone.
-                _ => exact_fact(g)?,
-            },
+            Some(g) => {
+                let pair = match next.next() {
+                    Some(Pair::Host(sum_sq, max_abs)) => Some((sum_sq, max_abs)),
+                    Some(Pair::Device(i)) => values.get(i).copied().zip(values.get(i + 1).copied()),
+                    None => None,
+                };
+                match pair {
+                    Some((sum_sq, max_abs)) => classify_one(g, sum_sq, max_abs)?,
+                    // One pair was pushed per non-empty gradient above, so this cannot
+                    // happen; should it ever, read this gradient alone.
+                    None => exact_fact(g)?,
+                }
+            }
         };
         facts.push(fact);
     }
     Ok(facts)
+}
+
+/// Σg² and max|g| of a gradient held in host memory, read in place: `None` unless the tensor
+/// is on the CPU device, contiguous, and `f32`, `f64`, `f16` or `bf16`.
+///
+/// One pass, in f64, over eight independent partial sums (so the additions pipeline instead of
+/// waiting on each other; the order of additions is not the device's, which changes the sum in
+/// its last bits at most). NaN entries make Σg² NaN and infinite ones make both ∞, as on the
+/// device.
+fn host_sum_sq_max_abs(grad: &Tensor) -> Option<(f64, f64)> {
+    use candle_core::{CpuStorage, Storage, WithDType};
+    fn pass<T: WithDType>(values: &[T]) -> (f64, f64) {
+        const LANES: usize = 8;
+        let mut sums = [0.0f64; LANES];
+        let mut maxes = [0.0f64; LANES];
+        let chunks = values.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for chunk in chunks {
+            for ((sum, max), &v) in sums.iter_mut().zip(maxes.iter_mut()).zip(chunk) {
+                let v = v.to_f64();
+                *sum += v * v;
+                *max = max.max(v.abs());
+            }
+        }
+        for (i, &v) in rest.iter().enumerate() {
+            let v = v.to_f64();
+            sums[i] += v * v;
+            maxes[i] = maxes[i].max(v.abs());
+        }
+        (
+            sums.iter().sum(),
+            maxes.iter().fold(0.0f64, |m, &x| m.max(x)),
+        )
+    }
+    let (storage, layout) = grad.storage_and_layout();
+    let (start, end) = layout.contiguous_offsets()?;
+    let Storage::Cpu(cpu) = &*storage else {
+        return None;
+    };
+    match cpu {
+        CpuStorage::F32(v) => v.get(start..end).map(pass),
+        CpuStorage::F64(v) => v.get(start..end).map(pass),
+        CpuStorage::F16(v) => v.get(start..end).map(pass),
+        CpuStorage::BF16(v) => v.get(start..end).map(pass),
+        _ => None,
+    }
 }
 
 fn classify_one(grad: &Tensor, sum_sq: f64, max_abs: f64) -> candle_core::Result<GradientFact> {
@@ -444,7 +512,7 @@ fn next_gradient_event_id() -> String {
 }
 
 /// Record one `gradient` event per parameter of `params` (name under `root`, variable): the
-/// state and norm come from [`classify_gradients`] (one batched device read). Returns what was
+/// state and norm come from [`classify_gradients`] (host gradients read in place, the others in one batched device read). Returns what was
 /// recorded per state; records nothing and returns an empty tally when the sink is not
 /// recording. An error means a device computation or read failed; nothing was emitted then.
 pub fn record_gradients<S: Sink + ?Sized>(
@@ -956,6 +1024,45 @@ mod tests {
         norm_close(facts[7], 5e200);
         norm_close(facts[8], 5e-200);
         assert_eq!(facts[9].norm, Some(0.0));
+        Ok(())
+    }
+
+    #[test]
+    fn host_pass_reads_in_place_and_views_go_to_the_device() -> candle_core::Result<()> {
+        let cpu = Device::Cpu;
+        // 19 values (two chunks of 8 and a remainder of 3): Σ k² for k = 1..=19 is
+        // 19·20·39/6 = 2470, max 19; negated odd entries change neither.
+        let values: Vec<f32> = (1..=19)
+            .map(|k| if k % 2 == 1 { -(k as f32) } else { k as f32 })
+            .collect();
+        let t = Tensor::new(values.as_slice(), &cpu)?;
+        assert_eq!(host_sum_sq_max_abs(&t), Some((2470.0, 19.0)));
+        let half = t.to_dtype(DType::BF16)?;
+        assert_eq!(host_sum_sq_max_abs(&half), Some((2470.0, 19.0)));
+        // A NaN makes Σg² NaN; an infinity makes both infinite.
+        let nan = Tensor::new(&[1.0f64, f64::NAN, 2.0], &cpu)?;
+        assert!(host_sum_sq_max_abs(&nan).is_some_and(|(s, _)| s.is_nan()));
+        let inf = Tensor::new(&[1.0f32, f32::NEG_INFINITY], &cpu)?;
+        assert_eq!(
+            host_sum_sq_max_abs(&inf),
+            Some((f64::INFINITY, f64::INFINITY))
+        );
+        // [[1, 2], [3, 4]]: its second row is contiguous at an offset (read in place: 9 + 16);
+        // its transpose is not contiguous and an integer tensor is not a float (both left to
+        // the device).
+        let m = Tensor::new(&[[1.0f32, 2.0], [3.0, 4.0]], &cpu)?;
+        let row = m.narrow(0, 1, 1)?;
+        assert_eq!(host_sum_sq_max_abs(&row), Some((25.0, 4.0)));
+        let transposed = m.t()?;
+        assert_eq!(host_sum_sq_max_abs(&transposed), None);
+        let ints = Tensor::new(&[3u32, 4], &cpu)?;
+        assert_eq!(host_sum_sq_max_abs(&ints), None);
+        // Both paths in one call, in order: √25, √30 (1+4+9+16), √25.
+        let facts = classify_gradients(&[Some(&row), Some(&transposed), None, Some(&ints)])?;
+        norm_close(facts[0], 5.0);
+        norm_close(facts[1], 30f64.sqrt());
+        assert_eq!(facts[2].state, GradientState::Missing);
+        norm_close(facts[3], 5.0);
         Ok(())
     }
 

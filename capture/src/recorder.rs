@@ -269,8 +269,11 @@ impl Sink for Recorder {
 mod tests {
     use super::*;
     use crate::intern::NameTable;
-    use crate::state::{HostBlocks, NamedSpanStart, WideHostAlloc};
+    use crate::state::{
+        host_memory_event, host_memory_line, HostBlocks, NamedSpanStart, WideHostAlloc,
+    };
     use crate::writer::Encode;
+    use candle_trace_schema::format::events::MemoryAction;
     use candle_trace_schema::format::events::TensorCategory;
     use candle_trace_schema::format::events::{decode_line, SpanEnd, SpanStart};
     use proptest::prelude::*;
@@ -378,6 +381,10 @@ mod tests {
         );
     }
 
+    fn categories() -> impl Strategy<Value = TensorCategory> {
+        proptest::sample::select(TensorCategory::ALL.to_vec())
+    }
+
     fn kinds() -> impl Strategy<Value = SpanKind> {
         prop_oneof![
             Just(SpanKind::Function),
@@ -428,6 +435,53 @@ mod tests {
             let end = Record::SpanEnd { id, duration_ns };
             let want = TraceEvent::SpanEnd(SpanEnd { id: span::span_id(id).into(), duration_ns });
             prop_assert_eq!(decode_line(encoded(&end).as_bytes()).ok(), Some(want));
+        }
+
+        /// Any host block's `memory` line, written by hand, is byte-identical to what serde
+        /// writes for the same event, for both actions and every category.
+        #[test]
+        fn host_memory_lines_match_serde(
+            id in any::<u64>(),
+            span in any::<u64>(),
+            at_ns in any::<u64>(),
+            bytes in any::<u64>(),
+            free in any::<bool>(),
+            category in categories(),
+        ) {
+            let action = if free { MemoryAction::Free } else { MemoryAction::Alloc };
+            let mut line = Vec::new();
+            host_memory_line(&mut line, id, span, at_ns, bytes, action, category);
+            let want = host_memory_event(id, span, at_ns, bytes, action, category);
+            prop_assert_eq!(String::from_utf8(line.clone()).ok(), Some(want.to_json_line()));
+            prop_assert_eq!(decode_line(&line).ok(), Some(want));
+        }
+
+        /// A host block written as allocated and then freed gives the two lines serde would.
+        #[test]
+        fn host_alloc_then_free_round_trip(
+            ptr in any::<u64>(),
+            bytes in any::<u64>(),
+            span in 1..=u64::from(u32::MAX),
+            free_span in 0..=u64::from(u32::MAX),
+            at_ns in any::<u64>(),
+            category in categories(),
+        ) {
+            let mut host = HostBlocks::default();
+            let span32 = u32::try_from(span).unwrap();
+            let alloc = Record::HostAlloc { ptr, bytes, at_ns, span: span32, category };
+            let free = Record::HostFree { ptr, span: free_span, at_ns };
+            // The free keeps the alloc's span when it happened outside any span.
+            let free_in = if free_span == 0 { span } else { free_span };
+            prop_assert_eq!(
+                encoded_with(&alloc, &mut host),
+                host_memory_event(1, span, at_ns, bytes, MemoryAction::Alloc, category).to_json_line()
+            );
+            prop_assert_eq!(
+                encoded_with(&free, &mut host),
+                host_memory_event(1, free_in, at_ns, bytes, MemoryAction::Free, category).to_json_line()
+            );
+            // A second free of the same block writes nothing.
+            prop_assert_eq!(encoded_with(&free, &mut host), "");
         }
     }
 }

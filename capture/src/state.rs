@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::collections::HashMap;
 
 use candle_trace_schema::format::events::{
-    source, CaptureSource, CaptureSources, MemoryAction, MemoryEvent, Op, SpanKind, Step,
-    TensorCategory, TimingMode, TraceEvent,
+    source, CaptureSource, CaptureSources, MemoryAction, Op, SpanKind, Step, TensorCategory,
+    TimingMode, TraceEvent,
 };
 
 use crate::alloc::HostSink;
@@ -117,6 +117,8 @@ pub(crate) struct HostBlocks {
     /// The recorder's span names, and the writer thread's copy of them.
     pub(crate) name_table: Arc<NameTable>,
     pub(crate) names: Names,
+    /// `/proc/meminfo`, kept open for the host checkpoints' `free_bytes`.
+    pub(crate) meminfo: crate::alloc::MemInfo,
 }
 
 impl HostBlocks {
@@ -140,7 +142,41 @@ impl HostBlocks {
     }
 }
 
-pub(crate) fn host_memory(
+/// The `memory` line of host block `host-{id}` by hand: the same bytes serde writes for the
+/// `TraceEvent::Memory` of [`host_memory_event`] (checked by a test in `recorder.rs`), without
+/// building the event's strings on the writer thread.
+pub(crate) fn host_memory_line(
+    out: &mut Vec<u8>,
+    id: u64,
+    span: u64,
+    at_ns: u64,
+    bytes: u64,
+    action: MemoryAction,
+    category: TensorCategory,
+) {
+    out.extend_from_slice(br#"{"kind":"memory","timestamp_ns":"#);
+    push_u64(out, at_ns);
+    out.extend_from_slice(br#","tensor_id":"host-"#);
+    push_u64(out, id);
+    out.extend_from_slice(br#"","span_id":"s"#);
+    push_u64(out, span);
+    out.extend_from_slice(br#"","device":"cpu","bytes":"#);
+    push_u64(out, bytes);
+    out.extend_from_slice(match action {
+        MemoryAction::Alloc => {
+            br#","action":"alloc","shape":[],"dtype":"u8","category":""#.as_slice()
+        }
+        MemoryAction::Free => {
+            br#","action":"free","shape":[],"dtype":"u8","category":""#.as_slice()
+        }
+    });
+    out.extend_from_slice(category.as_str().as_bytes());
+    out.extend_from_slice(br#""}"#);
+}
+
+/// The event [`host_memory_line`] writes.
+#[cfg(test)]
+pub(crate) fn host_memory_event(
     id: u64,
     span: u64,
     at_ns: u64,
@@ -148,7 +184,7 @@ pub(crate) fn host_memory(
     action: MemoryAction,
     category: TensorCategory,
 ) -> TraceEvent {
-    TraceEvent::Memory(MemoryEvent {
+    TraceEvent::Memory(candle_trace_schema::format::events::MemoryEvent {
         timestamp_ns: at_ns,
         tensor_id: format!("host-{id}").into(),
         span_id: span::span_id(span).into(),
@@ -224,9 +260,7 @@ fn host_alloc_line(
         host.remove(old_span, old_bytes);
     }
     host.add(span, bytes);
-    let event = host_memory(id, span, at_ns, bytes, MemoryAction::Alloc, category);
-    // Serializing this plain struct into a Vec<u8> cannot fail.
-    let _ = serde_json::to_writer(&mut *out, &event);
+    host_memory_line(out, id, span, at_ns, bytes, MemoryAction::Alloc, category);
 }
 
 impl Encode for Record {
@@ -298,7 +332,9 @@ impl Encode for Record {
                 let _ = serde_json::to_writer(&mut *out, &op);
             }
             Record::HostCheckpoint { at_ns, live_bytes } => {
-                if let Some(event) = crate::alloc::host_checkpoint(*at_ns, *live_bytes) {
+                if let Some(event) =
+                    crate::alloc::host_checkpoint(*at_ns, *live_bytes, &mut host.meminfo)
+                {
                     let _ = serde_json::to_writer(&mut *out, &event);
                 }
             }
@@ -306,8 +342,7 @@ impl Encode for Record {
                 if let Some((id, bytes, alloc_span, category)) = host.live.remove(ptr) {
                     host.remove(alloc_span, bytes);
                     let span = if *span == 0 { alloc_span } else { *span };
-                    let event = host_memory(id, span, *at_ns, bytes, MemoryAction::Free, category);
-                    let _ = serde_json::to_writer(&mut *out, &event);
+                    host_memory_line(out, id, span, *at_ns, bytes, MemoryAction::Free, category);
                 }
             }
         }
