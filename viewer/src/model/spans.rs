@@ -57,34 +57,106 @@ pub fn span_rows(doc: &TraceDocument, order: SpanOrder, limit: usize) -> Vec<Spa
         .collect()
 }
 
-/// Per-span indexes of the records that name a span (built once per document).
+/// Per-span indexes of the records that name a span (built once per document), each as
+/// one list of record indices grouped by span and the offset where each span's group starts
+/// (two flat arrays, not a list per span: a trace of a million spans needs no million
+/// allocations).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SpanIndex {
-    /// Indices into `doc.ops` of the ops in each span.
-    pub ops: Vec<Vec<u32>>,
-    /// Indices into `doc.memory` of the allocations (action `alloc`) in each span.
-    pub allocs: Vec<Vec<u32>>,
+    ops: Grouped,
+    allocs: Grouped,
+}
+
+/// Record indices grouped by span: span `i`'s are `items[starts[i]..starts[i + 1]]`, in
+/// record order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Grouped {
+    starts: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Grouped {
+    /// Group the records `(record index, span index)` under `spans` spans (two passes: count,
+    /// then place, so each array is allocated once at its final size).
+    fn of(spans: usize, records: impl Iterator<Item = (u32, usize)> + Clone) -> Self {
+        let mut starts = vec![0u32; spans + 1];
+        for (_, s) in records.clone() {
+            starts[s + 1] += 1;
+        }
+        for i in 0..spans {
+            starts[i + 1] += starts[i];
+        }
+        let mut next = starts.clone();
+        let mut items = vec![0u32; starts[spans] as usize];
+        for (r, s) in records {
+            items[next[s] as usize] = r;
+            next[s] += 1;
+        }
+        Grouped { starts, items }
+    }
+
+    fn of_span(&self, i: usize) -> &[u32] {
+        match (
+            self.starts.get(i),
+            i.checked_add(1).and_then(|j| self.starts.get(j)),
+        ) {
+            (Some(&a), Some(&b)) => self.items.get(a as usize..b as usize).unwrap_or_default(),
+            _ => &[],
+        }
+    }
+}
+
+/// `(record index, span index)` of the records with a span (`u32::MAX`: none).
+fn indexed(spans: &[u32]) -> impl Iterator<Item = (u32, usize)> + Clone + '_ {
+    spans
+        .iter()
+        .enumerate()
+        .filter(|(_, &s)| s != u32::MAX)
+        .map(|(r, &s)| (r as u32, s as usize))
 }
 
 impl SpanIndex {
     /// Index `doc`'s ops and allocations by span.
     pub fn of(doc: &TraceDocument) -> Self {
         let n = doc.spans.len();
-        let mut ops = vec![Vec::new(); n];
-        let mut allocs = vec![Vec::new(); n];
-        for (i, op) in doc.ops.iter().enumerate() {
-            if let Some(s) = doc.span_index(&op.span_id) {
-                ops[s].push(i as u32);
-            }
+        // A record's span, looked up once: the id lookup is the costly part.
+        let op_spans: Vec<u32> = doc
+            .ops
+            .iter()
+            .map(|op| doc.span_index(&op.span_id).map_or(u32::MAX, |s| s as u32))
+            .collect();
+        let alloc_spans: Vec<u32> = doc
+            .memory
+            .iter()
+            .map(|m| match m.action {
+                MemoryAction::Alloc => doc.span_index(&m.span_id).map_or(u32::MAX, |s| s as u32),
+                MemoryAction::Free => u32::MAX,
+            })
+            .collect();
+        SpanIndex {
+            ops: Grouped::of(n, indexed(&op_spans)),
+            allocs: Grouped::of(n, indexed(&alloc_spans)),
         }
-        for (i, m) in doc.memory.iter().enumerate() {
-            if m.action == MemoryAction::Alloc {
-                if let Some(s) = doc.span_index(&m.span_id) {
-                    allocs[s].push(i as u32);
-                }
-            }
-        }
-        SpanIndex { ops, allocs }
+    }
+
+    /// Indices into `doc.ops` of the ops in span `i` (empty for no such span).
+    pub fn ops_of(&self, i: usize) -> &[u32] {
+        self.ops.of_span(i)
+    }
+
+    /// Indices into `doc.memory` of the allocations (action `alloc`) in span `i`.
+    pub fn allocs_of(&self, i: usize) -> &[u32] {
+        self.allocs.of_span(i)
+    }
+
+    /// Ops indexed under some span.
+    pub fn op_count(&self) -> usize {
+        self.ops.items.len()
+    }
+
+    /// Allocations indexed under some span.
+    pub fn alloc_count(&self) -> usize {
+        self.allocs.items.len()
     }
 }
 
@@ -174,10 +246,7 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
         })
         .collect();
     let ops = index
-        .ops
-        .get(i)
-        .map(|v| v.as_slice())
-        .unwrap_or_default()
+        .ops_of(i)
         .iter()
         .map(|&o| {
             let op = &doc.ops[o as usize];
@@ -190,11 +259,7 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
             }
         })
         .collect();
-    let allocs = index
-        .allocs
-        .get(i)
-        .map(|v| v.as_slice())
-        .unwrap_or_default();
+    let allocs = index.allocs_of(i);
     let bytes_of = |list: &[u32]| {
         list.iter()
             .map(|&m| doc.memory[m as usize].bytes)
@@ -204,11 +269,7 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
     let (mut count_inclusive, mut bytes_inclusive) = (0u64, 0u64);
     let mut stack = vec![i as u32];
     while let Some(s) = stack.pop() {
-        let list = index
-            .allocs
-            .get(s as usize)
-            .map(|v| v.as_slice())
-            .unwrap_or_default();
+        let list = index.allocs_of(s as usize);
         count_inclusive += list.len() as u64;
         bytes_inclusive = bytes_inclusive.saturating_add(bytes_of(list));
         stack.extend_from_slice(doc.tree.children(s as usize));
@@ -271,19 +332,59 @@ mod tests {
         assert_eq!(det.alloc_bytes_inclusive, all);
         assert!(det.alloc_count <= det.alloc_count_inclusive);
         // Every op and allocation is indexed under some span of this clean fixture.
-        assert_eq!(idx.ops.iter().map(Vec::len).sum::<usize>(), 18);
-        assert_eq!(idx.allocs.iter().map(Vec::len).sum::<usize>(), 25);
+        assert_eq!(idx.op_count(), 18);
+        assert_eq!(idx.alloc_count(), 25);
+    }
+
+    #[test]
+    fn the_index_lists_each_spans_records_in_order() {
+        // Every fixture against a list per span built the plain way.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "jsonl") {
+                continue;
+            }
+            let d = TraceDocument::from_bytes(&std::fs::read(&path).unwrap());
+            let idx = SpanIndex::of(&d);
+            let mut ops = vec![Vec::new(); d.spans.len()];
+            let mut allocs = vec![Vec::new(); d.spans.len()];
+            for (r, op) in d.ops.iter().enumerate() {
+                if let Some(s) = d.spans.iter().position(|s| s.id == op.span_id) {
+                    ops[s].push(r as u32);
+                }
+            }
+            for (r, m) in d.memory.iter().enumerate() {
+                if m.action == MemoryAction::Alloc {
+                    if let Some(s) = d.spans.iter().position(|s| s.id == m.span_id) {
+                        allocs[s].push(r as u32);
+                    }
+                }
+            }
+            for i in 0..d.spans.len() {
+                assert_eq!(idx.ops_of(i), ops[i], "{} span {i}", path.display());
+                assert_eq!(idx.allocs_of(i), allocs[i], "{} span {i}", path.display());
+            }
+            assert_eq!(idx.op_count(), ops.iter().map(Vec::len).sum::<usize>());
+            assert_eq!(
+                idx.alloc_count(),
+                allocs.iter().map(Vec::len).sum::<usize>()
+            );
+            assert!(idx.ops_of(d.spans.len()).is_empty());
+            assert!(idx.allocs_of(usize::MAX).is_empty());
+            checked += usize::from(idx.op_count() > 0);
+        }
+        assert!(checked >= 3, "fixtures with ops: {checked}");
+        assert!(SpanIndex::default().ops_of(0).is_empty());
     }
 
     #[test]
     fn details_list_ops_with_shapes() {
         let d = doc();
         let idx = SpanIndex::of(&d);
-        let (i, _) = idx
-            .ops
-            .iter()
-            .enumerate()
-            .find(|(_, o)| !o.is_empty())
+        let i = (0..d.spans.len())
+            .find(|&i| !idx.ops_of(i).is_empty())
             .unwrap();
         let det = span_details(&d, &idx, i).unwrap();
         assert!(!det.ops.is_empty());
