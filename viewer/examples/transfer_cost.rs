@@ -10,7 +10,7 @@ use candle_trace_viewer::model::spans::SpanIndex;
 use candle_trace_viewer::model::TraceModel;
 use candle_trace_viewer::schema::format::detect::{AnyDocument, AnyReader};
 use candle_trace_viewer::timeline::lanes::{extents_of, Lanes};
-use candle_trace_viewer::transfer::{encode, Decoder};
+use candle_trace_viewer::transfer::{encode_all, Decoder, Stepped};
 
 fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let started = Instant::now();
@@ -37,22 +37,30 @@ fn main() {
         }
         r.finish()
     });
-    let (encoded, encode_t) = timed(|| encode(&doc));
+    let (encoded, encode_t) = timed(|| encode_all(&doc));
     drop(doc);
-    let mut decoder = Decoder::new(&encoded[..]);
+    let mut decoder = Decoder::new();
     let mut longest = Duration::ZERO;
     let mut frames = 0;
     let started = Instant::now();
-    loop {
-        let (step, t) = timed(|| decoder.step());
+    for chunk in &encoded {
+        let (pushed, t) = timed(|| decoder.push(chunk));
         longest = longest.max(t);
-        frames += 1;
-        match step {
-            Ok(true) => break,
-            Ok(false) => {}
-            Err(e) => {
-                eprintln!("{e}");
-                std::process::exit(1);
+        if let Err(e) = pushed {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+        loop {
+            let (step, t) = timed(|| decoder.step());
+            longest = longest.max(t);
+            frames += 1;
+            match step {
+                Ok(Stepped::More) => {}
+                Ok(_) => break,
+                Err(e) => {
+                    eprintln!("{e}");
+                    std::process::exit(1);
+                }
             }
         }
     }
@@ -71,8 +79,9 @@ fn main() {
         timed(|| TraceModel::with_layout(*doc, extents, lanes, index, &findings));
     println!("{path}: {} MB, {spans} spans", bytes.len() / 1_000_000);
     println!(
-        "  worker: read + analyse {read:?}, encode {encode_t:?} ({} MB)",
-        encoded.len() / 1_000_000
+        "  worker: read + analyse {read:?}, encode {encode_t:?} ({} MB in {} chunks)",
+        encoded.iter().map(Vec::len).sum::<usize>() / 1_000_000,
+        encoded.len()
     );
     println!("  page:   decode {decode_t:?} in {frames} frames (longest {longest:?})");
     println!(

@@ -2,26 +2,31 @@
 //!
 //! The worker reads and analyses the file; the page needs the finished [`AnyDocument`]. Web
 //! Workers share no memory with the page, so the document crosses as bytes: [`encode`] writes
-//! it in a hand-written columnar layout, and the page's [`Decoder`] rebuilds it a bounded batch
-//! of rows per [`Decoder::step`], yielding to the browser between steps, so no single task on
-//! the page grows with the file. No serde and no per-field visitors: a row is read straight
-//! from its columns.
+//! it in a hand-written columnar layout as a stream of chunks of about [`CHUNK_BYTES`], each
+//! posted as soon as it is written, and the page's [`Decoder`] rebuilds it a block of rows per
+//! [`Decoder::step`], yielding to the browser between steps. So the page decodes one chunk
+//! while the worker writes the next, holds one chunk at a time in its memory (never the whole
+//! encoding), and no single task on the page grows with the file. No serde and no per-field
+//! visitors: a row is read straight from its columns.
 //!
-//! Layout (little-endian; tables and columns as in [`wire`]):
-//! - `CTT1`, the document kind (`0` trace, `1` profile, `2` unsupported), the `u64` offset of
-//!   the string table;
+//! A chunk (little-endian; tables and columns as in [`wire`]) is the table of the strings it
+//! uses first (each distinct string crosses once, numbered in order of first use across the
+//! stream), then its body. The bodies, end to end, are:
+//! - `CTT2`, the document kind (`0` trace, `1` profile, `2` unsupported);
 //! - the kind's head (scalars, the meta, `capture_sources`, an unsupported file's format);
-//! - the kind's parts in a fixed order ([`TRACE`], [`PROFILE`], [`UNSUPPORTED`]), each one or
-//!   more tables of fixed-width columns (struct of arrays): every string field a `u32` index
-//!   into the string table ([`wire::NONE`] for an absent one), optional numbers a presence
-//!   bitmap beside their values, lists (shapes, inputs) a column of ends beside their values;
-//! - the string table: each distinct string once.
+//! - the kind's parts in a fixed order ([`TRACE`], [`PROFILE`], [`UNSUPPORTED`]). A part of
+//!   records is its row count, then tables of at most [`BATCH`] rows; the span tree, the
+//!   memory profile's head and a Chrome import are one run of tables each. A table has
+//!   fixed-width columns (struct of arrays): every string field a `u32` index into the strings
+//!   ([`wire::NONE`] for an absent one), optional numbers a presence bitmap beside their
+//!   values, lists (shapes, inputs) a column of ends beside their values.
+//!
+//! A chunk ends only between tables, so every table lies within one chunk.
 //!
 //! An inference profile's events (at most a few thousand lines, with free-form JSON
 //! attributes) cross as their JSON line, read back by the schema's own profile reader.
 
 use std::fmt;
-use std::ops::Range;
 
 use candle_trace_schema::format::chrome::ChromeImport;
 use candle_trace_schema::format::detect::{AnyDocument, Format};
@@ -43,14 +48,20 @@ use candle_trace_schema::format::tracks::{
 
 mod wire;
 
-use wire::{Col, Cols, In, Out, Result, Strings, Strs, Table, NONE};
+use wire::{Col, Cols, In, Out, Result, StringPool, Strings, Strs, Table, NONE};
 
-/// Rows per [`Decoder::step`]: small enough that one step is a short task on the page (a few
-/// milliseconds for spans), large enough that stepping costs nothing.
+/// Rows per table of a part, decoded in one [`Decoder::step`]: small enough that one step is
+/// a short task on the page (a few milliseconds for spans), large enough that stepping costs
+/// nothing.
 pub const BATCH: usize = 8192;
 
-/// The first bytes of an encoded document.
-const MAGIC: &[u8; 4] = b"CTT1";
+/// Body bytes after which the worker posts a chunk: a few blocks of spans, so the page starts
+/// decoding early and holds little at a time, while a hundred-megabyte file still crosses in
+/// about fifty messages.
+pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// The first bytes of an encoded document (`2`: the chunked stream).
+const MAGIC: &[u8; 4] = b"CTT2";
 
 /// Why bytes could not be decoded (a bug or a truncated transfer, never the user's file).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,69 +177,119 @@ fn opt_variant<T: Copy>(all: &[T], v: u8, what: &str) -> Result<Option<T>> {
 // ---------------------------------------------------------------------------------------------
 // Encoding (in the worker).
 
-/// Encode a document (see the module docs for the layout).
-pub fn encode(doc: &AnyDocument) -> Vec<u8> {
+/// Encode a document as a stream of chunks (see the module docs for the layout), handing each
+/// to `emit` as soon as it is complete, so the page can decode one while the next is written.
+pub fn encode(doc: &AnyDocument, emit: impl FnMut(Vec<u8>)) {
+    encode_in(doc, CHUNK_BYTES, emit)
+}
+
+/// [`encode`], cutting a chunk once its body has `chunk_bytes` bytes (tests cut small ones).
+pub fn encode_in(doc: &AnyDocument, chunk_bytes: usize, emit: impl FnMut(Vec<u8>)) {
+    // A profile's records cross as their JSON lines, which the string table borrows.
+    let lines: Vec<String> = match doc {
+        AnyDocument::Profile(p) => p.records.iter().map(|r| r.event.to_json_line()).collect(),
+        _ => Vec::new(),
+    };
+    let records: Vec<(&ProfileRecord, &str)> = match doc {
+        AnyDocument::Profile(p) => p
+            .records
+            .iter()
+            .zip(lines.iter().map(String::as_str))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut e = Enc {
+        out: Out::default(),
+        s: Strings::default(),
+        sent_strings: 0,
+        chunk_bytes,
+        emit,
+    };
+    e.out.buf.extend_from_slice(MAGIC);
     match doc {
         AnyDocument::Trace(t) => {
-            let mut e = Enc::new(0);
+            e.out.u8(0);
             e.trace(t);
-            e.finish()
         }
         AnyDocument::Profile(p) => {
-            let lines: Vec<String> = p.records.iter().map(|r| r.event.to_json_line()).collect();
-            let mut e = Enc::new(1);
-            let mut c = Cols::new(4, p.records.len());
-            for (r, json) in p.records.iter().zip(&lines) {
+            e.out.u8(1);
+            e.blocks(&records, 4, |s, c, (r, json)| {
                 c.u64(0, r.line);
-                c.u32(1, e.s.id(json));
-                c.list_u32(2, r.violations.iter().map(|v| e.s.id(v)));
-            }
-            e.out.table(c);
+                c.u32(1, s.id(json));
+                c.list_u32(2, r.violations.iter().map(|v| s.id(v)));
+            });
             e.diagnostics(&p.diagnostics);
-            e.finish()
         }
         AnyDocument::Unsupported {
             format,
             diagnostics,
         } => {
-            let mut e = Enc::new(2);
+            e.out.u8(2);
             e.out.u8(opt_code(&FORMATS, format.as_ref()));
             e.diagnostics(diagnostics);
-            e.finish()
         }
+    }
+    // The rest, unless the last block ended a chunk already (the first chunk always has a
+    // body: the header).
+    if !e.out.buf.is_empty() {
+        e.cut();
     }
 }
 
-/// The bytes and the string table being written.
-struct Enc<'d> {
+/// Encode a document into one list of chunks (tests and tools).
+pub fn encode_all(doc: &AnyDocument) -> Vec<Vec<u8>> {
+    let mut chunks = Vec::new();
+    encode(doc, |c| chunks.push(c));
+    chunks
+}
+
+/// The bytes and the string table being written, and where the chunks go.
+struct Enc<'d, E> {
+    /// The body of the chunk being written.
     out: Out,
     s: Strings<'d>,
+    /// Strings already sent in earlier chunks.
+    sent_strings: usize,
+    /// Body bytes after which a chunk is cut (at the end of a block or part).
+    chunk_bytes: usize,
+    emit: E,
 }
 
-/// Where the header keeps the string table's offset.
-const STRINGS_AT: usize = 5;
+impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
+    /// The chunk so far: the strings first used in it, then its body.
+    fn cut(&mut self) {
+        let mut chunk = Out::default();
+        chunk.table(self.s.table_from(self.sent_strings));
+        self.sent_strings = self.s.len();
+        chunk.buf.extend_from_slice(&self.out.buf);
+        self.out.buf.clear();
+        (self.emit)(chunk.buf);
+    }
 
-impl<'d> Enc<'d> {
-    fn new(kind: u8) -> Self {
-        let mut out = Out::default();
-        out.buf.extend_from_slice(MAGIC);
-        out.u8(kind);
-        out.u64(0);
-        Enc {
-            out,
-            s: Strings::default(),
+    /// Cut a chunk if the body is long enough.
+    fn maybe_cut(&mut self) {
+        if self.out.buf.len() >= self.chunk_bytes {
+            self.cut();
         }
     }
 
-    /// The string table at the end, its offset in the header.
-    fn finish(self) -> Vec<u8> {
-        let Enc { mut out, s } = self;
-        let at = out.buf.len() as u64;
-        if let Some(slot) = out.buf.get_mut(STRINGS_AT..STRINGS_AT + 8) {
-            slot.copy_from_slice(&at.to_le_bytes());
+    /// A part of fixed-width rows: the row count, then tables of at most [`BATCH`] rows
+    /// (`k` columns, filled by `row`), a chunk possibly cut after each.
+    fn blocks<T>(
+        &mut self,
+        rows: &'d [T],
+        k: usize,
+        mut row: impl FnMut(&mut Strings<'d>, &mut Cols, &'d T),
+    ) {
+        self.out.u64(rows.len() as u64);
+        for block in rows.chunks(BATCH) {
+            let mut c = Cols::new(k, block.len());
+            for x in block {
+                row(&mut self.s, &mut c, x);
+            }
+            self.out.table(c);
+            self.maybe_cut();
         }
-        out.table(s.into_table());
-        out.buf
     }
 
     fn str(&mut self, v: &'d str) {
@@ -265,6 +326,7 @@ impl<'d> Enc<'d> {
         if let Some(c) = &t.chrome {
             self.chrome(c);
         }
+        self.maybe_cut();
         self.diagnostics(&t.diagnostics);
     }
 
@@ -311,9 +373,7 @@ impl<'d> Enc<'d> {
     }
 
     fn spans(&mut self, spans: &'d [Span]) {
-        let s = &mut self.s;
-        let mut c = Cols::new(12, spans.len());
-        for x in spans {
+        self.blocks(spans, 12, |s, c, x| {
             c.u32(0, s.id(&x.id));
             c.u32(1, s.opt(x.parent_id.as_deref()));
             c.u32(2, s.id(&x.name));
@@ -324,14 +384,11 @@ impl<'d> Enc<'d> {
             c.opt_u64(7, x.duration_ns);
             c.u64(9, x.line);
             c.opt_u64(10, x.end_line);
-        }
-        self.out.table(c);
+        });
     }
 
     fn ops(&mut self, ops: &'d [Lined<Op>]) {
-        let s = &mut self.s;
-        let mut c = Cols::new(15, ops.len());
-        for x in ops {
+        self.blocks(ops, 15, |s, c, x| {
             c.u64(0, x.line);
             let x = &x.event;
             c.u32(1, s.id(&x.span_id));
@@ -345,14 +402,11 @@ impl<'d> Enc<'d> {
             c.u64(11, x.timestamp_ns);
             c.opt_u64(12, x.storage_bytes);
             c.u64(14, x.input_storage_bytes);
-        }
-        self.out.table(c);
+        });
     }
 
     fn tensors(&mut self, tensors: &'d [Lined<TensorEvent>]) {
-        let s = &mut self.s;
-        let mut c = Cols::new(11, tensors.len());
-        for x in tensors {
+        self.blocks(tensors, 11, |s, c, x| {
             c.u64(0, x.line);
             let x = &x.event;
             c.u32(1, s.id(&x.span_id));
@@ -363,14 +417,11 @@ impl<'d> Enc<'d> {
             c.bit(7, x.requires_grad);
             c.opt_u64(8, x.storage_bytes);
             c.u8(10, code(&TensorCategory::ALL, &x.category));
-        }
-        self.out.table(c);
+        });
     }
 
     fn memory(&mut self, memory: &'d [Lined<MemoryEvent>]) {
-        let s = &mut self.s;
-        let mut c = Cols::new(12, memory.len());
-        for x in memory {
+        self.blocks(memory, 12, |s, c, x| {
             c.u64(0, x.line);
             let x = &x.event;
             c.u64(1, x.timestamp_ns);
@@ -383,14 +434,11 @@ impl<'d> Enc<'d> {
             c.list_u64(8, &x.shape);
             c.u32(10, s.id(&x.dtype));
             c.u8(11, code(&TensorCategory::ALL, &x.category));
-        }
-        self.out.table(c);
+        });
     }
 
     fn device_memory(&mut self, device_memory: &'d [Lined<DeviceMemory>]) {
-        let s = &mut self.s;
-        let mut c = Cols::new(7, device_memory.len());
-        for x in device_memory {
+        self.blocks(device_memory, 7, |s, c, x| {
             c.u64(0, x.line);
             let x = &x.event;
             c.u64(1, x.timestamp_ns);
@@ -398,14 +446,11 @@ impl<'d> Enc<'d> {
             c.u64(3, x.used_bytes);
             c.u64(4, x.free_bytes);
             c.opt_u64(5, x.reserved_bytes);
-        }
-        self.out.table(c);
+        });
     }
 
     fn gradients(&mut self, gradients: &'d [Lined<Gradient>]) {
-        let s = &mut self.s;
-        let mut c = Cols::new(7, gradients.len());
-        for x in gradients {
+        self.blocks(gradients, 7, |s, c, x| {
             c.u64(0, x.line);
             let x = &x.event;
             c.u32(1, s.id(&x.event_id));
@@ -414,20 +459,16 @@ impl<'d> Enc<'d> {
             c.u8(4, code(&GradientState::ALL, &x.state));
             c.bit(5, x.norm.is_some());
             c.f64(6, x.norm.unwrap_or(0.0));
-        }
-        self.out.table(c);
+        });
     }
 
     fn edges(&mut self, edges: &'d [Lined<Edge>]) {
-        let s = &mut self.s;
-        let mut c = Cols::new(4, edges.len());
-        for x in edges {
+        self.blocks(edges, 4, |s, c, x| {
             c.u64(0, x.line);
             c.u32(1, s.id(&x.event.from_span));
             c.u32(2, s.id(&x.event.to_span));
             c.u64(3, x.event.duration_ns);
-        }
-        self.out.table(c);
+        });
     }
 
     fn tree(&mut self, t: &SpanTree) {
@@ -447,6 +488,7 @@ impl<'d> Enc<'d> {
             }
             self.out.table(c);
         }
+        self.maybe_cut();
     }
 
     fn memory_profile(&mut self, m: &'d MemoryProfile) {
@@ -482,16 +524,15 @@ impl<'d> Enc<'d> {
             c.u64(8, x.free_count);
         }
         self.out.table(c);
-        let mut c = Cols::new(8, m.samples.len());
-        for x in &m.samples {
+        self.maybe_cut();
+        self.blocks(&m.samples, 8, |_, c, x| {
             c.u64(0, x.timestamp_ns);
             c.u32(1, x.device);
             c.u64(2, x.live_bytes);
             for (k, v) in x.by_category.iter().enumerate() {
                 c.u64(3 + k, *v);
             }
-        }
-        self.out.table(c);
+        });
     }
 
     fn chrome(&mut self, x: &'d ChromeImport) {
@@ -555,15 +596,12 @@ impl<'d> Enc<'d> {
     }
 
     fn diagnostics(&mut self, diagnostics: &'d [Diagnostic]) {
-        let s = &mut self.s;
-        let mut c = Cols::new(4, diagnostics.len());
-        for d in diagnostics {
+        self.blocks(diagnostics, 4, |s, c, d| {
             c.u64(0, d.line);
             c.u8(1, code(&SEVERITIES, &d.severity));
             c.u8(2, code(&CATEGORIES, &d.category));
             c.u32(3, s.id(&d.message));
-        }
-        self.out.table(c);
+        });
     }
 }
 
@@ -581,64 +619,172 @@ enum Partial {
     },
 }
 
-/// Rebuilds a document from [`encode`]'s bytes, a bounded step at a time.
-pub struct Decoder<B> {
-    bytes: B,
-    state: State,
+/// What [`Decoder::step`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stepped {
+    /// Decoded some; call again.
+    More,
+    /// The current chunk is decoded: [`Decoder::push`] the next.
+    NeedChunk,
+    /// The document is complete: [`Decoder::finish`].
+    Done,
 }
 
-/// Where decoding stands.
-struct State {
-    /// The next byte to read.
+/// Rebuilds a document from [`encode`]'s chunks, a bounded step at a time. It holds one
+/// chunk (its buffer reused for the next) and the strings received so far, never the whole
+/// encoding.
+pub struct Decoder {
+    /// The current chunk.
+    chunk: Vec<u8>,
+    /// The next byte to read in it.
     at: usize,
-    /// The string table, once the header is read.
-    strings: Option<Table>,
+    /// Bytes of the chunks before it.
+    before: usize,
+    strings: StringPool,
     doc: Partial,
+    /// The head is read.
+    started: bool,
     plan: &'static [Part],
     next: usize,
-    /// A part's table being decoded in batches, and its next row.
-    open: Option<(Table, usize)>,
+    /// The part being decoded in blocks: its rows in all and those decoded.
+    open: Option<(usize, usize)>,
     done: bool,
 }
 
-impl<B: AsRef<[u8]>> Decoder<B> {
-    /// A decoder over encoded bytes.
-    pub fn new(bytes: B) -> Self {
+impl Default for Decoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Decoder {
+    /// A decoder waiting for its first chunk.
+    pub fn new() -> Self {
         Decoder {
-            bytes,
-            state: State {
-                at: 0,
-                strings: None,
-                doc: Partial::Empty,
-                plan: &[],
-                next: 0,
-                open: None,
-                done: false,
-            },
+            chunk: Vec::new(),
+            at: 0,
+            before: 0,
+            strings: StringPool::default(),
+            doc: Partial::Empty,
+            started: false,
+            plan: &[],
+            next: 0,
+            open: None,
+            done: false,
         }
     }
 
-    /// Bytes decoded so far (about: a table being decoded counts by its rows done).
+    /// The next chunk, `len` bytes, which `fill` copies into the decoder's buffer (on the page,
+    /// straight from the JS array). The chunk before must be decoded to its end.
+    pub fn push_with(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) -> Result<()> {
+        if self.done {
+            return Err(broken("a chunk after the end of the document"));
+        }
+        if self.at != self.chunk.len() {
+            return Err(broken("a chunk before the one before was decoded"));
+        }
+        self.before += self.chunk.len();
+        self.chunk.clear();
+        self.chunk.resize(len, 0);
+        fill(&mut self.chunk);
+        let mut r = In::new(&self.chunk, 0);
+        let t = r.table(2)?;
+        self.strings.append(&t, &self.chunk)?;
+        self.at = r.at;
+        Ok(())
+    }
+
+    /// [`Decoder::push_with`] a copy of `chunk`.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<()> {
+        self.push_with(chunk.len(), |to| to.copy_from_slice(chunk))
+    }
+
+    /// Bytes decoded so far.
     pub fn position(&self) -> usize {
-        match &self.state.open {
-            Some((t, row)) if t.n > 0 => {
-                t.bytes.start + (t.bytes.len() as f64 * (*row as f64 / t.n as f64)) as usize
-            }
-            _ => self.state.at,
+        self.before + self.at
+    }
+
+    /// Decode the next step (at most one block of [`BATCH`] rows, or one small part).
+    pub fn step(&mut self) -> Result<Stepped> {
+        if self.done {
+            return Ok(Stepped::Done);
         }
+        let b = &self.chunk[..];
+        if self.at >= b.len() {
+            return Ok(Stepped::NeedChunk);
+        }
+        if !self.started {
+            let mut r = In::new(b, self.at);
+            (self.doc, self.plan) = head(&mut r, self.strings.strs())?;
+            self.at = r.at;
+            self.started = true;
+            return Ok(Stepped::More);
+        }
+        let s = self.strings.strs();
+        let Some(&part) = self.plan.get(self.next) else {
+            return Err(broken(format!(
+                "{} bytes after the last part",
+                b.len() - self.at
+            )));
+        };
+        let mut r = In::new(b, self.at);
+        if let Some(k) = part.columns() {
+            match self.open {
+                None => {
+                    let total = r.len()?;
+                    reserve(&mut self.doc, part, total)?;
+                    self.open = Some((total, 0));
+                }
+                Some((total, done)) => {
+                    let t = r.table(k)?;
+                    if t.n == 0 || t.n > BATCH || t.n > total - done {
+                        return Err(broken(format!("a block of {} rows", t.n)));
+                    }
+                    block(&mut self.doc, part, &t, b, s)?;
+                    self.open = Some((total, done + t.n));
+                }
+            }
+            if let Some((total, done)) = self.open {
+                if done == total {
+                    self.open = None;
+                    self.next += 1;
+                }
+            }
+        } else {
+            let Partial::Trace(d) = &mut self.doc else {
+                return Err(other_kind());
+            };
+            match part {
+                Part::Tree => tree(d, &mut r, b)?,
+                Part::MemoryProfile => memory_profile(&mut d.memory_profile, &mut r, b, s)?,
+                _ => {
+                    if r.bool()? {
+                        d.chrome = Some(Box::new(chrome(&mut r, b, s)?));
+                    }
+                }
+            }
+            self.next += 1;
+        }
+        self.at = r.at;
+        if self.next == self.plan.len() {
+            if self.at != b.len() {
+                return Err(broken(format!(
+                    "{} bytes after the last part",
+                    b.len() - self.at
+                )));
+            }
+            self.done = true;
+            return Ok(Stepped::Done);
+        }
+        Ok(Stepped::More)
     }
 
-    /// Decode the next step (at most [`BATCH`] rows); `Ok(true)` once the document is complete.
-    pub fn step(&mut self) -> Result<bool> {
-        self.state.step(self.bytes.as_ref())
-    }
-
-    /// The rebuilt document, once [`step`](Self::step) has returned `Ok(true)`.
+    /// The rebuilt document, once [`step`](Self::step) has returned [`Stepped::Done`].
     pub fn finish(self) -> Result<AnyDocument> {
-        if !self.state.done {
+        if !self.done {
             return Err(broken("the document ended early"));
         }
-        Ok(match self.state.doc {
+        Ok(match self.doc {
             Partial::Trace(d) => AnyDocument::Trace(d),
             Partial::Profile(p) => AnyDocument::Profile(p),
             Partial::Unsupported {
@@ -653,10 +799,13 @@ impl<B: AsRef<[u8]>> Decoder<B> {
     }
 }
 
-/// Decode all of `bytes` at once (tests and small documents).
-pub fn decode(bytes: &[u8]) -> Result<AnyDocument> {
-    let mut d = Decoder::new(bytes);
-    while !d.step()? {}
+/// Decode all of `chunks` at once (tests and small documents).
+pub fn decode<C: AsRef<[u8]>>(chunks: &[C]) -> Result<AnyDocument> {
+    let mut d = Decoder::new();
+    for c in chunks {
+        d.push(c.as_ref())?;
+        while d.step()? == Stepped::More {}
+    }
     d.finish()
 }
 
@@ -664,152 +813,95 @@ fn other_kind() -> TransferError {
     broken("a part of another kind of document")
 }
 
-impl State {
-    fn step(&mut self, b: &[u8]) -> Result<bool> {
-        if self.done {
-            return Ok(true);
-        }
-        let Some(strings) = &self.strings else {
-            self.head(b)?;
-            return Ok(false);
-        };
-        let s = Strs::of(strings, b)?;
-        let strings_at = strings.bytes.start;
-        let Some(&part) = self.plan.get(self.next) else {
-            if self.at != strings_at {
-                return Err(broken(format!(
-                    "{} bytes after the last part",
-                    strings_at.saturating_sub(self.at)
-                )));
-            }
-            self.done = true;
-            return Ok(true);
-        };
-        match part {
-            Part::Records | Part::Diagnostics => {
-                let (t, rows) = self.rows(b, 4)?;
-                match (part, &mut self.doc) {
-                    (Part::Records, Partial::Profile(p)) => records(p, &t, b, s, rows)?,
-                    (Part::Diagnostics, Partial::Trace(d)) => {
-                        diagnostics(&mut d.diagnostics, &t, b, s, rows)?
-                    }
-                    (Part::Diagnostics, Partial::Profile(p)) => {
-                        diagnostics(&mut p.diagnostics, &t, b, s, rows)?
-                    }
-                    (Part::Diagnostics, Partial::Unsupported { diagnostics: d, .. }) => {
-                        diagnostics(d, &t, b, s, rows)?
-                    }
-                    _ => return Err(other_kind()),
-                }
-            }
-            _ => {
-                let k = match part {
-                    Part::Spans => 12,
-                    Part::Ops => 15,
-                    Part::Tensors => 11,
-                    Part::Memory => 12,
-                    Part::DeviceMemory | Part::Gradients => 7,
-                    Part::Edges => 4,
-                    Part::Samples => 8,
-                    _ => 0,
-                };
-                let Partial::Trace(d) = &mut self.doc else {
-                    return Err(other_kind());
-                };
-                match part {
-                    Part::Tree => {
-                        let mut r = In::new(b, self.at);
-                        tree(d, &mut r, b)?;
-                        self.at = r.at;
-                        self.next += 1;
-                    }
-                    Part::MemoryProfile => {
-                        let mut r = In::new(b, self.at);
-                        memory_profile(&mut d.memory_profile, &mut r, b, s)?;
-                        self.at = r.at;
-                        self.next += 1;
-                    }
-                    Part::Chrome => {
-                        let mut r = In::new(b, self.at);
-                        if r.bool()? {
-                            d.chrome = Some(Box::new(chrome(&mut r, b, s)?));
-                        }
-                        self.at = r.at;
-                        self.next += 1;
-                    }
-                    _ => {
-                        let (t, rows) = self.rows(b, k)?;
-                        let Partial::Trace(d) = &mut self.doc else {
-                            return Err(other_kind());
-                        };
-                        match part {
-                            Part::Spans => spans(d, &t, b, s, rows)?,
-                            Part::Ops => ops(&mut d.ops, &t, b, s, rows)?,
-                            Part::Tensors => tensors(&mut d.tensors, &t, b, s, rows)?,
-                            Part::Memory => memory(&mut d.memory, &t, b, s, rows)?,
-                            Part::DeviceMemory => {
-                                device_memory(&mut d.device_memory, &t, b, s, rows)?
-                            }
-                            Part::Gradients => gradients(&mut d.gradients, &t, b, s, rows)?,
-                            Part::Edges => edges(&mut d.edges, &t, b, s, rows)?,
-                            _ => samples(&mut d.memory_profile.samples, &t, b, rows)?,
-                        }
-                    }
-                }
-            }
-        }
-        Ok(false)
+impl Part {
+    /// The columns of a part written in blocks of rows, `None` for the others.
+    fn columns(self) -> Option<usize> {
+        Some(match self {
+            Part::Spans | Part::Memory => 12,
+            Part::Ops => 15,
+            Part::Tensors => 11,
+            Part::DeviceMemory | Part::Gradients => 7,
+            Part::Edges | Part::Records | Part::Diagnostics => 4,
+            Part::Samples => 8,
+            Part::Tree | Part::MemoryProfile | Part::Chrome => return None,
+        })
     }
+}
 
-    /// The header, the string table and the kind's head.
-    fn head(&mut self, b: &[u8]) -> Result<()> {
-        let mut r = In::new(b, 0);
-        let magic = [r.u8()?, r.u8()?, r.u8()?, r.u8()?];
-        if &magic != MAGIC {
-            return Err(broken("not an encoded document"));
-        }
-        let kind = r.u8()?;
-        let strings_at = r.len()?;
-        let strings = In::new(b, strings_at).table(2)?;
-        if strings.bytes.end != b.len() {
-            return Err(broken("bytes after the string table"));
-        }
-        let s = Strs::of(&strings, b)?;
-        (self.doc, self.plan) = match kind {
-            0 => (Partial::Trace(Box::new(trace_head(&mut r, s)?)), TRACE),
-            1 => (Partial::Profile(ProfileDocument::default()), PROFILE),
-            2 => (
-                Partial::Unsupported {
-                    format: opt_variant(&FORMATS, r.u8()?, "format")?,
-                    diagnostics: Vec::new(),
-                },
-                UNSUPPORTED,
-            ),
-            k => return Err(broken(format!("{k} is no document kind"))),
-        };
-        self.at = r.at;
-        self.strings = Some(strings);
-        Ok(())
+/// The header and the kind's head: the document to fill and its parts.
+fn head(r: &mut In<'_>, s: Strs<'_>) -> Result<(Partial, &'static [Part])> {
+    let magic = [r.u8()?, r.u8()?, r.u8()?, r.u8()?];
+    if &magic != MAGIC {
+        return Err(broken("not an encoded document"));
     }
+    Ok(match r.u8()? {
+        0 => (Partial::Trace(Box::new(trace_head(r, s)?)), TRACE),
+        1 => (Partial::Profile(ProfileDocument::default()), PROFILE),
+        2 => (
+            Partial::Unsupported {
+                format: opt_variant(&FORMATS, r.u8()?, "format")?,
+                diagnostics: Vec::new(),
+            },
+            UNSUPPORTED,
+        ),
+        k => return Err(broken(format!("{k} is no document kind"))),
+    })
+}
 
-    /// The next batch of rows of the current part's table (its `k` columns located first).
-    fn rows(&mut self, b: &[u8], k: usize) -> Result<(Table, Range<usize>)> {
-        let (t, from) = match self.open.take() {
-            Some(open) => open,
-            None => {
-                let mut r = In::new(b, self.at);
-                let t = r.table(k)?;
-                self.at = r.at;
-                (t, 0)
+/// Room for a part's `total` rows, once, before its first block. The count is not yet
+/// checked against any rows, so room that cannot be had is an error here, not an abort.
+fn reserve(doc: &mut Partial, part: Part, total: usize) -> Result<()> {
+    fn room<T>(v: &mut Vec<T>, total: usize) -> Result<()> {
+        v.try_reserve_exact(total)
+            .map_err(|_| broken(format!("no room for {total} rows")))
+    }
+    if total > u32::MAX as usize {
+        return Err(broken(format!("{total} rows")));
+    }
+    match (part, doc) {
+        (Part::Records, Partial::Profile(p)) => room(&mut p.records, total),
+        (Part::Diagnostics, Partial::Profile(p)) => room(&mut p.diagnostics, total),
+        (Part::Diagnostics, Partial::Unsupported { diagnostics, .. }) => room(diagnostics, total),
+        (part, Partial::Trace(d)) => match part {
+            Part::Spans => {
+                room(&mut d.spans, total)?;
+                // The id index's room too (the spans' room was had: this is smaller).
+                d.reserve_spans(total);
+                Ok(())
             }
-        };
-        let to = from.saturating_add(BATCH).min(t.n);
-        if to < t.n {
-            self.open = Some((t.clone(), to));
-        } else {
-            self.next += 1;
-        }
-        Ok((t, from..to))
+            Part::Ops => room(&mut d.ops, total),
+            Part::Tensors => room(&mut d.tensors, total),
+            Part::Memory => room(&mut d.memory, total),
+            Part::DeviceMemory => room(&mut d.device_memory, total),
+            Part::Gradients => room(&mut d.gradients, total),
+            Part::Edges => room(&mut d.edges, total),
+            Part::Samples => room(&mut d.memory_profile.samples, total),
+            Part::Diagnostics => room(&mut d.diagnostics, total),
+            _ => Err(other_kind()),
+        },
+        _ => Err(other_kind()),
+    }
+}
+
+/// One block of a part's rows, appended to the document.
+fn block(doc: &mut Partial, part: Part, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
+    match (part, doc) {
+        (Part::Records, Partial::Profile(p)) => records(p, t, b, s),
+        (Part::Diagnostics, Partial::Profile(p)) => diagnostics(&mut p.diagnostics, t, b, s),
+        (Part::Diagnostics, Partial::Unsupported { diagnostics: d, .. }) => diagnostics(d, t, b, s),
+        (part, Partial::Trace(d)) => match part {
+            Part::Spans => spans(d, t, b, s),
+            Part::Ops => ops(&mut d.ops, t, b, s),
+            Part::Tensors => tensors(&mut d.tensors, t, b, s),
+            Part::Memory => memory(&mut d.memory, t, b, s),
+            Part::DeviceMemory => device_memory(&mut d.device_memory, t, b, s),
+            Part::Gradients => gradients(&mut d.gradients, t, b, s),
+            Part::Edges => edges(&mut d.edges, t, b, s),
+            Part::Samples => samples(&mut d.memory_profile.samples, t, b),
+            Part::Diagnostics => diagnostics(&mut d.diagnostics, t, b, s),
+            _ => Err(other_kind()),
+        },
+        _ => Err(other_kind()),
     }
 }
 
@@ -895,21 +987,7 @@ fn capture_sources(r: &mut In<'_>, s: Strs<'_>) -> Result<Lined<CaptureSources>>
     Ok(Lined::new(line, c))
 }
 
-/// Room for a part's `n` rows, once, at its first batch (`n` is checked against the bytes by
-/// the column views made before).
-fn reserve<T>(v: &mut Vec<T>, t: &Table, rows: &Range<usize>) {
-    if rows.start == 0 {
-        v.reserve(t.n);
-    }
-}
-
-fn spans(
-    d: &mut TraceDocument,
-    t: &Table,
-    b: &[u8],
-    s: Strs<'_>,
-    rows: Range<usize>,
-) -> Result<()> {
+fn spans(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let id = t.col(b, 0, 4)?;
     let parent = t.col(b, 1, 4)?;
     let name = t.col(b, 2, 4)?;
@@ -920,11 +998,8 @@ fn spans(
     let (has_duration, duration) = (t.bits(b, 7)?, t.col(b, 8, 8)?);
     let line = t.col(b, 9, 8)?;
     let (has_end, end_line) = (t.bits(b, 10)?, t.col(b, 11, 8)?);
-    if rows.start == 0 {
-        d.reserve_spans(t.n);
-    }
     let first = d.spans.len();
-    for i in rows {
+    for i in 0..t.n {
         d.spans.push(Span {
             id: cs(s.get(id.u32(i)?)?),
             parent_id: s.opt(parent.u32(i)?)?.map(cs),
@@ -943,7 +1018,7 @@ fn spans(
     Ok(())
 }
 
-fn ops(v: &mut Vec<Lined<Op>>, t: &Table, b: &[u8], s: Strs<'_>, rows: Range<usize>) -> Result<()> {
+fn ops(v: &mut Vec<Lined<Op>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
     let span_id = t.col(b, 1, 4)?;
     let op_name = t.col(b, 2, 4)?;
@@ -956,8 +1031,7 @@ fn ops(v: &mut Vec<Lined<Op>>, t: &Table, b: &[u8], s: Strs<'_>, rows: Range<usi
     let timestamp = t.col(b, 11, 8)?;
     let (has_storage, storage) = (t.bits(b, 12)?, t.col(b, 13, 8)?);
     let input_storage = t.col(b, 14, 8)?;
-    reserve(v, t, &rows);
-    for i in rows {
+    for i in 0..t.n {
         let event = Op {
             span_id: cs(s.get(span_id.u32(i)?)?),
             op_name: cs(s.get(op_name.u32(i)?)?),
@@ -984,13 +1058,7 @@ fn category(c: &Col<'_>, i: usize) -> Result<TensorCategory> {
     variant(&TensorCategory::ALL, c.u8(i)?, "tensor category")
 }
 
-fn tensors(
-    v: &mut Vec<Lined<TensorEvent>>,
-    t: &Table,
-    b: &[u8],
-    s: Strs<'_>,
-    rows: Range<usize>,
-) -> Result<()> {
+fn tensors(v: &mut Vec<Lined<TensorEvent>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
     let span_id = t.col(b, 1, 4)?;
     let tensor_id = t.col(b, 2, 4)?;
@@ -1000,8 +1068,7 @@ fn tensors(
     let requires_grad = t.bits(b, 7)?;
     let (has_storage, storage) = (t.bits(b, 8)?, t.col(b, 9, 8)?);
     let cat = t.col(b, 10, 1)?;
-    reserve(v, t, &rows);
-    for i in rows {
+    for i in 0..t.n {
         let event = TensorEvent {
             span_id: cs(s.get(span_id.u32(i)?)?),
             tensor_id: cs(s.get(tensor_id.u32(i)?)?),
@@ -1017,13 +1084,7 @@ fn tensors(
     Ok(())
 }
 
-fn memory(
-    v: &mut Vec<Lined<MemoryEvent>>,
-    t: &Table,
-    b: &[u8],
-    s: Strs<'_>,
-    rows: Range<usize>,
-) -> Result<()> {
+fn memory(v: &mut Vec<Lined<MemoryEvent>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
     let timestamp = t.col(b, 1, 8)?;
     let tensor_id = t.col(b, 2, 4)?;
@@ -1035,8 +1096,7 @@ fn memory(
     let shape = t.list(b, 8, 8)?;
     let dtype = t.col(b, 10, 4)?;
     let cat = t.col(b, 11, 1)?;
-    reserve(v, t, &rows);
-    for i in rows {
+    for i in 0..t.n {
         let event = MemoryEvent {
             timestamp_ns: timestamp.u64(i)?,
             tensor_id: cs(s.get(tensor_id.u32(i)?)?),
@@ -1054,21 +1114,14 @@ fn memory(
     Ok(())
 }
 
-fn device_memory(
-    v: &mut Vec<Lined<DeviceMemory>>,
-    t: &Table,
-    b: &[u8],
-    s: Strs<'_>,
-    rows: Range<usize>,
-) -> Result<()> {
+fn device_memory(v: &mut Vec<Lined<DeviceMemory>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
     let timestamp = t.col(b, 1, 8)?;
     let device = t.col(b, 2, 4)?;
     let used = t.col(b, 3, 8)?;
     let free = t.col(b, 4, 8)?;
     let (has_reserved, reserved) = (t.bits(b, 5)?, t.col(b, 6, 8)?);
-    reserve(v, t, &rows);
-    for i in rows {
+    for i in 0..t.n {
         let event = DeviceMemory {
             timestamp_ns: timestamp.u64(i)?,
             device: String::from(s.get(device.u32(i)?)?),
@@ -1081,21 +1134,14 @@ fn device_memory(
     Ok(())
 }
 
-fn gradients(
-    v: &mut Vec<Lined<Gradient>>,
-    t: &Table,
-    b: &[u8],
-    s: Strs<'_>,
-    rows: Range<usize>,
-) -> Result<()> {
+fn gradients(v: &mut Vec<Lined<Gradient>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
     let event_id = t.col(b, 1, 4)?;
     let root = t.col(b, 2, 4)?;
     let key = t.col(b, 3, 4)?;
     let state = t.col(b, 4, 1)?;
     let (has_norm, norm) = (t.bits(b, 5)?, t.col(b, 6, 8)?);
-    reserve(v, t, &rows);
-    for i in rows {
+    for i in 0..t.n {
         let event = Gradient {
             event_id: String::from(s.get(event_id.u32(i)?)?),
             root: String::from(s.get(root.u32(i)?)?),
@@ -1112,19 +1158,12 @@ fn gradients(
     Ok(())
 }
 
-fn edges(
-    v: &mut Vec<Lined<Edge>>,
-    t: &Table,
-    b: &[u8],
-    s: Strs<'_>,
-    rows: Range<usize>,
-) -> Result<()> {
+fn edges(v: &mut Vec<Lined<Edge>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
     let from = t.col(b, 1, 4)?;
     let to = t.col(b, 2, 4)?;
     let duration = t.col(b, 3, 8)?;
-    reserve(v, t, &rows);
-    for i in rows {
+    for i in 0..t.n {
         let event = Edge {
             from_span: String::from(s.get(from.u32(i)?)?),
             to_span: String::from(s.get(to.u32(i)?)?),
@@ -1230,13 +1269,12 @@ fn memory_profile(m: &mut MemoryProfile, r: &mut In<'_>, b: &[u8], s: Strs<'_>) 
     Ok(())
 }
 
-fn samples(v: &mut Vec<MemorySample>, t: &Table, b: &[u8], rows: Range<usize>) -> Result<()> {
+fn samples(v: &mut Vec<MemorySample>, t: &Table, b: &[u8]) -> Result<()> {
     let timestamp = t.col(b, 0, 8)?;
     let device = t.col(b, 1, 4)?;
     let live = t.col(b, 2, 8)?;
     let by: Vec<Col<'_>> = (3..8).map(|c| t.col(b, c, 8)).collect::<Result<_>>()?;
-    reserve(v, t, &rows);
-    for i in rows {
+    for i in 0..t.n {
         let mut by_category = [0; 5];
         for (slot, col) in by_category.iter_mut().zip(&by) {
             *slot = col.u64(i)?;
@@ -1369,18 +1407,11 @@ fn chrome(r: &mut In<'_>, b: &[u8], s: Strs<'_>) -> Result<ChromeImport> {
     })
 }
 
-fn records(
-    p: &mut ProfileDocument,
-    t: &Table,
-    b: &[u8],
-    s: Strs<'_>,
-    rows: Range<usize>,
-) -> Result<()> {
+fn records(p: &mut ProfileDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
     let json = t.col(b, 1, 4)?;
     let violations = t.list(b, 2, 4)?;
-    reserve(&mut p.records, t, &rows);
-    for i in rows {
+    for i in 0..t.n {
         let text = s.get(json.u32(i)?)?;
         let event = candle_trace_schema::format::profile::decode_line(text.as_bytes())
             .map_err(|e| broken(format!("profile record {i}: {e:?}")))?;
@@ -1397,19 +1428,12 @@ fn records(
     Ok(())
 }
 
-fn diagnostics(
-    v: &mut Vec<Diagnostic>,
-    t: &Table,
-    b: &[u8],
-    s: Strs<'_>,
-    rows: Range<usize>,
-) -> Result<()> {
+fn diagnostics(v: &mut Vec<Diagnostic>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
     let severity = t.col(b, 1, 1)?;
     let cat = t.col(b, 2, 1)?;
     let message = t.col(b, 3, 4)?;
-    reserve(v, t, &rows);
-    for i in rows {
+    for i in 0..t.n {
         v.push(Diagnostic {
             line: line.u64(i)?,
             severity: variant(&SEVERITIES, severity.u8(i)?, "severity")?,
@@ -1431,6 +1455,20 @@ mod tests {
         let mut r = AnyReader::new();
         r.push(bytes);
         r.finish()
+    }
+
+    /// `doc` in chunks cut after `chunk_bytes` bytes of body.
+    fn chunks_of(doc: &AnyDocument, chunk_bytes: usize) -> Vec<Vec<u8>> {
+        let mut chunks = Vec::new();
+        encode_in(doc, chunk_bytes, |c| chunks.push(c));
+        chunks
+    }
+
+    /// Where a chunk's body starts (after its strings).
+    fn body_of(chunk: &[u8]) -> usize {
+        let mut r = In::new(chunk, 0);
+        r.table(2).unwrap();
+        r.at
     }
 
     fn fixtures() -> Vec<(String, Vec<u8>)> {
@@ -1501,8 +1539,11 @@ mod tests {
                 AnyDocument::Trace(_) => 0,
                 _ => 2,
             }] += 1;
-            let back = decode(&encode(&doc)).unwrap();
+            let back = decode(&encode_all(&doc)).unwrap();
             assert_same(name, &doc, &back);
+            // The same in the smallest chunks the encoder cuts: one per block or part.
+            let small = chunks_of(&doc, 1);
+            assert_same(name, &doc, &decode(&small).unwrap());
         }
         // trace/6 files, Chrome imports and profiles are all among them.
         assert!(kinds.iter().all(|&k| k > 0), "{kinds:?}");
@@ -1541,7 +1582,7 @@ mod tests {
             "\n",
         );
         let doc = read(file.as_bytes());
-        let back = decode(&encode(&doc)).unwrap();
+        let back = decode(&encode_all(&doc)).unwrap();
         assert_same("capture_sources", &doc, &back);
         let AnyDocument::Trace(t) = back else {
             panic!("a trace")
@@ -1561,7 +1602,7 @@ mod tests {
             b"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":0,\"dur\":1}]",
         ] {
             let doc = read(bytes);
-            let back = decode(&encode(&doc)).unwrap();
+            let back = decode(&encode_all(&doc)).unwrap();
             assert_same("unsupported", &doc, &back);
         }
     }
@@ -1581,16 +1622,19 @@ mod tests {
             panic!("a trace")
         };
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
-        let bytes = encode(&doc);
-        let hits = bytes.windows(10).filter(|w| w == b"matmul_xyz").count();
-        assert_eq!(hits, 1);
-        let AnyDocument::Trace(back) = decode(&bytes).unwrap() else {
-            panic!("a trace")
-        };
-        assert_eq!(
-            back.spans.iter().filter(|s| s.name == "matmul_xyz").count(),
-            51
-        );
+        // In one chunk and in many (the name is used in each of them).
+        for chunks in [encode_all(&doc), chunks_of(&doc, 1)] {
+            let bytes = chunks.concat();
+            let hits = bytes.windows(10).filter(|w| w == b"matmul_xyz").count();
+            assert_eq!(hits, 1);
+            let AnyDocument::Trace(back) = decode(&chunks).unwrap() else {
+                panic!("a trace")
+            };
+            assert_eq!(
+                back.spans.iter().filter(|s| s.name == "matmul_xyz").count(),
+                51
+            );
+        }
     }
 
     fn many_spans(n: usize) -> String {
@@ -1618,29 +1662,51 @@ mod tests {
     fn large_documents_are_decoded_in_bounded_steps() {
         let n = 3 * BATCH + 5;
         let doc = read(many_spans(n).as_bytes());
-        let bytes = encode(&doc);
-        let mut d = Decoder::new(&bytes[..]);
-        let mut steps = 0;
+        // Cut after every block or part: the n + 1 spans in 4 blocks, then the tree, the memory
+        // profile's head and the Chrome flag (the empty parts between them in the same
+        // chunks), then the last chunk with the empty diagnostics.
+        let chunks = chunks_of(&doc, 1);
+        assert_eq!(chunks.len(), 4 + 3 + 1);
+        // The default size keeps the spans (about 0.4 MB a block) to a few chunks.
+        assert!(encode_all(&doc).len() < chunks.len());
+        let mut d = Decoder::new();
+        let mut more = 0;
         let mut last = 0;
-        while !d.step().unwrap() {
-            steps += 1;
-            assert!(d.position() > last, "step {steps} made progress");
-            last = d.position();
-        }
-        // By hand: the header, 4 batches of the n + 1 spans, then one step each for ops,
-        // tensors, memory, device memory, gradients, edges, tree, memory profile, samples,
-        // Chrome and diagnostics (none has more than a batch), and the last step that ends it.
-        assert_eq!(steps + 1, 1 + 4 + 11 + 1);
-        assert_eq!(
-            d.position(),
-            bytes.len() - {
-                // The string table follows the last part.
-                let at = u64::from_le_bytes(bytes[5..13].try_into().unwrap()) as usize;
-                bytes.len() - at
+        let mut pushed = 0;
+        for c in &chunks {
+            d.push(c).unwrap();
+            pushed += c.len();
+            loop {
+                match d.step().unwrap() {
+                    Stepped::More => {
+                        more += 1;
+                        assert!(d.position() > last, "step {more} made progress");
+                        last = d.position();
+                    }
+                    Stepped::NeedChunk => break,
+                    Stepped::Done => break,
+                }
             }
-        );
+            assert_eq!(d.position(), pushed, "each chunk is decoded to its end");
+        }
+        // By hand: the head; for the spans their count and 4 blocks; one step each for ops,
+        // tensors, memory, device memory, gradients, edges (all empty), the tree, the memory
+        // profile, samples and Chrome; the diagnostics' step ends it (`Done`, not counted).
+        assert_eq!(more, 1 + 5 + 10);
+        assert_eq!(d.step().unwrap(), Stepped::Done);
+        assert!(d.push(&chunks[0]).is_err(), "a chunk after the end");
         let back = d.finish().unwrap();
         assert_same("large", &doc, &back);
+    }
+
+    #[test]
+    fn a_chunk_before_the_last_is_decoded_is_refused() {
+        let doc = read(many_spans(2 * BATCH).as_bytes());
+        let chunks = chunks_of(&doc, 1);
+        let mut d = Decoder::new();
+        d.push(&chunks[0]).unwrap();
+        assert_eq!(d.step().unwrap(), Stepped::More);
+        assert!(d.push(&chunks[1]).is_err());
     }
 
     #[test]
@@ -1648,15 +1714,27 @@ mod tests {
         let doc = read(include_bytes!(
             "../../tests/fixtures/train_step.trace6.jsonl"
         ));
-        let bytes = encode(&doc);
-        for cut in 0..bytes.len() {
-            assert!(decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        let chunks = chunks_of(&doc, 1);
+        assert!(chunks.len() > 2, "{}", chunks.len());
+        // Every prefix of the stream: whole chunks, then part of the next.
+        for (i, chunk) in chunks.iter().enumerate() {
+            for cut in 0..chunk.len() {
+                let mut prefix = chunks[..i].to_vec();
+                prefix.push(chunk[..cut].to_vec());
+                assert!(decode(&prefix).is_err(), "chunk {i} cut at {cut}");
+            }
         }
-        assert!(decode(b"\x05\x00\x00\x00hello").is_err());
-        let mut longer = bytes.clone();
-        longer.push(0);
-        assert!(decode(&longer).is_err(), "a byte after the string table");
-        let mut d = Decoder::new(&bytes[..]);
+        assert!(
+            decode(&chunks[..chunks.len() - 1]).is_err(),
+            "the last chunk missing"
+        );
+        assert!(decode::<Vec<u8>>(&[]).is_err(), "no chunk");
+        assert!(decode(&[b"\x05\x00\x00\x00hello".to_vec()]).is_err());
+        let mut longer = chunks.clone();
+        longer.last_mut().unwrap().push(0);
+        assert!(decode(&longer).is_err(), "a byte after the last part");
+        let mut d = Decoder::new();
+        d.push(&chunks[0]).unwrap();
         d.step().unwrap();
         assert!(d.finish().is_err(), "finish before the end");
     }
@@ -1666,34 +1744,41 @@ mod tests {
         let doc = read(include_bytes!(
             "../../tests/fixtures/train_step.trace6.jsonl"
         ));
-        let bytes = encode(&doc);
+        let chunks = chunks_of(&doc, 1);
+        let total: usize = chunks.iter().map(Vec::len).sum();
         let mut errors = 0;
-        for i in 0..bytes.len() {
-            let mut b = bytes.clone();
-            b[i] ^= 0xff;
-            errors += usize::from(decode(&b).is_err());
+        for (c, chunk) in chunks.iter().enumerate() {
+            for i in 0..chunk.len() {
+                let mut flipped = chunks.clone();
+                flipped[c][i] ^= 0xff;
+                errors += usize::from(decode(&flipped).is_err());
+            }
         }
         // Most flips break a length, an index, a code or the UTF-8 of a string.
-        assert!(errors > bytes.len() / 4, "{errors} of {}", bytes.len());
+        assert!(errors > total / 4, "{errors} of {total}");
     }
 
     #[test]
     fn a_string_index_out_of_range_is_an_error() {
-        // No meta and no capture_sources: the header (13 bytes), skipped_unknown and
-        // bytes_read (16), two absent flags (2), then the spans table's row count (8), column
-        // count (4) and first column's length (8): the first span's id index is at byte 51.
+        // No meta and no capture_sources: the body's header (5 bytes), skipped_unknown and
+        // bytes_read (16), two absent flags (2), the spans' count (8), then their table's row
+        // count (8), column count (4) and first column's length (8): the first span's id index
+        // is at byte 51 of the body.
         let file = "{\"kind\":\"span_start\",\"id\":\"a\",\"name\":\"n\",\"start_ns\":0,\"span_kind\":\"op\"}\n";
-        let mut bytes = encode(&read(file.as_bytes()));
+        let mut chunks = encode_all(&read(file.as_bytes()));
+        assert_eq!(chunks.len(), 1);
+        let at = body_of(&chunks[0]) + 51;
+        let bytes = &mut chunks[0];
         assert_eq!(
-            &bytes[43..51],
+            &bytes[at - 8..at],
             &4u64.to_le_bytes(),
             "one u32 in the id column"
         );
-        bytes[51..55].copy_from_slice(&7u32.to_le_bytes());
-        let e = decode(&bytes).unwrap_err();
+        bytes[at..at + 4].copy_from_slice(&7u32.to_le_bytes());
+        let e = decode(&chunks).unwrap_err();
         assert!(e.to_string().contains("string 7"), "{e}");
-        bytes[51..55].copy_from_slice(&NONE.to_le_bytes());
-        assert!(decode(&bytes).is_err(), "an absent id");
+        chunks[0][at..at + 4].copy_from_slice(&NONE.to_le_bytes());
+        assert!(decode(&chunks).is_err(), "an absent id");
     }
 
     /// A trace/6 file with every record kind and every optional field both present and
@@ -1790,8 +1875,9 @@ mod tests {
             prop_assert_eq!(t.ops.len(), ops.len());
             prop_assert_eq!(t.memory.len(), memory.len());
             prop_assert_eq!(t.gradients.len(), norms.len());
-            let back = decode(&encode(&doc)).unwrap();
+            let back = decode(&encode_all(&doc)).unwrap();
             assert_same("generated", &doc, &back);
+            assert_same("generated, small chunks", &doc, &decode(&chunks_of(&doc, 1)).unwrap());
         }
 
         #[test]
@@ -1800,15 +1886,18 @@ mod tests {
             cut in any::<prop::sample::Index>(),
         ) {
             let doc = read(include_bytes!("../../tests/fixtures/findings_train.trace6.jsonl"));
-            let mut bytes = encode(&doc);
+            let mut chunks = chunks_of(&doc, 256);
             for (at, v) in edits {
-                let i = at.index(bytes.len());
-                bytes[i] = v;
+                let c = at.index(chunks.len());
+                let i = at.index(chunks[c].len());
+                chunks[c][i] = v;
             }
-            let end = cut.index(bytes.len() + 1);
             // Either result is fine; a panic fails the test.
-            let _ = decode(&bytes[..end]);
-            let _ = decode(&bytes);
+            let _ = decode(&chunks);
+            let c = cut.index(chunks.len());
+            let end = cut.index(chunks[c].len() + 1);
+            chunks[c].truncate(end);
+            let _ = decode(&chunks[..=c]);
         }
     }
 }

@@ -1,15 +1,16 @@
 //! Parsing off the page: a dedicated module worker (`web/worker.js`) runs this same wasm and
-//! reads, validates and analyses the file, then hands the page the finished document as bytes
-//! (see [`crate::transfer`]). The page decodes them a bounded batch of rows at a time,
-//! yielding every ~12 ms, so no task on the page grows with the file.
+//! reads, validates and analyses the file, then hands the page the finished document as a
+//! stream of chunks (see [`crate::transfer`]). The page decodes each chunk while the worker
+//! writes the next, a block of rows at a time, yielding every ~12 ms, so no task on the page
+//! grows with the file and the page never holds the whole encoding.
 //!
 //! Messages (plain JS objects):
 //! - worker → page `{type: "ready"}` once its wasm has started;
 //! - page → worker `{file: File}` or `{url: "<absolute same-origin URL>"}`;
 //! - worker → page `{type: "progress", read, total, lines}` per chunk, `{type: "analysing"}`
-//!   when the whole-file analysis starts, then `{type: "done", doc: ArrayBuffer, readMs,
-//!   analyseMs, encodeMs}` (the buffer transferred, not copied; the times measured in the
-//!   worker) or `{type: "failed", message}`.
+//!   when the whole-file analysis starts, `{type: "chunk", bytes: ArrayBuffer}` for each chunk
+//!   of the document (the buffer transferred, not copied), then `{type: "done", readMs,
+//!   analyseMs, encodeMs}` (the times measured in the worker); or `{type: "failed", message}`.
 //!
 //! A worker serves one file. The page starts the next one ahead of need ([`prepare`], at mount
 //! and two seconds after each load): while the user picks a file, a spare worker loads its
@@ -30,7 +31,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use candle_trace_schema::format::detect::AnyDocument;
 
 use crate::load::{read, same_origin, LoadError, Pacer, Source};
-use crate::transfer::Decoder;
+use crate::transfer::{Decoder, Stepped};
 
 /// The worker script, next to `index.html`.
 const WORKER_SCRIPT: &str = "./worker.js";
@@ -49,12 +50,12 @@ pub enum Stage {
     },
     /// The whole-file analysis (span tree, memory profile) is running.
     Analysing,
-    /// The page is taking over the analysed document: bytes decoded of the total.
+    /// The page is taking over the analysed document.
     Receiving {
         /// Bytes decoded.
         done: u64,
-        /// Bytes in all.
-        total: u64,
+        /// Bytes received so far.
+        received: u64,
     },
 }
 
@@ -75,7 +76,8 @@ pub struct LoadTimings {
     pub encode_ms: f64,
     /// Bytes handed from the worker to the page (0 without a worker).
     pub transfer_bytes: u64,
-    /// From the worker's `done` to the document decoded on the page (0 without a worker).
+    /// From the first chunk received to the document decoded on the page (0 without a
+    /// worker); the worker encodes meanwhile.
     pub receive_ms: f64,
 }
 
@@ -157,23 +159,27 @@ async fn parse(scope: web_sys::DedicatedWorkerGlobalScope, data: JsValue) {
     let analysing_since = js_sys::Date::now();
     let doc = reader.finish();
     let encoding_since = js_sys::Date::now();
-    let bytes = crate::transfer::encode(&doc);
+    // Each chunk goes as soon as it is written: the page decodes it while the next is.
+    let mut posted = true;
+    crate::transfer::encode(&doc, |chunk| {
+        // One copy into a JS buffer, which then moves to the page without another.
+        let array = Uint8Array::from(&chunk[..]);
+        let m = message("chunk");
+        set(&m, "bytes", array.buffer().into());
+        posted &= scope
+            .post_message_with_transfer(&m, &Array::of1(&array.buffer()))
+            .is_ok();
+    });
     drop(doc);
-    // One copy into a JS buffer, which then moves to the page without another.
-    let array = Uint8Array::from(&bytes[..]);
-    drop(bytes);
+    if !posted {
+        return fail("the worker could not hand the document to the page".into());
+    }
     let done_at = js_sys::Date::now();
     let m = message("done");
-    set(&m, "doc", array.buffer().into());
     set(&m, "readMs", (analysing_since - started).into());
     set(&m, "analyseMs", (encoding_since - analysing_since).into());
     set(&m, "encodeMs", (done_at - encoding_since).into());
-    if scope
-        .post_message_with_transfer(&m, &Array::of1(&array.buffer()))
-        .is_err()
-    {
-        fail("the worker could not hand the document to the page".into());
-    }
+    post(&m);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -183,6 +189,8 @@ async fn parse(scope: web_sys::DedicatedWorkerGlobalScope, data: JsValue) {
 enum Heard {
     Ready,
     Progress(Stage),
+    /// A chunk of the document.
+    Chunk(js_sys::ArrayBuffer),
     Done(Box<Finished>),
     Failed(String),
     /// The worker died (an uncaught error: typically out of memory).
@@ -190,9 +198,8 @@ enum Heard {
     Cancelled,
 }
 
-/// The worker's `done`: the document's bytes and the worker's own timings.
+/// The worker's `done`: its own timings.
 struct Finished {
-    doc: js_sys::ArrayBuffer,
     read_ms: f64,
     analyse_ms: f64,
     encode_ms: f64,
@@ -250,11 +257,13 @@ fn heard_of(data: &JsValue) -> Option<Heard> {
             lines: num("lines").unwrap_or(0.0) as u64,
         }),
         "analysing" => Heard::Progress(Stage::Analysing),
-        "done" => Heard::Done(Box::new(Finished {
-            doc: Reflect::get(data, &"doc".into())
+        "chunk" => Heard::Chunk(
+            Reflect::get(data, &"bytes".into())
                 .ok()?
                 .dyn_into::<js_sys::ArrayBuffer>()
                 .ok()?,
+        ),
+        "done" => Heard::Done(Box::new(Finished {
             read_ms: num("readMs").unwrap_or(0.0),
             analyse_ms: num("analyseMs").unwrap_or(0.0),
             encode_ms: num("encodeMs").unwrap_or(0.0),
@@ -338,6 +347,11 @@ pub async fn open(
     // way, the file is read on the page.
     let mut ready = false;
     let mut fresh_tried = false;
+    let mut decoder = Decoder::new();
+    // One pacer for every chunk: chunks queued while one is decoded follow without a yield.
+    let mut pacer = Pacer::new();
+    // When the first chunk came.
+    let mut received_since: Option<f64> = None;
     let result = loop {
         let Some(heard) = rx.next().await else {
             break Err(LoadError::Cancelled);
@@ -361,10 +375,19 @@ pub async fn open(
                 }
                 stage(s)
             }
+            Heard::Chunk(bytes) => {
+                let since = *received_since.get_or_insert_with(js_sys::Date::now);
+                timings.transfer_bytes += u64::from(bytes.byte_length());
+                if let Err(e) =
+                    receive(&mut decoder, &bytes, timings.transfer_bytes, &mut pacer, &stage, &is_current)
+                        .await
+                {
+                    break Err(e);
+                }
+                timings.receive_ms = js_sys::Date::now() - since;
+            }
             Heard::Done(finished) => {
-                let received_since = js_sys::Date::now();
                 let Finished {
-                    doc,
                     read_ms,
                     analyse_ms,
                     encode_ms,
@@ -372,10 +395,10 @@ pub async fn open(
                 timings.read_ms = read_ms;
                 timings.analyse_ms = analyse_ms;
                 timings.encode_ms = encode_ms;
-                timings.transfer_bytes = u64::from(doc.byte_length());
-                let doc = receive(doc, &stage, &is_current).await;
-                timings.receive_ms = js_sys::Date::now() - received_since;
-                break doc.map(|d| (d, timings));
+                let decoded = std::mem::take(&mut decoder).finish();
+                break decoded
+                    .map(|d| (d, timings))
+                    .map_err(|e| LoadError::Failed(e.to_string()));
             }
             Heard::Failed(text) | Heard::Crashed(text) if !ready => {
                 web_sys::console::warn_1(
@@ -432,32 +455,33 @@ fn prepare_later() {
 /// How long after a load the next spare worker starts.
 const PREPARE_DELAY_MS: i32 = 2000;
 
-/// Decode the worker's bytes a bounded step at a time, yielding to the page as it goes.
+/// Decode one chunk of the worker's document a bounded step at a time, yielding to the page
+/// as it goes. The chunk is copied straight from its JS buffer into the decoder's own (reused
+/// for every chunk), so the page's memory holds one chunk at a time.
 async fn receive(
-    buffer: js_sys::ArrayBuffer,
+    decoder: &mut Decoder,
+    buffer: &js_sys::ArrayBuffer,
+    received: u64,
+    pacer: &mut Pacer,
     stage: &impl Fn(Stage),
     is_current: &impl Fn() -> bool,
-) -> Result<AnyDocument, LoadError> {
-    let all = Uint8Array::new(&buffer);
-    let total = u64::from(all.length());
-    // The decoded document takes about as many bytes as the encoded one.
-    crate::load::reserve_heap(total as usize);
-    // The one copy of the bytes into wasm memory; every step reads its rows from it.
-    let mut decoder = Decoder::new(all.to_vec());
-    drop(all);
-    let mut pacer = Pacer::new();
+) -> Result<(), LoadError> {
     let broken = |e: crate::transfer::TransferError| LoadError::Failed(e.to_string());
-    while !decoder.step().map_err(broken)? {
+    let array = Uint8Array::new(buffer);
+    decoder
+        .push_with(array.length() as usize, |to| array.copy_to(to))
+        .map_err(broken)?;
+    while decoder.step().map_err(broken)? == Stepped::More {
         stage(Stage::Receiving {
             done: decoder.position() as u64,
-            total,
+            received,
         });
         pacer.pace().await;
         if !is_current() {
             return Err(LoadError::Cancelled);
         }
     }
-    decoder.finish().map_err(broken)
+    Ok(())
 }
 
 /// The same work on the page itself (no worker available).

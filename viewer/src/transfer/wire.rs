@@ -50,12 +50,19 @@ impl<'d> Strings<'d> {
         s.map_or(NONE, |s| self.id(s))
     }
 
-    /// The table: a column of each string's end offset and a column of their bytes.
-    pub fn into_table(self) -> Cols {
-        let mut c = Cols::new(2, self.list.len());
-        let bytes: usize = self.list.iter().map(|s| s.len()).sum();
+    /// How many strings there are.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// The strings from number `from` on, as a table: a column of each string's end offset
+    /// (from the first of them) and a column of their bytes.
+    pub fn table_from(&self, from: usize) -> Cols {
+        let list = self.list.get(from..).unwrap_or_default();
+        let mut c = Cols::new(2, list.len());
+        let bytes: usize = list.iter().map(|s| s.len()).sum();
         c.buf(1).reserve_exact(bytes);
-        for s in self.list {
+        for s in list {
             c.buf(1).extend_from_slice(s.as_bytes());
             let end = c.buf(1).len() as u32;
             c.u32(0, end);
@@ -314,11 +321,7 @@ impl<'b> In<'b> {
             self.take(len)?;
             cols.push(from..self.at);
         }
-        Ok(Table {
-            n,
-            cols,
-            bytes: start..self.at,
-        })
+        Ok(Table { n, cols })
     }
 }
 
@@ -328,8 +331,6 @@ pub struct Table {
     /// Rows.
     pub n: usize,
     cols: Vec<Range<usize>>,
-    /// The whole table's bytes.
-    pub bytes: Range<usize>,
 }
 
 impl Table {
@@ -496,6 +497,45 @@ impl List<'_> {
     }
 }
 
+/// The strings received so far, numbered in order: each chunk's table appended.
+#[derive(Default)]
+pub struct StringPool {
+    /// Each string's end in `pool`, as little-endian `u32`s (read through a [`Col`]).
+    ends: Vec<u8>,
+    pool: Vec<u8>,
+}
+
+impl StringPool {
+    /// Append the strings of a chunk's table `t` in `bytes` (see [`Strings::table_from`]).
+    pub fn append(&mut self, t: &Table, bytes: &[u8]) -> Result<()> {
+        let ends = t.col(bytes, 0, 4)?;
+        let pool = t.raw(bytes, 1)?;
+        let base = u32::try_from(self.pool.len()).map_err(|_| broken("too many strings"))?;
+        self.ends.reserve(t.n * 4);
+        let mut last = 0;
+        for end in ends.all_u32() {
+            if end < last || end as usize > pool.len() {
+                return Err(broken(format!("a string ends at {end}, outside its table")));
+            }
+            last = end;
+            let end = base
+                .checked_add(end)
+                .ok_or_else(|| broken("too many strings"))?;
+            self.ends.extend_from_slice(&end.to_le_bytes());
+        }
+        self.pool.extend_from_slice(pool);
+        Ok(())
+    }
+
+    /// The strings, to look up.
+    pub fn strs(&self) -> Strs<'_> {
+        Strs {
+            ends: Col { b: &self.ends },
+            pool: &self.pool,
+        }
+    }
+}
+
 /// The string table, read.
 #[derive(Clone, Copy)]
 pub struct Strs<'b> {
@@ -504,14 +544,6 @@ pub struct Strs<'b> {
 }
 
 impl<'b> Strs<'b> {
-    /// The table at `table` in `bytes` (see [`Strings::into_table`]).
-    pub fn of(table: &Table, bytes: &'b [u8]) -> Result<Self> {
-        Ok(Strs {
-            ends: table.col(bytes, 0, 4)?,
-            pool: table.raw(bytes, 1)?,
-        })
-    }
-
     /// String `id`.
     pub fn get(&self, id: u32) -> Result<&'b str> {
         let i = id as usize;
