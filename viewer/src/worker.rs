@@ -28,6 +28,7 @@ use js_sys::{Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
+use candle_trace_schema::analysis::findings::{trace_findings, Findings};
 use candle_trace_schema::format::detect::AnyDocument;
 
 use crate::load::{read, same_origin, LoadError, Pacer, Source};
@@ -79,6 +80,9 @@ pub struct LoadTimings {
     /// From the first chunk received to the document decoded on the page (0 without a
     /// worker); the worker encodes meanwhile.
     pub receive_ms: f64,
+    /// From the worker's first byte encoded to the document decoded on the page: the
+    /// hand-over in all, encoding and decoding overlapping (0 without a worker).
+    pub handover_ms: f64,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -170,7 +174,6 @@ async fn parse(scope: web_sys::DedicatedWorkerGlobalScope, data: JsValue) {
             .post_message_with_transfer(&m, &Array::of1(&array.buffer()))
             .is_ok();
     });
-    drop(doc);
     if !posted {
         return fail("the worker could not hand the document to the page".into());
     }
@@ -179,7 +182,28 @@ async fn parse(scope: web_sys::DedicatedWorkerGlobalScope, data: JsValue) {
     set(&m, "readMs", (analysing_since - started).into());
     set(&m, "analyseMs", (encoding_since - analysing_since).into());
     set(&m, "encodeMs", (done_at - encoding_since).into());
+    set(&m, "encodeStart", encoding_since.into());
     post(&m);
+    // While the page lays the document out, its findings (the costly whole-document
+    // analysis left), which cross as JSON: a few dozen ranked rows.
+    let wants_findings = Reflect::get(&data, &"findings".into())
+        .ok()
+        .and_then(|f| f.as_bool())
+        .unwrap_or(false);
+    if let (true, AnyDocument::Trace(t)) = (wants_findings, &doc) {
+        let since = js_sys::Date::now();
+        let findings = trace_findings(&[t]);
+        drop(doc);
+        match serde_json::to_string(&findings) {
+            Ok(json) => {
+                let m = message("findings");
+                set(&m, "json", json.into());
+                set(&m, "ms", (js_sys::Date::now() - since).into());
+                post(&m);
+            }
+            Err(e) => fail(format!("the worker could not write the findings: {e}")),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -192,6 +216,8 @@ enum Heard {
     /// A chunk of the document.
     Chunk(js_sys::ArrayBuffer),
     Done(Box<Finished>),
+    /// A trace's findings, as JSON.
+    Findings(String),
     Failed(String),
     /// The worker died (an uncaught error: typically out of memory).
     Crashed(String),
@@ -200,6 +226,8 @@ enum Heard {
 
 /// The worker's `done`: its own timings.
 struct Finished {
+    /// When it started encoding (`Date.now()`, the same clock as the page's).
+    encode_start: f64,
     read_ms: f64,
     analyse_ms: f64,
     encode_ms: f64,
@@ -263,7 +291,13 @@ fn heard_of(data: &JsValue) -> Option<Heard> {
                 .dyn_into::<js_sys::ArrayBuffer>()
                 .ok()?,
         ),
+        "findings" => Heard::Findings(
+            Reflect::get(data, &"json".into())
+                .ok()
+                .and_then(|j| j.as_string())?,
+        ),
         "done" => Heard::Done(Box::new(Finished {
+            encode_start: num("encodeStart").unwrap_or(0.0),
             read_ms: num("readMs").unwrap_or(0.0),
             analyse_ms: num("analyseMs").unwrap_or(0.0),
             encode_ms: num("encodeMs").unwrap_or(0.0),
@@ -319,24 +353,62 @@ fn take_worker() -> Option<(web_sys::Worker, mpsc::UnboundedReceiver<Heard>)> {
     Some((worker, heard))
 }
 
+/// What comes after a load's document: a trace's findings, which the worker computes while
+/// the page lays the document out. Dropping it lets the worker go.
+pub struct Pending {
+    worker: Option<(web_sys::Worker, mpsc::UnboundedReceiver<Heard>)>,
+}
+
+impl Pending {
+    /// The findings the worker computed; `None` where it computed none (no worker, not a
+    /// trace, not asked for, or the worker failed): the page computes them then.
+    pub async fn findings(mut self) -> Option<Findings> {
+        let (_, rx) = self.worker.as_mut()?;
+        loop {
+            match rx.next().await? {
+                Heard::Findings(json) => return serde_json::from_str(&json).ok(),
+                Heard::Progress(_) | Heard::Ready => {}
+                _ => return None,
+            }
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some((worker, _)) = self.worker.take() {
+            release(&worker);
+            prepare_later();
+        }
+    }
+}
+
 /// Read, validate and analyse `source` in a worker and return the document, reporting each
-/// [`Stage`]. Where the page cannot start a worker, the same work runs on the page.
+/// [`Stage`], and (with `findings`) the worker's findings to come. Where the page cannot start
+/// a worker, the same work runs on the page.
 pub async fn open(
     source: Source,
+    findings: bool,
     stage: impl Fn(Stage),
     is_current: impl Fn() -> bool,
-) -> Result<(AnyDocument, LoadTimings), LoadError> {
+) -> Result<(AnyDocument, LoadTimings, Pending), LoadError> {
     if let Source::Url(url) = &source {
         same_origin(url)?;
     }
+    let here = |source, stage, is_current| async move {
+        open_here(source, stage, is_current)
+            .await
+            .map(|(doc, timings)| (doc, timings, Pending { worker: None }))
+    };
     let Some((mut worker, mut rx)) = take_worker() else {
-        return open_here(source, stage, is_current).await;
+        return here(source, stage, is_current).await;
     };
     let request = Object::new();
     match &source {
         Source::File(file) => set(&request, "file", file.into()),
         Source::Url(url) => set(&request, "url", same_origin(url)?.into()),
     }
+    set(&request, "findings", findings.into());
     let started = js_sys::Date::now();
     let mut timings = LoadTimings {
         in_worker: true,
@@ -388,6 +460,7 @@ pub async fn open(
             }
             Heard::Done(finished) => {
                 let Finished {
+                    encode_start,
                     read_ms,
                     analyse_ms,
                     encode_ms,
@@ -395,23 +468,34 @@ pub async fn open(
                 timings.read_ms = read_ms;
                 timings.analyse_ms = analyse_ms;
                 timings.encode_ms = encode_ms;
-                let decoded = std::mem::take(&mut decoder).finish();
-                break decoded
-                    .map(|d| (d, timings))
-                    .map_err(|e| LoadError::Failed(e.to_string()));
+                timings.handover_ms = js_sys::Date::now() - encode_start;
+                match std::mem::take(&mut decoder).finish() {
+                    // The worker stays until its findings come (or `Pending` is dropped).
+                    Ok(doc) => {
+                        return Ok((
+                            doc,
+                            timings,
+                            Pending {
+                                worker: Some((worker, rx)),
+                            },
+                        ))
+                    }
+                    Err(e) => break Err(LoadError::Failed(e.to_string())),
+                }
             }
+            Heard::Findings(_) => {}
             Heard::Failed(text) | Heard::Crashed(text) if !ready => {
                 web_sys::console::warn_1(
                     &format!("the parsing worker did not start: {text}").into(),
                 );
                 release(&worker);
                 if fresh_tried {
-                    return open_here(source, stage, is_current).await;
+                    return here(source, stage, is_current).await;
                 }
                 fresh_tried = true;
                 match take_worker() {
                     Some((w, r)) => (worker, rx) = (w, r),
-                    None => return open_here(source, stage, is_current).await,
+                    None => return here(source, stage, is_current).await,
                 }
             }
             Heard::Failed(text) => break Err(LoadError::Failed(text)),

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::JsCast;
 
-use candle_trace_schema::analysis::findings::trace_findings;
+use candle_trace_schema::analysis::findings::{trace_findings, Findings};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::detect::AnyDocument;
 
@@ -124,6 +124,7 @@ pub fn App() -> impl IntoView {
             let is_current = move || generation.try_get_value() == Some(my_gen);
             let result = worker::open(
                 source,
+                true,
                 |stage| {
                     if !is_current() {
                         return;
@@ -140,7 +141,7 @@ pub fn App() -> impl IntoView {
                 return;
             }
             match result {
-                Ok((doc, load)) => {
+                Ok((doc, load, pending)) => {
                     let layout_since = js_sys::Date::now();
                     // Building the view models is one step; let the page show that first.
                     progress.update(|p| {
@@ -161,16 +162,34 @@ pub fn App() -> impl IntoView {
                             yield_now().await;
                             let index = SpanIndex::of(&t);
                             yield_now().await;
-                            let findings = trace_findings(&[&t]);
-                            yield_now().await;
                             if !is_current() {
                                 return;
                             }
-                            Opened::Trace(Arc::new(TraceModel::with_layout(
-                                *t, extents, lanes, index, &findings,
-                            )))
+                            // The other view models while the worker ranks the findings.
+                            let mut model = TraceModel::with_layout(
+                                *t,
+                                extents,
+                                lanes,
+                                index,
+                                &Findings::default(),
+                            );
+                            let findings = match pending.findings().await {
+                                Some(f) => f,
+                                None => {
+                                    yield_now().await;
+                                    trace_findings(&[&model.doc])
+                                }
+                            };
+                            if !is_current() {
+                                return;
+                            }
+                            model.set_findings(&findings);
+                            Opened::Trace(Arc::new(model))
                         }
-                        AnyDocument::Profile(p) => Opened::Profile(Arc::new(ProfileModel::new(&p))),
+                        AnyDocument::Profile(p) => {
+                            drop(pending);
+                            Opened::Profile(Arc::new(ProfileModel::new(&p)))
+                        }
                         AnyDocument::Unsupported { diagnostics, .. } => {
                             Opened::Unsupported(Arc::new(DiagnosticsPanel::of(&diagnostics)))
                         }
@@ -480,11 +499,12 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
     } else {
         String::new()
     };
+    // Encoding and decoding overlap: the hand-over counts once, from the first byte encoded
+    // to the last decoded.
     let total = timings.start_ms
         + timings.read_ms
         + timings.analyse_ms
-        + timings.encode_ms
-        + timings.receive_ms
+        + timings.handover_ms
         + timings.layout_ms;
     let text = if timings.in_worker {
         let start = if timings.start_ms >= 1.0 {
@@ -493,13 +513,13 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
             String::new()
         };
         format!(
-            "Opened {} in {}: {start}read {} and analysed {}{rate} in the worker, handed {} to the page in {} (encode {}, decode {}), laid out in {}.",
+            "Opened {} in {}: {start}read {} and analysed {}{rate} in the worker, handed {} to the page in {} (encode {} and decode {}, overlapping), laid out in {}.",
             format_bytes(timings.bytes),
             ms(total),
             ms(timings.read_ms),
             ms(timings.analyse_ms),
             format_bytes(timings.transfer_bytes),
-            ms(timings.encode_ms + timings.receive_ms),
+            ms(timings.handover_ms),
             ms(timings.encode_ms),
             ms(timings.receive_ms),
             ms(timings.layout_ms),
@@ -526,6 +546,7 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
             data-encode-ms=format!("{:.1}", timings.encode_ms)
             data-transfer-bytes=timings.transfer_bytes.to_string()
             data-receive-ms=format!("{:.1}", timings.receive_ms)
+            data-handover-ms=format!("{:.1}", timings.handover_ms)
             data-layout-ms=format!("{:.1}", timings.layout_ms)
         >
             {text}

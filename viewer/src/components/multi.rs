@@ -28,7 +28,14 @@ pub async fn load_traces(
     let mut docs = Vec::with_capacity(files.len());
     for (i, file) in files.into_iter().enumerate() {
         let name = file.name();
-        let (doc, _) = worker::open(Source::File(file), |s| stage(i, &name, s), is_current).await?;
+        // No findings: comparing and the several-files view show none.
+        let (doc, _, _) = worker::open(
+            Source::File(file),
+            false,
+            |s| stage(i, &name, s),
+            is_current,
+        )
+        .await?;
         if !is_current() {
             return Err(LoadError::Cancelled);
         }

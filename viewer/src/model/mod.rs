@@ -132,6 +132,13 @@ impl TraceModel {
 }
 
 impl TraceModel {
+    /// Rank `findings` (of this model's document) into its findings panel: for a model built
+    /// with none while they were being computed elsewhere (the parsing worker).
+    pub fn set_findings(&mut self, findings: &Findings) {
+        self.findings =
+            findings::FindingsPanel::of_trace(findings, &self.doc, &self.gradients.groups);
+    }
+
     /// Where span `i` is drawn, `None` when there is no such span.
     pub fn extent(&self, i: u32) -> Option<SpanExtent> {
         self.extents.get(i as usize).copied()
@@ -213,5 +220,29 @@ mod tests {
         assert!(cmp.candidate.findings.rows.is_empty());
         let multi = multi::MultiModel::new(vec![("a".into(), doc.clone()), ("b".into(), doc)]);
         assert!(multi.files.iter().all(|f| f.model.findings.rows.is_empty()));
+    }
+
+    #[test]
+    fn findings_from_the_worker_make_the_same_model() {
+        // The page builds the model without findings and ranks the worker's, which cross as
+        // JSON: the panel equals the one built from the document in one go, on every trace
+        // fixture.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures");
+        let mut with_rows = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "jsonl") {
+                continue;
+            }
+            let doc = TraceDocument::from_bytes(&std::fs::read(&path).unwrap());
+            let whole = TraceModel::new(doc.clone());
+            let json = serde_json::to_string(&trace_findings(&[&doc])).unwrap();
+            let crossed: Findings = serde_json::from_str(&json).unwrap();
+            let mut later = TraceModel::without_findings(doc);
+            later.set_findings(&crossed);
+            assert_eq!(later.findings, whole.findings, "{}", path.display());
+            with_rows += usize::from(!whole.findings.rows.is_empty());
+        }
+        assert!(with_rows >= 2, "fixtures with findings: {with_rows}");
     }
 }
