@@ -28,7 +28,9 @@ pub struct Lane {
     pub start_ns: Vec<u64>,
     /// End of each span in `spans`.
     pub end_ns: Vec<u64>,
-    /// Running maximum of `end_ns` over `spans[..=i]`.
+    /// Running maximum of `end_ns` over `spans[..=i]`; empty when that is `end_ns` itself
+    /// (ends in start order never decrease: no span in the lane ends inside an earlier one,
+    /// as in every well-formed trace), so such a lane keeps no copy.
     max_end_ns: Vec<u64>,
 }
 
@@ -48,7 +50,12 @@ impl Lane {
     /// within the lane); callers check each one. Costs two binary searches.
     pub fn candidates(&self, from_ns: u64, to_ns: u64) -> Range<usize> {
         // First span whose running max end reaches `from_ns`: nothing before it can overlap.
-        let lo = self.max_end_ns.partition_point(|&e| e < from_ns);
+        let max_end_ns = if self.max_end_ns.is_empty() {
+            &self.end_ns
+        } else {
+            &self.max_end_ns
+        };
+        let lo = max_end_ns.partition_point(|&e| e < from_ns);
         // First span starting after `to_ns`: nothing from it on can overlap.
         let hi = self.start_ns.partition_point(|&s| s <= to_ns);
         lo..hi.max(lo)
@@ -95,12 +102,18 @@ impl Lanes {
                     .map(|&i| extents[i as usize].start_ns)
                     .collect();
                 let end_ns: Vec<u64> = spans.iter().map(|&i| extents[i as usize].end_ns).collect();
-                let mut max_end_ns = Vec::with_capacity(end_ns.len());
-                let mut running = 0;
-                for &e in &end_ns {
-                    running = running.max(e);
-                    max_end_ns.push(running);
-                }
+                let max_end_ns = if end_ns.is_sorted() {
+                    Vec::new()
+                } else {
+                    let mut running = 0;
+                    end_ns
+                        .iter()
+                        .map(|&e| {
+                            running = running.max(e);
+                            running
+                        })
+                        .collect()
+                };
                 Lane {
                     spans,
                     start_ns,
@@ -217,6 +230,45 @@ mod tests {
         let r = lane.candidates(500, 600);
         assert!(r.contains(&0));
         assert_eq!(r.end, 3);
+        assert_eq!(lane.max_end_ns, vec![1000, 1000, 1000]);
+        // A lane whose ends never decrease keeps no running max.
+        assert!(sample().lanes.iter().all(|l| l.max_end_ns.is_empty()));
+    }
+
+    #[test]
+    fn candidates_hold_every_overlapping_span() {
+        // Lanes with and without overlaps (a fixed pseudo-random sequence), every window
+        // against a brute-force scan.
+        let mut x = 12345u64;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for overlapping in [false, true] {
+            let mut extents = Vec::new();
+            let mut at = 0;
+            for _ in 0..200 {
+                let start = at + next(5);
+                let len = if overlapping { next(60) } else { next(5) };
+                extents.push(ext(start, start + len, 0));
+                at = if overlapping { start } else { start + len };
+            }
+            let lanes = Lanes::build(&extents);
+            let lane = &lanes.lanes[0];
+            assert_eq!(lane.max_end_ns.is_empty(), !overlapping);
+            for _ in 0..500 {
+                let from = next(at + 10);
+                let to = from + next(30);
+                let r = lane.candidates(from, to);
+                for p in 0..lane.len() {
+                    if lane.start_ns[p] <= to && lane.end_ns[p] >= from {
+                        assert!(r.contains(&p), "{from}..{to}: {p} missing from {r:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
