@@ -21,13 +21,22 @@ pub struct DeviceCurve {
 
 /// One curve per device of the profile, in the profile's device order.
 pub fn device_curves(profile: &MemoryProfile) -> Vec<DeviceCurve> {
+    // Each device's samples counted first, so each curve is allocated once at its size (a
+    // large trace has a sample per memory event).
+    let mut counts = vec![0usize; profile.devices.len()];
+    for s in &profile.samples {
+        if let Some(n) = counts.get_mut(s.device as usize) {
+            *n += 1;
+        }
+    }
     let mut curves: Vec<DeviceCurve> = profile
         .devices
         .iter()
-        .map(|d| DeviceCurve {
+        .zip(counts)
+        .map(|(d, n)| DeviceCurve {
             device: d.device.clone(),
-            timestamp_ns: Vec::new(),
-            live_bytes: Vec::new(),
+            timestamp_ns: Vec::with_capacity(n),
+            live_bytes: Vec::with_capacity(n),
             peak_bytes: 0,
         })
         .collect();
