@@ -37,7 +37,7 @@ use crate::model::findings::FindingsPanel;
 use crate::model::multi::MultiModel;
 use crate::model::spans::SpanIndex;
 use crate::model::steps::StepsModel;
-use crate::model::{ProfileModel, TraceModel};
+use crate::model::{MemoryViews, ProfileModel, TraceModel};
 use crate::timeline::lanes::{extents_of, Lanes};
 use crate::timeline::palette::Theme;
 use crate::worker::{self, LoadTimings, Stage};
@@ -154,8 +154,14 @@ pub fn App() -> impl IntoView {
                         return;
                     }
                     let shown = match doc {
-                        AnyDocument::Trace(t) => {
-                            // The costly steps of a large trace, one task each.
+                        AnyDocument::Trace(mut t) => {
+                            // The costly steps of a large trace, one task each. The memory
+                            // views first: then the samples they read (one per memory event,
+                            // nothing else reads them) go, and the layout's allocations reuse
+                            // their room (the page's memory never shrinks).
+                            let memory = MemoryViews::of(&t);
+                            t.memory_profile.samples = Vec::new();
+                            yield_now().await;
                             let extents = extents_of(&t);
                             yield_now().await;
                             let lanes = Lanes::build(&extents);
@@ -166,8 +172,9 @@ pub fn App() -> impl IntoView {
                                 return;
                             }
                             // The other view models while the worker ranks the findings.
-                            let mut model = TraceModel::with_layout(
+                            let mut model = TraceModel::with_memory(
                                 *t,
+                                memory,
                                 extents,
                                 lanes,
                                 index,

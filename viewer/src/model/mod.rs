@@ -38,7 +38,8 @@ use summary::SummaryCard;
 /// Everything the page shows for an execution trace.
 #[derive(Debug, Clone)]
 pub struct TraceModel {
-    /// The document as read.
+    /// The document as read (on the single-file page, without its memory samples: see
+    /// [`TraceModel::with_memory`]).
     pub doc: TraceDocument,
     /// Run header (`None` without a usable `meta`).
     pub header: Option<RunHeader>,
@@ -104,6 +105,21 @@ impl TraceModel {
         index: SpanIndex,
         findings: &Findings,
     ) -> Self {
+        let memory = MemoryViews::of(&doc);
+        Self::with_memory(doc, memory, extents, lanes, index, findings)
+    }
+
+    /// [`TraceModel::with_layout`] with the memory views built already, from `doc` as read:
+    /// the page builds them first and then lets the document's memory samples go (nothing
+    /// else reads them), so the layout's allocations reuse their room.
+    pub fn with_memory(
+        doc: TraceDocument,
+        memory: MemoryViews,
+        extents: Vec<SpanExtent>,
+        lanes: Lanes,
+        index: SpanIndex,
+        findings: &Findings,
+    ) -> Self {
         let capture = capture::CapturePanel::of(&doc);
         let mut cards = summary::trace_cards(&doc.summary());
         summary::mark_not_captured(&mut cards, &capture.not_captured);
@@ -118,8 +134,8 @@ impl TraceModel {
             index,
             memory: memory::MemoryPanel::of(&doc, 20),
             gradients,
-            memory_curves: crate::timeline::memory_curve::device_curves(&doc.memory_profile),
-            memory_charts: memory_chart::MemoryCharts::of(&doc),
+            memory_curves: memory.curves,
+            memory_charts: memory.charts,
             phases: phases::PhasesPanel::of(&doc),
             efficiency: efficiency::EfficiencyPanel::of(&doc),
             gradient_table: gradients::GradientTable::of(&doc),
@@ -127,6 +143,27 @@ impl TraceModel {
             capture,
             findings,
             doc,
+        }
+    }
+}
+
+/// The views of a document's memory samples (`memory_profile.samples`, one per memory event:
+/// the largest part of a memory-heavy trace after its records): the memory strip's curves
+/// and the memory charts. No other view reads the samples.
+#[derive(Debug, Clone)]
+pub struct MemoryViews {
+    /// Live bytes over time, per device, for the memory strip.
+    pub curves: Vec<crate::timeline::memory_curve::DeviceCurve>,
+    /// Stacked live bytes and checkpoint reconciliation per device.
+    pub charts: memory_chart::MemoryCharts,
+}
+
+impl MemoryViews {
+    /// The memory views of `doc`.
+    pub fn of(doc: &TraceDocument) -> Self {
+        MemoryViews {
+            curves: crate::timeline::memory_curve::device_curves(&doc.memory_profile),
+            charts: memory_chart::MemoryCharts::of(doc),
         }
     }
 }
@@ -220,6 +257,55 @@ mod tests {
         assert!(cmp.candidate.findings.rows.is_empty());
         let multi = multi::MultiModel::new(vec![("a".into(), doc.clone()), ("b".into(), doc)]);
         assert!(multi.files.iter().all(|f| f.model.findings.rows.is_empty()));
+    }
+
+    #[test]
+    fn the_memory_views_need_no_samples_afterwards() {
+        // As the page builds it: memory views first, then the document without its samples.
+        // Every view equals the one built from the whole document, on every trace fixture.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures");
+        let mut with_samples = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "jsonl") {
+                continue;
+            }
+            let doc = TraceDocument::from_bytes(&std::fs::read(&path).unwrap());
+            with_samples += usize::from(!doc.memory_profile.samples.is_empty());
+            let findings = trace_findings(&[&doc]);
+            let whole = TraceModel::new(doc.clone());
+            let memory = MemoryViews::of(&doc);
+            let mut bare = doc;
+            bare.memory_profile.samples = Vec::new();
+            // The page ranks findings on it where no worker did.
+            assert_eq!(trace_findings(&[&bare]), findings, "{}", path.display());
+            let extents = extents_of(&bare);
+            let lanes = Lanes::build(&extents);
+            let index = SpanIndex::of(&bare);
+            let m = TraceModel::with_memory(bare, memory, extents, lanes, index, &findings);
+            let name = path.display();
+            assert_eq!(m.memory_curves, whole.memory_curves, "{name}");
+            assert_eq!(m.memory_charts, whole.memory_charts, "{name}");
+            assert_eq!(m.memory, whole.memory, "{name}");
+            assert_eq!(m.cards, whole.cards, "{name}");
+            assert_eq!(m.header, whole.header, "{name}");
+            assert_eq!(m.diagnostics, whole.diagnostics, "{name}");
+            assert_eq!(m.lanes, whole.lanes, "{name}");
+            assert_eq!(m.extents, whole.extents, "{name}");
+            assert_eq!(m.index, whole.index, "{name}");
+            assert_eq!(m.gradients, whole.gradients, "{name}");
+            assert_eq!(m.phases, whole.phases, "{name}");
+            assert_eq!(m.efficiency, whole.efficiency, "{name}");
+            assert_eq!(m.gradient_table, whole.gradient_table, "{name}");
+            assert_eq!(m.modules, whole.modules, "{name}");
+            assert_eq!(m.capture, whole.capture, "{name}");
+            assert_eq!(m.findings, whole.findings, "{name}");
+            assert_eq!(m.doc.summary(), whole.doc.summary(), "{name}");
+        }
+        assert!(
+            with_samples >= 3,
+            "fixtures with memory samples: {with_samples}"
+        );
     }
 
     #[test]
