@@ -174,16 +174,10 @@ pub fn MemoryChartsView() -> impl IntoView {
                             <svg class="chart" viewBox=view_box.clone() preserveAspectRatio="none" role="img"
                                 aria-label=format!("device checkpoints against allocator live bytes on {}", d.device)
                                 on:click=click2>
-                                {d.checkpoints.iter().map(|c| view! {
-                                    <rect class="gap" x=(c.x - 3.0).to_string() width="6"
-                                        y=c.y_used.min(c.y_live).to_string()
-                                        height=(c.y_used - c.y_live).abs().max(1.0).to_string()></rect>
-                                }).collect_view()}
+                                <path class="gap" d=d.gaps_path.clone()></path>
                                 <path class="live-line" d=d.live_path.clone()></path>
                                 <path class="used-line" d=d.used_path.clone()></path>
-                                {d.checkpoints.iter().map(|c| view! {
-                                    <circle class="used-dot" cx=c.x.to_string() cy=c.y_used.to_string() r="3"></circle>
-                                }).collect_view()}
+                                <path class="used-dot" d=d.dots_path.clone()></path>
                             </svg>
                         })}
                     </div>

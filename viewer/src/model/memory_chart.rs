@@ -80,6 +80,41 @@ pub struct DeviceChart {
     pub checkpoints: Vec<CheckpointMark>,
     /// The checkpoints' used bytes joined.
     pub used_path: String,
+    /// Every checkpoint's bar from used to live bytes, as one path (see [`gaps_path`]).
+    pub gaps_path: String,
+    /// Every checkpoint's dot at its used bytes, as one path (see [`dots_path`]).
+    pub dots_path: String,
+}
+
+/// Bars 6 units wide centred on each checkpoint, from its used to its live bytes (at least 1
+/// unit high), as one SVG path: one element for any number of checkpoints.
+pub fn gaps_path(marks: &[CheckpointMark]) -> String {
+    let mut d = String::new();
+    for c in marks {
+        let top = c.y_used.min(c.y_live);
+        let height = (c.y_used - c.y_live).abs().max(1.0);
+        d.push_str(&format!(
+            "M{} {}h6v{}h-6z",
+            num(c.x - 3.0),
+            num(top),
+            num(height)
+        ));
+    }
+    d
+}
+
+/// A dot of radius 3 at each checkpoint's used bytes (two half-circle arcs each), as one SVG
+/// path.
+pub fn dots_path(marks: &[CheckpointMark]) -> String {
+    let mut d = String::new();
+    for c in marks {
+        d.push_str(&format!(
+            "M{} {}a3 3 0 1 0 6 0a3 3 0 1 0 -6 0",
+            num(c.x - 3.0),
+            num(c.y_used)
+        ));
+    }
+    d
 }
 
 /// One reconciliation row.
@@ -241,6 +276,8 @@ impl MemoryCharts {
                 peak_mark,
                 reconcile_max_bytes,
                 live_path: polyline(&live_points),
+                gaps_path: gaps_path(&checkpoints),
+                dots_path: dots_path(&checkpoints),
                 checkpoints,
                 used_path,
             });
@@ -313,6 +350,9 @@ mod tests {
             vec!["parameter", "activation", "gradient", "optimizer"]
         );
         assert_eq!(cuda.checkpoints.len(), 4);
+        // One bar and one dot per checkpoint, each path one element.
+        assert_eq!(cuda.gaps_path.matches('M').count(), 4);
+        assert_eq!(cuda.dots_path.matches('M').count(), 4);
         assert_eq!(m.reconcile.len(), 5);
         let max = m.max_unexplained.as_ref().unwrap();
         assert_eq!(
@@ -338,6 +378,35 @@ mod tests {
             m.time_labels()[1],
             ("400".to_string(), "50.0 µs".to_string())
         );
+    }
+
+    #[test]
+    fn checkpoint_bars_and_dots_by_hand() {
+        let gap = CheckpointGap {
+            timestamp_ns: 0,
+            device: "cpu".into(),
+            used_bytes: 0,
+            free_bytes: 0,
+            reserved_bytes: None,
+            live_bytes: 0,
+            unexplained_bytes: 0,
+            overcount_bytes: 0,
+            line: 1,
+        };
+        let mark = |x, y_used, y_live| CheckpointMark {
+            x,
+            y_used,
+            y_live,
+            gap: gap.clone(),
+        };
+        // Used above live (smaller y), then a zero gap drawn 1 unit high.
+        let marks = [mark(100.0, 20.0, 50.0), mark(10.25, 80.0, 80.0)];
+        assert_eq!(gaps_path(&marks), "M97 20h6v30h-6zM7.3 80h6v1h-6z");
+        assert_eq!(
+            dots_path(&marks),
+            "M97 20a3 3 0 1 0 6 0a3 3 0 1 0 -6 0M7.3 80a3 3 0 1 0 6 0a3 3 0 1 0 -6 0"
+        );
+        assert_eq!(gaps_path(&[]), "");
     }
 
     #[test]
