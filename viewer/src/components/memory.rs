@@ -194,6 +194,7 @@ pub fn MemoryChartsView() -> impl IntoView {
                             {format!(" on {} at {} (device used {}, allocator live {})", m.gap.device, m.time, m.used, m.live)}
                         </p>
                     })}
+                    <div class="reconcile-table">
                     <table>
                         <thead><tr>
                             <th scope="col">"time"</th><th scope="col">"device"</th><th scope="col">"device used"</th>
@@ -218,6 +219,7 @@ pub fn MemoryChartsView() -> impl IntoView {
                             }).collect_view()}
                         </tbody>
                     </table>
+                    </div>
                 }
             })}
         </section>
