@@ -634,8 +634,10 @@ pub enum Stepped {
 /// chunk (its buffer reused for the next) and the strings received so far, never the whole
 /// encoding.
 pub struct Decoder {
-    /// The current chunk.
-    chunk: Vec<u8>,
+    /// The current chunk: `buffer[..len]` (the buffer only grows, so a chunk costs no
+    /// clearing of it).
+    buffer: Vec<u8>,
+    len: usize,
     /// The next byte to read in it.
     at: usize,
     /// Bytes of the chunks before it.
@@ -661,7 +663,8 @@ impl Decoder {
     /// A decoder waiting for its first chunk.
     pub fn new() -> Self {
         Decoder {
-            chunk: Vec::new(),
+            buffer: Vec::new(),
+            len: 0,
             at: 0,
             before: 0,
             strings: StringPool::default(),
@@ -680,16 +683,19 @@ impl Decoder {
         if self.done {
             return Err(broken("a chunk after the end of the document"));
         }
-        if self.at != self.chunk.len() {
+        if self.at != self.len {
             return Err(broken("a chunk before the one before was decoded"));
         }
-        self.before += self.chunk.len();
-        self.chunk.clear();
-        self.chunk.resize(len, 0);
-        fill(&mut self.chunk);
-        let mut r = In::new(&self.chunk, 0);
+        self.before += self.len;
+        if self.buffer.len() < len {
+            self.buffer.resize(len, 0);
+        }
+        self.len = len;
+        let chunk = &mut self.buffer[..len];
+        fill(chunk);
+        let mut r = In::new(chunk, 0);
         let t = r.table(2)?;
-        self.strings.append(&t, &self.chunk)?;
+        self.strings.append(&t, chunk)?;
         self.at = r.at;
         Ok(())
     }
@@ -709,7 +715,7 @@ impl Decoder {
         if self.done {
             return Ok(Stepped::Done);
         }
-        let b = &self.chunk[..];
+        let b = self.buffer.get(..self.len).unwrap_or_default();
         if self.at >= b.len() {
             return Ok(Stepped::NeedChunk);
         }

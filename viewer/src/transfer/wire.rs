@@ -497,19 +497,22 @@ impl List<'_> {
     }
 }
 
-/// The strings received so far, numbered in order: each chunk's table appended.
+/// The strings received so far, numbered in order: each chunk's table appended. Their bytes
+/// are checked to be UTF-8 once, as they come, and each string to start and end on a
+/// character boundary when it is read, so a lookup costs no UTF-8 check.
 #[derive(Default)]
 pub struct StringPool {
     /// Each string's end in `pool`, as little-endian `u32`s (read through a [`Col`]).
     ends: Vec<u8>,
-    pool: Vec<u8>,
+    pool: String,
 }
 
 impl StringPool {
     /// Append the strings of a chunk's table `t` in `bytes` (see [`Strings::table_from`]).
     pub fn append(&mut self, t: &Table, bytes: &[u8]) -> Result<()> {
         let ends = t.col(bytes, 0, 4)?;
-        let pool = t.raw(bytes, 1)?;
+        let pool = std::str::from_utf8(t.raw(bytes, 1)?)
+            .map_err(|e| broken(format!("a string is not UTF-8 ({e})")))?;
         let base = u32::try_from(self.pool.len()).map_err(|_| broken("too many strings"))?;
         self.ends.reserve(t.n * 4);
         let mut last = 0;
@@ -523,7 +526,7 @@ impl StringPool {
                 .ok_or_else(|| broken("too many strings"))?;
             self.ends.extend_from_slice(&end.to_le_bytes());
         }
-        self.pool.extend_from_slice(pool);
+        self.pool.push_str(pool);
         Ok(())
     }
 
@@ -540,7 +543,7 @@ impl StringPool {
 #[derive(Clone, Copy)]
 pub struct Strs<'b> {
     ends: Col<'b>,
-    pool: &'b [u8],
+    pool: &'b str,
 }
 
 impl<'b> Strs<'b> {
@@ -553,11 +556,13 @@ impl<'b> Strs<'b> {
             Some(p) => self.ends.u32(p).map_err(outside)? as usize,
             None => 0,
         };
-        let bytes = self
-            .pool
-            .get(start..end)
-            .ok_or_else(|| broken(format!("string {id} lies outside its table")))?;
-        std::str::from_utf8(bytes).map_err(|_| broken(format!("string {id} is not UTF-8")))
+        // `None` also where a bound is not on a character boundary: the pool is UTF-8 as a
+        // whole, so a string cut from it on boundaries is too.
+        self.pool.get(start..end).ok_or_else(|| {
+            broken(format!(
+                "string {id} lies outside its table or is not UTF-8"
+            ))
+        })
     }
 
     /// String `id`, `None` for [`NONE`].
