@@ -206,7 +206,8 @@ fn raster_rects(raster: &mut Raster, rects: &[Rect]) {
     }
 }
 
-/// Put `raster`'s pixels on the canvas at its origin (device pixels: the transform is ignored).
+/// Put `raster`'s pixels on the canvas at its place, its first row on the picture's row
+/// `raster.top()` (device pixels: the transform is ignored).
 fn put_raster(ctx: &CanvasRenderingContext2d, raster: &Raster) {
     if raster.width() == 0 || raster.height() == 0 {
         return;
@@ -216,7 +217,7 @@ fn put_raster(ctx: &CanvasRenderingContext2d, raster: &Raster) {
         raster.width() as u32,
         raster.height() as u32,
     ) {
-        let _ = ctx.put_image_data(&image, 0.0, 0.0);
+        let _ = ctx.put_image_data(&image, 0.0, raster.top() as f64);
     }
 }
 
@@ -234,28 +235,50 @@ fn fill_labels(ctx: &CanvasRenderingContext2d, rects: &[Rect]) {
     }
 }
 
-/// Paint a scene: the tick rules and the rectangles rasterised in `raster` and put in one
-/// call, then the text and the outlines on top.
+/// Device rows rasterised at a time: the buffer of a strip stays about 1 MB however tall the
+/// chart (a 100 000-deep trace makes it two million CSS pixels tall).
+const STRIP_ROWS: usize = 256;
+/// Rows past this are not rasterised: no browser keeps a canvas taller than this (Chromium's
+/// limit is 32 767 pixels a side), so painting them would only cost time.
+const MAX_RASTER_ROWS: usize = 32_767;
+
+/// Paint a scene: the tick rules and the rectangles rasterised in `raster`, a strip of rows at
+/// a time, each strip put in one call; then the text and the outlines on top.
 fn paint(canvas: &web_sys::HtmlCanvasElement, s: &Scene, theme: Theme, raster: &mut Raster) {
     let Some((ctx, width, dpr)) = prepare(canvas, s.height_px) else {
         return;
     };
     let axis = crate::timeline::layout::AXIS_PX;
-    raster.reset(canvas.width() as usize, canvas.height() as usize, dpr);
     let axis_rgb = rgb(axis_color(theme)).unwrap_or([0x80; 3]);
-    for t in &s.ticks {
-        // A 1 px rule at a quarter opacity from under the label down through the lanes.
-        raster.fill_rect(
-            t.x.round(),
-            axis - 6.0,
-            1.0,
-            s.height_px - (axis - 6.0),
-            axis_rgb,
-            0.25,
-        );
+    let rows = (canvas.height() as usize).min(MAX_RASTER_ROWS);
+    // The scene's rectangles go top to bottom (group by group, lane by lane): each strip
+    // takes the run of them that reaches into it.
+    let mut first = 0;
+    for top in (0..rows).step_by(STRIP_ROWS) {
+        let height = STRIP_ROWS.min(rows - top);
+        raster.reset_strip(canvas.width() as usize, height, dpr, top);
+        for t in &s.ticks {
+            // A 1 px rule at a quarter opacity from under the label down through the lanes.
+            raster.fill_rect(
+                t.x.round(),
+                axis - 6.0,
+                1.0,
+                s.height_px - (axis - 6.0),
+                axis_rgb,
+                0.25,
+            );
+        }
+        let (strip_top, strip_bottom) = (top as f64 / dpr, (top + height) as f64 / dpr);
+        while first < s.rects.len() && s.rects[first].y + s.rects[first].h <= strip_top {
+            first += 1;
+        }
+        let reach = s.rects[first..]
+            .iter()
+            .take_while(|r| r.y < strip_bottom)
+            .count();
+        raster_rects(raster, &s.rects[first..first + reach]);
+        put_raster(&ctx, raster);
     }
-    raster_rects(raster, &s.rects);
-    put_raster(&ctx, raster);
     ctx.set_font("11px system-ui, sans-serif");
     ctx.set_fill_style_str(axis_color(theme));
     ctx.set_stroke_style_str(axis_color(theme));

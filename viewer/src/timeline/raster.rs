@@ -14,6 +14,9 @@
 pub struct Raster {
     width: usize,
     height: usize,
+    /// The device row of the whole picture that is this raster's first row (a raster may hold
+    /// one horizontal strip of a taller picture).
+    top: usize,
     scale: f64,
     data: Vec<u8>,
 }
@@ -53,8 +56,17 @@ impl Raster {
     /// Make the raster `width` × `height` device pixels for `scale` device pixels per CSS
     /// pixel, every pixel transparent.
     pub fn reset(&mut self, width: usize, height: usize, scale: f64) {
+        self.reset_strip(width, height, scale, 0);
+    }
+
+    /// Make the raster the strip of device rows `top .. top + height` of a picture `width`
+    /// device pixels wide, every pixel transparent: fills take the whole picture's CSS
+    /// coordinates and keep only what falls in the strip. A tall chart is painted strip by
+    /// strip, so the buffer stays as small as one strip.
+    pub fn reset_strip(&mut self, width: usize, height: usize, scale: f64, top: usize) {
         self.width = width;
         self.height = height;
+        self.top = top;
         self.scale = if scale.is_finite() && scale > 0.0 {
             scale
         } else {
@@ -74,12 +86,18 @@ impl Raster {
         self.height
     }
 
+    /// The picture's device row that is this raster's first row.
+    pub fn top(&self) -> usize {
+        self.top
+    }
+
     /// The pixels, row by row, 4 bytes (R, G, B, A) each.
     pub fn data(&self) -> &[u8] {
         &self.data
     }
 
-    /// The pixel at device `(x, y)`, `None` outside.
+    /// The pixel at device `(x, y)` of the raster (row `y` is the picture's row `top + y`),
+    /// `None` outside.
     pub fn pixel(&self, x: usize, y: usize) -> Option<[u8; 4]> {
         if x >= self.width || y >= self.height {
             return None;
@@ -95,7 +113,11 @@ impl Raster {
 
     /// The device rows of CSS `y .. y + h` inside the raster (`None` when none are).
     fn rows(&self, y: f64, h: f64) -> Option<(usize, usize)> {
-        let (y0, y1) = ((y * self.scale).round(), ((y + h) * self.scale).round());
+        let top = self.top as f64;
+        let (y0, y1) = (
+            (y * self.scale).round() - top,
+            ((y + h) * self.scale).round() - top,
+        );
         if !(y0.is_finite() && y1.is_finite()) || y1 <= y0 {
             return None;
         }
@@ -446,6 +468,39 @@ mod tests {
             }
             proptest::prop_assert_eq!(a.data(), b.data());
         }
+    }
+
+    #[test]
+    fn strips_hold_their_rows_of_the_picture() {
+        // A picture 2 wide and 6 tall at scale 1, painted as strips of 4 and 2 rows: each strip
+        // holds the same pixels as the whole picture's rows.
+        let fill = |r: &mut Raster| {
+            r.fill_rect(0.0, 1.0, 2.0, 3.0, RED, 1.0);
+            r.fill_band(3.0, 2.0, &[(0.5, 1.0, BLUE)]);
+            r.fill_rect(1.0, 0.0, 1.0, 6.0, [0, 255, 0], 0.25);
+        };
+        let mut whole = raster(2, 6, 1.0);
+        fill(&mut whole);
+        for (top, height) in [(0, 4), (4, 2), (3, 3)] {
+            let mut strip = Raster::new();
+            strip.reset_strip(2, height, 1.0, top);
+            fill(&mut strip);
+            assert_eq!(strip.top(), top);
+            for y in 0..height {
+                for x in 0..2 {
+                    assert_eq!(
+                        strip.pixel(x, y),
+                        whole.pixel(x, top + y),
+                        "({x}, {top} + {y})"
+                    );
+                }
+            }
+        }
+        // A strip past the picture's fills takes none.
+        let mut below = Raster::new();
+        below.reset_strip(2, 2, 1.0, 10);
+        fill(&mut below);
+        assert_eq!(below.data(), &[0u8; 16][..]);
     }
 
     #[test]
