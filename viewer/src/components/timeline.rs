@@ -235,28 +235,49 @@ fn fill_labels(ctx: &CanvasRenderingContext2d, rects: &[Rect]) {
     }
 }
 
-/// Device rows rasterised at a time: the buffer of a strip stays about 1 MB however tall the
-/// chart (a 100 000-deep trace makes it two million CSS pixels tall).
-const STRIP_ROWS: usize = 256;
+/// Device rows rasterised at a time: the buffer (one for the chart and the memory strip) stays
+/// a strip of 64 rows, about 320 KB at 1246 pixels wide, however tall the chart is (a
+/// 100 000-deep trace makes it two million CSS pixels tall). Wasm memory never shrinks, so the
+/// buffer is kept small rather than the number of `putImageData` calls.
+const STRIP_ROWS: usize = 64;
 /// Rows past this are not rasterised: no browser keeps a canvas taller than this (Chromium's
 /// limit is 32 767 pixels a side), so painting them would only cost time.
 const MAX_RASTER_ROWS: usize = 32_767;
 
-/// Paint a scene: the tick rules and the rectangles rasterised in `raster`, a strip of rows at
-/// a time, each strip put in one call; then the text and the outlines on top.
+/// Rasterise `canvas`'s picture a strip of rows at a time: `draw` fills each strip (in the
+/// whole picture's CSS coordinates), which is then put on the canvas in its place.
+fn put_in_strips(
+    ctx: &CanvasRenderingContext2d,
+    canvas: &web_sys::HtmlCanvasElement,
+    dpr: f64,
+    raster: &mut Raster,
+    mut draw: impl FnMut(&mut Raster),
+) {
+    let rows = (canvas.height() as usize).min(MAX_RASTER_ROWS);
+    for top in (0..rows).step_by(STRIP_ROWS) {
+        raster.reset_strip(
+            canvas.width() as usize,
+            STRIP_ROWS.min(rows - top),
+            dpr,
+            top,
+        );
+        draw(raster);
+        put_raster(ctx, raster);
+    }
+}
+
+/// Paint a scene: the tick rules and the rectangles rasterised in `raster` strip by strip,
+/// then the text and the outlines on top.
 fn paint(canvas: &web_sys::HtmlCanvasElement, s: &Scene, theme: Theme, raster: &mut Raster) {
     let Some((ctx, width, dpr)) = prepare(canvas, s.height_px) else {
         return;
     };
     let axis = crate::timeline::layout::AXIS_PX;
     let axis_rgb = rgb(axis_color(theme)).unwrap_or([0x80; 3]);
-    let rows = (canvas.height() as usize).min(MAX_RASTER_ROWS);
     // The scene's rectangles go top to bottom (group by group, lane by lane): each strip
     // takes the run of them that reaches into it.
     let mut first = 0;
-    for top in (0..rows).step_by(STRIP_ROWS) {
-        let height = STRIP_ROWS.min(rows - top);
-        raster.reset_strip(canvas.width() as usize, height, dpr, top);
+    put_in_strips(&ctx, canvas, dpr, raster, |raster| {
         for t in &s.ticks {
             // A 1 px rule at a quarter opacity from under the label down through the lanes.
             raster.fill_rect(
@@ -268,7 +289,8 @@ fn paint(canvas: &web_sys::HtmlCanvasElement, s: &Scene, theme: Theme, raster: &
                 0.25,
             );
         }
-        let (strip_top, strip_bottom) = (top as f64 / dpr, (top + height) as f64 / dpr);
+        let strip_top = raster.top() as f64 / dpr;
+        let strip_bottom = (raster.top() + raster.height()) as f64 / dpr;
         while first < s.rects.len() && s.rects[first].y + s.rects[first].h <= strip_top {
             first += 1;
         }
@@ -277,8 +299,7 @@ fn paint(canvas: &web_sys::HtmlCanvasElement, s: &Scene, theme: Theme, raster: &
             .take_while(|r| r.y < strip_bottom)
             .count();
         raster_rects(raster, &s.rects[first..first + reach]);
-        put_raster(&ctx, raster);
-    }
+    });
     ctx.set_font("11px system-ui, sans-serif");
     ctx.set_fill_style_str(axis_color(theme));
     ctx.set_stroke_style_str(axis_color(theme));
@@ -343,7 +364,7 @@ fn paint_minimap(
 }
 
 /// Paint every group's devices' live bytes on one scale (the largest peak), rasterised in
-/// `raster` and put in one call (a canvas stroke of the curve cost about 10 ms a frame).
+/// `raster` (a canvas stroke of the curve cost about 10 ms a frame).
 fn paint_memory(
     canvas: &web_sys::HtmlCanvasElement,
     groups: &[ChartGroup],
@@ -355,19 +376,28 @@ fn paint_memory(
     let Some((ctx, _, dpr)) = prepare(canvas, MEMORY_PX) else {
         return;
     };
-    raster.reset(canvas.width() as usize, canvas.height() as usize, dpr);
     let curves = groups
         .iter()
         .enumerate()
         .flat_map(|(g, x)| x.ctx.model.memory_curves.iter().map(move |c| (g, c)));
     let top = curves.clone().map(|(_, c)| c.peak_bytes).max().unwrap_or(0);
-    for (i, (g, curve)) in curves.enumerate() {
-        let colour = rgb(device_color(i, theme)).unwrap_or([0x80; 3]);
-        for line in curve_lines(curve, &layout.group_view(view, g), top, MEMORY_PX) {
-            raster.stroke_steps(&line, 1.5, colour);
+    // Each device's colour and polylines.
+    let lines: Vec<_> = curves
+        .enumerate()
+        .map(|(i, (g, curve))| {
+            (
+                rgb(device_color(i, theme)).unwrap_or([0x80; 3]),
+                curve_lines(curve, &layout.group_view(view, g), top, MEMORY_PX),
+            )
+        })
+        .collect();
+    put_in_strips(&ctx, canvas, dpr, raster, |raster| {
+        for (colour, device_lines) in &lines {
+            for line in device_lines {
+                raster.stroke_steps(line, 1.5, *colour);
+            }
         }
-    }
-    put_raster(&ctx, raster);
+    });
 }
 
 /// The page's URL fragment, as chart state.
@@ -473,9 +503,9 @@ pub fn FlameChart(
     let drag: StoredValue<Option<Drag>> = StoredValue::new(None);
     let minimap_drag = StoredValue::new(false);
     let minimap_cache: StoredValue<MinimapCache> = StoredValue::new(None);
-    // The chart's pixels, kept between frames for their allocation.
-    let chart_raster = StoredValue::new(Raster::new());
-    let memory_raster = StoredValue::new(Raster::new());
+    // A strip of the chart's or the memory strip's pixels, kept between frames for its
+    // allocation.
+    let raster = StoredValue::new(Raster::new());
     // Whether the view has been fitted to the canvas's real width yet.
     let sized = StoredValue::new(false);
     let pending = StoredValue::new(Some(read_fragment()).filter(|s| s.files == files));
@@ -639,10 +669,10 @@ pub fn FlameChart(
                 selected: &selected,
             };
             let s = scene(&l, &src, &labels, &view, marks, merged_fill(theme));
-            chart_raster.update_value(|raster| paint(&canvas, &s, theme, raster));
+            raster.update_value(|raster| paint(&canvas, &s, theme, raster));
             paint_minimap(&minimap, &l, &src, &view, minimap_cache);
             if let Some(memory) = memory_ref.get() {
-                memory_raster.update_value(|raster| {
+                raster.update_value(|raster| {
                     paint_memory(&memory, &groups, &l, &view, theme, raster)
                 });
             }

@@ -560,13 +560,22 @@ mod tests {
         // The page paints a tall chart in strips of rows and takes the rectangles in order, so
         // they must come top to bottom across groups and lanes.
         let f = Fake::new(vec![
-            vec![(0, 100, 0, "a"), (10, 20, 1, "c"), (30, 40, 1, "d"), (12, 14, 2, "e")],
+            vec![
+                (0, 100, 0, "a"),
+                (10, 20, 1, "c"),
+                (30, 40, 1, "d"),
+                (12, 14, 2, "e"),
+            ],
             vec![(0, 100, 0, "b"), (5, 50, 1, "f")],
         ]);
         let l = f.layout(&[0, 30]);
         let s = scene(&l, &f, &["x", "y"], &l.fit(300.0), Marks::default(), "#888");
         assert_eq!(s.rects.len(), 6);
-        assert!(s.rects.windows(2).all(|w| w[0].y <= w[1].y), "{:?}", s.rects);
+        assert!(
+            s.rects.windows(2).all(|w| w[0].y <= w[1].y),
+            "{:?}",
+            s.rects
+        );
     }
 
     #[test]
