@@ -227,6 +227,45 @@ impl Raster {
         }
     }
 
+    /// Outline the rectangle `(x, y, w, h)` with an opaque `line_px`-wide line centred on its
+    /// edges, as a canvas `strokeRect` does, but with every edge on whole device pixels (the
+    /// line at least one pixel wide): four boxes, the top and bottom ones across the corners.
+    /// A search can outline thousands of spans a frame, and whole pixels are copies, not
+    /// blends.
+    pub fn stroke_rect(&mut self, x: f64, y: f64, w: f64, h: f64, line_px: f64, colour: [u8; 3]) {
+        let s = self.scale;
+        let snap = |v: f64| (v * s).round();
+        let line = (line_px * s).round().max(1.0);
+        let (x0, x1) = (snap(x - line_px / 2.0), snap(x + w - line_px / 2.0));
+        let (y0, y1) = (snap(y - line_px / 2.0), snap(y + h - line_px / 2.0));
+        if !(x0.is_finite() && x1.is_finite() && y0.is_finite() && y1.is_finite()) {
+            return;
+        }
+        let (x1, y1) = (x1.max(x0), y1.max(y0));
+        self.fill_device(x0, x1 + line, y0, y0 + line, colour);
+        self.fill_device(x0, x1 + line, y1, y1 + line, colour);
+        self.fill_device(x0, x0 + line, y0 + line, y1, colour);
+        self.fill_device(x1, x1 + line, y0 + line, y1, colour);
+    }
+
+    /// Fill the whole device pixels `x0 .. x1` × `y0 .. y1` of the picture with opaque
+    /// `colour`, clipped to the raster.
+    fn fill_device(&mut self, x0: f64, x1: f64, y0: f64, y1: f64, colour: [u8; 3]) {
+        let top = self.top as f64;
+        let (x0, x1) = (x0.max(0.0), x1.min(self.width as f64));
+        let (y0, y1) = ((y0 - top).max(0.0), (y1 - top).min(self.height as f64));
+        if x1 <= x0 || y1 <= y0 {
+            return;
+        }
+        let cols = Columns {
+            full: (x0 as usize, x1 as usize),
+            partial: [(usize::MAX, 0.0); 2],
+        };
+        for row in y0 as usize..y1 as usize {
+            self.fill_row(row, &cols, colour, 1.0);
+        }
+    }
+
     /// Draw the polyline `points` (CSS pixels, left to right, as the memory strip's column
     /// centres are) `line_px` thick: each segment as the box from one point's x to the next
     /// one's that spans both y's and half the thickness beyond them, so that a rise or fall
@@ -501,6 +540,48 @@ mod tests {
         below.reset_strip(2, 2, 1.0, 10);
         fill(&mut below);
         assert_eq!(below.data(), &[0u8; 16][..]);
+    }
+
+    #[test]
+    fn outlines_are_a_frame_centred_on_the_edges() {
+        // A 4 × 3 rectangle at (1, 1), 2 px line: the frame covers x 0 .. 6, y 0 .. 5, with a
+        // 2 × 1 hole at x 2 .. 4, y 2 .. 3.
+        let mut r = raster(7, 6, 1.0);
+        r.stroke_rect(1.0, 1.0, 4.0, 3.0, 2.0, RED);
+        let lit: Vec<String> = (0..6)
+            .map(|y| {
+                (0..7)
+                    .map(|x| match r.pixel(x, y) {
+                        Some([255, 0, 0, 255]) => '#',
+                        Some([0, 0, 0, 0]) => '.',
+                        other => panic!("({x}, {y}): {other:?}"),
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            lit,
+            vec!["######.", "######.", "##..##.", "######.", "######.", "......."]
+        );
+        // Edges between pixels snap to the nearest: (0.6, 0.4, 2.2, 2.2) with a 1.5 px line
+        // is the 2 px frame of x 0 .. 4 and y 0 .. 4 (0.6 − 0.75 → 0; 2.8 − 0.75 → 2, + 2;
+        // 1.5 → 2 px wide), all opaque.
+        let mut r = raster(5, 5, 1.0);
+        r.stroke_rect(0.6, 0.4, 2.2, 2.2, 1.5, RED);
+        let opaque = (0..5)
+            .flat_map(|y| (0..5).map(move |x| (x, y)))
+            .filter(|&(x, y)| r.pixel(x, y) == Some([255, 0, 0, 255]))
+            .count();
+        let any = (0..5)
+            .flat_map(|y| (0..5).map(move |x| (x, y)))
+            .filter(|&(x, y)| r.pixel(x, y) != Some([0; 4]))
+            .count();
+        assert_eq!((opaque, any), (16, 16));
+        // A frame wholly around the raster, and one at NaN, touch no pixel and do not panic.
+        let before = r.data().to_vec();
+        r.stroke_rect(-10.0, -10.0, 100.0, 100.0, 3.0, BLUE);
+        r.stroke_rect(f64::NAN, 0.0, 1.0, 1.0, 1.0, BLUE);
+        assert_eq!(r.data(), &before[..]);
     }
 
     #[test]
