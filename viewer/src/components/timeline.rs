@@ -11,7 +11,7 @@ use std::time::Duration;
 use leptos::context::Provider;
 use leptos::html::Canvas;
 use leptos::prelude::*;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::{Clamped, JsCast, JsValue};
 use web_sys::CanvasRenderingContext2d;
 
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
@@ -32,6 +32,7 @@ use crate::timeline::palette::{
     axis_color, colour_key, device_color, highlight_color, kind_name, merged_fill, span_fill,
     step_name, Theme, STEP_LEGEND,
 };
+use crate::timeline::raster::{rgb, Raster};
 use crate::timeline::scene::{
     hit, minimap_rects, scene, Marks, Rect, Scene, SpanRef, SpanSource, MINIMAP_PX,
 };
@@ -156,11 +157,11 @@ impl SpanSource for Source<'_> {
 }
 
 /// The 2D context of a canvas sized to its CSS box times the device pixel ratio, with the
-/// transform set so that drawing uses CSS pixels. Returns the CSS width too.
+/// transform set so that drawing uses CSS pixels. Returns the CSS width and the ratio too.
 fn prepare(
     canvas: &web_sys::HtmlCanvasElement,
     css_height: f64,
-) -> Option<(CanvasRenderingContext2d, f64)> {
+) -> Option<(CanvasRenderingContext2d, f64, f64)> {
     let dpr = web_sys::window()
         .map_or(1.0, |w| w.device_pixel_ratio())
         .max(1.0);
@@ -178,45 +179,139 @@ fn prepare(
     let ctx: CanvasRenderingContext2d = canvas.get_context("2d").ok()??.dyn_into().ok()?;
     let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
     ctx.clear_rect(0.0, 0.0, css_width, css_height);
-    Some((ctx, css_width))
+    Some((ctx, css_width, dpr))
 }
 
-/// Fill rectangles, setting the fill only when it changes.
-fn fill_rects(ctx: &CanvasRenderingContext2d, rects: &[Rect]) {
+/// Fill `rects` into `raster`, a band (rectangles of the same rows, as a lane's are) at a
+/// time, each colour read once per change of fill.
+fn raster_rects(raster: &mut Raster, rects: &[Rect]) {
+    let mut current: (&str, [u8; 3]) = ("", [0; 3]);
+    let mut band: Vec<(f64, f64, [u8; 3])> = Vec::new();
+    let mut start = 0;
+    while start < rects.len() {
+        let (y, h) = (rects[start].y, rects[start].h);
+        let len = rects[start..]
+            .iter()
+            .take_while(|r| r.y == y && r.h == h)
+            .count();
+        band.clear();
+        for r in &rects[start..start + len] {
+            if r.fill != current.0 {
+                current = (r.fill, rgb(r.fill).unwrap_or([0x80; 3]));
+            }
+            band.push((r.x, r.w, current.1));
+        }
+        raster.fill_band(y, h, &band);
+        start += len;
+    }
+}
+
+/// Put `raster`'s pixels on the canvas at its place, its first row on the picture's row
+/// `raster.top()` (device pixels: the transform is ignored).
+fn put_raster(ctx: &CanvasRenderingContext2d, raster: &Raster) {
+    if raster.width() == 0 || raster.height() == 0 {
+        return;
+    }
+    if let Ok(image) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
+        Clamped(raster.data()),
+        raster.width() as u32,
+        raster.height() as u32,
+    ) {
+        let _ = ctx.put_image_data(&image, 0.0, raster.top() as f64);
+    }
+}
+
+/// The rectangles' labels.
+fn fill_labels(ctx: &CanvasRenderingContext2d, rects: &[Rect]) {
     let mut current = "";
     for r in rects {
-        if r.fill != current {
-            ctx.set_fill_style_str(r.fill);
-            current = r.fill;
-        }
-        ctx.fill_rect(r.x, r.y, r.w, r.h);
         if let Some((label, colour)) = &r.label {
-            ctx.set_fill_style_str(colour);
-            current = colour;
+            if *colour != current {
+                ctx.set_fill_style_str(colour);
+                current = colour;
+            }
             let _ = ctx.fill_text(label, r.x + 3.0, r.y + LANE_PX - 7.0);
         }
     }
 }
 
-/// Paint a scene.
-fn paint(canvas: &web_sys::HtmlCanvasElement, s: &Scene, theme: Theme) {
-    let Some((ctx, width)) = prepare(canvas, s.height_px) else {
+/// Device rows rasterised at a time: the buffer (one for the chart and the memory strip) stays
+/// a strip of 64 rows, about 320 KB at 1246 pixels wide, however tall the chart is (a
+/// 100 000-deep trace makes it two million CSS pixels tall). Wasm memory never shrinks, so the
+/// buffer is kept small rather than the number of `putImageData` calls.
+const STRIP_ROWS: usize = 64;
+/// Rows past this are not rasterised: no browser keeps a canvas taller than this (Chromium's
+/// limit is 32 767 pixels a side), so painting them would only cost time.
+const MAX_RASTER_ROWS: usize = 32_767;
+
+/// Rasterise `canvas`'s picture a strip of rows at a time: `draw` fills each strip (in the
+/// whole picture's CSS coordinates), which is then put on the canvas in its place.
+fn put_in_strips(
+    ctx: &CanvasRenderingContext2d,
+    canvas: &web_sys::HtmlCanvasElement,
+    dpr: f64,
+    raster: &mut Raster,
+    mut draw: impl FnMut(&mut Raster),
+) {
+    let rows = (canvas.height() as usize).min(MAX_RASTER_ROWS);
+    for top in (0..rows).step_by(STRIP_ROWS) {
+        raster.reset_strip(
+            canvas.width() as usize,
+            STRIP_ROWS.min(rows - top),
+            dpr,
+            top,
+        );
+        draw(raster);
+        put_raster(ctx, raster);
+    }
+}
+
+/// Paint a scene: the tick rules, the rectangles and the outlines rasterised in `raster` strip
+/// by strip, then the text on top.
+fn paint(canvas: &web_sys::HtmlCanvasElement, s: &Scene, theme: Theme, raster: &mut Raster) {
+    let Some((ctx, width, dpr)) = prepare(canvas, s.height_px) else {
         return;
     };
     let axis = crate::timeline::layout::AXIS_PX;
+    let axis_rgb = rgb(axis_color(theme)).unwrap_or([0x80; 3]);
+    let highlight = rgb(highlight_color(theme)).unwrap_or([0x80; 3]);
+    // The scene's rectangles go top to bottom (group by group, lane by lane): each strip
+    // takes the run of them that reaches into it.
+    let mut first = 0;
+    put_in_strips(&ctx, canvas, dpr, raster, |raster| {
+        for t in &s.ticks {
+            // A 1 px rule at a quarter opacity from under the label down through the lanes.
+            raster.fill_rect(
+                t.x.round(),
+                axis - 6.0,
+                1.0,
+                s.height_px - (axis - 6.0),
+                axis_rgb,
+                0.25,
+            );
+        }
+        let strip_top = raster.top() as f64 / dpr;
+        let strip_bottom = (raster.top() + raster.height()) as f64 / dpr;
+        while first < s.rects.len() && s.rects[first].y + s.rects[first].h <= strip_top {
+            first += 1;
+        }
+        let reach = s.rects[first..]
+            .iter()
+            .take_while(|r| r.y < strip_bottom)
+            .count();
+        raster_rects(raster, &s.rects[first..first + reach]);
+        // Outlines last, over the rectangles (a search can outline 20 000 spans: stroked on
+        // the canvas, they cost 60 ms a frame).
+        for o in &s.outlines {
+            if o.y + o.h + o.line_px >= strip_top && o.y - o.line_px < strip_bottom {
+                raster.stroke_rect(o.x, o.y, o.w, o.h, o.line_px, highlight);
+            }
+        }
+    });
     ctx.set_font("11px system-ui, sans-serif");
     ctx.set_fill_style_str(axis_color(theme));
-    ctx.set_stroke_style_str(axis_color(theme));
-    ctx.set_line_width(1.0);
     for t in &s.ticks {
-        let x = t.x.round() + 0.5;
-        ctx.begin_path();
-        ctx.move_to(x, axis - 6.0);
-        ctx.line_to(x, s.height_px);
-        ctx.set_global_alpha(0.25);
-        ctx.stroke();
-        ctx.set_global_alpha(1.0);
-        let _ = ctx.fill_text(&t.label, x + 3.0, axis - 8.0);
+        let _ = ctx.fill_text(&t.label, t.x.round() + 3.5, axis - 8.0);
     }
     if !s.headers.is_empty() {
         ctx.set_font("bold 12px system-ui, sans-serif");
@@ -226,16 +321,11 @@ fn paint(canvas: &web_sys::HtmlCanvasElement, s: &Scene, theme: Theme) {
         let _ = ctx.fill_text(&h.label, 4.0, h.y + GROUP_HEADER_PX - 5.0);
     }
     ctx.set_font("12px system-ui, sans-serif");
-    fill_rects(&ctx, &s.rects);
-    ctx.set_stroke_style_str(highlight_color(theme));
-    for o in &s.outlines {
-        ctx.set_line_width(o.line_px);
-        ctx.stroke_rect(o.x, o.y, o.w, o.h);
-    }
+    fill_labels(&ctx, &s.rects);
 }
 
-/// The minimap's rectangles for one width and layout (the minimap always shows everything).
-type MinimapCache = Option<(f64, Arc<ChartLayout>, Theme, Vec<Rect>)>;
+/// The minimap's pixels for one width and layout (the minimap always shows everything).
+type MinimapCache = Option<(f64, Arc<ChartLayout>, Theme, Raster)>;
 
 /// Paint the minimap and the visible window on it.
 fn paint_minimap(
@@ -245,21 +335,28 @@ fn paint_minimap(
     view: &Viewport,
     cache: StoredValue<MinimapCache>,
 ) {
-    let Some((ctx, width)) = prepare(canvas, MINIMAP_PX) else {
+    let Some((ctx, width, dpr)) = prepare(canvas, MINIMAP_PX) else {
         return;
     };
+    let (device_w, device_h) = (canvas.width() as usize, canvas.height() as usize);
     let stale = cache.with_value(|c| {
-        c.as_ref().is_none_or(|(w, l, t, _)| {
-            (*w - width).abs() > 0.5 || !Arc::ptr_eq(l, layout) || *t != src.theme
+        c.as_ref().is_none_or(|(w, l, t, r)| {
+            (*w - width).abs() > 0.5
+                || !Arc::ptr_eq(l, layout)
+                || *t != src.theme
+                || (r.width(), r.height()) != (device_w, device_h)
         })
     });
     if stale {
         let rects = minimap_rects(layout, src, width, merged_fill(src.theme));
-        cache.set_value(Some((width, layout.clone(), src.theme, rects)));
+        let mut raster = Raster::new();
+        raster.reset(device_w, device_h, dpr);
+        raster_rects(&mut raster, &rects);
+        cache.set_value(Some((width, layout.clone(), src.theme, raster)));
     }
     cache.with_value(|c| {
-        if let Some((_, _, _, rects)) = c {
-            fill_rects(&ctx, rects);
+        if let Some((_, _, _, raster)) = c {
+            put_raster(&ctx, raster);
         }
     });
     let (x0, x1) = window_on_minimap(view, width);
@@ -268,15 +365,17 @@ fn paint_minimap(
     ctx.stroke_rect(x0 + 1.0, 1.0, (x1 - x0 - 2.0).max(1.0), MINIMAP_PX - 2.0);
 }
 
-/// Paint every group's devices' live bytes on one scale (the largest peak).
+/// Paint every group's devices' live bytes on one scale (the largest peak), rasterised in
+/// `raster` (a canvas stroke of the curve cost about 10 ms a frame).
 fn paint_memory(
     canvas: &web_sys::HtmlCanvasElement,
     groups: &[ChartGroup],
     layout: &ChartLayout,
     view: &Viewport,
     theme: Theme,
+    raster: &mut Raster,
 ) {
-    let Some((ctx, _)) = prepare(canvas, MEMORY_PX) else {
+    let Some((ctx, _, dpr)) = prepare(canvas, MEMORY_PX) else {
         return;
     };
     let curves = groups
@@ -284,21 +383,23 @@ fn paint_memory(
         .enumerate()
         .flat_map(|(g, x)| x.ctx.model.memory_curves.iter().map(move |c| (g, c)));
     let top = curves.clone().map(|(_, c)| c.peak_bytes).max().unwrap_or(0);
-    for (i, (g, curve)) in curves.enumerate() {
-        ctx.set_stroke_style_str(device_color(i, theme));
-        ctx.set_line_width(1.5);
-        ctx.begin_path();
-        for line in curve_lines(curve, &layout.group_view(view, g), top, MEMORY_PX) {
-            let mut points = line.into_iter();
-            if let Some((x, y)) = points.next() {
-                ctx.move_to(x, y);
-            }
-            for (x, y) in points {
-                ctx.line_to(x, y);
+    // Each device's colour and polylines.
+    let lines: Vec<_> = curves
+        .enumerate()
+        .map(|(i, (g, curve))| {
+            (
+                rgb(device_color(i, theme)).unwrap_or([0x80; 3]),
+                curve_lines(curve, &layout.group_view(view, g), top, MEMORY_PX),
+            )
+        })
+        .collect();
+    put_in_strips(&ctx, canvas, dpr, raster, |raster| {
+        for (colour, device_lines) in &lines {
+            for line in device_lines {
+                raster.stroke_steps(line, 1.5, *colour);
             }
         }
-        ctx.stroke();
-    }
+    });
 }
 
 /// The page's URL fragment, as chart state.
@@ -404,6 +505,9 @@ pub fn FlameChart(
     let drag: StoredValue<Option<Drag>> = StoredValue::new(None);
     let minimap_drag = StoredValue::new(false);
     let minimap_cache: StoredValue<MinimapCache> = StoredValue::new(None);
+    // A strip of the chart's or the memory strip's pixels, kept between frames for its
+    // allocation.
+    let raster = StoredValue::new(Raster::new());
     // Whether the view has been fitted to the canvas's real width yet.
     let sized = StoredValue::new(false);
     let pending = StoredValue::new(Some(read_fragment()).filter(|s| s.files == files));
@@ -567,10 +671,12 @@ pub fn FlameChart(
                 selected: &selected,
             };
             let s = scene(&l, &src, &labels, &view, marks, merged_fill(theme));
-            paint(&canvas, &s, theme);
+            raster.update_value(|raster| paint(&canvas, &s, theme, raster));
             paint_minimap(&minimap, &l, &src, &view, minimap_cache);
             if let Some(memory) = memory_ref.get() {
-                paint_memory(&memory, &groups, &l, &view, theme);
+                raster.update_value(|raster| {
+                    paint_memory(&memory, &groups, &l, &view, theme, raster)
+                });
             }
         });
     }

@@ -2,8 +2,9 @@
 //! window ([`viewport`]), lanes ([`lanes`]), lane groups on one axis ([`layout`]), level of
 //! detail ([`lod`]), the display list and hit testing ([`scene`]), keys, wheel and drags
 //! ([`input`]), the time axis ([`ticks`]), the minimap ([`minimap`]), search ([`search`]),
-//! the memory strip ([`memory_curve`]), colours ([`palette`]) and the URL fragment
-//! ([`fragment`]). `components::timeline` only paints what these return.
+//! the memory strip ([`memory_curve`]), colours ([`palette`]), the URL fragment
+//! ([`fragment`]) and the pixels of the rectangles ([`raster`]). `components::timeline` only
+//! paints what these return.
 
 pub mod fragment;
 pub mod input;
@@ -13,6 +14,7 @@ pub mod lod;
 pub mod memory_curve;
 pub mod minimap;
 pub mod palette;
+pub mod raster;
 pub mod scene;
 pub mod search;
 pub mod ticks;

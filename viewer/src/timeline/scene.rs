@@ -556,6 +556,29 @@ mod tests {
     }
 
     #[test]
+    fn rects_go_top_to_bottom() {
+        // The page paints a tall chart in strips of rows and takes the rectangles in order, so
+        // they must come top to bottom across groups and lanes.
+        let f = Fake::new(vec![
+            vec![
+                (0, 100, 0, "a"),
+                (10, 20, 1, "c"),
+                (30, 40, 1, "d"),
+                (12, 14, 2, "e"),
+            ],
+            vec![(0, 100, 0, "b"), (5, 50, 1, "f")],
+        ]);
+        let l = f.layout(&[0, 30]);
+        let s = scene(&l, &f, &["x", "y"], &l.fit(300.0), Marks::default(), "#888");
+        assert_eq!(s.rects.len(), 6);
+        assert!(
+            s.rects.windows(2).all(|w| w[0].y <= w[1].y),
+            "{:?}",
+            s.rects
+        );
+    }
+
+    #[test]
     fn the_minimap_stacks_every_lane() {
         let f = Fake::new(vec![
             vec![(0, 100, 0, "a"), (10, 20, 1, "c")],
