@@ -168,6 +168,9 @@ async function openOurs(browser, origin, file, timeoutMs) {
       start_ms: Number(t.startMs), encode_ms: Number(t.encodeMs),
       transfer_bytes: Number(t.transferBytes),
       receive_ms: Number(t.receiveMs), layout_ms: Number(t.layoutMs), bytes: Number(t.bytes),
+      // Encoding and decoding overlap (the document crosses in chunks): the hand-over in all,
+      // from the worker's first byte encoded to the page's last decoded.
+      handover_ms: t.handoverMs === undefined ? undefined : Number(t.handoverMs),
     };
   } catch (e) {
     return { opened: false, reason: String(e).split('\n')[0], errors };
@@ -388,6 +391,7 @@ try {
         median_transfer_bytes: median(ok.filter((r) => r.transfer_bytes !== undefined).map((r) => r.transfer_bytes)),
         median_analyse_ms: median(ok.filter((r) => r.analyse_ms !== undefined).map((r) => r.analyse_ms)),
         median_receive_ms: median(ok.filter((r) => r.receive_ms !== undefined).map((r) => r.receive_ms)),
+        median_handover_ms: median(ok.filter((r) => r.handover_ms !== undefined).map((r) => r.handover_ms)),
         median_layout_ms: median(ok.filter((r) => r.layout_ms !== undefined).map((r) => r.layout_ms)),
         in_worker: ok.every((r) => r.in_worker !== false),
         errors: rs.flatMap((r) => r.errors ?? []),
