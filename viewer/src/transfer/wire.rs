@@ -486,14 +486,32 @@ impl List<'_> {
         Ok(start..end)
     }
 
+    /// Row `i`'s values, `width` bytes each: one bounds check for the whole list.
+    fn bytes(&self, i: usize, width: usize) -> Result<&[u8]> {
+        let r = self.range(i)?;
+        r.start
+            .checked_mul(width)
+            .zip(r.end.checked_mul(width))
+            .and_then(|(from, to)| self.pool.b.get(from..to))
+            .ok_or_else(|| broken(format!("row {i}'s list is past its values")))
+    }
+
     /// Row `i`'s list of `u64`.
     pub fn u64s(&self, i: usize) -> Result<Vec<u64>> {
-        self.range(i)?.map(|j| self.pool.u64(j)).collect()
+        Ok(Col {
+            b: self.bytes(i, 8)?,
+        }
+        .all_u64()
+        .collect())
     }
 
     /// Row `i`'s list of `u32`.
     pub fn u32s(&self, i: usize) -> Result<Vec<u32>> {
-        self.range(i)?.map(|j| self.pool.u32(j)).collect()
+        Ok(Col {
+            b: self.bytes(i, 4)?,
+        }
+        .all_u32()
+        .collect())
     }
 }
 
