@@ -33,8 +33,8 @@ use crate::format::diagnostics::{
     sort_diagnostics, Category, Diagnostic, DiagnosticCounts, Severity,
 };
 use crate::format::events::{
-    decode_line, CaptureSources, CompactString, DeviceMemory, Edge, Gradient, LineError,
-    MemoryEvent, Meta, Op, TensorEvent, TraceEvent, TRACE_SCHEMA,
+    decode_line_borrowed, CaptureSources, CompactString, Decoded, DeviceMemory, Edge, Gradient,
+    LineError, MemoryEvent, Meta, Op, Raw, SpanStart, TensorEvent, TraceEvent, TRACE_SCHEMA,
 };
 use crate::format::jsonl::{Line, LineSplitter};
 use crate::format::memory::MemoryProfile;
@@ -421,8 +421,12 @@ impl TraceReader {
         let number = line.number;
         self.consumed += line.bytes.len() as u64 + 1;
         let (consumed, total) = (self.consumed, self.size_hint);
-        let event = match decode_line(bytes) {
-            Ok(event) => event,
+        let event = match decode_line_borrowed(bytes) {
+            Ok(Decoded::Raw(raw)) => {
+                self.raw_record(raw, number, consumed, total);
+                return;
+            }
+            Ok(Decoded::Event(event)) => event,
             Err(LineError::UnknownKind(kind)) => {
                 self.doc.skipped_unknown += 1;
                 self.warn(
@@ -482,92 +486,25 @@ impl TraceReader {
                     event: meta,
                 });
             }
-            TraceEvent::SpanStart(s) => {
-                if let Some(&i) = doc.span_index.get(s.id.as_str()) {
-                    let msg = format!(
-                        "duplicate span id `{}` (first started at line {}); this span_start is dropped",
-                        s.id, doc.spans[i as usize].line
-                    );
-                    self.error(number, Category::Duplicate, msg);
-                    return;
-                }
-                if s.measured {
-                    match self.first_measured_line {
-                        None => self.first_measured_line = Some(number),
-                        Some(first_measured) => self.warn(
-                            number,
-                            Category::Measured,
-                            format!("more than one measured span (the first starts at line {first_measured}); total_ns adds them all"),
-                        ),
-                    }
-                }
-                let doc = &mut self.doc;
-                make_room_map(&mut doc.span_index, consumed, total);
-                make_room(&mut doc.spans, consumed, total);
-                doc.span_index.insert(s.id.clone(), doc.spans.len() as u32);
-                doc.spans.push(Span {
-                    id: s.id,
-                    parent_id: s.parent_id,
-                    name: s.name,
-                    start_ns: s.start_ns,
-                    span_kind: s.span_kind,
-                    measured: s.measured,
-                    step: s.step,
-                    duration_ns: None,
-                    line: number,
-                    end_line: None,
-                });
-            }
-            TraceEvent::SpanEnd(e) => {
-                let settled = match doc.span_index.get(e.id.as_str()) {
-                    Some(&i) if !self.pending_end_ids.contains(e.id.as_str()) => {
-                        close_span(&mut doc.spans[i as usize], &e.id, e.duration_ns, number)
-                    }
-                    _ => {
-                        self.pending_end_ids.insert(e.id.clone());
-                        self.pending_ends.push((e.id, e.duration_ns, number));
-                        None
-                    }
-                };
-                if let Some(d) = settled {
-                    doc.diagnostics.push(d);
-                }
-            }
+            TraceEvent::SpanStart(s) => self.span_start(s, number, consumed, total),
+            TraceEvent::SpanEnd(e) => self.span_end(&e.id, e.duration_ns, number),
             TraceEvent::Op(event) => {
-                self.check_ref(RefKind::Op, &event.span_id, number);
-                let doc = &mut self.doc;
-                match self.keep {
-                    Keep::Everything => {
-                        make_room(&mut doc.ops, consumed, total);
-                        doc.ops.push(Lined::new(number, event));
-                    }
-                    Keep::Summary => self.dropped.ops += 1,
-                }
+                self.op(&event.span_id.clone(), number, consumed, total, || event)
             }
             TraceEvent::Tensor(event) => {
-                self.check_ref(RefKind::Tensor, &event.span_id, number);
-                let doc = &mut self.doc;
-                match self.keep {
-                    Keep::Everything => {
-                        make_room(&mut doc.tensors, consumed, total);
-                        doc.tensors.push(Lined::new(number, event));
-                    }
-                    Keep::Summary => self.dropped.tensors += 1,
-                }
+                self.tensor(&event.span_id.clone(), number, consumed, total, || event)
             }
-            TraceEvent::Memory(mut event) => {
-                self.check_ref(RefKind::Memory, &event.span_id, number);
-                if self.keep == Keep::Summary {
-                    // The memory profile's numbers and warnings read time, tensor, device,
-                    // bytes, action and category; the rest only describes what was live.
-                    event.span_id = CompactString::default();
-                    event.op_name = None;
-                    event.shape = Vec::new();
-                    event.dtype = CompactString::default();
-                }
-                let doc = &mut self.doc;
-                make_room(&mut doc.memory, consumed, total);
-                doc.memory.push(Lined::new(number, event));
+            TraceEvent::Memory(event) => {
+                self.memory(&event.span_id.clone(), number, consumed, total, |keep| {
+                    let mut event = event;
+                    if keep == Keep::Summary {
+                        event.span_id = CompactString::default();
+                        event.op_name = None;
+                        event.shape = Vec::new();
+                        event.dtype = CompactString::default();
+                    }
+                    event
+                })
             }
             TraceEvent::DeviceMemory(event) => doc.device_memory.push(Lined::new(number, event)),
             TraceEvent::Gradient(event) => match self.keep {
@@ -599,19 +536,154 @@ impl TraceReader {
         }
     }
 
+    /// A writer-shaped line of a hot kind: the same checks as for its serde-decoded event,
+    /// building only the record that is kept.
+    #[inline]
+    fn raw_record(&mut self, raw: Raw<'_>, number: u64, consumed: u64, total: u64) {
+        match raw {
+            Raw::SpanStart(s) => self.span_start(s.to_event(), number, consumed, total),
+            Raw::SpanEnd { id, duration_ns } => self.span_end(id, duration_ns, number),
+            Raw::Op(o) => self.op(o.span_id, number, consumed, total, || o.to_event()),
+            Raw::Tensor(t) => self.tensor(t.span_id, number, consumed, total, || t.to_event()),
+            Raw::Memory(m) => self.memory(m.span_id, number, consumed, total, |keep| match keep {
+                Keep::Everything => m.to_event(),
+                Keep::Summary => m.to_thin_event(),
+            }),
+        }
+    }
+
+    fn span_start(&mut self, s: SpanStart, number: u64, consumed: u64, total: u64) {
+        let doc = &mut self.doc;
+        make_room_map(&mut doc.span_index, consumed, total);
+        make_room(&mut doc.spans, consumed, total);
+        let index = doc.spans.len() as u32;
+        // One hash of the id: the duplicate check and the insertion share the entry.
+        match doc.span_index.entry_ref(s.id.as_str()) {
+            hashbrown::hash_map::EntryRef::Occupied(first) => {
+                let msg = format!(
+                    "duplicate span id `{}` (first started at line {}); this span_start is dropped",
+                    s.id,
+                    doc.spans[*first.get() as usize].line
+                );
+                self.error(number, Category::Duplicate, msg);
+                return;
+            }
+            hashbrown::hash_map::EntryRef::Vacant(slot) => {
+                slot.insert(index);
+            }
+        }
+        if s.measured {
+            match self.first_measured_line {
+                None => self.first_measured_line = Some(number),
+                Some(first_measured) => self.warn(
+                    number,
+                    Category::Measured,
+                    format!("more than one measured span (the first starts at line {first_measured}); total_ns adds them all"),
+                ),
+            }
+        }
+        self.doc.spans.push(Span {
+            id: s.id,
+            parent_id: s.parent_id,
+            name: s.name,
+            start_ns: s.start_ns,
+            span_kind: s.span_kind,
+            measured: s.measured,
+            step: s.step,
+            duration_ns: None,
+            line: number,
+            end_line: None,
+        });
+    }
+
+    fn span_end(&mut self, id: &str, duration_ns: u64, number: u64) {
+        let doc = &mut self.doc;
+        let settled = match doc.span_index.get(id) {
+            Some(&i) if !self.pending_end_ids.contains(id) => {
+                close_span(&mut doc.spans[i as usize], id, duration_ns, number)
+            }
+            _ => {
+                let id = CompactString::from(id);
+                self.pending_end_ids.insert(id.clone());
+                self.pending_ends.push((id, duration_ns, number));
+                None
+            }
+        };
+        if let Some(d) = settled {
+            doc.diagnostics.push(d);
+        }
+    }
+
+    fn op(
+        &mut self,
+        span_id: &str,
+        number: u64,
+        consumed: u64,
+        total: u64,
+        build: impl FnOnce() -> Op,
+    ) {
+        self.check_ref(RefKind::Op, span_id, number);
+        match self.keep {
+            Keep::Everything => {
+                let ops = &mut self.doc.ops;
+                make_room(ops, consumed, total);
+                ops.push(Lined::new(number, build()));
+            }
+            Keep::Summary => self.dropped.ops += 1,
+        }
+    }
+
+    fn tensor(
+        &mut self,
+        span_id: &str,
+        number: u64,
+        consumed: u64,
+        total: u64,
+        build: impl FnOnce() -> TensorEvent,
+    ) {
+        self.check_ref(RefKind::Tensor, span_id, number);
+        match self.keep {
+            Keep::Everything => {
+                let tensors = &mut self.doc.tensors;
+                make_room(tensors, consumed, total);
+                tensors.push(Lined::new(number, build()));
+            }
+            Keep::Summary => self.dropped.tensors += 1,
+        }
+    }
+
+    /// A `memory` record; `build` makes it for what this reader keeps (with [`Keep::Summary`]
+    /// the memory profile's numbers and warnings read time, tensor, device, bytes, action and
+    /// category; the rest only describes what was live).
+    fn memory(
+        &mut self,
+        span_id: &str,
+        number: u64,
+        consumed: u64,
+        total: u64,
+        build: impl FnOnce(Keep) -> MemoryEvent,
+    ) {
+        self.check_ref(RefKind::Memory, span_id, number);
+        let memory = &mut self.doc.memory;
+        make_room(memory, consumed, total);
+        memory.push(Lined::new(number, build(self.keep)));
+    }
+
     /// The reference check of an `op`, `tensor` or `memory` record: settled now when its span
     /// has been read, otherwise left for `finish`.
     #[inline]
-    fn check_ref(&mut self, kind: RefKind, span_id: &CompactString, line: u64) {
+    fn check_ref(&mut self, kind: RefKind, span_id: &str, line: u64) {
         let doc = &self.doc;
         if let Some(last) = self.last_ref {
-            if doc.spans[last as usize].id == *span_id {
+            if doc.spans[last as usize].id == span_id {
                 return;
             }
         }
-        match doc.span_index.get(span_id.as_str()) {
+        match doc.span_index.get(span_id) {
             Some(&i) => self.last_ref = Some(i),
-            None => self.pending_refs.push((kind, span_id.clone(), line)),
+            None => self
+                .pending_refs
+                .push((kind, CompactString::from(span_id), line)),
         }
     }
 
