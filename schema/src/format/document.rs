@@ -421,7 +421,9 @@ impl TraceReader {
         let number = line.number;
         self.consumed += line.bytes.len() as u64 + 1;
         let (consumed, total) = (self.consumed, self.size_hint);
-        let event = match decode_line_borrowed(bytes) {
+        // The splitter's text is the line's bytes unless a byte-order mark was cut off.
+        let text = line.text.filter(|t| t.len() == bytes.len());
+        let event = match decode_line_borrowed(bytes, text) {
             Ok(Decoded::Raw(raw)) => {
                 self.raw_record(raw, number, consumed, total);
                 return;

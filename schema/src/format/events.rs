@@ -578,7 +578,7 @@ struct KindOnly<'a> {
 /// prefix and the line is deserialized once, straight into the kind's struct. Any other layout
 /// (whitespace, `kind` later in the object) is parsed once to find `kind`, then again typed.
 pub fn decode_line(bytes: &[u8]) -> Result<TraceEvent, LineError> {
-    match decode_line_borrowed(bytes)? {
+    match decode_line_borrowed(bytes, None)? {
         Decoded::Raw(raw) => Ok(raw.to_event()),
         Decoded::Event(event) => Ok(event),
     }
@@ -594,15 +594,25 @@ pub(crate) enum Decoded<'a> {
 }
 
 /// [`decode_line`], handing writer-shaped lines of the hot kinds back unbuilt, so that the
-/// reader builds only what it keeps.
-pub(crate) fn decode_line_borrowed(bytes: &[u8]) -> Result<Decoded<'_>, LineError> {
+/// reader builds only what it keeps. `text` is `bytes` as text when the caller has already
+/// checked that they are UTF-8 ([`crate::format::jsonl::Line::text`]).
+pub(crate) fn decode_line_borrowed<'a>(
+    bytes: &'a [u8],
+    text: Option<&'a str>,
+) -> Result<Decoded<'a>, LineError> {
     const PREFIX: &[u8] = b"{\"kind\":\"";
     if let Some(rest) = bytes.strip_prefix(PREFIX) {
         // A kind is a few bytes: a plain loop finds its end sooner than `memchr` starts.
         if let Some(end) = rest.iter().position(|&b| b == b'"') {
-            if let Ok(kind) = core::str::from_utf8(&rest[..end]) {
+            // The kind as text: sliced from the checked line when there is one (both ends
+            // sit next to ASCII quotes), else checked on its own.
+            let kind = match text {
+                Some(text) => text.get(PREFIX.len()..PREFIX.len() + end),
+                None => core::str::from_utf8(&rest[..end]).ok(),
+            };
+            if let Some(kind) = kind {
                 // No hot kind's name has a `\\`, so the fast path can be tried first.
-                if let Some(raw) = fast::decode(kind, bytes) {
+                if let Some(raw) = fast::decode(kind, bytes, text) {
                     return Ok(Decoded::Raw(raw));
                 }
                 // A kind is plain ASCII; anything with an escape goes the slow way.

@@ -421,9 +421,13 @@ fn category(s: &str) -> Option<TensorCategory> {
     })
 }
 
-/// Decode `line` (which starts with `{"kind":"<kind>"`) on the fast path, or `None`.
-pub(crate) fn decode<'a>(kind: &str, line: &'a [u8]) -> Option<Raw<'a>> {
-    let text = core::str::from_utf8(line).ok()?;
+/// Decode `line` (which starts with `{"kind":"<kind>"`) on the fast path, or `None`. `text` is
+/// the line as text when it is already known to be UTF-8.
+pub(crate) fn decode<'a>(kind: &str, line: &'a [u8], text: Option<&'a str>) -> Option<Raw<'a>> {
+    let text = match text {
+        Some(text) => text,
+        None => core::str::from_utf8(line).ok()?,
+    };
     let mut c = Cursor {
         text,
         bytes: line,
@@ -665,7 +669,7 @@ mod tests {
         for e in events {
             let line = e.to_json_line();
             assert_eq!(
-                decode(kind_of(&line), line.as_bytes()).map(Raw::to_event),
+                decode(kind_of(&line), line.as_bytes(), None).map(Raw::to_event),
                 Some(e),
                 "{line}"
             );
@@ -693,7 +697,7 @@ mod tests {
             "{\"kind\":\"span_end\",\"id\":\"a\u{1}\",\"duration_ns\":1}",
         ];
         for line in lines {
-            assert_eq!(decode("span_end", line.as_bytes()), None, "{line}");
+            assert_eq!(decode("span_end", line.as_bytes(), None), None, "{line}");
         }
         // The fallback still reads the valid ones and rejects the invalid ones.
         assert!(decode_line(lines[0].as_bytes()).is_ok());
@@ -798,7 +802,7 @@ mod tests {
             let Some(rest) = line.strip_prefix(b"{\"kind\":\"") else { return Ok(()) };
             let Some(end) = rest.iter().position(|&b| b == b'"') else { return Ok(()) };
             let Ok(kind) = core::str::from_utf8(&rest[..end]) else { return Ok(()) };
-            if let Some(raw) = decode(kind, &line) {
+            if let Some(raw) = decode(kind, &line, None) {
                 let serde = crate::format::events::decode_kind(kind, &line);
                 proptest::prop_assert_eq!(serde, Ok(raw.to_event()));
             }
@@ -809,7 +813,7 @@ mod tests {
     fn unedited_writer_lines_take_the_fast_path_and_agree_with_serde() {
         for line in writer_lines() {
             let kind = kind_of(&line);
-            let raw = decode(kind, line.as_bytes()).expect(&line);
+            let raw = decode(kind, line.as_bytes(), Some(&line)).expect(&line);
             let serde = crate::format::events::decode_kind(kind, line.as_bytes());
             assert_eq!(serde, Ok(raw.to_event()), "{line}");
         }
