@@ -40,6 +40,7 @@ use crate::format::jsonl::{Line, LineSplitter};
 use crate::format::memory::MemoryProfile;
 use crate::format::spans::SpanTree;
 
+use crate::format::records::MemoryFacts;
 pub use crate::format::records::{Lined, Span};
 
 /// An `edge` with its endpoints resolved to span indices.
@@ -262,8 +263,8 @@ pub(crate) enum Keep {
     Everything,
     /// What the summary and the cross-record checks need (see [`crate::format::digest`]):
     /// `op`, `tensor`, `gradient` and `edge` records are counted and dropped once their span
-    /// reference is checked, and `memory` records lose the fields the memory profile's numbers
-    /// do not read.
+    /// reference is checked, and `memory` records are kept as `MemoryFacts` (the fields the
+    /// memory profile's numbers read) beside the document, which holds none.
     Summary,
 }
 
@@ -318,6 +319,9 @@ pub struct TraceReader {
     /// Index of the span the last checked record named (consecutive records usually name the
     /// same span, which then needs no hash lookup).
     last_ref: Option<u32>,
+    /// The `memory` records of a [`Keep::Summary`] reader (a [`Keep::Everything`] reader keeps
+    /// them in the document).
+    memory_facts: Vec<MemoryFacts>,
     /// The file's size in bytes, when the caller knows it (0: unknown).
     size_hint: u64,
     /// Bytes of the lines handled so far, newlines included.
@@ -497,16 +501,19 @@ impl TraceReader {
                 self.tensor(&event.span_id.clone(), number, consumed, total, || event)
             }
             TraceEvent::Memory(event) => {
-                self.memory(&event.span_id.clone(), number, consumed, total, |keep| {
-                    let mut event = event;
-                    if keep == Keep::Summary {
-                        event.span_id = CompactString::default();
-                        event.op_name = None;
-                        event.shape = Vec::new();
-                        event.dtype = CompactString::default();
-                    }
-                    event
-                })
+                self.check_ref(RefKind::Memory, &event.span_id, number);
+                match self.keep {
+                    Keep::Everything => self.keep_memory(number, consumed, total, || event),
+                    Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
+                        line: number,
+                        timestamp_ns: event.timestamp_ns,
+                        bytes: event.bytes,
+                        tensor_id: event.tensor_id,
+                        device: event.device,
+                        action: event.action,
+                        category: event.category,
+                    }),
+                }
             }
             TraceEvent::DeviceMemory(event) => doc.device_memory.push(Lined::new(number, event)),
             TraceEvent::Gradient(event) => match self.keep {
@@ -547,10 +554,21 @@ impl TraceReader {
             Raw::SpanEnd { id, duration_ns } => self.span_end(id, duration_ns, number),
             Raw::Op(o) => self.op(o.span_id, number, consumed, total, || o.to_event()),
             Raw::Tensor(t) => self.tensor(t.span_id, number, consumed, total, || t.to_event()),
-            Raw::Memory(m) => self.memory(m.span_id, number, consumed, total, |keep| match keep {
-                Keep::Everything => m.to_event(),
-                Keep::Summary => m.to_thin_event(),
-            }),
+            Raw::Memory(m) => {
+                self.check_ref(RefKind::Memory, m.span_id, number);
+                match self.keep {
+                    Keep::Everything => self.keep_memory(number, consumed, total, || m.to_event()),
+                    Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
+                        line: number,
+                        timestamp_ns: m.timestamp_ns,
+                        bytes: m.bytes,
+                        tensor_id: m.tensor_id.into(),
+                        device: m.device.into(),
+                        action: m.action,
+                        category: m.category,
+                    }),
+                }
+            }
         }
     }
 
@@ -654,21 +672,30 @@ impl TraceReader {
         }
     }
 
-    /// A `memory` record; `build` makes it for what this reader keeps (with [`Keep::Summary`]
-    /// the memory profile's numbers and warnings read time, tensor, device, bytes, action and
-    /// category; the rest only describes what was live).
-    fn memory(
+    /// A `memory` record kept whole (its span reference already checked).
+    fn keep_memory(
         &mut self,
-        span_id: &str,
         number: u64,
         consumed: u64,
         total: u64,
-        build: impl FnOnce(Keep) -> MemoryEvent,
+        build: impl FnOnce() -> MemoryEvent,
     ) {
-        self.check_ref(RefKind::Memory, span_id, number);
         let memory = &mut self.doc.memory;
         make_room(memory, consumed, total);
-        memory.push(Lined::new(number, build(self.keep)));
+        memory.push(Lined::new(number, build()));
+    }
+
+    /// What a summary read keeps of a `memory` record: what the memory profile's numbers and
+    /// warnings read (time, tensor, device, bytes, action and category; the rest only
+    /// describes what was live).
+    fn keep_memory_facts(
+        &mut self,
+        consumed: u64,
+        total: u64,
+        build: impl FnOnce() -> MemoryFacts,
+    ) {
+        make_room(&mut self.memory_facts, consumed, total);
+        self.memory_facts.push(build());
     }
 
     /// The reference check of an `op`, `tensor` or `memory` record: settled now when its span
@@ -714,9 +741,11 @@ impl TraceReader {
         splitter.finish(|line| self.line(line));
         let TraceReader {
             mut doc,
+            keep,
             dropped,
             pending_ends,
             pending_refs,
+            memory_facts,
             ..
         } = self;
         doc.bytes_read = bytes_read;
@@ -787,7 +816,10 @@ impl TraceReader {
             }
         }
 
-        let (profile, memory_diags) = MemoryProfile::build(&doc.memory, &doc.device_memory);
+        let (profile, memory_diags) = match keep {
+            Keep::Everything => MemoryProfile::build(&doc.memory, &doc.device_memory),
+            Keep::Summary => MemoryProfile::build_from(&memory_facts, &doc.device_memory),
+        };
         doc.memory_profile = profile;
         doc.diagnostics.extend(memory_diags);
         sort_diagnostics(&mut doc.diagnostics);

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::format::diagnostics::{Category, Diagnostic};
 use crate::format::events::{DeviceMemory, MemoryAction, MemoryEvent, TensorCategory};
-use crate::format::records::Lined;
+use crate::format::records::{Lined, MemoryFacts};
 
 /// One allocation live at the peak.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,17 +111,92 @@ struct Slot {
     live: bool,
 }
 
+/// What the replay reads of a `memory` record: the whole [`MemoryEvent`] of a document, or the
+/// [`MemoryFacts`] a summary read keeps.
+pub(crate) trait MemoryRecord {
+    fn line(&self) -> u64;
+    fn timestamp_ns(&self) -> u64;
+    fn tensor_id(&self) -> &str;
+    fn device(&self) -> &str;
+    fn bytes(&self) -> u64;
+    fn action(&self) -> MemoryAction;
+    fn category(&self) -> TensorCategory;
+    /// Empty when not kept.
+    fn span_id(&self) -> &str;
+    fn op_name(&self) -> Option<&str>;
+}
+
+impl MemoryRecord for Lined<MemoryEvent> {
+    fn line(&self) -> u64 {
+        self.line
+    }
+    fn timestamp_ns(&self) -> u64 {
+        self.event.timestamp_ns
+    }
+    fn tensor_id(&self) -> &str {
+        &self.event.tensor_id
+    }
+    fn device(&self) -> &str {
+        &self.event.device
+    }
+    fn bytes(&self) -> u64 {
+        self.event.bytes
+    }
+    fn action(&self) -> MemoryAction {
+        self.event.action
+    }
+    fn category(&self) -> TensorCategory {
+        self.event.category
+    }
+    fn span_id(&self) -> &str {
+        &self.event.span_id
+    }
+    fn op_name(&self) -> Option<&str> {
+        self.event.op_name.as_deref()
+    }
+}
+
+impl MemoryRecord for MemoryFacts {
+    fn line(&self) -> u64 {
+        self.line
+    }
+    fn timestamp_ns(&self) -> u64 {
+        self.timestamp_ns
+    }
+    fn tensor_id(&self) -> &str {
+        &self.tensor_id
+    }
+    fn device(&self) -> &str {
+        &self.device
+    }
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn action(&self) -> MemoryAction {
+        self.action
+    }
+    fn category(&self) -> TensorCategory {
+        self.category
+    }
+    fn span_id(&self) -> &str {
+        ""
+    }
+    fn op_name(&self) -> Option<&str> {
+        None
+    }
+}
+
 /// Replay state: live totals and live allocations.
-struct Live<'a> {
-    events: &'a [Lined<MemoryEvent>],
+struct Live<'a, R> {
+    events: &'a [R],
     totals: Vec<u64>,
     by_category: Vec<[u64; 5]>,
     slots: Vec<Slot>,
     top: HashMap<(u32, &'a str), usize>,
 }
 
-impl<'a> Live<'a> {
-    fn new(events: &'a [Lined<MemoryEvent>], devices: usize) -> Self {
+impl<'a, R: MemoryRecord> Live<'a, R> {
+    fn new(events: &'a [R], devices: usize) -> Self {
         Live {
             events,
             totals: vec![0; devices],
@@ -133,28 +208,30 @@ impl<'a> Live<'a> {
 
     /// Apply event `i` on device `d`; returns a warning message when the event is suspicious.
     fn apply(&mut self, i: usize, d: u32) -> Option<String> {
-        let e = &self.events[i].event;
+        let e = &self.events[i];
         let du = d as usize;
-        let key = (d, e.tensor_id.as_str());
-        match e.action {
+        let key = (d, e.tensor_id());
+        match e.action() {
             MemoryAction::Alloc => {
                 let shadowed = self.top.get(&key).copied();
                 self.slots.push(Slot {
                     memory_index: i,
-                    bytes: e.bytes,
-                    category: e.category,
+                    bytes: e.bytes(),
+                    category: e.category(),
                     device: d,
                     shadowed,
                     live: true,
                 });
                 self.top.insert(key, self.slots.len() - 1);
-                self.totals[du] = self.totals[du].saturating_add(e.bytes);
-                let c = &mut self.by_category[du][e.category.index()];
-                *c = c.saturating_add(e.bytes);
+                self.totals[du] = self.totals[du].saturating_add(e.bytes());
+                let c = &mut self.by_category[du][e.category().index()];
+                *c = c.saturating_add(e.bytes());
                 shadowed.map(|s| {
                     format!(
                         "alloc of tensor `{}` on {}, which is already live (allocated at line {})",
-                        e.tensor_id, e.device, self.events[self.slots[s].memory_index].line
+                        e.tensor_id(),
+                        e.device(),
+                        self.events[self.slots[s].memory_index].line()
                     )
                 })
             }
@@ -173,12 +250,13 @@ impl<'a> Live<'a> {
                     None
                 }
                 None => {
-                    self.totals[du] = self.totals[du].saturating_sub(e.bytes);
-                    let c = &mut self.by_category[du][e.category.index()];
-                    *c = c.saturating_sub(e.bytes);
+                    self.totals[du] = self.totals[du].saturating_sub(e.bytes());
+                    let c = &mut self.by_category[du][e.category().index()];
+                    *c = c.saturating_sub(e.bytes());
                     Some(format!(
                         "free of tensor `{}` on {} with no live alloc",
-                        e.tensor_id, e.device
+                        e.tensor_id(),
+                        e.device()
                     ))
                 }
             },
@@ -193,24 +271,32 @@ impl MemoryProfile {
         memory: &[Lined<MemoryEvent>],
         checkpoints: &[Lined<DeviceMemory>],
     ) -> (Self, Vec<Diagnostic>) {
+        Self::build_from(memory, checkpoints)
+    }
+
+    /// [`MemoryProfile::build`] from any kind of memory record.
+    pub(crate) fn build_from<R: MemoryRecord>(
+        memory: &[R],
+        checkpoints: &[Lined<DeviceMemory>],
+    ) -> (Self, Vec<Diagnostic>) {
         let mut device_names: Vec<String> = Vec::new();
         let mut device_ids: HashMap<&str, u32> = HashMap::new();
         let mut device_of = Vec::with_capacity(memory.len());
         for m in memory {
             let next = device_ids.len() as u32;
-            let d = *device_ids.entry(m.device.as_str()).or_insert_with(|| {
-                device_names.push(m.device.to_string());
+            let d = *device_ids.entry(m.device()).or_insert_with(|| {
+                device_names.push(m.device().to_string());
                 next
             });
             device_of.push(d);
         }
         let mut order: Vec<usize> = (0..memory.len()).collect();
         order.sort_by(|&a, &b| {
-            let (ea, eb) = (&memory[a].event, &memory[b].event);
-            ea.timestamp_ns
-                .cmp(&eb.timestamp_ns)
-                .then(ea.action.cmp(&eb.action))
-                .then(ea.tensor_id.cmp(&eb.tensor_id))
+            let (ea, eb) = (&memory[a], &memory[b]);
+            ea.timestamp_ns()
+                .cmp(&eb.timestamp_ns())
+                .then(ea.action().cmp(&eb.action()))
+                .then(ea.tensor_id().cmp(eb.tensor_id()))
                 .then(a.cmp(&b))
         });
 
@@ -238,13 +324,13 @@ impl MemoryProfile {
             let d = device_of[i];
             if let Some(message) = live.apply(i, d) {
                 diagnostics.push(Diagnostic::warning(
-                    memory[i].line,
+                    memory[i].line(),
                     Category::Memory,
                     message,
                 ));
             }
             let dev = &mut devices[d as usize];
-            match memory[i].action {
+            match memory[i].action() {
                 MemoryAction::Alloc => {
                     alloc_count += 1;
                     dev.alloc_count += 1;
@@ -257,14 +343,14 @@ impl MemoryProfile {
             let total = live.totals[d as usize];
             if dev.peak_timestamp_ns.is_none() || total > dev.peak_bytes {
                 dev.peak_bytes = total;
-                dev.peak_timestamp_ns = Some(memory[i].timestamp_ns);
+                dev.peak_timestamp_ns = Some(memory[i].timestamp_ns());
             }
             if peak.is_none() || total > peak_bytes {
                 peak_bytes = total;
                 peak = Some((pos, d));
             }
             samples.push(MemorySample {
-                timestamp_ns: memory[i].timestamp_ns,
+                timestamp_ns: memory[i].timestamp_ns(),
                 device: d,
                 live_bytes: total,
                 by_category: live.by_category[d as usize],
@@ -310,8 +396,8 @@ impl MemoryProfile {
                 at_peak.apply(i, device_of[i]);
             }
             let peak_event = &memory[order[peak_pos]];
-            profile.peak_timestamp_ns = Some(peak_event.timestamp_ns);
-            profile.peak_device = Some(peak_event.device.to_string());
+            profile.peak_timestamp_ns = Some(peak_event.timestamp_ns());
+            profile.peak_device = Some(peak_event.device().to_string());
             profile.peak_by_category = at_peak.by_category[peak_dev as usize];
             let mut live_at_peak: Vec<LiveAllocation> = at_peak
                 .slots
@@ -321,13 +407,13 @@ impl MemoryProfile {
                     let m = &memory[s.memory_index];
                     LiveAllocation {
                         memory_index: s.memory_index,
-                        tensor_id: m.tensor_id.to_string(),
+                        tensor_id: m.tensor_id().to_string(),
                         bytes: s.bytes,
                         category: s.category,
-                        span_id: m.span_id.to_string(),
-                        op_name: m.op_name.as_deref().map(String::from),
-                        timestamp_ns: m.timestamp_ns,
-                        line: m.line,
+                        span_id: m.span_id().to_string(),
+                        op_name: m.op_name().map(String::from),
+                        timestamp_ns: m.timestamp_ns(),
+                        line: m.line(),
                     }
                 })
                 .collect();

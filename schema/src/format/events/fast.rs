@@ -161,42 +161,30 @@ impl RawTensor<'_> {
 /// A `memory` line, its strings and lists borrowed from the line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RawMemory<'a> {
-    timestamp_ns: u64,
-    tensor_id: &'a str,
+    pub(crate) timestamp_ns: u64,
+    pub(crate) tensor_id: &'a str,
     pub(crate) span_id: &'a str,
     op_name: Option<&'a str>,
-    device: &'a str,
-    bytes: u64,
-    action: MemoryAction,
+    pub(crate) device: &'a str,
+    pub(crate) bytes: u64,
+    pub(crate) action: MemoryAction,
     shape: U64List<'a>,
     dtype: &'a str,
-    category: TensorCategory,
+    pub(crate) category: TensorCategory,
 }
 
 impl RawMemory<'_> {
     pub(crate) fn to_event(self) -> MemoryEvent {
         MemoryEvent {
-            span_id: self.span_id.into(),
-            op_name: self.op_name.map(CompactString::from),
-            shape: self.shape.to_vec(),
-            dtype: self.dtype.into(),
-            ..self.to_thin_event()
-        }
-    }
-
-    /// Only what the memory profile's numbers and warnings read (time, tensor, device, bytes,
-    /// action, category); `span_id`, `op_name`, `shape` and `dtype` are left empty.
-    pub(crate) fn to_thin_event(self) -> MemoryEvent {
-        MemoryEvent {
             timestamp_ns: self.timestamp_ns,
             tensor_id: self.tensor_id.into(),
-            span_id: CompactString::default(),
-            op_name: None,
+            span_id: self.span_id.into(),
+            op_name: self.op_name.map(CompactString::from),
             device: self.device.into(),
             bytes: self.bytes,
             action: self.action,
-            shape: Vec::new(),
-            dtype: CompactString::default(),
+            shape: self.shape.to_vec(),
+            dtype: self.dtype.into(),
             category: self.category,
         }
     }
