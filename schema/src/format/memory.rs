@@ -108,7 +108,17 @@ struct Slot {
     category: TensorCategory,
     device: u32,
     shadowed: Option<usize>,
-    live: bool,
+    /// Replay position of the `alloc`.
+    alloc_pos: usize,
+    /// Replay position of the `free` that released it, if any.
+    freed_pos: Option<usize>,
+}
+
+impl Slot {
+    /// Whether the allocation was live right after the event at replay position `pos`.
+    fn live_after(&self, pos: usize) -> bool {
+        self.alloc_pos <= pos && self.freed_pos.is_none_or(|f| f > pos)
+    }
 }
 
 /// What the replay reads of a `memory` record: the whole [`MemoryEvent`] of a document, or the
@@ -206,8 +216,9 @@ impl<'a, R: MemoryRecord> Live<'a, R> {
         }
     }
 
-    /// Apply event `i` on device `d`; returns a warning message when the event is suspicious.
-    fn apply(&mut self, i: usize, d: u32) -> Option<String> {
+    /// Apply event `i` on device `d` at replay position `pos`; returns a warning message when
+    /// the event is suspicious.
+    fn apply(&mut self, i: usize, d: u32, pos: usize) -> Option<String> {
         let e = &self.events[i];
         let du = d as usize;
         let key = (d, e.tensor_id());
@@ -220,7 +231,8 @@ impl<'a, R: MemoryRecord> Live<'a, R> {
                     category: e.category(),
                     device: d,
                     shadowed,
-                    live: true,
+                    alloc_pos: pos,
+                    freed_pos: None,
                 });
                 self.top.insert(key, self.slots.len() - 1);
                 self.totals[du] = self.totals[du].saturating_add(e.bytes());
@@ -238,7 +250,7 @@ impl<'a, R: MemoryRecord> Live<'a, R> {
             MemoryAction::Free => match self.top.get(&key).copied() {
                 Some(s) => {
                     let slot = &mut self.slots[s];
-                    slot.live = false;
+                    slot.freed_pos = Some(pos);
                     let (bytes, category, shadowed) = (slot.bytes, slot.category, slot.shadowed);
                     match shadowed {
                         Some(prev) => self.top.insert(key, prev),
@@ -322,7 +334,7 @@ impl MemoryProfile {
         let (mut alloc_count, mut free_count) = (0, 0);
         for (pos, &i) in order.iter().enumerate() {
             let d = device_of[i];
-            if let Some(message) = live.apply(i, d) {
+            if let Some(message) = live.apply(i, d, pos) {
                 diagnostics.push(Diagnostic::warning(
                     memory[i].line(),
                     Category::Memory,
@@ -390,19 +402,17 @@ impl MemoryProfile {
             ..MemoryProfile::default()
         };
         if let Some((peak_pos, peak_dev)) = peak {
-            // Second replay, up to the peak, to see what was live there.
-            let mut at_peak = Live::new(memory, n_dev);
-            for &i in &order[..=peak_pos] {
-                at_peak.apply(i, device_of[i]);
-            }
+            // What was live at the peak: the allocations made up to it and not yet freed
+            // there (the replay up to the peak is a prefix of the whole replay).
             let peak_event = &memory[order[peak_pos]];
             profile.peak_timestamp_ns = Some(peak_event.timestamp_ns());
             profile.peak_device = Some(peak_event.device().to_string());
-            profile.peak_by_category = at_peak.by_category[peak_dev as usize];
-            let mut live_at_peak: Vec<LiveAllocation> = at_peak
+            // The sample of the peak event is its device's state right after it.
+            profile.peak_by_category = profile.samples[peak_pos].by_category;
+            let mut live_at_peak: Vec<LiveAllocation> = live
                 .slots
                 .iter()
-                .filter(|s| s.live && s.device == peak_dev)
+                .filter(|s| s.device == peak_dev && s.live_after(peak_pos))
                 .map(|s| {
                     let m = &memory[s.memory_index];
                     LiveAllocation {
@@ -426,5 +436,99 @@ impl MemoryProfile {
     /// The device profile with this name.
     pub fn device(&self, name: &str) -> Option<&DeviceMemoryProfile> {
         self.devices.iter().find(|d| d.device == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn event(t: u64, device: &str, tensor: &str, alloc: bool, bytes: u64, c: usize) -> MemoryEvent {
+        MemoryEvent {
+            timestamp_ns: t,
+            tensor_id: tensor.into(),
+            span_id: "s".into(),
+            op_name: None,
+            device: device.into(),
+            bytes,
+            action: if alloc {
+                MemoryAction::Alloc
+            } else {
+                MemoryAction::Free
+            },
+            shape: vec![],
+            dtype: "f32".into(),
+            category: TensorCategory::ALL[c],
+        }
+    }
+
+    proptest::proptest! {
+        /// What is live at the peak, read off the one replay, equals a second replay stopped
+        /// at the peak (what `build` did before): shadowed allocations, frees before and after
+        /// the peak, frees of nothing, ties in time.
+        #[test]
+        fn live_at_the_peak_equals_a_replay_stopped_there(
+            raw in proptest::collection::vec((0u64..6, 0usize..2, 0usize..4, proptest::bool::weighted(0.6), 1u64..100, 0usize..5), 0..40),
+        ) {
+            let devices = ["cpu", "cuda:0"];
+            let tensors = ["t0", "t1", "t2", "t3"];
+            let memory: Vec<Lined<MemoryEvent>> = raw
+                .iter()
+                .enumerate()
+                .map(|(i, &(t, d, k, alloc, bytes, c))| {
+                    Lined::new(i as u64 + 1, event(t, devices[d], tensors[k], alloc, bytes, c))
+                })
+                .collect();
+            let (profile, _) = MemoryProfile::build(&memory, &[]);
+
+            // Device numbers by first appearance, the replay order, as `build` has them.
+            let mut names: Vec<&str> = Vec::new();
+            let dev: Vec<u32> = memory
+                .iter()
+                .map(|m| match names.iter().position(|n| *n == m.device.as_str()) {
+                    Some(p) => p as u32,
+                    None => {
+                        names.push(m.device.as_str());
+                        names.len() as u32 - 1
+                    }
+                })
+                .collect();
+            let mut order: Vec<usize> = (0..memory.len()).collect();
+            order.sort_by(|&a, &b| {
+                let (ea, eb) = (&memory[a].event, &memory[b].event);
+                (ea.timestamp_ns, ea.action, &ea.tensor_id, a).cmp(&(eb.timestamp_ns, eb.action, &eb.tensor_id, b))
+            });
+            let mut full = Live::new(&memory[..], names.len());
+            let mut peak: Option<(usize, u64, u32)> = None;
+            for (pos, &i) in order.iter().enumerate() {
+                full.apply(i, dev[i], pos);
+                let total = full.totals[dev[i] as usize];
+                if peak.is_none_or(|(_, best, _)| total > best) {
+                    peak = Some((pos, total, dev[i]));
+                }
+            }
+            let Some((peak_pos, peak_bytes, d)) = peak else {
+                proptest::prop_assert!(profile.live_at_peak.is_empty());
+                return Ok(());
+            };
+            let mut prefix = Live::new(&memory[..], names.len());
+            for (pos, &i) in order[..=peak_pos].iter().enumerate() {
+                prefix.apply(i, dev[i], pos);
+            }
+            let mut want: Vec<(usize, u64)> = prefix
+                .slots
+                .iter()
+                .filter(|s| s.freed_pos.is_none() && s.device == d)
+                .map(|s| (s.memory_index, s.bytes))
+                .collect();
+            want.sort();
+            let mut got: Vec<(usize, u64)> =
+                profile.live_at_peak.iter().map(|l| (l.memory_index, l.bytes)).collect();
+            got.sort();
+            proptest::prop_assert_eq!(profile.peak_bytes, peak_bytes);
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert_eq!(profile.peak_by_category, prefix.by_category[d as usize]);
+        }
     }
 }
