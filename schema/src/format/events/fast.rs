@@ -237,24 +237,10 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// `,"name":`
+    /// `lit` (a field's `,"name":`) if it comes next.
     #[inline(always)]
-    fn field<const N: usize>(&mut self, name: &[u8; N]) -> Option<()> {
-        self.literal(b",\"")?;
-        self.literal(name)?;
-        self.literal(b"\":")
-    }
-
-    /// `,"name":` if it comes next.
-    #[inline(always)]
-    fn optional_field<const N: usize>(&mut self, name: &[u8; N]) -> bool {
-        let save = self.at;
-        if self.field(name).is_some() {
-            true
-        } else {
-            self.at = save;
-            false
-        }
+    fn optional_literal<const N: usize>(&mut self, lit: &[u8; N]) -> bool {
+        self.literal(lit).is_some()
     }
 
     /// A string without escapes or control characters.
@@ -425,20 +411,20 @@ pub(crate) fn decode<'a>(kind: &str, line: &'a [u8], text: Option<&'a str>) -> O
         "span_start" => {
             c.literal(b",\"id\":")?;
             let id = c.str()?;
-            let parent_id = if c.optional_field(b"parent_id") {
+            let parent_id = if c.optional_literal(b",\"parent_id\":") {
                 Some(c.str()?)
             } else {
                 None
             };
-            c.field(b"name")?;
+            c.literal(b",\"name\":")?;
             let name = c.str()?;
-            c.field(b"start_ns")?;
+            c.literal(b",\"start_ns\":")?;
             let start_ns = c.u64()?;
-            c.field(b"span_kind")?;
+            c.literal(b",\"span_kind\":")?;
             let span_kind = span_kind(c.str()?)?;
-            c.field(b"measured")?;
+            c.literal(b",\"measured\":")?;
             let measured = c.bool()?;
-            let step = if c.optional_field(b"step") {
+            let step = if c.optional_literal(b",\"step\":") {
                 Some(step(c.str()?)?)
             } else {
                 None
@@ -454,40 +440,40 @@ pub(crate) fn decode<'a>(kind: &str, line: &'a [u8], text: Option<&'a str>) -> O
             })
         }
         "span_end" => {
-            c.field(b"id")?;
+            c.literal(b",\"id\":")?;
             let id = c.str()?;
-            c.field(b"duration_ns")?;
+            c.literal(b",\"duration_ns\":")?;
             let duration_ns = c.u64()?;
             Raw::SpanEnd { id, duration_ns }
         }
         "op" => {
-            c.field(b"span_id")?;
+            c.literal(b",\"span_id\":")?;
             let span_id = c.str()?;
-            c.field(b"op_name")?;
+            c.literal(b",\"op_name\":")?;
             let op_name = c.str()?;
-            c.field(b"inputs")?;
+            c.literal(b",\"inputs\":")?;
             let inputs = c.string_array()?;
-            let output = if c.optional_field(b"output") {
+            let output = if c.optional_literal(b",\"output\":") {
                 Some(c.str()?)
             } else {
                 None
             };
-            c.field(b"shape")?;
+            c.literal(b",\"shape\":")?;
             let shape = c.u64_array()?;
-            c.field(b"dtype")?;
+            c.literal(b",\"dtype\":")?;
             let dtype = c.str()?;
-            c.field(b"device")?;
+            c.literal(b",\"device\":")?;
             let device = c.str()?;
-            c.field(b"duration_ns")?;
+            c.literal(b",\"duration_ns\":")?;
             let duration_ns = c.u64()?;
-            c.field(b"timestamp_ns")?;
+            c.literal(b",\"timestamp_ns\":")?;
             let timestamp_ns = c.u64()?;
-            let storage_bytes = if c.optional_field(b"storage_bytes") {
+            let storage_bytes = if c.optional_literal(b",\"storage_bytes\":") {
                 Some(c.u64()?)
             } else {
                 None
             };
-            c.field(b"input_storage_bytes")?;
+            c.literal(b",\"input_storage_bytes\":")?;
             let input_storage_bytes = c.u64()?;
             Raw::Op(RawOp {
                 span_id,
@@ -504,24 +490,24 @@ pub(crate) fn decode<'a>(kind: &str, line: &'a [u8], text: Option<&'a str>) -> O
             })
         }
         "tensor" => {
-            c.field(b"span_id")?;
+            c.literal(b",\"span_id\":")?;
             let span_id = c.str()?;
-            c.field(b"tensor_id")?;
+            c.literal(b",\"tensor_id\":")?;
             let tensor_id = c.str()?;
-            c.field(b"shape")?;
+            c.literal(b",\"shape\":")?;
             let shape = c.u64_array()?;
-            c.field(b"dtype")?;
+            c.literal(b",\"dtype\":")?;
             let dtype = c.str()?;
-            c.field(b"device")?;
+            c.literal(b",\"device\":")?;
             let device = c.str()?;
-            c.field(b"requires_grad")?;
+            c.literal(b",\"requires_grad\":")?;
             let requires_grad = c.bool()?;
-            let storage_bytes = if c.optional_field(b"storage_bytes") {
+            let storage_bytes = if c.optional_literal(b",\"storage_bytes\":") {
                 Some(c.u64()?)
             } else {
                 None
             };
-            c.field(b"category")?;
+            c.literal(b",\"category\":")?;
             let category = category(c.str()?)?;
             Raw::Tensor(RawTensor {
                 span_id,
@@ -535,32 +521,32 @@ pub(crate) fn decode<'a>(kind: &str, line: &'a [u8], text: Option<&'a str>) -> O
             })
         }
         "memory" => {
-            c.field(b"timestamp_ns")?;
+            c.literal(b",\"timestamp_ns\":")?;
             let timestamp_ns = c.u64()?;
-            c.field(b"tensor_id")?;
+            c.literal(b",\"tensor_id\":")?;
             let tensor_id = c.str()?;
-            c.field(b"span_id")?;
+            c.literal(b",\"span_id\":")?;
             let span_id = c.str()?;
-            let op_name = if c.optional_field(b"op_name") {
+            let op_name = if c.optional_literal(b",\"op_name\":") {
                 Some(c.str()?)
             } else {
                 None
             };
-            c.field(b"device")?;
+            c.literal(b",\"device\":")?;
             let device = c.str()?;
-            c.field(b"bytes")?;
+            c.literal(b",\"bytes\":")?;
             let bytes = c.u64()?;
-            c.field(b"action")?;
+            c.literal(b",\"action\":")?;
             let action = match c.str()? {
                 "alloc" => MemoryAction::Alloc,
                 "free" => MemoryAction::Free,
                 _ => return None,
             };
-            c.field(b"shape")?;
+            c.literal(b",\"shape\":")?;
             let shape = c.u64_array()?;
-            c.field(b"dtype")?;
+            c.literal(b",\"dtype\":")?;
             let dtype = c.str()?;
-            c.field(b"category")?;
+            c.literal(b",\"category\":")?;
             let category = category(c.str()?)?;
             Raw::Memory(RawMemory {
                 timestamp_ns,
