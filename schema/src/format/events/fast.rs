@@ -266,7 +266,12 @@ impl<'a> Cursor<'a> {
             if d > 9 {
                 break;
             }
-            v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+            // `v * 10 + d` overflows exactly when this holds. Compared rather than
+            // `checked_mul`, which wasm32 computes with a 128-bit multiply (`__multi3`).
+            if v >= u64::MAX / 10 && (v > u64::MAX / 10 || u64::from(d) > u64::MAX % 10) {
+                return None;
+            }
+            v = v * 10 + u64::from(d);
             len += 1;
         }
         if len == 0 || (len > 1 && rest[0] == b'0') {
@@ -790,6 +795,35 @@ mod tests {
             let raw = decode(kind, line.as_bytes(), Some(&line)).expect(&line);
             let serde = crate::format::events::decode_kind(kind, line.as_bytes());
             assert_eq!(serde, Ok(raw.to_event()), "{line}");
+        }
+    }
+
+    #[test]
+    fn integers_at_the_edge_of_u64() {
+        let read = |text: &str| {
+            let mut c = Cursor {
+                text,
+                bytes: text.as_bytes(),
+                at: 0,
+            };
+            c.u64().filter(|_| c.at == text.len())
+        };
+        assert_eq!(read("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(read("18446744073709551610"), Some(u64::MAX - 5));
+        assert_eq!(read("1844674407370955161"), Some(u64::MAX / 10));
+        for overflow in [
+            "18446744073709551616",
+            "18446744073709551619",
+            "18446744073709551620",
+            "18446744073709551700",
+            "99999999999999999999",
+            "184467440737095516150",
+        ] {
+            assert_eq!(read(overflow), None, "{overflow}");
+            assert!(overflow.parse::<u64>().is_err());
+        }
+        for n in [0u64, 7, 10, 12345, u64::MAX / 10 - 1, u64::MAX - 1] {
+            assert_eq!(read(&n.to_string()), Some(n));
         }
     }
 }
