@@ -27,7 +27,9 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use hashbrown::HashMap;
+use core::hash::BuildHasher;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::format::diagnostics::{
     sort_diagnostics, Category, Diagnostic, DiagnosticCounts, Severity,
@@ -90,7 +92,69 @@ pub struct TraceDocument {
     /// What a Chrome Trace Event JSON file held beyond spans (tracks, instants, counters,
     /// skipped phases); `None` for a trace/6 file.
     pub chrome: Option<alloc::boxed::Box<crate::format::tracks::ChromeImport>>,
-    span_index: HashMap<CompactString, u32>,
+    span_index: SpanIndex,
+}
+
+/// Span id → index into `spans`: a hash table of indices only (4 bytes a span rather than a
+/// copy of the id beside it), whose lookups compare the id of the span an index points at.
+#[derive(Clone, Default)]
+struct SpanIndex {
+    table: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+}
+
+impl core::fmt::Debug for SpanIndex {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SpanIndex")
+            .field("len", &self.table.len())
+            .finish()
+    }
+}
+
+impl SpanIndex {
+    fn hash(&self, id: &str) -> u64 {
+        self.hasher.hash_one(id)
+    }
+
+    /// The index of the span with this id in `spans` (the spans this index was built over).
+    fn get(&self, spans: &[Span], id: &str) -> Option<u32> {
+        self.table
+            .find(self.hash(id), |&i| spans[i as usize].id == id)
+            .copied()
+    }
+
+    /// Index `id` as span `index` (the next span of `spans`, or one of them), unless some
+    /// span already has this id: then the index of that one.
+    fn insert_first(&mut self, spans: &[Span], id: &str, index: u32) -> Result<(), u32> {
+        let hash = self.hash(id);
+        let hasher = &self.hasher;
+        match self.table.entry(
+            hash,
+            |&i| spans[i as usize].id == id,
+            |&i| hasher.hash_one(spans[i as usize].id.as_str()),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(first) => Err(*first.get()),
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert(index);
+                Ok(())
+            }
+        }
+    }
+
+    fn reserve(&mut self, spans: &[Span], additional: usize) {
+        let hasher = &self.hasher;
+        self.table.reserve(additional, |&i| {
+            hasher.hash_one(spans[i as usize].id.as_str())
+        });
+    }
+
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    fn capacity(&self) -> usize {
+        self.table.capacity()
+    }
 }
 
 impl TraceDocument {
@@ -104,24 +168,25 @@ impl TraceDocument {
     /// Make room for `n` more spans (and their ids) before appending them in batches.
     pub fn reserve_spans(&mut self, n: usize) {
         self.spans.reserve(n);
-        self.span_index.reserve(n);
+        self.span_index.reserve(&self.spans, n);
     }
 
     /// Add the ids of `spans[start..]` to the id → index map (the first span with an id
     /// wins): for code that appends to `spans` in batches and indexes as it goes.
     pub fn index_spans_from(&mut self, start: usize) {
-        let new = self.spans.get(start..).unwrap_or_default();
-        self.span_index.reserve(new.len());
-        for (i, s) in new.iter().enumerate() {
-            self.span_index
-                .entry(s.id.clone())
-                .or_insert((start + i) as u32);
+        let new = self.spans.len().saturating_sub(start);
+        self.span_index.reserve(&self.spans, new);
+        for i in start..self.spans.len() {
+            // The first span with an id keeps it.
+            let _ = self
+                .span_index
+                .insert_first(&self.spans, &self.spans[i].id, i as u32);
         }
     }
 
     /// Index of the span with this id.
     pub fn span_index(&self, id: &str) -> Option<usize> {
-        self.span_index.get(id).map(|&i| i as usize)
+        self.span_index.get(&self.spans, id).map(|i| i as usize)
     }
 
     /// The span with this id.
@@ -218,14 +283,10 @@ impl TraceDocument {
         mut diagnostics: Vec<Diagnostic>,
     ) -> Self {
         let mut doc = TraceDocument {
-            span_index: spans
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (s.id.clone(), i as u32))
-                .collect(),
             spans,
             ..TraceDocument::default()
         };
+        doc.index_spans_from(0);
         let measured: Vec<&Span> = doc.spans.iter().filter(|s| s.measured).collect();
         if measured.is_empty() {
             diagnostics.push(Diagnostic::warning(
@@ -243,9 +304,9 @@ impl TraceDocument {
                 ));
             }
         }
-        let index = &doc.span_index;
+        let (index, spans) = (&doc.span_index, &doc.spans);
         let (tree, tree_diags) =
-            SpanTree::build(&doc.spans, |id| index.get(id).map(|&i| i as usize));
+            SpanTree::build(spans, |id| index.get(spans, id).map(|i| i as usize));
         doc.tree = tree;
         diagnostics.extend(tree_diags);
         doc.meta = Some(meta);
@@ -343,12 +404,12 @@ fn make_room<T>(v: &mut Vec<T>, consumed: u64, total: u64) {
 }
 
 /// The same for the span id map.
-fn make_room_map(m: &mut HashMap<CompactString, u32>, consumed: u64, total: u64) {
+fn make_room_map(m: &mut SpanIndex, spans: &[Span], consumed: u64, total: u64) {
     if m.len() < m.capacity() {
         return;
     }
     if let Some(extra) = projected_extra(m.len(), consumed, total) {
-        m.reserve(extra);
+        m.reserve(spans, extra);
     }
 }
 
@@ -574,23 +635,17 @@ impl TraceReader {
 
     fn span_start(&mut self, s: SpanStart, number: u64, consumed: u64, total: u64) {
         let doc = &mut self.doc;
-        make_room_map(&mut doc.span_index, consumed, total);
+        make_room_map(&mut doc.span_index, &doc.spans, consumed, total);
         make_room(&mut doc.spans, consumed, total);
         let index = doc.spans.len() as u32;
         // One hash of the id: the duplicate check and the insertion share the entry.
-        match doc.span_index.entry_ref(s.id.as_str()) {
-            hashbrown::hash_map::EntryRef::Occupied(first) => {
-                let msg = format!(
-                    "duplicate span id `{}` (first started at line {}); this span_start is dropped",
-                    s.id,
-                    doc.spans[*first.get() as usize].line
-                );
-                self.error(number, Category::Duplicate, msg);
-                return;
-            }
-            hashbrown::hash_map::EntryRef::Vacant(slot) => {
-                slot.insert(index);
-            }
+        if let Err(first) = doc.span_index.insert_first(&doc.spans, &s.id, index) {
+            let msg = format!(
+                "duplicate span id `{}` (first started at line {}); this span_start is dropped",
+                s.id, doc.spans[first as usize].line
+            );
+            self.error(number, Category::Duplicate, msg);
+            return;
         }
         if s.measured {
             match self.first_measured_line {
@@ -618,8 +673,8 @@ impl TraceReader {
 
     fn span_end(&mut self, id: &str, duration_ns: u64, number: u64) {
         let doc = &mut self.doc;
-        let settled = match doc.span_index.get(id) {
-            Some(&i) if !self.pending_end_ids.contains(id) => {
+        let settled = match doc.span_index.get(&doc.spans, id) {
+            Some(i) if !self.pending_end_ids.contains(id) => {
                 close_span(&mut doc.spans[i as usize], id, duration_ns, number)
             }
             _ => {
@@ -708,8 +763,8 @@ impl TraceReader {
                 return;
             }
         }
-        match doc.span_index.get(span_id) {
-            Some(&i) => self.last_ref = Some(i),
+        match doc.span_index.get(&doc.spans, span_id) {
+            Some(i) => self.last_ref = Some(i),
             None => self
                 .pending_refs
                 .push((kind, CompactString::from(span_id), line)),
@@ -764,13 +819,13 @@ impl TraceReader {
         };
 
         for (id, duration_ns, line) in pending_ends {
-            match doc.span_index.get(id.as_str()) {
+            match doc.span_index.get(&doc.spans, &id) {
                 None => diags.push(Diagnostic::error(
                     line,
                     Category::Reference,
                     format!("span_end for unknown span id `{id}`"),
                 )),
-                Some(&i) => {
+                Some(i) => {
                     if let Some(d) = close_span(&mut doc.spans[i as usize], &id, duration_ns, line)
                     {
                         diags.push(d);
@@ -800,14 +855,14 @@ impl TraceReader {
             ));
         }
 
-        let index = &doc.span_index;
+        let (index, spans) = (&doc.span_index, &doc.spans);
         let (tree, tree_diags) =
-            SpanTree::build(&doc.spans, |id| index.get(id).map(|&i| i as usize));
+            SpanTree::build(spans, |id| index.get(spans, id).map(|i| i as usize));
         doc.tree = tree;
         diags.extend(tree_diags);
 
         for (kind, span_id, line) in pending_refs {
-            if !index.contains_key(span_id.as_str()) {
+            if index.get(spans, &span_id).is_none() {
                 diags.push(Diagnostic::warning(
                     line,
                     Category::Reference,
