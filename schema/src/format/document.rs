@@ -39,7 +39,7 @@ use crate::format::events::{
     LineError, MemoryEvent, Meta, Op, Raw, SpanStart, TensorEvent, TraceEvent, TRACE_SCHEMA,
 };
 use crate::format::jsonl::{Line, LineSplitter};
-use crate::format::memory::MemoryProfile;
+use crate::format::memory::{Curve, MemoryProfile};
 use crate::format::spans::SpanTree;
 
 use crate::format::records::MemoryFacts;
@@ -873,7 +873,9 @@ impl TraceReader {
 
         let (profile, memory_diags) = match keep {
             Keep::Everything => MemoryProfile::build(&doc.memory, &doc.device_memory),
-            Keep::Summary => MemoryProfile::build_from(&memory_facts, &doc.device_memory),
+            Keep::Summary => {
+                MemoryProfile::build_from(&memory_facts, &doc.device_memory, Curve::Dropped)
+            }
         };
         doc.memory_profile = profile;
         doc.diagnostics.extend(memory_diags);

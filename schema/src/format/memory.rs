@@ -196,6 +196,15 @@ impl MemoryRecord for MemoryFacts {
     }
 }
 
+/// Whether [`MemoryProfile::build_from`] keeps the live-bytes curve (`samples`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Curve {
+    /// One sample per memory event.
+    Kept,
+    /// No samples (a summary shows none).
+    Dropped,
+}
+
 /// Replay state: live totals and live allocations.
 struct Live<'a, R> {
     events: &'a [R],
@@ -283,13 +292,15 @@ impl MemoryProfile {
         memory: &[Lined<MemoryEvent>],
         checkpoints: &[Lined<DeviceMemory>],
     ) -> (Self, Vec<Diagnostic>) {
-        Self::build_from(memory, checkpoints)
+        Self::build_from(memory, checkpoints, Curve::Kept)
     }
 
-    /// [`MemoryProfile::build`] from any kind of memory record.
+    /// [`MemoryProfile::build`] from any kind of memory record; with [`Curve::Dropped`] the
+    /// profile's `samples` stay empty (everything else is the same).
     pub(crate) fn build_from<R: MemoryRecord>(
         memory: &[R],
         checkpoints: &[Lined<DeviceMemory>],
+        curve: Curve,
     ) -> (Self, Vec<Diagnostic>) {
         let mut device_names: Vec<String> = Vec::new();
         let mut device_ids: HashMap<&str, u32> = HashMap::new();
@@ -326,7 +337,11 @@ impl MemoryProfile {
             })
             .collect();
         let mut diagnostics = Vec::new();
-        let mut samples = Vec::with_capacity(order.len());
+        let mut samples = match curve {
+            Curve::Kept => Vec::with_capacity(order.len()),
+            Curve::Dropped => Vec::new(),
+        };
+        let mut peak_by_category = [0; 5];
         let mut live = Live::new(memory, n_dev);
         // (position in `order`, device) of the overall peak.
         let mut peak: Option<(usize, u32)> = None;
@@ -360,13 +375,16 @@ impl MemoryProfile {
             if peak.is_none() || total > peak_bytes {
                 peak_bytes = total;
                 peak = Some((pos, d));
+                peak_by_category = live.by_category[d as usize];
             }
-            samples.push(MemorySample {
-                timestamp_ns: memory[i].timestamp_ns(),
-                device: d,
-                live_bytes: total,
-                by_category: live.by_category[d as usize],
-            });
+            if curve == Curve::Kept {
+                samples.push(MemorySample {
+                    timestamp_ns: memory[i].timestamp_ns(),
+                    device: d,
+                    live_bytes: total,
+                    by_category: live.by_category[d as usize],
+                });
+            }
         }
         for (dev, total) in devices.iter_mut().zip(&live.totals) {
             dev.final_live_bytes = *total;
@@ -407,8 +425,7 @@ impl MemoryProfile {
             let peak_event = &memory[order[peak_pos]];
             profile.peak_timestamp_ns = Some(peak_event.timestamp_ns());
             profile.peak_device = Some(peak_event.device().to_string());
-            // The sample of the peak event is its device's state right after it.
-            profile.peak_by_category = profile.samples[peak_pos].by_category;
+            profile.peak_by_category = peak_by_category;
             let mut live_at_peak: Vec<LiveAllocation> = live
                 .slots
                 .iter()
