@@ -759,14 +759,23 @@ mod tests {
     }
 
     proptest::proptest! {
+        // Most garbled lines leave the fast path (an edit in a field name, a quote, a brace);
+        // enough cases that several hundred are still accepted by it and compared with serde.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(8192))]
+
         /// Garbled writer lines: whenever the fast path accepts one, serde reads the same event
         /// from it, so the reader's records and diagnostics cannot depend on which path ran.
         #[test]
         fn the_fast_path_agrees_with_serde_on_garbled_lines(
             which in 0usize..7,
-            edits in proptest::collection::vec((0usize..400, proptest::sample::select(
-                vec![b'"', b'\\', b',', b'[', b']', b'0', b'9', b'1', b' ', b'x', b'}', 0xc3, 0x01, b':'],
-            ), 0u8..3), 1..4),
+            edits in proptest::collection::vec((0usize..400, proptest::prop_oneof![
+                // Mostly edits that can leave the line valid (a letter in a string, a digit in
+                // a number), so that the fast path still accepts many of the edited lines.
+                6 => proptest::sample::select(vec![b'x', b'5', b'0']),
+                4 => proptest::sample::select(
+                    vec![b'"', b'\\', b',', b'[', b']', b'9', b' ', b'}', 0xc3, 0x01, b':', b'.'],
+                ),
+            ], 0u8..3), 1..4),
         ) {
             let mut line = writer_lines()[which].clone().into_bytes();
             for (at, byte, op) in edits {
