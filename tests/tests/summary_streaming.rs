@@ -93,7 +93,9 @@ fn assert_same(what: &str, doc: &TraceDocument, digest: &TraceDigest) {
         "{what}: memory peak"
     );
     assert_eq!(a.devices, b.devices, "{what}: memory devices");
-    assert_eq!(a.samples, b.samples, "{what}: memory samples");
+    // A summary shows no live-bytes curve, so the digest builds none.
+    assert!(a.samples.is_empty(), "{what}: the digest's memory samples");
+    assert_eq!(b.samples.len(), doc.memory.len(), "{what}: memory samples");
     assert_eq!((a.alloc_count, a.free_count), (b.alloc_count, b.free_count));
     let live = |p: &candle_trace_schema::MemoryProfile| -> Vec<(String, u64, u64)> {
         p.live_at_peak

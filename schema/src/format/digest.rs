@@ -3,8 +3,9 @@
 //! The same reader as [`TraceReader`] (the same decoding, the same checks, the same
 //! diagnostics) keeping only what the summary and the cross-record checks need: the meta, the
 //! `capture_sources` line, every span (the span tree, the measured total and the unclosed and
-//! parent checks read them), the `memory` records without the fields the memory profile's
-//! numbers do not read, and the `device_memory` checkpoints. `op`, `tensor`, `gradient` and
+//! parent checks read them), of each `memory` record the fields the memory profile's numbers
+//! read (80 bytes a record, for the replay in `finish`, which builds no live-bytes curve), and
+//! the `device_memory` checkpoints. `op`, `tensor`, `gradient` and
 //! `edge` records are counted, their span reference checked on their line (or at the end when
 //! it names a span not read yet), and dropped. A large trace's summary then needs a fraction of
 //! the memory of its [`TraceDocument`], which keeps every record.
@@ -54,8 +55,8 @@ impl TraceDigestReader {
 /// diagnostics as the whole [`TraceDocument`].
 #[derive(Debug, Clone)]
 pub struct TraceDigest {
-    /// A document without `op`, `tensor`, `gradient` and `edge` records and with thinned
-    /// `memory` records: private, so that nobody mistakes it for the file's document.
+    /// A document without `op`, `tensor`, `gradient`, `edge` and `memory` records (the memory
+    /// profile is built): private, so that nobody mistakes it for the file's document.
     doc: TraceDocument,
     dropped: Dropped,
 }
@@ -97,7 +98,8 @@ impl TraceDigest {
     }
 
     /// The memory profile's numbers, as in [`TraceDocument::memory_profile`]; only the
-    /// `span_id` and `op_name` of [`MemoryProfile::live_at_peak`] are empty (they are not kept).
+    /// `span_id` and `op_name` of [`MemoryProfile::live_at_peak`] are empty (they are not kept),
+    /// and so is the live-bytes curve, [`MemoryProfile::samples`] (a summary shows none).
     pub fn memory_profile(&self) -> &MemoryProfile {
         &self.doc.memory_profile
     }

@@ -27,19 +27,22 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use hashbrown::HashMap;
+use core::hash::BuildHasher;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::format::diagnostics::{
     sort_diagnostics, Category, Diagnostic, DiagnosticCounts, Severity,
 };
 use crate::format::events::{
-    decode_line, CaptureSources, CompactString, DeviceMemory, Edge, Gradient, LineError,
-    MemoryEvent, Meta, Op, TensorEvent, TraceEvent, TRACE_SCHEMA,
+    decode_line_borrowed, CaptureSources, CompactString, Decoded, DeviceMemory, Edge, Gradient,
+    LineError, MemoryEvent, Meta, Op, Raw, SpanStart, TensorEvent, TraceEvent, TRACE_SCHEMA,
 };
 use crate::format::jsonl::{Line, LineSplitter};
-use crate::format::memory::MemoryProfile;
+use crate::format::memory::{Curve, MemoryProfile};
 use crate::format::spans::SpanTree;
 
+use crate::format::records::MemoryFacts;
 pub use crate::format::records::{Lined, Span};
 
 /// An `edge` with its endpoints resolved to span indices.
@@ -89,7 +92,69 @@ pub struct TraceDocument {
     /// What a Chrome Trace Event JSON file held beyond spans (tracks, instants, counters,
     /// skipped phases); `None` for a trace/6 file.
     pub chrome: Option<alloc::boxed::Box<crate::format::tracks::ChromeImport>>,
-    span_index: HashMap<CompactString, u32>,
+    span_index: SpanIndex,
+}
+
+/// Span id → index into `spans`: a hash table of indices only (4 bytes a span rather than a
+/// copy of the id beside it), whose lookups compare the id of the span an index points at.
+#[derive(Clone, Default)]
+struct SpanIndex {
+    table: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+}
+
+impl core::fmt::Debug for SpanIndex {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SpanIndex")
+            .field("len", &self.table.len())
+            .finish()
+    }
+}
+
+impl SpanIndex {
+    fn hash(&self, id: &str) -> u64 {
+        self.hasher.hash_one(id)
+    }
+
+    /// The index of the span with this id in `spans` (the spans this index was built over).
+    fn get(&self, spans: &[Span], id: &str) -> Option<u32> {
+        self.table
+            .find(self.hash(id), |&i| spans[i as usize].id == id)
+            .copied()
+    }
+
+    /// Index `id` as span `index` (the next span of `spans`, or one of them), unless some
+    /// span already has this id: then the index of that one.
+    fn insert_first(&mut self, spans: &[Span], id: &str, index: u32) -> Result<(), u32> {
+        let hash = self.hash(id);
+        let hasher = &self.hasher;
+        match self.table.entry(
+            hash,
+            |&i| spans[i as usize].id == id,
+            |&i| hasher.hash_one(spans[i as usize].id.as_str()),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(first) => Err(*first.get()),
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert(index);
+                Ok(())
+            }
+        }
+    }
+
+    fn reserve(&mut self, spans: &[Span], additional: usize) {
+        let hasher = &self.hasher;
+        self.table.reserve(additional, |&i| {
+            hasher.hash_one(spans[i as usize].id.as_str())
+        });
+    }
+
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    fn capacity(&self) -> usize {
+        self.table.capacity()
+    }
 }
 
 impl TraceDocument {
@@ -103,24 +168,25 @@ impl TraceDocument {
     /// Make room for `n` more spans (and their ids) before appending them in batches.
     pub fn reserve_spans(&mut self, n: usize) {
         self.spans.reserve(n);
-        self.span_index.reserve(n);
+        self.span_index.reserve(&self.spans, n);
     }
 
     /// Add the ids of `spans[start..]` to the id → index map (the first span with an id
     /// wins): for code that appends to `spans` in batches and indexes as it goes.
     pub fn index_spans_from(&mut self, start: usize) {
-        let new = self.spans.get(start..).unwrap_or_default();
-        self.span_index.reserve(new.len());
-        for (i, s) in new.iter().enumerate() {
-            self.span_index
-                .entry(s.id.clone())
-                .or_insert((start + i) as u32);
+        let new = self.spans.len().saturating_sub(start);
+        self.span_index.reserve(&self.spans, new);
+        for i in start..self.spans.len() {
+            // The first span with an id keeps it.
+            let _ = self
+                .span_index
+                .insert_first(&self.spans, &self.spans[i].id, i as u32);
         }
     }
 
     /// Index of the span with this id.
     pub fn span_index(&self, id: &str) -> Option<usize> {
-        self.span_index.get(id).map(|&i| i as usize)
+        self.span_index.get(&self.spans, id).map(|i| i as usize)
     }
 
     /// The span with this id.
@@ -217,14 +283,10 @@ impl TraceDocument {
         mut diagnostics: Vec<Diagnostic>,
     ) -> Self {
         let mut doc = TraceDocument {
-            span_index: spans
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (s.id.clone(), i as u32))
-                .collect(),
             spans,
             ..TraceDocument::default()
         };
+        doc.index_spans_from(0);
         let measured: Vec<&Span> = doc.spans.iter().filter(|s| s.measured).collect();
         if measured.is_empty() {
             diagnostics.push(Diagnostic::warning(
@@ -242,9 +304,9 @@ impl TraceDocument {
                 ));
             }
         }
-        let index = &doc.span_index;
+        let (index, spans) = (&doc.span_index, &doc.spans);
         let (tree, tree_diags) =
-            SpanTree::build(&doc.spans, |id| index.get(id).map(|&i| i as usize));
+            SpanTree::build(spans, |id| index.get(spans, id).map(|i| i as usize));
         doc.tree = tree;
         diagnostics.extend(tree_diags);
         doc.meta = Some(meta);
@@ -262,8 +324,8 @@ pub(crate) enum Keep {
     Everything,
     /// What the summary and the cross-record checks need (see [`crate::format::digest`]):
     /// `op`, `tensor`, `gradient` and `edge` records are counted and dropped once their span
-    /// reference is checked, and `memory` records lose the fields the memory profile's numbers
-    /// do not read.
+    /// reference is checked, and `memory` records are kept as `MemoryFacts` (the fields the
+    /// memory profile's numbers read) beside the document, which holds none.
     Summary,
 }
 
@@ -318,6 +380,9 @@ pub struct TraceReader {
     /// Index of the span the last checked record named (consecutive records usually name the
     /// same span, which then needs no hash lookup).
     last_ref: Option<u32>,
+    /// The `memory` records of a [`Keep::Summary`] reader (a [`Keep::Everything`] reader keeps
+    /// them in the document).
+    memory_facts: Vec<MemoryFacts>,
     /// The file's size in bytes, when the caller knows it (0: unknown).
     size_hint: u64,
     /// Bytes of the lines handled so far, newlines included.
@@ -339,12 +404,12 @@ fn make_room<T>(v: &mut Vec<T>, consumed: u64, total: u64) {
 }
 
 /// The same for the span id map.
-fn make_room_map(m: &mut HashMap<CompactString, u32>, consumed: u64, total: u64) {
+fn make_room_map(m: &mut SpanIndex, spans: &[Span], consumed: u64, total: u64) {
     if m.len() < m.capacity() {
         return;
     }
     if let Some(extra) = projected_extra(m.len(), consumed, total) {
-        m.reserve(extra);
+        m.reserve(spans, extra);
     }
 }
 
@@ -421,8 +486,14 @@ impl TraceReader {
         let number = line.number;
         self.consumed += line.bytes.len() as u64 + 1;
         let (consumed, total) = (self.consumed, self.size_hint);
-        let event = match decode_line(bytes) {
-            Ok(event) => event,
+        // The splitter's text is the line's bytes unless a byte-order mark was cut off.
+        let text = line.text.filter(|t| t.len() == bytes.len());
+        let event = match decode_line_borrowed(bytes, text) {
+            Ok(Decoded::Raw(raw)) => {
+                self.raw_record(raw, number, consumed, total);
+                return;
+            }
+            Ok(Decoded::Event(event)) => event,
             Err(LineError::UnknownKind(kind)) => {
                 self.doc.skipped_unknown += 1;
                 self.warn(
@@ -482,92 +553,28 @@ impl TraceReader {
                     event: meta,
                 });
             }
-            TraceEvent::SpanStart(s) => {
-                if let Some(&i) = doc.span_index.get(s.id.as_str()) {
-                    let msg = format!(
-                        "duplicate span id `{}` (first started at line {}); this span_start is dropped",
-                        s.id, doc.spans[i as usize].line
-                    );
-                    self.error(number, Category::Duplicate, msg);
-                    return;
-                }
-                if s.measured {
-                    match self.first_measured_line {
-                        None => self.first_measured_line = Some(number),
-                        Some(first_measured) => self.warn(
-                            number,
-                            Category::Measured,
-                            format!("more than one measured span (the first starts at line {first_measured}); total_ns adds them all"),
-                        ),
-                    }
-                }
-                let doc = &mut self.doc;
-                make_room_map(&mut doc.span_index, consumed, total);
-                make_room(&mut doc.spans, consumed, total);
-                doc.span_index.insert(s.id.clone(), doc.spans.len() as u32);
-                doc.spans.push(Span {
-                    id: s.id,
-                    parent_id: s.parent_id,
-                    name: s.name,
-                    start_ns: s.start_ns,
-                    span_kind: s.span_kind,
-                    measured: s.measured,
-                    step: s.step,
-                    duration_ns: None,
-                    line: number,
-                    end_line: None,
-                });
-            }
-            TraceEvent::SpanEnd(e) => {
-                let settled = match doc.span_index.get(e.id.as_str()) {
-                    Some(&i) if !self.pending_end_ids.contains(e.id.as_str()) => {
-                        close_span(&mut doc.spans[i as usize], &e.id, e.duration_ns, number)
-                    }
-                    _ => {
-                        self.pending_end_ids.insert(e.id.clone());
-                        self.pending_ends.push((e.id, e.duration_ns, number));
-                        None
-                    }
-                };
-                if let Some(d) = settled {
-                    doc.diagnostics.push(d);
-                }
-            }
+            TraceEvent::SpanStart(s) => self.span_start(s, number, consumed, total),
+            TraceEvent::SpanEnd(e) => self.span_end(&e.id, e.duration_ns, number),
             TraceEvent::Op(event) => {
-                self.check_ref(RefKind::Op, &event.span_id, number);
-                let doc = &mut self.doc;
-                match self.keep {
-                    Keep::Everything => {
-                        make_room(&mut doc.ops, consumed, total);
-                        doc.ops.push(Lined::new(number, event));
-                    }
-                    Keep::Summary => self.dropped.ops += 1,
-                }
+                self.op(&event.span_id.clone(), number, consumed, total, || event)
             }
             TraceEvent::Tensor(event) => {
-                self.check_ref(RefKind::Tensor, &event.span_id, number);
-                let doc = &mut self.doc;
-                match self.keep {
-                    Keep::Everything => {
-                        make_room(&mut doc.tensors, consumed, total);
-                        doc.tensors.push(Lined::new(number, event));
-                    }
-                    Keep::Summary => self.dropped.tensors += 1,
-                }
+                self.tensor(&event.span_id.clone(), number, consumed, total, || event)
             }
-            TraceEvent::Memory(mut event) => {
+            TraceEvent::Memory(event) => {
                 self.check_ref(RefKind::Memory, &event.span_id, number);
-                if self.keep == Keep::Summary {
-                    // The memory profile's numbers and warnings read time, tensor, device,
-                    // bytes, action and category; the rest only describes what was live.
-                    event.span_id = CompactString::default();
-                    event.op_name = None;
-                    event.shape = Vec::new();
-                    event.dtype = CompactString::default();
+                match self.keep {
+                    Keep::Everything => self.keep_memory(number, consumed, total, || event),
+                    Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
+                        line: number,
+                        timestamp_ns: event.timestamp_ns,
+                        bytes: event.bytes,
+                        tensor_id: event.tensor_id,
+                        device: event.device,
+                        action: event.action,
+                        category: event.category,
+                    }),
                 }
-                let doc = &mut self.doc;
-                make_room(&mut doc.memory, consumed, total);
-                doc.memory.push(Lined::new(number, event));
             }
             TraceEvent::DeviceMemory(event) => doc.device_memory.push(Lined::new(number, event)),
             TraceEvent::Gradient(event) => match self.keep {
@@ -599,19 +606,168 @@ impl TraceReader {
         }
     }
 
+    /// A writer-shaped line of a hot kind: the same checks as for its serde-decoded event,
+    /// building only the record that is kept.
+    #[inline]
+    fn raw_record(&mut self, raw: Raw<'_>, number: u64, consumed: u64, total: u64) {
+        match raw {
+            Raw::SpanStart(s) => self.span_start(s.to_event(), number, consumed, total),
+            Raw::SpanEnd { id, duration_ns } => self.span_end(id, duration_ns, number),
+            Raw::Op(o) => self.op(o.span_id, number, consumed, total, || o.to_event()),
+            Raw::Tensor(t) => self.tensor(t.span_id, number, consumed, total, || t.to_event()),
+            Raw::Memory(m) => {
+                self.check_ref(RefKind::Memory, m.span_id, number);
+                match self.keep {
+                    Keep::Everything => self.keep_memory(number, consumed, total, || m.to_event()),
+                    Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
+                        line: number,
+                        timestamp_ns: m.timestamp_ns,
+                        bytes: m.bytes,
+                        tensor_id: m.tensor_id.into(),
+                        device: m.device.into(),
+                        action: m.action,
+                        category: m.category,
+                    }),
+                }
+            }
+        }
+    }
+
+    fn span_start(&mut self, s: SpanStart, number: u64, consumed: u64, total: u64) {
+        let doc = &mut self.doc;
+        make_room_map(&mut doc.span_index, &doc.spans, consumed, total);
+        make_room(&mut doc.spans, consumed, total);
+        let index = doc.spans.len() as u32;
+        // One hash of the id: the duplicate check and the insertion share the entry.
+        if let Err(first) = doc.span_index.insert_first(&doc.spans, &s.id, index) {
+            let msg = format!(
+                "duplicate span id `{}` (first started at line {}); this span_start is dropped",
+                s.id, doc.spans[first as usize].line
+            );
+            self.error(number, Category::Duplicate, msg);
+            return;
+        }
+        if s.measured {
+            match self.first_measured_line {
+                None => self.first_measured_line = Some(number),
+                Some(first_measured) => self.warn(
+                    number,
+                    Category::Measured,
+                    format!("more than one measured span (the first starts at line {first_measured}); total_ns adds them all"),
+                ),
+            }
+        }
+        self.doc.spans.push(Span {
+            id: s.id,
+            parent_id: s.parent_id,
+            name: s.name,
+            start_ns: s.start_ns,
+            span_kind: s.span_kind,
+            measured: s.measured,
+            step: s.step,
+            duration_ns: None,
+            line: number,
+            end_line: None,
+        });
+    }
+
+    fn span_end(&mut self, id: &str, duration_ns: u64, number: u64) {
+        let doc = &mut self.doc;
+        let settled = match doc.span_index.get(&doc.spans, id) {
+            Some(i) if !self.pending_end_ids.contains(id) => {
+                close_span(&mut doc.spans[i as usize], id, duration_ns, number)
+            }
+            _ => {
+                let id = CompactString::from(id);
+                self.pending_end_ids.insert(id.clone());
+                self.pending_ends.push((id, duration_ns, number));
+                None
+            }
+        };
+        if let Some(d) = settled {
+            doc.diagnostics.push(d);
+        }
+    }
+
+    fn op(
+        &mut self,
+        span_id: &str,
+        number: u64,
+        consumed: u64,
+        total: u64,
+        build: impl FnOnce() -> Op,
+    ) {
+        self.check_ref(RefKind::Op, span_id, number);
+        match self.keep {
+            Keep::Everything => {
+                let ops = &mut self.doc.ops;
+                make_room(ops, consumed, total);
+                ops.push(Lined::new(number, build()));
+            }
+            Keep::Summary => self.dropped.ops += 1,
+        }
+    }
+
+    fn tensor(
+        &mut self,
+        span_id: &str,
+        number: u64,
+        consumed: u64,
+        total: u64,
+        build: impl FnOnce() -> TensorEvent,
+    ) {
+        self.check_ref(RefKind::Tensor, span_id, number);
+        match self.keep {
+            Keep::Everything => {
+                let tensors = &mut self.doc.tensors;
+                make_room(tensors, consumed, total);
+                tensors.push(Lined::new(number, build()));
+            }
+            Keep::Summary => self.dropped.tensors += 1,
+        }
+    }
+
+    /// A `memory` record kept whole (its span reference already checked).
+    fn keep_memory(
+        &mut self,
+        number: u64,
+        consumed: u64,
+        total: u64,
+        build: impl FnOnce() -> MemoryEvent,
+    ) {
+        let memory = &mut self.doc.memory;
+        make_room(memory, consumed, total);
+        memory.push(Lined::new(number, build()));
+    }
+
+    /// What a summary read keeps of a `memory` record: what the memory profile's numbers and
+    /// warnings read (time, tensor, device, bytes, action and category; the rest only
+    /// describes what was live).
+    fn keep_memory_facts(
+        &mut self,
+        consumed: u64,
+        total: u64,
+        build: impl FnOnce() -> MemoryFacts,
+    ) {
+        make_room(&mut self.memory_facts, consumed, total);
+        self.memory_facts.push(build());
+    }
+
     /// The reference check of an `op`, `tensor` or `memory` record: settled now when its span
     /// has been read, otherwise left for `finish`.
     #[inline]
-    fn check_ref(&mut self, kind: RefKind, span_id: &CompactString, line: u64) {
+    fn check_ref(&mut self, kind: RefKind, span_id: &str, line: u64) {
         let doc = &self.doc;
         if let Some(last) = self.last_ref {
-            if doc.spans[last as usize].id == *span_id {
+            if doc.spans[last as usize].id == span_id {
                 return;
             }
         }
-        match doc.span_index.get(span_id.as_str()) {
-            Some(&i) => self.last_ref = Some(i),
-            None => self.pending_refs.push((kind, span_id.clone(), line)),
+        match doc.span_index.get(&doc.spans, span_id) {
+            Some(i) => self.last_ref = Some(i),
+            None => self
+                .pending_refs
+                .push((kind, CompactString::from(span_id), line)),
         }
     }
 
@@ -640,9 +796,11 @@ impl TraceReader {
         splitter.finish(|line| self.line(line));
         let TraceReader {
             mut doc,
+            keep,
             dropped,
             pending_ends,
             pending_refs,
+            memory_facts,
             ..
         } = self;
         doc.bytes_read = bytes_read;
@@ -661,13 +819,13 @@ impl TraceReader {
         };
 
         for (id, duration_ns, line) in pending_ends {
-            match doc.span_index.get(id.as_str()) {
+            match doc.span_index.get(&doc.spans, &id) {
                 None => diags.push(Diagnostic::error(
                     line,
                     Category::Reference,
                     format!("span_end for unknown span id `{id}`"),
                 )),
-                Some(&i) => {
+                Some(i) => {
                     if let Some(d) = close_span(&mut doc.spans[i as usize], &id, duration_ns, line)
                     {
                         diags.push(d);
@@ -697,14 +855,14 @@ impl TraceReader {
             ));
         }
 
-        let index = &doc.span_index;
+        let (index, spans) = (&doc.span_index, &doc.spans);
         let (tree, tree_diags) =
-            SpanTree::build(&doc.spans, |id| index.get(id).map(|&i| i as usize));
+            SpanTree::build(spans, |id| index.get(spans, id).map(|i| i as usize));
         doc.tree = tree;
         diags.extend(tree_diags);
 
         for (kind, span_id, line) in pending_refs {
-            if !index.contains_key(span_id.as_str()) {
+            if index.get(spans, &span_id).is_none() {
                 diags.push(Diagnostic::warning(
                     line,
                     Category::Reference,
@@ -713,7 +871,12 @@ impl TraceReader {
             }
         }
 
-        let (profile, memory_diags) = MemoryProfile::build(&doc.memory, &doc.device_memory);
+        let (profile, memory_diags) = match keep {
+            Keep::Everything => MemoryProfile::build(&doc.memory, &doc.device_memory),
+            Keep::Summary => {
+                MemoryProfile::build_from(&memory_facts, &doc.device_memory, Curve::Dropped)
+            }
+        };
         doc.memory_profile = profile;
         doc.diagnostics.extend(memory_diags);
         sort_diagnostics(&mut doc.diagnostics);

@@ -19,6 +19,8 @@ use crate::format::diagnostics::{classify_json_error, Category};
 
 mod fast;
 
+pub(crate) use fast::Raw;
+
 /// The `schema` value of a trace/6 `meta` line.
 pub const TRACE_SCHEMA: &str = "candle-graph/trace/6";
 
@@ -576,17 +578,46 @@ struct KindOnly<'a> {
 /// prefix and the line is deserialized once, straight into the kind's struct. Any other layout
 /// (whitespace, `kind` later in the object) is parsed once to find `kind`, then again typed.
 pub fn decode_line(bytes: &[u8]) -> Result<TraceEvent, LineError> {
+    match decode_line_borrowed(bytes, None)? {
+        Decoded::Raw(raw) => Ok(raw.to_event()),
+        Decoded::Event(event) => Ok(event),
+    }
+}
+
+/// A line as [`decode_line_borrowed`] gives it.
+#[derive(Debug)]
+pub(crate) enum Decoded<'a> {
+    /// A writer-shaped line of a hot kind, its strings still in the line.
+    Raw(Raw<'a>),
+    /// Any other line, through serde.
+    Event(TraceEvent),
+}
+
+/// [`decode_line`], handing writer-shaped lines of the hot kinds back unbuilt, so that the
+/// reader builds only what it keeps. `text` is `bytes` as text when the caller has already
+/// checked that they are UTF-8 ([`crate::format::jsonl::Line::text`]).
+pub(crate) fn decode_line_borrowed<'a>(
+    bytes: &'a [u8],
+    text: Option<&'a str>,
+) -> Result<Decoded<'a>, LineError> {
     const PREFIX: &[u8] = b"{\"kind\":\"";
     if let Some(rest) = bytes.strip_prefix(PREFIX) {
-        if let Some(end) = memchr::memchr(b'"', rest) {
-            let kind = &rest[..end];
-            // A kind is plain ASCII; anything with an escape goes the slow way.
-            if !kind.contains(&b'\\') {
-                if let Ok(kind) = core::str::from_utf8(kind) {
-                    if let Some(event) = fast::decode(kind, bytes) {
-                        return Ok(event);
-                    }
-                    return decode_kind(kind, bytes);
+        // A kind is a few bytes: a plain loop finds its end sooner than `memchr` starts.
+        if let Some(end) = rest.iter().position(|&b| b == b'"') {
+            // The kind as text: sliced from the checked line when there is one (both ends
+            // sit next to ASCII quotes), else checked on its own.
+            let kind = match text {
+                Some(text) => text.get(PREFIX.len()..PREFIX.len() + end),
+                None => core::str::from_utf8(&rest[..end]).ok(),
+            };
+            if let Some(kind) = kind {
+                // No hot kind's name has a `\\`, so the fast path can be tried first.
+                if let Some(raw) = fast::decode(kind, bytes, text) {
+                    return Ok(Decoded::Raw(raw));
+                }
+                // A kind is plain ASCII; anything with an escape goes the slow way.
+                if !kind.contains('\\') {
+                    return decode_kind(kind, bytes).map(Decoded::Event);
                 }
             }
         }
@@ -612,10 +643,10 @@ pub fn decode_line(bytes: &[u8]) -> Result<TraceEvent, LineError> {
             return Err(LineError::Invalid(category, message));
         }
     };
-    decode_kind(&kind, bytes)
+    decode_kind(&kind, bytes).map(Decoded::Event)
 }
 
-fn decode_kind(kind: &str, bytes: &[u8]) -> Result<TraceEvent, LineError> {
+pub(crate) fn decode_kind(kind: &str, bytes: &[u8]) -> Result<TraceEvent, LineError> {
     fn typed<'a, T: Deserialize<'a>>(
         bytes: &'a [u8],
         wrap: fn(T) -> TraceEvent,

@@ -16,6 +16,10 @@ pub struct Line<'a> {
     pub bytes: &'a [u8],
     /// `false` only for the last line of a stream that does not end in `\n`.
     pub terminated: bool,
+    /// `bytes` as text, when the splitter has already checked that they are UTF-8 (it checks
+    /// each pushed chunk's complete lines at once); `None` when it has not, which says nothing
+    /// about whether they are.
+    pub text: Option<&'a str>,
 }
 
 /// Splits pushed chunks into lines.
@@ -51,17 +55,28 @@ impl LineSplitter {
                     chunk = &chunk[end + 1..];
                     self.lines_seen += 1;
                     let carry = core::mem::take(&mut self.carry);
-                    emit(self.lines_seen, &carry, true, &mut on_line);
+                    emit(self.lines_seen, &carry, None, true, &mut on_line);
                     // Reuse the allocation for the next straddling line.
                     self.carry = carry;
                     self.carry.clear();
                 }
             }
         }
+        // The chunk's complete lines checked as UTF-8 in one call rather than one per line
+        // (a `\n` is never inside a character, so each line of valid text is valid text).
+        let text = memchr::memrchr(b'\n', chunk)
+            .and_then(|last| core::str::from_utf8(&chunk[..last]).ok());
         let mut start = 0;
         for end in memchr::memchr_iter(b'\n', chunk) {
             self.lines_seen += 1;
-            emit(self.lines_seen, &chunk[start..end], true, &mut on_line);
+            let line_text = text.and_then(|t| t.get(start..end));
+            emit(
+                self.lines_seen,
+                &chunk[start..end],
+                line_text,
+                true,
+                &mut on_line,
+            );
             start = end + 1;
         }
         self.carry.extend_from_slice(&chunk[start..]);
@@ -72,14 +87,21 @@ impl LineSplitter {
         if !self.carry.is_empty() {
             self.lines_seen += 1;
             let carry = core::mem::take(&mut self.carry);
-            emit(self.lines_seen, &carry, false, &mut on_line);
+            emit(self.lines_seen, &carry, None, false, &mut on_line);
         }
     }
 }
 
-fn emit(number: u64, mut bytes: &[u8], terminated: bool, on_line: &mut impl FnMut(Line<'_>)) {
+fn emit(
+    number: u64,
+    mut bytes: &[u8],
+    mut text: Option<&str>,
+    terminated: bool,
+    on_line: &mut impl FnMut(Line<'_>),
+) {
     if let [rest @ .., b'\r'] = bytes {
         bytes = rest;
+        text = text.and_then(|t| t.strip_suffix('\r'));
     }
     if is_blank(bytes) {
         return;
@@ -88,6 +110,7 @@ fn emit(number: u64, mut bytes: &[u8], terminated: bool, on_line: &mut impl FnMu
         number,
         bytes,
         terminated,
+        text,
     });
 }
 
@@ -175,5 +198,35 @@ mod tests {
             split(&[b"x\r", b"\ny"]),
             vec![(1, "x".into(), true), (2, "y".into(), false)]
         );
+    }
+
+    #[test]
+    fn lines_inside_a_valid_chunk_come_with_their_text() {
+        let mut got = Vec::new();
+        let mut s = LineSplitter::new();
+        // A line straddling two chunks, one inside the second, one cut by its end: only the
+        // one inside a chunk comes with text, and its text is its bytes (the `\r` stripped).
+        s.push(b"{\"a\":", |l| {
+            got.push((l.number, l.text.map(String::from)))
+        });
+        s.push(b"1}\n{\"\xc2\xb5\":2}\r\n{\"c", |l| {
+            assert_eq!(l.text.map(str::as_bytes).unwrap_or(l.bytes), l.bytes);
+            got.push((l.number, l.text.map(String::from)))
+        });
+        s.finish(|l| got.push((l.number, l.text.map(String::from))));
+        assert_eq!(
+            got,
+            vec![(1, None), (2, Some("{\"µ\":2}".into())), (3, None)]
+        );
+    }
+
+    #[test]
+    fn a_chunk_that_is_not_utf8_gives_no_text() {
+        let mut got = Vec::new();
+        let mut s = LineSplitter::new();
+        s.push(b"ok\nbad \xff\nok\n", |l| {
+            got.push((l.number, l.text.is_some()))
+        });
+        assert_eq!(got, vec![(1, false), (2, false), (3, false)]);
     }
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::format::diagnostics::{Category, Diagnostic};
 use crate::format::events::{DeviceMemory, MemoryAction, MemoryEvent, TensorCategory};
-use crate::format::records::Lined;
+use crate::format::records::{Lined, MemoryFacts};
 
 /// One allocation live at the peak.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,20 +108,114 @@ struct Slot {
     category: TensorCategory,
     device: u32,
     shadowed: Option<usize>,
-    live: bool,
+    /// Replay position of the `alloc`.
+    alloc_pos: usize,
+    /// Replay position of the `free` that released it, if any.
+    freed_pos: Option<usize>,
+}
+
+impl Slot {
+    /// Whether the allocation was live right after the event at replay position `pos`.
+    fn live_after(&self, pos: usize) -> bool {
+        self.alloc_pos <= pos && self.freed_pos.is_none_or(|f| f > pos)
+    }
+}
+
+/// What the replay reads of a `memory` record: the whole [`MemoryEvent`] of a document, or the
+/// [`MemoryFacts`] a summary read keeps.
+pub(crate) trait MemoryRecord {
+    fn line(&self) -> u64;
+    fn timestamp_ns(&self) -> u64;
+    fn tensor_id(&self) -> &str;
+    fn device(&self) -> &str;
+    fn bytes(&self) -> u64;
+    fn action(&self) -> MemoryAction;
+    fn category(&self) -> TensorCategory;
+    /// Empty when not kept.
+    fn span_id(&self) -> &str;
+    fn op_name(&self) -> Option<&str>;
+}
+
+impl MemoryRecord for Lined<MemoryEvent> {
+    fn line(&self) -> u64 {
+        self.line
+    }
+    fn timestamp_ns(&self) -> u64 {
+        self.event.timestamp_ns
+    }
+    fn tensor_id(&self) -> &str {
+        &self.event.tensor_id
+    }
+    fn device(&self) -> &str {
+        &self.event.device
+    }
+    fn bytes(&self) -> u64 {
+        self.event.bytes
+    }
+    fn action(&self) -> MemoryAction {
+        self.event.action
+    }
+    fn category(&self) -> TensorCategory {
+        self.event.category
+    }
+    fn span_id(&self) -> &str {
+        &self.event.span_id
+    }
+    fn op_name(&self) -> Option<&str> {
+        self.event.op_name.as_deref()
+    }
+}
+
+impl MemoryRecord for MemoryFacts {
+    fn line(&self) -> u64 {
+        self.line
+    }
+    fn timestamp_ns(&self) -> u64 {
+        self.timestamp_ns
+    }
+    fn tensor_id(&self) -> &str {
+        &self.tensor_id
+    }
+    fn device(&self) -> &str {
+        &self.device
+    }
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn action(&self) -> MemoryAction {
+        self.action
+    }
+    fn category(&self) -> TensorCategory {
+        self.category
+    }
+    fn span_id(&self) -> &str {
+        ""
+    }
+    fn op_name(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Whether [`MemoryProfile::build_from`] keeps the live-bytes curve (`samples`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Curve {
+    /// One sample per memory event.
+    Kept,
+    /// No samples (a summary shows none).
+    Dropped,
 }
 
 /// Replay state: live totals and live allocations.
-struct Live<'a> {
-    events: &'a [Lined<MemoryEvent>],
+struct Live<'a, R> {
+    events: &'a [R],
     totals: Vec<u64>,
     by_category: Vec<[u64; 5]>,
     slots: Vec<Slot>,
     top: HashMap<(u32, &'a str), usize>,
 }
 
-impl<'a> Live<'a> {
-    fn new(events: &'a [Lined<MemoryEvent>], devices: usize) -> Self {
+impl<'a, R: MemoryRecord> Live<'a, R> {
+    fn new(events: &'a [R], devices: usize) -> Self {
         Live {
             events,
             totals: vec![0; devices],
@@ -131,37 +225,41 @@ impl<'a> Live<'a> {
         }
     }
 
-    /// Apply event `i` on device `d`; returns a warning message when the event is suspicious.
-    fn apply(&mut self, i: usize, d: u32) -> Option<String> {
-        let e = &self.events[i].event;
+    /// Apply event `i` on device `d` at replay position `pos`; returns a warning message when
+    /// the event is suspicious.
+    fn apply(&mut self, i: usize, d: u32, pos: usize) -> Option<String> {
+        let e = &self.events[i];
         let du = d as usize;
-        let key = (d, e.tensor_id.as_str());
-        match e.action {
+        let key = (d, e.tensor_id());
+        match e.action() {
             MemoryAction::Alloc => {
                 let shadowed = self.top.get(&key).copied();
                 self.slots.push(Slot {
                     memory_index: i,
-                    bytes: e.bytes,
-                    category: e.category,
+                    bytes: e.bytes(),
+                    category: e.category(),
                     device: d,
                     shadowed,
-                    live: true,
+                    alloc_pos: pos,
+                    freed_pos: None,
                 });
                 self.top.insert(key, self.slots.len() - 1);
-                self.totals[du] = self.totals[du].saturating_add(e.bytes);
-                let c = &mut self.by_category[du][e.category.index()];
-                *c = c.saturating_add(e.bytes);
+                self.totals[du] = self.totals[du].saturating_add(e.bytes());
+                let c = &mut self.by_category[du][e.category().index()];
+                *c = c.saturating_add(e.bytes());
                 shadowed.map(|s| {
                     format!(
                         "alloc of tensor `{}` on {}, which is already live (allocated at line {})",
-                        e.tensor_id, e.device, self.events[self.slots[s].memory_index].line
+                        e.tensor_id(),
+                        e.device(),
+                        self.events[self.slots[s].memory_index].line()
                     )
                 })
             }
             MemoryAction::Free => match self.top.get(&key).copied() {
                 Some(s) => {
                     let slot = &mut self.slots[s];
-                    slot.live = false;
+                    slot.freed_pos = Some(pos);
                     let (bytes, category, shadowed) = (slot.bytes, slot.category, slot.shadowed);
                     match shadowed {
                         Some(prev) => self.top.insert(key, prev),
@@ -173,12 +271,13 @@ impl<'a> Live<'a> {
                     None
                 }
                 None => {
-                    self.totals[du] = self.totals[du].saturating_sub(e.bytes);
-                    let c = &mut self.by_category[du][e.category.index()];
-                    *c = c.saturating_sub(e.bytes);
+                    self.totals[du] = self.totals[du].saturating_sub(e.bytes());
+                    let c = &mut self.by_category[du][e.category().index()];
+                    *c = c.saturating_sub(e.bytes());
                     Some(format!(
                         "free of tensor `{}` on {} with no live alloc",
-                        e.tensor_id, e.device
+                        e.tensor_id(),
+                        e.device()
                     ))
                 }
             },
@@ -193,24 +292,34 @@ impl MemoryProfile {
         memory: &[Lined<MemoryEvent>],
         checkpoints: &[Lined<DeviceMemory>],
     ) -> (Self, Vec<Diagnostic>) {
+        Self::build_from(memory, checkpoints, Curve::Kept)
+    }
+
+    /// [`MemoryProfile::build`] from any kind of memory record; with [`Curve::Dropped`] the
+    /// profile's `samples` stay empty (everything else is the same).
+    pub(crate) fn build_from<R: MemoryRecord>(
+        memory: &[R],
+        checkpoints: &[Lined<DeviceMemory>],
+        curve: Curve,
+    ) -> (Self, Vec<Diagnostic>) {
         let mut device_names: Vec<String> = Vec::new();
         let mut device_ids: HashMap<&str, u32> = HashMap::new();
         let mut device_of = Vec::with_capacity(memory.len());
         for m in memory {
             let next = device_ids.len() as u32;
-            let d = *device_ids.entry(m.device.as_str()).or_insert_with(|| {
-                device_names.push(m.device.to_string());
+            let d = *device_ids.entry(m.device()).or_insert_with(|| {
+                device_names.push(m.device().to_string());
                 next
             });
             device_of.push(d);
         }
         let mut order: Vec<usize> = (0..memory.len()).collect();
         order.sort_by(|&a, &b| {
-            let (ea, eb) = (&memory[a].event, &memory[b].event);
-            ea.timestamp_ns
-                .cmp(&eb.timestamp_ns)
-                .then(ea.action.cmp(&eb.action))
-                .then(ea.tensor_id.cmp(&eb.tensor_id))
+            let (ea, eb) = (&memory[a], &memory[b]);
+            ea.timestamp_ns()
+                .cmp(&eb.timestamp_ns())
+                .then(ea.action().cmp(&eb.action()))
+                .then(ea.tensor_id().cmp(eb.tensor_id()))
                 .then(a.cmp(&b))
         });
 
@@ -228,7 +337,11 @@ impl MemoryProfile {
             })
             .collect();
         let mut diagnostics = Vec::new();
-        let mut samples = Vec::with_capacity(order.len());
+        let mut samples = match curve {
+            Curve::Kept => Vec::with_capacity(order.len()),
+            Curve::Dropped => Vec::new(),
+        };
+        let mut peak_by_category = [0; 5];
         let mut live = Live::new(memory, n_dev);
         // (position in `order`, device) of the overall peak.
         let mut peak: Option<(usize, u32)> = None;
@@ -236,15 +349,15 @@ impl MemoryProfile {
         let (mut alloc_count, mut free_count) = (0, 0);
         for (pos, &i) in order.iter().enumerate() {
             let d = device_of[i];
-            if let Some(message) = live.apply(i, d) {
+            if let Some(message) = live.apply(i, d, pos) {
                 diagnostics.push(Diagnostic::warning(
-                    memory[i].line,
+                    memory[i].line(),
                     Category::Memory,
                     message,
                 ));
             }
             let dev = &mut devices[d as usize];
-            match memory[i].action {
+            match memory[i].action() {
                 MemoryAction::Alloc => {
                     alloc_count += 1;
                     dev.alloc_count += 1;
@@ -257,18 +370,21 @@ impl MemoryProfile {
             let total = live.totals[d as usize];
             if dev.peak_timestamp_ns.is_none() || total > dev.peak_bytes {
                 dev.peak_bytes = total;
-                dev.peak_timestamp_ns = Some(memory[i].timestamp_ns);
+                dev.peak_timestamp_ns = Some(memory[i].timestamp_ns());
             }
             if peak.is_none() || total > peak_bytes {
                 peak_bytes = total;
                 peak = Some((pos, d));
+                peak_by_category = live.by_category[d as usize];
             }
-            samples.push(MemorySample {
-                timestamp_ns: memory[i].timestamp_ns,
-                device: d,
-                live_bytes: total,
-                by_category: live.by_category[d as usize],
-            });
+            if curve == Curve::Kept {
+                samples.push(MemorySample {
+                    timestamp_ns: memory[i].timestamp_ns(),
+                    device: d,
+                    live_bytes: total,
+                    by_category: live.by_category[d as usize],
+                });
+            }
         }
         for (dev, total) in devices.iter_mut().zip(&live.totals) {
             dev.final_live_bytes = *total;
@@ -304,30 +420,27 @@ impl MemoryProfile {
             ..MemoryProfile::default()
         };
         if let Some((peak_pos, peak_dev)) = peak {
-            // Second replay, up to the peak, to see what was live there.
-            let mut at_peak = Live::new(memory, n_dev);
-            for &i in &order[..=peak_pos] {
-                at_peak.apply(i, device_of[i]);
-            }
+            // What was live at the peak: the allocations made up to it and not yet freed
+            // there (the replay up to the peak is a prefix of the whole replay).
             let peak_event = &memory[order[peak_pos]];
-            profile.peak_timestamp_ns = Some(peak_event.timestamp_ns);
-            profile.peak_device = Some(peak_event.device.to_string());
-            profile.peak_by_category = at_peak.by_category[peak_dev as usize];
-            let mut live_at_peak: Vec<LiveAllocation> = at_peak
+            profile.peak_timestamp_ns = Some(peak_event.timestamp_ns());
+            profile.peak_device = Some(peak_event.device().to_string());
+            profile.peak_by_category = peak_by_category;
+            let mut live_at_peak: Vec<LiveAllocation> = live
                 .slots
                 .iter()
-                .filter(|s| s.live && s.device == peak_dev)
+                .filter(|s| s.device == peak_dev && s.live_after(peak_pos))
                 .map(|s| {
                     let m = &memory[s.memory_index];
                     LiveAllocation {
                         memory_index: s.memory_index,
-                        tensor_id: m.tensor_id.to_string(),
+                        tensor_id: m.tensor_id().to_string(),
                         bytes: s.bytes,
                         category: s.category,
-                        span_id: m.span_id.to_string(),
-                        op_name: m.op_name.as_deref().map(String::from),
-                        timestamp_ns: m.timestamp_ns,
-                        line: m.line,
+                        span_id: m.span_id().to_string(),
+                        op_name: m.op_name().map(String::from),
+                        timestamp_ns: m.timestamp_ns(),
+                        line: m.line(),
                     }
                 })
                 .collect();
@@ -340,5 +453,99 @@ impl MemoryProfile {
     /// The device profile with this name.
     pub fn device(&self, name: &str) -> Option<&DeviceMemoryProfile> {
         self.devices.iter().find(|d| d.device == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn event(t: u64, device: &str, tensor: &str, alloc: bool, bytes: u64, c: usize) -> MemoryEvent {
+        MemoryEvent {
+            timestamp_ns: t,
+            tensor_id: tensor.into(),
+            span_id: "s".into(),
+            op_name: None,
+            device: device.into(),
+            bytes,
+            action: if alloc {
+                MemoryAction::Alloc
+            } else {
+                MemoryAction::Free
+            },
+            shape: vec![],
+            dtype: "f32".into(),
+            category: TensorCategory::ALL[c],
+        }
+    }
+
+    proptest::proptest! {
+        /// What is live at the peak, read off the one replay, equals a second replay stopped
+        /// at the peak (what `build` did before): shadowed allocations, frees before and after
+        /// the peak, frees of nothing, ties in time.
+        #[test]
+        fn live_at_the_peak_equals_a_replay_stopped_there(
+            raw in proptest::collection::vec((0u64..6, 0usize..2, 0usize..4, proptest::bool::weighted(0.6), 1u64..100, 0usize..5), 0..40),
+        ) {
+            let devices = ["cpu", "cuda:0"];
+            let tensors = ["t0", "t1", "t2", "t3"];
+            let memory: Vec<Lined<MemoryEvent>> = raw
+                .iter()
+                .enumerate()
+                .map(|(i, &(t, d, k, alloc, bytes, c))| {
+                    Lined::new(i as u64 + 1, event(t, devices[d], tensors[k], alloc, bytes, c))
+                })
+                .collect();
+            let (profile, _) = MemoryProfile::build(&memory, &[]);
+
+            // Device numbers by first appearance, the replay order, as `build` has them.
+            let mut names: Vec<&str> = Vec::new();
+            let dev: Vec<u32> = memory
+                .iter()
+                .map(|m| match names.iter().position(|n| *n == m.device.as_str()) {
+                    Some(p) => p as u32,
+                    None => {
+                        names.push(m.device.as_str());
+                        names.len() as u32 - 1
+                    }
+                })
+                .collect();
+            let mut order: Vec<usize> = (0..memory.len()).collect();
+            order.sort_by(|&a, &b| {
+                let (ea, eb) = (&memory[a].event, &memory[b].event);
+                (ea.timestamp_ns, ea.action, &ea.tensor_id, a).cmp(&(eb.timestamp_ns, eb.action, &eb.tensor_id, b))
+            });
+            let mut full = Live::new(&memory[..], names.len());
+            let mut peak: Option<(usize, u64, u32)> = None;
+            for (pos, &i) in order.iter().enumerate() {
+                full.apply(i, dev[i], pos);
+                let total = full.totals[dev[i] as usize];
+                if peak.is_none_or(|(_, best, _)| total > best) {
+                    peak = Some((pos, total, dev[i]));
+                }
+            }
+            let Some((peak_pos, peak_bytes, d)) = peak else {
+                proptest::prop_assert!(profile.live_at_peak.is_empty());
+                return Ok(());
+            };
+            let mut prefix = Live::new(&memory[..], names.len());
+            for (pos, &i) in order[..=peak_pos].iter().enumerate() {
+                prefix.apply(i, dev[i], pos);
+            }
+            let mut want: Vec<(usize, u64)> = prefix
+                .slots
+                .iter()
+                .filter(|s| s.freed_pos.is_none() && s.device == d)
+                .map(|s| (s.memory_index, s.bytes))
+                .collect();
+            want.sort();
+            let mut got: Vec<(usize, u64)> =
+                profile.live_at_peak.iter().map(|l| (l.memory_index, l.bytes)).collect();
+            got.sort();
+            proptest::prop_assert_eq!(profile.peak_bytes, peak_bytes);
+            proptest::prop_assert_eq!(got, want);
+            proptest::prop_assert_eq!(profile.peak_by_category, prefix.by_category[d as usize]);
+        }
     }
 }

@@ -7,7 +7,7 @@ use core::ops::Deref;
 
 use serde::{Deserialize, Serialize};
 
-use crate::format::events::{CompactString, SpanKind, Step};
+use crate::format::events::{CompactString, MemoryAction, SpanKind, Step, TensorCategory};
 
 /// A record together with the 1-based line it was read from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,5 +66,30 @@ impl Span {
     /// `start_ns + duration` (saturating).
     pub fn end_ns(&self) -> u64 {
         self.start_ns.saturating_add(self.duration_or_zero())
+    }
+}
+
+/// What a summary read keeps of a `memory` record: the fields the memory profile's numbers and
+/// warnings read, in 80 bytes rather than a whole [`MemoryEvent`](crate::format::events::MemoryEvent)'s 176.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MemoryFacts {
+    pub(crate) line: u64,
+    pub(crate) timestamp_ns: u64,
+    pub(crate) bytes: u64,
+    pub(crate) tensor_id: CompactString,
+    pub(crate) device: CompactString,
+    pub(crate) action: MemoryAction,
+    pub(crate) category: TensorCategory,
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+    use crate::format::events::MemoryEvent;
+
+    #[test]
+    fn memory_facts_are_less_than_half_a_memory_event() {
+        assert_eq!(core::mem::size_of::<MemoryFacts>(), 80);
+        assert_eq!(core::mem::size_of::<Lined<MemoryEvent>>(), 176);
     }
 }

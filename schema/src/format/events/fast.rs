@@ -8,6 +8,10 @@
 //! every valid layout and reports every error. So the fast path can never accept a line serde
 //! would reject, nor read it differently: the property tests in `tests/roundtrip.rs` check the
 //! second half against serde's output.
+//!
+//! A line decodes into a [`Raw`] record that borrows its strings and lists from the line: the
+//! reader builds from it only what it keeps (a summary keeps no `op` or `tensor` record and only
+//! part of a `memory` record), straight into the record type it stores.
 
 use alloc::vec::Vec;
 
@@ -15,6 +19,202 @@ use super::{
     CompactString, MemoryAction, MemoryEvent, Op, SpanEnd, SpanKind, SpanStart, Step,
     TensorCategory, TensorEvent, TraceEvent,
 };
+
+/// The strings of a JSON array whose elements are strings without escapes, as written (the
+/// text between the brackets, e.g. `"t1","t2"`; empty for `[]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StrList<'a>(&'a str);
+
+impl<'a> StrList<'a> {
+    fn to_vec(self) -> Vec<CompactString> {
+        // The elements hold no `"` (no escapes): each is the text between the quotes of
+        // `"…"`, and elements are separated by `,`.
+        let text = self.0;
+        let mut out = Vec::with_capacity(text.bytes().filter(|&b| b == b',').count() + 1);
+        let mut rest = text;
+        while let Some((element, tail)) = rest.strip_prefix('"').and_then(|r| r.split_once('"')) {
+            out.push(CompactString::from(element));
+            rest = tail.strip_prefix(',').unwrap_or(tail);
+        }
+        out
+    }
+}
+
+/// A JSON array of canonical unsigned integers that fit `u64`, as written (the text between the
+/// brackets, e.g. `8,16`; empty for `[]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct U64List<'a>(&'a str);
+
+impl U64List<'_> {
+    fn to_vec(self) -> Vec<u64> {
+        let text = self.0.as_bytes();
+        if text.is_empty() {
+            return Vec::new();
+        }
+        // Every element was checked to be canonical digits that fit u64 (so the wrapping
+        // operations never wrap).
+        let mut out = Vec::with_capacity(1 + text.iter().filter(|&&b| b == b',').count());
+        let mut v: u64 = 0;
+        for &b in text {
+            if b == b',' {
+                out.push(v);
+                v = 0;
+            } else {
+                v = v
+                    .wrapping_mul(10)
+                    .wrapping_add(u64::from(b.wrapping_sub(b'0')));
+            }
+        }
+        out.push(v);
+        out
+    }
+}
+
+/// A `span_start` line, its strings borrowed from the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawSpanStart<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) parent_id: Option<&'a str>,
+    pub(crate) name: &'a str,
+    pub(crate) start_ns: u64,
+    pub(crate) span_kind: SpanKind,
+    pub(crate) measured: bool,
+    pub(crate) step: Option<Step>,
+}
+
+impl RawSpanStart<'_> {
+    pub(crate) fn to_event(self) -> SpanStart {
+        SpanStart {
+            id: self.id.into(),
+            parent_id: self.parent_id.map(CompactString::from),
+            name: self.name.into(),
+            start_ns: self.start_ns,
+            span_kind: self.span_kind,
+            measured: self.measured,
+            step: self.step,
+        }
+    }
+}
+
+/// An `op` line, its strings and lists borrowed from the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawOp<'a> {
+    pub(crate) span_id: &'a str,
+    op_name: &'a str,
+    inputs: StrList<'a>,
+    output: Option<&'a str>,
+    shape: U64List<'a>,
+    dtype: &'a str,
+    device: &'a str,
+    duration_ns: u64,
+    timestamp_ns: u64,
+    storage_bytes: Option<u64>,
+    input_storage_bytes: u64,
+}
+
+impl RawOp<'_> {
+    pub(crate) fn to_event(self) -> Op {
+        Op {
+            span_id: self.span_id.into(),
+            op_name: self.op_name.into(),
+            inputs: self.inputs.to_vec(),
+            output: self.output.map(CompactString::from),
+            shape: self.shape.to_vec(),
+            dtype: self.dtype.into(),
+            device: self.device.into(),
+            duration_ns: self.duration_ns,
+            timestamp_ns: self.timestamp_ns,
+            storage_bytes: self.storage_bytes,
+            input_storage_bytes: self.input_storage_bytes,
+        }
+    }
+}
+
+/// A `tensor` line, its strings and lists borrowed from the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawTensor<'a> {
+    pub(crate) span_id: &'a str,
+    tensor_id: &'a str,
+    shape: U64List<'a>,
+    dtype: &'a str,
+    device: &'a str,
+    requires_grad: bool,
+    storage_bytes: Option<u64>,
+    category: TensorCategory,
+}
+
+impl RawTensor<'_> {
+    pub(crate) fn to_event(self) -> TensorEvent {
+        TensorEvent {
+            span_id: self.span_id.into(),
+            tensor_id: self.tensor_id.into(),
+            shape: self.shape.to_vec(),
+            dtype: self.dtype.into(),
+            device: self.device.into(),
+            requires_grad: self.requires_grad,
+            storage_bytes: self.storage_bytes,
+            category: self.category,
+        }
+    }
+}
+
+/// A `memory` line, its strings and lists borrowed from the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawMemory<'a> {
+    pub(crate) timestamp_ns: u64,
+    pub(crate) tensor_id: &'a str,
+    pub(crate) span_id: &'a str,
+    op_name: Option<&'a str>,
+    pub(crate) device: &'a str,
+    pub(crate) bytes: u64,
+    pub(crate) action: MemoryAction,
+    shape: U64List<'a>,
+    dtype: &'a str,
+    pub(crate) category: TensorCategory,
+}
+
+impl RawMemory<'_> {
+    pub(crate) fn to_event(self) -> MemoryEvent {
+        MemoryEvent {
+            timestamp_ns: self.timestamp_ns,
+            tensor_id: self.tensor_id.into(),
+            span_id: self.span_id.into(),
+            op_name: self.op_name.map(CompactString::from),
+            device: self.device.into(),
+            bytes: self.bytes,
+            action: self.action,
+            shape: self.shape.to_vec(),
+            dtype: self.dtype.into(),
+            category: self.category,
+        }
+    }
+}
+
+/// A line of a hot kind decoded on the fast path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Raw<'a> {
+    SpanStart(RawSpanStart<'a>),
+    SpanEnd { id: &'a str, duration_ns: u64 },
+    Op(RawOp<'a>),
+    Tensor(RawTensor<'a>),
+    Memory(RawMemory<'a>),
+}
+
+impl Raw<'_> {
+    /// The owned event, equal to what serde reads from the same line.
+    pub(crate) fn to_event(self) -> TraceEvent {
+        match self {
+            Raw::SpanStart(s) => TraceEvent::SpanStart(s.to_event()),
+            Raw::SpanEnd { id, duration_ns } => TraceEvent::SpanEnd(SpanEnd {
+                id: id.into(),
+                duration_ns,
+            }),
+            Raw::Op(o) => TraceEvent::Op(o.to_event()),
+            Raw::Tensor(t) => TraceEvent::Tensor(t.to_event()),
+            Raw::Memory(m) => TraceEvent::Memory(m.to_event()),
+        }
+    }
+}
 
 struct Cursor<'a> {
     /// The whole line, checked as UTF-8 once, so that strings are sliced out of it without
@@ -37,35 +237,18 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// `,"name":`
+    /// `lit` (a field's `,"name":`) if it comes next.
     #[inline(always)]
-    fn field<const N: usize>(&mut self, name: &[u8; N]) -> Option<()> {
-        self.literal(b",\"")?;
-        self.literal(name)?;
-        self.literal(b"\":")
-    }
-
-    /// `,"name":` if it comes next.
-    #[inline(always)]
-    fn optional_field<const N: usize>(&mut self, name: &[u8; N]) -> bool {
-        let save = self.at;
-        if self.field(name).is_some() {
-            true
-        } else {
-            self.at = save;
-            false
-        }
+    fn optional_literal<const N: usize>(&mut self, lit: &[u8; N]) -> bool {
+        self.literal(lit).is_some()
     }
 
     /// A string without escapes or control characters.
     fn str(&mut self) -> Option<&'a str> {
         self.literal(b"\"")?;
         let start = self.at;
-        let rest = self.bytes.get(start..)?;
-        let len = rest
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-        if rest[len] != b'"' {
+        let len = string_len(self.bytes.get(start..)?)?;
+        if self.bytes[start + len] != b'"' {
             return None;
         }
         self.at = start + len + 1;
@@ -73,27 +256,30 @@ impl<'a> Cursor<'a> {
         self.text.get(start..start + len)
     }
 
-    fn string(&mut self) -> Option<CompactString> {
-        self.str().map(CompactString::from)
-    }
-
     /// A JSON integer that fits u64, in JSON's canonical form (no sign, no leading zero).
     fn u64(&mut self) -> Option<u64> {
         let rest = self.bytes.get(self.at..)?;
-        let len = rest
-            .iter()
-            .position(|b| !b.is_ascii_digit())
-            .unwrap_or(rest.len());
+        let mut v: u64 = 0;
+        let mut len = 0;
+        for &b in rest {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            // `v * 10 + d` overflows exactly when this holds. Compared rather than
+            // `checked_mul`, which wasm32 computes with a 128-bit multiply (`__multi3`).
+            if v >= u64::MAX / 10 && (v > u64::MAX / 10 || u64::from(d) > u64::MAX % 10) {
+                return None;
+            }
+            v = v * 10 + u64::from(d);
+            len += 1;
+        }
         if len == 0 || (len > 1 && rest[0] == b'0') {
             return None;
         }
         // A fraction or exponent makes it a float: serde reports that.
         if matches!(rest.get(len), Some(b'.' | b'e' | b'E')) {
             return None;
-        }
-        let mut v: u64 = 0;
-        for &d in &rest[..len] {
-            v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
         }
         self.at += len;
         Some(v)
@@ -107,34 +293,40 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn u64_array(&mut self) -> Option<Vec<u64>> {
-        self.literal(b"[")?;
-        let mut out = Vec::new();
-        if self.literal(b"]").is_some() {
-            return Some(out);
-        }
-        loop {
-            out.push(self.u64()?);
-            if self.literal(b",").is_none() {
-                self.literal(b"]")?;
-                return Some(out);
-            }
-        }
+    /// The text from `start` to the cursor, which has just passed a `]`, without that `]`.
+    fn list_text(&self, start: usize) -> Option<&'a str> {
+        // Both ends sit next to ASCII brackets, so they are character boundaries.
+        self.text.get(start..self.at - 1)
     }
 
-    fn string_array(&mut self) -> Option<Vec<CompactString>> {
+    fn u64_array(&mut self) -> Option<U64List<'a>> {
         self.literal(b"[")?;
-        let mut out = Vec::new();
-        if self.literal(b"]").is_some() {
-            return Some(out);
-        }
-        loop {
-            out.push(self.string()?);
-            if self.literal(b",").is_none() {
-                self.literal(b"]")?;
-                return Some(out);
+        let start = self.at;
+        if self.literal(b"]").is_none() {
+            loop {
+                self.u64()?;
+                if self.literal(b",").is_none() {
+                    self.literal(b"]")?;
+                    break;
+                }
             }
         }
+        self.list_text(start).map(U64List)
+    }
+
+    fn string_array(&mut self) -> Option<StrList<'a>> {
+        self.literal(b"[")?;
+        let start = self.at;
+        if self.literal(b"]").is_none() {
+            loop {
+                self.str()?;
+                if self.literal(b",").is_none() {
+                    self.literal(b"]")?;
+                    break;
+                }
+            }
+        }
+        self.list_text(start).map(StrList)
     }
 
     /// The closing brace, then nothing but JSON whitespace.
@@ -145,6 +337,38 @@ impl<'a> Cursor<'a> {
             .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
             .then_some(())
     }
+}
+
+/// The number of bytes before the first `"`, `\\` or control character of `rest`, `None` when
+/// there is none. Eight bytes at a time: a byte is flagged when it equals `"` or `\\` or is
+/// below 0x20 (the usual has-zero-byte and has-less-than bit tricks; a flag can be wrong only
+/// above a byte correctly flagged, so the lowest flag is exact).
+#[inline]
+fn string_len(rest: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let flags = |w: u64| {
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let backslash = w ^ (ONES * u64::from(b'\\'));
+        let zero = |v: u64| v.wrapping_sub(ONES) & !v;
+        (zero(quote) | zero(backslash) | (w.wrapping_sub(ONES * 0x20) & !w)) & HIGH
+    };
+    let mut at = 0;
+    let mut words = rest.chunks_exact(8);
+    for word in &mut words {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(word);
+        let f = flags(u64::from_le_bytes(bytes));
+        if f != 0 {
+            return Some(at + (f.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|i| at + i)
 }
 
 fn span_kind(s: &str) -> Option<SpanKind> {
@@ -176,9 +400,13 @@ fn category(s: &str) -> Option<TensorCategory> {
     })
 }
 
-/// Decode `line` (which starts with `{"kind":"<kind>"`) on the fast path, or `None`.
-pub(super) fn decode(kind: &str, line: &[u8]) -> Option<TraceEvent> {
-    let text = core::str::from_utf8(line).ok()?;
+/// Decode `line` (which starts with `{"kind":"<kind>"`) on the fast path, or `None`. `text` is
+/// the line as text when it is already known to be UTF-8.
+pub(crate) fn decode<'a>(kind: &str, line: &'a [u8], text: Option<&'a str>) -> Option<Raw<'a>> {
+    let text = match text {
+        Some(text) => text,
+        None => core::str::from_utf8(line).ok()?,
+    };
     let mut c = Cursor {
         text,
         bytes: line,
@@ -187,26 +415,26 @@ pub(super) fn decode(kind: &str, line: &[u8]) -> Option<TraceEvent> {
     let event = match kind {
         "span_start" => {
             c.literal(b",\"id\":")?;
-            let id = c.string()?;
-            let parent_id = if c.optional_field(b"parent_id") {
-                Some(c.string()?)
+            let id = c.str()?;
+            let parent_id = if c.optional_literal(b",\"parent_id\":") {
+                Some(c.str()?)
             } else {
                 None
             };
-            c.field(b"name")?;
-            let name = c.string()?;
-            c.field(b"start_ns")?;
+            c.literal(b",\"name\":")?;
+            let name = c.str()?;
+            c.literal(b",\"start_ns\":")?;
             let start_ns = c.u64()?;
-            c.field(b"span_kind")?;
+            c.literal(b",\"span_kind\":")?;
             let span_kind = span_kind(c.str()?)?;
-            c.field(b"measured")?;
+            c.literal(b",\"measured\":")?;
             let measured = c.bool()?;
-            let step = if c.optional_field(b"step") {
+            let step = if c.optional_literal(b",\"step\":") {
                 Some(step(c.str()?)?)
             } else {
                 None
             };
-            TraceEvent::SpanStart(SpanStart {
+            Raw::SpanStart(RawSpanStart {
                 id,
                 parent_id,
                 name,
@@ -217,42 +445,42 @@ pub(super) fn decode(kind: &str, line: &[u8]) -> Option<TraceEvent> {
             })
         }
         "span_end" => {
-            c.field(b"id")?;
-            let id = c.string()?;
-            c.field(b"duration_ns")?;
+            c.literal(b",\"id\":")?;
+            let id = c.str()?;
+            c.literal(b",\"duration_ns\":")?;
             let duration_ns = c.u64()?;
-            TraceEvent::SpanEnd(SpanEnd { id, duration_ns })
+            Raw::SpanEnd { id, duration_ns }
         }
         "op" => {
-            c.field(b"span_id")?;
-            let span_id = c.string()?;
-            c.field(b"op_name")?;
-            let op_name = c.string()?;
-            c.field(b"inputs")?;
+            c.literal(b",\"span_id\":")?;
+            let span_id = c.str()?;
+            c.literal(b",\"op_name\":")?;
+            let op_name = c.str()?;
+            c.literal(b",\"inputs\":")?;
             let inputs = c.string_array()?;
-            let output = if c.optional_field(b"output") {
-                Some(c.string()?)
+            let output = if c.optional_literal(b",\"output\":") {
+                Some(c.str()?)
             } else {
                 None
             };
-            c.field(b"shape")?;
+            c.literal(b",\"shape\":")?;
             let shape = c.u64_array()?;
-            c.field(b"dtype")?;
-            let dtype = c.string()?;
-            c.field(b"device")?;
-            let device = c.string()?;
-            c.field(b"duration_ns")?;
+            c.literal(b",\"dtype\":")?;
+            let dtype = c.str()?;
+            c.literal(b",\"device\":")?;
+            let device = c.str()?;
+            c.literal(b",\"duration_ns\":")?;
             let duration_ns = c.u64()?;
-            c.field(b"timestamp_ns")?;
+            c.literal(b",\"timestamp_ns\":")?;
             let timestamp_ns = c.u64()?;
-            let storage_bytes = if c.optional_field(b"storage_bytes") {
+            let storage_bytes = if c.optional_literal(b",\"storage_bytes\":") {
                 Some(c.u64()?)
             } else {
                 None
             };
-            c.field(b"input_storage_bytes")?;
+            c.literal(b",\"input_storage_bytes\":")?;
             let input_storage_bytes = c.u64()?;
-            TraceEvent::Op(Op {
+            Raw::Op(RawOp {
                 span_id,
                 op_name,
                 inputs,
@@ -267,26 +495,26 @@ pub(super) fn decode(kind: &str, line: &[u8]) -> Option<TraceEvent> {
             })
         }
         "tensor" => {
-            c.field(b"span_id")?;
-            let span_id = c.string()?;
-            c.field(b"tensor_id")?;
-            let tensor_id = c.string()?;
-            c.field(b"shape")?;
+            c.literal(b",\"span_id\":")?;
+            let span_id = c.str()?;
+            c.literal(b",\"tensor_id\":")?;
+            let tensor_id = c.str()?;
+            c.literal(b",\"shape\":")?;
             let shape = c.u64_array()?;
-            c.field(b"dtype")?;
-            let dtype = c.string()?;
-            c.field(b"device")?;
-            let device = c.string()?;
-            c.field(b"requires_grad")?;
+            c.literal(b",\"dtype\":")?;
+            let dtype = c.str()?;
+            c.literal(b",\"device\":")?;
+            let device = c.str()?;
+            c.literal(b",\"requires_grad\":")?;
             let requires_grad = c.bool()?;
-            let storage_bytes = if c.optional_field(b"storage_bytes") {
+            let storage_bytes = if c.optional_literal(b",\"storage_bytes\":") {
                 Some(c.u64()?)
             } else {
                 None
             };
-            c.field(b"category")?;
+            c.literal(b",\"category\":")?;
             let category = category(c.str()?)?;
-            TraceEvent::Tensor(TensorEvent {
+            Raw::Tensor(RawTensor {
                 span_id,
                 tensor_id,
                 shape,
@@ -298,34 +526,34 @@ pub(super) fn decode(kind: &str, line: &[u8]) -> Option<TraceEvent> {
             })
         }
         "memory" => {
-            c.field(b"timestamp_ns")?;
+            c.literal(b",\"timestamp_ns\":")?;
             let timestamp_ns = c.u64()?;
-            c.field(b"tensor_id")?;
-            let tensor_id = c.string()?;
-            c.field(b"span_id")?;
-            let span_id = c.string()?;
-            let op_name = if c.optional_field(b"op_name") {
-                Some(c.string()?)
+            c.literal(b",\"tensor_id\":")?;
+            let tensor_id = c.str()?;
+            c.literal(b",\"span_id\":")?;
+            let span_id = c.str()?;
+            let op_name = if c.optional_literal(b",\"op_name\":") {
+                Some(c.str()?)
             } else {
                 None
             };
-            c.field(b"device")?;
-            let device = c.string()?;
-            c.field(b"bytes")?;
+            c.literal(b",\"device\":")?;
+            let device = c.str()?;
+            c.literal(b",\"bytes\":")?;
             let bytes = c.u64()?;
-            c.field(b"action")?;
+            c.literal(b",\"action\":")?;
             let action = match c.str()? {
                 "alloc" => MemoryAction::Alloc,
                 "free" => MemoryAction::Free,
                 _ => return None,
             };
-            c.field(b"shape")?;
+            c.literal(b",\"shape\":")?;
             let shape = c.u64_array()?;
-            c.field(b"dtype")?;
-            let dtype = c.string()?;
-            c.field(b"category")?;
+            c.literal(b",\"dtype\":")?;
+            let dtype = c.str()?;
+            c.literal(b",\"category\":")?;
             let category = category(c.str()?)?;
-            TraceEvent::Memory(MemoryEvent {
+            Raw::Memory(RawMemory {
                 timestamp_ns,
                 tensor_id,
                 span_id,
@@ -348,7 +576,7 @@ pub(super) fn decode(kind: &str, line: &[u8]) -> Option<TraceEvent> {
 mod tests {
     use super::*;
     use crate::format::events::decode_line;
-    use alloc::string::ToString;
+    use alloc::string::{String, ToString};
     use alloc::vec;
 
     fn kind_of(line: &str) -> &str {
@@ -419,7 +647,11 @@ mod tests {
         ];
         for e in events {
             let line = e.to_json_line();
-            assert_eq!(decode(kind_of(&line), line.as_bytes()), Some(e), "{line}");
+            assert_eq!(
+                decode(kind_of(&line), line.as_bytes(), None).map(Raw::to_event),
+                Some(e),
+                "{line}"
+            );
         }
     }
 
@@ -444,7 +676,7 @@ mod tests {
             "{\"kind\":\"span_end\",\"id\":\"a\u{1}\",\"duration_ns\":1}",
         ];
         for line in lines {
-            assert_eq!(decode("span_end", line.as_bytes()), None, "{line}");
+            assert_eq!(decode("span_end", line.as_bytes(), None), None, "{line}");
         }
         // The fallback still reads the valid ones and rejects the invalid ones.
         assert!(decode_line(lines[0].as_bytes()).is_ok());
@@ -454,5 +686,153 @@ mod tests {
         assert!(decode_line(lines[9].as_bytes()).is_err());
         assert!(decode_line(lines[10].as_bytes()).is_err());
         assert_eq!("span_end".to_string(), kind_of(lines[0]));
+    }
+
+    /// The first `"`, `\\` or control byte, one byte at a time.
+    fn naive_string_len(rest: &[u8]) -> Option<usize> {
+        rest.iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+    }
+
+    #[test]
+    fn string_len_finds_the_first_stop_byte_at_every_offset() {
+        // Every stop byte (and bytes next to the stop ranges: 0x20, 0x21, 0x23, 0x5b, 0x5d,
+        // 0x7f, 0x80, 0xff) at every offset of buffers of several lengths, over a background
+        // of plain letters and of non-ASCII bytes.
+        let specials: Vec<u8> = (0u8..0x20)
+            .chain([
+                b'"', b'\\', 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xc3, 0xff,
+            ])
+            .collect();
+        for background in [b'a', 0xa9, 0x7f] {
+            for len in 0..40 {
+                let buf = vec![background; len];
+                assert_eq!(string_len(&buf), naive_string_len(&buf));
+                for at in 0..len {
+                    for &b in &specials {
+                        let mut buf = buf.clone();
+                        buf[at] = b;
+                        assert_eq!(string_len(&buf), naive_string_len(&buf), "{buf:?}");
+                        // A second stop byte after the first does not move the answer.
+                        if at + 3 < len {
+                            buf[at + 3] = b'"';
+                            assert_eq!(string_len(&buf), naive_string_len(&buf), "{buf:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lists_build_what_they_hold() {
+        assert_eq!(U64List("").to_vec(), Vec::<u64>::new());
+        assert_eq!(U64List("0").to_vec(), vec![0]);
+        assert_eq!(
+            U64List("18446744073709551615,7,10").to_vec(),
+            vec![u64::MAX, 7, 10]
+        );
+        assert_eq!(StrList("").to_vec(), Vec::<CompactString>::new());
+        assert_eq!(StrList(r#""""#).to_vec(), vec![CompactString::from("")]);
+        assert_eq!(
+            StrList(r#""t1","","µ,x""#).to_vec(),
+            vec![
+                CompactString::from("t1"),
+                CompactString::from(""),
+                CompactString::from("µ,x")
+            ]
+        );
+    }
+
+    /// Writer-shaped lines of every hot kind, the fast path's input.
+    fn writer_lines() -> Vec<String> {
+        let mut lines = vec![
+            r#"{"kind":"span_start","id":"s1","parent_id":"s0","name":"fc1","start_ns":10,"span_kind":"module","measured":false,"step":"forward"}"#.to_string(),
+            r#"{"kind":"span_end","id":"s1","duration_ns":18446744073709551615}"#.to_string(),
+            r#"{"kind":"op","span_id":"s1","op_name":"matmul","inputs":["t1","t2"],"output":"t3","shape":[8,16],"dtype":"f32","device":"cuda:0","duration_ns":1200,"timestamp_ns":0,"storage_bytes":512,"input_storage_bytes":1024}"#.to_string(),
+            r#"{"kind":"op","span_id":"s1","op_name":"add","inputs":[],"shape":[],"dtype":"bf16","device":"cpu","duration_ns":3,"timestamp_ns":4,"input_storage_bytes":0}"#.to_string(),
+            r#"{"kind":"tensor","span_id":"s1","tensor_id":"t3","shape":[1],"dtype":"bf16","device":"cpu","requires_grad":true,"storage_bytes":2,"category":"activation"}"#.to_string(),
+            r#"{"kind":"memory","timestamp_ns":5,"tensor_id":"t3","span_id":"s1","op_name":"matmul","device":"cpu","bytes":512,"action":"alloc","shape":[8,16],"dtype":"f32","category":"gradient"}"#.to_string(),
+        ];
+        lines.push(lines[5].replace("\"op_name\":\"matmul\",", ""));
+        lines
+    }
+
+    proptest::proptest! {
+        // Most garbled lines leave the fast path (an edit in a field name, a quote, a brace);
+        // enough cases that several hundred are still accepted by it and compared with serde.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(8192))]
+
+        /// Garbled writer lines: whenever the fast path accepts one, serde reads the same event
+        /// from it, so the reader's records and diagnostics cannot depend on which path ran.
+        #[test]
+        fn the_fast_path_agrees_with_serde_on_garbled_lines(
+            which in 0usize..7,
+            edits in proptest::collection::vec((0usize..400, proptest::prop_oneof![
+                // Mostly edits that can leave the line valid (a letter in a string, a digit in
+                // a number), so that the fast path still accepts many of the edited lines.
+                6 => proptest::sample::select(vec![b'x', b'5', b'0']),
+                4 => proptest::sample::select(
+                    vec![b'"', b'\\', b',', b'[', b']', b'9', b' ', b'}', 0xc3, 0x01, b':', b'.'],
+                ),
+            ], 0u8..3), 1..4),
+        ) {
+            let mut line = writer_lines()[which].clone().into_bytes();
+            for (at, byte, op) in edits {
+                let at = at % (line.len() + 1);
+                match op {
+                    0 => line.insert(at, byte),
+                    1 if at < line.len() => { line.remove(at); }
+                    _ if at < line.len() => line[at] = byte,
+                    _ => line.push(byte),
+                }
+            }
+            let Some(rest) = line.strip_prefix(b"{\"kind\":\"") else { return Ok(()) };
+            let Some(end) = rest.iter().position(|&b| b == b'"') else { return Ok(()) };
+            let Ok(kind) = core::str::from_utf8(&rest[..end]) else { return Ok(()) };
+            if let Some(raw) = decode(kind, &line, None) {
+                let serde = crate::format::events::decode_kind(kind, &line);
+                proptest::prop_assert_eq!(serde, Ok(raw.to_event()));
+            }
+        }
+    }
+
+    #[test]
+    fn unedited_writer_lines_take_the_fast_path_and_agree_with_serde() {
+        for line in writer_lines() {
+            let kind = kind_of(&line);
+            let raw = decode(kind, line.as_bytes(), Some(&line)).expect(&line);
+            let serde = crate::format::events::decode_kind(kind, line.as_bytes());
+            assert_eq!(serde, Ok(raw.to_event()), "{line}");
+        }
+    }
+
+    #[test]
+    fn integers_at_the_edge_of_u64() {
+        let read = |text: &str| {
+            let mut c = Cursor {
+                text,
+                bytes: text.as_bytes(),
+                at: 0,
+            };
+            c.u64().filter(|_| c.at == text.len())
+        };
+        assert_eq!(read("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(read("18446744073709551610"), Some(u64::MAX - 5));
+        assert_eq!(read("1844674407370955161"), Some(u64::MAX / 10));
+        for overflow in [
+            "18446744073709551616",
+            "18446744073709551619",
+            "18446744073709551620",
+            "18446744073709551700",
+            "99999999999999999999",
+            "184467440737095516150",
+        ] {
+            assert_eq!(read(overflow), None, "{overflow}");
+            assert!(overflow.parse::<u64>().is_err());
+        }
+        for n in [0u64, 7, 10, 12345, u64::MAX / 10 - 1, u64::MAX - 1] {
+            assert_eq!(read(&n.to_string()), Some(n));
+        }
     }
 }
