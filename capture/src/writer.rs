@@ -424,7 +424,8 @@ impl<T: Encode> Rings<T> {
 /// The producer side of a background writer.
 ///
 /// Each thread that pushes gets its own single-producer ring ([`rtrb`]) for this writer, kept
-/// in a thread-local; the writer thread drains every ring each millisecond while events flow.
+/// in a thread-local; the writer thread drains every ring each millisecond while events flow
+/// (unless it is [held](Writer::hold)).
 /// A push is a write into the ring's slot and a release store of its tail: no atomic
 /// read-modify-write and no cache line that another thread writes, where one shared queue made
 /// every event move a line between the producer's and the writer's cores. Within a thread,
