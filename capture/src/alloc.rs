@@ -294,37 +294,19 @@ pub(crate) fn set_current_span(key: u64, span: u64, step: Option<Step>) {
     });
 }
 
-/// A host `device_memory` checkpoint at `timestamp_ns`: `used_bytes` = `live_bytes` (the
-/// counting allocator's, sampled by the caller), else the process's resident set
-/// ([`process_resident_bytes`], read now); `free_bytes` = `MemAvailable` read now through
-/// `meminfo`. `None` when neither is known. Reads `/proc`: called on the writer thread.
-pub(crate) fn host_checkpoint(
-    timestamp_ns: u64,
-    live_bytes: Option<u64>,
-    meminfo: &mut MemInfo,
-) -> Option<TraceEvent> {
-    let used_bytes = match live_bytes {
-        Some(bytes) => bytes,
-        None => process_resident_bytes()?,
-    };
-    Some(TraceEvent::DeviceMemory(DeviceMemory {
-        timestamp_ns,
-        device: "cpu".to_string(),
-        used_bytes,
-        free_bytes: meminfo.available_bytes(),
-        reserved_bytes: None,
-    }))
-}
-
 /// `/proc/meminfo` kept open, read again from offset 0 at each call: the kernel writes the
 /// file afresh for every read that starts at 0, and a read on an open file costs a fifth of
 /// opening, reading and closing it (measured on the benchmark VM: about 8 µs against 42 µs).
-/// The writer thread keeps one per recorder for its `device_memory` checkpoints.
+/// The writer thread keeps one per recorder for its `device_memory` checkpoints; a reading
+/// less than [`MemInfo::REUSE`] old is given again (the checkpoints at the edges of a short
+/// step come within microseconds of each other, and each read costs several).
 #[derive(Debug, Default)]
 pub(crate) struct MemInfo {
     /// `None` until the first read; `Some(None)` where the file cannot be opened.
     file: Option<Option<std::fs::File>>,
     text: Vec<u8>,
+    /// The last reading and when it was taken.
+    last: Option<(std::time::Instant, u64)>,
 }
 
 impl MemInfo {
@@ -334,13 +316,25 @@ impl MemInfo {
         host_available_bytes()
     }
 
-    /// `MemAvailable` now, in bytes; 0 where unknown (as [`host_available_bytes`]).
+    /// How long a reading is given again.
+    pub(crate) const REUSE: std::time::Duration = std::time::Duration::from_millis(1);
+
+    /// `MemAvailable` now (read at most [`MemInfo::REUSE`] ago), in bytes; 0 where unknown
+    /// (as [`host_available_bytes`]).
     #[cfg(unix)]
     pub(crate) fn available_bytes(&mut self) -> u64 {
-        self.read()
+        if let Some((at, bytes)) = self.last {
+            if at.elapsed() < Self::REUSE {
+                return bytes;
+            }
+        }
+        let bytes = self
+            .read()
             .and_then(|text| std::str::from_utf8(text).ok())
             .and_then(parse_mem_available)
-            .unwrap_or(0)
+            .unwrap_or(0);
+        self.last = Some((std::time::Instant::now(), bytes));
+        bytes
     }
 
     #[cfg(unix)]

@@ -362,6 +362,7 @@ impl RecorderBuilder {
             HostBlocks::for_device(&this.device, Arc::clone(&names)),
         )
         .map_err(into_io)?;
+        writer.make_ring();
         Ok(Recorder {
             inner: Arc::new(Inner::new(InnerParts {
                 run_id,

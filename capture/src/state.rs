@@ -66,12 +66,11 @@ pub(crate) enum Record {
         start_ns: u64,
         end_ns: u64,
     },
-    /// A host `device_memory` checkpoint taken at `at_ns`: `used_bytes` = `live_bytes` (the
-    /// counting allocator's), else the process's resident set read when the line is written.
-    HostCheckpoint {
-        at_ns: u64,
-        live_bytes: Option<u64>,
-    },
+    /// A host `device_memory` checkpoint taken at `at_ns`: `used_bytes` = the counting
+    /// allocator's live bytes, else the process's resident set, and `free_bytes` the OS's
+    /// available memory, both read by the writer thread when it first sees the record (see
+    /// [`Checkpoint`]).
+    HostCheckpoint(Checkpoint),
     /// The free of a block recorded by [`Record::HostAlloc`]; written only when that alloc
     /// was (a block allocated before the captured step is not in the trace).
     HostFree {
@@ -83,6 +82,66 @@ pub(crate) enum Record {
 
 // A ring slot is one `Record`: keep a span (two records) within one cache line.
 const _: () = assert!(std::mem::size_of::<Record>() <= 32);
+
+/// A host checkpoint's numbers: `used_bytes` known at once when the counting allocator is
+/// installed; the `/proc` readings (the resident set without the allocator, `MemAvailable`)
+/// taken by the writer thread when it first sees the record: when it samples it in a held
+/// ring ([`Encode::sample`]) or, when nothing is held, as it writes it (both within a poll
+/// interval of `at_ns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Checkpoint {
+    pub(crate) at_ns: u64,
+    /// [`Checkpoint::UNREAD`] until read; [`Checkpoint::UNREADABLE`] when the resident set
+    /// could not be read (nothing is written then).
+    used_bytes: u64,
+    /// [`Checkpoint::UNREAD`] until read.
+    free_bytes: u64,
+}
+
+impl Checkpoint {
+    /// Not read yet (no machine has this many bytes).
+    const UNREAD: u64 = u64::MAX;
+    /// The reading failed.
+    const UNREADABLE: u64 = u64::MAX - 1;
+
+    /// A checkpoint at `at_ns` whose used bytes are `live_bytes` when the allocator counts them.
+    pub(crate) fn new(at_ns: u64, live_bytes: Option<u64>) -> Self {
+        Checkpoint {
+            at_ns,
+            // A count this large is not a count: read the resident set instead.
+            used_bytes: live_bytes
+                .filter(|&b| b < Self::UNREADABLE)
+                .unwrap_or(Self::UNREAD),
+            free_bytes: Self::UNREAD,
+        }
+    }
+
+    /// Take the readings not taken yet (see the type's docs).
+    pub(crate) fn sample(&mut self, meminfo: &mut crate::alloc::MemInfo) {
+        if self.used_bytes == Self::UNREAD {
+            self.used_bytes = crate::alloc::process_resident_bytes()
+                .filter(|&b| b < Self::UNREADABLE)
+                .unwrap_or(Self::UNREADABLE);
+        }
+        if self.free_bytes == Self::UNREAD {
+            self.free_bytes = meminfo.available_bytes().min(Self::UNREADABLE);
+        }
+    }
+
+    /// The `device_memory` event, `None` when the used bytes could not be read.
+    pub(crate) fn event(mut self, meminfo: &mut crate::alloc::MemInfo) -> Option<TraceEvent> {
+        self.sample(meminfo);
+        (self.used_bytes != Self::UNREADABLE).then(|| {
+            TraceEvent::DeviceMemory(candle_trace_schema::format::events::DeviceMemory {
+                timestamp_ns: self.at_ns,
+                device: "cpu".to_string(),
+                used_bytes: self.used_bytes,
+                free_bytes: self.free_bytes,
+                reserved_bytes: None,
+            })
+        })
+    }
+}
 
 /// A `span_start` with an owned name (see [`Record::NamedSpanStart`]).
 pub(crate) struct NamedSpanStart {
@@ -331,10 +390,8 @@ impl Encode for Record {
                 });
                 let _ = serde_json::to_writer(&mut *out, &op);
             }
-            Record::HostCheckpoint { at_ns, live_bytes } => {
-                if let Some(event) =
-                    crate::alloc::host_checkpoint(*at_ns, *live_bytes, &mut host.meminfo)
-                {
+            Record::HostCheckpoint(checkpoint) => {
+                if let Some(event) = checkpoint.event(&mut host.meminfo) {
                     let _ = serde_json::to_writer(&mut *out, &event);
                 }
             }
@@ -345,6 +402,14 @@ impl Encode for Record {
                     host_memory_line(out, id, span, *at_ns, bytes, MemoryAction::Free, category);
                 }
             }
+        }
+    }
+
+    /// A host checkpoint left in a held ring takes its `/proc` readings now, close to its
+    /// time; every other record holds all it needs.
+    fn sample(&mut self, host: &mut HostBlocks) {
+        if let Record::HostCheckpoint(checkpoint) = self {
+            checkpoint.sample(&mut host.meminfo);
         }
     }
 }
@@ -662,10 +727,10 @@ impl Inner {
         let live_bytes = crate::alloc::installed().then(crate::alloc::live_bytes);
         if live_bytes.is_some() || cfg!(target_os = "linux") {
             self.counts.device_memory.fetch_add(1, Ordering::Relaxed);
-            self.writer.send(Record::HostCheckpoint {
-                at_ns: self.now_ns(),
+            self.writer.send(Record::HostCheckpoint(Checkpoint::new(
+                self.now_ns(),
                 live_bytes,
-            });
+            )));
         }
     }
 
@@ -686,6 +751,9 @@ impl Inner {
                 crate::alloc::attach_host_sink(Arc::clone(self) as Arc<dyn HostSink>);
                 self.host_attached.store(true, Ordering::Release);
             }
+            // The lines of the step are encoded after it (or when a ring fills), not while it
+            // runs: see `Writer::hold`.
+            self.writer.hold(true);
             self.recording.store(true, Ordering::Release);
             // The subscriber's slow path only matters to a recorder it routes spans to.
             if self.tracing_routed.load(Ordering::Relaxed)
@@ -701,6 +769,7 @@ impl Inner {
         if self.recording.swap(false, Ordering::AcqRel) {
             self.capture_ended.store(true, Ordering::Release);
         }
+        self.writer.hold(false);
         if self.subscriber_active.swap(false, Ordering::AcqRel) {
             crate::active::deactivate();
         }
@@ -848,5 +917,46 @@ impl crate::sink::Sink for CountingSink<'_> {
             self.0.counts.device_memory.fetch_add(1, Ordering::Relaxed);
         }
         self.0.send_event(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alloc::MemInfo;
+
+    fn device_memory(event: Option<TraceEvent>) -> (u64, u64, u64) {
+        match event {
+            Some(TraceEvent::DeviceMemory(d)) => (d.timestamp_ns, d.used_bytes, d.free_bytes),
+            other => panic!("expected device_memory, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_sampled_checkpoint_keeps_its_readings_until_it_is_written() {
+        let mut meminfo = MemInfo::default();
+        let mut sampled = Checkpoint::new(7, Some(4096));
+        sampled.sample(&mut meminfo);
+        // What the sample read is what is written, whatever the OS says at write time.
+        sampled.free_bytes = 12_345;
+        let mut again = sampled;
+        again.sample(&mut meminfo);
+        assert_eq!(device_memory(again.event(&mut meminfo)), (7, 4096, 12_345));
+        // Unsampled, it reads at write time; the allocator's count is kept as given.
+        let (at, used, free) = device_memory(Checkpoint::new(9, Some(1)).event(&mut meminfo));
+        assert_eq!((at, used), (9, 1));
+        if cfg!(target_os = "linux") {
+            assert!(free > 0, "MemAvailable is read");
+        }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn without_the_allocator_a_checkpoint_reads_the_resident_set() {
+        let mut meminfo = MemInfo::default();
+        let (_, used, _) = device_memory(Checkpoint::new(1, None).event(&mut meminfo));
+        assert!(used > 0, "VmRSS is read");
+        // A record is one ring slot: checkpoint numbers live inline.
+        assert!(std::mem::size_of::<Record>() <= 32);
     }
 }

@@ -6,7 +6,15 @@
 //! every ring each millisecond, turns each item into one whole JSON line and writes it to a
 //! `BufWriter`. After 20 empty polls it marks itself sleeping and blocks until a push wakes it,
 //! so an idle recorder costs nothing. It flushes at least every 100 ms while there is unflushed
-//! data, on request, and when the writer is finished or dropped. Because only that thread
+//! data, on request, and when the writer is finished or dropped.
+//!
+//! While the owner measures a region (a recorder's captured step) the writer is *held*
+//! ([`Writer::hold`]): each millisecond the thread only looks at the rings and lets each new
+//! item take the readings that belong to its time ([`Encode::sample`]: a host checkpoint's
+//! `/proc` numbers), and it encodes them after the region, when a ring reaches a sixteenth of
+//! its capacity, or when the oldest has waited 50 ms (then flushed at once), so the encoding
+//! does not take CPU time from the step being measured and a killed process still keeps what
+//! it recorded up to the last flush. Because only that thread
 //! writes, lines never interleave, and a process killed at any point leaves a file that is
 //! valid up to the last flush (at worst followed by one truncated line, which readers report
 //! as a warning).
@@ -50,6 +58,15 @@ const IDLE_POLLS: u32 = 20;
 /// The writer thread's first wait after it says it is sleeping (see `run`).
 const NAP: Duration = Duration::from_millis(10);
 
+/// While the writer is held ([`Writer::hold`]), a ring holding this fraction of its capacity
+/// is drained at once (with every other ring), so that holding never makes a ring overflow.
+const HOLD_FRACTION: usize = 16;
+
+/// While the writer is held, items wait at most this long in the rings before they are
+/// written and flushed: a process killed inside a long captured step keeps what it recorded
+/// up to then, as when nothing is held.
+const HOLD_LIMIT: Duration = Duration::from_millis(50);
+
 /// What `finish()` reports about a completed capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaptureReport {
@@ -73,6 +90,11 @@ pub(crate) trait Encode: Send + 'static {
     type State: Default;
     /// Append the line, without its `\n`, to `out`; leave `out` empty to write nothing.
     fn encode(&self, out: &mut Vec<u8>, state: &mut Self::State);
+
+    /// Called on the writer thread once for an item it leaves in its ring while the writer is
+    /// held ([`Writer::hold`]), within a poll interval of its push: take now any reading
+    /// that belongs to the item's time and would be stale when it is encoded later.
+    fn sample(&mut self, _state: &mut Self::State) {}
 }
 
 /// Where lines go, as configured by a builder.
@@ -277,6 +299,9 @@ struct Shared<T> {
     sleeping: AtomicBool,
     /// `finish()` or drop has begun: pushes are discarded.
     closed: AtomicBool,
+    /// The owner is in a region it measures: the writer thread leaves items in the rings (see
+    /// [`Writer::hold`]).
+    held: AtomicBool,
     /// Consumer halves of rings that threads made since the writer thread last looked.
     new_rings: Mutex<Vec<Consumer<T>>>,
     counters: Padded<Counters>,
@@ -296,27 +321,53 @@ impl<T> std::ops::Deref for Padded<T> {
 
 /// The writer thread's side: every thread's ring, drained in turn.
 struct Rings<T> {
-    consumers: Vec<Consumer<T>>,
+    consumers: Vec<HeldRing<T>>,
+    /// When the writer first left items in a ring because the writer is held (see
+    /// [`Writer::hold`]); `None` when it holds none.
+    holding_since: Option<Instant>,
 }
 
-impl<T> Rings<T> {
+/// One thread's ring on the writer thread's side.
+struct HeldRing<T> {
+    ring: Consumer<T>,
+    /// Items at the front of the ring already passed to [`Encode::sample`] and left there.
+    sampled: usize,
+}
+
+impl<T: Encode> Rings<T> {
+    fn new() -> Self {
+        Rings {
+            consumers: Vec::new(),
+            holding_since: None,
+        }
+    }
+
+    /// Take the consumer halves of rings that threads made since the last look.
+    fn adopt(&mut self, shared: &Shared<T>) {
+        let mut new = shared
+            .new_rings
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.consumers
+            .extend(new.drain(..).map(|ring| HeldRing { ring, sampled: 0 }));
+    }
+
     /// Pass every item waiting in any ring to `each`, oldest first within each ring; forget
     /// the rings of threads that have ended once they are empty. Returns how many there were.
-    fn drain(&mut self, shared: &Shared<T>, mut each: impl FnMut(T)) -> usize {
-        {
-            let mut new = shared
-                .new_rings
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            self.consumers.append(&mut new);
-        }
+    fn drain(&mut self, shared: &Shared<T>, s: &mut State<'_>, encoder: &mut T::State) -> usize {
+        self.adopt(shared);
+        self.holding_since = None;
         let mut n = 0;
-        self.consumers.retain_mut(|ring| {
+        self.consumers.retain_mut(|held| {
+            let ring = &mut held.ring;
+            held.sampled = 0;
             let slots = ring.slots();
             if slots > 0 {
                 if let Ok(chunk) = ring.read_chunk(slots) {
                     n += slots;
-                    chunk.into_iter().for_each(&mut each);
+                    chunk
+                        .into_iter()
+                        .for_each(|item| s.write_item(item, encoder));
                 }
             }
             // The producer is dropped with its thread; what it pushed before is taken above.
@@ -324,12 +375,57 @@ impl<T> Rings<T> {
         });
         n
     }
+
+    /// One look at the rings while events flow: drain them (as [`drain`](Rings::drain)) unless
+    /// the writer is held, a ring is not yet [`HOLD_FRACTION`] full and the oldest item left
+    /// has waited less than [`HOLD_LIMIT`]. Items left in the rings are
+    /// [sampled](Encode::sample) once, when first seen; items drained because they had waited
+    /// [`HOLD_LIMIT`] are flushed at once. Returns how many items there were.
+    fn poll(&mut self, shared: &Shared<T>, s: &mut State<'_>, encoder: &mut T::State) -> usize {
+        self.adopt(shared);
+        let limit = (shared.capacity / HOLD_FRACTION).max(1);
+        let held = shared.held.load(Ordering::Acquire);
+        let too_full = self.consumers.iter().any(|h| h.ring.slots() >= limit);
+        let waited = self
+            .holding_since
+            .is_some_and(|since| since.elapsed() >= HOLD_LIMIT);
+        if !held || too_full || waited {
+            let n = self.drain(shared, s, encoder);
+            if held && waited {
+                s.flush();
+            }
+            return n;
+        }
+        let mut n = 0;
+        for held in &mut self.consumers {
+            let slots = held.ring.slots();
+            n += slots;
+            if slots <= held.sampled {
+                continue;
+            }
+            if let Ok(mut chunk) = held.ring.read_chunk(slots) {
+                // Not committed: the items stay in the ring for the drain.
+                let (first, second) = chunk.as_mut_slices();
+                first
+                    .iter_mut()
+                    .chain(second.iter_mut())
+                    .skip(held.sampled)
+                    .for_each(|item| item.sample(encoder));
+                held.sampled = slots;
+            }
+        }
+        if n > 0 && self.holding_since.is_none() {
+            self.holding_since = Some(Instant::now());
+        }
+        n
+    }
 }
 
 /// The producer side of a background writer.
 ///
 /// Each thread that pushes gets its own single-producer ring ([`rtrb`]) for this writer, kept
-/// in a thread-local; the writer thread drains every ring each millisecond while events flow.
+/// in a thread-local; the writer thread drains every ring each millisecond while events flow
+/// (unless it is [held](Writer::hold)).
 /// A push is a write into the ring's slot and a release store of its tail: no atomic
 /// read-modify-write and no cache line that another thread writes, where one shared queue made
 /// every event move a line between the producer's and the writer's cores. Within a thread,
@@ -386,6 +482,7 @@ impl<T: Encode> Writer<T> {
             capacity: capacity.max(1),
             sleeping: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            held: AtomicBool::new(false),
             new_rings: Mutex::new(Vec::new()),
             counters: Padded::default(),
         });
@@ -416,7 +513,34 @@ impl<T: Encode> Writer<T> {
         if shared.closed.load(Ordering::Relaxed) {
             return;
         }
-        let pushed = RINGS
+        let pushed = self
+            .with_ring(|producer| producer.push(item).is_ok())
+            .unwrap_or(false);
+        if !pushed {
+            shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // A push that races with the writer thread going to sleep may miss `sleeping`; the
+        // thread's first wait is short (`NAP`) and it looks at the rings again after it.
+        if shared.sleeping.load(Ordering::Relaxed) && shared.sleeping.swap(false, Ordering::AcqRel)
+        {
+            let _ = self.control.try_send(Msg::Wake);
+        }
+    }
+
+    /// Make this thread's ring now if it has none, so that its first event does not pay for
+    /// it (a recorder makes the ring of the thread that builds it, usually the one that
+    /// records: the ring is `capacity` slots, allocated at once).
+    pub(crate) fn make_ring(&self) {
+        let _ = self.with_ring(|_| ());
+    }
+
+    /// `f` on this thread's ring for this writer, made when it has none; `None` during thread
+    /// teardown or when pushing re-entered itself.
+    #[inline]
+    fn with_ring<R>(&self, f: impl FnOnce(&mut Producer<T>) -> R) -> Option<R> {
+        let shared = &*self.shared;
+        RINGS
             .try_with(|rings| {
                 // Only fails if pushing re-entered itself (an allocator hook recording from
                 // inside a push): drop the inner event rather than panic.
@@ -445,22 +569,20 @@ impl<T: Encode> Writer<T> {
                     }
                 };
                 let ring = ring.as_any_mut().downcast_mut::<ThreadRing<T>>()?;
-                Some(ring.producer.push(item).is_ok())
+                Some(f(&mut ring.producer))
             })
             // During thread teardown the thread-local is gone.
             .ok()
             .flatten()
-            .unwrap_or(false);
-        if !pushed {
-            shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        // A push that races with the writer thread going to sleep may miss `sleeping`; the
-        // thread's first wait is short (`NAP`) and it looks at the rings again after it.
-        if shared.sleeping.load(Ordering::Relaxed) && shared.sleeping.swap(false, Ordering::AcqRel)
-        {
-            let _ = self.control.try_send(Msg::Wake);
-        }
+    }
+
+    /// While `on`, the writer thread takes items out of the rings only when one is
+    /// [`HOLD_FRACTION`] full, when the oldest has waited [`HOLD_LIMIT`], or on `flush` and
+    /// `finish`, so that the encoding of lines does not compete with the region being measured
+    /// (on a machine with few cores it takes time from the program's own threads). Items it
+    /// leaves are [sampled](Encode::sample) when first seen. Never blocks.
+    pub(crate) fn hold(&self, on: bool) {
+        self.shared.held.store(on, Ordering::Release);
     }
 
     /// Count an item its producer could not queue (it is reported with the ring's drops).
@@ -622,18 +744,14 @@ fn run<T: Encode>(
         // The header is on disk before any event: a reader can identify the file at once.
         s.flush();
     }
-    let mut rings = Rings {
-        consumers: Vec::new(),
-    };
-    let mut drain =
-        |s: &mut State<'_>| rings.drain(shared, |item| s.write_item(item, &mut encoder));
+    let mut rings = Rings::new();
     // Acts on one control message; false on `Shutdown`.
     macro_rules! control {
         ($msg:expr) => {
             match $msg {
                 Msg::Wake => true,
                 Msg::Flush(ack) => {
-                    drain(&mut s);
+                    rings.drain(shared, &mut s, &mut encoder);
                     s.flush();
                     let _ = ack.send(());
                     true
@@ -659,7 +777,7 @@ fn run<T: Encode>(
                 Err(TryRecvError::Disconnected) => break 'run,
             }
         }
-        let received = drain(&mut s);
+        let received = rings.poll(shared, &mut s, &mut encoder);
         s.flush_if_due();
         if received > 0 {
             idle_polls = 0;
@@ -678,7 +796,7 @@ fn run<T: Encode>(
         // sent `Wake`).
         let mut waits = 0u32;
         let msg = loop {
-            if drain(&mut s) > 0 {
+            if rings.poll(shared, &mut s, &mut encoder) > 0 {
                 break None;
             }
             s.flush_if_due();
@@ -712,7 +830,7 @@ fn run<T: Encode>(
         }
     }
     // Everything pushed before `closed` was set (and possibly a little after) is written.
-    drain(&mut s);
+    rings.drain(shared, &mut s, &mut encoder);
     let closing = framing
         .closing
         .lock()
@@ -955,6 +1073,116 @@ mod tests {
         assert_eq!(RINGS.with(|r| r.borrow().len()), 1);
         w.finish().unwrap();
         assert_eq!(out.0.lock().unwrap().as_slice(), b"x\nx\nx\nx\nx\ny\n");
+    }
+
+    /// A line that says whether it was sampled; the state counts the samples.
+    struct Sampled(&'static str, bool);
+    impl Encode for Sampled {
+        type State = u32;
+        fn encode(&self, out: &mut Vec<u8>, _: &mut u32) {
+            out.extend_from_slice(self.0.as_bytes());
+            if self.1 {
+                out.push(b'+');
+            }
+        }
+        fn sample(&mut self, samples: &mut u32) {
+            self.1 = true;
+            *samples += 1;
+        }
+    }
+
+    #[test]
+    fn held_rings_keep_their_items_sampled_once_until_full_released_or_late() {
+        let shared = super::Shared::<Sampled> {
+            id: u64::MAX,
+            capacity: 4 * HOLD_FRACTION,
+            sleeping: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            held: AtomicBool::new(true),
+            new_rings: Mutex::new(Vec::new()),
+            counters: Padded::default(),
+        };
+        let (mut producer, consumer) = RingBuffer::new(shared.capacity);
+        shared.new_rings.lock().unwrap().push(consumer);
+        let out = Shared::default();
+        let mut s = State {
+            outputs: vec![Output::Writer(BufWriter::new(Box::new(out.clone())))],
+            error: None,
+            counters: &shared.counters,
+            line: Vec::new(),
+            dirty: false,
+            last_flush: Instant::now(),
+        };
+        let written = |s: &mut State<'_>| {
+            s.flush();
+            String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+        };
+        let mut samples = 0u32;
+        let mut rings = Rings::new();
+        let mut push = |name| {
+            if producer.push(Sampled(name, false)).is_err() {
+                panic!("the test ring is full");
+            }
+        };
+        // Held: seen and sampled, left in the ring; a second look samples nothing again.
+        push("a");
+        push("b");
+        assert_eq!(rings.poll(&shared, &mut s, &mut samples), 2);
+        assert_eq!(rings.poll(&shared, &mut s, &mut samples), 2);
+        assert_eq!(samples, 2);
+        push("c");
+        assert_eq!(rings.poll(&shared, &mut s, &mut samples), 3);
+        assert_eq!(samples, 3);
+        assert_eq!(written(&mut s), "");
+        // A quarter of the capacity / HOLD_FRACTION reached: everything is drained, in order.
+        push("d");
+        assert_eq!(rings.poll(&shared, &mut s, &mut samples), 4);
+        assert_eq!(written(&mut s), "a+\nb+\nc+\nd\n");
+        // Items held longer than the limit are drained and flushed by the poll itself.
+        push("e");
+        assert_eq!(rings.poll(&shared, &mut s, &mut samples), 1);
+        assert_eq!(written(&mut s), "a+\nb+\nc+\nd\n");
+        rings.holding_since = Instant::now().checked_sub(HOLD_LIMIT);
+        assert!(rings.holding_since.is_some());
+        assert_eq!(rings.poll(&shared, &mut s, &mut samples), 1);
+        assert!(!s.dirty, "flushed at once");
+        assert_eq!(out.0.lock().unwrap().as_slice(), b"a+\nb+\nc+\nd\ne+\n");
+        // Released: drained at the next look; a forced drain ignores the hold.
+        push("f");
+        assert_eq!(rings.poll(&shared, &mut s, &mut samples), 1);
+        shared.held.store(false, Ordering::Relaxed);
+        assert_eq!(rings.poll(&shared, &mut s, &mut samples), 1);
+        shared.held.store(true, Ordering::Relaxed);
+        push("g");
+        assert_eq!(rings.drain(&shared, &mut s, &mut samples), 1);
+        assert_eq!(samples, 5);
+        assert_eq!(written(&mut s), "a+\nb+\nc+\nd\ne+\nf+\ng\n");
+    }
+
+    #[test]
+    fn a_held_writer_still_writes_everything() {
+        let out = Shared::default();
+        let w: Writer<Sampled> = Writer::spawn(
+            vec![Target::Writer(Box::new(out.clone()))],
+            1024,
+            Framing {
+                closing: Default::default(),
+                header: None,
+                trailer: no_trailer,
+            },
+            "test-writer",
+        )
+        .unwrap();
+        w.hold(true);
+        w.send(Sampled("x", false));
+        // `flush` drains what is held.
+        assert!(w.flush(Duration::from_secs(5)));
+        assert!(out.0.lock().unwrap().starts_with(b"x"));
+        w.send(Sampled("y", false));
+        w.finish().unwrap();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('+')).collect();
+        assert_eq!(lines, ["x", "y"]);
     }
 
     #[test]
