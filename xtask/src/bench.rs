@@ -828,8 +828,8 @@ fn browser_tables(b: &Value, reused_note: String) -> String {
         md,
         "### Parse throughput in the browser (the viewer's worker, timed inside it; median){reused_note}\n"
     );
-    let _ = writeln!(md, "Parse = reading every line + the whole-file analysis (cross-record checks, span tree, memory profile), the same work as the native figure. The rest of opening is shown beside it: starting the worker (0 when a spare one was ready), handing the document to the page (encode in the worker, decode on the page) and the page's layout.\n");
-    let _ = writeln!(md, "| file | in a worker | read | analyse | parse MB/s | goal | met? | worker start | hand-over: encode + decode (bytes) | layout |\n| --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |");
+    let _ = writeln!(md, "Parse = reading every line + the whole-file analysis (cross-record checks, span tree, memory profile), the same work as the native figure. The rest of opening is shown beside it: starting the worker (0 when a spare one was ready), handing the document to the page (encoded in the worker and decoded on the page in chunks that overlap, timed from the first byte encoded to the last decoded; the encoding alone beside it) and the page's layout.\n");
+    let _ = writeln!(md, "| file | in a worker | read | analyse | parse MB/s | goal | met? | worker start | hand-over (of it encoding; bytes) | layout |\n| --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |");
     for row in b["open"].as_array().into_iter().flatten() {
         let ours = &row["ours"];
         let size = row["trace_bytes"].as_f64().unwrap_or(0.0);
@@ -847,7 +847,7 @@ fn browser_tables(b: &Value, reused_note: String) -> String {
         };
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {goal} | {verdict} | {} | {} + {} ({}) | {} |",
+            "| {} | {} | {} | {} | {} | {goal} | {verdict} | {} | {} ({}; {}) | {} |",
             mb(size),
             if ours["in_worker"].as_bool() == Some(true) {
                 "yes"
@@ -858,8 +858,8 @@ fn browser_tables(b: &Value, reused_note: String) -> String {
             ms(&ours["median_analyse_ms"]),
             rate.map_or("—".into(), |r| format!("{r:.0}")),
             ms(&ours["median_start_ms"]),
+            ms(&ours["median_handover_ms"]),
             ms(&ours["median_encode_ms"]),
-            ms(&ours["median_receive_ms"]),
             ours["median_transfer_bytes"]
                 .as_f64()
                 .map_or("—".into(), mb),
