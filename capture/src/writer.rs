@@ -929,7 +929,7 @@ mod tests {
         assert_eq!(out.0.lock().unwrap().as_slice(), b"x\n");
     }
 
-    fn spawn_plain(out: &Shared, capacity: usize) -> Writer<Text> {
+    fn spawn_plain<T: Encode<State: Send>>(out: &Shared, capacity: usize) -> Writer<T> {
         Writer::spawn(
             vec![Target::Writer(Box::new(out.clone()))],
             capacity,
@@ -1162,17 +1162,7 @@ mod tests {
     #[test]
     fn a_held_writer_still_writes_everything() {
         let out = Shared::default();
-        let w: Writer<Sampled> = Writer::spawn(
-            vec![Target::Writer(Box::new(out.clone()))],
-            1024,
-            Framing {
-                closing: Default::default(),
-                header: None,
-                trailer: no_trailer,
-            },
-            "test-writer",
-        )
-        .unwrap();
+        let w: Writer<Sampled> = spawn_plain(&out, 1024);
         w.hold(true);
         w.send(Sampled("x", false));
         // `flush` drains what is held.
