@@ -46,8 +46,8 @@ pub enum Stage {
         read: u64,
         /// File size, when known.
         total: Option<u64>,
-        /// Lines read.
-        lines: u64,
+        /// Lines read, once the format is known and is one of lines.
+        lines: Option<u64>,
     },
     /// The whole-file analysis (span tree, memory profile) is running.
     Analysing,
@@ -138,7 +138,7 @@ async fn parse(scope: web_sys::DedicatedWorkerGlobalScope, data: JsValue) {
         fail("the page sent the worker nothing to read".into());
         return;
     };
-    let progress = |read: u64, total: Option<u64>, lines: u64| {
+    let progress = |read: u64, total: Option<u64>, lines: Option<u64>| {
         let m = message("progress");
         set(&m, "read", (read as f64).into());
         set(
@@ -146,7 +146,11 @@ async fn parse(scope: web_sys::DedicatedWorkerGlobalScope, data: JsValue) {
             "total",
             total.map_or(JsValue::NULL, |t| (t as f64).into()),
         );
-        set(&m, "lines", (lines as f64).into());
+        set(
+            &m,
+            "lines",
+            lines.map_or(JsValue::NULL, |n| (n as f64).into()),
+        );
         post(&m);
     };
     if let Source::File(file) = &source {
@@ -282,7 +286,7 @@ fn heard_of(data: &JsValue) -> Option<Heard> {
         "progress" => Heard::Progress(Stage::Reading {
             read: num("read").unwrap_or(0.0) as u64,
             total: num("total").map(|t| t as u64),
-            lines: num("lines").unwrap_or(0.0) as u64,
+            lines: num("lines").map(|n| n as u64),
         }),
         "analysing" => Heard::Progress(Stage::Analysing),
         "chunk" => Heard::Chunk(

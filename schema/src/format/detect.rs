@@ -337,6 +337,16 @@ impl AnyReader {
         }
     }
 
+    /// Lines read so far, for progress reporting: `None` while the format is not yet known,
+    /// for a rejected file, and for Chrome JSON (one JSON document, not lines).
+    pub fn lines_read(&self) -> Option<u64> {
+        match &self.state {
+            ReaderState::Trace(r) => Some(r.lines_read()),
+            ReaderState::Profile(r) => Some(r.lines_read()),
+            ReaderState::Probing(_) | ReaderState::Chrome(_) | ReaderState::Rejected(..) => None,
+        }
+    }
+
     /// Feed the next chunk.
     pub fn push(&mut self, chunk: &[u8]) {
         match &mut self.state {
@@ -497,5 +507,38 @@ mod any_reader_tests {
             assert_eq!(t.summary().span_count, 2);
             assert_eq!(t.summary().total_ns, 2000);
         }
+    }
+
+    #[test]
+    fn lines_read_counts_every_newline_of_a_line_format_once_it_is_known() {
+        // Four `\n`s (one of them a blank line) and an unterminated last line, pushed byte by
+        // byte: no count before the format is decided, then every newline pushed so far.
+        let trace =
+            b"{\"kind\":\"meta\",\"schema\":\"candle-graph/trace/6\"}\n\n{\"a\":1}\r\n{}\n{";
+        let mut r = AnyReader::new();
+        let mut counts = alloc::vec::Vec::new();
+        for b in trace {
+            r.push(&[*b]);
+            counts.push(r.lines_read());
+        }
+        let first = counts.iter().position(Option::is_some).expect("decided");
+        assert!(counts[..first].iter().all(Option::is_none));
+        assert_eq!(counts.last(), Some(&Some(4)));
+        let newlines_before = |i: usize| trace[..=i].iter().filter(|&&b| b == b'\n').count();
+        for (i, c) in counts.iter().enumerate().skip(first) {
+            assert_eq!(*c, Some(newlines_before(i) as u64), "after byte {i}");
+        }
+        let mut profile = AnyReader::new();
+        profile.push(b"{\"schema_version\":1,\"event_kind\":\"instant\"}\n\n");
+        assert_eq!(profile.lines_read(), Some(2));
+        let mut chrome = AnyReader::new();
+        chrome.push(b"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1}\n,\n");
+        assert_eq!(chrome.format(), Some(Format::Chrome));
+        assert_eq!(chrome.lines_read(), None);
+        let mut rejected = AnyReader::new();
+        rejected.push(b"hello\n");
+        rejected.decide(true);
+        assert!(rejected.is_rejected());
+        assert_eq!(rejected.lines_read(), None);
     }
 }

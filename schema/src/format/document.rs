@@ -457,6 +457,11 @@ impl TraceReader {
         self.splitter.bytes_seen()
     }
 
+    /// Lines completed so far, blank ones included (for progress reporting).
+    pub fn lines_read(&self) -> u64 {
+        self.splitter.lines_seen()
+    }
+
     /// Feed the next chunk of the file.
     pub fn push(&mut self, chunk: &[u8]) {
         let mut splitter = core::mem::take(&mut self.splitter);

@@ -41,6 +41,11 @@ impl LineSplitter {
         self.bytes_seen
     }
 
+    /// Number of lines completed so far, blank ones included (the `\n`s pushed).
+    pub fn lines_seen(&self) -> u64 {
+        self.lines_seen
+    }
+
     /// Feed the next chunk; `on_line` is called for every non-blank line it completes.
     pub fn push(&mut self, mut chunk: &[u8], mut on_line: impl FnMut(Line<'_>)) {
         self.bytes_seen += chunk.len() as u64;

@@ -635,6 +635,11 @@ impl ProfileReader {
         Self::default()
     }
 
+    /// Lines completed so far, blank ones included (for progress reporting).
+    pub fn lines_read(&self) -> u64 {
+        self.splitter.lines_seen()
+    }
+
     /// Feed the next chunk of the file; lines may straddle chunks.
     pub fn push(&mut self, chunk: &[u8]) {
         let doc = &mut self.doc;

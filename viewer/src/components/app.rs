@@ -76,7 +76,7 @@ struct Progress {
     name: String,
     bytes_read: u64,
     total: Option<u64>,
-    lines: u64,
+    lines: Option<u64>,
 }
 
 impl Progress {
@@ -118,7 +118,7 @@ pub fn App() -> impl IntoView {
             name: name.clone(),
             bytes_read: 0,
             total: None,
-            lines: 0,
+            lines: None,
         }));
         spawn_local(async move {
             let is_current = move || generation.try_get_value() == Some(my_gen);
@@ -229,7 +229,7 @@ pub fn App() -> impl IntoView {
             name: format!("{count} files"),
             bytes_read: 0,
             total: None,
-            lines: 0,
+            lines: None,
         }));
         spawn_local(async move {
             let is_current = move || generation.try_get_value() == Some(my_gen);
@@ -420,7 +420,7 @@ pub fn App() -> impl IntoView {
                         <div class="progress" data-testid="progress" role="status">
                             <span>{p.phase} " " {p.name.clone()} " — " {format_bytes(p.bytes_read)}
                                 {p.total.map(|t| format!(" of {}", format_bytes(t)))}
-                                {format!(", {} lines", p.lines)}
+                                {p.lines.map(|n| format!(", {n} lines"))}
                             </span>
                             <progress max="100" value=pct.map(|v| format!("{v:.0}"))></progress>
                             <button type="button" data-testid="cancel" on:click=cancel>
