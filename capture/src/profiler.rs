@@ -99,6 +99,7 @@ struct Line(ProfileEvent);
 
 impl Encode for Line {
     type State = ();
+    crate::writer::local_rings!(Line);
     fn encode(&self, out: &mut Vec<u8>, _: &mut ()) {
         // Serializing into a Vec cannot fail: every map key is a string.
         let _ = serde_json::to_writer(&mut *out, &self.0);

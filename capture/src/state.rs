@@ -324,6 +324,7 @@ fn host_alloc_line(
 
 impl Encode for Record {
     type State = HostBlocks;
+    crate::writer::local_rings!(Record);
 
     /// Span lines are written by hand (the same bytes serde would produce for
     /// `TraceEvent::SpanStart`/`SpanEnd`, checked by a test); other events go through serde.

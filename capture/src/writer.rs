@@ -26,7 +26,6 @@
 //! The first I/O error is kept (sticky); every later line is skipped, and `finish()` returns
 //! the error. Producers never see it.
 
-use std::any::Any;
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -95,6 +94,11 @@ pub(crate) trait Encode: Send + 'static {
     /// held ([`Writer::hold`]), within a poll interval of its push: take now any reading
     /// that belongs to the item's time and would be stale when it is encoded later.
     fn sample(&mut self, _state: &mut Self::State) {}
+
+    /// This thread's rings for writers of this type: `local_rings!(Self);` in each impl.
+    fn local_rings() -> &'static std::thread::LocalKey<LocalRings<Self>>
+    where
+        Self: Sized;
 }
 
 /// Where lines go, as configured by a builder.
@@ -254,43 +258,39 @@ struct ThreadEnd {
 }
 
 /// The producer half of one thread's ring for one writer, kept in that thread's
-/// [`RINGS`]; typed by the writer's item type behind `Any`.
-trait Ring: Any {
-    /// The writer this ring feeds.
-    fn writer(&self) -> u64;
-    /// The writer thread has dropped the consumer half: the writer is gone.
-    fn abandoned(&self) -> bool;
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-}
-
-struct ThreadRing<T> {
+/// [`LocalRings`] for the writer's item type.
+pub(crate) struct ThreadRing<T> {
     writer: u64,
     producer: Producer<T>,
 }
 
-impl<T: 'static> Ring for ThreadRing<T> {
-    fn writer(&self) -> u64 {
-        self.writer
-    }
-    fn abandoned(&self) -> bool {
-        self.producer.is_abandoned()
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-}
+/// One thread's rings for the writers of one item type, one per writer it has pushed to
+/// (usually one). Each [`Encode`] type has its own thread-local list
+/// ([`Encode::local_rings`], declared with [`local_rings!`]), so a push finds its ring by the
+/// writer's id alone: one list of boxed `dyn Any` rings cost a push three indirect calls and a
+/// 16-byte `TypeId` comparison, the largest part of `send` in a profile of the span path.
+pub(crate) type LocalRings<T> = RefCell<Vec<ThreadRing<T>>>;
 
-thread_local! {
-    /// This thread's rings, one per writer it has pushed to (usually one).
-    static RINGS: RefCell<Vec<Box<dyn Ring>>> = const { RefCell::new(Vec::new()) };
+/// The body of [`Encode::local_rings`] for `$t`: its own thread-local [`LocalRings`].
+macro_rules! local_rings {
+    ($t:ty) => {
+        fn local_rings() -> &'static std::thread::LocalKey<$crate::writer::LocalRings<$t>> {
+            std::thread_local! {
+                static RINGS: $crate::writer::LocalRings<$t> =
+                    const { std::cell::RefCell::new(Vec::new()) };
+            }
+            &RINGS
+        }
+    };
 }
+pub(crate) use local_rings;
 
 /// What the producers and the writer thread share. Producers read the first cache line on
 /// every push; the writer thread writes `counters` on every line, so they live apart (sharing
 /// one line made `closed`'s load cost more than the rest of a span).
 #[repr(C)]
 struct Shared<T> {
-    /// Distinguishes this writer's rings in a thread's [`RINGS`].
+    /// Distinguishes this writer's ring in a thread's [`LocalRings`].
     id: u64,
     /// Most items one thread's ring holds before new ones are dropped.
     capacity: usize,
@@ -540,12 +540,12 @@ impl<T: Encode> Writer<T> {
     #[inline]
     fn with_ring<R>(&self, f: impl FnOnce(&mut Producer<T>) -> R) -> Option<R> {
         let shared = &*self.shared;
-        RINGS
+        T::local_rings()
             .try_with(|rings| {
                 // Only fails if pushing re-entered itself (an allocator hook recording from
                 // inside a push): drop the inner event rather than panic.
                 let mut rings = rings.try_borrow_mut().ok()?;
-                let ring = match rings.iter().position(|r| r.writer() == shared.id) {
+                let ring = match rings.iter().position(|r| r.writer == shared.id) {
                     Some(i) => &mut rings[i],
                     None => {
                         // A thread's first event for this writer. Rings of finished writers
@@ -553,22 +553,21 @@ impl<T: Encode> Writer<T> {
                         // Quietly: the ring is the recorder's memory, not the program's, and
                         // the allocator must not record into a ring table being changed.
                         crate::alloc::quietly(|| {
-                            rings.retain(|r| !r.abandoned());
+                            rings.retain(|r| !r.producer.is_abandoned());
                             let (producer, consumer) = RingBuffer::new(shared.capacity);
                             shared
                                 .new_rings
                                 .lock()
                                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                                 .push(consumer);
-                            rings.push(Box::new(ThreadRing {
+                            rings.push(ThreadRing {
                                 writer: shared.id,
                                 producer,
-                            }));
+                            });
                         });
                         rings.last_mut()?
                     }
                 };
-                let ring = ring.as_any_mut().downcast_mut::<ThreadRing<T>>()?;
                 Some(f(&mut ring.producer))
             })
             // During thread teardown the thread-local is gone.
@@ -860,6 +859,7 @@ mod tests {
     struct Text(&'static str);
     impl Encode for Text {
         type State = ();
+        local_rings!(Text);
         fn encode(&self, out: &mut Vec<u8>, _: &mut ()) {
             out.extend_from_slice(self.0.as_bytes());
         }
@@ -1070,7 +1070,7 @@ mod tests {
         let w = spawn_plain(&out, 4);
         w.send(Text("y"));
         // The finished writers' rings went when this one's ring was made.
-        assert_eq!(RINGS.with(|r| r.borrow().len()), 1);
+        assert_eq!(Text::local_rings().with(|r| r.borrow().len()), 1);
         w.finish().unwrap();
         assert_eq!(out.0.lock().unwrap().as_slice(), b"x\nx\nx\nx\nx\ny\n");
     }
@@ -1079,6 +1079,7 @@ mod tests {
     struct Sampled(&'static str, bool);
     impl Encode for Sampled {
         type State = u32;
+        local_rings!(Sampled);
         fn encode(&self, out: &mut Vec<u8>, _: &mut u32) {
             out.extend_from_slice(self.0.as_bytes());
             if self.1 {
