@@ -7,7 +7,8 @@
 //! Messages (plain JS objects):
 //! - worker → page `{type: "ready"}` once its wasm has started;
 //! - page → worker `{file: File}` or `{url: "<absolute same-origin URL>"}`;
-//! - worker → page `{type: "progress", read, total, lines}` per chunk, `{type: "analysing"}`
+//! - worker → page `{type: "progress", read, total, lines}` about every MiB (`lines` null
+//!   until the format is known, and for Chrome JSON), `{type: "analysing"}`
 //!   when the whole-file analysis starts, `{type: "chunk", bytes: ArrayBuffer}` for each chunk
 //!   of the document (the buffer transferred, not copied), then `{type: "done", readMs,
 //!   analyseMs, encodeMs}` (the times measured in the worker); or `{type: "failed", message}`.
