@@ -12,14 +12,18 @@
 //! A chunk (little-endian; tables and columns as in [`wire`]) is the table of the strings it
 //! uses first (each distinct string crosses once, numbered in order of first use across the
 //! stream), then its body. The bodies, end to end, are:
-//! - `CTT2`, the document kind (`0` trace, `1` profile, `2` unsupported);
+//! - `CTT3`, the document kind (`0` trace, `1` profile, `2` unsupported);
 //! - the kind's head (scalars, the meta, `capture_sources`, an unsupported file's format);
 //! - the kind's parts in a fixed order ([`TRACE`], [`PROFILE`], [`UNSUPPORTED`]). A part of
 //!   records is its row count, then tables of at most [`BATCH`] rows; the span tree, the
 //!   memory profile's head and a Chrome import are one run of tables each. A table has
-//!   fixed-width columns (struct of arrays): every string field a `u32` index into the strings
-//!   ([`wire::NONE`] for an absent one), optional numbers a presence bitmap beside their
-//!   values, lists (shapes, inputs) a column of ends beside their values.
+//!   fixed-width columns (struct of arrays): a string field a `u32` index into the strings
+//!   ([`wire::NONE`] for an absent one), except span and tensor ids (the span's own, its
+//!   parent's, an op's span, inputs and output, a tensor or memory record's tensor and span),
+//!   which cross in place as a column of ends beside a column of bytes: nearly every one is
+//!   distinct, so interning them cost a hash-table lookup a row for nothing (at 1 GB, 2.6 of the
+//!   encoder's 4.3 s). Optional values have a presence bitmap beside them, lists (shapes,
+//!   inputs) a column of ends beside their values.
 //!
 //! A chunk ends only between tables, so every table lies within one chunk.
 //!
@@ -60,8 +64,8 @@ pub const BATCH: usize = 8192;
 /// about fifty messages.
 pub const CHUNK_BYTES: usize = 1 << 20;
 
-/// The first bytes of an encoded document (`2`: the chunked stream).
-const MAGIC: &[u8; 4] = b"CTT2";
+/// The first bytes of an encoded document (`3`: the chunked stream, ids in place).
+const MAGIC: &[u8; 4] = b"CTT3";
 
 /// Why bytes could not be decoded (a bug or a truncated transfer, never the user's file).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -373,67 +377,67 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
     }
 
     fn spans(&mut self, spans: &'d [Span]) {
-        self.blocks(spans, 12, |s, c, x| {
-            c.u32(0, s.id(&x.id));
-            c.u32(1, s.opt(x.parent_id.as_deref()));
-            c.u32(2, s.id(&x.name));
-            c.u64(3, x.start_ns);
-            c.u8(4, code(&SpanKind::ALL, &x.span_kind));
-            c.bit(5, x.measured);
-            c.u8(6, opt_code(&Step::ALL, x.step.as_ref()));
-            c.opt_u64(7, x.duration_ns);
-            c.u64(9, x.line);
-            c.opt_u64(10, x.end_line);
+        self.blocks(spans, 15, |s, c, x| {
+            c.str(0, &x.id);
+            c.opt_str(2, x.parent_id.as_deref());
+            c.u32(5, s.id(&x.name));
+            c.u64(6, x.start_ns);
+            c.u8(7, code(&SpanKind::ALL, &x.span_kind));
+            c.bit(8, x.measured);
+            c.u8(9, opt_code(&Step::ALL, x.step.as_ref()));
+            c.opt_u64(10, x.duration_ns);
+            c.u64(12, x.line);
+            c.opt_u64(13, x.end_line);
         });
     }
 
     fn ops(&mut self, ops: &'d [Lined<Op>]) {
-        self.blocks(ops, 15, |s, c, x| {
+        self.blocks(ops, 19, |s, c, x| {
             c.u64(0, x.line);
             let x = &x.event;
-            c.u32(1, s.id(&x.span_id));
-            c.u32(2, s.id(&x.op_name));
-            c.list_u32(3, x.inputs.iter().map(|i| s.id(i)));
-            c.u32(5, s.opt(x.output.as_deref()));
-            c.list_u64(6, &x.shape);
-            c.u32(8, s.id(&x.dtype));
-            c.u32(9, s.id(&x.device));
-            c.u64(10, x.duration_ns);
-            c.u64(11, x.timestamp_ns);
-            c.opt_u64(12, x.storage_bytes);
-            c.u64(14, x.input_storage_bytes);
+            c.str(1, &x.span_id);
+            c.u32(3, s.id(&x.op_name));
+            c.list_str(4, x.inputs.iter().map(|i| i.as_str()));
+            c.opt_str(7, x.output.as_deref());
+            c.list_u64(10, &x.shape);
+            c.u32(12, s.id(&x.dtype));
+            c.u32(13, s.id(&x.device));
+            c.u64(14, x.duration_ns);
+            c.u64(15, x.timestamp_ns);
+            c.opt_u64(16, x.storage_bytes);
+            c.u64(18, x.input_storage_bytes);
         });
     }
 
     fn tensors(&mut self, tensors: &'d [Lined<TensorEvent>]) {
-        self.blocks(tensors, 11, |s, c, x| {
+        self.blocks(tensors, 13, |s, c, x| {
             c.u64(0, x.line);
             let x = &x.event;
-            c.u32(1, s.id(&x.span_id));
-            c.u32(2, s.id(&x.tensor_id));
-            c.list_u64(3, &x.shape);
-            c.u32(5, s.id(&x.dtype));
-            c.u32(6, s.id(&x.device));
-            c.bit(7, x.requires_grad);
-            c.opt_u64(8, x.storage_bytes);
-            c.u8(10, code(&TensorCategory::ALL, &x.category));
+            c.str(1, &x.span_id);
+            c.str(3, &x.tensor_id);
+            c.list_u64(5, &x.shape);
+            c.u32(7, s.id(&x.dtype));
+            c.u32(8, s.id(&x.device));
+            c.bit(9, x.requires_grad);
+            c.opt_u64(10, x.storage_bytes);
+            c.u8(12, code(&TensorCategory::ALL, &x.category));
         });
     }
 
     fn memory(&mut self, memory: &'d [Lined<MemoryEvent>]) {
-        self.blocks(memory, 12, |s, c, x| {
+        self.blocks(memory, 14, |s, c, x| {
             c.u64(0, x.line);
             let x = &x.event;
             c.u64(1, x.timestamp_ns);
-            c.u32(2, s.id(&x.tensor_id));
-            c.u32(3, s.id(&x.span_id));
-            c.u32(4, s.opt(x.op_name.as_deref()));
-            c.u32(5, s.id(&x.device));
-            c.u64(6, x.bytes);
-            c.u8(7, code(&ACTIONS, &x.action));
-            c.list_u64(8, &x.shape);
-            c.u32(10, s.id(&x.dtype));
-            c.u8(11, code(&TensorCategory::ALL, &x.category));
+            c.str(2, &x.tensor_id);
+            c.str(4, &x.span_id);
+            c.u32(6, s.opt(x.op_name.as_deref()));
+            c.u32(7, s.id(&x.device));
+            c.u64(8, x.bytes);
+            c.u8(9, code(&ACTIONS, &x.action));
+            c.list_u64(10, &x.shape);
+            c.u32(12, s.id(&x.dtype));
+            c.u8(13, code(&TensorCategory::ALL, &x.category));
         });
     }
 
@@ -823,9 +827,10 @@ impl Part {
     /// The columns of a part written in blocks of rows, `None` for the others.
     fn columns(self) -> Option<usize> {
         Some(match self {
-            Part::Spans | Part::Memory => 12,
-            Part::Ops => 15,
-            Part::Tensors => 11,
+            Part::Spans => 15,
+            Part::Memory => 14,
+            Part::Ops => 19,
+            Part::Tensors => 13,
             Part::DeviceMemory | Part::Gradients => 7,
             Part::Edges | Part::Records | Part::Diagnostics => 4,
             Part::Samples => 8,
@@ -994,21 +999,21 @@ fn capture_sources(r: &mut In<'_>, s: Strs<'_>) -> Result<Lined<CaptureSources>>
 }
 
 fn spans(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
-    let id = t.col(b, 0, 4)?;
-    let parent = t.col(b, 1, 4)?;
-    let name = t.col(b, 2, 4)?;
-    let start = t.col(b, 3, 8)?;
-    let kind = t.col(b, 4, 1)?;
-    let measured = t.bits(b, 5)?;
-    let step = t.col(b, 6, 1)?;
-    let (has_duration, duration) = (t.bits(b, 7)?, t.col(b, 8, 8)?);
-    let line = t.col(b, 9, 8)?;
-    let (has_end, end_line) = (t.bits(b, 10)?, t.col(b, 11, 8)?);
+    let id = t.strs(b, 0)?;
+    let parent = t.opt_strs(b, 2)?;
+    let name = t.col(b, 5, 4)?;
+    let start = t.col(b, 6, 8)?;
+    let kind = t.col(b, 7, 1)?;
+    let measured = t.bits(b, 8)?;
+    let step = t.col(b, 9, 1)?;
+    let (has_duration, duration) = (t.bits(b, 10)?, t.col(b, 11, 8)?);
+    let line = t.col(b, 12, 8)?;
+    let (has_end, end_line) = (t.bits(b, 13)?, t.col(b, 14, 8)?);
     let first = d.spans.len();
     for i in 0..t.n {
         d.spans.push(Span {
-            id: cs(s.get(id.u32(i)?)?),
-            parent_id: s.opt(parent.u32(i)?)?.map(cs),
+            id: cs(id.get(i as u32)?),
+            parent_id: parent.get(i)?.map(cs),
             name: cs(s.get(name.u32(i)?)?),
             start_ns: start.u64(i)?,
             span_kind: variant(&SpanKind::ALL, kind.u8(i)?, "span kind")?,
@@ -1026,27 +1031,26 @@ fn spans(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> 
 
 fn ops(v: &mut Vec<Lined<Op>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
-    let span_id = t.col(b, 1, 4)?;
-    let op_name = t.col(b, 2, 4)?;
-    let inputs = t.list(b, 3, 4)?;
-    let output = t.col(b, 5, 4)?;
-    let shape = t.list(b, 6, 8)?;
-    let dtype = t.col(b, 8, 4)?;
-    let device = t.col(b, 9, 4)?;
-    let duration = t.col(b, 10, 8)?;
-    let timestamp = t.col(b, 11, 8)?;
-    let (has_storage, storage) = (t.bits(b, 12)?, t.col(b, 13, 8)?);
-    let input_storage = t.col(b, 14, 8)?;
+    let span_id = t.strs(b, 1)?;
+    let op_name = t.col(b, 3, 4)?;
+    let (inputs, input_ids) = t.str_lists(b, 4)?;
+    let output = t.opt_strs(b, 7)?;
+    let shape = t.list(b, 10, 8)?;
+    let dtype = t.col(b, 12, 4)?;
+    let device = t.col(b, 13, 4)?;
+    let duration = t.col(b, 14, 8)?;
+    let timestamp = t.col(b, 15, 8)?;
+    let (has_storage, storage) = (t.bits(b, 16)?, t.col(b, 17, 8)?);
+    let input_storage = t.col(b, 18, 8)?;
     for i in 0..t.n {
         let event = Op {
-            span_id: cs(s.get(span_id.u32(i)?)?),
+            span_id: cs(span_id.get(i as u32)?),
             op_name: cs(s.get(op_name.u32(i)?)?),
             inputs: inputs
-                .u32s(i)?
-                .into_iter()
-                .map(|id| s.get(id).map(cs))
+                .range(i)?
+                .map(|k| input_ids.get(k as u32).map(cs))
                 .collect::<Result<_>>()?,
-            output: s.opt(output.u32(i)?)?.map(cs),
+            output: output.get(i)?.map(cs),
             shape: shape.u64s(i)?,
             dtype: cs(s.get(dtype.u32(i)?)?),
             device: cs(s.get(device.u32(i)?)?),
@@ -1066,18 +1070,18 @@ fn category(c: &Col<'_>, i: usize) -> Result<TensorCategory> {
 
 fn tensors(v: &mut Vec<Lined<TensorEvent>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
-    let span_id = t.col(b, 1, 4)?;
-    let tensor_id = t.col(b, 2, 4)?;
-    let shape = t.list(b, 3, 8)?;
-    let dtype = t.col(b, 5, 4)?;
-    let device = t.col(b, 6, 4)?;
-    let requires_grad = t.bits(b, 7)?;
-    let (has_storage, storage) = (t.bits(b, 8)?, t.col(b, 9, 8)?);
-    let cat = t.col(b, 10, 1)?;
+    let span_id = t.strs(b, 1)?;
+    let tensor_id = t.strs(b, 3)?;
+    let shape = t.list(b, 5, 8)?;
+    let dtype = t.col(b, 7, 4)?;
+    let device = t.col(b, 8, 4)?;
+    let requires_grad = t.bits(b, 9)?;
+    let (has_storage, storage) = (t.bits(b, 10)?, t.col(b, 11, 8)?);
+    let cat = t.col(b, 12, 1)?;
     for i in 0..t.n {
         let event = TensorEvent {
-            span_id: cs(s.get(span_id.u32(i)?)?),
-            tensor_id: cs(s.get(tensor_id.u32(i)?)?),
+            span_id: cs(span_id.get(i as u32)?),
+            tensor_id: cs(tensor_id.get(i as u32)?),
             shape: shape.u64s(i)?,
             dtype: cs(s.get(dtype.u32(i)?)?),
             device: cs(s.get(device.u32(i)?)?),
@@ -1093,20 +1097,20 @@ fn tensors(v: &mut Vec<Lined<TensorEvent>>, t: &Table, b: &[u8], s: Strs<'_>) ->
 fn memory(v: &mut Vec<Lined<MemoryEvent>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
     let timestamp = t.col(b, 1, 8)?;
-    let tensor_id = t.col(b, 2, 4)?;
-    let span_id = t.col(b, 3, 4)?;
-    let op_name = t.col(b, 4, 4)?;
-    let device = t.col(b, 5, 4)?;
-    let bytes = t.col(b, 6, 8)?;
-    let action = t.col(b, 7, 1)?;
-    let shape = t.list(b, 8, 8)?;
-    let dtype = t.col(b, 10, 4)?;
-    let cat = t.col(b, 11, 1)?;
+    let tensor_id = t.strs(b, 2)?;
+    let span_id = t.strs(b, 4)?;
+    let op_name = t.col(b, 6, 4)?;
+    let device = t.col(b, 7, 4)?;
+    let bytes = t.col(b, 8, 8)?;
+    let action = t.col(b, 9, 1)?;
+    let shape = t.list(b, 10, 8)?;
+    let dtype = t.col(b, 12, 4)?;
+    let cat = t.col(b, 13, 1)?;
     for i in 0..t.n {
         let event = MemoryEvent {
             timestamp_ns: timestamp.u64(i)?,
-            tensor_id: cs(s.get(tensor_id.u32(i)?)?),
-            span_id: cs(s.get(span_id.u32(i)?)?),
+            tensor_id: cs(tensor_id.get(i as u32)?),
+            span_id: cs(span_id.get(i as u32)?),
             op_name: s.opt(op_name.u32(i)?)?.map(cs),
             device: cs(s.get(device.u32(i)?)?),
             bytes: bytes.u64(i)?,
@@ -1765,26 +1769,37 @@ mod tests {
     }
 
     #[test]
-    fn a_string_index_out_of_range_is_an_error() {
+    fn a_string_out_of_range_is_an_error() {
         // No meta and no capture_sources: the body's header (5 bytes), skipped_unknown and
         // bytes_read (16), two absent flags (2), the spans' count (8), then their table's row
-        // count (8), column count (4) and first column's length (8): the first span's id index
-        // is at byte 51 of the body.
+        // count (8) and column count (4). Each column is its length (8) and its bytes: the id's
+        // end (4) at byte 51, its byte "a" at 63, the parent's bitmap (1) at 72, end (4) at 81
+        // and no bytes, then the name's index into the string table (4) at byte 101.
         let file = "{\"kind\":\"span_start\",\"id\":\"a\",\"name\":\"n\",\"start_ns\":0,\"span_kind\":\"op\"}\n";
-        let mut chunks = encode_all(&read(file.as_bytes()));
+        let chunks = encode_all(&read(file.as_bytes()));
         assert_eq!(chunks.len(), 1);
-        let at = body_of(&chunks[0]) + 51;
-        let bytes = &mut chunks[0];
+        let body = body_of(&chunks[0]);
+        let (id, name) = (body + 51, body + 101);
         assert_eq!(
-            &bytes[at - 8..at],
-            &4u64.to_le_bytes(),
-            "one u32 in the id column"
+            &chunks[0][id - 8..id + 4],
+            &[4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]
         );
-        bytes[at..at + 4].copy_from_slice(&7u32.to_le_bytes());
-        let e = decode(&chunks).unwrap_err();
-        assert!(e.to_string().contains("string 7"), "{e}");
-        chunks[0][at..at + 4].copy_from_slice(&NONE.to_le_bytes());
-        assert!(decode(&chunks).is_err(), "an absent id");
+        assert_eq!(&chunks[0][id + 12..id + 13], b"a");
+        assert_eq!(&chunks[0][name - 8..name], &4u64.to_le_bytes());
+        let with = |at: usize, v: u32| {
+            let mut c = chunks.clone();
+            c[0][at..at + 4].copy_from_slice(&v.to_le_bytes());
+            decode(&c)
+        };
+        let e = with(id, 7).unwrap_err();
+        assert!(e.to_string().contains("string 0 lies outside"), "{e}");
+        let e = with(name, 7).unwrap_err();
+        assert!(
+            e.to_string().contains("string 7 is not in the table"),
+            "{e}"
+        );
+        assert!(with(name, NONE).is_err(), "an absent name");
+        assert!(with(name, 0).is_ok(), "the name's own index");
     }
 
     /// A trace/6 file with every record kind and every optional field both present and
@@ -1823,8 +1838,13 @@ mod tests {
         }
         for (i, (shape, storage, inputs)) in ops.iter().enumerate() {
             let storage = storage.map_or(String::new(), |s| format!(",\"storage_bytes\":{s}"));
-            let inputs: Vec<String> = (0..*inputs % 4).map(|k| format!("\"t{k}\"")).collect();
-            let output = if i % 2 == 0 { ",\"output\":\"o\"" } else { "" };
+            // Ids with characters of two and three bytes: they cross in place, cut by byte offsets.
+            let inputs: Vec<String> = (0..*inputs % 4).map(|k| format!("\"tü{k}\"")).collect();
+            let output = if i % 2 == 0 {
+                ",\"output\":\"o€\""
+            } else {
+                ""
+            };
             f.push_str(&format!(
                 "{{\"kind\":\"op\",\"span_id\":\"s0\",\"op_name\":\"mm\",\"inputs\":[{}]{output},\"shape\":{shape:?},\"dtype\":\"f32\",\"device\":\"cpu\",\"duration_ns\":{i},\"timestamp_ns\":7{storage},\"input_storage_bytes\":3}}\n",
                 inputs.join(",")
@@ -1838,7 +1858,7 @@ mod tests {
             let op = op.map_or(String::new(), |o| format!(",\"op_name\":\"op{o}\""));
             let action = if *free { "free" } else { "alloc" };
             f.push_str(&format!(
-                "{{\"kind\":\"memory\",\"timestamp_ns\":{i},\"tensor_id\":\"m{}\",\"span_id\":\"s0\"{op},\"device\":\"cpu\",\"bytes\":{bytes},\"action\":\"{action}\",\"shape\":[2],\"dtype\":\"f32\",\"category\":\"activation\"}}\n",
+                "{{\"kind\":\"memory\",\"timestamp_ns\":{i},\"tensor_id\":\"mé{}\",\"span_id\":\"s0\"{op},\"device\":\"cpu\",\"bytes\":{bytes},\"action\":\"{action}\",\"shape\":[2],\"dtype\":\"f32\",\"category\":\"activation\"}}\n",
                 i % 3
             ));
             let reserved = if *free {

@@ -158,6 +158,32 @@ impl Cols {
         self.u32(c, end);
     }
 
+    /// A string written in place (ids: nearly every one distinct, so a table of them would
+    /// only cost a hash lookup a row): its end in column `c`, its bytes appended to `c + 1`.
+    pub fn str(&mut self, c: usize, v: &str) {
+        let pool = self.buf(c + 1);
+        pool.extend_from_slice(v.as_bytes());
+        let end = pool.len() as u32;
+        self.u32(c, end);
+    }
+
+    /// An optional string in place: presence in bitmap column `c`, the string (empty when
+    /// absent) in `c + 1` and `c + 2` as [`Cols::str`].
+    pub fn opt_str(&mut self, c: usize, v: Option<&str>) {
+        self.bit(c, v.is_some());
+        self.str(c + 1, v.unwrap_or_default());
+    }
+
+    /// A list of strings in place: the list's end (in strings) in column `c`, each string's
+    /// end in `c + 1`, their bytes in `c + 2`.
+    pub fn list_str<'s>(&mut self, c: usize, v: impl IntoIterator<Item = &'s str>) {
+        for s in v {
+            self.str(c + 1, s);
+        }
+        let end = (self.buf(c + 1).len() / 4) as u32;
+        self.u32(c, end);
+    }
+
     /// A list of `u32`: its end in column `c`, its values appended to column `c + 1`.
     pub fn list_u32(&mut self, c: usize, v: impl IntoIterator<Item = u32>) {
         let pool = self.buf(c + 1);
@@ -367,6 +393,40 @@ impl Table {
         Ok(Bits { b })
     }
 
+    /// A column of strings written in place ([`Cols::str`]): their ends in column `c`, their
+    /// bytes in `c + 1`, checked to be UTF-8 once for the whole table.
+    pub fn strs<'b>(&self, bytes: &'b [u8], c: usize) -> Result<Strs<'b>> {
+        let ends = self.col(bytes, c, 4)?;
+        Ok(Strs {
+            ends,
+            pool: self.utf8(bytes, c + 1)?,
+        })
+    }
+
+    /// A column of optional strings in place ([`Cols::opt_str`]).
+    pub fn opt_strs<'b>(&self, bytes: &'b [u8], c: usize) -> Result<OptStrs<'b>> {
+        Ok(OptStrs {
+            has: self.bits(bytes, c)?,
+            strs: self.strs(bytes, c + 1)?,
+        })
+    }
+
+    /// A column of lists of strings in place ([`Cols::list_str`]): each row's range of
+    /// strings, and the strings.
+    pub fn str_lists<'b>(&self, bytes: &'b [u8], c: usize) -> Result<(List<'b>, Strs<'b>)> {
+        let lists = self.list(bytes, c, 4)?;
+        let strs = Strs {
+            ends: lists.pool,
+            pool: self.utf8(bytes, c + 2)?,
+        };
+        Ok((lists, strs))
+    }
+
+    fn utf8<'b>(&self, bytes: &'b [u8], c: usize) -> Result<&'b str> {
+        std::str::from_utf8(self.raw(bytes, c)?)
+            .map_err(|e| broken(format!("column {c} is not UTF-8 ({e})")))
+    }
+
     /// A list column: the rows' ends in column `c`, their `width`-byte values in `c + 1`.
     pub fn list<'b>(&self, bytes: &'b [u8], c: usize, width: usize) -> Result<List<'b>> {
         let ends = self.col(bytes, c, 4)?;
@@ -474,7 +534,8 @@ pub struct List<'b> {
 }
 
 impl List<'_> {
-    fn range(&self, i: usize) -> Result<Range<usize>> {
+    /// Row `i`'s range of values (for a list of strings: which of the strings).
+    pub fn range(&self, i: usize) -> Result<Range<usize>> {
         let end = self.ends.u32(i)? as usize;
         let start = match i.checked_sub(1) {
             Some(p) => self.ends.u32(p)? as usize,
@@ -557,7 +618,25 @@ impl StringPool {
     }
 }
 
-/// The string table, read.
+/// Optional strings written in place, read.
+#[derive(Clone, Copy)]
+pub struct OptStrs<'b> {
+    has: Bits<'b>,
+    strs: Strs<'b>,
+}
+
+impl<'b> OptStrs<'b> {
+    /// Row `i`'s string, `None` where it was absent.
+    pub fn get(&self, i: usize) -> Result<Option<&'b str>> {
+        Ok(if self.has.get(i)? {
+            Some(self.strs.get(i as u32)?)
+        } else {
+            None
+        })
+    }
+}
+
+/// Strings by number: the string table, or a column of strings written in place.
 #[derive(Clone, Copy)]
 pub struct Strs<'b> {
     ends: Col<'b>,
