@@ -275,8 +275,12 @@ async fn read_stream(
             break;
         }
         if let Ok(value) = Reflect::get(&chunk, &JsValue::from_str("value")) {
-            // Copied into one buffer reused for every chunk.
-            let array = Uint8Array::new(&value);
+            // A stream's chunks are `Uint8Array`s already: `new Uint8Array(chunk)` would copy
+            // each one in JS first (156 ms of a 100 MB read in a CDP profile). Copied once,
+            // into one buffer reused for every chunk.
+            let array = value
+                .dyn_into::<Uint8Array>()
+                .unwrap_or_else(|other| Uint8Array::new(&other));
             bytes.resize(array.length() as usize, 0);
             array.copy_to(&mut bytes);
             read += bytes.len() as u64;
