@@ -27,6 +27,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use core::cell::Cell;
 use core::hash::BuildHasher;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
@@ -146,6 +147,21 @@ impl SpanIndex {
         self.table.reserve(additional, |&i| {
             hasher.hash_one(spans[i as usize].id.as_str())
         });
+    }
+
+    /// [`SpanIndex::get`] for a run of lookups that often repeat an id (consecutive spans
+    /// usually share a parent): the last span found is compared before the id is hashed.
+    fn resolver<'s>(&'s self, spans: &'s [Span]) -> impl Fn(&str) -> Option<usize> + 's {
+        let last = Cell::new(usize::MAX);
+        move |id| {
+            let hit = last.get();
+            if spans.get(hit).is_some_and(|s| s.id == id) {
+                return Some(hit);
+            }
+            let i = self.get(spans, id)? as usize;
+            last.set(i);
+            Some(i)
+        }
     }
 
     fn len(&self) -> usize {
@@ -305,8 +321,7 @@ impl TraceDocument {
             }
         }
         let (index, spans) = (&doc.span_index, &doc.spans);
-        let (tree, tree_diags) =
-            SpanTree::build(spans, |id| index.get(spans, id).map(|i| i as usize));
+        let (tree, tree_diags) = SpanTree::build(spans, index.resolver(spans));
         doc.tree = tree;
         diagnostics.extend(tree_diags);
         doc.meta = Some(meta);
@@ -861,8 +876,7 @@ impl TraceReader {
         }
 
         let (index, spans) = (&doc.span_index, &doc.spans);
-        let (tree, tree_diags) =
-            SpanTree::build(spans, |id| index.get(spans, id).map(|i| i as usize));
+        let (tree, tree_diags) = SpanTree::build(spans, index.resolver(spans));
         doc.tree = tree;
         diags.extend(tree_diags);
 

@@ -215,12 +215,13 @@ struct Live<'a, R> {
 }
 
 impl<'a, R: MemoryRecord> Live<'a, R> {
-    fn new(events: &'a [R], devices: usize) -> Self {
+    /// Replay state for `events`, `allocs` of which are `alloc`s (one slot each).
+    fn new(events: &'a [R], devices: usize, allocs: usize) -> Self {
         Live {
             events,
             totals: vec![0; devices],
             by_category: vec![[0; 5]; devices],
-            slots: Vec::new(),
+            slots: Vec::with_capacity(allocs),
             top: HashMap::new(),
         }
     }
@@ -305,13 +306,25 @@ impl MemoryProfile {
         let mut device_names: Vec<String> = Vec::new();
         let mut device_ids: HashMap<&str, u32> = HashMap::new();
         let mut device_of = Vec::with_capacity(memory.len());
+        let mut allocs = 0;
+        // Consecutive records are nearly always on one device: compared with the last one
+        // before hashing.
+        let mut last: Option<(&str, u32)> = None;
         for m in memory {
-            let next = device_ids.len() as u32;
-            let d = *device_ids.entry(m.device()).or_insert_with(|| {
-                device_names.push(m.device().to_string());
-                next
-            });
+            let d = match last {
+                Some((name, d)) if name == m.device() => d,
+                _ => {
+                    let next = device_ids.len() as u32;
+                    let d = *device_ids.entry(m.device()).or_insert_with(|| {
+                        device_names.push(m.device().to_string());
+                        next
+                    });
+                    last = Some((m.device(), d));
+                    d
+                }
+            };
             device_of.push(d);
+            allocs += usize::from(m.action() == MemoryAction::Alloc);
         }
         let mut order: Vec<usize> = (0..memory.len()).collect();
         order.sort_by(|&a, &b| {
@@ -342,7 +355,7 @@ impl MemoryProfile {
             Curve::Dropped => Vec::new(),
         };
         let mut peak_by_category = [0; 5];
-        let mut live = Live::new(memory, n_dev);
+        let mut live = Live::new(memory, n_dev, allocs);
         // (position in `order`, device) of the overall peak.
         let mut peak: Option<(usize, u32)> = None;
         let mut peak_bytes = 0u64;
@@ -516,7 +529,7 @@ mod tests {
                 let (ea, eb) = (&memory[a].event, &memory[b].event);
                 (ea.timestamp_ns, ea.action, &ea.tensor_id, a).cmp(&(eb.timestamp_ns, eb.action, &eb.tensor_id, b))
             });
-            let mut full = Live::new(&memory[..], names.len());
+            let mut full = Live::new(&memory[..], names.len(), 0);
             let mut peak: Option<(usize, u64, u32)> = None;
             for (pos, &i) in order.iter().enumerate() {
                 full.apply(i, dev[i], pos);
@@ -529,7 +542,7 @@ mod tests {
                 proptest::prop_assert!(profile.live_at_peak.is_empty());
                 return Ok(());
             };
-            let mut prefix = Live::new(&memory[..], names.len());
+            let mut prefix = Live::new(&memory[..], names.len(), 0);
             for (pos, &i) in order[..=peak_pos].iter().enumerate() {
                 prefix.apply(i, dev[i], pos);
             }

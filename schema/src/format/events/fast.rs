@@ -244,6 +244,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A string without escapes or control characters.
+    #[inline(always)]
     fn str(&mut self) -> Option<&'a str> {
         self.literal(b"\"")?;
         let start = self.at;
@@ -257,22 +258,39 @@ impl<'a> Cursor<'a> {
     }
 
     /// A JSON integer that fits u64, in JSON's canonical form (no sign, no leading zero).
+    #[inline(always)]
     fn u64(&mut self) -> Option<u64> {
         let rest = self.bytes.get(self.at..)?;
         let mut v: u64 = 0;
         let mut len = 0;
-        for &b in rest {
+        // Nineteen digits never overflow u64 (its maximum has twenty), so only a twentieth
+        // is checked.
+        for &b in rest.iter().take(19) {
             let d = b.wrapping_sub(b'0');
             if d > 9 {
                 break;
             }
-            // `v * 10 + d` overflows exactly when this holds. Compared rather than
-            // `checked_mul`, which wasm32 computes with a 128-bit multiply (`__multi3`).
-            if v >= u64::MAX / 10 && (v > u64::MAX / 10 || u64::from(d) > u64::MAX % 10) {
-                return None;
-            }
             v = v * 10 + u64::from(d);
             len += 1;
+        }
+        if len == 19 {
+            if let Some(d) = rest
+                .get(19)
+                .map(|b| b.wrapping_sub(b'0'))
+                .filter(|&d| d <= 9)
+            {
+                // `v * 10 + d` overflows exactly when this holds. Compared rather than
+                // `checked_mul`, which wasm32 computes with a 128-bit multiply (`__multi3`).
+                if v >= u64::MAX / 10 && (v > u64::MAX / 10 || u64::from(d) > u64::MAX % 10) {
+                    return None;
+                }
+                v = v * 10 + u64::from(d);
+                len += 1;
+                // A twenty-first digit overflows whatever the first twenty were.
+                if rest.get(20).is_some_and(u8::is_ascii_digit) {
+                    return None;
+                }
+            }
         }
         if len == 0 || (len > 1 && rest[0] == b'0') {
             return None;
@@ -285,6 +303,7 @@ impl<'a> Cursor<'a> {
         Some(v)
     }
 
+    #[inline(always)]
     fn bool(&mut self) -> Option<bool> {
         if self.literal(b"true").is_some() {
             Some(true)
@@ -827,12 +846,26 @@ mod tests {
             "18446744073709551700",
             "99999999999999999999",
             "184467440737095516150",
+            "100000000000000000000",
         ] {
             assert_eq!(read(overflow), None, "{overflow}");
             assert!(overflow.parse::<u64>().is_err());
         }
-        for n in [0u64, 7, 10, 12345, u64::MAX / 10 - 1, u64::MAX - 1] {
+        for n in [
+            0u64,
+            7,
+            10,
+            12345,
+            999_999_999_999_999_999,
+            1_000_000_000_000_000_000,
+            10_000_000_000_000_000_000,
+            u64::MAX / 10 - 1,
+            u64::MAX - 1,
+        ] {
             assert_eq!(read(&n.to_string()), Some(n));
         }
+        // Not canonical, whatever the length: serde reads these.
+        assert_eq!(read("0000000000000000001"), None);
+        assert_eq!(read("00000000000000000001"), None);
     }
 }
