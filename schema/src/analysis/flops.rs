@@ -64,20 +64,30 @@ pub enum FlopFormula {
     Softmax,
 }
 
-/// Tensor id → shape, per the module's lookup rule.
+/// Tensor id → shape, per the module's lookup rule, for the tensors an estimate reads: the
+/// inputs of ops whose formula needs input shapes ([`needs_input_shapes`]).
 #[derive(Debug, Clone, Default)]
 pub struct ShapeIndex<'a> {
-    shapes: HashMap<&'a str, (u64, &'a [u64])>,
+    /// `None` until a record with a shape names the tensor.
+    shapes: HashMap<&'a str, Option<(u64, &'a [u64])>>,
 }
 
 impl<'a> ShapeIndex<'a> {
-    /// Index the shapes of `doc`'s op outputs, tensors and memory records.
+    /// Index the shapes that `doc`'s op outputs, tensors and memory records give the inputs of
+    /// its ops with a shape-dependent formula. Only those are kept: a small part of a trace's
+    /// tensor ids, where a map of every id was as large as the trace's records.
     pub fn of(doc: &'a TraceDocument) -> Self {
-        let mut shapes: HashMap<&'a str, (u64, &'a [u64])> = HashMap::new();
+        let mut shapes: HashMap<&'a str, Option<(u64, &'a [u64])>> = HashMap::new();
+        for op in doc.ops.iter().filter(|op| needs_input_shapes(&op.op_name)) {
+            for id in &op.inputs {
+                shapes.entry(id.as_str()).or_insert(None);
+            }
+        }
         let mut offer = |id: &'a str, line: u64, shape: &'a [u64]| {
-            let e = shapes.entry(id).or_insert((line, shape));
-            if line < e.0 {
-                *e = (line, shape);
+            if let Some(e) = shapes.get_mut(id) {
+                if e.is_none_or(|(first, _)| line < first) {
+                    *e = Some((line, shape));
+                }
             }
         };
         for op in &doc.ops {
@@ -96,7 +106,7 @@ impl<'a> ShapeIndex<'a> {
 
     /// The shape of tensor `id`.
     pub fn get(&self, id: &str) -> Option<&'a [u64]> {
-        self.shapes.get(id).map(|&(_, s)| s)
+        self.shapes.get(id).copied().flatten().map(|(_, s)| s)
     }
 }
 

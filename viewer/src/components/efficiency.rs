@@ -12,7 +12,7 @@ pub fn EfficiencyView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
-    let e = ctx.model.efficiency.clone();
+    let e = ctx.model.efficiency().clone();
     if e.count == 0 {
         // No ops: "not captured (layer_ops off)" when the file says so, else that there are
         // none; and how to capture them.

@@ -13,7 +13,7 @@ pub fn MemoryView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
-    let m = ctx.model.memory.clone();
+    let m = ctx.model.memory().clone();
     let Some(peak) = m.peak.clone() else {
         let not_captured = ctx.model.capture.not_captured.memory.clone();
         return view! {

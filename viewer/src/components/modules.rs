@@ -42,7 +42,7 @@ pub fn ModulesView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
-    if ctx.model.modules.is_empty() {
+    if ctx.model.modules().is_empty() {
         return view! {
             <section class="modules panel" data-testid="modules">
                 <h3>"Modules"</h3>
@@ -56,7 +56,7 @@ pub fn ModulesView() -> impl IntoView {
     let model = ctx.model.clone();
     let total = Signal::derive({
         let model = model.clone();
-        move || model.modules.rows(by.get()).len()
+        move || model.modules().rows(by.get()).len()
     });
     let by_name = move || by.get() == ModuleGrouping::Name;
     view! {
@@ -74,7 +74,7 @@ pub fn ModulesView() -> impl IntoView {
                 </tr></thead>
                 <tbody>
                     {move || {
-                        let rows = model.modules.rows(by.get());
+                        let rows = model.modules().rows(by.get());
                         let n = if show_all.get() { rows.len() } else { SHOWN_ROWS };
                         rows.iter().take(n).map(|r| view! {
                             <tr data-testid="module-row" data-key=r.key.clone() data-calls=r.calls.to_string()

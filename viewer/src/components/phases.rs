@@ -15,7 +15,7 @@ pub fn PhasesView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
-    let p = ctx.model.phases.clone();
+    let p = ctx.model.phases().clone();
     if p.rows.is_empty() {
         return view! {
             <MissingPanel panel=Panel::Phases class="phases panel" testid="phases" title="Training phases" not_captured=None />

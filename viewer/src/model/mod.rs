@@ -25,6 +25,8 @@ pub mod steps;
 pub mod summary;
 pub mod waterfall;
 
+use std::sync::OnceLock;
+
 use candle_trace_schema::analysis::findings::{profile_findings, trace_findings, Findings};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::profile::ProfileDocument;
@@ -53,22 +55,15 @@ pub struct TraceModel {
     pub extents: Vec<SpanExtent>,
     /// Ops and allocations by span.
     pub index: SpanIndex,
-    /// The memory panel.
-    pub memory: memory::MemoryPanel,
     /// The gradient panel.
     pub gradients: gradients::GradientPanel,
     /// Live bytes over time, per device, for the memory strip.
     pub memory_curves: Vec<crate::timeline::memory_curve::DeviceCurve>,
     /// Stacked live bytes and checkpoint reconciliation per device.
     pub memory_charts: memory_chart::MemoryCharts,
-    /// Training-phase breakdown and module pairs.
-    pub phases: phases::PhasesPanel,
-    /// Op efficiency.
-    pub efficiency: efficiency::EfficiencyPanel,
-    /// Every gradient, sortable, and the norm histogram.
-    pub gradient_table: gradients::GradientTable,
-    /// Module spans by path and by leaf name.
-    pub modules: modules::ModulesPanel,
+    /// The panels the page shows below the timeline, each built the first time it is asked
+    /// for (see [`Later`]).
+    later: Later,
     /// Which capture sources were on, and what the views say for those that were off.
     pub capture: capture::CapturePanel,
     /// The file's findings, ranked, with where each shows.
@@ -132,14 +127,10 @@ impl TraceModel {
             lanes,
             extents,
             index,
-            memory: memory::MemoryPanel::of(&doc, 20),
             gradients,
             memory_curves: memory.curves,
             memory_charts: memory.charts,
-            phases: phases::PhasesPanel::of(&doc),
-            efficiency: efficiency::EfficiencyPanel::of(&doc),
-            gradient_table: gradients::GradientTable::of(&doc),
-            modules: modules::ModulesPanel::of(&doc),
+            later: Later::default(),
             capture,
             findings,
             doc,
@@ -168,7 +159,55 @@ impl MemoryViews {
     }
 }
 
+/// The view models of the panels below the timeline. The page builds them after the
+/// timeline's first frame, one panel a task (`components::app`), so each is built from the
+/// document the first time it is asked for, not with the rest of the model: on a 100 MB trace
+/// they held the first frame back by about 0.1 s (efficiency alone hashes every tensor id).
+#[derive(Debug, Clone, Default)]
+struct Later {
+    memory: OnceLock<memory::MemoryPanel>,
+    phases: OnceLock<phases::PhasesPanel>,
+    efficiency: OnceLock<efficiency::EfficiencyPanel>,
+    gradient_table: OnceLock<gradients::GradientTable>,
+    modules: OnceLock<modules::ModulesPanel>,
+}
+
 impl TraceModel {
+    /// The memory panel.
+    pub fn memory(&self) -> &memory::MemoryPanel {
+        self.later
+            .memory
+            .get_or_init(|| memory::MemoryPanel::of(&self.doc, 20))
+    }
+
+    /// Training-phase breakdown and module pairs.
+    pub fn phases(&self) -> &phases::PhasesPanel {
+        self.later
+            .phases
+            .get_or_init(|| phases::PhasesPanel::of(&self.doc))
+    }
+
+    /// Op efficiency.
+    pub fn efficiency(&self) -> &efficiency::EfficiencyPanel {
+        self.later
+            .efficiency
+            .get_or_init(|| efficiency::EfficiencyPanel::of(&self.doc))
+    }
+
+    /// Every gradient, sortable, and the norm histogram.
+    pub fn gradient_table(&self) -> &gradients::GradientTable {
+        self.later
+            .gradient_table
+            .get_or_init(|| gradients::GradientTable::of(&self.doc))
+    }
+
+    /// Module spans by path and by leaf name.
+    pub fn modules(&self) -> &modules::ModulesPanel {
+        self.later
+            .modules
+            .get_or_init(|| modules::ModulesPanel::of(&self.doc))
+    }
+
     /// Rank `findings` (of this model's document) into its findings panel: for a model built
     /// with none while they were being computed elsewhere (the parsing worker).
     pub fn set_findings(&mut self, findings: &Findings) {
@@ -286,7 +325,7 @@ mod tests {
             let name = path.display();
             assert_eq!(m.memory_curves, whole.memory_curves, "{name}");
             assert_eq!(m.memory_charts, whole.memory_charts, "{name}");
-            assert_eq!(m.memory, whole.memory, "{name}");
+            assert_eq!(m.memory(), whole.memory(), "{name}");
             assert_eq!(m.cards, whole.cards, "{name}");
             assert_eq!(m.header, whole.header, "{name}");
             assert_eq!(m.diagnostics, whole.diagnostics, "{name}");
@@ -294,10 +333,10 @@ mod tests {
             assert_eq!(m.extents, whole.extents, "{name}");
             assert_eq!(m.index, whole.index, "{name}");
             assert_eq!(m.gradients, whole.gradients, "{name}");
-            assert_eq!(m.phases, whole.phases, "{name}");
-            assert_eq!(m.efficiency, whole.efficiency, "{name}");
-            assert_eq!(m.gradient_table, whole.gradient_table, "{name}");
-            assert_eq!(m.modules, whole.modules, "{name}");
+            assert_eq!(m.phases(), whole.phases(), "{name}");
+            assert_eq!(m.efficiency(), whole.efficiency(), "{name}");
+            assert_eq!(m.gradient_table(), whole.gradient_table(), "{name}");
+            assert_eq!(m.modules(), whole.modules(), "{name}");
             assert_eq!(m.capture, whole.capture, "{name}");
             assert_eq!(m.findings, whole.findings, "{name}");
             assert_eq!(m.doc.summary(), whole.doc.summary(), "{name}");

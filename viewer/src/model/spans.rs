@@ -119,17 +119,28 @@ impl SpanIndex {
     /// Index `doc`'s ops and allocations by span.
     pub fn of(doc: &TraceDocument) -> Self {
         let n = doc.spans.len();
-        // A record's span, looked up once: the id lookup is the costly part.
-        let op_spans: Vec<u32> = doc
-            .ops
-            .iter()
-            .map(|op| doc.span_index(&op.span_id).map_or(u32::MAX, |s| s as u32))
-            .collect();
+        // A record's span, looked up once: the id lookup is the costly part. Consecutive
+        // records nearly always name the same span, so the last one found is compared first
+        // (span ids are unique: a match is the span the lookup would find).
+        let mut last = usize::MAX;
+        let mut span_of = |id: &str| -> u32 {
+            if doc.spans.get(last).is_some_and(|s| s.id == id) {
+                return last as u32;
+            }
+            match doc.span_index(id) {
+                Some(i) => {
+                    last = i;
+                    i as u32
+                }
+                None => u32::MAX,
+            }
+        };
+        let op_spans: Vec<u32> = doc.ops.iter().map(|op| span_of(&op.span_id)).collect();
         let alloc_spans: Vec<u32> = doc
             .memory
             .iter()
             .map(|m| match m.action {
-                MemoryAction::Alloc => doc.span_index(&m.span_id).map_or(u32::MAX, |s| s as u32),
+                MemoryAction::Alloc => span_of(&m.span_id),
                 MemoryAction::Free => u32::MAX,
             })
             .collect();
