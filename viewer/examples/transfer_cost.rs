@@ -71,12 +71,12 @@ fn main() {
     };
     let (extents, extents_t) = timed(|| extents_of(&doc));
     let (lanes, lanes_t) = timed(|| Lanes::build(&extents));
-    let (index, index_t) = timed(|| SpanIndex::of(&doc));
+    // Built by the page only when a span is selected; timed here for its cost.
+    let (_index, index_t) = timed(|| SpanIndex::of(&doc));
     let spans = doc.spans.len();
     let (findings, findings_t) =
         timed(|| candle_trace_viewer::schema::analysis::findings::trace_findings(&[&*doc]));
-    let (_model, rest_t) =
-        timed(|| TraceModel::with_layout(*doc, extents, lanes, index, &findings));
+    let (_model, rest_t) = timed(|| TraceModel::with_layout(*doc, extents, lanes, &findings));
     println!("{path}: {} MB, {spans} spans", bytes.len() / 1_000_000);
     println!(
         "  worker: read + analyse {read:?}, encode {encode_t:?} ({} MB in {} chunks)",
@@ -85,6 +85,6 @@ fn main() {
     );
     println!("  page:   decode {decode_t:?} in {frames} frames (longest {longest:?})");
     println!(
-        "  page:   extents {extents_t:?}, lanes {lanes_t:?}, index {index_t:?}, findings {findings_t:?}, rest {rest_t:?}"
+        "  page:   extents {extents_t:?}, lanes {lanes_t:?}, index (on selection) {index_t:?}, findings {findings_t:?}, rest {rest_t:?}"
     );
 }

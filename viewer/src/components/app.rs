@@ -35,7 +35,6 @@ use crate::model::compare::CompareModel;
 use crate::model::diagnostics::DiagnosticsPanel;
 use crate::model::findings::FindingsPanel;
 use crate::model::multi::MultiModel;
-use crate::model::spans::SpanIndex;
 use crate::model::steps::StepsModel;
 use crate::model::{MemoryViews, ProfileModel, TraceModel};
 use crate::timeline::lanes::{extents_of, Lanes};
@@ -170,8 +169,6 @@ pub fn App() -> impl IntoView {
                             yield_now().await;
                             let lanes = Lanes::build(&extents);
                             yield_now().await;
-                            let index = SpanIndex::of(&t);
-                            yield_now().await;
                             if !is_current() {
                                 return;
                             }
@@ -181,7 +178,6 @@ pub fn App() -> impl IntoView {
                                 memory,
                                 extents,
                                 lanes,
-                                index,
                                 &Findings::default(),
                             );
                             let findings = match pending.findings().await {

@@ -17,7 +17,7 @@ pub fn SpanDetailsPanel() -> impl IntoView {
         let ctx = ctx.clone();
         move || {
             let i = ctx.selected.get()?;
-            span_details(&ctx.model.doc, &ctx.model.index, i as usize)
+            span_details(&ctx.model.doc, ctx.model.index(), i as usize)
         }
     };
     view! {

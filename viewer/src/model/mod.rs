@@ -53,16 +53,15 @@ pub struct TraceModel {
     pub lanes: Lanes,
     /// Where each span is drawn (unclosed spans reach their parent's end).
     pub extents: Vec<SpanExtent>,
-    /// Ops and allocations by span.
-    pub index: SpanIndex,
     /// The gradient panel.
     pub gradients: gradients::GradientPanel,
     /// Live bytes over time, per device, for the memory strip.
     pub memory_curves: Vec<crate::timeline::memory_curve::DeviceCurve>,
     /// Stacked live bytes and checkpoint reconciliation per device.
     pub memory_charts: memory_chart::MemoryCharts,
-    /// The panels the page shows below the timeline, each built the first time it is asked
-    /// for (see [`Later`]).
+    /// The panels the page shows below the timeline, and the ops and allocations by span
+    /// that a selected span's details read, each built the first time it is asked for (see
+    /// [`Later`]).
     later: Later,
     /// Which capture sources were on, and what the views say for those that were off.
     pub capture: capture::CapturePanel,
@@ -75,9 +74,8 @@ impl TraceModel {
     pub fn new(doc: TraceDocument) -> Self {
         let extents = extents_of(&doc);
         let lanes = Lanes::build(&extents);
-        let index = SpanIndex::of(&doc);
         let findings = trace_findings(&[&doc]);
-        Self::with_layout(doc, extents, lanes, index, &findings)
+        Self::with_layout(doc, extents, lanes, &findings)
     }
 
     /// Build the view models of `doc` for a view that shows no findings (a comparison's side,
@@ -86,22 +84,20 @@ impl TraceModel {
     pub fn without_findings(doc: TraceDocument) -> Self {
         let extents = extents_of(&doc);
         let lanes = Lanes::build(&extents);
-        let index = SpanIndex::of(&doc);
-        Self::with_layout(doc, extents, lanes, index, &Findings::default())
+        Self::with_layout(doc, extents, lanes, &Findings::default())
     }
 
     /// Build the view models around a layout and findings computed already (`extents_of`,
-    /// `Lanes::build`, `SpanIndex::of` and `schema::analysis::findings::trace_findings` of the same
-    /// `doc`, the costly steps on a large trace, which the page runs one per task).
+    /// `Lanes::build` and `schema::analysis::findings::trace_findings` of the same `doc`, the
+    /// costly steps on a large trace, which the page runs one per task).
     pub fn with_layout(
         doc: TraceDocument,
         extents: Vec<SpanExtent>,
         lanes: Lanes,
-        index: SpanIndex,
         findings: &Findings,
     ) -> Self {
         let memory = MemoryViews::of(&doc);
-        Self::with_memory(doc, memory, extents, lanes, index, findings)
+        Self::with_memory(doc, memory, extents, lanes, findings)
     }
 
     /// [`TraceModel::with_layout`] with the memory views built already, from `doc` as read:
@@ -112,7 +108,6 @@ impl TraceModel {
         memory: MemoryViews,
         extents: Vec<SpanExtent>,
         lanes: Lanes,
-        index: SpanIndex,
         findings: &Findings,
     ) -> Self {
         let capture = capture::CapturePanel::of(&doc);
@@ -126,7 +121,6 @@ impl TraceModel {
             diagnostics: DiagnosticsPanel::of(&doc.diagnostics),
             lanes,
             extents,
-            index,
             gradients,
             memory_curves: memory.curves,
             memory_charts: memory.charts,
@@ -159,12 +153,14 @@ impl MemoryViews {
     }
 }
 
-/// The view models of the panels below the timeline. The page builds them after the
-/// timeline's first frame, one panel a task (`components::app`), so each is built from the
-/// document the first time it is asked for, not with the rest of the model: on a 100 MB trace
-/// they held the first frame back by about 0.1 s (efficiency alone hashes every tensor id).
+/// The view models of the panels below the timeline, and the index of ops and allocations by
+/// span (read only when a span is selected). The page builds the panels after the timeline's
+/// first frame, one panel a task (`components::app`), so each is built from the document the
+/// first time it is asked for, not with the rest of the model: on a 100 MB trace they held the
+/// first frame back by about 0.1 s (efficiency alone hashed every tensor id).
 #[derive(Debug, Clone, Default)]
 struct Later {
+    index: OnceLock<SpanIndex>,
     memory: OnceLock<memory::MemoryPanel>,
     phases: OnceLock<phases::PhasesPanel>,
     efficiency: OnceLock<efficiency::EfficiencyPanel>,
@@ -173,6 +169,11 @@ struct Later {
 }
 
 impl TraceModel {
+    /// Ops and allocations by span (the span details read it when a span is selected).
+    pub fn index(&self) -> &SpanIndex {
+        self.later.index.get_or_init(|| SpanIndex::of(&self.doc))
+    }
+
     /// The memory panel.
     pub fn memory(&self) -> &memory::MemoryPanel {
         self.later
@@ -320,8 +321,7 @@ mod tests {
             assert_eq!(trace_findings(&[&bare]), findings, "{}", path.display());
             let extents = extents_of(&bare);
             let lanes = Lanes::build(&extents);
-            let index = SpanIndex::of(&bare);
-            let m = TraceModel::with_memory(bare, memory, extents, lanes, index, &findings);
+            let m = TraceModel::with_memory(bare, memory, extents, lanes, &findings);
             let name = path.display();
             assert_eq!(m.memory_curves, whole.memory_curves, "{name}");
             assert_eq!(m.memory_charts, whole.memory_charts, "{name}");
@@ -331,7 +331,7 @@ mod tests {
             assert_eq!(m.diagnostics, whole.diagnostics, "{name}");
             assert_eq!(m.lanes, whole.lanes, "{name}");
             assert_eq!(m.extents, whole.extents, "{name}");
-            assert_eq!(m.index, whole.index, "{name}");
+            assert_eq!(m.index(), whole.index(), "{name}");
             assert_eq!(m.gradients, whole.gradients, "{name}");
             assert_eq!(m.phases(), whole.phases(), "{name}");
             assert_eq!(m.efficiency(), whole.efficiency(), "{name}");

@@ -22,7 +22,6 @@ use candle_trace_schema::format::diagnostics::Severity;
 use candle_trace_schema::format::document::TraceDocument;
 
 use super::findings::FindingsPanel;
-use super::spans::SpanIndex;
 use super::TraceModel;
 use crate::timeline::lanes::{extents_of, Lanes};
 
@@ -303,10 +302,7 @@ impl StepsModel {
         // Its findings panel is the set's (the links name this step's spans and rows).
         let extents = extents_of(&doc);
         let lanes = Lanes::build(&extents);
-        let index = SpanIndex::of(&doc);
-        let detail = Arc::new(TraceModel::with_layout(
-            doc, extents, lanes, index, &findings,
-        ));
+        let detail = Arc::new(TraceModel::with_layout(doc, extents, lanes, &findings));
         let findings = detail.findings.clone();
         Ok(StepsModel {
             run_id,
