@@ -471,6 +471,40 @@ mod tests {
     }
 
     #[test]
+    fn only_the_inputs_of_shape_formulas_are_indexed_each_by_its_first_record() {
+        let meta = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#;
+        let lines = [
+            meta,
+            r#"{"kind":"span_start","id":"s","name":"s","start_ns":0,"span_kind":"function","measured":true}"#,
+            // Line 3: `a`'s first record, an op output.
+            r#"{"kind":"op","span_id":"s","op_name":"relu","inputs":[],"output":"a","shape":[4,2],"dtype":"f32","device":"cpu","duration_ns":1}"#,
+            r#"{"kind":"tensor","span_id":"s","tensor_id":"a","shape":[7,7],"dtype":"f32","device":"cpu"}"#,
+            r#"{"kind":"op","span_id":"s","op_name":"matmul","inputs":["a","b"],"shape":[4,3],"dtype":"f32","device":"cpu","duration_ns":1}"#,
+            // `b` first appears after the op that reads it.
+            r#"{"kind":"tensor","span_id":"s","tensor_id":"b","shape":[],"dtype":"f32","device":"cpu"}"#,
+            r#"{"kind":"tensor","span_id":"s","tensor_id":"b","shape":[2,3],"dtype":"f32","device":"cpu"}"#,
+            // `d` is read only by an elementwise op, `c` by none.
+            r#"{"kind":"op","span_id":"s","op_name":"add","inputs":["d"],"shape":[5],"dtype":"f32","device":"cpu","duration_ns":1}"#,
+            r#"{"kind":"tensor","span_id":"s","tensor_id":"c","shape":[5],"dtype":"f32","device":"cpu"}"#,
+            r#"{"kind":"tensor","span_id":"s","tensor_id":"d","shape":[5],"dtype":"f32","device":"cpu"}"#,
+            r#"{"kind":"span_end","id":"s","duration_ns":3}"#,
+        ];
+        let text = lines.join("\n");
+        let doc = TraceDocument::from_bytes(text.as_bytes());
+        let shapes = ShapeIndex::of(&doc);
+        assert_eq!(shapes.get("a"), Some(&[4u64, 2][..]));
+        // The empty shape is skipped; the next record gives it.
+        assert_eq!(shapes.get("b"), Some(&[2u64, 3][..]));
+        assert_eq!(shapes.get("c"), None);
+        assert_eq!(shapes.get("d"), None);
+        // matmul [4,3] with A = [4,2]: M = 4 = A[-2], K = 2 → 2·4·3·2.
+        assert_eq!(
+            estimate(&doc.ops[1], &shapes),
+            Some((48, FlopFormula::Matmul))
+        );
+    }
+
+    #[test]
     fn shapes_from_the_document_and_transposed_operands() {
         let text = concat!(
             r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,

@@ -58,6 +58,14 @@ enum Opened {
     Steps(Arc<StepsModel>),
 }
 
+impl Opened {
+    /// Whether it is shown by a [`TraceView`], which counts the document as loaded itself, once
+    /// the panels below its timeline are built.
+    fn counts_itself_loaded(&self) -> bool {
+        matches!(self, Opened::Trace(_) | Opened::Steps(_))
+    }
+}
+
 /// What several files at once are opened as.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum SetMode {
@@ -109,6 +117,14 @@ pub fn App() -> impl IntoView {
     let load_seq = RwSignal::new(0u64);
     let shown_seq = RwSignal::new(0u64);
     provide_context(LoadSeq(load_seq));
+    let show = move |name: String, shown: Opened| {
+        let counts_itself = shown.counts_itself_loaded();
+        opened.set(Some((name, shown)));
+        shown_seq.update(|n| *n += 1);
+        if !counts_itself {
+            load_seq.update(|n| *n += 1);
+        }
+    };
     // Each load gets a generation; a newer load or the cancel button makes older ones stop.
     let generation = StoredValue::new(0u64);
 
@@ -206,13 +222,7 @@ pub fn App() -> impl IntoView {
                         load,
                         layout_ms: js_sys::Date::now() - layout_since,
                     }));
-                    // A trace view counts itself loaded once its panels are built.
-                    let staged = matches!(shown, Opened::Trace(_));
-                    opened.set(Some((name, shown)));
-                    shown_seq.update(|n| *n += 1);
-                    if !staged {
-                        load_seq.update(|n| *n += 1);
-                    }
+                    show(name, shown);
                 }
                 Err(LoadError::Cancelled) => {}
                 Err(LoadError::Failed(msg)) => {
@@ -290,12 +300,7 @@ pub fn App() -> impl IntoView {
                     };
                     progress.set(None);
                     last_load.set(None);
-                    let staged = matches!(shown, Opened::Steps(_));
-                    opened.set(Some((names.join(" + "), shown)));
-                    shown_seq.update(|n| *n += 1);
-                    if !staged {
-                        load_seq.update(|n| *n += 1);
-                    }
+                    show(names.join(" + "), shown);
                 }
                 Err(LoadError::Cancelled) => {}
                 Err(LoadError::Failed(msg)) => {
