@@ -24,6 +24,23 @@ use tracing_subscriber::layer::SubscriberExt;
 
 const CHUNK: u64 = 10_000;
 
+/// A `tracing` subscriber whose enter and exit do nothing: what tracing's dispatch alone costs.
+struct IdleSubscriber;
+
+impl tracing::Subscriber for IdleSubscriber {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
 /// Three nested candle-trace spans.
 #[inline(never)]
 fn nested_recorder(rec: &Recorder) {
@@ -199,6 +216,16 @@ fn variants() -> Vec<Variant> {
             }),
         });
     }
+    // The floor under every built-span row: tracing's own dispatch to a subscriber whose
+    // enter and exit do nothing.
+    let idle_dispatch = tracing::Dispatch::new(IdleSubscriber);
+    let idle_spans = prebuilt(&idle_dispatch);
+    v.push(Variant {
+        name: "tracing + a subscriber doing nothing, built spans",
+        time: Box::new(move |iters| {
+            chunked(iters, || nested_entered(black_box(&idle_spans)), || {})
+        }),
+    });
     let registry = |rec: &Recorder| {
         tracing::Dispatch::new(tracing_subscriber::registry().with(TraceLayer::new(rec.clone())))
     };

@@ -1,7 +1,7 @@
 //! Span guards and the device synchronization hook.
 //!
 //! A guard's parent is the top of the calling thread's stack ([`crate::stack`]); ids come from
-//! one atomic counter per recorder, so they are unique across threads.
+//! one counter per recorder, taken by each thread in blocks, so they are unique across threads.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;

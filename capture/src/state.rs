@@ -435,6 +435,7 @@ pub(crate) struct Inner {
     pub(crate) capture_step: u64,
     pub(crate) steps_begun: AtomicU64,
     pub(crate) capture_ended: AtomicBool,
+    /// Span numbers not yet handed to any thread (see [`span::ID_BLOCK`]).
     pub(crate) next_span: AtomicU64,
     pub(crate) measured_used: AtomicBool,
     pub(crate) timing_mode: TimingMode,
@@ -590,20 +591,20 @@ impl Inner {
         parent: Option<u64>,
         sync: bool,
     ) -> (u64, u64) {
-        let id = self.next_span.fetch_add(1, Ordering::Relaxed);
         let static_name = match &name {
             Cow::Borrowed(name) => Some(*name),
             Cow::Owned(_) => None,
         };
-        let pushed = span::push(self.key, id, step, static_name, &self.names);
+        let pushed = span::push(self.key, &self.next_span, step, static_name, &self.names);
+        let id = pushed.frame.id;
         if sync {
             self.synchronize();
         }
         let start_ns = self.now_ns();
         let parent = parent.or(pushed.parent.map(|f| f.id));
         let step = pushed.frame.step;
-        self.writer.send(match pushed.name {
-            Some(name) => Record::SpanStart {
+        match pushed.name {
+            Some(name) => self.writer.send_with(|| Record::SpanStart {
                 id,
                 parent: parent.unwrap_or(0),
                 start_ns,
@@ -611,17 +612,19 @@ impl Inner {
                 kind,
                 measured,
                 step,
-            },
-            None => Record::NamedSpanStart(Box::new(NamedSpanStart {
-                id,
-                parent,
-                name,
-                start_ns,
-                kind,
-                measured,
-                step,
-            })),
-        });
+            }),
+            None => self
+                .writer
+                .send(Record::NamedSpanStart(Box::new(NamedSpanStart {
+                    id,
+                    parent,
+                    name,
+                    start_ns,
+                    kind,
+                    measured,
+                    step,
+                }))),
+        }
         (id, start_ns)
     }
 
@@ -646,10 +649,9 @@ impl Inner {
         let device_ns = mark.and_then(|mark| self.timer.as_ref()?.elapsed_ns(mark));
         let end_ns = self.now_ns();
         span::pop(self.key, id);
-        self.writer.send(Record::SpanEnd {
-            id,
-            duration_ns: device_ns.unwrap_or_else(|| end_ns.saturating_sub(start_ns)),
-        });
+        let duration_ns = device_ns.unwrap_or_else(|| end_ns.saturating_sub(start_ns));
+        self.writer
+            .send_with(|| Record::SpanEnd { id, duration_ns });
         end_ns
     }
 

@@ -507,14 +507,24 @@ impl<T: Encode> Writer<T> {
 
     /// Queue one item; never blocks. When this thread's ring is full the item is dropped and
     /// counted; after the writer has finished, items are discarded.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn send(&self, item: T) {
+        self.send_with(|| item);
+    }
+
+    /// [`send`](Writer::send) the item that `make` returns, made only once this thread's ring
+    /// is at hand, so that it is written straight into its slot: an item built by the caller
+    /// and handed over in memory is copied with loads wider than the stores that built it,
+    /// which the processor cannot forward (a stall that cost about a tenth of a span). `make`
+    /// must not allocate: it runs while the ring table is borrowed.
+    #[inline(always)]
+    pub(crate) fn send_with(&self, make: impl FnOnce() -> T) {
         let shared = &*self.shared;
         if shared.closed.load(Ordering::Relaxed) {
             return;
         }
         let pushed = self
-            .with_ring(|producer| producer.push(item).is_ok())
+            .with_ring(|producer| producer.push(make()).is_ok())
             .unwrap_or(false);
         if !pushed {
             shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -522,8 +532,16 @@ impl<T: Encode> Writer<T> {
         }
         // A push that races with the writer thread going to sleep may miss `sleeping`; the
         // thread's first wait is short (`NAP`) and it looks at the rings again after it.
-        if shared.sleeping.load(Ordering::Relaxed) && shared.sleeping.swap(false, Ordering::AcqRel)
-        {
+        if shared.sleeping.load(Ordering::Relaxed) {
+            self.wake();
+        }
+    }
+
+    /// Wake the writer thread, unless another push already did.
+    #[cold]
+    #[inline(never)]
+    fn wake(&self) {
+        if self.shared.sleeping.swap(false, Ordering::AcqRel) {
             let _ = self.control.try_send(Msg::Wake);
         }
     }
@@ -537,42 +555,47 @@ impl<T: Encode> Writer<T> {
 
     /// `f` on this thread's ring for this writer, made when it has none; `None` during thread
     /// teardown or when pushing re-entered itself.
-    #[inline]
+    #[inline(always)]
     fn with_ring<R>(&self, f: impl FnOnce(&mut Producer<T>) -> R) -> Option<R> {
-        let shared = &*self.shared;
+        let id = self.shared.id;
         T::local_rings()
             .try_with(|rings| {
                 // Only fails if pushing re-entered itself (an allocator hook recording from
                 // inside a push): drop the inner event rather than panic.
                 let mut rings = rings.try_borrow_mut().ok()?;
-                let ring = match rings.iter().position(|r| r.writer == shared.id) {
+                let ring = match rings.iter().position(|r| r.writer == id) {
                     Some(i) => &mut rings[i],
-                    None => {
-                        // A thread's first event for this writer. Rings of finished writers
-                        // go now, so a thread outliving many recorders keeps only live ones.
-                        // Quietly: the ring is the recorder's memory, not the program's, and
-                        // the allocator must not record into a ring table being changed.
-                        crate::alloc::quietly(|| {
-                            rings.retain(|r| !r.producer.is_abandoned());
-                            let (producer, consumer) = RingBuffer::new(shared.capacity);
-                            shared
-                                .new_rings
-                                .lock()
-                                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                                .push(consumer);
-                            rings.push(ThreadRing {
-                                writer: shared.id,
-                                producer,
-                            });
-                        });
-                        rings.last_mut()?
-                    }
+                    None => self.new_ring(&mut rings)?,
                 };
                 Some(f(&mut ring.producer))
             })
             // During thread teardown the thread-local is gone.
             .ok()
             .flatten()
+    }
+
+    /// A thread's first event for this writer: make its ring. Rings of finished writers go
+    /// now, so a thread outliving many recorders keeps only live ones. Quietly: the ring is
+    /// the recorder's memory, not the program's, and the allocator must not record into a
+    /// ring table being changed.
+    #[cold]
+    #[inline(never)]
+    fn new_ring<'a>(&self, rings: &'a mut Vec<ThreadRing<T>>) -> Option<&'a mut ThreadRing<T>> {
+        let shared = &*self.shared;
+        crate::alloc::quietly(|| {
+            rings.retain(|r| !r.producer.is_abandoned());
+            let (producer, consumer) = RingBuffer::new(shared.capacity);
+            shared
+                .new_rings
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(consumer);
+            rings.push(ThreadRing {
+                writer: shared.id,
+                producer,
+            });
+        });
+        rings.last_mut()
     }
 
     /// While `on`, the writer thread takes items out of the rings only when one is
