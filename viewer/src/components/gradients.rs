@@ -26,7 +26,7 @@ pub fn GradientView() -> impl IntoView {
         }
         .into_any();
     }
-    let table = std::sync::Arc::new(ctx.model.gradient_table().clone());
+    let table = ctx.model.gradient_table().clone();
     let sort = RwSignal::new(SortState::new(GradientSort::Review, false));
     let only_problems = RwSignal::new(false);
     let order = {

@@ -96,7 +96,6 @@ pub fn MemoryChartsView() -> impl IntoView {
     }
     let view_box = format!("0 0 {CHART_W} {CHART_H}");
     let labels = charts.time_labels();
-    let charts = std::sync::Arc::new(charts);
     let show = {
         let ctx = ctx.clone();
         let charts = charts.clone();

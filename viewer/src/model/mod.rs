@@ -25,7 +25,7 @@ pub mod steps;
 pub mod summary;
 pub mod waterfall;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use candle_trace_schema::analysis::findings::{profile_findings, trace_findings, Findings};
 use candle_trace_schema::format::document::TraceDocument;
@@ -57,8 +57,8 @@ pub struct TraceModel {
     pub gradients: gradients::GradientPanel,
     /// Live bytes over time, per device, for the memory strip.
     pub memory_curves: Vec<crate::timeline::memory_curve::DeviceCurve>,
-    /// Stacked live bytes and checkpoint reconciliation per device.
-    pub memory_charts: memory_chart::MemoryCharts,
+    /// Stacked live bytes and checkpoint reconciliation per device (shared with its view).
+    pub memory_charts: Arc<memory_chart::MemoryCharts>,
     /// The panels the page shows below the timeline, and the ops and allocations by span
     /// that a selected span's details read, each built the first time it is asked for (see
     /// [`Later`]).
@@ -123,7 +123,7 @@ impl TraceModel {
             extents,
             gradients,
             memory_curves: memory.curves,
-            memory_charts: memory.charts,
+            memory_charts: Arc::new(memory.charts),
             later: Later::default(),
             capture,
             findings,
@@ -161,11 +161,11 @@ impl MemoryViews {
 #[derive(Debug, Clone, Default)]
 struct Later {
     index: OnceLock<SpanIndex>,
-    memory: OnceLock<memory::MemoryPanel>,
-    phases: OnceLock<phases::PhasesPanel>,
-    efficiency: OnceLock<efficiency::EfficiencyPanel>,
-    gradient_table: OnceLock<gradients::GradientTable>,
-    modules: OnceLock<modules::ModulesPanel>,
+    memory: OnceLock<Arc<memory::MemoryPanel>>,
+    phases: OnceLock<Arc<phases::PhasesPanel>>,
+    efficiency: OnceLock<Arc<efficiency::EfficiencyPanel>>,
+    gradient_table: OnceLock<Arc<gradients::GradientTable>>,
+    modules: OnceLock<Arc<modules::ModulesPanel>>,
 }
 
 impl TraceModel {
@@ -175,38 +175,38 @@ impl TraceModel {
     }
 
     /// The memory panel.
-    pub fn memory(&self) -> &memory::MemoryPanel {
+    pub fn memory(&self) -> &Arc<memory::MemoryPanel> {
         self.later
             .memory
-            .get_or_init(|| memory::MemoryPanel::of(&self.doc, 20))
+            .get_or_init(|| Arc::new(memory::MemoryPanel::of(&self.doc, 20)))
     }
 
     /// Training-phase breakdown and module pairs.
-    pub fn phases(&self) -> &phases::PhasesPanel {
+    pub fn phases(&self) -> &Arc<phases::PhasesPanel> {
         self.later
             .phases
-            .get_or_init(|| phases::PhasesPanel::of(&self.doc))
+            .get_or_init(|| Arc::new(phases::PhasesPanel::of(&self.doc)))
     }
 
     /// Op efficiency.
-    pub fn efficiency(&self) -> &efficiency::EfficiencyPanel {
+    pub fn efficiency(&self) -> &Arc<efficiency::EfficiencyPanel> {
         self.later
             .efficiency
-            .get_or_init(|| efficiency::EfficiencyPanel::of(&self.doc))
+            .get_or_init(|| Arc::new(efficiency::EfficiencyPanel::of(&self.doc)))
     }
 
     /// Every gradient, sortable, and the norm histogram.
-    pub fn gradient_table(&self) -> &gradients::GradientTable {
+    pub fn gradient_table(&self) -> &Arc<gradients::GradientTable> {
         self.later
             .gradient_table
-            .get_or_init(|| gradients::GradientTable::of(&self.doc))
+            .get_or_init(|| Arc::new(gradients::GradientTable::of(&self.doc)))
     }
 
     /// Module spans by path and by leaf name.
-    pub fn modules(&self) -> &modules::ModulesPanel {
+    pub fn modules(&self) -> &Arc<modules::ModulesPanel> {
         self.later
             .modules
-            .get_or_init(|| modules::ModulesPanel::of(&self.doc))
+            .get_or_init(|| Arc::new(modules::ModulesPanel::of(&self.doc)))
     }
 
     /// Rank `findings` (of this model's document) into its findings panel: for a model built
