@@ -869,30 +869,30 @@ impl HostSink for Inner {
             None => TensorCategory::Other,
         };
         let at_ns = self.now_ns();
-        self.writer.send(match u32::try_from(span) {
-            Ok(span) => Record::HostAlloc {
+        match u32::try_from(span) {
+            Ok(span) => self.writer.send_with(|| Record::HostAlloc {
                 ptr,
                 bytes,
                 at_ns,
                 span,
                 category,
-            },
-            Err(_) => Record::WideHostAlloc(Box::new(WideHostAlloc {
-                ptr,
-                bytes,
-                span,
-                at_ns,
-                category,
-            })),
-        });
+            }),
+            Err(_) => self
+                .writer
+                .send(Record::WideHostAlloc(Box::new(WideHostAlloc {
+                    ptr,
+                    bytes,
+                    span,
+                    at_ns,
+                    category,
+                }))),
+        }
     }
 
     fn host_free(&self, ptr: u64, span: u64) {
-        self.writer.send(Record::HostFree {
-            ptr,
-            span,
-            at_ns: self.now_ns(),
-        });
+        let at_ns = self.now_ns();
+        self.writer
+            .send_with(|| Record::HostFree { ptr, span, at_ns });
     }
 }
 

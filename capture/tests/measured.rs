@@ -69,6 +69,51 @@ fn host_blocks_are_written_in_the_span_that_allocated_them() {
     assert_eq!(allocator.threshold_bytes, Some(1024));
 }
 
+/// The bytes of this test's own blocks (sizes no other allocation here has) in `out`'s trace.
+fn blocks_of(out: &SharedBuf, sizes: &[u64]) -> Vec<(MemoryAction, u64)> {
+    out.document()
+        .memory
+        .iter()
+        .map(|m| &m.event)
+        .filter(|m| sizes.contains(&m.bytes))
+        .map(|m| (m.action, m.bytes))
+        .collect()
+}
+
+#[test]
+fn each_recorder_gets_the_blocks_of_its_own_step() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let sizes = [7_001, 7_002, 7_003];
+    let mut outs = Vec::new();
+    // One recorder after another on this thread (each caches the allocator's sink per thread):
+    // every block goes to the recorder whose step allocated it, none to one that finished.
+    for bytes in [7_001usize, 7_002] {
+        let out = SharedBuf::default();
+        let recorder = Recorder::builder("alloc::test")
+            .capture_step(1)
+            .writer(out.clone())
+            .build()
+            .unwrap();
+        let step = recorder.begin_step();
+        let span = recorder.measured("fill");
+        drop(std::hint::black_box(vec![1u8; bytes]));
+        drop(span);
+        drop(step);
+        recorder.finish().unwrap();
+        outs.push(out);
+    }
+    // After both have finished, no recorder follows the allocator.
+    drop(std::hint::black_box(vec![1u8; 7_003]));
+    assert_eq!(
+        blocks_of(&outs[0], &sizes),
+        [(MemoryAction::Alloc, 7_001), (MemoryAction::Free, 7_001)]
+    );
+    assert_eq!(
+        blocks_of(&outs[1], &sizes),
+        [(MemoryAction::Alloc, 7_002), (MemoryAction::Free, 7_002)]
+    );
+}
+
 #[path = "../examples/common/llama.rs"]
 mod llama;
 
