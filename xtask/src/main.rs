@@ -370,9 +370,16 @@ fn cargo(args: &[&str]) -> Result<()> {
 }
 
 fn run(program: &str, args: &[&str]) -> Result<()> {
-    eprintln!("$ {program} {}", args.join(" "));
+    run_with(program, args, &[])
+}
+
+/// [`run`] with these environment variables set.
+fn run_with(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<()> {
+    let shown: Vec<String> = envs.iter().map(|(k, v)| format!("{k}={v} ")).collect();
+    eprintln!("$ {}{program} {}", shown.concat(), args.join(" "));
     let status = Command::new(program)
         .args(args)
+        .envs(envs.iter().copied())
         .status()
         .with_context(|| format!("cannot start {program}"))?;
     if !status.success() {
