@@ -44,7 +44,10 @@ static OPEN: AtomicUsize = AtomicUsize::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// The recorder that tracing spans go to.
 static RECORDER: RwLock<Option<Arc<Inner>>> = RwLock::new(None);
-/// Span names by callsite, the index is in the low bits of every span [`Id`].
+/// Changes whenever [`RECORDER`] does: a thread's [`ROUTED`] is good while the generation it
+/// was read at is the current one.
+static RECORDER_GEN: AtomicU64 = AtomicU64::new(0);
+/// Span names by callsite, the index is in the low bits of every span [`Id`]. Only appended to.
 static CALLSITES: RwLock<Vec<Callsite>> = RwLock::new(Vec::new());
 /// Source of the high bits of span ids, so that ids of live spans never collide.
 static NEXT_SPAN: AtomicU64 = AtomicU64::new(1);
@@ -93,6 +96,14 @@ pub(crate) struct ModuleSpan {
 }
 
 thread_local! {
+    /// [`RECORDER`] as this thread last read it, and [`RECORDER_GEN`] then (see
+    /// [`with_routed`]). Reading the lock itself on every enter and exit took and released it
+    /// (four locked instructions a span); the cache costs a plain load of the generation. It
+    /// keeps a detached recorder alive until this thread next records a span (or ends), which
+    /// only delays freeing it.
+    static ROUTED: RefCell<Option<(u64, Option<Arc<Inner>>)>> = const { RefCell::new(None) };
+    /// This thread's copy of [`CALLSITES`], read again when a span's callsite is past its end.
+    static LOCAL_CALLSITES: RefCell<Vec<Callsite>> = const { RefCell::new(Vec::new()) };
     static STACK: RefCell<Vec<Entered>> = const { RefCell::new(Vec::new()) };
     /// The module spans of the inference forward call running on this thread, if any.
     static FORWARD: RefCell<Option<Vec<ModuleSpan>>> = const { RefCell::new(None) };
@@ -105,6 +116,50 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `f` with the recorder tracing spans are routed to: this thread's cached copy, read again
+/// from [`RECORDER`] when it changed; straight from the lock while the thread is torn down or
+/// its cache is in use further up the stack.
+fn with_routed<R: Default>(f: impl FnOnce(Option<&Inner>) -> R) -> R {
+    let gen = RECORDER_GEN.load(Ordering::Acquire);
+    let mut f = Some(f);
+    let ran = ROUTED
+        .try_with(|cached| {
+            let mut cached = cached.try_borrow_mut().ok()?;
+            if cached.as_ref().map(|(g, _)| *g) != Some(gen) {
+                // Read after the generation: a change in between leaves the newer recorder
+                // under the older generation, read again next time.
+                *cached = Some((gen, read(&RECORDER).clone()));
+            }
+            let inner = cached.as_ref().and_then(|(_, inner)| inner.as_deref());
+            f.take().map(|f| f(inner))
+        })
+        .ok()
+        .flatten();
+    match (ran, f) {
+        (Some(r), _) => r,
+        (None, Some(f)) => f(read(&RECORDER).as_deref()),
+        // `f` ran only where the result came back.
+        (None, None) => R::default(),
+    }
+}
+
+/// The callsite of index `i` in [`CALLSITES`], through this thread's copy.
+fn callsite(i: usize) -> Option<Callsite> {
+    LOCAL_CALLSITES
+        .try_with(|local| {
+            let mut local = local.try_borrow_mut().ok()?;
+            if i >= local.len() {
+                let global = read(&CALLSITES);
+                let known = local.len();
+                local.extend_from_slice(global.get(known..).unwrap_or_default());
+            }
+            local.get(i).copied()
+        })
+        .ok()
+        .flatten()
+        .or_else(|| read(&CALLSITES).get(i).copied())
 }
 
 /// The `tracing` subscriber [`install`] sets as the global default. See the module docs.
@@ -194,10 +249,7 @@ impl Subscriber for CaptureSubscriber {
 #[cold]
 fn enter_slow(tracing_id: u64) {
     let index = (tracing_id & ((1 << CALLSITE_BITS) - 1)) as usize;
-    let (name, module) = match index
-        .checked_sub(1)
-        .and_then(|i| read(&CALLSITES).get(i).copied())
-    {
+    let (name, module) = match index.checked_sub(1).and_then(callsite) {
         Some(c) => (c.metadata.name(), c.module),
         None => ("span", false),
     };
@@ -206,9 +258,8 @@ fn enter_slow(tracing_id: u64) {
     } else {
         SpanKind::Function
     };
-    let trace = {
-        let recorder = read(&RECORDER);
-        recorder.as_ref().filter(|r| r.is_recording()).map(|inner| {
+    let trace = with_routed(|recorder| {
+        recorder.filter(|r| r.is_recording()).map(|inner| {
             let sync = inner.nested_sync();
             let (id, start_ns) = inner.open_span(
                 std::borrow::Cow::Borrowed(name),
@@ -227,7 +278,7 @@ fn enter_slow(tracing_id: u64) {
                 mark: inner.timer_start(),
             }
         })
-    };
+    });
     let module_index = FORWARD
         .try_with(|forward| {
             let mut forward = forward.try_borrow_mut().ok()?;
@@ -291,7 +342,10 @@ fn exit_slow(tracing_id: u64) {
     };
     OPEN.fetch_sub(1, Ordering::Relaxed);
     if let Some(open) = entered.trace {
-        if let Some(inner) = read(&RECORDER).as_ref() {
+        with_routed(|recorder| {
+            let Some(inner) = recorder else {
+                return;
+            };
             if let (Some(first), Some(end)) = (open.first_tensor, inner.tensor_clock()) {
                 inner.tensor_range(open.id, first, end);
             }
@@ -299,7 +353,7 @@ fn exit_slow(tracing_id: u64) {
             if !entered.has_child {
                 inner.leaf_op(open.id, entered.name, open.start_ns, end_ns);
             }
-        }
+        });
     }
     if let Some(index) = entered.module {
         let end = Instant::now();
@@ -338,7 +392,11 @@ pub fn installed() -> bool {
 
 /// Route tracing spans to `inner` (replacing any recorder routed before).
 pub(crate) fn attach_recorder(inner: Arc<Inner>) {
-    let old = write(&RECORDER).replace(inner);
+    let old = {
+        let mut slot = write(&RECORDER);
+        RECORDER_GEN.fetch_add(1, Ordering::AcqRel);
+        slot.replace(inner)
+    };
     drop(old);
 }
 
@@ -347,6 +405,7 @@ pub(crate) fn detach_recorder(key: u64) {
     let old = {
         let mut slot = write(&RECORDER);
         if slot.as_ref().is_some_and(|r| r.key == key) {
+            RECORDER_GEN.fetch_add(1, Ordering::AcqRel);
             slot.take()
         } else {
             None
