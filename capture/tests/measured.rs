@@ -21,15 +21,20 @@ static ALLOC: TrackingAllocator = TrackingAllocator::system();
 /// The allocator follows one recorder at a time: these tests take turns.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// A recorder writing to `out` whose first step is captured.
+fn capturing_into(out: &SharedBuf) -> Recorder {
+    Recorder::builder("alloc::test")
+        .capture_step(1)
+        .writer(out.clone())
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn host_blocks_are_written_in_the_span_that_allocated_them() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = SharedBuf::default();
-    let recorder = Recorder::builder("alloc::test")
-        .capture_step(1)
-        .writer(out.clone())
-        .build()
-        .unwrap();
+    let recorder = capturing_into(&out);
     let step = recorder.begin_step();
     let span = recorder.measured("fill");
     let span_id = span.id().unwrap();
@@ -89,11 +94,7 @@ fn each_recorder_gets_the_blocks_of_its_own_step() {
     // every block goes to the recorder whose step allocated it, none to one that finished.
     for bytes in [7_001usize, 7_002] {
         let out = SharedBuf::default();
-        let recorder = Recorder::builder("alloc::test")
-            .capture_step(1)
-            .writer(out.clone())
-            .build()
-            .unwrap();
+        let recorder = capturing_into(&out);
         let step = recorder.begin_step();
         let span = recorder.measured("fill");
         drop(std::hint::black_box(vec![1u8; bytes]));
