@@ -5,7 +5,8 @@
 //!    (and 1 GB with `--big`), each exported to Chrome JSON by `candle-trace export`, a
 //!    1M-span file for panning, and a 400 MB file for the CLI's `summary`.
 //! 2. Runs the criterion benches: parse throughput (`tests/benches/parse.rs`), span costs
-//!    (`capture/benches/spans.rs`), a captured training update (`capture/benches/train_step.rs`).
+//!    (`capture/benches/spans.rs`), a captured training update (`capture/benches/train_step.rs`,
+//!    whose paired rounds, on which its goal is judged, it writes to `target/bench/train.json`).
 //! 3. Times `candle-trace summary` on the 400 MB file under `/usr/bin/time` (wall clock and
 //!    peak resident set).
 //! 4. Builds the page and runs `tests/e2e/bench.mjs`: open time and memory of the viewer beside
