@@ -41,6 +41,7 @@ pub use candle_trace_schema as schema;
 pub mod model;
 pub mod timeline;
 pub mod transfer;
+pub mod warm;
 
 #[cfg(target_arch = "wasm32")]
 mod components;
@@ -58,8 +59,10 @@ pub fn start() {
         Ok(scope) => worker::serve(scope),
         Err(_) => {
             leptos::mount::mount_to_body(components::app::App);
-            // A worker loads its wasm while the user picks a file.
+            // A worker loads its wasm while the user picks a file, and if the user takes a
+            // moment, the page and that worker warm the engine (`warm`).
             worker::prepare();
+            worker::warm_page_when_idle();
         }
     }
 }

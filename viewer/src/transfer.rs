@@ -188,7 +188,13 @@ pub fn encode(doc: &AnyDocument, emit: impl FnMut(Vec<u8>)) {
 }
 
 /// [`encode`], cutting a chunk once its body has `chunk_bytes` bytes (tests cut small ones).
-pub fn encode_in(doc: &AnyDocument, chunk_bytes: usize, emit: impl FnMut(Vec<u8>)) {
+pub fn encode_in(doc: &AnyDocument, chunk_bytes: usize, mut emit: impl FnMut(Vec<u8>)) {
+    encode_to(doc, chunk_bytes, &mut emit);
+}
+
+/// [`encode_in`] through one type of `emit`, so that the encoder is compiled once however
+/// many callers it has (a copy of it per caller's closure cost the wasm about 8 KB each).
+fn encode_to(doc: &AnyDocument, chunk_bytes: usize, emit: &mut dyn FnMut(Vec<u8>)) {
     // A profile's records cross as their JSON lines, which the string table borrows.
     let lines: Vec<String> = match doc {
         AnyDocument::Profile(p) => p.records.iter().map(|r| r.event.to_json_line()).collect(),

@@ -15,7 +15,9 @@
 //!
 //! A worker serves one file. The page starts the next one ahead of need ([`prepare`], at mount
 //! and two seconds after each load): while the user picks a file, a spare worker loads its
-//! wasm, so opening does not wait for that.
+//! wasm, so opening does not wait for that. The page's first worker (named
+//! [`WARM_WORKER`](crate::warm::WARM_WORKER)) also warms the engine if the user takes a moment
+//! (see [`crate::warm`]).
 //!
 //! Cancelling (or opening another file) terminates the worker: nothing it was doing reaches
 //! the page. A worker that dies (out of memory on a huge file, for one) takes only itself
@@ -104,6 +106,7 @@ pub fn serve(scope: web_sys::DedicatedWorkerGlobalScope) {
     let handler_scope = scope.clone();
     let on_message =
         Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+            crate::warm::stop();
             let scope = handler_scope.clone();
             wasm_bindgen_futures::spawn_local(async move { parse(scope, ev.data()).await });
         });
@@ -111,6 +114,29 @@ pub fn serve(scope: web_sys::DedicatedWorkerGlobalScope) {
     // The handler lives as long as the worker.
     on_message.forget();
     let _ = scope.post_message(&message("ready"));
+    if scope.name() == crate::warm::WARM_WORKER {
+        let warm_scope = scope.clone();
+        after(&scope, crate::warm::IDLE_MS, move || {
+            wasm_bindgen_futures::spawn_local(async move {
+                let pause = || worker_yield(warm_scope.clone());
+                crate::warm::run(crate::warm::worker_round, pause).await;
+            });
+        });
+    }
+}
+
+/// Call `f` once, `ms` from now, on the worker's event loop.
+fn after(scope: &web_sys::DedicatedWorkerGlobalScope, ms: i32, f: impl FnOnce() + 'static) {
+    let f = Closure::once_into_js(f);
+    let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(f.unchecked_ref(), ms);
+}
+
+/// Resolves in a later task of the worker's event loop (a message from the page first).
+async fn worker_yield(scope: web_sys::DedicatedWorkerGlobalScope) {
+    let promise = js_sys::Promise::new(&mut |resolve, _reject| {
+        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 fn source_of(data: &JsValue) -> Option<Source> {
@@ -254,9 +280,35 @@ struct Spawned {
 }
 
 thread_local! {
+    /// The page has started a worker.
+    static SPAWNED_ONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     static RUNNING: RefCell<Option<Running>> = const { RefCell::new(None) };
     /// A worker started ahead of need, loading its wasm (or ready) while nothing is open.
     static SPARE: RefCell<Option<Spawned>> = const { RefCell::new(None) };
+}
+
+/// When nothing has been opened [`IDLE_MS`](crate::warm::IDLE_MS) after the page could take a
+/// file, warm the page's code (its first worker warms itself, see [`serve`]).
+pub fn warm_page_when_idle() {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let start = Closure::once_into_js(|| {
+        if crate::warm::stopped() {
+            return;
+        }
+        wasm_bindgen_futures::spawn_local(async {
+            let input = crate::warm::page_input();
+            let round = || {
+                let _ = crate::warm::page_round(&input);
+            };
+            crate::warm::run(round, crate::load::yield_now).await;
+        });
+    });
+    let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
+        start.unchecked_ref(),
+        crate::warm::IDLE_MS,
+    );
 }
 
 /// Start a spare worker, if there is none, so that the next [`open`] finds one ready.
@@ -321,6 +373,11 @@ fn heard_of(data: &JsValue) -> Option<Heard> {
 fn spawn() -> Option<Spawned> {
     let options = web_sys::WorkerOptions::new();
     options.set_type(web_sys::WorkerType::Module);
+    // The page's first worker warms the engine while the user picks a file (`warm`); later
+    // ones find it warm.
+    if !SPAWNED_ONE.with(|s| s.replace(true)) {
+        options.set_name(crate::warm::WARM_WORKER);
+    }
     let worker = web_sys::Worker::new_with_options(WORKER_SCRIPT, &options).ok()?;
     let (tx, rx) = mpsc::unbounded();
     let to_page = tx.clone();
@@ -397,6 +454,7 @@ pub async fn open(
     stage: impl Fn(Stage),
     is_current: impl Fn() -> bool,
 ) -> Result<(AnyDocument, LoadTimings, Pending), LoadError> {
+    crate::warm::stop();
     if let Source::Url(url) = &source {
         same_origin(url)?;
     }
