@@ -6,7 +6,7 @@
 //! mostly in the baseline tier: a 10 MB trace took 579 ms from choosing it to the whole
 //! document, the same file opened again in the same page (a fresh worker) 228 ms (BENCHMARKS.md,
 //! one-offs). When nothing has been opened [`IDLE_MS`] after the page could take a file, the
-//! page therefore reads, analyses, encodes and decodes a small trace built in ([`SAMPLE`]) and
+//! page therefore reads, analyses, encodes and decodes a small trace built in (`SAMPLE`) and
 //! builds its view models, and the page's first worker reads, analyses and encodes it, each a
 //! round a task, at most [`ROUNDS`] rounds, until a file is chosen. A file chosen sooner finds
 //! nothing running; one chosen during it waits for at most the round under way.
