@@ -39,12 +39,13 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 
 use candle_trace_schema::format::events::{
     DeviceMemory, MemoryAction, MemoryEvent, Step, TensorCategory, TraceEvent,
 };
 
+use crate::routed::{Cache, Routed};
 use crate::sink::Sink;
 
 static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
@@ -61,14 +62,11 @@ pub(crate) trait HostSink: Send + Sync {
 }
 
 /// The recorder that host blocks of at least its threshold go to, during its captured step.
-static HOST_SINK: RwLock<Option<Arc<dyn HostSink>>> = RwLock::new(None);
+static HOST_SINK: Routed<dyn HostSink> = Routed::new();
 /// Its recorder key (0 = none): span pushes of other recorders do not touch `span`.
 static HOST_KEY: AtomicU64 = AtomicU64::new(0);
 /// Its threshold (`u64::MAX` = none attached): one relaxed load per allocation decides.
 static HOST_THRESHOLD: AtomicU64 = AtomicU64::new(u64::MAX);
-/// Changes whenever [`HOST_SINK`] does: a thread's [`CACHED_SINK`] is good while the
-/// generation it was read at is the current one.
-static HOST_GEN: AtomicU64 = AtomicU64::new(0);
 
 /// Per-thread attribution state; all `Copy`, const-initialised, no destructor.
 struct ThreadCounters {
@@ -105,12 +103,8 @@ thread_local! {
             high_water: Cell::new(0),
         }
     };
-    /// The host sink as this thread last read it, and [`HOST_GEN`] then. Reading
-    /// [`HOST_SINK`] itself for every block took and released its lock (two locked
-    /// instructions, as costly as the rest of the event); the cache costs one plain load of
-    /// the generation. It keeps a detached sink's recorder alive until this thread's next block
-    /// (or its end), which only delays freeing it: a finished recorder discards what it is sent.
-    static CACHED_SINK: RefCell<Option<(u64, Arc<dyn HostSink>)>> = const { RefCell::new(None) };
+    /// This thread's copy of [`HOST_SINK`] (see [`crate::routed`]).
+    static CACHED_SINK: Cache<dyn HostSink> = const { RefCell::new(None) };
 }
 
 /// Hand a block of at least the threshold to the host sink: on the allocating thread, only
@@ -124,36 +118,12 @@ fn to_host_sink(ptr: u64, bytes: u64, alloc: bool) {
         }
         t.busy.set(true);
         let (span, step) = (t.span.get(), t.step.get());
-        let send = |sink: &dyn HostSink| {
-            if alloc {
-                sink.host_alloc(ptr, bytes, span, step);
-            } else {
-                sink.host_free(ptr, span);
-            }
-        };
-        let gen = HOST_GEN.load(Ordering::Acquire);
-        let cached = CACHED_SINK.try_with(|cached| {
-            let Ok(mut cached) = cached.try_borrow_mut() else {
-                return;
-            };
-            if cached.as_ref().map(|(g, _)| *g) != Some(gen) {
-                // Read under the lock after the generation: a change in between leaves the
-                // newer sink under the older generation, read again next time.
-                let fresh = HOST_SINK.try_read().ok().and_then(|sink| sink.clone());
-                *cached = fresh.map(|sink| (gen, sink));
-            }
-            if let Some((_, sink)) = cached.as_ref() {
-                send(sink.as_ref());
-            }
+        // Never waiting for the lock: nothing may block inside the allocator.
+        HOST_SINK.with(&CACHED_SINK, false, |sink| match sink {
+            Some(sink) if alloc => sink.host_alloc(ptr, bytes, span, step),
+            Some(sink) => sink.host_free(ptr, span),
+            None => {}
         });
-        if cached.is_err() {
-            // This thread is being torn down: its cache is gone.
-            if let Ok(sink) = HOST_SINK.try_read() {
-                if let Some(sink) = sink.as_ref() {
-                    send(sink.as_ref());
-                }
-            }
-        }
         t.busy.set(false);
     });
 }
@@ -294,11 +264,11 @@ pub(crate) fn attach_host_sink(sink: Arc<dyn HostSink>) {
     let key = sink.key();
     let threshold = sink.threshold_bytes();
     let old = quietly(|| {
-        let mut slot = HOST_SINK.write().unwrap_or_else(PoisonError::into_inner);
-        HOST_KEY.store(key, Ordering::Release);
-        HOST_THRESHOLD.store(threshold, Ordering::Release);
-        HOST_GEN.fetch_add(1, Ordering::AcqRel);
-        slot.replace(sink)
+        HOST_SINK.update(|slot| {
+            HOST_KEY.store(key, Ordering::Release);
+            HOST_THRESHOLD.store(threshold, Ordering::Release);
+            slot.replace(sink)
+        })
     });
     quietly(|| drop(old));
 }
@@ -306,14 +276,14 @@ pub(crate) fn attach_host_sink(sink: Arc<dyn HostSink>) {
 /// Stop sending host blocks to the recorder `key`, if it is the one attached.
 pub(crate) fn detach_host_sink(key: u64) {
     let old = quietly(|| {
-        let mut slot = HOST_SINK.write().unwrap_or_else(PoisonError::into_inner);
-        if HOST_KEY.load(Ordering::Acquire) != key {
-            return None;
-        }
-        HOST_THRESHOLD.store(u64::MAX, Ordering::Release);
-        HOST_KEY.store(0, Ordering::Release);
-        HOST_GEN.fetch_add(1, Ordering::AcqRel);
-        slot.take()
+        HOST_SINK.update(|slot| {
+            if HOST_KEY.load(Ordering::Acquire) != key {
+                return None;
+            }
+            HOST_THRESHOLD.store(u64::MAX, Ordering::Release);
+            HOST_KEY.store(0, Ordering::Release);
+            slot.take()
+        })
     });
     quietly(|| drop(old));
 }

@@ -95,6 +95,7 @@ pub mod meta;
 mod names;
 pub mod profiler;
 pub mod recorder;
+mod routed;
 pub mod sink;
 pub mod span;
 mod stack;

@@ -35,6 +35,7 @@ use tracing::{Event, Metadata, Subscriber};
 
 use crate::error::CaptureError;
 use crate::names::looks_like_module;
+use crate::routed::{Cache, Routed};
 use crate::state::Inner;
 
 /// Spans entered while something was recording and not exited yet: `exit` returns after one
@@ -43,10 +44,7 @@ static OPEN: AtomicUsize = AtomicUsize::new(0);
 /// Whether [`install`] has set the global subscriber.
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// The recorder that tracing spans go to.
-static RECORDER: RwLock<Option<Arc<Inner>>> = RwLock::new(None);
-/// Changes whenever [`RECORDER`] does: a thread's [`ROUTED`] is good while the generation it
-/// was read at is the current one.
-static RECORDER_GEN: AtomicU64 = AtomicU64::new(0);
+static RECORDER: Routed<Inner> = Routed::new();
 /// Span names by callsite, the index is in the low bits of every span [`Id`]. Only appended to.
 static CALLSITES: RwLock<Vec<Callsite>> = RwLock::new(Vec::new());
 /// Source of the high bits of span ids, so that ids of live spans never collide.
@@ -96,12 +94,8 @@ pub(crate) struct ModuleSpan {
 }
 
 thread_local! {
-    /// [`RECORDER`] as this thread last read it, and [`RECORDER_GEN`] then (see
-    /// [`with_routed`]). Reading the lock itself on every enter and exit took and released it
-    /// (four locked instructions a span); the cache costs a plain load of the generation. It
-    /// keeps a detached recorder alive until this thread next records a span (or ends), which
-    /// only delays freeing it.
-    static ROUTED: RefCell<Option<(u64, Option<Arc<Inner>>)>> = const { RefCell::new(None) };
+    /// This thread's copy of [`RECORDER`] (see [`crate::routed`]).
+    static ROUTED: Cache<Inner> = const { RefCell::new(None) };
     /// This thread's copy of [`CALLSITES`], read again when a span's callsite is past its end.
     static LOCAL_CALLSITES: RefCell<Vec<Callsite>> = const { RefCell::new(Vec::new()) };
     static STACK: RefCell<Vec<Entered>> = const { RefCell::new(Vec::new()) };
@@ -118,31 +112,9 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// `f` with the recorder tracing spans are routed to: this thread's cached copy, read again
-/// from [`RECORDER`] when it changed; straight from the lock while the thread is torn down or
-/// its cache is in use further up the stack.
+/// `f` with the recorder tracing spans are routed to.
 fn with_routed<R: Default>(f: impl FnOnce(Option<&Inner>) -> R) -> R {
-    let gen = RECORDER_GEN.load(Ordering::Acquire);
-    let mut f = Some(f);
-    let ran = ROUTED
-        .try_with(|cached| {
-            let mut cached = cached.try_borrow_mut().ok()?;
-            if cached.as_ref().map(|(g, _)| *g) != Some(gen) {
-                // Read after the generation: a change in between leaves the newer recorder
-                // under the older generation, read again next time.
-                *cached = Some((gen, read(&RECORDER).clone()));
-            }
-            let inner = cached.as_ref().and_then(|(_, inner)| inner.as_deref());
-            f.take().map(|f| f(inner))
-        })
-        .ok()
-        .flatten();
-    match (ran, f) {
-        (Some(r), _) => r,
-        (None, Some(f)) => f(read(&RECORDER).as_deref()),
-        // `f` ran only where the result came back.
-        (None, None) => R::default(),
-    }
+    RECORDER.with(&ROUTED, true, f)
 }
 
 /// The callsite of index `i` in [`CALLSITES`], through this thread's copy.
@@ -392,25 +364,19 @@ pub fn installed() -> bool {
 
 /// Route tracing spans to `inner` (replacing any recorder routed before).
 pub(crate) fn attach_recorder(inner: Arc<Inner>) {
-    let old = {
-        let mut slot = write(&RECORDER);
-        RECORDER_GEN.fetch_add(1, Ordering::AcqRel);
-        slot.replace(inner)
-    };
+    let old = RECORDER.update(|slot| slot.replace(inner));
     drop(old);
 }
 
 /// Stop routing tracing spans to the recorder `key`, if it is the one attached.
 pub(crate) fn detach_recorder(key: u64) {
-    let old = {
-        let mut slot = write(&RECORDER);
+    let old = RECORDER.update(|slot| {
         if slot.as_ref().is_some_and(|r| r.key == key) {
-            RECORDER_GEN.fetch_add(1, Ordering::AcqRel);
             slot.take()
         } else {
             None
         }
-    };
+    });
     drop(old);
 }
 
