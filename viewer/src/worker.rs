@@ -115,27 +115,32 @@ pub fn serve(scope: web_sys::DedicatedWorkerGlobalScope) {
     on_message.forget();
     let _ = scope.post_message(&message("ready"));
     if scope.name() == crate::warm::WARM_WORKER {
-        let warm_scope = scope.clone();
-        after(&scope, crate::warm::IDLE_MS, move || {
-            wasm_bindgen_futures::spawn_local(async move {
-                let pause = || worker_yield(warm_scope.clone());
-                crate::warm::run(crate::warm::worker_round, pause).await;
+        after(crate::warm::IDLE_MS, || {
+            wasm_bindgen_futures::spawn_local(async {
+                crate::warm::run(crate::warm::worker_round, next_task).await;
             });
         });
     }
 }
 
-/// Call `f` once, `ms` from now, on the worker's event loop.
-fn after(scope: &web_sys::DedicatedWorkerGlobalScope, ms: i32, f: impl FnOnce() + 'static) {
-    let f = Closure::once_into_js(f);
-    let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(f.unchecked_ref(), ms);
+/// Call `f` `ms` from now, on the page or in a worker, whichever this is.
+fn set_timeout(f: &js_sys::Function, ms: i32) {
+    let global = js_sys::global();
+    if let Some(window) = global.dyn_ref::<web_sys::Window>() {
+        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(f, ms);
+    } else if let Some(scope) = global.dyn_ref::<web_sys::DedicatedWorkerGlobalScope>() {
+        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(f, ms);
+    }
 }
 
-/// Resolves in a later task of the worker's event loop (a message from the page first).
-async fn worker_yield(scope: web_sys::DedicatedWorkerGlobalScope) {
-    let promise = js_sys::Promise::new(&mut |resolve, _reject| {
-        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
-    });
+/// Call `f` once, `ms` from now.
+fn after(ms: i32, f: impl FnOnce() + 'static) {
+    set_timeout(Closure::once_into_js(f).unchecked_ref(), ms);
+}
+
+/// Resolves in a later task of the event loop (in a worker, a message from the page first).
+async fn next_task() {
+    let promise = js_sys::Promise::new(&mut |resolve, _reject| set_timeout(&resolve, 0));
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
@@ -290,10 +295,7 @@ thread_local! {
 /// When nothing has been opened [`IDLE_MS`](crate::warm::IDLE_MS) after the page could take a
 /// file, warm the page's code (its first worker warms itself, see [`serve`]).
 pub fn warm_page_when_idle() {
-    let Some(window) = web_sys::window() else {
-        return;
-    };
-    let start = Closure::once_into_js(|| {
+    after(crate::warm::IDLE_MS, || {
         if crate::warm::stopped() {
             return;
         }
@@ -302,13 +304,9 @@ pub fn warm_page_when_idle() {
             let round = || {
                 let _ = crate::warm::page_round(&input);
             };
-            crate::warm::run(round, crate::load::yield_now).await;
+            crate::warm::run(round, next_task).await;
         });
     });
-    let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
-        start.unchecked_ref(),
-        crate::warm::IDLE_MS,
-    );
 }
 
 /// Start a spare worker, if there is none, so that the next [`open`] finds one ready.
@@ -589,14 +587,7 @@ fn release(worker: &web_sys::Worker) {
 /// [`prepare`] once the page has shown what it just loaded: a worker starting up (compiling
 /// its wasm) at the same time would slow the page's layout and first render.
 fn prepare_later() {
-    let Some(window) = web_sys::window() else {
-        return;
-    };
-    let start = Closure::once_into_js(prepare);
-    let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
-        start.unchecked_ref(),
-        PREPARE_DELAY_MS,
-    );
+    after(PREPARE_DELAY_MS, prepare);
 }
 
 /// How long after a load the next spare worker starts.
