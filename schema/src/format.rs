@@ -17,4 +17,5 @@ pub mod memory;
 pub mod profile;
 pub mod records;
 pub mod spans;
+pub mod table;
 pub mod tracks;

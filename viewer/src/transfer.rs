@@ -38,14 +38,14 @@ use candle_trace_schema::format::diagnostics::{Category, Diagnostic, Severity};
 use candle_trace_schema::format::document::{Lined, Span, TraceDocument};
 use candle_trace_schema::format::events::{
     CaptureSource, CaptureSources, CompactString, DeviceMemory, Edge, Gradient, GradientState,
-    MemoryAction, MemoryEvent, Meta, Op, Phase, SpanKind, Step, TensorCategory, TensorEvent,
-    TimingMode,
+    MemoryAction, Meta, Op, Phase, SpanKind, Step, TensorCategory, TensorEvent, TimingMode,
 };
 use candle_trace_schema::format::memory::{
     DeviceMemoryProfile, LiveAllocation, MemoryProfile, MemorySample,
 };
 use candle_trace_schema::format::profile::{ProfileDocument, ProfileRecord};
 use candle_trace_schema::format::spans::{SpanTree, SpanTreeParts};
+use candle_trace_schema::format::table::{MemoryRow, MemoryTable};
 use candle_trace_schema::format::tracks::{
     ChromeForm, CounterSample, Instant, SkippedPhase, Track, TrackId,
 };
@@ -289,14 +289,27 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
         &mut self,
         rows: &'d [T],
         k: usize,
-        mut row: impl FnMut(&mut Strings<'d>, &mut Cols, &'d T),
+        row: impl FnMut(&mut Strings<'d>, &mut Cols, &'d T),
     ) {
-        self.out.u64(rows.len() as u64);
-        for block in rows.chunks(BATCH) {
-            let mut c = Cols::new(k, block.len());
-            for x in block {
+        self.blocks_of(rows.iter(), k, row);
+    }
+
+    /// [`Encoder::blocks`] of rows read one at a time (a table's).
+    fn blocks_of<R>(
+        &mut self,
+        mut rows: impl ExactSizeIterator<Item = R>,
+        k: usize,
+        mut row: impl FnMut(&mut Strings<'d>, &mut Cols, R),
+    ) {
+        let mut left = rows.len();
+        self.out.u64(left as u64);
+        while left > 0 {
+            let n = left.min(BATCH);
+            let mut c = Cols::new(k, n);
+            for x in rows.by_ref().take(n) {
                 row(&mut self.s, &mut c, x);
             }
+            left -= n;
             self.out.table(c);
             self.maybe_cut();
         }
@@ -430,19 +443,18 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
         });
     }
 
-    fn memory(&mut self, memory: &'d [Lined<MemoryEvent>]) {
-        self.blocks(memory, 14, |s, c, x| {
+    fn memory(&mut self, memory: &'d MemoryTable) {
+        self.blocks_of(memory.iter(), 14, |s, c, x| {
             c.u64(0, x.line);
-            let x = &x.event;
             c.u64(1, x.timestamp_ns);
-            c.str(2, &x.tensor_id);
-            c.str(4, &x.span_id);
-            c.u32(6, s.opt(x.op_name.as_deref()));
-            c.u32(7, s.id(&x.device));
+            c.str(2, x.tensor_id);
+            c.str(4, x.span_id);
+            c.u32(6, s.opt(x.op_name));
+            c.u32(7, s.id(x.device));
             c.u64(8, x.bytes);
             c.u8(9, code(&ACTIONS, &x.action));
-            c.list_u64(10, &x.shape);
-            c.u32(12, s.id(&x.dtype));
+            c.list_u64(10, x.shape);
+            c.u32(12, s.id(x.dtype));
             c.u8(13, code(&TensorCategory::ALL, &x.category));
         });
     }
@@ -888,7 +900,10 @@ fn reserve(doc: &mut Partial, part: Part, total: usize) -> Result<()> {
             }
             Part::Ops => room(&mut d.ops, total),
             Part::Tensors => room(&mut d.tensors, total),
-            Part::Memory => room(&mut d.memory, total),
+            Part::Memory => d
+                .memory
+                .try_reserve_exact(total)
+                .map_err(|_| broken(format!("no room for {total} rows"))),
             Part::DeviceMemory => room(&mut d.device_memory, total),
             Part::Gradients => room(&mut d.gradients, total),
             Part::Edges => room(&mut d.edges, total),
@@ -1100,7 +1115,7 @@ fn tensors(v: &mut Vec<Lined<TensorEvent>>, t: &Table, b: &[u8], s: Strs<'_>) ->
     Ok(())
 }
 
-fn memory(v: &mut Vec<Lined<MemoryEvent>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
+fn memory(v: &mut MemoryTable, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
     let timestamp = t.col(b, 1, 8)?;
     let tensor_id = t.strs(b, 2)?;
@@ -1113,19 +1128,20 @@ fn memory(v: &mut Vec<Lined<MemoryEvent>>, t: &Table, b: &[u8], s: Strs<'_>) -> 
     let dtype = t.col(b, 12, 4)?;
     let cat = t.col(b, 13, 1)?;
     for i in 0..t.n {
-        let event = MemoryEvent {
+        let row = MemoryRow {
+            line: line.u64(i)?,
             timestamp_ns: timestamp.u64(i)?,
-            tensor_id: cs(tensor_id.get(i as u32)?),
-            span_id: cs(span_id.get(i as u32)?),
-            op_name: s.opt(op_name.u32(i)?)?.map(cs),
-            device: cs(s.get(device.u32(i)?)?),
+            tensor_id: tensor_id.get(i as u32)?,
+            span_id: span_id.get(i as u32)?,
+            op_name: s.opt(op_name.u32(i)?)?,
+            device: s.get(device.u32(i)?)?,
             bytes: bytes.u64(i)?,
             action: variant(&ACTIONS, action.u8(i)?, "memory action")?,
-            shape: shape.u64s(i)?,
-            dtype: cs(s.get(dtype.u32(i)?)?),
+            shape: &[],
+            dtype: s.get(dtype.u32(i)?)?,
             category: category(&cat, i)?,
         };
-        v.push(Lined::new(line.u64(i)?, event));
+        v.push_with_dims(row, shape.u64_iter(i)?);
     }
     Ok(())
 }

@@ -99,7 +99,7 @@ impl<'a> ShapeIndex<'a> {
             offer(&t.tensor_id, t.line, &t.shape);
         }
         for m in doc.memory.iter().filter(|m| !m.shape.is_empty()) {
-            offer(&m.tensor_id, m.line, &m.shape);
+            offer(m.tensor_id, m.line, m.shape);
         }
         ShapeIndex { shapes }
     }

@@ -37,11 +37,12 @@ use crate::format::diagnostics::{
 };
 use crate::format::events::{
     decode_line_borrowed, CaptureSources, CompactString, Decoded, DeviceMemory, Edge, Gradient,
-    LineError, MemoryEvent, Meta, Op, Raw, SpanStart, TensorEvent, TraceEvent, TRACE_SCHEMA,
+    LineError, Meta, Op, Raw, SpanStart, TensorEvent, TraceEvent, TRACE_SCHEMA,
 };
 use crate::format::jsonl::{Line, LineSplitter};
 use crate::format::memory::{Curve, MemoryProfile};
 use crate::format::spans::SpanTree;
+use crate::format::table::MemoryTable;
 
 use crate::format::records::MemoryFacts;
 pub use crate::format::records::{Lined, Span};
@@ -69,7 +70,7 @@ pub struct TraceDocument {
     /// `tensor` records.
     pub tensors: Vec<Lined<TensorEvent>>,
     /// `memory` records in file order.
-    pub memory: Vec<Lined<MemoryEvent>>,
+    pub memory: MemoryTable,
     /// `device_memory` checkpoints.
     pub device_memory: Vec<Lined<DeviceMemory>>,
     /// `gradient` records.
@@ -584,7 +585,10 @@ impl TraceReader {
             TraceEvent::Memory(event) => {
                 self.check_ref(RefKind::Memory, &event.span_id, number);
                 match self.keep {
-                    Keep::Everything => self.keep_memory(number, consumed, total, || event),
+                    Keep::Everything => {
+                        self.make_memory_room(consumed, total);
+                        self.doc.memory.push_event(number, &event);
+                    }
                     Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
                         line: number,
                         timestamp_ns: event.timestamp_ns,
@@ -638,7 +642,11 @@ impl TraceReader {
             Raw::Memory(m) => {
                 self.check_ref(RefKind::Memory, m.span_id, number);
                 match self.keep {
-                    Keep::Everything => self.keep_memory(number, consumed, total, || m.to_event()),
+                    Keep::Everything => {
+                        self.make_memory_room(consumed, total);
+                        let (row, shape) = m.row(number);
+                        self.doc.memory.push_with_dims(row, shape.iter());
+                    }
                     Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
                         line: number,
                         timestamp_ns: m.timestamp_ns,
@@ -747,17 +755,15 @@ impl TraceReader {
         }
     }
 
-    /// A `memory` record kept whole (its span reference already checked).
-    fn keep_memory(
-        &mut self,
-        number: u64,
-        consumed: u64,
-        total: u64,
-        build: impl FnOnce() -> MemoryEvent,
-    ) {
+    /// Room for a `memory` record kept whole (its span reference already checked).
+    fn make_memory_room(&mut self, consumed: u64, total: u64) {
         let memory = &mut self.doc.memory;
-        make_room(memory, consumed, total);
-        memory.push(Lined::new(number, build()));
+        if memory.len() < memory.capacity() {
+            return;
+        }
+        if let Some(extra) = projected_extra(memory.len(), consumed, total) {
+            memory.reserve_exact(extra);
+        }
     }
 
     /// What a summary read keeps of a `memory` record: what the memory profile's numbers and
@@ -893,7 +899,7 @@ impl TraceReader {
         let (profile, memory_diags) = match keep {
             Keep::Everything => MemoryProfile::build(&doc.memory, &doc.device_memory),
             Keep::Summary => {
-                MemoryProfile::build_from(&memory_facts, &doc.device_memory, Curve::Dropped)
+                MemoryProfile::build_from(&memory_facts[..], &doc.device_memory, Curve::Dropped)
             }
         };
         doc.memory_profile = profile;

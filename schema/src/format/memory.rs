@@ -21,8 +21,9 @@ use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::format::diagnostics::{Category, Diagnostic};
-use crate::format::events::{DeviceMemory, MemoryAction, MemoryEvent, TensorCategory};
+use crate::format::events::{DeviceMemory, MemoryAction, TensorCategory};
 use crate::format::records::{Lined, MemoryFacts};
+use crate::format::table::{MemoryRow, MemoryTable};
 
 /// One allocation live at the peak.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,62 +122,79 @@ impl Slot {
     }
 }
 
-/// What the replay reads of a `memory` record: the whole [`MemoryEvent`] of a document, or the
-/// [`MemoryFacts`] a summary read keeps.
-pub(crate) trait MemoryRecord {
+/// What the replay reads of a `memory` record: a row of a document's [`MemoryTable`], or the
+/// [`MemoryFacts`] a summary read keeps. Strings live as long as the records they came from.
+pub(crate) trait MemoryRecord<'a> {
     fn line(&self) -> u64;
     fn timestamp_ns(&self) -> u64;
-    fn tensor_id(&self) -> &str;
-    fn device(&self) -> &str;
+    fn tensor_id(&self) -> &'a str;
+    fn device(&self) -> &'a str;
     fn bytes(&self) -> u64;
     fn action(&self) -> MemoryAction;
     fn category(&self) -> TensorCategory;
     /// Empty when not kept.
-    fn span_id(&self) -> &str;
-    fn op_name(&self) -> Option<&str>;
+    fn span_id(&self) -> &'a str;
+    fn op_name(&self) -> Option<&'a str>;
 }
 
-impl MemoryRecord for Lined<MemoryEvent> {
-    fn line(&self) -> u64 {
-        self.line
-    }
-    fn timestamp_ns(&self) -> u64 {
-        self.event.timestamp_ns
-    }
-    fn tensor_id(&self) -> &str {
-        &self.event.tensor_id
-    }
-    fn device(&self) -> &str {
-        &self.event.device
-    }
-    fn bytes(&self) -> u64 {
-        self.event.bytes
-    }
-    fn action(&self) -> MemoryAction {
-        self.event.action
-    }
-    fn category(&self) -> TensorCategory {
-        self.event.category
-    }
-    fn span_id(&self) -> &str {
-        &self.event.span_id
-    }
-    fn op_name(&self) -> Option<&str> {
-        self.event.op_name.as_deref()
-    }
+/// The records the replay reads, by position.
+pub(crate) trait MemoryRecords<'a>: Copy {
+    type Record: MemoryRecord<'a>;
+    fn len(self) -> usize;
+    fn at(self, i: usize) -> Self::Record;
 }
 
-impl MemoryRecord for MemoryFacts {
+impl<'a> MemoryRecord<'a> for MemoryRow<'a> {
     fn line(&self) -> u64 {
         self.line
     }
     fn timestamp_ns(&self) -> u64 {
         self.timestamp_ns
     }
-    fn tensor_id(&self) -> &str {
+    fn tensor_id(&self) -> &'a str {
+        self.tensor_id
+    }
+    fn device(&self) -> &'a str {
+        self.device
+    }
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn action(&self) -> MemoryAction {
+        self.action
+    }
+    fn category(&self) -> TensorCategory {
+        self.category
+    }
+    fn span_id(&self) -> &'a str {
+        self.span_id
+    }
+    fn op_name(&self) -> Option<&'a str> {
+        self.op_name
+    }
+}
+
+impl<'a> MemoryRecords<'a> for &'a MemoryTable {
+    type Record = MemoryRow<'a>;
+    fn len(self) -> usize {
+        MemoryTable::len(self)
+    }
+    fn at(self, i: usize) -> MemoryRow<'a> {
+        self.row(i)
+    }
+}
+
+impl<'a> MemoryRecord<'a> for &'a MemoryFacts {
+    fn line(&self) -> u64 {
+        self.line
+    }
+    fn timestamp_ns(&self) -> u64 {
+        self.timestamp_ns
+    }
+    fn tensor_id(&self) -> &'a str {
         &self.tensor_id
     }
-    fn device(&self) -> &str {
+    fn device(&self) -> &'a str {
         &self.device
     }
     fn bytes(&self) -> u64 {
@@ -188,11 +206,21 @@ impl MemoryRecord for MemoryFacts {
     fn category(&self) -> TensorCategory {
         self.category
     }
-    fn span_id(&self) -> &str {
+    fn span_id(&self) -> &'a str {
         ""
     }
-    fn op_name(&self) -> Option<&str> {
+    fn op_name(&self) -> Option<&'a str> {
         None
+    }
+}
+
+impl<'a> MemoryRecords<'a> for &'a [MemoryFacts] {
+    type Record = &'a MemoryFacts;
+    fn len(self) -> usize {
+        <[MemoryFacts]>::len(self)
+    }
+    fn at(self, i: usize) -> &'a MemoryFacts {
+        &self[i]
     }
 }
 
@@ -207,16 +235,16 @@ pub(crate) enum Curve {
 
 /// Replay state: live totals and live allocations.
 struct Live<'a, R> {
-    events: &'a [R],
+    events: R,
     totals: Vec<u64>,
     by_category: Vec<[u64; 5]>,
     slots: Vec<Slot>,
     top: HashMap<(u32, &'a str), usize>,
 }
 
-impl<'a, R: MemoryRecord> Live<'a, R> {
+impl<'a, R: MemoryRecords<'a>> Live<'a, R> {
     /// Replay state for `events`, `allocs` of which are `alloc`s (one slot each).
-    fn new(events: &'a [R], devices: usize, allocs: usize) -> Self {
+    fn new(events: R, devices: usize, allocs: usize) -> Self {
         Live {
             events,
             totals: vec![0; devices],
@@ -229,7 +257,7 @@ impl<'a, R: MemoryRecord> Live<'a, R> {
     /// Apply event `i` on device `d` at replay position `pos`; returns a warning message when
     /// the event is suspicious.
     fn apply(&mut self, i: usize, d: u32, pos: usize) -> Option<String> {
-        let e = &self.events[i];
+        let e = self.events.at(i);
         let du = d as usize;
         let key = (d, e.tensor_id());
         match e.action() {
@@ -253,7 +281,7 @@ impl<'a, R: MemoryRecord> Live<'a, R> {
                         "alloc of tensor `{}` on {}, which is already live (allocated at line {})",
                         e.tensor_id(),
                         e.device(),
-                        self.events[self.slots[s].memory_index].line()
+                        self.events.at(self.slots[s].memory_index).line()
                     )
                 })
             }
@@ -290,7 +318,7 @@ impl MemoryProfile {
     /// Replay `memory` events and read capacities from `checkpoints`; returns the profile and
     /// the memory warnings.
     pub fn build(
-        memory: &[Lined<MemoryEvent>],
+        memory: &MemoryTable,
         checkpoints: &[Lined<DeviceMemory>],
     ) -> (Self, Vec<Diagnostic>) {
         Self::build_from(memory, checkpoints, Curve::Kept)
@@ -298,19 +326,20 @@ impl MemoryProfile {
 
     /// [`MemoryProfile::build`] from any kind of memory record; with [`Curve::Dropped`] the
     /// profile's `samples` stay empty (everything else is the same).
-    pub(crate) fn build_from<R: MemoryRecord>(
-        memory: &[R],
+    pub(crate) fn build_from<'a, R: MemoryRecords<'a>>(
+        memory: R,
         checkpoints: &[Lined<DeviceMemory>],
         curve: Curve,
     ) -> (Self, Vec<Diagnostic>) {
         let mut device_names: Vec<String> = Vec::new();
-        let mut device_ids: HashMap<&str, u32> = HashMap::new();
+        let mut device_ids: HashMap<&'a str, u32> = HashMap::new();
         let mut device_of = Vec::with_capacity(memory.len());
         let mut allocs = 0;
         // Consecutive records are nearly always on one device: compared with the last one
         // before hashing.
         let mut last: Option<(&str, u32)> = None;
-        for m in memory {
+        for i in 0..memory.len() {
+            let m = memory.at(i);
             let d = match last {
                 Some((name, d)) if name == m.device() => d,
                 _ => {
@@ -328,7 +357,7 @@ impl MemoryProfile {
         }
         let mut order: Vec<usize> = (0..memory.len()).collect();
         order.sort_by(|&a, &b| {
-            let (ea, eb) = (&memory[a], &memory[b]);
+            let (ea, eb) = (memory.at(a), memory.at(b));
             ea.timestamp_ns()
                 .cmp(&eb.timestamp_ns())
                 .then(ea.action().cmp(&eb.action()))
@@ -364,13 +393,13 @@ impl MemoryProfile {
             let d = device_of[i];
             if let Some(message) = live.apply(i, d, pos) {
                 diagnostics.push(Diagnostic::warning(
-                    memory[i].line(),
+                    memory.at(i).line(),
                     Category::Memory,
                     message,
                 ));
             }
             let dev = &mut devices[d as usize];
-            match memory[i].action() {
+            match memory.at(i).action() {
                 MemoryAction::Alloc => {
                     alloc_count += 1;
                     dev.alloc_count += 1;
@@ -383,7 +412,7 @@ impl MemoryProfile {
             let total = live.totals[d as usize];
             if dev.peak_timestamp_ns.is_none() || total > dev.peak_bytes {
                 dev.peak_bytes = total;
-                dev.peak_timestamp_ns = Some(memory[i].timestamp_ns());
+                dev.peak_timestamp_ns = Some(memory.at(i).timestamp_ns());
             }
             if peak.is_none() || total > peak_bytes {
                 peak_bytes = total;
@@ -392,7 +421,7 @@ impl MemoryProfile {
             }
             if curve == Curve::Kept {
                 samples.push(MemorySample {
-                    timestamp_ns: memory[i].timestamp_ns(),
+                    timestamp_ns: memory.at(i).timestamp_ns(),
                     device: d,
                     live_bytes: total,
                     by_category: live.by_category[d as usize],
@@ -435,7 +464,7 @@ impl MemoryProfile {
         if let Some((peak_pos, peak_dev)) = peak {
             // What was live at the peak: the allocations made up to it and not yet freed
             // there (the replay up to the peak is a prefix of the whole replay).
-            let peak_event = &memory[order[peak_pos]];
+            let peak_event = memory.at(order[peak_pos]);
             profile.peak_timestamp_ns = Some(peak_event.timestamp_ns());
             profile.peak_device = Some(peak_event.device().to_string());
             profile.peak_by_category = peak_by_category;
@@ -444,7 +473,7 @@ impl MemoryProfile {
                 .iter()
                 .filter(|s| s.device == peak_dev && s.live_after(peak_pos))
                 .map(|s| {
-                    let m = &memory[s.memory_index];
+                    let m = memory.at(s.memory_index);
                     LiveAllocation {
                         memory_index: s.memory_index,
                         tensor_id: m.tensor_id().to_string(),
@@ -472,6 +501,7 @@ impl MemoryProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::events::MemoryEvent;
     use alloc::vec;
 
     fn event(t: u64, device: &str, tensor: &str, alloc: bool, bytes: u64, c: usize) -> MemoryEvent {
@@ -503,7 +533,7 @@ mod tests {
         ) {
             let devices = ["cpu", "cuda:0"];
             let tensors = ["t0", "t1", "t2", "t3"];
-            let memory: Vec<Lined<MemoryEvent>> = raw
+            let memory: MemoryTable = raw
                 .iter()
                 .enumerate()
                 .map(|(i, &(t, d, k, alloc, bytes, c))| {
@@ -516,20 +546,20 @@ mod tests {
             let mut names: Vec<&str> = Vec::new();
             let dev: Vec<u32> = memory
                 .iter()
-                .map(|m| match names.iter().position(|n| *n == m.device.as_str()) {
+                .map(|m| match names.iter().position(|n| *n == m.device) {
                     Some(p) => p as u32,
                     None => {
-                        names.push(m.device.as_str());
+                        names.push(m.device);
                         names.len() as u32 - 1
                     }
                 })
                 .collect();
             let mut order: Vec<usize> = (0..memory.len()).collect();
             order.sort_by(|&a, &b| {
-                let (ea, eb) = (&memory[a].event, &memory[b].event);
-                (ea.timestamp_ns, ea.action, &ea.tensor_id, a).cmp(&(eb.timestamp_ns, eb.action, &eb.tensor_id, b))
+                let (ea, eb) = (memory.row(a), memory.row(b));
+                (ea.timestamp_ns, ea.action, ea.tensor_id, a).cmp(&(eb.timestamp_ns, eb.action, eb.tensor_id, b))
             });
-            let mut full = Live::new(&memory[..], names.len(), 0);
+            let mut full = Live::new(&memory, names.len(), 0);
             let mut peak: Option<(usize, u64, u32)> = None;
             for (pos, &i) in order.iter().enumerate() {
                 full.apply(i, dev[i], pos);
@@ -542,7 +572,7 @@ mod tests {
                 proptest::prop_assert!(profile.live_at_peak.is_empty());
                 return Ok(());
             };
-            let mut prefix = Live::new(&memory[..], names.len(), 0);
+            let mut prefix = Live::new(&memory, names.len(), 0);
             for (pos, &i) in order[..=peak_pos].iter().enumerate() {
                 prefix.apply(i, dev[i], pos);
             }

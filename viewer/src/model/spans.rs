@@ -140,7 +140,7 @@ impl SpanIndex {
             .memory
             .iter()
             .map(|m| match m.action {
-                MemoryAction::Alloc => span_of(&m.span_id),
+                MemoryAction::Alloc => span_of(m.span_id),
                 MemoryAction::Free => u32::MAX,
             })
             .collect();
@@ -273,7 +273,7 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
     let allocs = index.allocs_of(i);
     let bytes_of = |list: &[u32]| {
         list.iter()
-            .map(|&m| doc.memory[m as usize].bytes)
+            .map(|&m| doc.memory.row(m as usize).bytes)
             .fold(0, u64::saturating_add)
     };
     // The subtree, walked with an explicit stack (traces can be deep).

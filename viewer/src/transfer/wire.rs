@@ -557,6 +557,14 @@ impl List<'_> {
             .ok_or_else(|| broken(format!("row {i}'s list is past its values")))
     }
 
+    /// Row `i`'s list of `u64`, one at a time.
+    pub fn u64_iter(&self, i: usize) -> Result<impl Iterator<Item = u64> + '_> {
+        Ok(Col {
+            b: self.bytes(i, 8)?,
+        }
+        .all_u64())
+    }
+
     /// Row `i`'s list of `u64`.
     pub fn u64s(&self, i: usize) -> Result<Vec<u64>> {
         Ok(Col {

@@ -15,6 +15,8 @@
 
 use alloc::vec::Vec;
 
+use crate::format::table::MemoryRow;
+
 use super::{
     CompactString, MemoryAction, MemoryEvent, Op, SpanEnd, SpanKind, SpanStart, Step,
     TensorCategory, TensorEvent, TraceEvent,
@@ -45,7 +47,22 @@ impl<'a> StrList<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct U64List<'a>(&'a str);
 
-impl U64List<'_> {
+impl<'a> U64List<'a> {
+    /// The elements in order.
+    pub(crate) fn iter(self) -> impl Iterator<Item = u64> + 'a {
+        // Every element was checked to be canonical digits that fit u64 (so the wrapping
+        // operations never wrap).
+        let text = self.0.as_bytes();
+        text.split(|&b| b == b',')
+            .filter(move |_| !text.is_empty())
+            .map(|digits| {
+                digits.iter().fold(0u64, |v, &b| {
+                    v.wrapping_mul(10)
+                        .wrapping_add(u64::from(b.wrapping_sub(b'0')))
+                })
+            })
+    }
+
     fn to_vec(self) -> Vec<u64> {
         let text = self.0.as_bytes();
         if text.is_empty() {
@@ -173,7 +190,25 @@ pub(crate) struct RawMemory<'a> {
     pub(crate) category: TensorCategory,
 }
 
-impl RawMemory<'_> {
+impl<'a> RawMemory<'a> {
+    /// The record as a table row (its shape left empty: it is `self.shape`, still text).
+    pub(crate) fn row(self, line: u64) -> (MemoryRow<'a>, U64List<'a>) {
+        let row = MemoryRow {
+            line,
+            timestamp_ns: self.timestamp_ns,
+            tensor_id: self.tensor_id,
+            span_id: self.span_id,
+            op_name: self.op_name,
+            device: self.device,
+            bytes: self.bytes,
+            action: self.action,
+            shape: &[],
+            dtype: self.dtype,
+            category: self.category,
+        };
+        (row, self.shape)
+    }
+
     pub(crate) fn to_event(self) -> MemoryEvent {
         MemoryEvent {
             timestamp_ns: self.timestamp_ns,

@@ -1,0 +1,523 @@
+//! Compact tables of records. A trace holds hundreds of thousands of records whose strings are
+//! short and repeat (device, dtype, op name) or follow one another (the span id of consecutive
+//! records), and whose shapes come from a few dozen; as one struct per record, each with its own
+//! strings and its own shape on the heap, a `memory` record took 176 bytes and a heap block.
+//! A table keeps each record as a fixed row of numbers and writes its strings and shapes once,
+//! end to end, in tables of their own ([`Strings`], [`Shapes`]); a record is read back as a
+//! row of borrowed fields ([`MemoryRow`]).
+//!
+//! [`MemoryTable`] holds a document's `memory` records (56 bytes a row natively, 48 on
+//! wasm32, plus the bytes of its tensor id).
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::hash::BuildHasher;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
+
+use crate::format::events::{MemoryAction, MemoryEvent, TensorCategory};
+use crate::format::records::Lined;
+
+/// The number of an absent optional string.
+const NONE: u32 = u32::MAX;
+
+/// Strings end to end in one buffer, each known by its number (in order of storing). Names
+/// that repeat are stored once ([`Strings::intern`]); ids, nearly all distinct, are appended
+/// as they come ([`Strings::push`], or [`Strings::push_unless_last`] for a run of records that
+/// share one).
+#[derive(Clone, Default)]
+pub(crate) struct Strings {
+    bytes: String,
+    ends: Vec<usize>,
+    /// The interned strings' numbers, by hash.
+    index: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+}
+
+impl Strings {
+    /// String number `i` (`i` was returned by this table).
+    pub(crate) fn get(&self, i: u32) -> &str {
+        let i = i as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    /// Store `s` as the next string.
+    pub(crate) fn push(&mut self, s: &str) -> u32 {
+        self.bytes.push_str(s);
+        self.ends.push(self.bytes.len());
+        // A table of 2^32 strings would need hundreds of gigabytes of trace in memory.
+        (self.ends.len() - 1) as u32
+    }
+
+    /// `last` when that string is `s` (records in a run share their span), otherwise `s`
+    /// stored as the next string.
+    pub(crate) fn push_unless_last(&mut self, last: u32, s: &str) -> u32 {
+        if last != NONE && self.get(last) == s {
+            return last;
+        }
+        self.push(s)
+    }
+
+    /// The number of `s` among the interned strings, storing it the first time: `cache`
+    /// (the column's last string) is compared before the string is hashed.
+    pub(crate) fn intern(&mut self, cache: &mut u32, s: &str) -> u32 {
+        if *cache != NONE && self.get(*cache) == s {
+            return *cache;
+        }
+        let hash = self.hasher.hash_one(s);
+        let found = {
+            let (bytes, ends) = (&self.bytes, &self.ends);
+            self.index
+                .find(hash, |&i| str_at(bytes, ends, i) == s)
+                .copied()
+        };
+        let n = match found {
+            Some(n) => n,
+            None => {
+                let n = self.push(s);
+                let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
+                self.index
+                    .insert_unique(hash, n, |&i| hasher.hash_one(str_at(bytes, ends, i)));
+                n
+            }
+        };
+        *cache = n;
+        n
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.bytes.capacity()
+            + self.ends.capacity() * core::mem::size_of::<usize>()
+            + self.index.capacity() * (core::mem::size_of::<u32>() + 1)
+    }
+}
+
+fn str_at<'a>(bytes: &'a str, ends: &[usize], i: u32) -> &'a str {
+    let i = i as usize;
+    let start = if i == 0 { 0 } else { ends[i - 1] };
+    &bytes[start..ends[i]]
+}
+
+/// Shapes end to end, each stored once and known by its number.
+#[derive(Clone, Default)]
+pub(crate) struct Shapes {
+    dims: Vec<u64>,
+    ends: Vec<usize>,
+    index: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+    /// The dimensions of the shape being stored ([`Shapes::intern_iter`]).
+    scratch: Vec<u64>,
+    /// The last shape stored or found.
+    last: u32,
+}
+
+impl Shapes {
+    fn new() -> Self {
+        Shapes {
+            last: NONE,
+            ..Shapes::default()
+        }
+    }
+
+    /// Shape number `i`.
+    pub(crate) fn get(&self, i: u32) -> &[u64] {
+        dims_at(&self.dims, &self.ends, i)
+    }
+
+    /// The number of the shape `dims`, storing it the first time.
+    pub(crate) fn intern(&mut self, dims: &[u64]) -> u32 {
+        if self.last != NONE && self.get(self.last) == dims {
+            return self.last;
+        }
+        let hash = self.hasher.hash_one(dims);
+        let found = {
+            let (all, ends) = (&self.dims, &self.ends);
+            self.index
+                .find(hash, |&i| dims_at(all, ends, i) == dims)
+                .copied()
+        };
+        let n = match found {
+            Some(n) => n,
+            None => {
+                self.dims.extend_from_slice(dims);
+                self.ends.push(self.dims.len());
+                let n = (self.ends.len() - 1) as u32;
+                let (all, ends, hasher) = (&self.dims, &self.ends, &self.hasher);
+                self.index
+                    .insert_unique(hash, n, |&i| hasher.hash_one(dims_at(all, ends, i)));
+                n
+            }
+        };
+        self.last = n;
+        n
+    }
+
+    /// [`Shapes::intern`] of dimensions that come one at a time.
+    pub(crate) fn intern_iter(&mut self, dims: impl IntoIterator<Item = u64>) -> u32 {
+        let mut scratch = core::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend(dims);
+        let n = self.intern(&scratch);
+        self.scratch = scratch;
+        n
+    }
+
+    fn heap_bytes(&self) -> usize {
+        (self.dims.capacity() + self.scratch.capacity()) * 8
+            + self.ends.capacity() * core::mem::size_of::<usize>()
+            + self.index.capacity() * (core::mem::size_of::<u32>() + 1)
+    }
+}
+
+fn dims_at<'a>(dims: &'a [u64], ends: &[usize], i: u32) -> &'a [u64] {
+    let i = i as usize;
+    let start = if i == 0 { 0 } else { ends[i - 1] };
+    &dims[start..ends[i]]
+}
+
+/// One `memory` record as stored: numbers, and strings and shape by number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MemoryCells {
+    line: u64,
+    timestamp_ns: u64,
+    bytes: u64,
+    tensor_id: u32,
+    span_id: u32,
+    op_name: u32,
+    device: u32,
+    dtype: u32,
+    shape: u32,
+    action: MemoryAction,
+    category: TensorCategory,
+}
+
+/// One `memory` record read from a [`MemoryTable`]: the fields of a [`MemoryEvent`] (strings
+/// and shape borrowed from the table) and its line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryRow<'a> {
+    /// 1-based line number in the file.
+    pub line: u64,
+    /// When it happened, ns since the run started.
+    pub timestamp_ns: u64,
+    /// Tensor the bytes belong to.
+    pub tensor_id: &'a str,
+    /// Span it happened in.
+    pub span_id: &'a str,
+    /// Op that caused it.
+    pub op_name: Option<&'a str>,
+    /// Device holding the bytes.
+    pub device: &'a str,
+    /// Number of bytes.
+    pub bytes: u64,
+    /// Alloc or free.
+    pub action: MemoryAction,
+    /// Tensor shape.
+    pub shape: &'a [u64],
+    /// Tensor dtype.
+    pub dtype: &'a str,
+    /// What the bytes hold.
+    pub category: TensorCategory,
+}
+
+impl MemoryRow<'_> {
+    /// The record as an owned event.
+    pub fn to_event(&self) -> MemoryEvent {
+        MemoryEvent {
+            timestamp_ns: self.timestamp_ns,
+            tensor_id: self.tensor_id.into(),
+            span_id: self.span_id.into(),
+            op_name: self.op_name.map(Into::into),
+            device: self.device.into(),
+            bytes: self.bytes,
+            action: self.action,
+            shape: self.shape.to_vec(),
+            dtype: self.dtype.into(),
+            category: self.category,
+        }
+    }
+
+    /// The record with its line, owned.
+    pub fn to_lined(&self) -> Lined<MemoryEvent> {
+        Lined::new(self.line, self.to_event())
+    }
+}
+
+/// A document's `memory` records in file order, as compact rows (see the [module](self)).
+#[derive(Clone)]
+pub struct MemoryTable {
+    rows: Vec<MemoryCells>,
+    strings: Strings,
+    shapes: Shapes,
+    /// The last string of each interned column (op name, device, dtype) and the last span id.
+    cache: [u32; 3],
+    last_span: u32,
+}
+
+impl Default for MemoryTable {
+    fn default() -> Self {
+        MemoryTable {
+            rows: Vec::new(),
+            strings: Strings::default(),
+            shapes: Shapes::new(),
+            cache: [NONE; 3],
+            last_span: NONE,
+        }
+    }
+}
+
+impl MemoryTable {
+    /// An empty table.
+    pub fn new() -> Self {
+        MemoryTable::default()
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Rows the table holds without growing.
+    pub fn capacity(&self) -> usize {
+        self.rows.capacity()
+    }
+
+    /// Make room for exactly `additional` more rows.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        self.rows.reserve_exact(additional);
+    }
+
+    /// [`MemoryTable::reserve_exact`], or the reason there is no room.
+    pub fn try_reserve_exact(
+        &mut self,
+        additional: usize,
+    ) -> Result<(), alloc::collections::TryReserveError> {
+        self.rows.try_reserve_exact(additional)
+    }
+
+    /// Record `i`, if there is one.
+    pub fn get(&self, i: usize) -> Option<MemoryRow<'_>> {
+        self.rows.get(i).map(|c| self.row_of(c))
+    }
+
+    /// Record `i`.
+    ///
+    /// # Panics
+    /// When `i` is not below [`MemoryTable::len`], as indexing a slice would.
+    pub fn row(&self, i: usize) -> MemoryRow<'_> {
+        self.row_of(&self.rows[i])
+    }
+
+    /// The records in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = MemoryRow<'_>> + ExactSizeIterator {
+        self.rows.iter().map(|c| self.row_of(c))
+    }
+
+    fn row_of(&self, c: &MemoryCells) -> MemoryRow<'_> {
+        let s = |i| self.strings.get(i);
+        MemoryRow {
+            line: c.line,
+            timestamp_ns: c.timestamp_ns,
+            tensor_id: s(c.tensor_id),
+            span_id: s(c.span_id),
+            op_name: (c.op_name != NONE).then(|| s(c.op_name)),
+            device: s(c.device),
+            bytes: c.bytes,
+            action: c.action,
+            shape: self.shapes.get(c.shape),
+            dtype: s(c.dtype),
+            category: c.category,
+        }
+    }
+
+    /// Append a record (as read from a line, or as moved from another table).
+    pub fn push(&mut self, row: MemoryRow<'_>) {
+        let shape = self.shapes.intern(row.shape);
+        self.push_with_shape(row, shape);
+    }
+
+    /// Append `event`, read from `line`.
+    pub fn push_event(&mut self, line: u64, event: &MemoryEvent) {
+        self.push(MemoryRow {
+            line,
+            timestamp_ns: event.timestamp_ns,
+            tensor_id: &event.tensor_id,
+            span_id: &event.span_id,
+            op_name: event.op_name.as_deref(),
+            device: &event.device,
+            bytes: event.bytes,
+            action: event.action,
+            shape: &event.shape,
+            dtype: &event.dtype,
+            category: event.category,
+        });
+    }
+
+    /// [`MemoryTable::push`] with the shape given by its dimensions one at a time (`row.shape`
+    /// is not read).
+    pub fn push_with_dims(&mut self, row: MemoryRow<'_>, dims: impl Iterator<Item = u64>) {
+        let shape = self.shapes.intern_iter(dims);
+        self.push_with_shape(row, shape);
+    }
+
+    fn push_with_shape(&mut self, row: MemoryRow<'_>, shape: u32) {
+        let strings = &mut self.strings;
+        let [op_cache, device_cache, dtype_cache] = &mut self.cache;
+        let tensor_id = strings.push(row.tensor_id);
+        let span_id = strings.push_unless_last(self.last_span, row.span_id);
+        self.last_span = span_id;
+        let op_name = match row.op_name {
+            Some(name) => strings.intern(op_cache, name),
+            None => NONE,
+        };
+        let device = strings.intern(device_cache, row.device);
+        let dtype = strings.intern(dtype_cache, row.dtype);
+        self.rows.push(MemoryCells {
+            line: row.line,
+            timestamp_ns: row.timestamp_ns,
+            bytes: row.bytes,
+            tensor_id,
+            span_id,
+            op_name,
+            device,
+            dtype,
+            shape,
+            action: row.action,
+            category: row.category,
+        });
+    }
+
+    /// Bytes the table holds on the heap (rows, strings, shapes and their indexes).
+    pub fn heap_bytes(&self) -> usize {
+        self.rows.capacity() * core::mem::size_of::<MemoryCells>()
+            + self.strings.heap_bytes()
+            + self.shapes.heap_bytes()
+    }
+}
+
+impl fmt::Debug for MemoryTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Tables are equal when they hold the same records in the same order (however their strings
+/// were numbered).
+impl PartialEq for MemoryTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for MemoryTable {}
+
+impl FromIterator<Lined<MemoryEvent>> for MemoryTable {
+    fn from_iter<I: IntoIterator<Item = Lined<MemoryEvent>>>(iter: I) -> Self {
+        let mut table = MemoryTable::new();
+        table.extend(iter);
+        table
+    }
+}
+
+impl Extend<Lined<MemoryEvent>> for MemoryTable {
+    fn extend<I: IntoIterator<Item = Lined<MemoryEvent>>>(&mut self, iter: I) {
+        for e in iter {
+            self.push_event(e.line, &e.event);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn event(t: u64, tensor: &str, span: &str, op: Option<&str>, shape: &[u64]) -> MemoryEvent {
+        MemoryEvent {
+            timestamp_ns: t,
+            tensor_id: tensor.into(),
+            span_id: span.into(),
+            op_name: op.map(Into::into),
+            device: "cuda:0".into(),
+            bytes: t * 10,
+            action: if t % 2 == 0 {
+                MemoryAction::Alloc
+            } else {
+                MemoryAction::Free
+            },
+            shape: shape.to_vec(),
+            dtype: "bf16".into(),
+            category: TensorCategory::Activation,
+        }
+    }
+
+    #[test]
+    fn rows_read_back_as_pushed() {
+        let long = "model.layers.17.self_attn.q_proj.matmul";
+        let events = [
+            event(2, "t1", "s1", Some("matmul"), &[4, 512, 1024]),
+            event(3, "t2", "s1", None, &[]),
+            event(4, "t3", "s2", Some(long), &[4, 512, 1024]),
+            event(5, "t1", "s1", Some("matmul"), &[7]),
+            event(6, "", "", Some(""), &[0, 0]),
+        ];
+        let mut table = MemoryTable::new();
+        for (i, e) in events.iter().enumerate() {
+            table.push_event(10 + i as u64, e);
+        }
+        assert_eq!(table.len(), 5);
+        for (i, e) in events.iter().enumerate() {
+            let row = table.row(i);
+            assert_eq!(row.line, 10 + i as u64);
+            assert_eq!(&row.to_event(), e, "row {i}");
+        }
+        assert_eq!(table.get(5), None);
+        assert_eq!(table.iter().next_back().map(|r| r.line), Some(14));
+        // Names, devices, dtypes and shapes are stored once; the two rows of span s1 in a run
+        // share its id, the third (after s2) stores it again.
+        assert_eq!(table.shapes.ends.len(), 4);
+        let strings: Vec<&str> = (0..table.strings.ends.len() as u32)
+            .map(|i| table.strings.get(i))
+            .collect();
+        assert_eq!(
+            strings,
+            vec![
+                "t1", "s1", "matmul", "cuda:0", "bf16", "t2", "t3", "s2", long, "t1", "s1", "", "",
+                ""
+            ]
+        );
+    }
+
+    #[test]
+    fn equality_is_by_records() {
+        let a = event(2, "t1", "s1", Some("add"), &[3]);
+        let b = event(4, "t2", "s1", Some("mul"), &[3]);
+        let one: MemoryTable = [Lined::new(1, a.clone()), Lined::new(2, b.clone())]
+            .into_iter()
+            .collect();
+        // The same records, their strings numbered in another order.
+        let mut other = MemoryTable::new();
+        other.strings.push("unused");
+        other.push_event(1, &a);
+        other.push_event(2, &b);
+        assert_eq!(one, other);
+        other.push_event(3, &b);
+        assert_ne!(one, other);
+        let mut changed = MemoryTable::new();
+        changed.push_event(1, &a);
+        changed.push_event(2, &MemoryEvent { bytes: 1, ..b });
+        assert_ne!(one, changed);
+    }
+
+    #[test]
+    fn a_row_is_compact() {
+        // The point of the table: a record is a fixed row of numbers (176 bytes as a struct).
+        assert_eq!(core::mem::size_of::<MemoryCells>(), 56);
+    }
+}
