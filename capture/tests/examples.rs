@@ -140,15 +140,15 @@ fn train_llama_trace_is_measured_from_the_real_model() {
     // Ops: one row per leaf layer (a span with no span inside): per block 2 rms-norm,
     // 7 linear, 2 attn-rot; then model.norm and lm_head: 2 × 11 + 2 = 24.
     assert_eq!(doc.ops.len(), 24);
-    let count = |name: &str| doc.ops.iter().filter(|o| o.event.op_name == name).count();
+    let count = |name: &str| doc.ops.iter().filter(|o| o.op_name == name).count();
     assert_eq!(
         (count("linear"), count("rms-norm"), count("attn-rot")),
         (15, 5, 4)
     );
     for op in &doc.ops {
-        let span = doc.span(&op.event.span_id).unwrap();
-        assert_eq!(span.name.as_str(), op.event.op_name.as_str());
-        assert_eq!(Some(op.event.duration_ns), span.duration_ns);
+        let span = doc.span(op.span_id).unwrap();
+        assert_eq!(span.name.as_str(), op.op_name);
+        assert_eq!(Some(op.duration_ns), span.duration_ns);
     }
     // Their output bytes, measured by the allocator, against the shapes by hand (f32, batch 2,
     // 16 tokens): hidden states 2·16·64·4 = 8192; gate and up projections 2·16·172·4 = 22 016;
@@ -157,7 +157,7 @@ fn train_llama_trace_is_measured_from_the_real_model() {
     let mut measured: Vec<(String, Option<u64>)> = doc
         .ops
         .iter()
-        .map(|o| (o.event.op_name.to_string(), o.event.storage_bytes))
+        .map(|o| (o.op_name.to_string(), o.storage_bytes))
         .collect();
     measured.sort();
     let mut by_hand: Vec<(String, Option<u64>)> = Vec::new();
@@ -224,12 +224,12 @@ fn train_llama_trace_is_measured_from_the_real_model() {
     let allocs = doc
         .memory
         .iter()
-        .filter(|m| m.event.action == MemoryAction::Alloc)
+        .filter(|m| m.action == MemoryAction::Alloc)
         .count();
     assert!(allocs > 0);
     for m in &doc.memory {
-        assert!(doc.span(&m.event.span_id).is_some(), "{:?}", m.event);
-        assert!(m.event.bytes >= 1024);
+        assert!(doc.span(m.span_id).is_some(), "{m:?}");
+        assert!(m.bytes >= 1024);
     }
     assert!(doc.summary().peak_bytes > 0);
 

@@ -53,7 +53,6 @@ fn host_blocks_are_written_in_the_span_that_allocated_them() {
     let ours: Vec<(MemoryAction, u64, String)> = doc
         .memory
         .iter()
-        .map(|m| &m.event)
         .filter(|m| [10_000, 3_000, 500].contains(&m.bytes))
         .map(|m| (m.action, m.bytes, m.span_id.to_string()))
         .collect();
@@ -79,7 +78,6 @@ fn blocks_of(out: &SharedBuf, sizes: &[u64]) -> Vec<(MemoryAction, u64)> {
     out.document()
         .memory
         .iter()
-        .map(|m| &m.event)
         .filter(|m| sizes.contains(&m.bytes))
         .map(|m| (m.action, m.bytes))
         .collect()

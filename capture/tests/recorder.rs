@@ -82,7 +82,7 @@ fn only_the_capture_step_is_recorded() {
     assert_eq!(parent_name(&doc, "matmul").as_deref(), Some("step2"));
     assert_eq!(doc.spans[2].span_kind, SpanKind::Op);
     assert_eq!(doc.ops.len(), 2);
-    assert!(doc.ops.iter().all(|o| o.event.span_id == doc.spans[2].id));
+    assert!(doc.ops.iter().all(|o| o.span_id == doc.spans[2].id));
     let meta = &doc.meta.as_ref().unwrap().event;
     assert_eq!((meta.capture_step, meta.warmup_steps), (2, 1));
     assert_eq!(meta.device, "cuda:0");

@@ -193,11 +193,11 @@ fn heaviest(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
     ]);
     let mut rows = Vec::new();
     for i in heaviest_ops(&doc.ops, limit) {
-        let op = &doc.ops[i];
-        let span = doc.span(&op.span_id).map_or("?", |s| s.name.as_str());
+        let op = doc.ops.row(i);
+        let span = doc.span(op.span_id).map_or("?", |s| s.name.as_str());
         table.row(vec![
             op.op_name.to_string(),
-            shape_text(&op.shape),
+            shape_text(op.shape),
             op.dtype.to_string(),
             op.device.to_string(),
             format_bytes(op.output_bytes()),

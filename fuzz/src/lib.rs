@@ -146,7 +146,7 @@ pub fn exercise_trace(doc: &TraceDocument, file: &[u8]) {
         }
     }
     for i in heaviest_ops(&doc.ops, 20) {
-        let _ = format_bytes(doc.ops[i].output_bytes());
+        let _ = format_bytes(doc.ops.row(i).output_bytes());
     }
     let grads = GradientCounts::of(&doc.gradients);
     let _ = grads.problems();

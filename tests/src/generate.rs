@@ -1574,7 +1574,7 @@ mod tests {
         }
         // Ops lie inside their spans.
         for o in &doc.ops {
-            let s = doc.span(&o.span_id).unwrap();
+            let s = doc.span(o.span_id).unwrap();
             assert!(o.timestamp_ns >= s.start_ns);
             assert!(
                 o.timestamp_ns + o.duration_ns <= s.end_ns(),

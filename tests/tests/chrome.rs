@@ -138,7 +138,7 @@ fn expected_slices(doc: &TraceDocument) -> Vec<(String, u64, u64)> {
         .map(|(i, s)| (doc.span_path(i), s.start_ns, s.duration_or_zero()))
         .collect();
     for op in &doc.ops {
-        let i = doc.span_index(&op.span_id).expect("op in a span");
+        let i = doc.span_index(op.span_id).expect("op in a span");
         v.push((
             format!("{}/{}", doc.span_path(i), op.op_name),
             op.timestamp_ns,

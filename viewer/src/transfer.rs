@@ -38,14 +38,14 @@ use candle_trace_schema::format::diagnostics::{Category, Diagnostic, Severity};
 use candle_trace_schema::format::document::{Lined, Span, TraceDocument};
 use candle_trace_schema::format::events::{
     CaptureSource, CaptureSources, CompactString, DeviceMemory, Edge, Gradient, GradientState,
-    MemoryAction, Meta, Op, Phase, SpanKind, Step, TensorCategory, TensorEvent, TimingMode,
+    MemoryAction, Meta, Phase, SpanKind, Step, TensorCategory, TensorEvent, TimingMode,
 };
 use candle_trace_schema::format::memory::{
     DeviceMemoryProfile, LiveAllocation, MemoryProfile, MemorySample,
 };
 use candle_trace_schema::format::profile::{ProfileDocument, ProfileRecord};
 use candle_trace_schema::format::spans::{SpanTree, SpanTreeParts};
-use candle_trace_schema::format::table::{MemoryRow, MemoryTable};
+use candle_trace_schema::format::table::{Inputs, MemoryRow, MemoryTable, OpRow, OpTable};
 use candle_trace_schema::format::tracks::{
     ChromeForm, CounterSample, Instant, SkippedPhase, Track, TrackId,
 };
@@ -410,17 +410,16 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
         });
     }
 
-    fn ops(&mut self, ops: &'d [Lined<Op>]) {
-        self.blocks(ops, 19, |s, c, x| {
+    fn ops(&mut self, ops: &'d OpTable) {
+        self.blocks_of(ops.iter(), 19, |s, c, x| {
             c.u64(0, x.line);
-            let x = &x.event;
-            c.str(1, &x.span_id);
-            c.u32(3, s.id(&x.op_name));
-            c.list_str(4, x.inputs.iter().map(|i| i.as_str()));
-            c.opt_str(7, x.output.as_deref());
-            c.list_u64(10, &x.shape);
-            c.u32(12, s.id(&x.dtype));
-            c.u32(13, s.id(&x.device));
+            c.str(1, x.span_id);
+            c.u32(3, s.id(x.op_name));
+            c.list_str(4, x.inputs.iter());
+            c.opt_str(7, x.output);
+            c.list_u64(10, x.shape);
+            c.u32(12, s.id(x.dtype));
+            c.u32(13, s.id(x.device));
             c.u64(14, x.duration_ns);
             c.u64(15, x.timestamp_ns);
             c.opt_u64(16, x.storage_bytes);
@@ -898,7 +897,10 @@ fn reserve(doc: &mut Partial, part: Part, total: usize) -> Result<()> {
                 d.reserve_spans(total);
                 Ok(())
             }
-            Part::Ops => room(&mut d.ops, total),
+            Part::Ops => d
+                .ops
+                .try_reserve_exact(total)
+                .map_err(|_| broken(format!("no room for {total} rows"))),
             Part::Tensors => room(&mut d.tensors, total),
             Part::Memory => d
                 .memory
@@ -1050,7 +1052,7 @@ fn spans(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> 
     Ok(())
 }
 
-fn ops(v: &mut Vec<Lined<Op>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
+fn ops(v: &mut OpTable, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let line = t.col(b, 0, 8)?;
     let span_id = t.strs(b, 1)?;
     let op_name = t.col(b, 3, 4)?;
@@ -1063,24 +1065,28 @@ fn ops(v: &mut Vec<Lined<Op>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let timestamp = t.col(b, 15, 8)?;
     let (has_storage, storage) = (t.bits(b, 16)?, t.col(b, 17, 8)?);
     let input_storage = t.col(b, 18, 8)?;
+    // A row's inputs, checked before the row is stored.
+    let mut row_inputs: Vec<&str> = Vec::new();
     for i in 0..t.n {
-        let event = Op {
-            span_id: cs(span_id.get(i as u32)?),
-            op_name: cs(s.get(op_name.u32(i)?)?),
-            inputs: inputs
-                .range(i)?
-                .map(|k| input_ids.get(k as u32).map(cs))
-                .collect::<Result<_>>()?,
-            output: output.get(i)?.map(cs),
-            shape: shape.u64s(i)?,
-            dtype: cs(s.get(dtype.u32(i)?)?),
-            device: cs(s.get(device.u32(i)?)?),
+        row_inputs.clear();
+        for k in inputs.range(i)? {
+            row_inputs.push(input_ids.get(k as u32)?);
+        }
+        let row = OpRow {
+            line: line.u64(i)?,
+            span_id: span_id.get(i as u32)?,
+            op_name: s.get(op_name.u32(i)?)?,
+            inputs: Inputs::NONE,
+            output: output.get(i)?,
+            shape: &[],
+            dtype: s.get(dtype.u32(i)?)?,
+            device: s.get(device.u32(i)?)?,
             duration_ns: duration.u64(i)?,
             timestamp_ns: timestamp.u64(i)?,
             storage_bytes: has_storage.opt_u64(&storage, i)?,
             input_storage_bytes: input_storage.u64(i)?,
         };
-        v.push(Lined::new(line.u64(i)?, event));
+        v.push_with_lists(row, row_inputs.iter().copied(), shape.u64_iter(i)?);
     }
     Ok(())
 }

@@ -46,7 +46,8 @@ use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::format::document::TraceDocument;
-use crate::format::events::{dtype_size, Op};
+use crate::format::events::dtype_size;
+use crate::format::table::OpRow;
 
 /// Which formula an op's estimate used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -78,9 +79,9 @@ impl<'a> ShapeIndex<'a> {
     /// tensor ids, where a map of every id was as large as the trace's records.
     pub fn of(doc: &'a TraceDocument) -> Self {
         let mut shapes: HashMap<&'a str, Option<(u64, &'a [u64])>> = HashMap::new();
-        for op in doc.ops.iter().filter(|op| needs_input_shapes(&op.op_name)) {
-            for id in &op.inputs {
-                shapes.entry(id.as_str()).or_insert(None);
+        for op in doc.ops.iter().filter(|op| needs_input_shapes(op.op_name)) {
+            for id in op.inputs {
+                shapes.entry(id).or_insert(None);
             }
         }
         let mut offer = |id: &'a str, line: u64, shape: &'a [u64]| {
@@ -91,8 +92,8 @@ impl<'a> ShapeIndex<'a> {
             }
         };
         for op in &doc.ops {
-            if let Some(out) = &op.output {
-                offer(out, op.line, &op.shape);
+            if let Some(out) = op.output {
+                offer(out, op.line, op.shape);
             }
         }
         for t in doc.tensors.iter().filter(|t| !t.shape.is_empty()) {
@@ -168,18 +169,18 @@ const REDUCTION: &[&str] = &[
 ];
 const SOFTMAX: &[&str] = &["softmax", "softmax_last_dim", "log_softmax"];
 
-fn input_shape<'a>(op: &Op, shapes: &ShapeIndex<'a>, i: usize) -> Option<&'a [u64]> {
+fn input_shape<'a>(op: &OpRow<'_>, shapes: &ShapeIndex<'a>, i: usize) -> Option<&'a [u64]> {
     op.inputs.get(i).and_then(|id| shapes.get(id))
 }
 
 /// Input elements derived from `input_storage_bytes` and the output dtype.
-fn input_elements_from_bytes(op: &Op) -> Option<u64> {
-    let size = dtype_size(&op.dtype)?;
+fn input_elements_from_bytes(op: &OpRow<'_>) -> Option<u64> {
+    let size = dtype_size(op.dtype)?;
     (op.input_storage_bytes > 0 && op.input_storage_bytes % size == 0)
         .then_some(op.input_storage_bytes / size)
 }
 
-fn matmul_k(op: &Op, shapes: &ShapeIndex<'_>, b: u64, m: u64, n: u64) -> Option<u64> {
+fn matmul_k(op: &OpRow<'_>, shapes: &ShapeIndex<'_>, b: u64, m: u64, n: u64) -> Option<u64> {
     if let Some(a) = input_shape(op, shapes, 0).filter(|a| a.len() >= 2) {
         let (r, c) = (a[a.len() - 2], a[a.len() - 1]);
         if r == m {
@@ -215,9 +216,9 @@ pub fn needs_input_shapes(name: &str) -> bool {
 
 /// The FLOP estimate of one op, with the formula used; `None` when the op has no formula or
 /// its shapes do not allow one.
-pub fn estimate(op: &Op, shapes: &ShapeIndex<'_>) -> Option<(u64, FlopFormula)> {
-    let name = op.op_name.as_str();
-    let out = &op.shape;
+pub fn estimate(op: &OpRow<'_>, shapes: &ShapeIndex<'_>) -> Option<(u64, FlopFormula)> {
+    let name = op.op_name;
+    let out = op.shape;
     if is_one_of(name, MATMUL) {
         if out.len() < 2 {
             return None;
@@ -333,7 +334,7 @@ pub fn efficiency(doc: &TraceDocument) -> Efficiency {
         flops_per_s: None,
     };
     for op in &doc.ops {
-        let r = *index.entry(op.op_name.as_str()).or_insert_with(|| {
+        let r = *index.entry(op.op_name).or_insert_with(|| {
             rows.push(OpEfficiency {
                 op_name: op.op_name.to_string(),
                 count: 0,
@@ -357,14 +358,14 @@ pub fn efficiency(doc: &TraceDocument) -> Efficiency {
             .bytes_moved
             .saturating_add(op.input_storage_bytes)
             .saturating_add(op.output_bytes());
-        let dtype = op.dtype.as_str().to_ascii_lowercase();
+        let dtype = op.dtype.to_ascii_lowercase();
         match dtypes[r].iter_mut().find(|(d, _)| *d == dtype) {
             Some((_, n)) => *n += 1,
             None => dtypes[r].push((dtype, 1)),
         }
         total.count += 1;
         total.total_ns = total.total_ns.saturating_add(op.duration_ns);
-        if let Some((flops, formula)) = estimate(op, &shapes) {
+        if let Some((flops, formula)) = estimate(&op, &shapes) {
             row.estimated_count += 1;
             row.flops = row.flops.saturating_add(flops);
             row.estimated_ns = row.estimated_ns.saturating_add(op.duration_ns);
@@ -402,6 +403,7 @@ pub fn efficiency(doc: &TraceDocument) -> Efficiency {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::events::Op;
 
     #[test]
     fn formulas_that_need_input_shapes() {
@@ -413,6 +415,10 @@ mod tests {
         for name in ["add", "silu", "softmax", "log_softmax", "custom_op"] {
             assert!(!needs_input_shapes(name), "{name}");
         }
+    }
+
+    fn est(op: &Op, shapes: &ShapeIndex<'_>) -> Option<(u64, FlopFormula)> {
+        estimate(&OpRow::of(0, op), shapes)
     }
 
     fn op(name: &str, inputs: &[&str], shape: &[u64], dtype: &str, in_bytes: u64) -> Op {
@@ -437,37 +443,31 @@ mod tests {
         // linear x[32,8]·W[32,8]^T from bytes: (256 + 256) f32 elements → K = 512 / 64 = 8.
         let l = op("linear", &["x", "w"], &[32, 32], "f32", 512 * 4);
         assert_eq!(
-            estimate(&l, &empty),
+            est(&l, &empty),
             Some((2 * 32 * 32 * 8, FlopFormula::Matmul))
         );
         // batched: [4, 16, 8] from [4,16,32]·[4,32,8]: e = 4·(512 + 256) = 3072, b·(M+N) = 96.
         let bm = op("matmul", &[], &[4, 16, 8], "bf16", 3072 * 2);
         assert_eq!(
-            estimate(&bm, &empty),
+            est(&bm, &empty),
             Some((2 * 4 * 16 * 8 * 32, FlopFormula::Matmul))
         );
         // inexact bytes: no estimate
+        assert_eq!(est(&op("matmul", &[], &[4, 4], "f32", 12), &empty), None);
+        assert_eq!(est(&op("matmul", &[], &[4], "f32", 64), &empty), None);
         assert_eq!(
-            estimate(&op("matmul", &[], &[4, 4], "f32", 12), &empty),
-            None
-        );
-        assert_eq!(estimate(&op("matmul", &[], &[4], "f32", 64), &empty), None);
-        assert_eq!(
-            estimate(&op("softmax_last_dim", &[], &[2, 10], "f32", 0), &empty),
+            est(&op("softmax_last_dim", &[], &[2, 10], "f32", 0), &empty),
             Some((100, FlopFormula::Softmax))
         );
         assert_eq!(
-            estimate(&op("Broadcast_Mul", &[], &[3, 5], "f32", 0), &empty),
+            est(&op("Broadcast_Mul", &[], &[3, 5], "f32", 0), &empty),
             Some((15, FlopFormula::Elementwise))
         );
         assert_eq!(
-            estimate(&op("mean_all", &[], &[], "f32", 128 * 4), &empty),
+            est(&op("mean_all", &[], &[], "f32", 128 * 4), &empty),
             Some((128, FlopFormula::Reduction))
         );
-        assert_eq!(
-            estimate(&op("dequantize", &[], &[4], "f32", 16), &empty),
-            None
-        );
+        assert_eq!(est(&op("dequantize", &[], &[4], "f32", 16), &empty), None);
     }
 
     #[test]
@@ -499,7 +499,7 @@ mod tests {
         assert_eq!(shapes.get("d"), None);
         // matmul [4,3] with A = [4,2]: M = 4 = A[-2], K = 2 → 2·4·3·2.
         assert_eq!(
-            estimate(&doc.ops[1], &shapes),
+            estimate(&doc.ops.row(1), &shapes),
             Some((48, FlopFormula::Matmul))
         );
     }
@@ -526,11 +526,11 @@ mod tests {
         let shapes = ShapeIndex::of(&doc);
         // g is [8,1], M = 1 = g[-1] → transposed, K = 8.
         assert_eq!(
-            estimate(&doc.ops[0], &shapes),
+            estimate(&doc.ops.row(0), &shapes),
             Some((2 * 16 * 8, FlopFormula::Matmul))
         );
         assert_eq!(
-            estimate(&doc.ops[1], &shapes),
+            estimate(&doc.ops.row(1), &shapes),
             Some((2 * 240 * 15, FlopFormula::Conv))
         );
         let e = efficiency(&doc);

@@ -6,8 +6,7 @@ use alloc::vec::Vec;
 
 use hashbrown::HashMap;
 
-use crate::format::document::Lined;
-use crate::format::events::Op;
+use crate::format::table::OpTable;
 
 /// How to group ops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,18 +56,15 @@ impl OpGroup {
 type GroupKey<'a> = (&'a str, Option<(&'a [u64], &'a str)>);
 
 /// Group `ops`; groups are sorted by total time, largest first (ties by name, then first use).
-pub fn op_groups(ops: &[Lined<Op>], grouping: OpGrouping) -> Vec<OpGroup> {
+pub fn op_groups(ops: &OpTable, grouping: OpGrouping) -> Vec<OpGroup> {
     let mut groups: Vec<OpGroup> = Vec::new();
     // Exact duration sums for the means (a sum of u64s fits u128 for any realistic count).
     let mut sums: Vec<u128> = Vec::new();
     let mut index: HashMap<GroupKey<'_>, usize> = HashMap::new();
     for (i, op) in ops.iter().enumerate() {
         let key = match grouping {
-            OpGrouping::Name => (op.op_name.as_str(), None),
-            OpGrouping::NameShapeDtype => (
-                op.op_name.as_str(),
-                Some((op.shape.as_slice(), op.dtype.as_str())),
-            ),
+            OpGrouping::Name => (op.op_name, None),
+            OpGrouping::NameShapeDtype => (op.op_name, Some((op.shape, op.dtype))),
         };
         let g = *index.entry(key).or_insert_with(|| {
             groups.push(OpGroup {
@@ -111,12 +107,12 @@ pub fn op_groups(ops: &[Lined<Op>], grouping: OpGrouping) -> Vec<OpGroup> {
 }
 
 /// Op indices sorted by output bytes, largest first (ties by file order), at most `limit`.
-pub fn heaviest_ops(ops: &[Lined<Op>], limit: usize) -> Vec<usize> {
+pub fn heaviest_ops(ops: &OpTable, limit: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..ops.len()).collect();
     order.sort_by(|&a, &b| {
-        ops[b]
+        ops.row(b)
             .output_bytes()
-            .cmp(&ops[a].output_bytes())
+            .cmp(&ops.row(a).output_bytes())
             .then(a.cmp(&b))
     });
     order.truncate(limit);
@@ -126,6 +122,8 @@ pub fn heaviest_ops(ops: &[Lined<Op>], limit: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::document::Lined;
+    use crate::format::events::Op;
     use alloc::vec;
 
     fn op(name: &str, duration_ns: u64) -> Lined<Op> {
@@ -152,12 +150,14 @@ mod tests {
         // Regression (fuzz target any_reader_chunked on tests/fixtures/malformed/
         // u64_max_values.trace6.jsonl): two ops of u64::MAX ns had total u64::MAX (saturated)
         // and so a mean of u64::MAX / 2, below their shortest duration.
-        let ops = [
+        let ops: OpTable = [
             op("huge", u64::MAX),
             op("huge", u64::MAX),
             op("small", 3),
             op("small", 4),
-        ];
+        ]
+        .into_iter()
+        .collect();
         let groups = op_groups(&ops, OpGrouping::Name);
         assert_eq!(groups[0].op_name, "huge");
         assert_eq!(groups[0].total_ns, u64::MAX);

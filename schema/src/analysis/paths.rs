@@ -287,7 +287,7 @@ pub fn op_rows_by_path(doc: &TraceDocument, paths: &ModulePaths) -> Vec<OpPathRo
     let mut index: HashMap<u32, usize> = HashMap::new();
     let mut rows: Vec<OpPathRow> = Vec::new();
     for op in &doc.ops {
-        let id = doc.span_index(&op.span_id).map_or(0, |i| paths.path_id(i));
+        let id = doc.span_index(op.span_id).map_or(0, |i| paths.path_id(i));
         let r = *index.entry(id).or_insert_with(|| {
             rows.push(OpPathRow {
                 path: paths.text_of(id).to_string(),

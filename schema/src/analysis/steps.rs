@@ -178,8 +178,8 @@ fn shapes_by_path(doc: &TraceDocument, paths: &ModulePaths) -> BTreeMap<String, 
         shape_of.insert(t.tensor_id.as_str(), &t.shape);
     }
     for o in &doc.ops {
-        if let Some(out) = &o.output {
-            shape_of.entry(out.as_str()).or_insert(&o.shape);
+        if let Some(out) = o.output {
+            shape_of.entry(out).or_insert(o.shape);
         }
     }
     let mut out: BTreeMap<String, ShapeSet> = BTreeMap::new();
@@ -194,9 +194,9 @@ fn shapes_by_path(doc: &TraceDocument, paths: &ModulePaths) -> BTreeMap<String, 
         }
     };
     for o in &doc.ops {
-        for input in &o.inputs {
-            if let Some(shape) = shape_of.get(input.as_str()) {
-                add(&o.span_id, shape);
+        for input in o.inputs {
+            if let Some(shape) = shape_of.get(input) {
+                add(o.span_id, shape);
             }
         }
     }

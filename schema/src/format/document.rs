@@ -37,12 +37,12 @@ use crate::format::diagnostics::{
 };
 use crate::format::events::{
     decode_line_borrowed, CaptureSources, CompactString, Decoded, DeviceMemory, Edge, Gradient,
-    LineError, Meta, Op, Raw, SpanStart, TensorEvent, TraceEvent, TRACE_SCHEMA,
+    LineError, Meta, Raw, SpanStart, TensorEvent, TraceEvent, TRACE_SCHEMA,
 };
 use crate::format::jsonl::{Line, LineSplitter};
 use crate::format::memory::{Curve, MemoryProfile};
 use crate::format::spans::SpanTree;
-use crate::format::table::MemoryTable;
+use crate::format::table::{MemoryTable, OpTable};
 
 use crate::format::records::MemoryFacts;
 pub use crate::format::records::{Lined, Span};
@@ -66,7 +66,7 @@ pub struct TraceDocument {
     /// Spans in file order of their `span_start`.
     pub spans: Vec<Span>,
     /// `op` records.
-    pub ops: Vec<Lined<Op>>,
+    pub ops: OpTable,
     /// `tensor` records.
     pub tensors: Vec<Lined<TensorEvent>>,
     /// `memory` records in file order.
@@ -577,7 +577,9 @@ impl TraceReader {
             TraceEvent::SpanStart(s) => self.span_start(s, number, consumed, total),
             TraceEvent::SpanEnd(e) => self.span_end(&e.id, e.duration_ns, number),
             TraceEvent::Op(event) => {
-                self.op(&event.span_id.clone(), number, consumed, total, || event)
+                if self.op(&event.span_id, number, consumed, total) {
+                    self.doc.ops.push_event(number, &event);
+                }
             }
             TraceEvent::Tensor(event) => {
                 self.tensor(&event.span_id.clone(), number, consumed, total, || event)
@@ -637,7 +639,14 @@ impl TraceReader {
         match raw {
             Raw::SpanStart(s) => self.span_start(s.to_event(), number, consumed, total),
             Raw::SpanEnd { id, duration_ns } => self.span_end(id, duration_ns, number),
-            Raw::Op(o) => self.op(o.span_id, number, consumed, total, || o.to_event()),
+            Raw::Op(o) => {
+                if self.op(o.span_id, number, consumed, total) {
+                    let (row, inputs, shape) = o.row(number);
+                    self.doc
+                        .ops
+                        .push_with_lists(row, inputs.iter(), shape.iter());
+                }
+            }
             Raw::Tensor(t) => self.tensor(t.span_id, number, consumed, total, || t.to_event()),
             Raw::Memory(m) => {
                 self.check_ref(RefKind::Memory, m.span_id, number);
@@ -717,22 +726,24 @@ impl TraceReader {
         }
     }
 
-    fn op(
-        &mut self,
-        span_id: &str,
-        number: u64,
-        consumed: u64,
-        total: u64,
-        build: impl FnOnce() -> Op,
-    ) {
+    /// The reference check of an `op` record and, when it is kept whole, room for it: whether
+    /// to push it.
+    fn op(&mut self, span_id: &str, number: u64, consumed: u64, total: u64) -> bool {
         self.check_ref(RefKind::Op, span_id, number);
         match self.keep {
             Keep::Everything => {
                 let ops = &mut self.doc.ops;
-                make_room(ops, consumed, total);
-                ops.push(Lined::new(number, build()));
+                if ops.len() == ops.capacity() {
+                    if let Some(extra) = projected_extra(ops.len(), consumed, total) {
+                        ops.reserve_exact(extra);
+                    }
+                }
+                true
             }
-            Keep::Summary => self.dropped.ops += 1,
+            Keep::Summary => {
+                self.dropped.ops += 1;
+                false
+            }
         }
     }
 
@@ -758,11 +769,10 @@ impl TraceReader {
     /// Room for a `memory` record kept whole (its span reference already checked).
     fn make_memory_room(&mut self, consumed: u64, total: u64) {
         let memory = &mut self.doc.memory;
-        if memory.len() < memory.capacity() {
-            return;
-        }
-        if let Some(extra) = projected_extra(memory.len(), consumed, total) {
-            memory.reserve_exact(extra);
+        if memory.len() == memory.capacity() {
+            if let Some(extra) = projected_extra(memory.len(), consumed, total) {
+                memory.reserve_exact(extra);
+            }
         }
     }
 

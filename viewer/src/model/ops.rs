@@ -79,7 +79,7 @@ pub fn op_rows(doc: &TraceDocument, grouping: OpGrouping) -> Vec<OpRow> {
             let mut spans: Vec<u32> = g
                 .op_indices
                 .iter()
-                .filter_map(|&i| doc.span_index(&doc.ops[i].span_id))
+                .filter_map(|&i| doc.span_index(doc.ops.row(i).span_id))
                 .map(|i| i as u32)
                 .collect();
             spans.sort_unstable();

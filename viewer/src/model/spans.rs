@@ -135,7 +135,7 @@ impl SpanIndex {
                 None => u32::MAX,
             }
         };
-        let op_spans: Vec<u32> = doc.ops.iter().map(|op| span_of(&op.span_id)).collect();
+        let op_spans: Vec<u32> = doc.ops.iter().map(|op| span_of(op.span_id)).collect();
         let alloc_spans: Vec<u32> = doc
             .memory
             .iter()
@@ -260,10 +260,10 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
         .ops_of(i)
         .iter()
         .map(|&o| {
-            let op = &doc.ops[o as usize];
+            let op = doc.ops.row(o as usize);
             OpInSpan {
                 op_name: op.op_name.to_string(),
-                shape: shape_text(&op.shape),
+                shape: shape_text(op.shape),
                 dtype: op.dtype.to_string(),
                 duration_ns: op.duration_ns,
                 output_bytes: op.output_bytes(),

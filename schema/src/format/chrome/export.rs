@@ -212,7 +212,7 @@ pub fn trace_to_chrome(doc: &TraceDocument) -> String {
         });
     }
     for op in &doc.ops {
-        let span = doc.span_index(&op.span_id);
+        let span = doc.span_index(op.span_id);
         slices.push(Slice {
             start: op.timestamp_ns,
             end: op.timestamp_ns.saturating_add(op.duration_ns),
@@ -275,7 +275,7 @@ pub fn trace_to_chrome(doc: &TraceDocument) -> String {
                 &Value::Object(args),
             )
         } else {
-            let op = &doc.ops[i - n_spans];
+            let op = doc.ops.row(i - n_spans);
             let args = json!({
                 "span_kind": "op",
                 "span_id": op.span_id,
@@ -285,7 +285,7 @@ pub fn trace_to_chrome(doc: &TraceDocument) -> String {
                 "output_bytes": op.output_bytes(),
             });
             x_event(
-                &op.op_name,
+                op.op_name,
                 "op",
                 tid,
                 op.timestamp_ns,

@@ -15,7 +15,7 @@
 
 use alloc::vec::Vec;
 
-use crate::format::table::MemoryRow;
+use crate::format::table::{Inputs, MemoryRow, OpRow};
 
 use super::{
     CompactString, MemoryAction, MemoryEvent, Op, SpanEnd, SpanKind, SpanStart, Step,
@@ -28,6 +28,17 @@ use super::{
 pub(crate) struct StrList<'a>(&'a str);
 
 impl<'a> StrList<'a> {
+    /// The elements in order.
+    pub(crate) fn iter(self) -> impl Iterator<Item = &'a str> {
+        // As in `to_vec`.
+        let mut rest = self.0;
+        core::iter::from_fn(move || {
+            let (element, tail) = rest.strip_prefix('"').and_then(|r| r.split_once('"'))?;
+            rest = tail.strip_prefix(',').unwrap_or(tail);
+            Some(element)
+        })
+    }
+
     fn to_vec(self) -> Vec<CompactString> {
         // The elements hold no `"` (no escapes): each is the text between the quotes of
         // `"…"`, and elements are separated by `,`.
@@ -129,7 +140,27 @@ pub(crate) struct RawOp<'a> {
     input_storage_bytes: u64,
 }
 
-impl RawOp<'_> {
+impl<'a> RawOp<'a> {
+    /// The record as a table row (its inputs and shape left empty: they are the two lists
+    /// returned beside it, still text).
+    pub(crate) fn row(self, line: u64) -> (OpRow<'a>, StrList<'a>, U64List<'a>) {
+        let row = OpRow {
+            line,
+            span_id: self.span_id,
+            op_name: self.op_name,
+            inputs: Inputs::NONE,
+            output: self.output,
+            shape: &[],
+            dtype: self.dtype,
+            device: self.device,
+            duration_ns: self.duration_ns,
+            timestamp_ns: self.timestamp_ns,
+            storage_bytes: self.storage_bytes,
+            input_storage_bytes: self.input_storage_bytes,
+        };
+        (row, self.inputs, self.shape)
+    }
+
     pub(crate) fn to_event(self) -> Op {
         Op {
             span_id: self.span_id.into(),
@@ -846,8 +877,29 @@ mod tests {
             let Ok(kind) = core::str::from_utf8(&rest[..end]) else { return Ok(()) };
             if let Some(raw) = decode(kind, &line, None) {
                 let serde = crate::format::events::decode_kind(kind, &line);
-                proptest::prop_assert_eq!(serde, Ok(raw.to_event()));
+                proptest::prop_assert_eq!(&serde, &Ok(raw.to_event()));
+                proptest::prop_assert_eq!(serde, Ok(through_a_table(raw)));
             }
+        }
+    }
+
+    /// `raw` as the reader stores it (an op or memory record pushed into its table from the
+    /// line's text, lists included) and read back; other kinds as `to_event`.
+    fn through_a_table(raw: Raw<'_>) -> TraceEvent {
+        match raw {
+            Raw::Op(o) => {
+                let mut table = crate::format::table::OpTable::new();
+                let (row, inputs, shape) = o.row(7);
+                table.push_with_lists(row, inputs.iter(), shape.iter());
+                TraceEvent::Op(table.row(0).to_event())
+            }
+            Raw::Memory(m) => {
+                let mut table = crate::format::table::MemoryTable::new();
+                let (row, shape) = m.row(7);
+                table.push_with_dims(row, shape.iter());
+                TraceEvent::Memory(table.row(0).to_event())
+            }
+            other => other.to_event(),
         }
     }
 
@@ -858,6 +910,7 @@ mod tests {
             let raw = decode(kind, line.as_bytes(), Some(&line)).expect(&line);
             let serde = crate::format::events::decode_kind(kind, line.as_bytes());
             assert_eq!(serde, Ok(raw.to_event()), "{line}");
+            assert_eq!(serde, Ok(through_a_table(raw)), "{line}");
         }
     }
 
