@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::format::diagnostics::{Category, Diagnostic};
 use crate::format::events::{DeviceMemory, MemoryAction, TensorCategory};
 use crate::format::records::{Lined, MemoryFacts};
-use crate::format::table::{MemoryRow, MemoryTable};
+use crate::format::table::{MemoryFields, MemoryTable};
 
 /// One allocation live at the peak.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,43 +144,43 @@ pub(crate) trait MemoryRecords<'a>: Copy {
     fn at(self, i: usize) -> Self::Record;
 }
 
-impl<'a> MemoryRecord<'a> for MemoryRow<'a> {
+impl<'a> MemoryRecord<'a> for MemoryFields<'a> {
     fn line(&self) -> u64 {
-        self.line
+        MemoryFields::line(self)
     }
     fn timestamp_ns(&self) -> u64 {
-        self.timestamp_ns
+        MemoryFields::timestamp_ns(self)
     }
     fn tensor_id(&self) -> &'a str {
-        self.tensor_id
+        MemoryFields::tensor_id(self)
     }
     fn device(&self) -> &'a str {
-        self.device
+        MemoryFields::device(self)
     }
     fn bytes(&self) -> u64 {
-        self.bytes
+        MemoryFields::bytes(self)
     }
     fn action(&self) -> MemoryAction {
-        self.action
+        MemoryFields::action(self)
     }
     fn category(&self) -> TensorCategory {
-        self.category
+        MemoryFields::category(self)
     }
     fn span_id(&self) -> &'a str {
-        self.span_id
+        MemoryFields::span_id(self)
     }
     fn op_name(&self) -> Option<&'a str> {
-        self.op_name
+        MemoryFields::op_name(self)
     }
 }
 
 impl<'a> MemoryRecords<'a> for &'a MemoryTable {
-    type Record = MemoryRow<'a>;
+    type Record = MemoryFields<'a>;
     fn len(self) -> usize {
         MemoryTable::len(self)
     }
-    fn at(self, i: usize) -> MemoryRow<'a> {
-        self.row(i)
+    fn at(self, i: usize) -> MemoryFields<'a> {
+        self.fields(i)
     }
 }
 

@@ -351,6 +351,44 @@ impl<'a> MemoryRow<'a> {
     }
 }
 
+/// One record of a [`MemoryTable`], its fields read when asked for.
+#[derive(Clone, Copy)]
+pub(crate) struct MemoryFields<'a> {
+    table: &'a MemoryTable,
+    cells: &'a MemoryCells,
+}
+
+impl<'a> MemoryFields<'a> {
+    pub(crate) fn line(&self) -> u64 {
+        self.cells.line
+    }
+    pub(crate) fn timestamp_ns(&self) -> u64 {
+        self.cells.timestamp_ns
+    }
+    pub(crate) fn tensor_id(&self) -> &'a str {
+        self.table.strings.get(self.cells.tensor_id)
+    }
+    pub(crate) fn span_id(&self) -> &'a str {
+        self.table.strings.get(self.cells.span_id)
+    }
+    pub(crate) fn op_name(&self) -> Option<&'a str> {
+        let n = self.cells.op_name;
+        (n != NONE).then(|| self.table.strings.get(n))
+    }
+    pub(crate) fn device(&self) -> &'a str {
+        self.table.strings.get(self.cells.device)
+    }
+    pub(crate) fn bytes(&self) -> u64 {
+        self.cells.bytes
+    }
+    pub(crate) fn action(&self) -> MemoryAction {
+        self.cells.action
+    }
+    pub(crate) fn category(&self) -> TensorCategory {
+        self.cells.category
+    }
+}
+
 /// A document's `memory` records in file order, as compact rows (see the [module](self)).
 #[derive(Clone)]
 pub struct MemoryTable {
@@ -426,6 +464,15 @@ impl MemoryTable {
         Rows {
             table: self,
             range: 0..self.len(),
+        }
+    }
+
+    /// Record `i`'s fields one at a time (a replay reads a few of each record, some of them
+    /// many times: building whole rows was most of its time).
+    pub(crate) fn fields(&self, i: usize) -> MemoryFields<'_> {
+        MemoryFields {
+            table: self,
+            cells: &self.rows[i],
         }
     }
 
