@@ -88,12 +88,6 @@ impl Strings {
         *cache = n;
         n
     }
-
-    fn heap_bytes(&self) -> usize {
-        self.bytes.capacity()
-            + self.ends.capacity() * core::mem::size_of::<usize>()
-            + self.index.capacity() * (core::mem::size_of::<u32>() + 1)
-    }
 }
 
 fn str_at<'a>(bytes: &'a str, ends: &[usize], i: u32) -> &'a str {
@@ -165,12 +159,6 @@ impl Shapes {
         self.scratch = scratch;
         n
     }
-
-    fn heap_bytes(&self) -> usize {
-        (self.dims.capacity() + self.scratch.capacity()) * 8
-            + self.ends.capacity() * core::mem::size_of::<usize>()
-            + self.index.capacity() * (core::mem::size_of::<u32>() + 1)
-    }
 }
 
 fn dims_at<'a>(dims: &'a [u64], ends: &[usize], i: u32) -> &'a [u64] {
@@ -231,40 +219,159 @@ impl<'a, T: Table> DoubleEndedIterator for Rows<'a, T> {
 
 impl<T: Table> ExactSizeIterator for Rows<'_, T> {}
 
-impl<'a> IntoIterator for &'a MemoryTable {
-    type Item = MemoryRow<'a>;
-    type IntoIter = Rows<'a, MemoryTable>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
+/// The strings and shapes of one table, with what its columns last stored (compared before
+/// anything is hashed: consecutive records mostly share a span, a device and a dtype).
+#[derive(Clone)]
+struct Pools {
+    strings: Strings,
+    shapes: Shapes,
+    /// The last op name, device and dtype.
+    names: [u32; 3],
+    last_span: u32,
+}
+
+const OP_NAME: usize = 0;
+const DEVICE: usize = 1;
+const DTYPE: usize = 2;
+
+impl Default for Pools {
+    fn default() -> Self {
+        Pools {
+            strings: Strings::default(),
+            shapes: Shapes::new(),
+            names: [NONE; 3],
+            last_span: NONE,
+        }
     }
 }
 
-impl<'a> IntoIterator for &'a OpTable {
-    type Item = OpRow<'a>;
-    type IntoIter = Rows<'a, OpTable>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
+impl Pools {
+    fn str(&self, i: u32) -> &str {
+        self.strings.get(i)
+    }
+
+    fn opt_str(&self, i: u32) -> Option<&str> {
+        (i != NONE).then(|| self.strings.get(i))
+    }
+
+    /// An id, stored as it comes.
+    fn id(&mut self, s: &str) -> u32 {
+        self.strings.push(s)
+    }
+
+    /// A span id, stored once for a run of records in that span.
+    fn span(&mut self, s: &str) -> u32 {
+        let n = self.strings.push_unless_last(self.last_span, s);
+        self.last_span = n;
+        n
+    }
+
+    /// A name of column `column` (`OP_NAME`, `DEVICE`, `DTYPE`), stored once.
+    fn name(&mut self, column: usize, s: &str) -> u32 {
+        self.strings.intern(&mut self.names[column], s)
     }
 }
 
-impl Table for MemoryTable {
-    type Row<'a> = MemoryRow<'a>;
-    fn len(&self) -> usize {
-        self.rows.len()
-    }
-    fn row(&self, i: usize) -> MemoryRow<'_> {
-        MemoryTable::row(self, i)
-    }
-}
+/// What both tables share: size and room, records by position ([`Table`], [`Rows`]), equality
+/// by records (however the strings were numbered), and building from owned events.
+macro_rules! table_common {
+    ($table:ident, $row:ident, $event:ident) => {
+        impl $table {
+            /// An empty table.
+            pub fn new() -> Self {
+                $table::default()
+            }
 
-impl Table for OpTable {
-    type Row<'a> = OpRow<'a>;
-    fn len(&self) -> usize {
-        self.rows.len()
-    }
-    fn row(&self, i: usize) -> OpRow<'_> {
-        OpTable::row(self, i)
-    }
+            /// Number of records.
+            pub fn len(&self) -> usize {
+                self.rows.len()
+            }
+
+            /// Whether there are none.
+            pub fn is_empty(&self) -> bool {
+                self.rows.is_empty()
+            }
+
+            /// Rows the table holds without growing.
+            pub fn capacity(&self) -> usize {
+                self.rows.capacity()
+            }
+
+            /// Make room for exactly `additional` more rows.
+            pub fn reserve_exact(&mut self, additional: usize) {
+                self.rows.reserve_exact(additional);
+            }
+
+            /// `reserve_exact`, or the reason there is no room.
+            pub fn try_reserve_exact(
+                &mut self,
+                additional: usize,
+            ) -> Result<(), alloc::collections::TryReserveError> {
+                self.rows.try_reserve_exact(additional)
+            }
+
+            /// Record `i`, if there is one.
+            pub fn get(&self, i: usize) -> Option<$row<'_>> {
+                (i < self.len()).then(|| self.row(i))
+            }
+
+            /// The records in order.
+            pub fn iter(&self) -> Rows<'_, $table> {
+                Rows {
+                    table: self,
+                    range: 0..self.len(),
+                }
+            }
+        }
+
+        impl Table for $table {
+            type Row<'a> = $row<'a>;
+            fn len(&self) -> usize {
+                self.rows.len()
+            }
+            fn row(&self, i: usize) -> $row<'_> {
+                $table::row(self, i)
+            }
+        }
+
+        impl<'a> IntoIterator for &'a $table {
+            type Item = $row<'a>;
+            type IntoIter = Rows<'a, $table>;
+            fn into_iter(self) -> Self::IntoIter {
+                self.iter()
+            }
+        }
+
+        impl fmt::Debug for $table {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_list().entries(self.iter()).finish()
+            }
+        }
+
+        impl PartialEq for $table {
+            fn eq(&self, other: &Self) -> bool {
+                self.len() == other.len() && self.iter().eq(other.iter())
+            }
+        }
+
+        impl Eq for $table {}
+
+        impl FromIterator<Lined<$event>> for $table {
+            fn from_iter<I: IntoIterator<Item = Lined<$event>>>(iter: I) -> Self {
+                let mut table = $table::new();
+                table.extend(iter);
+                table
+            }
+        }
+
+        impl Extend<Lined<$event>> for $table {
+            fn extend<I: IntoIterator<Item = Lined<$event>>>(&mut self, iter: I) {
+                for e in iter {
+                    self.push_event(e.line, &e.event);
+                }
+            }
+        }
+    };
 }
 
 /// One `memory` record as stored: numbers, and strings and shape by number.
@@ -366,17 +473,16 @@ impl<'a> MemoryFields<'a> {
         self.cells.timestamp_ns
     }
     pub(crate) fn tensor_id(&self) -> &'a str {
-        self.table.strings.get(self.cells.tensor_id)
+        self.table.pools.str(self.cells.tensor_id)
     }
     pub(crate) fn span_id(&self) -> &'a str {
-        self.table.strings.get(self.cells.span_id)
+        self.table.pools.str(self.cells.span_id)
     }
     pub(crate) fn op_name(&self) -> Option<&'a str> {
-        let n = self.cells.op_name;
-        (n != NONE).then(|| self.table.strings.get(n))
+        self.table.pools.opt_str(self.cells.op_name)
     }
     pub(crate) fn device(&self) -> &'a str {
-        self.table.strings.get(self.cells.device)
+        self.table.pools.str(self.cells.device)
     }
     pub(crate) fn bytes(&self) -> u64 {
         self.cells.bytes
@@ -390,81 +496,21 @@ impl<'a> MemoryFields<'a> {
 }
 
 /// A document's `memory` records in file order, as compact rows (see the [module](self)).
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct MemoryTable {
     rows: Vec<MemoryCells>,
-    strings: Strings,
-    shapes: Shapes,
-    /// The last string of each interned column (op name, device, dtype) and the last span id.
-    cache: [u32; 3],
-    last_span: u32,
+    pools: Pools,
 }
 
-impl Default for MemoryTable {
-    fn default() -> Self {
-        MemoryTable {
-            rows: Vec::new(),
-            strings: Strings::default(),
-            shapes: Shapes::new(),
-            cache: [NONE; 3],
-            last_span: NONE,
-        }
-    }
-}
+table_common!(MemoryTable, MemoryRow, MemoryEvent);
 
 impl MemoryTable {
-    /// An empty table.
-    pub fn new() -> Self {
-        MemoryTable::default()
-    }
-
-    /// Number of records.
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
-    /// Rows the table holds without growing.
-    pub fn capacity(&self) -> usize {
-        self.rows.capacity()
-    }
-
-    /// Make room for exactly `additional` more rows.
-    pub fn reserve_exact(&mut self, additional: usize) {
-        self.rows.reserve_exact(additional);
-    }
-
-    /// [`MemoryTable::reserve_exact`], or the reason there is no room.
-    pub fn try_reserve_exact(
-        &mut self,
-        additional: usize,
-    ) -> Result<(), alloc::collections::TryReserveError> {
-        self.rows.try_reserve_exact(additional)
-    }
-
-    /// Record `i`, if there is one.
-    pub fn get(&self, i: usize) -> Option<MemoryRow<'_>> {
-        self.rows.get(i).map(|c| self.row_of(c))
-    }
-
     /// Record `i`.
     ///
     /// # Panics
     /// When `i` is not below [`MemoryTable::len`], as indexing a slice would.
     pub fn row(&self, i: usize) -> MemoryRow<'_> {
         self.row_of(&self.rows[i])
-    }
-
-    /// The records in order.
-    pub fn iter(&self) -> Rows<'_, MemoryTable> {
-        Rows {
-            table: self,
-            range: 0..self.len(),
-        }
     }
 
     /// Record `i`'s fields one at a time (a replay reads a few of each record, some of them
@@ -477,17 +523,18 @@ impl MemoryTable {
     }
 
     fn row_of(&self, c: &MemoryCells) -> MemoryRow<'_> {
-        let s = |i| self.strings.get(i);
+        let p = &self.pools;
+        let s = |i| p.str(i);
         MemoryRow {
             line: c.line,
             timestamp_ns: c.timestamp_ns,
             tensor_id: s(c.tensor_id),
             span_id: s(c.span_id),
-            op_name: (c.op_name != NONE).then(|| s(c.op_name)),
+            op_name: p.opt_str(c.op_name),
             device: s(c.device),
             bytes: c.bytes,
             action: c.action,
-            shape: self.shapes.get(c.shape),
+            shape: p.shapes.get(c.shape),
             dtype: s(c.dtype),
             category: c.category,
         }
@@ -495,7 +542,7 @@ impl MemoryTable {
 
     /// Append a record (as read from a line, or as moved from another table).
     pub fn push(&mut self, row: MemoryRow<'_>) {
-        let shape = self.shapes.intern(row.shape);
+        let shape = self.pools.shapes.intern(row.shape);
         self.push_with_shape(row, shape);
     }
 
@@ -507,22 +554,17 @@ impl MemoryTable {
     /// [`MemoryTable::push`] with the shape given by its dimensions one at a time (`row.shape`
     /// is not read).
     pub fn push_with_dims(&mut self, row: MemoryRow<'_>, dims: impl Iterator<Item = u64>) {
-        let shape = self.shapes.intern_iter(dims);
+        let shape = self.pools.shapes.intern_iter(dims);
         self.push_with_shape(row, shape);
     }
 
     fn push_with_shape(&mut self, row: MemoryRow<'_>, shape: u32) {
-        let strings = &mut self.strings;
-        let [op_cache, device_cache, dtype_cache] = &mut self.cache;
-        let tensor_id = strings.push(row.tensor_id);
-        let span_id = strings.push_unless_last(self.last_span, row.span_id);
-        self.last_span = span_id;
-        let op_name = match row.op_name {
-            Some(name) => strings.intern(op_cache, name),
-            None => NONE,
-        };
-        let device = strings.intern(device_cache, row.device);
-        let dtype = strings.intern(dtype_cache, row.dtype);
+        let p = &mut self.pools;
+        let tensor_id = p.id(row.tensor_id);
+        let span_id = p.span(row.span_id);
+        let op_name = row.op_name.map_or(NONE, |name| p.name(OP_NAME, name));
+        let device = p.name(DEVICE, row.device);
+        let dtype = p.name(DTYPE, row.dtype);
         self.rows.push(MemoryCells {
             line: row.line,
             timestamp_ns: row.timestamp_ns,
@@ -536,45 +578,6 @@ impl MemoryTable {
             action: row.action,
             category: row.category,
         });
-    }
-
-    /// Bytes the table holds on the heap (rows, strings, shapes and their indexes).
-    pub fn heap_bytes(&self) -> usize {
-        self.rows.capacity() * core::mem::size_of::<MemoryCells>()
-            + self.strings.heap_bytes()
-            + self.shapes.heap_bytes()
-    }
-}
-
-impl fmt::Debug for MemoryTable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-/// Tables are equal when they hold the same records in the same order (however their strings
-/// were numbered).
-impl PartialEq for MemoryTable {
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-impl Eq for MemoryTable {}
-
-impl FromIterator<Lined<MemoryEvent>> for MemoryTable {
-    fn from_iter<I: IntoIterator<Item = Lined<MemoryEvent>>>(iter: I) -> Self {
-        let mut table = MemoryTable::new();
-        table.extend(iter);
-        table
-    }
-}
-
-impl Extend<Lined<MemoryEvent>> for MemoryTable {
-    fn extend<I: IntoIterator<Item = Lined<MemoryEvent>>>(&mut self, iter: I) {
-        for e in iter {
-            self.push_event(e.line, &e.event);
-        }
     }
 }
 
@@ -768,71 +771,17 @@ impl<'a> OpRow<'a> {
 }
 
 /// A document's `op` records in file order, as compact rows (see the [module](self)).
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct OpTable {
     rows: Vec<OpCells>,
     /// Every row's input ids, end to end (string numbers).
     inputs: Vec<u32>,
-    strings: Strings,
-    shapes: Shapes,
-    /// The last string of each interned column (op name, device, dtype) and the last span id.
-    cache: [u32; 3],
-    last_span: u32,
+    pools: Pools,
 }
 
-impl Default for OpTable {
-    fn default() -> Self {
-        OpTable {
-            rows: Vec::new(),
-            inputs: Vec::new(),
-            strings: Strings::default(),
-            shapes: Shapes::new(),
-            cache: [NONE; 3],
-            last_span: NONE,
-        }
-    }
-}
+table_common!(OpTable, OpRow, Op);
 
 impl OpTable {
-    /// An empty table.
-    pub fn new() -> Self {
-        OpTable::default()
-    }
-
-    /// Number of records.
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
-    /// Rows the table holds without growing.
-    pub fn capacity(&self) -> usize {
-        self.rows.capacity()
-    }
-
-    /// Make room for exactly `additional` more rows.
-    pub fn reserve_exact(&mut self, additional: usize) {
-        self.rows.reserve_exact(additional);
-    }
-
-    /// [`OpTable::reserve_exact`], or the reason there is no room.
-    pub fn try_reserve_exact(
-        &mut self,
-        additional: usize,
-    ) -> Result<(), alloc::collections::TryReserveError> {
-        self.rows.try_reserve_exact(additional)
-    }
-
-    /// Record `i`, if there is one.
-    pub fn get(&self, i: usize) -> Option<OpRow<'_>> {
-        let c = self.rows.get(i)?;
-        Some(self.row_of(i, c))
-    }
-
     /// Record `i`.
     ///
     /// # Panics
@@ -841,16 +790,9 @@ impl OpTable {
         self.row_of(i, &self.rows[i])
     }
 
-    /// The records in order.
-    pub fn iter(&self) -> Rows<'_, OpTable> {
-        Rows {
-            table: self,
-            range: 0..self.len(),
-        }
-    }
-
     fn row_of(&self, i: usize, c: &OpCells) -> OpRow<'_> {
-        let s = |i| self.strings.get(i);
+        let p = &self.pools;
+        let s = |i| p.str(i);
         let start = match i.checked_sub(1) {
             Some(p) => self.rows[p].inputs_end as usize,
             None => 0,
@@ -860,11 +802,11 @@ impl OpTable {
             span_id: s(c.span_id),
             op_name: s(c.op_name),
             inputs: Inputs(InputsRepr::Table(
-                &self.strings,
+                &p.strings,
                 &self.inputs[start..c.inputs_end as usize],
             )),
-            output: (c.output != NONE).then(|| s(c.output)),
-            shape: self.shapes.get(c.shape),
+            output: p.opt_str(c.output),
+            shape: p.shapes.get(c.shape),
             dtype: s(c.dtype),
             device: s(c.device),
             duration_ns: c.duration_ns,
@@ -876,7 +818,7 @@ impl OpTable {
 
     /// Append a record (as moved from another table).
     pub fn push(&mut self, row: OpRow<'_>) {
-        let shape = self.shapes.intern(row.shape);
+        let shape = self.pools.shapes.intern(row.shape);
         self.push_with_shape(row, row.inputs.iter(), shape);
     }
 
@@ -893,7 +835,7 @@ impl OpTable {
         inputs: impl Iterator<Item = &'s str>,
         dims: impl Iterator<Item = u64>,
     ) {
-        let shape = self.shapes.intern_iter(dims);
+        let shape = self.pools.shapes.intern_iter(dims);
         self.push_with_shape(row, inputs, shape);
     }
 
@@ -903,17 +845,15 @@ impl OpTable {
         inputs: impl Iterator<Item = &'s str>,
         shape: u32,
     ) {
-        let strings = &mut self.strings;
+        let p = &mut self.pools;
         for input in inputs {
-            self.inputs.push(strings.push(input));
+            self.inputs.push(p.id(input));
         }
-        let [op_cache, device_cache, dtype_cache] = &mut self.cache;
-        let span_id = strings.push_unless_last(self.last_span, row.span_id);
-        self.last_span = span_id;
-        let op_name = strings.intern(op_cache, row.op_name);
-        let output = row.output.map_or(NONE, |o| strings.push(o));
-        let device = strings.intern(device_cache, row.device);
-        let dtype = strings.intern(dtype_cache, row.dtype);
+        let span_id = p.span(row.span_id);
+        let op_name = p.name(OP_NAME, row.op_name);
+        let output = row.output.map_or(NONE, |o| p.id(o));
+        let device = p.name(DEVICE, row.device);
+        let dtype = p.name(DTYPE, row.dtype);
         self.rows.push(OpCells {
             line: row.line,
             duration_ns: row.duration_ns,
@@ -930,45 +870,6 @@ impl OpTable {
             inputs_end: self.inputs.len() as u32,
             has_storage_bytes: row.storage_bytes.is_some(),
         });
-    }
-
-    /// Bytes the table holds on the heap (rows, input ids, strings, shapes and their indexes).
-    pub fn heap_bytes(&self) -> usize {
-        self.rows.capacity() * core::mem::size_of::<OpCells>()
-            + self.inputs.capacity() * 4
-            + self.strings.heap_bytes()
-            + self.shapes.heap_bytes()
-    }
-}
-
-impl fmt::Debug for OpTable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-/// Tables are equal when they hold the same records in the same order.
-impl PartialEq for OpTable {
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-impl Eq for OpTable {}
-
-impl FromIterator<Lined<Op>> for OpTable {
-    fn from_iter<I: IntoIterator<Item = Lined<Op>>>(iter: I) -> Self {
-        let mut table = OpTable::new();
-        table.extend(iter);
-        table
-    }
-}
-
-impl Extend<Lined<Op>> for OpTable {
-    fn extend<I: IntoIterator<Item = Lined<Op>>>(&mut self, iter: I) {
-        for e in iter {
-            self.push_event(e.line, &e.event);
-        }
     }
 }
 
@@ -1020,9 +921,9 @@ mod tests {
         assert_eq!(table.iter().next_back().map(|r| r.line), Some(14));
         // Names, devices, dtypes and shapes are stored once; the two rows of span s1 in a run
         // share its id, the third (after s2) stores it again.
-        assert_eq!(table.shapes.ends.len(), 4);
-        let strings: Vec<&str> = (0..table.strings.ends.len() as u32)
-            .map(|i| table.strings.get(i))
+        assert_eq!(table.pools.shapes.ends.len(), 4);
+        let strings: Vec<&str> = (0..table.pools.strings.ends.len() as u32)
+            .map(|i| table.pools.str(i))
             .collect();
         assert_eq!(
             strings,
@@ -1042,7 +943,7 @@ mod tests {
             .collect();
         // The same records, their strings numbered in another order.
         let mut other = MemoryTable::new();
-        other.strings.push("unused");
+        other.pools.id("unused");
         other.push_event(1, &a);
         other.push_event(2, &b);
         assert_eq!(one, other);
