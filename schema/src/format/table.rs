@@ -2,9 +2,9 @@
 //! short and repeat (device, dtype, op name) or follow one another (the span id of consecutive
 //! records), and whose shapes come from a few dozen; as one struct per record, each with its own
 //! strings and its own shape on the heap, a `memory` record took 176 bytes and a heap block.
-//! A table keeps each record as a fixed row of numbers and writes its strings and shapes once,
-//! end to end, in tables of their own ([`Strings`], [`Shapes`]); a record is read back as a
-//! row of borrowed fields ([`MemoryRow`]).
+//! A table keeps each record as a fixed row of numbers; its names and shapes are stored once and
+//! its ids end to end, in pools of their own (`Strings`, `Shapes`); a record is read back as a
+//! row of borrowed fields ([`MemoryRow`], [`OpRow`]).
 //!
 //! [`MemoryTable`] holds a document's `memory` records (56 bytes a row, plus the bytes of its
 //! tensor id), [`OpTable`] its `op` records (72 bytes a row, plus its input and output ids).
