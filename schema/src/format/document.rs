@@ -410,12 +410,55 @@ pub struct TraceReader {
 /// what the whole file will need at the rate seen so far (plus 1/16), instead of doubling: a
 /// large trace's records are then moved once or not at all, rather than about once per doubling.
 /// Before that point, or without a size, `v` doubles as usual.
-fn make_room<T>(v: &mut Vec<T>, consumed: u64, total: u64) {
+fn make_room(v: &mut impl Room, consumed: u64, total: u64) {
     if v.len() < v.capacity() {
         return;
     }
     if let Some(extra) = projected_extra(v.len(), consumed, total) {
         v.reserve_exact(extra);
+    }
+}
+
+/// A list of records that `make_room` grows: a `Vec` or a table.
+trait Room {
+    fn len(&self) -> usize;
+    fn capacity(&self) -> usize;
+    fn reserve_exact(&mut self, additional: usize);
+}
+
+impl<T> Room for Vec<T> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn capacity(&self) -> usize {
+        Vec::capacity(self)
+    }
+    fn reserve_exact(&mut self, additional: usize) {
+        Vec::reserve_exact(self, additional);
+    }
+}
+
+impl Room for OpTable {
+    fn len(&self) -> usize {
+        OpTable::len(self)
+    }
+    fn capacity(&self) -> usize {
+        OpTable::capacity(self)
+    }
+    fn reserve_exact(&mut self, additional: usize) {
+        OpTable::reserve_exact(self, additional);
+    }
+}
+
+impl Room for MemoryTable {
+    fn len(&self) -> usize {
+        MemoryTable::len(self)
+    }
+    fn capacity(&self) -> usize {
+        MemoryTable::capacity(self)
+    }
+    fn reserve_exact(&mut self, additional: usize) {
+        MemoryTable::reserve_exact(self, additional);
     }
 }
 
@@ -588,7 +631,7 @@ impl TraceReader {
                 self.check_ref(RefKind::Memory, &event.span_id, number);
                 match self.keep {
                     Keep::Everything => {
-                        self.make_memory_room(consumed, total);
+                        make_room(&mut self.doc.memory, consumed, total);
                         self.doc.memory.push_event(number, &event);
                     }
                     Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
@@ -652,7 +695,7 @@ impl TraceReader {
                 self.check_ref(RefKind::Memory, m.span_id, number);
                 match self.keep {
                     Keep::Everything => {
-                        self.make_memory_room(consumed, total);
+                        make_room(&mut self.doc.memory, consumed, total);
                         let (row, shape) = m.row(number);
                         self.doc.memory.push_with_dims(row, shape.iter());
                     }
@@ -732,12 +775,7 @@ impl TraceReader {
         self.check_ref(RefKind::Op, span_id, number);
         match self.keep {
             Keep::Everything => {
-                let ops = &mut self.doc.ops;
-                if ops.len() == ops.capacity() {
-                    if let Some(extra) = projected_extra(ops.len(), consumed, total) {
-                        ops.reserve_exact(extra);
-                    }
-                }
+                make_room(&mut self.doc.ops, consumed, total);
                 true
             }
             Keep::Summary => {
@@ -763,16 +801,6 @@ impl TraceReader {
                 tensors.push(Lined::new(number, build()));
             }
             Keep::Summary => self.dropped.tensors += 1,
-        }
-    }
-
-    /// Room for a `memory` record kept whole (its span reference already checked).
-    fn make_memory_room(&mut self, consumed: u64, total: u64) {
-        let memory = &mut self.doc.memory;
-        if memory.len() == memory.capacity() {
-            if let Some(extra) = projected_extra(memory.len(), consumed, total) {
-                memory.reserve_exact(extra);
-            }
         }
     }
 
