@@ -42,7 +42,7 @@ use crate::format::events::{
 use crate::format::jsonl::{Line, LineSplitter};
 use crate::format::memory::{Curve, MemoryProfile};
 use crate::format::spans::SpanTree;
-use crate::format::table::{MemoryTable, OpTable};
+use crate::format::table::{MemoryTable, OpTable, Room};
 
 use crate::format::records::MemoryFacts;
 pub use crate::format::records::{Lined, Span};
@@ -416,49 +416,6 @@ fn make_room(v: &mut impl Room, consumed: u64, total: u64) {
     }
     if let Some(extra) = projected_extra(v.len(), consumed, total) {
         v.reserve_exact(extra);
-    }
-}
-
-/// A list of records that `make_room` grows: a `Vec` or a table.
-trait Room {
-    fn len(&self) -> usize;
-    fn capacity(&self) -> usize;
-    fn reserve_exact(&mut self, additional: usize);
-}
-
-impl<T> Room for Vec<T> {
-    fn len(&self) -> usize {
-        Vec::len(self)
-    }
-    fn capacity(&self) -> usize {
-        Vec::capacity(self)
-    }
-    fn reserve_exact(&mut self, additional: usize) {
-        Vec::reserve_exact(self, additional);
-    }
-}
-
-impl Room for OpTable {
-    fn len(&self) -> usize {
-        OpTable::len(self)
-    }
-    fn capacity(&self) -> usize {
-        OpTable::capacity(self)
-    }
-    fn reserve_exact(&mut self, additional: usize) {
-        OpTable::reserve_exact(self, additional);
-    }
-}
-
-impl Room for MemoryTable {
-    fn len(&self) -> usize {
-        MemoryTable::len(self)
-    }
-    fn capacity(&self) -> usize {
-        MemoryTable::capacity(self)
-    }
-    fn reserve_exact(&mut self, additional: usize) {
-        MemoryTable::reserve_exact(self, additional);
     }
 }
 

@@ -272,6 +272,26 @@ impl Pools {
     }
 }
 
+/// A list of records that the reader grows to its projected size (`make_room` in
+/// `document`): a `Vec` or a table.
+pub(crate) trait Room {
+    fn len(&self) -> usize;
+    fn capacity(&self) -> usize;
+    fn reserve_exact(&mut self, additional: usize);
+}
+
+impl<T> Room for Vec<T> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn capacity(&self) -> usize {
+        Vec::capacity(self)
+    }
+    fn reserve_exact(&mut self, additional: usize) {
+        Vec::reserve_exact(self, additional);
+    }
+}
+
 /// What both tables share: size and room, records by position ([`Table`], [`Rows`]), equality
 /// by records (however the strings were numbered), and building from owned events.
 macro_rules! table_common {
@@ -331,6 +351,18 @@ macro_rules! table_common {
             }
             fn row(&self, i: usize) -> $row<'_> {
                 $table::row(self, i)
+            }
+        }
+
+        impl Room for $table {
+            fn len(&self) -> usize {
+                self.rows.len()
+            }
+            fn capacity(&self) -> usize {
+                self.rows.capacity()
+            }
+            fn reserve_exact(&mut self, additional: usize) {
+                self.rows.reserve_exact(additional);
             }
         }
 
