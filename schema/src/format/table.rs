@@ -24,64 +24,100 @@ use crate::format::records::Lined;
 /// The number of an absent optional string.
 const NONE: u32 = u32::MAX;
 
-/// Strings end to end in one buffer, each known by its number (in order of storing). Names
-/// that repeat are stored once ([`Strings::intern`]); ids, nearly all distinct, are appended
-/// as they come ([`Strings::push`], or [`Strings::push_unless_last`] for a run of records that
-/// share one).
+/// What a [`Pool`] keeps its values in, end to end: a `String` (values `str`) or a `Vec<u64>`
+/// (values `[u64]`, shapes).
+pub(crate) trait Buffer: Default {
+    type Value: ?Sized + Eq + core::hash::Hash;
+    fn value(&self, range: core::ops::Range<usize>) -> &Self::Value;
+    fn append(&mut self, value: &Self::Value);
+    fn len(&self) -> usize;
+}
+
+impl Buffer for String {
+    type Value = str;
+    fn value(&self, range: core::ops::Range<usize>) -> &str {
+        &self[range]
+    }
+    fn append(&mut self, value: &str) {
+        self.push_str(value);
+    }
+    fn len(&self) -> usize {
+        String::len(self)
+    }
+}
+
+impl Buffer for Vec<u64> {
+    type Value = [u64];
+    fn value(&self, range: core::ops::Range<usize>) -> &[u64] {
+        &self[range]
+    }
+    fn append(&mut self, value: &[u64]) {
+        self.extend_from_slice(value);
+    }
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+}
+
+/// Values end to end in one buffer, each known by its number (in order of storing). Values
+/// that repeat (names, shapes) are stored once ([`Pool::intern`]); ids, nearly all distinct,
+/// are appended as they come ([`Pool::push`], or [`Pool::push_unless_last`] for a run of
+/// records that share one).
 #[derive(Clone, Default)]
-pub(crate) struct Strings {
-    bytes: String,
+pub(crate) struct Pool<B> {
+    values: B,
     ends: Vec<usize>,
-    /// The interned strings' numbers, by hash.
+    /// The interned values' numbers, by hash.
     index: HashTable<u32>,
     hasher: DefaultHashBuilder,
 }
 
-impl Strings {
-    /// String number `i` (`i` was returned by this table).
-    pub(crate) fn get(&self, i: u32) -> &str {
-        let i = i as usize;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.bytes[start..self.ends[i]]
+/// Strings: ids and names.
+pub(crate) type Strings = Pool<String>;
+
+impl<B: Buffer> Pool<B> {
+    /// Value number `i` (`i` was returned by this pool).
+    pub(crate) fn get(&self, i: u32) -> &B::Value {
+        value_at(&self.values, &self.ends, i)
     }
 
-    /// Store `s` as the next string.
-    pub(crate) fn push(&mut self, s: &str) -> u32 {
-        self.bytes.push_str(s);
-        self.ends.push(self.bytes.len());
-        // A table of 2^32 strings would need hundreds of gigabytes of trace in memory.
+    /// Store `value` as the next one.
+    pub(crate) fn push(&mut self, value: &B::Value) -> u32 {
+        self.values.append(value);
+        self.ends.push(self.values.len());
+        // A pool of 2^32 values would need hundreds of gigabytes of trace in memory.
         (self.ends.len() - 1) as u32
     }
 
-    /// `last` when that string is `s` (records in a run share their span), otherwise `s`
-    /// stored as the next string.
-    pub(crate) fn push_unless_last(&mut self, last: u32, s: &str) -> u32 {
-        if last != NONE && self.get(last) == s {
+    /// `last` when that value is `value` (records in a run share their span), otherwise
+    /// `value` stored as the next one.
+    pub(crate) fn push_unless_last(&mut self, last: u32, value: &B::Value) -> u32 {
+        if last != NONE && self.get(last) == value {
             return last;
         }
-        self.push(s)
+        self.push(value)
     }
 
-    /// The number of `s` among the interned strings, storing it the first time: `cache`
-    /// (the column's last string) is compared before the string is hashed.
-    pub(crate) fn intern(&mut self, cache: &mut u32, s: &str) -> u32 {
-        if *cache != NONE && self.get(*cache) == s {
+    /// The number of `value` among the interned values, storing it the first time: `cache`
+    /// (the column's last value) is compared before the value is hashed, and set to it.
+    pub(crate) fn intern(&mut self, cache: &mut u32, value: &B::Value) -> u32 {
+        if *cache != NONE && self.get(*cache) == value {
             return *cache;
         }
-        let hash = self.hasher.hash_one(s);
+        let hash = self.hasher.hash_one(value);
         let found = {
-            let (bytes, ends) = (&self.bytes, &self.ends);
+            let (values, ends) = (&self.values, &self.ends);
             self.index
-                .find(hash, |&i| str_at(bytes, ends, i) == s)
+                .find(hash, |&i| value_at(values, ends, i) == value)
                 .copied()
         };
         let n = match found {
             Some(n) => n,
             None => {
-                let n = self.push(s);
-                let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
+                let n = self.push(value);
+                let (values, ends, hasher) = (&self.values, &self.ends, &self.hasher);
                 self.index
-                    .insert_unique(hash, n, |&i| hasher.hash_one(str_at(bytes, ends, i)));
+                    .insert_unique(hash, n, |&i| hasher.hash_one(value_at(values, ends, i)));
                 n
             }
         };
@@ -90,68 +126,45 @@ impl Strings {
     }
 }
 
-fn str_at<'a>(bytes: &'a str, ends: &[usize], i: u32) -> &'a str {
+fn value_at<'a, B: Buffer>(values: &'a B, ends: &[usize], i: u32) -> &'a B::Value {
     let i = i as usize;
     let start = if i == 0 { 0 } else { ends[i - 1] };
-    &bytes[start..ends[i]]
+    values.value(start..ends[i])
 }
 
-/// Shapes end to end, each stored once and known by its number.
-#[derive(Clone, Default)]
-pub(crate) struct Shapes {
-    dims: Vec<u64>,
-    ends: Vec<usize>,
-    index: HashTable<u32>,
-    hasher: DefaultHashBuilder,
+/// Shapes, each stored once.
+#[derive(Clone)]
+struct Shapes {
+    pool: Pool<Vec<u64>>,
     /// The dimensions of the shape being stored ([`Shapes::intern_iter`]).
     scratch: Vec<u64>,
     /// The last shape stored or found.
     last: u32,
 }
 
-impl Shapes {
-    fn new() -> Self {
+impl Default for Shapes {
+    fn default() -> Self {
         Shapes {
+            pool: Pool::default(),
+            scratch: Vec::new(),
             last: NONE,
-            ..Shapes::default()
         }
     }
+}
 
+impl Shapes {
     /// Shape number `i`.
-    pub(crate) fn get(&self, i: u32) -> &[u64] {
-        dims_at(&self.dims, &self.ends, i)
+    fn get(&self, i: u32) -> &[u64] {
+        self.pool.get(i)
     }
 
     /// The number of the shape `dims`, storing it the first time.
-    pub(crate) fn intern(&mut self, dims: &[u64]) -> u32 {
-        if self.last != NONE && self.get(self.last) == dims {
-            return self.last;
-        }
-        let hash = self.hasher.hash_one(dims);
-        let found = {
-            let (all, ends) = (&self.dims, &self.ends);
-            self.index
-                .find(hash, |&i| dims_at(all, ends, i) == dims)
-                .copied()
-        };
-        let n = match found {
-            Some(n) => n,
-            None => {
-                self.dims.extend_from_slice(dims);
-                self.ends.push(self.dims.len());
-                let n = (self.ends.len() - 1) as u32;
-                let (all, ends, hasher) = (&self.dims, &self.ends, &self.hasher);
-                self.index
-                    .insert_unique(hash, n, |&i| hasher.hash_one(dims_at(all, ends, i)));
-                n
-            }
-        };
-        self.last = n;
-        n
+    fn intern(&mut self, dims: &[u64]) -> u32 {
+        self.pool.intern(&mut self.last, dims)
     }
 
     /// [`Shapes::intern`] of dimensions that come one at a time.
-    pub(crate) fn intern_iter(&mut self, dims: impl IntoIterator<Item = u64>) -> u32 {
+    fn intern_iter(&mut self, dims: impl IntoIterator<Item = u64>) -> u32 {
         let mut scratch = core::mem::take(&mut self.scratch);
         scratch.clear();
         scratch.extend(dims);
@@ -159,12 +172,6 @@ impl Shapes {
         self.scratch = scratch;
         n
     }
-}
-
-fn dims_at<'a>(dims: &'a [u64], ends: &[usize], i: u32) -> &'a [u64] {
-    let i = i as usize;
-    let start = if i == 0 { 0 } else { ends[i - 1] };
-    &dims[start..ends[i]]
 }
 
 /// A table whose records are read back by position.
@@ -238,7 +245,7 @@ impl Default for Pools {
     fn default() -> Self {
         Pools {
             strings: Strings::default(),
-            shapes: Shapes::new(),
+            shapes: Shapes::default(),
             names: [NONE; 3],
             last_span: NONE,
         }
@@ -953,7 +960,7 @@ mod tests {
         assert_eq!(table.iter().next_back().map(|r| r.line), Some(14));
         // Names, devices, dtypes and shapes are stored once; the two rows of span s1 in a run
         // share its id, the third (after s2) stores it again.
-        assert_eq!(table.pools.shapes.ends.len(), 4);
+        assert_eq!(table.pools.shapes.pool.ends.len(), 4);
         let strings: Vec<&str> = (0..table.pools.strings.ends.len() as u32)
             .map(|i| table.pools.str(i))
             .collect();
