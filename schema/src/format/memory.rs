@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::format::diagnostics::{Category, Diagnostic};
 use crate::format::events::{DeviceMemory, MemoryAction, TensorCategory};
-use crate::format::records::{Lined, MemoryFacts};
-use crate::format::table::{MemoryFields, MemoryTable};
+use crate::format::records::{Lined, MemoryFacts, MemoryRecord, MemoryRecords};
+use crate::format::table::MemoryTable;
 
 /// One allocation live at the peak.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,68 +119,6 @@ impl Slot {
     /// Whether the allocation was live right after the event at replay position `pos`.
     fn live_after(&self, pos: usize) -> bool {
         self.alloc_pos <= pos && self.freed_pos.is_none_or(|f| f > pos)
-    }
-}
-
-/// What the replay reads of a `memory` record: a row of a document's [`MemoryTable`], or the
-/// [`MemoryFacts`] a summary read keeps. Strings live as long as the records they came from.
-pub(crate) trait MemoryRecord<'a> {
-    fn line(&self) -> u64;
-    fn timestamp_ns(&self) -> u64;
-    fn tensor_id(&self) -> &'a str;
-    fn device(&self) -> &'a str;
-    fn bytes(&self) -> u64;
-    fn action(&self) -> MemoryAction;
-    fn category(&self) -> TensorCategory;
-    /// Empty when not kept.
-    fn span_id(&self) -> &'a str;
-    fn op_name(&self) -> Option<&'a str>;
-}
-
-/// The records the replay reads, by position.
-pub(crate) trait MemoryRecords<'a>: Copy {
-    type Record: MemoryRecord<'a>;
-    fn len(self) -> usize;
-    fn at(self, i: usize) -> Self::Record;
-}
-
-impl<'a> MemoryRecord<'a> for MemoryFields<'a> {
-    fn line(&self) -> u64 {
-        MemoryFields::line(self)
-    }
-    fn timestamp_ns(&self) -> u64 {
-        MemoryFields::timestamp_ns(self)
-    }
-    fn tensor_id(&self) -> &'a str {
-        MemoryFields::tensor_id(self)
-    }
-    fn device(&self) -> &'a str {
-        MemoryFields::device(self)
-    }
-    fn bytes(&self) -> u64 {
-        MemoryFields::bytes(self)
-    }
-    fn action(&self) -> MemoryAction {
-        MemoryFields::action(self)
-    }
-    fn category(&self) -> TensorCategory {
-        MemoryFields::category(self)
-    }
-    fn span_id(&self) -> &'a str {
-        MemoryFields::span_id(self)
-    }
-    fn op_name(&self) -> Option<&'a str> {
-        MemoryFields::op_name(self)
-    }
-}
-
-impl<'a> MemoryRecords<'a> for &'a MemoryTable {
-    type Record = MemoryFields<'a>;
-    fn len(self) -> usize {
-        MemoryTable::len(self)
-    }
-    fn at(self, i: usize) -> MemoryFields<'a> {
-        self.fields(i)
     }
 }
 

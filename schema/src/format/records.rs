@@ -82,6 +82,29 @@ pub(crate) struct MemoryFacts {
     pub(crate) category: TensorCategory,
 }
 
+/// What the memory replay (`memory::MemoryProfile`) reads of a `memory` record: a row of a
+/// document's [`MemoryTable`](crate::format::table::MemoryTable), or the [`MemoryFacts`] a
+/// summary read keeps. Strings live as long as the records they came from.
+pub(crate) trait MemoryRecord<'a> {
+    fn line(&self) -> u64;
+    fn timestamp_ns(&self) -> u64;
+    fn tensor_id(&self) -> &'a str;
+    fn device(&self) -> &'a str;
+    fn bytes(&self) -> u64;
+    fn action(&self) -> MemoryAction;
+    fn category(&self) -> TensorCategory;
+    /// Empty when not kept.
+    fn span_id(&self) -> &'a str;
+    fn op_name(&self) -> Option<&'a str>;
+}
+
+/// The records the replay reads, by position.
+pub(crate) trait MemoryRecords<'a>: Copy {
+    type Record: MemoryRecord<'a>;
+    fn len(self) -> usize;
+    fn at(self, i: usize) -> Self::Record;
+}
+
 #[cfg(all(test, target_pointer_width = "64"))]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use crate::format::events::{
     derived_storage_bytes, CompactString, MemoryAction, MemoryEvent, Op, TensorCategory,
 };
-use crate::format::records::Lined;
+use crate::format::records::{Lined, MemoryRecord, MemoryRecords};
 
 /// The number of an absent optional string.
 const NONE: u32 = u32::MAX;
@@ -504,33 +504,43 @@ pub(crate) struct MemoryFields<'a> {
     cells: &'a MemoryCells,
 }
 
-impl<'a> MemoryFields<'a> {
-    pub(crate) fn line(&self) -> u64 {
+impl<'a> MemoryRecord<'a> for MemoryFields<'a> {
+    fn line(&self) -> u64 {
         self.cells.line
     }
-    pub(crate) fn timestamp_ns(&self) -> u64 {
+    fn timestamp_ns(&self) -> u64 {
         self.cells.timestamp_ns
     }
-    pub(crate) fn tensor_id(&self) -> &'a str {
+    fn tensor_id(&self) -> &'a str {
         self.table.pools.str(self.cells.tensor_id)
     }
-    pub(crate) fn span_id(&self) -> &'a str {
-        self.table.pools.str(self.cells.span_id)
-    }
-    pub(crate) fn op_name(&self) -> Option<&'a str> {
-        self.table.pools.opt_str(self.cells.op_name)
-    }
-    pub(crate) fn device(&self) -> &'a str {
+    fn device(&self) -> &'a str {
         self.table.pools.str(self.cells.device)
     }
-    pub(crate) fn bytes(&self) -> u64 {
+    fn bytes(&self) -> u64 {
         self.cells.bytes
     }
-    pub(crate) fn action(&self) -> MemoryAction {
+    fn action(&self) -> MemoryAction {
         self.cells.action
     }
-    pub(crate) fn category(&self) -> TensorCategory {
+    fn category(&self) -> TensorCategory {
         self.cells.category
+    }
+    fn span_id(&self) -> &'a str {
+        self.table.pools.str(self.cells.span_id)
+    }
+    fn op_name(&self) -> Option<&'a str> {
+        self.table.pools.opt_str(self.cells.op_name)
+    }
+}
+
+impl<'a> MemoryRecords<'a> for &'a MemoryTable {
+    type Record = MemoryFields<'a>;
+    fn len(self) -> usize {
+        MemoryTable::len(self)
+    }
+    fn at(self, i: usize) -> MemoryFields<'a> {
+        self.fields(i)
     }
 }
 
