@@ -28,9 +28,9 @@ use super::{
 pub(crate) struct StrList<'a>(&'a str);
 
 impl<'a> StrList<'a> {
-    /// The elements in order.
+    /// The elements in order. They hold no `"` (no escapes): each is the text between the
+    /// quotes of `"…"`, and elements are separated by `,`.
     pub(crate) fn iter(self) -> impl Iterator<Item = &'a str> {
-        // As in `to_vec`.
         let mut rest = self.0;
         core::iter::from_fn(move || {
             let (element, tail) = rest.strip_prefix('"').and_then(|r| r.split_once('"'))?;
@@ -40,15 +40,8 @@ impl<'a> StrList<'a> {
     }
 
     fn to_vec(self) -> Vec<CompactString> {
-        // The elements hold no `"` (no escapes): each is the text between the quotes of
-        // `"…"`, and elements are separated by `,`.
-        let text = self.0;
-        let mut out = Vec::with_capacity(text.bytes().filter(|&b| b == b',').count() + 1);
-        let mut rest = text;
-        while let Some((element, tail)) = rest.strip_prefix('"').and_then(|r| r.split_once('"')) {
-            out.push(CompactString::from(element));
-            rest = tail.strip_prefix(',').unwrap_or(tail);
-        }
+        let mut out = Vec::with_capacity(self.0.bytes().filter(|&b| b == b',').count() + 1);
+        out.extend(self.iter().map(CompactString::from));
         out
     }
 }
@@ -79,21 +72,8 @@ impl<'a> U64List<'a> {
         if text.is_empty() {
             return Vec::new();
         }
-        // Every element was checked to be canonical digits that fit u64 (so the wrapping
-        // operations never wrap).
         let mut out = Vec::with_capacity(1 + text.iter().filter(|&&b| b == b',').count());
-        let mut v: u64 = 0;
-        for &b in text {
-            if b == b',' {
-                out.push(v);
-                v = 0;
-            } else {
-                v = v
-                    .wrapping_mul(10)
-                    .wrapping_add(u64::from(b.wrapping_sub(b'0')));
-            }
-        }
-        out.push(v);
+        out.extend(self.iter());
         out
     }
 }
