@@ -30,6 +30,7 @@
 //! An inference profile's events (at most a few thousand lines, with free-form JSON
 //! attributes) cross as their JSON line, read back by the schema's own profile reader.
 
+use std::collections::TryReserveError;
 use std::fmt;
 
 use candle_trace_schema::format::chrome::ChromeImport;
@@ -880,8 +881,10 @@ fn head(r: &mut In<'_>, s: Strs<'_>) -> Result<(Partial, &'static [Part])> {
 /// checked against any rows, so room that cannot be had is an error here, not an abort.
 fn reserve(doc: &mut Partial, part: Part, total: usize) -> Result<()> {
     fn room<T>(v: &mut Vec<T>, total: usize) -> Result<()> {
-        v.try_reserve_exact(total)
-            .map_err(|_| broken(format!("no room for {total} rows")))
+        had(v.try_reserve_exact(total), total)
+    }
+    fn had(reserved: std::result::Result<(), TryReserveError>, total: usize) -> Result<()> {
+        reserved.map_err(|_| broken(format!("no room for {total} rows")))
     }
     if total > u32::MAX as usize {
         return Err(broken(format!("{total} rows")));
@@ -897,15 +900,9 @@ fn reserve(doc: &mut Partial, part: Part, total: usize) -> Result<()> {
                 d.reserve_spans(total);
                 Ok(())
             }
-            Part::Ops => d
-                .ops
-                .try_reserve_exact(total)
-                .map_err(|_| broken(format!("no room for {total} rows"))),
+            Part::Ops => had(d.ops.try_reserve_exact(total), total),
             Part::Tensors => room(&mut d.tensors, total),
-            Part::Memory => d
-                .memory
-                .try_reserve_exact(total)
-                .map_err(|_| broken(format!("no room for {total} rows"))),
+            Part::Memory => had(d.memory.try_reserve_exact(total), total),
             Part::DeviceMemory => room(&mut d.device_memory, total),
             Part::Gradients => room(&mut d.gradients, total),
             Part::Edges => room(&mut d.edges, total),
