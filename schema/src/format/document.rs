@@ -396,6 +396,12 @@ pub struct TraceReader {
     /// Index of the span the last checked record named (consecutive records usually name the
     /// same span, which then needs no hash lookup).
     last_ref: Option<u32>,
+    /// Indices of spans started and not yet seen ending, innermost last (at most
+    /// [`OPEN_DEPTH`]): a `span_end` nearly always closes the innermost open span, and a record
+    /// nearly always names it, which this finds without hashing the id or touching the index.
+    /// Only a cache: an entry may be stale (its span closed out of order), and ids are unique
+    /// among spans, so a match is the span the index would return.
+    open: Vec<u32>,
     /// The `memory` records of a [`Keep::Summary`] reader (a [`Keep::Everything`] reader keeps
     /// them in the document).
     memory_facts: Vec<MemoryFacts>,
@@ -410,6 +416,10 @@ pub struct TraceReader {
 /// what the whole file will need at the rate seen so far (plus 1/16), instead of doubling: a
 /// large trace's records are then moved once or not at all, rather than about once per doubling.
 /// Before that point, or without a size, `v` doubles as usual.
+/// The deepest nesting [`TraceReader`]'s cache of open spans follows; deeper spans are found by
+/// hashing their ids.
+const OPEN_DEPTH: usize = 256;
+
 fn make_room(v: &mut impl Room, consumed: u64, total: u64) {
     if v.len() < v.capacity() {
         return;
@@ -642,9 +652,7 @@ impl TraceReader {
             Raw::Op(o) => {
                 if self.op(o.span_id, number, consumed, total) {
                     let (row, inputs, shape) = o.row(number);
-                    self.doc
-                        .ops
-                        .push_with_lists(row, inputs.iter(), shape.iter());
+                    self.doc.ops.push_written(row, inputs, shape);
                 }
             }
             Raw::Tensor(t) => self.tensor(t.span_id, number, consumed, total, || t.to_event()),
@@ -654,7 +662,7 @@ impl TraceReader {
                     Keep::Everything => {
                         make_room(&mut self.doc.memory, consumed, total);
                         let (row, shape) = m.row(number);
-                        self.doc.memory.push_with_dims(row, shape.iter());
+                        self.doc.memory.push_written(row, shape);
                     }
                     Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
                         line: number,
@@ -694,6 +702,9 @@ impl TraceReader {
                 ),
             }
         }
+        if self.open.len() < OPEN_DEPTH {
+            self.open.push(index);
+        }
         self.doc.spans.push(Span {
             id: s.id,
             parent_id: s.parent_id,
@@ -710,7 +721,22 @@ impl TraceReader {
 
     fn span_end(&mut self, id: &str, duration_ns: u64, number: u64) {
         let doc = &mut self.doc;
-        let settled = match doc.span_index.get(&doc.spans, id) {
+        let found = match self.open.last() {
+            Some(&i) if doc.spans[i as usize].id == id => {
+                self.open.pop();
+                Some(i)
+            }
+            _ => {
+                let found = doc.span_index.get(&doc.spans, id);
+                // A span that ends while spans it encloses are open: those are not innermost
+                // any more (they end out of order, or never).
+                if let Some(at) = found.and_then(|i| self.open.iter().rposition(|&o| o == i)) {
+                    self.open.truncate(at);
+                }
+                found
+            }
+        };
+        let settled = match found {
             Some(i) if !self.pending_end_ids.contains(id) => {
                 close_span(&mut doc.spans[i as usize], id, duration_ns, number)
             }
@@ -779,7 +805,10 @@ impl TraceReader {
     #[inline]
     fn check_ref(&mut self, kind: RefKind, span_id: &str, line: u64) {
         let doc = &self.doc;
-        if let Some(last) = self.last_ref {
+        for last in [self.last_ref, self.open.last().copied()]
+            .into_iter()
+            .flatten()
+        {
             if doc.spans[last as usize].id == span_id {
                 return;
             }
@@ -966,6 +995,58 @@ mod tests {
             .iter()
             .map(|d| (d.line, d.severity, d.category))
             .collect()
+    }
+
+    /// Ends found through the reader's cache of open spans and through the index agree:
+    /// nesting deeper than the cache, spans of two threads ending out of order, an end repeated
+    /// after its span left the cache, records naming outer spans.
+    #[test]
+    fn every_end_closes_its_own_span_however_spans_nest() {
+        let deep = OPEN_DEPTH as u64 + 40;
+        let mut lines = vec![META.to_string(), start("root", None, 0, true)];
+        for i in 0..deep {
+            let parent = if i == 0 {
+                "root".into()
+            } else {
+                format!("d{}", i - 1)
+            };
+            lines.push(start(&format!("d{i}"), Some(&parent), i, false));
+        }
+        for i in (0..deep).rev() {
+            lines.push(end(&format!("d{i}"), 1000 + i));
+        }
+        // Two threads: a, b started in turn, a ends first (b is innermost then).
+        lines.push(start("a", Some("root"), 1, false));
+        lines.push(start("b", Some("root"), 2, false));
+        lines.push(start("a1", Some("a"), 3, false));
+        lines.push(end("a", 50));
+        lines.push(mem(4, "t", "cpu", 8, "alloc", "activation").replace("\"root\"", "\"b\""));
+        lines.push(end("a1", 51));
+        lines.push(end("b", 52));
+        lines.push(end("d3", 9)); // closed twice
+        lines.push(end("root", 10_000));
+        let doc = read(&lines);
+        for i in 0..deep {
+            let span = doc.span(&format!("d{i}")).unwrap();
+            assert_eq!(span.duration_ns, Some(1000 + i), "d{i}");
+        }
+        let duration = |id: &str| doc.span(id).unwrap().duration_ns;
+        assert_eq!(
+            [
+                duration("a"),
+                duration("b"),
+                duration("a1"),
+                duration("root")
+            ],
+            [Some(50), Some(52), Some(51), Some(10_000)]
+        );
+        let closed_twice = 2 + 2 * deep as usize + 7 + 1;
+        assert_eq!(
+            lines_of(&doc),
+            vec![(closed_twice as u64, Severity::Error, Category::Duplicate)],
+            "{:?}",
+            doc.diagnostics
+        );
     }
 
     /// A size hint only changes how the record lists grow: right, far too small, far too large

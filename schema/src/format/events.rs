@@ -17,7 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::format::diagnostics::{classify_json_error, Category};
 
-mod fast;
+pub(crate) mod fast;
 
 pub(crate) use fast::Raw;
 
@@ -596,6 +596,7 @@ pub(crate) enum Decoded<'a> {
 /// [`decode_line`], handing writer-shaped lines of the hot kinds back unbuilt, so that the
 /// reader builds only what it keeps. `text` is `bytes` as text when the caller has already
 /// checked that they are UTF-8 ([`crate::format::jsonl::Line::text`]).
+#[inline]
 pub(crate) fn decode_line_borrowed<'a>(
     bytes: &'a [u8],
     text: Option<&'a str>,

@@ -16,6 +16,7 @@ use core::hash::BuildHasher;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
+use crate::format::events::fast::{StrList, U64List};
 use crate::format::events::{
     derived_storage_bytes, CompactString, MemoryAction, MemoryEvent, Op, TensorCategory,
 };
@@ -140,6 +141,12 @@ struct Shapes {
     scratch: Vec<u64>,
     /// The last shape stored or found.
     last: u32,
+    /// Shapes as a line writes them (`8,16`), each stored once, and the shape each one is
+    /// ([`Shapes::intern_written`]): a shape read from a line is then found by its text,
+    /// without reading its numbers.
+    written: Pool<String>,
+    shape_of_written: Vec<u32>,
+    last_written: u32,
 }
 
 impl Default for Shapes {
@@ -148,6 +155,9 @@ impl Default for Shapes {
             pool: Pool::default(),
             scratch: Vec::new(),
             last: NONE,
+            written: Pool::default(),
+            shape_of_written: Vec::new(),
+            last_written: NONE,
         }
     }
 }
@@ -171,6 +181,21 @@ impl Shapes {
         let n = self.intern(&scratch);
         self.scratch = scratch;
         n
+    }
+
+    /// [`Shapes::intern`] of a shape as the fast path read it from a line. Its text is
+    /// canonical (digits without leading zeros, no spaces), so two texts are the same shape
+    /// exactly when they are the same text.
+    fn intern_written(&mut self, list: U64List<'_>) -> u32 {
+        let t = self.written.intern(&mut self.last_written, list.text());
+        match self.shape_of_written.get(t as usize) {
+            Some(&n) => n,
+            None => {
+                let n = self.intern_iter(list.iter());
+                self.shape_of_written.push(n);
+                n
+            }
+        }
     }
 }
 
@@ -607,6 +632,12 @@ impl MemoryTable {
         self.push_with_shape(row, shape);
     }
 
+    /// [`MemoryTable::push`] of a row the fast path read, with its shape as written.
+    pub(crate) fn push_written(&mut self, row: MemoryRow<'_>, shape: U64List<'_>) {
+        let shape = self.pools.shapes.intern_written(shape);
+        self.push_with_shape(row, shape);
+    }
+
     fn push_with_shape(&mut self, row: MemoryRow<'_>, shape: u32) {
         let p = &mut self.pools;
         let tensor_id = p.id(row.tensor_id);
@@ -888,6 +919,12 @@ impl OpTable {
         self.push_with_shape(row, inputs, shape);
     }
 
+    /// [`OpTable::push`] of a row the fast path read, with its inputs and shape as written.
+    pub(crate) fn push_written(&mut self, row: OpRow<'_>, inputs: StrList<'_>, shape: U64List<'_>) {
+        let shape = self.pools.shapes.intern_written(shape);
+        self.push_with_shape(row, inputs.iter(), shape);
+    }
+
     fn push_with_shape<'s>(
         &mut self,
         row: OpRow<'_>,
@@ -981,6 +1018,43 @@ mod tests {
                 ""
             ]
         );
+    }
+
+    #[test]
+    fn a_shape_as_written_is_the_shape_of_its_numbers() {
+        // Rows pushed from a line's text and from numbers, interleaved: each distinct shape is
+        // stored once whichever way it came, and reads back as its numbers.
+        let mut table = MemoryTable::new();
+        let texts = [
+            "4,512,1024",
+            "",
+            "4,512,1024",
+            "7",
+            "18446744073709551615,0",
+        ];
+        let e = event(2, "t1", "s1", None, &[]);
+        table.push_event(1, &event(2, "t1", "s1", None, &[7]));
+        for (i, text) in texts.iter().enumerate() {
+            let row = MemoryRow::of(10 + i as u64, &e);
+            table.push_written(row, U64List::written(text));
+        }
+        table.push_event(20, &event(2, "t1", "s1", None, &[4, 512, 1024]));
+        let shapes: Vec<&[u64]> = table.iter().map(|r| r.shape).collect();
+        assert_eq!(
+            shapes,
+            vec![
+                &[7][..],
+                &[4, 512, 1024],
+                &[],
+                &[4, 512, 1024],
+                &[7],
+                &[u64::MAX, 0],
+                &[4, 512, 1024],
+            ]
+        );
+        assert_eq!(table.pools.shapes.pool.ends.len(), 4);
+        // Each distinct text once.
+        assert_eq!(table.pools.shapes.written.ends.len(), 4);
     }
 
     #[test]
