@@ -2,20 +2,42 @@
 // Content-Security-Policy can forbid inline scripts); this file does the same job.
 import init from './candle-trace-viewer.js';
 
-init({ module_or_path: new URL('./candle-trace-viewer_bg.wasm', import.meta.url) })
-  .then((wasm) => {
-    // The wasm memory (every byte the viewer's Rust code holds), for the benchmarks' memory
-    // figures and anyone curious: `candleTraceMemory.buffer.byteLength`.
-    window.candleTraceMemory = wasm.memory;
-    document.getElementById('boot-message')?.remove();
-  })
-  .catch((err) => {
+// The viewer's wasm is compiled with WebAssembly SIMD (`+simd128`, .cargo/config.toml), which a
+// browser without it refuses to compile. This module, `(func (result v128) (i8x16.popcnt
+// (i8x16.splat (i32.const 0))))`, validates exactly where SIMD is supported (the probe of
+// GoogleChromeLabs' wasm-feature-detect).
+const SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15,
+  253, 98, 11,
+]);
+
+function showLoadError(message) {
   const p = document.createElement('p');
   p.setAttribute('role', 'alert');
   p.className = 'load-error';
-  p.textContent =
-    location.protocol === 'file:'
-      ? 'This browser does not load WebAssembly from file:// pages. Serve the folder instead, e.g. `python3 -m http.server --bind 127.0.0.1` in web/dist, or run `trunk serve` in web/.'
-      : 'The viewer could not start: ' + err;
+  p.dataset.testid = 'boot-error';
+  p.textContent = message;
+  document.getElementById('boot-message')?.remove();
   document.body.prepend(p);
-});
+}
+
+if (typeof WebAssembly !== 'object' || !WebAssembly.validate(SIMD_PROBE)) {
+  showLoadError(
+    'The viewer needs WebAssembly with SIMD, which this browser does not offer (Chrome and Edge 91, Firefox 89 and Safari 16.4 onwards have it).',
+  );
+} else {
+  init({ module_or_path: new URL('./candle-trace-viewer_bg.wasm', import.meta.url) })
+    .then((wasm) => {
+      // The wasm memory (every byte the viewer's Rust code holds), for the benchmarks' memory
+      // figures and anyone curious: `candleTraceMemory.buffer.byteLength`.
+      window.candleTraceMemory = wasm.memory;
+      document.getElementById('boot-message')?.remove();
+    })
+    .catch((err) => {
+      showLoadError(
+        location.protocol === 'file:'
+          ? 'This browser does not load WebAssembly from file:// pages. Serve the folder instead, e.g. `python3 -m http.server --bind 127.0.0.1` in web/dist, or run `trunk serve` in web/.'
+          : 'The viewer could not start: ' + err,
+      );
+    });
+}

@@ -114,6 +114,30 @@ test('a parsing worker that does not start: one fresh worker, then the page itse
   await once.close();
 });
 
+test('a browser without WebAssembly SIMD is told so instead of getting a blank page', async () => {
+  // The wasm is built with SIMD; this Chromium has it, so its answer to the loader's probe is
+  // replaced by "no" before any script of the page runs.
+  const page = await ctx.browser.newPage();
+  await page.addInitScript(() => {
+    WebAssembly.validate = () => false;
+  });
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+  await page.goto(ctx.origin + '/');
+  await page.waitForSelector('[data-testid=boot-error]');
+  assert.match(await page.textContent('[data-testid=boot-error]'), /WebAssembly with SIMD/);
+  assert.equal(await page.locator('#boot-message').count(), 0);
+  assert.equal(await page.locator('[data-testid=file-input]').count(), 0);
+  assert.ok(!requests.some((u) => u.endsWith('/worker.js')), requests.join('\n'));
+  await page.close();
+
+  // The same page with the browser's own answer starts.
+  const { page: normal, seen } = await openPage();
+  assert.equal(await normal.locator('[data-testid=boot-error]').count(), 0);
+  assert.deepEqual(seen.errors, []);
+  await normal.close();
+});
+
 test('a hostile span name is text, and nothing executes', async () => {
   const evil = '<img src=x onerror=alert(1)>';
   const lines = [
