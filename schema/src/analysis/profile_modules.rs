@@ -164,7 +164,7 @@ fn name_paths(spans: &mut [ModuleSpan]) {
     for (i, s) in as_spans.iter().enumerate() {
         index.entry(s.id.as_str()).or_insert(i);
     }
-    let (tree, _) = SpanTree::build(&as_spans, |id| index.get(id).copied());
+    let (tree, _) = SpanTree::build(&as_spans, |_, id| index.get(id).copied());
     let paths = ModulePaths::of_tree(&as_spans, &tree);
     for (i, s) in spans.iter_mut().enumerate() {
         s.path = paths.path(i).to_string();

@@ -321,8 +321,10 @@ impl TraceDocument {
                 ));
             }
         }
-        let (index, spans) = (&doc.span_index, &doc.spans);
-        let (tree, tree_diags) = SpanTree::build(spans, index.resolver(spans));
+        let (tree, tree_diags) = {
+            let resolve = doc.span_index.resolver(&doc.spans);
+            SpanTree::build(&doc.spans, |_, id| resolve(id))
+        };
         doc.tree = tree;
         diagnostics.extend(tree_diags);
         doc.meta = Some(meta);
@@ -402,6 +404,9 @@ pub struct TraceReader {
     /// Only a cache: an entry may be stale (its span closed out of order), and ids are unique
     /// among spans, so a match is the span the index would return.
     open: Vec<u32>,
+    /// Each span's parent when it was the innermost open span at the span's start (nearly
+    /// always), found then with one comparison; `None` for the span tree to look up.
+    parents: Vec<Option<u32>>,
     /// The `memory` records of a [`Keep::Summary`] reader (a [`Keep::Everything`] reader keeps
     /// them in the document).
     memory_facts: Vec<MemoryFacts>,
@@ -652,7 +657,9 @@ impl TraceReader {
             Raw::Op(o) => {
                 if self.op(o.span_id, number, consumed, total) {
                     let (row, inputs, shape) = o.row(number);
-                    self.doc.ops.push_written(row, inputs, shape);
+                    self.doc
+                        .ops
+                        .push_written(row, inputs.iter(), shape.text(), shape.iter());
                 }
             }
             Raw::Tensor(t) => self.tensor(t.span_id, number, consumed, total, || t.to_event()),
@@ -662,7 +669,9 @@ impl TraceReader {
                     Keep::Everything => {
                         make_room(&mut self.doc.memory, consumed, total);
                         let (row, shape) = m.row(number);
-                        self.doc.memory.push_written(row, shape);
+                        self.doc
+                            .memory
+                            .push_written(row, shape.text(), shape.iter());
                     }
                     Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
                         line: number,
@@ -702,6 +711,12 @@ impl TraceReader {
                 ),
             }
         }
+        let doc = &self.doc;
+        let parent = match (&s.parent_id, self.open.last()) {
+            (Some(pid), Some(&top)) if doc.spans[top as usize].id == *pid => Some(top),
+            _ => None,
+        };
+        self.parents.push(parent);
         if self.open.len() < OPEN_DEPTH {
             self.open.push(index);
         }
@@ -851,6 +866,7 @@ impl TraceReader {
             pending_ends,
             pending_refs,
             memory_facts,
+            parents,
             ..
         } = self;
         doc.bytes_read = bytes_read;
@@ -906,7 +922,13 @@ impl TraceReader {
         }
 
         let (index, spans) = (&doc.span_index, &doc.spans);
-        let (tree, tree_diags) = SpanTree::build(spans, index.resolver(spans));
+        let (tree, tree_diags) = {
+            let resolve = index.resolver(spans);
+            SpanTree::build(spans, |i, id| match parents.get(i) {
+                Some(&Some(p)) => Some(p as usize),
+                _ => resolve(id),
+            })
+        };
         doc.tree = tree;
         diags.extend(tree_diags);
 

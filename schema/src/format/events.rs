@@ -17,7 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::format::diagnostics::{classify_json_error, Category};
 
-pub(crate) mod fast;
+mod fast;
 
 pub(crate) use fast::Raw;
 

@@ -299,7 +299,8 @@ impl MemoryProfile {
             ea.timestamp_ns()
                 .cmp(&eb.timestamp_ns())
                 .then(ea.action().cmp(&eb.action()))
-                .then(ea.tensor_id().cmp(eb.tensor_id()))
+                // Lazily: a tensor id is a string looked up in the table.
+                .then_with(|| ea.tensor_id().cmp(eb.tensor_id()))
                 .then(a.cmp(&b))
         });
 

@@ -60,19 +60,20 @@ pub struct SpanTreeParts {
 }
 
 impl SpanTree {
-    /// Build the tree; `parent_of(i)` resolves span `i`'s `parent_id` to an index (`None` when
-    /// it has none). Returns the diagnostics for dangling parents and cycles.
+    /// Build the tree; `resolve(i, parent_id)` resolves span `i`'s `parent_id` to an index
+    /// (`None` when no span has that id). Returns the diagnostics for dangling parents and
+    /// cycles.
     pub fn build(
         spans: &[Span],
-        resolve: impl Fn(&str) -> Option<usize>,
+        resolve: impl Fn(usize, &str) -> Option<usize>,
     ) -> (Self, Vec<Diagnostic>) {
         let n = spans.len();
         let mut diagnostics = Vec::new();
         let mut parent: Vec<Option<u32>> = Vec::with_capacity(n);
-        for span in spans {
+        for (i, span) in spans.iter().enumerate() {
             let p = match &span.parent_id {
                 None => None,
-                Some(pid) => match resolve(pid) {
+                Some(pid) => match resolve(i, pid) {
                     Some(i) => Some(i as u32),
                     None => {
                         diagnostics.push(Diagnostic::error(

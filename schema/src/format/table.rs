@@ -16,7 +16,6 @@ use core::hash::BuildHasher;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-use crate::format::events::fast::{StrList, U64List};
 use crate::format::events::{
     derived_storage_bytes, CompactString, MemoryAction, MemoryEvent, Op, TensorCategory,
 };
@@ -183,15 +182,16 @@ impl Shapes {
         n
     }
 
-    /// [`Shapes::intern`] of a shape as the fast path read it from a line. Its text is
-    /// canonical (digits without leading zeros, no spaces), so two texts are the same shape
+    /// [`Shapes::intern`] of a shape as a line wrote it, `text` (between the brackets), whose
+    /// numbers `dims` gives when it is new. The text must be canonical (digits without
+    /// leading zeros, no spaces: the fast path's lists), so that two texts are the same shape
     /// exactly when they are the same text.
-    fn intern_written(&mut self, list: U64List<'_>) -> u32 {
-        let t = self.written.intern(&mut self.last_written, list.text());
+    fn intern_written(&mut self, text: &str, dims: impl IntoIterator<Item = u64>) -> u32 {
+        let t = self.written.intern(&mut self.last_written, text);
         match self.shape_of_written.get(t as usize) {
             Some(&n) => n,
             None => {
-                let n = self.intern_iter(list.iter());
+                let n = self.intern_iter(dims);
                 self.shape_of_written.push(n);
                 n
             }
@@ -632,9 +632,15 @@ impl MemoryTable {
         self.push_with_shape(row, shape);
     }
 
-    /// [`MemoryTable::push`] of a row the fast path read, with its shape as written.
-    pub(crate) fn push_written(&mut self, row: MemoryRow<'_>, shape: U64List<'_>) {
-        let shape = self.pools.shapes.intern_written(shape);
+    /// [`MemoryTable::push_with_dims`] of a row the fast path read, with its shape's canonical
+    /// text as well (see [`Shapes::intern_written`]).
+    pub(crate) fn push_written(
+        &mut self,
+        row: MemoryRow<'_>,
+        shape_text: &str,
+        dims: impl Iterator<Item = u64>,
+    ) {
+        let shape = self.pools.shapes.intern_written(shape_text, dims);
         self.push_with_shape(row, shape);
     }
 
@@ -919,10 +925,17 @@ impl OpTable {
         self.push_with_shape(row, inputs, shape);
     }
 
-    /// [`OpTable::push`] of a row the fast path read, with its inputs and shape as written.
-    pub(crate) fn push_written(&mut self, row: OpRow<'_>, inputs: StrList<'_>, shape: U64List<'_>) {
-        let shape = self.pools.shapes.intern_written(shape);
-        self.push_with_shape(row, inputs.iter(), shape);
+    /// [`OpTable::push_with_lists`] of a row the fast path read, with its shape's canonical
+    /// text as well (see [`Shapes::intern_written`]).
+    pub(crate) fn push_written<'s>(
+        &mut self,
+        row: OpRow<'_>,
+        inputs: impl Iterator<Item = &'s str>,
+        shape_text: &str,
+        dims: impl Iterator<Item = u64>,
+    ) {
+        let shape = self.pools.shapes.intern_written(shape_text, dims);
+        self.push_with_shape(row, inputs, shape);
     }
 
     fn push_with_shape<'s>(
@@ -1036,7 +1049,11 @@ mod tests {
         table.push_event(1, &event(2, "t1", "s1", None, &[7]));
         for (i, text) in texts.iter().enumerate() {
             let row = MemoryRow::of(10 + i as u64, &e);
-            table.push_written(row, U64List::written(text));
+            let dims = text
+                .split(',')
+                .filter(|d| !d.is_empty())
+                .map(|d| d.parse::<u64>().unwrap());
+            table.push_written(row, text, dims);
         }
         table.push_event(20, &event(2, "t1", "s1", None, &[4, 512, 1024]));
         let shapes: Vec<&[u64]> = table.iter().map(|r| r.shape).collect();

@@ -47,18 +47,9 @@ impl<'a> StrList<'a> {
 }
 
 /// A JSON array of canonical unsigned integers that fit `u64`, as written (the text between the
-/// brackets, e.g. `8,16`; empty for `[]`). Made only by the fast path, which checked that
-/// (or by tests, with such text).
+/// brackets, e.g. `8,16`; empty for `[]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct U64List<'a>(&'a str);
-
-#[cfg(test)]
-impl<'a> U64List<'a> {
-    /// A list of canonical integers as written (`8,16`), for tests.
-    pub(crate) fn written(text: &'a str) -> Self {
-        U64List(text)
-    }
-}
 
 impl<'a> U64List<'a> {
     /// The list as written, without its brackets.
@@ -884,13 +875,13 @@ mod tests {
             Raw::Op(o) => {
                 let mut table = crate::format::table::OpTable::new();
                 let (row, inputs, shape) = o.row(7);
-                table.push_written(row, inputs, shape);
+                table.push_written(row, inputs.iter(), shape.text(), shape.iter());
                 TraceEvent::Op(table.row(0).to_event())
             }
             Raw::Memory(m) => {
                 let mut table = crate::format::table::MemoryTable::new();
                 let (row, shape) = m.row(7);
-                table.push_written(row, shape);
+                table.push_written(row, shape.text(), shape.iter());
                 TraceEvent::Memory(table.row(0).to_event())
             }
             other => other.to_event(),
