@@ -29,6 +29,10 @@ const NONE: u32 = u32::MAX;
 pub(crate) trait Buffer: Default {
     type Value: ?Sized + Eq + core::hash::Hash;
     fn value(&self, range: core::ops::Range<usize>) -> &Self::Value;
+    /// Whether the value at `range` is `value` (without making it a `Value` first).
+    fn holds(&self, range: core::ops::Range<usize>, value: &Self::Value) -> bool {
+        self.value(range) == value
+    }
     fn append(&mut self, value: &Self::Value);
     fn len(&self) -> usize;
 }
@@ -37,6 +41,10 @@ impl Buffer for String {
     type Value = str;
     fn value(&self, range: core::ops::Range<usize>) -> &str {
         &self[range]
+    }
+    /// As bytes: slicing a `str` checks that both ends are character boundaries.
+    fn holds(&self, range: core::ops::Range<usize>, value: &str) -> bool {
+        self.as_bytes().get(range) == Some(value.as_bytes())
     }
     fn append(&mut self, value: &str) {
         self.push_str(value);
@@ -81,6 +89,11 @@ impl<B: Buffer> Pool<B> {
         value_at(&self.values, &self.ends, i)
     }
 
+    /// Whether value number `i` is `value`.
+    fn holds(&self, i: u32, value: &B::Value) -> bool {
+        self.values.holds(range_at(&self.ends, i), value)
+    }
+
     /// Store `value` as the next one.
     pub(crate) fn push(&mut self, value: &B::Value) -> u32 {
         self.values.append(value);
@@ -92,7 +105,7 @@ impl<B: Buffer> Pool<B> {
     /// `last` when that value is `value` (records in a run share their span), otherwise
     /// `value` stored as the next one.
     pub(crate) fn push_unless_last(&mut self, last: u32, value: &B::Value) -> u32 {
-        if last != NONE && self.get(last) == value {
+        if last != NONE && self.holds(last, value) {
             return last;
         }
         self.push(value)
@@ -101,14 +114,14 @@ impl<B: Buffer> Pool<B> {
     /// The number of `value` among the interned values, storing it the first time: `cache`
     /// (the column's last value) is compared before the value is hashed, and set to it.
     pub(crate) fn intern(&mut self, cache: &mut u32, value: &B::Value) -> u32 {
-        if *cache != NONE && self.get(*cache) == value {
+        if *cache != NONE && self.holds(*cache, value) {
             return *cache;
         }
         let hash = self.hasher.hash_one(value);
         let found = {
             let (values, ends) = (&self.values, &self.ends);
             self.index
-                .find(hash, |&i| value_at(values, ends, i) == value)
+                .find(hash, |&i| values.holds(range_at(ends, i), value))
                 .copied()
         };
         let n = match found {
@@ -127,9 +140,13 @@ impl<B: Buffer> Pool<B> {
 }
 
 fn value_at<'a, B: Buffer>(values: &'a B, ends: &[usize], i: u32) -> &'a B::Value {
+    values.value(range_at(ends, i))
+}
+
+fn range_at(ends: &[usize], i: u32) -> core::ops::Range<usize> {
     let i = i as usize;
     let start = if i == 0 { 0 } else { ends[i - 1] };
-    values.value(start..ends[i])
+    start..ends[i]
 }
 
 /// Shapes, each stored once.
