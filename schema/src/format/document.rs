@@ -524,11 +524,10 @@ impl TraceReader {
         let (consumed, total) = (self.consumed, self.size_hint);
         // The splitter's text is the line's bytes unless a byte-order mark was cut off.
         let text = line.text.filter(|t| t.len() == bytes.len());
-        let event = match decode_line_borrowed(bytes, text) {
-            Ok(Decoded::Raw(raw)) => {
-                self.raw_record(raw, number, consumed, total);
-                return;
-            }
+        let event = match decode_line_borrowed(bytes, text, |raw| {
+            self.raw_record(raw, number, consumed, total);
+        }) {
+            Ok(Decoded::Raw(())) => return,
             Ok(Decoded::Event(event)) => event,
             Err(LineError::UnknownKind(kind)) => {
                 self.doc.skipped_unknown += 1;

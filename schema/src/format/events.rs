@@ -578,29 +578,33 @@ struct KindOnly<'a> {
 /// prefix and the line is deserialized once, straight into the kind's struct. Any other layout
 /// (whitespace, `kind` later in the object) is parsed once to find `kind`, then again typed.
 pub fn decode_line(bytes: &[u8]) -> Result<TraceEvent, LineError> {
-    match decode_line_borrowed(bytes, None)? {
-        Decoded::Raw(raw) => Ok(raw.to_event()),
-        Decoded::Event(event) => Ok(event),
+    match decode_line_borrowed(bytes, None, Raw::to_event)? {
+        Decoded::Raw(event) | Decoded::Event(event) => Ok(event),
     }
 }
 
-/// A line as [`decode_line_borrowed`] gives it.
+/// A line as [`decode_line_borrowed`] gives it. The reader's `R` is `()` (its handler keeps
+/// the record), so `Event` is much the larger variant; it is returned once, straight to the
+/// caller's match, where a box would cost an allocation per line.
 #[derive(Debug)]
-pub(crate) enum Decoded<'a> {
-    /// A writer-shaped line of a hot kind, its strings still in the line.
-    Raw(Raw<'a>),
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Decoded<R> {
+    /// What the caller's handler made of a writer-shaped line of a hot kind.
+    Raw(R),
     /// Any other line, through serde.
     Event(TraceEvent),
 }
 
-/// [`decode_line`], handing writer-shaped lines of the hot kinds back unbuilt, so that the
-/// reader builds only what it keeps. `text` is `bytes` as text when the caller has already
-/// checked that they are UTF-8 ([`crate::format::jsonl::Line::text`]).
+/// [`decode_line`], handing writer-shaped lines of the hot kinds to `on_raw` unbuilt (their
+/// strings still in the line), so that the reader builds only what it keeps. `text` is `bytes`
+/// as text when the caller has already checked that they are UTF-8
+/// ([`crate::format::jsonl::Line::text`]).
 #[inline]
-pub(crate) fn decode_line_borrowed<'a>(
+pub(crate) fn decode_line_borrowed<'a, R>(
     bytes: &'a [u8],
     text: Option<&'a str>,
-) -> Result<Decoded<'a>, LineError> {
+    on_raw: impl FnOnce(Raw<'a>) -> R,
+) -> Result<Decoded<R>, LineError> {
     const PREFIX: &[u8] = b"{\"kind\":\"";
     if let Some(rest) = bytes.strip_prefix(PREFIX) {
         // A kind is a few bytes: a plain loop finds its end sooner than `memchr` starts.
@@ -613,8 +617,8 @@ pub(crate) fn decode_line_borrowed<'a>(
             };
             if let Some(kind) = kind {
                 // No hot kind's name has a `\\`, so the fast path can be tried first.
-                if let Some(raw) = fast::decode(kind, bytes, text) {
-                    return Ok(Decoded::Raw(raw));
+                if let Some(made) = fast::decode(kind, bytes, text, on_raw) {
+                    return Ok(Decoded::Raw(made));
                 }
                 // A kind is plain ASCII; anything with an escape goes the slow way.
                 if !kind.contains('\\') {
