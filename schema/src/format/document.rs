@@ -416,15 +416,15 @@ pub struct TraceReader {
     consumed: u64,
 }
 
+/// The deepest nesting [`TraceReader`]'s cache of open spans follows; deeper spans are found by
+/// hashing their ids.
+const OPEN_DEPTH: usize = 256;
+
 /// Make room for one more record in `v`, which holds records of one kind. When the file's
 /// size is known and enough of it has been read to judge the mix of kinds, a full `v` grows to
 /// what the whole file will need at the rate seen so far (plus 1/16), instead of doubling: a
 /// large trace's records are then moved once or not at all, rather than about once per doubling.
 /// Before that point, or without a size, `v` doubles as usual.
-/// The deepest nesting [`TraceReader`]'s cache of open spans follows; deeper spans are found by
-/// hashing their ids.
-const OPEN_DEPTH: usize = 256;
-
 fn make_room(v: &mut impl Room, consumed: u64, total: u64) {
     if v.len() < v.capacity() {
         return;
