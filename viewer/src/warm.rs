@@ -5,11 +5,12 @@
 //! the module in the page, the parsing workers included. So the first file a page opens runs
 //! mostly in the baseline tier: a 10 MB trace took 579 ms from choosing it to the whole
 //! document, the same file opened again in the same page (a fresh worker) 228 ms (BENCHMARKS.md,
-//! one-offs). When nothing has been opened [`IDLE_MS`] after the page could take a file, the
-//! page therefore reads, analyses, encodes and decodes a small trace built in (`SAMPLE`) and
-//! builds its view models, and the page's first worker reads, analyses and encodes it, each a
-//! round a task, at most [`ROUNDS`] rounds, until a file is chosen. A file chosen sooner finds
-//! nothing running; one chosen during it waits for at most the round under way.
+//! one-offs). The page's first worker therefore reads, analyses and encodes a small trace
+//! built in (`SAMPLE`) from the moment it starts (a thread of its own that would otherwise wait
+//! for a file), and when nothing has been opened [`IDLE_MS`] after the page could take a file,
+//! the page decodes its encoding and builds its view models (later, so that the page's first
+//! paint and input come first): each a round a task, at most [`ROUNDS`] rounds, until a file is
+//! chosen. A file waits for at most the round under way.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -22,7 +23,7 @@ use crate::model::TraceModel;
 /// kind (`tests/fixtures/train_step.trace6.jsonl`, 17 KB).
 const SAMPLE: &[u8] = include_bytes!("../../tests/fixtures/train_step.trace6.jsonl");
 
-/// How long after the page could take a file it starts warming (ms).
+/// How long after the page could take a file the page starts warming (ms).
 pub const IDLE_MS: i32 = 300;
 
 /// Most rounds of a warm-up, on the page and in the worker alike.

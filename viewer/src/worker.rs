@@ -16,8 +16,8 @@
 //! A worker serves one file. The page starts the next one ahead of need ([`prepare`], at mount
 //! and two seconds after each load): while the user picks a file, a spare worker loads its
 //! wasm, so opening does not wait for that. The page's first worker (named
-//! [`WARM_WORKER`](crate::warm::WARM_WORKER)) also warms the engine if the user takes a moment
-//! (see [`crate::warm`]).
+//! [`WARM_WORKER`](crate::warm::WARM_WORKER)) also warms the engine from its start until a
+//! file comes (see [`crate::warm`]).
 //!
 //! Cancelling (or opening another file) terminates the worker: nothing it was doing reaches
 //! the page. A worker that dies (out of memory on a huge file, for one) takes only itself
@@ -115,10 +115,11 @@ pub fn serve(scope: web_sys::DedicatedWorkerGlobalScope) {
     on_message.forget();
     let _ = scope.post_message(&message("ready"));
     if scope.name() == crate::warm::WARM_WORKER {
-        after(crate::warm::IDLE_MS, || {
-            wasm_bindgen_futures::spawn_local(async {
-                crate::warm::run(crate::warm::worker_round, next_task).await;
-            });
+        // At once: a file chosen as soon as the page can take it then meets code that has
+        // begun to tier up (100 MB trace, chosen at once: worker parse 612-774 ms when the
+        // worker waited as the page does, 612-660 ms from its start; BENCHMARKS.md, one-offs).
+        wasm_bindgen_futures::spawn_local(async {
+            crate::warm::run(crate::warm::worker_round, next_task).await;
         });
     }
 }
