@@ -1061,6 +1061,21 @@ mod tests {
             ],
             [Some(50), Some(52), Some(51), Some(10_000)]
         );
+        // Parents, whether they were the innermost open span at the child's start (the d
+        // chain, `a`) or not (`a1`, started while `b` was innermost): the tree's parent is the
+        // span with the parent id either way.
+        let index = |id: &str| doc.span_index(id).map(|i| i as u32);
+        let parent = |id: &str| doc.tree.parent[doc.span_index(id).unwrap()];
+        for i in 1..deep {
+            assert_eq!(
+                parent(&format!("d{i}")),
+                index(&format!("d{}", i - 1)),
+                "d{i}"
+            );
+        }
+        assert_eq!(parent("d0"), index("root"));
+        assert_eq!(parent("a1"), index("a"));
+        assert_eq!(parent("b"), index("root"));
         let closed_twice = 2 + 2 * deep as usize + 7 + 1;
         assert_eq!(
             lines_of(&doc),
