@@ -146,19 +146,13 @@ impl<'a> RawOp<'a> {
         (row, self.inputs, self.shape)
     }
 
+    /// The record as an owned event: its row's, with the lists read.
     pub(crate) fn to_event(self) -> Op {
+        let (row, inputs, shape) = self.row(0);
         Op {
-            span_id: self.span_id.into(),
-            op_name: self.op_name.into(),
-            inputs: self.inputs.to_vec(),
-            output: self.output.map(CompactString::from),
-            shape: self.shape.to_vec(),
-            dtype: self.dtype.into(),
-            device: self.device.into(),
-            duration_ns: self.duration_ns,
-            timestamp_ns: self.timestamp_ns,
-            storage_bytes: self.storage_bytes,
-            input_storage_bytes: self.input_storage_bytes,
+            inputs: inputs.to_vec(),
+            shape: shape.to_vec(),
+            ..row.to_event()
         }
     }
 }
@@ -225,18 +219,12 @@ impl<'a> RawMemory<'a> {
         (row, self.shape)
     }
 
+    /// The record as an owned event: its row's, with the shape read.
     pub(crate) fn to_event(self) -> MemoryEvent {
+        let (row, shape) = self.row(0);
         MemoryEvent {
-            timestamp_ns: self.timestamp_ns,
-            tensor_id: self.tensor_id.into(),
-            span_id: self.span_id.into(),
-            op_name: self.op_name.map(CompactString::from),
-            device: self.device.into(),
-            bytes: self.bytes,
-            action: self.action,
-            shape: self.shape.to_vec(),
-            dtype: self.dtype.into(),
-            category: self.category,
+            shape: shape.to_vec(),
+            ..row.to_event()
         }
     }
 }
