@@ -143,10 +143,18 @@ fn limit_s(reason: &str) -> Option<f64> {
         .ok()
 }
 
-/// The open-time goal of a file of `trace_bytes`: a ratio to speedscope for the 10 MB and
-/// 100 MB files, an absolute time for the 1 GB one.
+/// A trace at most this large (the 17 KB fixture) measures each page's floor: what opening
+/// costs before the file's size counts (the page and its scripts, the wasm, a worker, the first
+/// layout and paint). It has no goal of its own; it shows whether a ratio goal at 10 MB can be
+/// reached at all ([`floor_note`]).
+pub(crate) const FLOOR_MAX_BYTES: f64 = 1e6;
+
+/// The open-time goal of a file of `trace_bytes`: none for the floor's trace, a ratio to
+/// speedscope for the 10 MB and 100 MB files, an absolute time for the 1 GB one.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum OpenGoal {
+    /// The floor's trace ([`FLOOR_MAX_BYTES`]): measured, judged against nothing.
+    Floor,
     /// speedscope's time / ours ≥ this.
     Ratio(f64),
     /// Ours opens within this many seconds.
@@ -154,9 +162,11 @@ pub(crate) enum OpenGoal {
 }
 
 impl OpenGoal {
-    /// ≥ 5× up to 20 MB, ≥ 30× up to 500 MB, ≤ 15 s above.
+    /// None up to [`FLOOR_MAX_BYTES`], ≥ 5× up to 20 MB, ≥ 30× up to 500 MB, ≤ 15 s above.
     pub(crate) fn for_size(trace_bytes: f64) -> OpenGoal {
-        if trace_bytes <= 20e6 {
+        if trace_bytes <= FLOOR_MAX_BYTES {
+            OpenGoal::Floor
+        } else if trace_bytes <= 20e6 {
             OpenGoal::Ratio(5.0)
         } else if trace_bytes <= 500e6 {
             OpenGoal::Ratio(30.0)
@@ -168,30 +178,37 @@ impl OpenGoal {
     /// The goal column.
     pub(crate) fn cell(self) -> String {
         match self {
+            OpenGoal::Floor => "(none: each page's floor)".into(),
             OpenGoal::Ratio(r) => format!("≥ {r}× speedscope"),
             OpenGoal::Seconds(s) => format!("ours ≤ {s} s"),
         }
     }
 }
 
-/// The ratio cell (speedscope's time / ours) and the verdict of an open-time row.
-pub(crate) fn open_verdict(ours: &Open, peer: &Open, goal: OpenGoal) -> (String, Verdict) {
+/// The ratio cell (speedscope's time / ours) and the verdict of an open-time row (`None` for
+/// the floor's row, which has no goal).
+pub(crate) fn open_verdict(ours: &Open, peer: &Open, goal: OpenGoal) -> (String, Option<Verdict>) {
     let ours_ms = match ours {
         Open::Opened(ms) => *ms,
         Open::TimedOut(s) => {
             return (
                 "—".into(),
-                Verdict::Error(format!("ours not open after {s} s")),
+                Some(Verdict::Error(format!("ours not open after {s} s"))),
             )
         }
-        Open::Failed(why) => return ("—".into(), Verdict::Error(format!("ours failed: {why}"))),
+        Open::Failed(why) => {
+            return (
+                "—".into(),
+                Some(Verdict::Error(format!("ours failed: {why}"))),
+            )
+        }
     };
     let (cell, ratio_verdict) = match peer {
         Open::Opened(peer_ms) => {
             let r = peer_ms / ours_ms;
             let v = match goal {
                 OpenGoal::Ratio(g) => at_least(Some(r), g),
-                OpenGoal::Seconds(_) => Verdict::Met,
+                OpenGoal::Seconds(_) | OpenGoal::Floor => Verdict::Met,
             };
             (format!("{r:.2}×"), v)
         }
@@ -203,7 +220,7 @@ pub(crate) fn open_verdict(ours: &Open, peer: &Open, goal: OpenGoal) -> (String,
                 OpenGoal::Ratio(_) => Verdict::NotMeasured(format!(
                     "speedscope not open after {limit_s} s: the ratio is only known to be > {bound:.1}×"
                 )),
-                OpenGoal::Seconds(_) => Verdict::Met,
+                OpenGoal::Seconds(_) | OpenGoal::Floor => Verdict::Met,
             };
             (
                 format!("> {bound:.1}× (speedscope not open after {limit_s} s)"),
@@ -213,16 +230,48 @@ pub(crate) fn open_verdict(ours: &Open, peer: &Open, goal: OpenGoal) -> (String,
         Open::Failed(why) => (
             format!("error: speedscope {why}"),
             match goal {
-                OpenGoal::Ratio(_) => Verdict::Error(format!("speedscope failed: {why}")),
+                OpenGoal::Ratio(_) | OpenGoal::Floor => {
+                    Verdict::Error(format!("speedscope failed: {why}"))
+                }
                 OpenGoal::Seconds(_) => Verdict::Met,
             },
         ),
     };
     let verdict = match goal {
-        OpenGoal::Ratio(_) => ratio_verdict,
-        OpenGoal::Seconds(s) => at_most(Some(ours_ms / 1e3), s),
+        // A failed floor is still an error of the run; a measured one judges nothing.
+        OpenGoal::Floor => match ratio_verdict {
+            e @ Verdict::Error(_) => Some(e),
+            _ => None,
+        },
+        OpenGoal::Ratio(_) => Some(ratio_verdict),
+        OpenGoal::Seconds(s) => Some(at_most(Some(ours_ms / 1e3), s)),
     };
     (cell, verdict)
+}
+
+/// Why a ratio goal missed by `verdict` cannot be met by any reader: our floor (`floor_ms`, the
+/// same run's median open of the floor's trace, all of it fixed cost) is already over the
+/// time the goal allows (`peer_ms / ratio`). `None` when the goal is met, is not a ratio, or
+/// the floor leaves room.
+pub(crate) fn floor_note(
+    verdict: &Verdict,
+    goal: OpenGoal,
+    peer: &Open,
+    floor_ms: Option<f64>,
+) -> Option<String> {
+    let (OpenGoal::Ratio(r), Verdict::NotMet, Open::Opened(peer_ms), Some(floor)) =
+        (goal, verdict, peer, floor_ms)
+    else {
+        return None;
+    };
+    let allowed = peer_ms / r;
+    (floor.is_finite() && floor > allowed).then(|| {
+        format!(
+            "out of reach: {r}× needs ≤ {:.2} s, and ours opens the floor's trace in {:.2} s",
+            allowed / 1e3,
+            floor / 1e3
+        )
+    })
 }
 
 #[cfg(test)]
@@ -303,7 +352,16 @@ mod tests {
             goal,
         );
         assert!(cell.starts_with("error: speedscope"), "{cell}");
-        assert!(matches!(v, Verdict::Error(_)));
+        assert!(matches!(v, Some(Verdict::Error(_))));
+        // On the floor's trace too: a measured floor judges nothing, a failed one is an error.
+        let (_, v) = open_verdict(
+            &Open::Opened(300.0),
+            &Open::Failed("could not import the file".into()),
+            OpenGoal::Floor,
+        );
+        assert!(matches!(v, Some(Verdict::Error(_))));
+        let (cell, v) = open_verdict(&Open::Opened(320.0), &Open::Opened(520.0), OpenGoal::Floor);
+        assert_eq!((cell.as_str(), v), ("1.62×", None));
     }
 
     #[test]
@@ -314,7 +372,7 @@ mod tests {
             &Open::TimedOut(600.0),
             OpenGoal::Ratio(30.0),
         );
-        assert_eq!(v, Verdict::Met);
+        assert_eq!(v, Some(Verdict::Met));
         assert!(cell.starts_with("> 60.0×"), "{cell}");
         // Ours 40 s: only > 15× is known, which decides nothing about ≥ 30×.
         let (cell, v) = open_verdict(
@@ -322,12 +380,13 @@ mod tests {
             &Open::TimedOut(600.0),
             OpenGoal::Ratio(30.0),
         );
-        assert!(matches!(v, Verdict::NotMeasured(_)), "{v:?}");
+        assert!(matches!(v, Some(Verdict::NotMeasured(_))), "{v:?}");
         assert!(cell.starts_with("> 15.0×"), "{cell}");
     }
 
     #[test]
     fn ratio_and_absolute_open_goals() {
+        assert_eq!(OpenGoal::for_size(17_220.0), OpenGoal::Floor);
         assert_eq!(OpenGoal::for_size(10e6), OpenGoal::Ratio(5.0));
         assert_eq!(OpenGoal::for_size(1000e6), OpenGoal::Seconds(15.0));
         // 10 MB: 3.03 s / 1.66 s = 1.83×, under 5×.
@@ -336,26 +395,55 @@ mod tests {
             &Open::Opened(3030.0),
             OpenGoal::Ratio(5.0),
         );
-        assert_eq!((cell.as_str(), v), ("1.83×", Verdict::NotMet));
+        assert_eq!((cell.as_str(), v), ("1.83×", Some(Verdict::NotMet)));
         // 1 GB: the goal is our own time, whatever the peer did.
         let (_, v) = open_verdict(
             &Open::Opened(40_070.0),
             &Open::TimedOut(600.0),
             OpenGoal::Seconds(15.0),
         );
-        assert_eq!(v, Verdict::NotMet);
+        assert_eq!(v, Some(Verdict::NotMet));
         let (_, v) = open_verdict(
             &Open::Opened(14_000.0),
             &Open::Failed("crashed".into()),
             OpenGoal::Seconds(15.0),
         );
-        assert_eq!(v, Verdict::Met);
+        assert_eq!(v, Some(Verdict::Met));
         // Ours failing is an error whatever the peer did.
         let (_, v) = open_verdict(
             &Open::Failed("load-error".into()),
             &Open::Opened(1.0),
             OpenGoal::Ratio(5.0),
         );
-        assert!(matches!(v, Verdict::Error(_)));
+        assert!(matches!(v, Some(Verdict::Error(_))));
+    }
+
+    #[test]
+    fn a_floor_over_what_the_goal_allows_puts_the_goal_out_of_reach() {
+        let goal = OpenGoal::Ratio(5.0);
+        let peer = Open::Opened(1330.0);
+        // 5× of 1.33 s allows 0.266 s; a floor of 0.32 s is over it.
+        assert_eq!(
+            floor_note(&Verdict::NotMet, goal, &peer, Some(320.0)).as_deref(),
+            Some("out of reach: 5× needs ≤ 0.27 s, and ours opens the floor's trace in 0.32 s")
+        );
+        // A floor under the allowance leaves the miss to the reader.
+        assert_eq!(floor_note(&Verdict::NotMet, goal, &peer, Some(200.0)), None);
+        // Nothing to explain when the goal is met, has no peer time, no floor, or no ratio.
+        assert_eq!(floor_note(&Verdict::Met, goal, &peer, Some(320.0)), None);
+        assert_eq!(
+            floor_note(&Verdict::NotMet, goal, &Open::TimedOut(600.0), Some(320.0)),
+            None
+        );
+        assert_eq!(floor_note(&Verdict::NotMet, goal, &peer, None), None);
+        assert_eq!(
+            floor_note(
+                &Verdict::NotMet,
+                OpenGoal::Seconds(15.0),
+                &peer,
+                Some(320.0)
+            ),
+            None
+        );
     }
 }
