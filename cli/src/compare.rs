@@ -221,7 +221,7 @@ pub(super) fn run(
     let mut categories: Vec<_> = m
         .by_category
         .iter()
-        .filter(|c| c.base_bytes + c.cand_bytes > 0)
+        .filter(|c| c.base_bytes > 0 || c.cand_bytes > 0)
         .collect();
     categories.sort_by(|a, b| {
         b.delta_bytes

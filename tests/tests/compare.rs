@@ -202,6 +202,34 @@ fn a_trace_compared_with_itself_has_no_delta() {
 }
 
 #[test]
+fn a_category_whose_two_sides_sum_past_u64_is_still_listed() {
+    // Baseline: a parameter of u64::MAX bytes; candidate: one of 1 byte. Their sum wraps, and
+    // the row once vanished from "memory at the peak".
+    let meta = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#;
+    let file = |bytes: u64| {
+        format!(
+            "{meta}\n{}\n{}\n{}\n",
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            format_args!(
+                r#"{{"kind":"memory","timestamp_ns":1,"tensor_id":"t","span_id":"s","device":"cpu","bytes":{bytes},"action":"alloc","dtype":"f32","category":"parameter"}}"#
+            ),
+            r#"{"kind":"span_end","id":"s","duration_ns":100}"#,
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand) = (dir.path().join("b.jsonl"), dir.path().join("c.jsonl"));
+    std::fs::write(&base, file(u64::MAX)).unwrap();
+    std::fs::write(&cand, file(1)).unwrap();
+    let (code, stdout, err) = cli(&["compare", base.to_str().unwrap(), cand.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("parameter"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{stdout}");
+}
+
+#[test]
 fn differing_meta_is_refused_unless_forced() {
     let (code, stdout, stderr) = cli(&["compare", BASE, OTHER]);
     assert_eq!(code, 1);

@@ -224,6 +224,13 @@ impl Rule {
             }
             Threshold::Percent(p)
         } else {
+            // `u64`'s parser takes a leading `+`: `total>+5` would check a total over 5 ns, not
+            // a rise of 5. A signed threshold is a change, which the gate checks in percent.
+            if value.starts_with(['+', '-']) {
+                return Err(bad(format!(
+                    "`{value}` is signed: a change needs `%` (`+5%`), an absolute threshold no sign"
+                )));
+            }
             let n: u64 = value.parse().map_err(|_| {
                 bad(format!(
                     "`{value}` is neither a percentage (`+5%`) nor a whole number of {}",
@@ -448,6 +455,15 @@ mod tests {
         assert_eq!(
             e("total>+inf%"),
             "bad rule `total>+inf%`: `+inf%` is not a percentage like `+5%`"
+        );
+        // `u64` would take the `+`: an absolute 5, not the rise the sign asks for.
+        assert_eq!(
+            e("total>+5"),
+            "bad rule `total>+5`: `+5` is signed: a change needs `%` (`+5%`), an absolute threshold no sign"
+        );
+        assert_eq!(
+            e("op_count<-5"),
+            "bad rule `op_count<-5`: `-5` is signed: a change needs `%` (`+5%`), an absolute threshold no sign"
         );
         assert_eq!(
             e("peak_bytes>1.5GB"),

@@ -28,7 +28,9 @@ pub fn format_bytes(bytes: u64) -> String {
     ];
     let v = bytes as f64;
     for (scale, unit) in UNITS {
-        if v >= scale {
+        // From where the unit below would round to 1024 (1023.5 KiB is `1.00 MiB`, not `1024
+        // KiB`), as `format_ns` carries at 999.5.
+        if v >= scale * (1023.5 / 1024.0) {
             return format!("{} {unit}", three_digits(v / scale));
         }
     }
@@ -68,5 +70,11 @@ mod tests {
         assert_eq!(format_bytes(1536), "1.50 KiB");
         assert_eq!(format_bytes(10 * 1024 * 1024), "10.0 MiB");
         assert_eq!(format_bytes(1 << 30), "1.00 GiB");
+        // The carry: 1023.49 KiB still rounds to 1023, 1023.5 KiB and above to the next unit.
+        assert_eq!(format_bytes(1_048_063), "1023 KiB");
+        assert_eq!(format_bytes(1_048_064), "1.00 MiB");
+        assert_eq!(format_bytes(1_048_575), "1.00 MiB");
+        assert_eq!(format_bytes(1_073_741_000), "1.00 GiB");
+        assert_eq!(format_bytes(1023), "1023 B");
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
-use candle_trace_schema::analysis::compare::TraceComparison;
+use candle_trace_schema::analysis::compare::{Presence, TraceComparison};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
 use super::sortable::sort_header;
@@ -158,7 +158,7 @@ fn SummaryDeltas(
                                 <td class="num">{fmt(s.base)}</td>
                                 <td class="num">{fmt(s.cand)}</td>
                                 <td class="num">{delta}</td>
-                                <td class="num">{if s.base == 0 && s.cand == 0 { "0.0%".to_string() } else { percent_text(s.percent) }}</td>
+                                <td class="num">{if s.base == 0 && s.cand == 0 { "0.0%".to_string() } else { percent_text(s.percent, Presence::Both) }}</td>
                             </tr>
                         }
                     }).collect_view()}
@@ -239,15 +239,12 @@ fn PathDeltas(
                                 >
                                     <td class="path">
                                         {p.path.clone()}
-                                        {(p.presence != candle_trace_schema::analysis::compare::Presence::Both).then(|| view! { <span class="tag">{p.presence.as_str()}</span> })}
+                                        {(p.presence != Presence::Both).then(|| view! { <span class="tag">{p.presence.as_str()}</span> })}
                                     </td>
                                     <td class="num">{format_ns(p.base_ns)} <span class="muted">{format!(" ×{}", p.base_count)}</span></td>
                                     <td class="num">{format_ns(p.cand_ns)} <span class="muted">{format!(" ×{}", p.cand_count)}</span></td>
                                     <td class="num">{signed_ns(p.delta_ns)}</td>
-                                    <td class="num">{match p.presence {
-                                        candle_trace_schema::analysis::compare::Presence::Vanished => "vanished".to_string(),
-                                        _ => percent_text(p.percent),
-                                    }}</td>
+                                    <td class="num">{percent_text(p.percent, p.presence)}</td>
                                     <td class="num">{format_ns(p.delta_ns.unsigned_abs())}</td>
                                 </tr>
                             })
@@ -287,13 +284,13 @@ fn OpDeltas(
                                 data-value=o.delta_ns.to_string()
                                 data-percent=percent_attr(o.percent)
                             >
-                                <td>{o.op_name.clone()} {(o.presence != candle_trace_schema::analysis::compare::Presence::Both).then(|| view! { <span class="tag">{o.presence.as_str()}</span> })}</td>
+                                <td>{o.op_name.clone()} {(o.presence != Presence::Both).then(|| view! { <span class="tag">{o.presence.as_str()}</span> })}</td>
                                 <td>{shape.clone()}</td>
                                 <td>{o.dtype.clone()}</td>
                                 <td class="num">{format_ns(o.base_ns)} <span class="muted">{format!(" ×{}", o.base_count)}</span></td>
                                 <td class="num">{format_ns(o.cand_ns)} <span class="muted">{format!(" ×{}", o.cand_count)}</span></td>
                                 <td class="num">{signed_ns(o.delta_ns)}</td>
-                                <td class="num">{percent_text(o.percent)}</td>
+                                <td class="num">{percent_text(o.percent, o.presence)}</td>
                             </tr>
                         }
                     }).collect_view()}
@@ -326,7 +323,7 @@ fn MemoryDeltas(
                         <th scope="row">"peak"</th>
                         <td class="num">{format_bytes(m.base_peak_bytes)} " " <span class="muted">{m.base_peak_device.clone().unwrap_or_default()}</span></td>
                         <td class="num">{format_bytes(m.cand_peak_bytes)} " " <span class="muted">{m.cand_peak_device.clone().unwrap_or_default()}</span></td>
-                        <td class="num">{signed_bytes(m.delta_bytes)} " (" {percent_text(m.percent)} ")"</td>
+                        <td class="num">{signed_bytes(m.delta_bytes)} " (" {percent_text(m.percent, Presence::Both)} ")"</td>
                     </tr>
                     {m.by_category.iter().map(|cat| view! {
                         <tr

@@ -146,13 +146,17 @@ fn signed(v: i64, unit: impl Fn(u64) -> String) -> String {
     }
 }
 
-/// A percentage with one decimal and a sign (`+12.5%`, `−58.3%`); `new` without a baseline.
-pub fn percent_text(percent: Option<f64>) -> String {
-    match percent {
-        None => "new".to_string(),
-        Some(p) if p.abs() < 0.05 => "0.0%".to_string(),
-        Some(p) if p > 0.0 => format!("+{p:.1}%"),
-        Some(p) => format!("\u{2212}{:.1}%", -p),
+/// A percentage with one decimal and a sign (`+12.5%`, `−58.3%`); `new` or `vanished` for a
+/// row in one run only, and `–` for a row in both whose baseline is zero (no percentage of
+/// it), as the CLI's `compare` writes them.
+pub fn percent_text(percent: Option<f64>, presence: Presence) -> String {
+    match (presence, percent) {
+        (Presence::New, _) => "new".to_string(),
+        (Presence::Vanished, _) => "vanished".to_string(),
+        (Presence::Both, None) => "\u{2013}".to_string(),
+        (Presence::Both, Some(p)) if p.abs() < 0.05 => "0.0%".to_string(),
+        (Presence::Both, Some(p)) if p > 0.0 => format!("+{p:.1}%"),
+        (Presence::Both, Some(p)) => format!("\u{2212}{:.1}%", -p),
     }
 }
 
@@ -494,10 +498,16 @@ mod tests {
         assert_eq!(signed_bytes(512), "+512 B");
         assert_eq!(signed_count(3), "+3");
         assert_eq!(signed_count(-1), "\u{2212}1");
-        assert_eq!(percent_text(None), "new");
-        assert_eq!(percent_text(Some(-35.0 / 60.0 * 100.0)), "\u{2212}58.3%");
-        assert_eq!(percent_text(Some(12.54)), "+12.5%");
-        assert_eq!(percent_text(Some(0.01)), "0.0%");
+        assert_eq!(percent_text(None, Presence::New), "new");
+        assert_eq!(percent_text(Some(-100.0), Presence::Vanished), "vanished");
+        // In both runs from a zero baseline: no percentage, and not `new`.
+        assert_eq!(percent_text(None, Presence::Both), "\u{2013}");
+        assert_eq!(
+            percent_text(Some(-35.0 / 60.0 * 100.0), Presence::Both),
+            "\u{2212}58.3%"
+        );
+        assert_eq!(percent_text(Some(12.54), Presence::Both), "+12.5%");
+        assert_eq!(percent_text(Some(0.01), Presence::Both), "0.0%");
     }
 
     #[test]

@@ -211,7 +211,7 @@ impl MemoryCharts {
                     let above: Vec<u64> = keep
                         .iter()
                         .zip(&below)
-                        .map(|(&i, b)| b + samples[i].by_category[c.index()])
+                        .map(|(&i, b)| b.saturating_add(samples[i].by_category[c.index()]))
                         .collect();
                     let any = keep.iter().any(|&i| samples[i].by_category[c.index()] > 0);
                     let top: Vec<f64> = above.iter().map(|&v| y.px(v as f64)).collect();
@@ -369,6 +369,31 @@ mod tests {
         );
         assert_eq!(max.unexplained, "4.77 MiB");
         assert!(m.devices[1].peak_mark.is_none());
+    }
+
+    #[test]
+    fn layers_summing_past_u64_saturate() {
+        // A parameter and an activation of 2^63 bytes each: stacked, 2^64, one past u64.
+        let doc = TraceDocument::from_bytes(concat!(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            "\n",
+            r#"{"kind":"memory","timestamp_ns":1,"tensor_id":"t","span_id":"s","device":"cpu","bytes":9223372036854775808,"action":"alloc","dtype":"f32","category":"parameter"}"#,
+            "\n",
+            r#"{"kind":"memory","timestamp_ns":2,"tensor_id":"u","span_id":"s","device":"cpu","bytes":9223372036854775808,"action":"alloc","dtype":"f32","category":"activation"}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"s","duration_ns":1000}"#,
+            "\n",
+        ).as_bytes());
+        let m = MemoryCharts::of(&doc);
+        let drawn: Vec<&str> = m.devices[0]
+            .layers
+            .iter()
+            .filter(|l| !l.path.is_empty())
+            .map(|l| l.category)
+            .collect();
+        assert_eq!(drawn, vec!["parameter", "activation"]);
     }
 
     #[test]

@@ -82,9 +82,13 @@ impl PhasesPanel {
             return PhasesPanel::default();
         };
         // Shares are of the region, or of the steps' sum when they exceed it.
-        let whole = b
-            .region_ns
-            .max(b.forward_ns + b.backward_ns + b.optimizer_ns);
+        // Saturating: spans of a hostile file can sum past u64 (in wasm, without overflow
+        // checks, the sum would wrap and the shares explode).
+        let whole = b.region_ns.max(
+            b.forward_ns
+                .saturating_add(b.backward_ns)
+                .saturating_add(b.optimizer_ns),
+        );
         let mut left = 0.0;
         let rows = [
             ("forward", b.forward_ns),
@@ -174,6 +178,35 @@ mod tests {
         assert_eq!(enc.backward_pct, 100.0);
         let head = p.modules.iter().find(|m| m.path == "head").unwrap();
         assert_eq!((head.backward.as_str(), head.ratio.as_str()), ("—", "—"));
+    }
+
+    #[test]
+    fn steps_summing_past_u64_saturate() {
+        // Forward and backward 2^63 ns each: their sum is 2^64, one past u64.
+        let doc = TraceDocument::from_bytes(concat!(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"f","parent_id":"s","name":"fwd","start_ns":0,"span_kind":"function","step":"forward"}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"f","duration_ns":9223372036854775808}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"b","parent_id":"s","name":"bwd","start_ns":0,"span_kind":"function","step":"backward"}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"b","duration_ns":9223372036854775808}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"s","duration_ns":1000}"#,
+            "\n",
+        ).as_bytes());
+        let p = PhasesPanel::of(&doc);
+        let shares: Vec<(&str, &str)> =
+            p.rows.iter().map(|r| (r.phase, r.share.as_str())).collect();
+        // Each is 2^63 of a whole of u64::MAX (2^64 - 1): 50 %.
+        assert_eq!(
+            &shares[..2],
+            &[("forward", "50.0 %"), ("backward", "50.0 %")]
+        );
     }
 
     #[test]

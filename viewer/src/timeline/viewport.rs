@@ -26,7 +26,10 @@ impl Viewport {
     /// A view that shows `[start_ns, end_ns]` (the whole trace) in `width_px` pixels.
     pub fn fit(start_ns: u64, end_ns: u64, width_px: f64) -> Self {
         let width_px = width_px.max(1.0);
-        let (start, end) = (start_ns as f64, (end_ns.max(start_ns + 1)) as f64);
+        let (start, end) = (
+            start_ns as f64,
+            (end_ns.max(start_ns.saturating_add(1))) as f64,
+        );
         Viewport {
             start_ns: start,
             ns_per_px: ((end - start) / width_px).max(MIN_NS_PER_PX),
@@ -91,12 +94,17 @@ impl Viewport {
     }
 
     /// Show `[start_ns, end_ns]` with `margin` (a fraction of the window) on both sides.
+    /// A range shorter than the closest zoom allows is centred at that zoom.
     pub fn show_range(&self, start_ns: u64, end_ns: u64, margin: f64) -> Self {
         let span = (end_ns.saturating_sub(start_ns)).max(1) as f64;
         let padded = span * (1.0 + 2.0 * margin);
+        // The scale first, limited as `clamped` would: the window is then placed around the
+        // range's centre at the scale it really gets.
+        let ns_per_px = (padded / self.width_px).clamp(MIN_NS_PER_PX, self.max_ns_per_px());
+        let centre = start_ns as f64 + span / 2.0;
         Viewport {
-            start_ns: start_ns as f64 - span * margin,
-            ns_per_px: padded / self.width_px,
+            start_ns: centre - ns_per_px * self.width_px / 2.0,
+            ns_per_px,
             ..*self
         }
         .clamped()
@@ -209,6 +217,17 @@ mod tests {
         assert!(close(c.ns_from_x(500.0), 500_000.0));
         let r = s.resized(500.0);
         assert!(close(r.ns_per_px, s.ns_per_px));
+        // A 1 ns range asks for 0.001 ns per px, under the closest zoom (0.01): the window,
+        // 10 ns wide at that zoom, is centred on the range (500_000.5 at x = 500).
+        let tiny = v.show_range(500_000, 500_001, 0.0);
+        assert!(close(tiny.ns_per_px, MIN_NS_PER_PX));
+        assert!(close(tiny.x_from_ns(500_000.5), 500.0));
+        // With a margin the same.
+        let tiny = v.show_range(500_000, 500_001, 0.1);
+        assert!(close(tiny.x_from_ns(500_000.5), 500.0));
+        // A span at the very end of time does not overflow.
+        let end = Viewport::fit(u64::MAX, u64::MAX, 100.0);
+        assert!(end.ns_per_px >= MIN_NS_PER_PX);
     }
 
     #[test]
