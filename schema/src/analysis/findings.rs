@@ -9,7 +9,7 @@
 //! - `backward_short` / `backward_long` — [`phase_breakdown`]:
 //!   backward below half the forward time (gradients reach few parameters), or above 3 × the
 //!   forward time. At stake: forward − backward, or backward − 3 × forward. Needs a forward
-//!   time above 0.
+//!   time above 0 and a backward span (an inference trace has none to call short).
 //! - `dominant_module` — [`module_rows`] by path: the deepest module
 //!   path (most `/`-separated parts, then the largest time) whose total is more than half of
 //!   the measured total. At stake: its total.
@@ -235,13 +235,18 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
         Some(b) if b.forward_ns == 0 => notes.push(String::from(
             "backward_short/backward_long: no forward time to compare with",
         )),
+        // An inference trace, or a capture without the backward step: nothing to call short.
+        Some(_) if !doc.spans.iter().any(|s| s.step == Some(Step::Backward)) => notes.push(
+            String::from("backward_short/backward_long: no backward span to compare with"),
+        ),
         Some(b) => {
             let evidence = alloc::vec![
                 format!("forward {}", format_ns(b.forward_ns)),
                 format!("backward {}", format_ns(b.backward_ns)),
             ];
             let link = span_link(doc, b.region_span);
-            if b.backward_ns < b.forward_ns / 2 {
+            // Under half, exactly: 500 of 1001 is short (`forward / 2` would round to 500).
+            if b.backward_ns.saturating_mul(2) < b.forward_ns {
                 found.push(Finding {
                     rule: String::from("backward_short"),
                     title: format!(
@@ -565,6 +570,29 @@ mod tests {
             rules(&trace_findings(&[&doc(100, 49)])),
             [("backward_short", Stake::Ns(51))]
         );
+        // 1001 and 500: under half (500.5), though `1001 / 2` rounds to 500.
+        assert_eq!(
+            rules(&trace_findings(&[&doc(1001, 500)])),
+            [("backward_short", Stake::Ns(501))]
+        );
+        // No backward span at all (an inference trace): no finding, a note.
+        let text = concat!(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"infer","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"s","name":"generate","start_ns":0,"span_kind":"function","measured":true}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"f","parent_id":"s","name":"forward","start_ns":0,"span_kind":"function","step":"forward"}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"f","duration_ns":900}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"s","duration_ns":1000}"#,
+            "\n",
+        );
+        let f = trace_findings(&[&TraceDocument::from_bytes(text.as_bytes())]);
+        assert!(f.findings.is_empty(), "{:?}", f.findings);
+        assert!(f.notes.contains(&String::from(
+            "backward_short/backward_long: no backward span to compare with"
+        )));
         // No forward time: the rule says it cannot compare.
         let f = trace_findings(&[&doc(0, 40)]);
         assert!(f.findings.is_empty());

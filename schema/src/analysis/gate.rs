@@ -342,14 +342,18 @@ pub fn evaluate(rule: &Rule, base: &[u64], cand: &[u64]) -> Option<Verdict> {
     let percent = crate::analysis::compare::percent(b.median, c.median);
     let noise = b.mad.max(c.mad).saturating_mul(NOISE_MADS);
     let beyond_noise = delta.unsigned_abs() > noise;
+    // |delta| is more than x % of the baseline, compared without dividing: `percent`'s
+    // (c − b) / b × 100 makes a change of exactly 7 % come out as 7.000000000000001.
+    let beyond_percent = |x: f64| delta.unsigned_abs() as f64 * 100.0 > x * b.median as f64;
     let breached = match (rule.threshold, rule.direction) {
         (Threshold::Absolute(n), Direction::Above) => c.median > n,
         (Threshold::Absolute(n), Direction::Below) => c.median < n,
+        // From a zero baseline any rise is more than any percentage.
         (Threshold::Percent(x), Direction::Above) => {
-            delta > 0 && beyond_noise && percent.is_none_or(|p| p > x)
+            delta > 0 && beyond_noise && (b.median == 0 || beyond_percent(x))
         }
         (Threshold::Percent(x), Direction::Below) => {
-            delta < 0 && beyond_noise && percent.is_some_and(|p| p < -x)
+            delta < 0 && beyond_noise && b.median > 0 && beyond_percent(x)
         }
     };
     Some(Verdict {
@@ -561,6 +565,17 @@ mod tests {
                 .breached
         );
         assert_eq!(evaluate(&rule("total>+5%"), &[], &[1]), None);
+    }
+
+    #[test]
+    fn a_change_of_exactly_the_threshold_is_not_more_than_it() {
+        // 100 → 107 is +7 % exactly ((107 − 100) / 100 × 100 is 7.000000000000001 in f64).
+        let at = |t: &str, c: u64| evaluate(&rule(t), &[100], &[c]).unwrap().breached;
+        assert!(!at("total>+7%", 107));
+        assert!(at("total>+7%", 108));
+        assert!(at("total>+6.99999%", 107));
+        assert!(!at("total<-7%", 93));
+        assert!(at("total<-7%", 92));
     }
 
     #[test]

@@ -128,6 +128,21 @@ pub fn us_to_ns(us: f64) -> i64 {
     }
 }
 
+/// An `X`'s duration in ns: its end rounded once, from the same whole µs as its start, so a
+/// child and its parent that end at the same 1000.6 ns do not end a nanosecond apart (rounding
+/// `ts` and `dur` each gave 0 + 1000 and 900 + 101). With `ts` = i + f (i its integer part):
+/// round((f + dur) × 1000) − round(f × 1000), at least 0. `dur` is then exact at any `ts`,
+/// where `ts + dur` in µs would lose the nanoseconds of an epoch timestamp (about 1.7e15 µs).
+fn x_duration_ns(ts_us: f64, dur_us: f64) -> i64 {
+    // Beyond 2^53 µs a float has no fraction.
+    let f = if ts_us.abs() < 9_007_199_254_740_992.0 {
+        ts_us - (ts_us as i64) as f64
+    } else {
+        0.0
+    };
+    us_to_ns(f + dur_us).saturating_sub(us_to_ns(f)).max(0)
+}
+
 #[derive(Debug)]
 struct RawSpan {
     ordinal: u64,
@@ -371,15 +386,16 @@ impl ReadState {
         let name = raw.name.clone().unwrap_or_default();
         match ph.as_str() {
             "X" | "B" => {
-                let duration = match raw.dur.map(|d| us_to_ns(d.0)) {
-                    Some(d) if d < 0 => {
+                let duration = match raw.dur.map(|d| d.0) {
+                    Some(d) if us_to_ns(d) < 0 => {
                         return self.error(
                             line,
                             Category::InvalidValue,
                             format!("`X` element {ordinal} (`{name}`) has a negative `dur`"),
                         )
                     }
-                    d => d,
+                    Some(d) => Some(x_duration_ns(raw.ts.map_or(0.0, |t| t.0), d)),
+                    None => None,
                 };
                 let track = self.track(pid, tid);
                 let args = raw.args.as_ref();
@@ -424,7 +440,8 @@ impl ReadState {
                     );
                     self.error(line, Category::InvalidValue, msg);
                 } else {
-                    span.duration = Some(ts - span.start);
+                    // Saturating: a `B` and an `E` ±9e18 ns apart do not fit an i64 between them.
+                    span.duration = Some(ts.saturating_sub(span.start));
                 }
             }
             "i" | "I" => {
@@ -807,6 +824,34 @@ mod tests {
             assert_eq!(chrome.element_count, 5);
             assert!(chrome.closed);
         }
+    }
+
+    #[test]
+    fn an_x_end_is_rounded_once() {
+        // Both end at 1.0006 µs = 1000.6 ns → 1001. Rounding `ts` and `dur` apart, the parent
+        // ended at 0 + 1000 and the child at 900 + 101: after its parent, so not inside it.
+        let text = r#"[
+{"ph":"X","name":"parent","ts":0.0004,"dur":1.0002,"pid":1,"tid":1},
+{"ph":"X","name":"child","ts":0.9,"dur":0.1006,"pid":1,"tid":1}
+]"#;
+        let doc = read_chrome(text.as_bytes());
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let (parent, child) = (doc.span_index("e1").unwrap(), doc.span_index("e2").unwrap());
+        assert_eq!(doc.spans[parent].duration_ns, Some(1001));
+        assert_eq!(doc.spans[child].duration_ns, Some(101));
+        assert_eq!(doc.span_path(child), "(trace)/parent/child");
+        assert_eq!(doc.tree.self_ns[parent], 900);
+    }
+
+    #[test]
+    fn a_b_and_e_further_apart_than_an_i64_saturate() {
+        let text = r#"[
+{"ph":"B","name":"a","ts":-9000000000000000,"pid":1,"tid":1},
+{"ph":"E","ts":9000000000000000,"pid":1,"tid":1}
+]"#;
+        let doc = read_chrome(text.as_bytes());
+        let a = doc.span_index("e1").unwrap();
+        assert_eq!(doc.spans[a].duration_ns, Some(i64::MAX as u64));
     }
 
     #[test]
