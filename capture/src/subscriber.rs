@@ -392,24 +392,65 @@ pub(crate) fn with_forward<R>(f: impl FnOnce() -> R) -> (R, Vec<ModuleSpan>) {
         .ok()
         .flatten();
     crate::active::activate();
+    // Restored on the way out, by a panic in `f` too: left active, every later span of the
+    // process went through the slow path, and this thread's spans piled up in a forward call
+    // that had ended.
+    let mut restore = ForwardRestore {
+        outer: Some(outer.flatten()),
+    };
     let result = f();
-    crate::active::deactivate();
-    let spans = FORWARD
-        .try_with(|forward| {
-            forward
-                .try_borrow_mut()
-                .ok()
-                .and_then(|mut fw| std::mem::replace(&mut *fw, outer.flatten()))
-        })
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let spans = restore.restore().unwrap_or_default();
     (result, spans)
+}
+
+/// What [`with_forward`] puts back when it ends, however it ends.
+struct ForwardRestore {
+    /// The enclosing forward call's spans (`Some(None)`: none); `None` once restored.
+    outer: Option<Option<Vec<ModuleSpan>>>,
+}
+
+impl ForwardRestore {
+    /// Deactivate and put the enclosing spans back; returns this call's spans (once).
+    fn restore(&mut self) -> Option<Vec<ModuleSpan>> {
+        let outer = self.outer.take()?;
+        crate::active::deactivate();
+        FORWARD
+            .try_with(|forward| {
+                forward
+                    .try_borrow_mut()
+                    .ok()
+                    .and_then(|mut fw| std::mem::replace(&mut *fw, outer))
+            })
+            .ok()
+            .flatten()
+    }
+}
+
+impl Drop for ForwardRestore {
+    fn drop(&mut self) {
+        let _ = self.restore();
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forward_call_that_panics_still_puts_things_back() {
+        let forward_now = || FORWARD.with(|f| f.borrow().is_some());
+        assert!(!forward_now());
+        let caught = std::panic::catch_unwind(|| with_forward(|| panic!("in the model")));
+        assert!(caught.is_err());
+        // Left behind, this thread's later spans piled up in a forward call that had ended.
+        assert!(!forward_now());
+        // Nested: the inner call's panic puts the outer call's collection back.
+        let ((), _) = with_forward(|| {
+            let _ = std::panic::catch_unwind(|| with_forward(|| panic!("inner")));
+            assert!(forward_now());
+        });
+        assert!(!forward_now());
+    }
 
     #[test]
     fn ids_carry_their_callsite_and_never_collide() {

@@ -343,13 +343,20 @@ impl<T: Encode> Rings<T> {
     }
 
     /// Take the consumer halves of rings that threads made since the last look.
+    ///
+    /// The list is taken out and the lock let go before anything allocates: growing
+    /// `consumers` frees its old block, a free the allocator may hand to the recorder from
+    /// this thread, whose first event makes a ring, which takes this lock. Held across the
+    /// growth, the lock deadlocked the writer, and then every thread freeing a host block.
     fn adopt(&mut self, shared: &Shared<T>) {
-        let mut new = shared
-            .new_rings
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let new = std::mem::take(
+            &mut *shared
+                .new_rings
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
         self.consumers
-            .extend(new.drain(..).map(|ring| HeldRing { ring, sampled: 0 }));
+            .extend(new.into_iter().map(|ring| HeldRing { ring, sampled: 0 }));
     }
 
     /// Pass every item waiting in any ring to `each`, oldest first within each ring; forget

@@ -31,6 +31,56 @@ fn capturing_into(out: &SharedBuf) -> Recorder {
 }
 
 #[test]
+fn many_threads_freeing_host_blocks_never_block_the_writer() {
+    // 40 threads each free a 4 KiB block during the captured step, one after another. The
+    // writer adopts their rings as they come; once its list of rings grew (32 → 64) while it
+    // held the lock that a new ring takes, the free of the list's old block made a ring on
+    // the writer's own thread: the writer deadlocked, then every thread freeing a block.
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    // A writer that allocates nothing: the writer thread's first free of a host-sized block
+    // is then its list of rings growing.
+    let rec = Recorder::builder("alloc::test")
+        .capture_step(1)
+        .writer(std::io::sink())
+        .build()
+        .unwrap();
+    let step = rec.begin_step();
+    let threads = 40;
+    let go = std::sync::Arc::new(std::sync::Barrier::new(threads + 1));
+    // The threads live on until all have freed, so the writer holds all their rings at once.
+    let stay = std::sync::Arc::new(std::sync::Barrier::new(threads + 1));
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    for i in 0..threads {
+        let (go, stay, done) = (go.clone(), stay.clone(), done_tx.clone());
+        std::thread::spawn(move || {
+            let block = vec![1u8; 4096];
+            go.wait();
+            std::thread::sleep(std::time::Duration::from_millis(3 * i as u64));
+            drop(block);
+            let _ = done.send(());
+            stay.wait();
+        });
+    }
+    go.wait();
+    for _ in 0..threads {
+        done_rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("a thread freeing a host block was blocked");
+    }
+    stay.wait();
+    drop(step);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(rec.finish().is_ok());
+    });
+    assert_eq!(
+        rx.recv_timeout(std::time::Duration::from_secs(20)),
+        Ok(true),
+        "finish() did not return: the writer is blocked"
+    );
+}
+
+#[test]
 fn host_blocks_are_written_in_the_span_that_allocated_them() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = SharedBuf::default();
