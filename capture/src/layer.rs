@@ -57,10 +57,32 @@ impl std::fmt::Debug for TraceLayer {
     }
 }
 
-/// The trace/6 spans open for one tracing span (one per active enter), innermost last.
+/// The trace/6 spans open for one tracing span (one per active enter), innermost last. One
+/// tracing span can be entered on several threads at once: each exit closes the latest enter
+/// of its own thread.
 struct Entered(Vec<OpenEntry>);
 
+impl Entered {
+    /// The latest enter on this thread, else the latest anywhere (a parent entered on another
+    /// thread still names the span it is in).
+    fn latest(&self, thread: std::thread::ThreadId) -> Option<&OpenEntry> {
+        self.0
+            .iter()
+            .rev()
+            .find(|o| o.thread == thread)
+            .or(self.0.last())
+    }
+
+    /// Take the latest enter on `thread`.
+    fn take(&mut self, thread: std::thread::ThreadId) -> Option<OpenEntry> {
+        let at = self.0.iter().rposition(|o| o.thread == thread)?;
+        Some(self.0.remove(at))
+    }
+}
+
 struct OpenEntry {
+    /// The thread that entered (and so must exit).
+    thread: std::thread::ThreadId,
     id: u64,
     start_ns: u64,
     sync: bool,
@@ -101,10 +123,11 @@ where
         let Some(span) = ctx.span(id) else {
             return;
         };
+        let thread = std::thread::current().id();
         let parent = span.parent().and_then(|p| {
             p.extensions()
                 .get::<Entered>()
-                .and_then(|e| e.0.last().map(|o| o.id))
+                .and_then(|e| e.latest(thread).map(|o| o.id))
         });
         let metadata = span.metadata();
         let kind = if (self.module_rule)(metadata) {
@@ -123,6 +146,7 @@ where
         );
         inner.counts.tracing_spans.fetch_add(1, Ordering::Relaxed);
         let entry = OpenEntry {
+            thread,
             id: sid,
             start_ns,
             sync,
@@ -143,10 +167,11 @@ where
         let Some(span) = ctx.span(id) else {
             return;
         };
+        let thread = std::thread::current().id();
         let entry = span
             .extensions_mut()
             .get_mut::<Entered>()
-            .and_then(|e| e.0.pop());
+            .and_then(|e| e.take(thread));
         if let Some(entry) = entry {
             self.open.fetch_sub(1, Ordering::Relaxed);
             self.recorder

@@ -93,3 +93,67 @@ fn a_custom_module_rule_decides_the_kind() {
         [SpanKind::Function, SpanKind::Module, SpanKind::Function]
     );
 }
+
+#[test]
+fn a_span_entered_on_two_threads_at_once_closes_each_enter_on_its_own_thread() {
+    use std::sync::Barrier;
+    use std::time::Duration;
+    let out = SharedBuf::default();
+    let rec = Recorder::builder("layer")
+        .capture_step(1)
+        .writer(out.clone())
+        .build()
+        .unwrap();
+    let dispatch =
+        tracing::Dispatch::new(tracing_subscriber::registry().with(TraceLayer::new(rec.clone())));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let _step = rec.begin_step();
+        let _total = rec.measured("update");
+        let shared = tracing::info_span!("shared");
+        let both_in = Barrier::new(2);
+        let a_out = Barrier::new(2);
+        std::thread::scope(|s| {
+            // A enters first and leaves first, after 5 ms; B leaves 50 ms after that.
+            s.spawn(|| {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    let entered = shared.enter();
+                    both_in.wait();
+                    std::thread::sleep(Duration::from_millis(5));
+                    drop(entered);
+                    let _after = rec.span("after_a", SpanKind::Function);
+                    a_out.wait();
+                });
+            });
+            s.spawn(|| {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    std::thread::sleep(Duration::from_millis(5));
+                    let entered = shared.enter();
+                    both_in.wait();
+                    a_out.wait();
+                    std::thread::sleep(Duration::from_millis(50));
+                    drop(entered);
+                    let _after = rec.span("after_b", SpanKind::Function);
+                });
+            });
+        });
+    });
+    rec.finish().unwrap();
+
+    let doc = out.document();
+    assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+    let shared: Vec<u64> = doc
+        .spans
+        .iter()
+        .filter(|s| s.name == "shared")
+        .map(|s| s.duration_ns.unwrap())
+        .collect();
+    // In file order A's enter, then B's: A's lasted about 5 ms, B's over 50 ms.
+    assert_eq!(shared.len(), 2);
+    assert!(
+        shared[0] < 40_000_000 && shared[1] >= 50_000_000,
+        "{shared:?}"
+    );
+    // Each thread's stack is empty after its exit: the next spans are roots.
+    assert_eq!(parent_name(&doc, "after_a"), None);
+    assert_eq!(parent_name(&doc, "after_b"), None);
+}
