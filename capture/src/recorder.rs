@@ -402,6 +402,108 @@ mod tests {
         ]
     }
 
+    /// `(action, host id, span, at_ns)` of each line of `text`.
+    fn host_lines(text: &str) -> Vec<(&'static str, u64, u64, u64)> {
+        text.lines()
+            .map(|l| match decode_line(l.as_bytes()).unwrap() {
+                candle_trace_schema::format::events::TraceEvent::Memory(m) => (
+                    match m.action {
+                        MemoryAction::Alloc => "alloc",
+                        MemoryAction::Free => "free",
+                    },
+                    m.tensor_id.strip_prefix("host-").unwrap().parse().unwrap(),
+                    m.span_id.strip_prefix('s').unwrap().parse().unwrap(),
+                    m.timestamp_ns,
+                ),
+                other => panic!("not a memory line: {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_free_read_before_its_alloc_is_written_with_it() {
+        // Thread B frees (its ring read first) a block thread A allocated: the free waits for
+        // the alloc, and both lines come with it.
+        let mut host = HostBlocks::default();
+        let alloc = |at_ns| Record::HostAlloc {
+            ptr: 0x1000,
+            bytes: 4096,
+            at_ns,
+            span: 3,
+            category: TensorCategory::Activation,
+        };
+        let free = |at_ns, span| Record::HostFree {
+            ptr: 0x1000,
+            span,
+            at_ns,
+        };
+        assert_eq!(encoded_with(&free(20, 7), &mut host), "");
+        let both = encoded_with(&alloc(10), &mut host);
+        assert_eq!(host_lines(&both), [("alloc", 1, 3, 10), ("free", 1, 7, 20)]);
+        // Nothing stays live.
+        assert_eq!(encoded_with(&free(30, 7), &mut host), "");
+        // A free never matched is forgotten after its pass and the next.
+        crate::state::Record::pass_done(&mut host);
+        crate::state::Record::pass_done(&mut host);
+        assert_eq!(
+            host_lines(&encoded_with(&alloc(40), &mut host)),
+            [("alloc", 2, 3, 40)]
+        );
+        assert_eq!(
+            host_lines(&encoded_with(&free(50, 0), &mut host)),
+            [("free", 2, 3, 50)]
+        );
+    }
+
+    #[test]
+    fn a_block_reusing_an_address_read_before_the_old_ones_free_leaves_that_free_to_it() {
+        // A block at 0x1000 (t = 10), freed at t = 20 on another thread, then a new block at
+        // the same address (t = 30) read before that free.
+        let mut host = HostBlocks::default();
+        let alloc = |at_ns, span| Record::HostAlloc {
+            ptr: 0x1000,
+            bytes: 100,
+            at_ns,
+            span,
+            category: TensorCategory::Other,
+        };
+        let free = |at_ns| Record::HostFree {
+            ptr: 0x1000,
+            span: 0,
+            at_ns,
+        };
+        let mut lines = String::new();
+        for r in [alloc(10, 1), alloc(30, 2), free(20), free(40)] {
+            lines += &encoded_with(&r, &mut host);
+            lines.push('\n');
+        }
+        assert_eq!(
+            host_lines(&lines),
+            [
+                ("alloc", 1, 1, 10),
+                ("alloc", 2, 2, 30),
+                ("free", 1, 1, 20),
+                ("free", 2, 2, 40)
+            ]
+        );
+        // The old block's alloc read after the new one's (its ring read later).
+        let mut host = HostBlocks::default();
+        let mut lines = String::new();
+        for r in [alloc(30, 2), alloc(10, 1), free(20), free(40)] {
+            lines += &encoded_with(&r, &mut host);
+            lines.push('\n');
+        }
+        assert_eq!(
+            host_lines(&lines),
+            [
+                ("alloc", 1, 2, 30),
+                ("alloc", 2, 1, 10),
+                ("free", 2, 1, 20),
+                ("free", 1, 2, 40)
+            ]
+        );
+    }
+
     proptest! {
         /// Any span line the writer can produce reads back equal, and is byte-identical to
         /// what serde writes for the same event.

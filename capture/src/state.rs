@@ -163,11 +163,49 @@ pub(crate) struct WideHostAlloc {
     pub(crate) category: TensorCategory,
 }
 
+/// A host block written as allocated and not yet freed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LiveBlock {
+    /// Its trace id (`host-{id}`).
+    id: u64,
+    bytes: u64,
+    span: u64,
+    category: TensorCategory,
+    /// When it was allocated.
+    at_ns: u64,
+    /// The pass over the rings ([`Encode::pass_done`]) that saw it displaced, for
+    /// [`HostBlocks::displaced`].
+    pass: u64,
+}
+
+/// A free seen before its block's alloc.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EarlyFree {
+    span: u64,
+    at_ns: u64,
+    /// The pass over the rings that saw it.
+    pass: u64,
+}
+
 /// What the writer thread remembers between records: the host blocks written as allocated and
-/// not yet freed (address → trace id, bytes, span, category).
+/// not yet freed (by address).
+///
+/// The writer reads the threads' rings one after another, so when a block moves between
+/// threads its alloc (in one ring) and its free (in another) can come in either order, and a
+/// block allocated at a freed block's address can come before that free. A free whose alloc
+/// has not come waits in [`early_frees`](Self::early_frees), and a block replaced at its
+/// address by one allocated later waits in [`displaced`](Self::displaced), each for the rest
+/// of its pass over the rings and the next: whatever another thread pushed before this
+/// thread's record is in its ring by then.
 #[derive(Default)]
 pub(crate) struct HostBlocks {
-    pub(crate) live: HashMap<u64, (u64, u64, u64, TensorCategory)>,
+    pub(crate) live: HashMap<u64, LiveBlock>,
+    /// Blocks whose address a later-allocated block took before their free came.
+    displaced: HashMap<u64, LiveBlock>,
+    /// Frees whose alloc has not come yet.
+    early_frees: HashMap<u64, EarlyFree>,
+    /// Passes over the rings so far.
+    pass: u64,
     /// Live bytes of the blocks each span allocated.
     pub(crate) by_span: HashMap<u64, u64>,
     pub(crate) next: u64,
@@ -312,14 +350,97 @@ fn host_alloc_line(
     category: TensorCategory,
 ) {
     host.next += 1;
-    let id = host.next;
-    // A block at an address still marked live was freed unseen (a free of a block this trace
-    // never saw, on another thread): the new one replaces it.
-    if let Some((_, old_bytes, old_span, _)) = host.live.insert(ptr, (id, bytes, span, category)) {
-        host.remove(old_span, old_bytes);
+    let block = LiveBlock {
+        id: host.next,
+        bytes,
+        span,
+        category,
+        at_ns,
+        pass: host.pass,
+    };
+    host_memory_line(
+        out,
+        block.id,
+        span,
+        at_ns,
+        bytes,
+        MemoryAction::Alloc,
+        category,
+    );
+    // Its free came first (from another thread's ring): written now.
+    if let Some(free) = host.early_frees.remove(&ptr) {
+        if free.at_ns >= at_ns {
+            let span = if free.span == 0 { span } else { free.span };
+            out.push(b'\n');
+            host_memory_line(
+                out,
+                block.id,
+                span,
+                free.at_ns,
+                bytes,
+                MemoryAction::Free,
+                category,
+            );
+            return;
+        }
+        // A free from before this block: of an earlier one this trace never saw.
     }
-    host.add(span, bytes);
-    host_memory_line(out, id, span, at_ns, bytes, MemoryAction::Alloc, category);
+    match host.live.get(&ptr).copied() {
+        // A block allocated later is live at this address already: this one came late and
+        // waits for its own free beside it.
+        Some(later) if later.at_ns > at_ns => {
+            host.displaced.insert(ptr, block);
+        }
+        older => {
+            // A block still live at this address was freed, and its free is yet to come (or
+            // was never seen): it waits beside the new one, off its span's live bytes.
+            if let Some(old) = older {
+                host.remove(old.span, old.bytes);
+                host.displaced.insert(
+                    ptr,
+                    LiveBlock {
+                        pass: host.pass,
+                        ..old
+                    },
+                );
+            }
+            host.add(span, bytes);
+            host.live.insert(ptr, block);
+        }
+    }
+}
+
+/// A block freed at `ptr`: the live one, or the one displaced from there when the live one is
+/// younger than the free; a free of neither waits for its alloc.
+fn host_free_line(out: &mut Vec<u8>, host: &mut HostBlocks, ptr: u64, span: u64, at_ns: u64) {
+    let live = host.live.get(&ptr).copied();
+    let block = match live {
+        Some(b) if b.at_ns <= at_ns => {
+            host.live.remove(&ptr);
+            host.remove(b.span, b.bytes);
+            Some(b)
+        }
+        _ => host.displaced.remove(&ptr).filter(|b| b.at_ns <= at_ns),
+    };
+    match block {
+        Some(b) => {
+            let span = if span == 0 { b.span } else { span };
+            host_memory_line(
+                out,
+                b.id,
+                span,
+                at_ns,
+                b.bytes,
+                MemoryAction::Free,
+                b.category,
+            );
+        }
+        None => {
+            let pass = host.pass;
+            host.early_frees
+                .insert(ptr, EarlyFree { span, at_ns, pass });
+        }
+    }
 }
 
 impl Encode for Record {
@@ -396,13 +517,7 @@ impl Encode for Record {
                     let _ = serde_json::to_writer(&mut *out, &event);
                 }
             }
-            Record::HostFree { ptr, span, at_ns } => {
-                if let Some((id, bytes, alloc_span, category)) = host.live.remove(ptr) {
-                    host.remove(alloc_span, bytes);
-                    let span = if *span == 0 { alloc_span } else { *span };
-                    host_memory_line(out, id, span, *at_ns, bytes, MemoryAction::Free, category);
-                }
-            }
+            Record::HostFree { ptr, span, at_ns } => host_free_line(out, host, *ptr, *span, *at_ns),
         }
     }
 
@@ -412,6 +527,16 @@ impl Encode for Record {
         if let Record::HostCheckpoint(checkpoint) = self {
             checkpoint.sample(&mut host.meminfo);
         }
+    }
+
+    /// Early frees and displaced blocks wait out this pass and the next: after that, a free
+    /// had no alloc in this trace (a block allocated before the captured step) and a
+    /// displaced block's free was never seen.
+    fn pass_done(host: &mut HostBlocks) {
+        let pass = host.pass;
+        host.early_frees.retain(|_, f| f.pass == pass);
+        host.displaced.retain(|_, b| b.pass == pass);
+        host.pass += 1;
     }
 }
 

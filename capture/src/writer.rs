@@ -87,13 +87,19 @@ pub(crate) trait Encode: Send + 'static {
     /// What the writer thread keeps between items of one writer (e.g. which host allocations
     /// are live, so a free is written only after its alloc).
     type State: Default;
-    /// Append the line, without its `\n`, to `out`; leave `out` empty to write nothing.
+    /// Append the line, without its `\n`, to `out` (lines, `\n` between them, where one item
+    /// stands for several); leave `out` empty to write nothing.
     fn encode(&self, out: &mut Vec<u8>, state: &mut Self::State);
 
     /// Called on the writer thread once for an item it leaves in its ring while the writer is
     /// held ([`Writer::hold`]), within a poll interval of its push: take now any reading
     /// that belongs to the item's time and would be stale when it is encoded later.
     fn sample(&mut self, _state: &mut Self::State) {}
+
+    /// Called on the writer thread after each pass over every ring ([`Rings::drain`]): items
+    /// of different threads' rings are seen ring by ring, so an item may come a pass before
+    /// one it depends on that another thread pushed earlier (never two passes).
+    fn pass_done(_state: &mut Self::State) {}
 
     /// This thread's rings for writers of this type: `local_rings!(Self);` in each impl.
     fn local_rings() -> &'static std::thread::LocalKey<LocalRings<Self>>
@@ -380,6 +386,7 @@ impl<T: Encode> Rings<T> {
             // The producer is dropped with its thread; what it pushed before is taken above.
             !(ring.is_abandoned() && ring.is_empty())
         });
+        T::pass_done(encoder);
         n
     }
 
@@ -713,7 +720,15 @@ impl State<'_> {
                 }
             }
             if self.error.is_none() {
-                self.counters.written.fetch_add(1, Ordering::Relaxed);
+                // An item may write more than one line (a host block whose free came first
+                // writes its alloc and its free): each counts.
+                let lines = 1 + self.line[..self.line.len() - 1]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count();
+                self.counters
+                    .written
+                    .fetch_add(lines as u64, Ordering::Relaxed);
                 self.counters
                     .bytes
                     .fetch_add(self.line.len() as u64, Ordering::Relaxed);

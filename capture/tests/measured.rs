@@ -123,6 +123,37 @@ fn host_blocks_are_written_in_the_span_that_allocated_them() {
     assert_eq!(allocator.threshold_bytes, Some(1024));
 }
 
+#[test]
+fn a_block_allocated_on_one_thread_and_freed_on_another_keeps_its_free() {
+    // A loader thread allocates a batch in its span and hands it over; the main thread frees
+    // it in the step. The writer reads the threads' rings one after another, and the main
+    // thread's, read first, held the free before the loader's alloc was seen: the free was
+    // dropped, and the batch looked leaked.
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = SharedBuf::default();
+    let rec = capturing_into(&out);
+    {
+        let _step = rec.begin_step();
+        let _total = rec.measured("update");
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _load = rec.span("load_batch", candle_trace_capture::SpanKind::Function);
+                tx.send(vec![7u8; 4_194_301]).unwrap();
+            });
+        });
+        drop(std::hint::black_box(rx.recv().unwrap()));
+    }
+    rec.finish().unwrap();
+    assert_eq!(
+        blocks_of(&out, &[4_194_301]),
+        vec![
+            (MemoryAction::Alloc, 4_194_301),
+            (MemoryAction::Free, 4_194_301)
+        ]
+    );
+}
+
 /// The bytes of this test's own blocks (sizes no other allocation here has) in `out`'s trace.
 fn blocks_of(out: &SharedBuf, sizes: &[u64]) -> Vec<(MemoryAction, u64)> {
     out.document()
