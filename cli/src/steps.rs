@@ -112,7 +112,7 @@ pub(super) fn run(
         t.row(vec![
             step_name(s.capture_step),
             files[s.input].0.display().to_string(),
-            format_ns(s.total_ns),
+            s.total_ns.map_or_else(|| String::from("–"), format_ns),
             phase(0),
             phase(1),
             phase(2),

@@ -9,7 +9,8 @@
 //!   ([`TraceSummary`](crate::analysis::summary::TraceSummary)), the phases are
 //!   [`phase_breakdown`]'s forward, backward, optimizer and
 //!   other, and a module path's time is [`module_rows`]' inclusive
-//!   `total_ns` by path. A step without a measured span has no phases (counted as absent, not 0).
+//!   `total_ns` by path. A step without a measured span has no phases and no total (counted
+//!   as absent, not 0: out of the totals' spread and never an outlier).
 //! - **Spread** ([`Spread`]): `median` and `p90` are nearest-rank percentiles
 //!   ([`crate::analysis::percentiles::nearest_rank`], so the median of an even count is the lower middle
 //!   value and every statistic is one of the samples); `mad` (median absolute deviation) is the
@@ -92,8 +93,9 @@ pub struct StepRow {
     pub input: usize,
     /// The meta's `capture_step`, when there is a meta.
     pub capture_step: Option<u64>,
-    /// The summary's `total_ns`.
-    pub total_ns: u64,
+    /// The summary's `total_ns`; `None` without a closed measured span (a step that measured
+    /// nothing: left out of the totals' spread and of the outliers, as its phases are).
+    pub total_ns: Option<u64>,
     /// Forward, backward, optimizer and other ns ([`PHASES`] order); `None` without a measured span.
     pub phases_ns: Option<[u64; 4]>,
 }
@@ -234,7 +236,11 @@ impl StepSet {
             steps.push(StepRow {
                 input,
                 capture_step: doc.meta.as_ref().map(|m| m.capture_step),
-                total_ns: doc.summary().total_ns,
+                total_ns: doc
+                    .spans
+                    .iter()
+                    .any(|s| s.measured && s.duration_ns.is_some())
+                    .then(|| doc.summary().total_ns),
                 phases_ns,
             });
             let paths = ModulePaths::new(doc);
@@ -248,7 +254,7 @@ impl StepSet {
             }
         }
 
-        let totals: Vec<u64> = steps.iter().map(|s| s.total_ns).collect();
+        let totals: Vec<u64> = steps.iter().filter_map(|s| s.total_ns).collect();
         let total = Spread::of(&totals);
         let phases: Vec<SpreadRow> = PHASES
             .iter()
@@ -325,9 +331,10 @@ fn outliers(
     let mut out: Vec<Outlier> = steps
         .iter()
         .enumerate()
-        .filter(|(_, s)| total.is_beyond(s.total_ns, OUTLIER_MADS))
-        .map(|(pos, s)| {
-            let slow = s.total_ns > total.median;
+        .filter_map(|(pos, s)| Some((pos, s, s.total_ns?)))
+        .filter(|&(_, _, total_ns)| total.is_beyond(total_ns, OUTLIER_MADS))
+        .map(|(pos, s, total_ns)| {
+            let slow = total_ns > total.median;
             let phase = if slow {
                 phases
                     .iter()
@@ -349,8 +356,8 @@ fn outliers(
             Outlier {
                 step: pos,
                 capture_step: s.capture_step,
-                total_ns: s.total_ns,
-                excess_ns: crate::analysis::compare::signed_delta(total.median, s.total_ns),
+                total_ns,
+                excess_ns: crate::analysis::compare::signed_delta(total.median, total_ns),
                 phase,
                 module_paths,
             }
@@ -496,6 +503,41 @@ mod tests {
         assert_eq!(o.module_paths, vec![(String::from("enc"), 20)]);
         assert!(set.shape_churn.is_empty());
         assert_eq!(set.outliers_reason, None);
+    }
+
+    #[test]
+    fn a_step_that_measured_nothing_is_no_total_and_no_outlier() {
+        // Steps 1, 2, 4, 5 measured 1000, 1010, 1000, 990; step 3's `step` span is not
+        // measured: its summary total is 0, which once made it the worst outlier.
+        let unmeasured = {
+            let text = concat!(
+                r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"run","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":3,"warmup_steps":1,"device":"cpu","timing_mode":"host","tags":{}}"#,
+                "\n",
+                r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":false}"#,
+                "\n",
+                r#"{"kind":"span_end","id":"s","duration_ns":1000}"#,
+                "\n",
+            );
+            TraceDocument::from_bytes(text.as_bytes())
+        };
+        let docs = [
+            step_doc(1, 1000, 400, 500, 300, &[2, 8]),
+            step_doc(2, 1010, 400, 500, 300, &[2, 8]),
+            unmeasured,
+            step_doc(4, 1000, 400, 500, 300, &[2, 8]),
+            step_doc(5, 990, 400, 490, 300, &[2, 8]),
+        ];
+        let refs: Vec<&TraceDocument> = docs.iter().collect();
+        let set = StepSet::of(&refs);
+        assert_eq!(set.steps[2].total_ns, None);
+        assert_eq!(set.steps[0].total_ns, Some(1000));
+        // The four totals sorted [990, 1000, 1000, 1010]: median (rank 2) 1000; deviations
+        // [0, 10, 0, 10] → sorted [0, 0, 10, 10], MAD (rank 2) 0. Beyond 3 × 0: steps 2 and
+        // 5 (positions 1 and 4, 10 off each), not step 3.
+        let t = set.total.unwrap();
+        assert_eq!((t.median, t.mad), (1000, 0));
+        let outliers: Vec<usize> = set.outliers.iter().map(|o| o.step).collect();
+        assert_eq!(outliers, vec![1, 4]);
     }
 
     #[test]

@@ -99,7 +99,7 @@ pub fn StepsView(
                         let [f, b, o, other] = s.phases.clone();
                         view! {
                             <tr data-testid="step-row" class:problem=s.outlier data-step=s.step.clone() data-file=s.file.clone()
-                                data-total=s.total_ns.to_string() data-phases=phases data-outlier=s.outlier.to_string()>
+                                data-total=s.total_ns.map(|t| t.to_string()).unwrap_or_default() data-phases=phases data-outlier=s.outlier.to_string()>
                                 <th scope="row">{s.step.clone()}</th>
                                 <td class="name">{s.file.clone()}</td>
                                 <td class="num">{s.total.clone()}</td>

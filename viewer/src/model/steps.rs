@@ -60,8 +60,8 @@ pub struct StepLine {
     pub step: String,
     /// The file it came from.
     pub file: String,
-    /// Its measured total (ns).
-    pub total_ns: u64,
+    /// Its measured total (ns); `None` without a closed measured span.
+    pub total_ns: Option<u64>,
     /// The same as text.
     pub total: String,
     /// Forward, backward, optimizer and other (ns); `None` without a measured span.
@@ -223,7 +223,7 @@ impl StepsModel {
                     .get(s.input)
                     .map_or_else(String::new, |(n, _)| n.clone()),
                 total_ns: s.total_ns,
-                total: format_ns(s.total_ns),
+                total: s.total_ns.map_or_else(|| "–".into(), format_ns),
                 phases_ns: s.phases_ns,
                 phases: [0, 1, 2, 3]
                     .map(|k| s.phases_ns.map_or_else(|| "–".into(), |p| format_ns(p[k]))),
@@ -278,7 +278,7 @@ impl StepsModel {
         let total = set.total.map(|t| {
             SpreadLine::of(
                 "total".into(),
-                set.steps.iter().map(|s| Some(s.total_ns)).collect(),
+                set.steps.iter().map(|s| s.total_ns).collect(),
                 t,
             )
         });
