@@ -131,6 +131,10 @@ impl Recorder {
     /// [`CaptureSubscriber`](crate::subscriber::CaptureSubscriber) as the global subscriber
     /// (once per process). Call it **before building the model**: candle-transformers creates
     /// its spans when the model is built. See [`crate::subscriber`].
+    ///
+    /// The subscriber then holds the recorder until [`finish`](Recorder::finish) (or until
+    /// another recorder is installed): dropping every handle of an installed recorder without
+    /// finishing it does not stop its writer thread or write its closing lines.
     pub fn install(&self) -> Result<(), CaptureError> {
         crate::subscriber::install()?;
         self.inner.tracing_routed.store(true, Ordering::Relaxed);

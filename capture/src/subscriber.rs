@@ -73,6 +73,9 @@ struct Entered {
 
 /// The trace/6 span opened for an entered tracing span.
 struct OpenTrace {
+    /// The key of the recorder it opened in: its exit closes it there only (the route may
+    /// have moved to another recorder, the next step's, in between).
+    recorder: u64,
     id: u64,
     start_ns: u64,
     sync: bool,
@@ -243,6 +246,7 @@ fn enter_slow(tracing_id: u64) {
             );
             inner.counts.tracing_spans.fetch_add(1, Ordering::Relaxed);
             OpenTrace {
+                recorder: inner.key,
                 id,
                 start_ns,
                 sync,
@@ -315,7 +319,9 @@ fn exit_slow(tracing_id: u64) {
     OPEN.fetch_sub(1, Ordering::Relaxed);
     if let Some(open) = entered.trace {
         with_routed(|recorder| {
-            let Some(inner) = recorder else {
+            // Entered in one step, exited in the next: the span stays open in its own step's
+            // file (it was, when that step ended), not closed in another's.
+            let Some(inner) = recorder.filter(|r| r.key == open.recorder) else {
                 return;
             };
             if let (Some(first), Some(end)) = (open.first_tensor, inner.tensor_clock()) {

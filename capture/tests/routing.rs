@@ -8,6 +8,9 @@ mod common;
 use candle_trace_capture::Recorder;
 use common::SharedBuf;
 
+/// The subscriber routes to one recorder at a time: these tests take turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The names of the spans in `out`'s trace, in file order.
 fn span_names(out: &SharedBuf) -> Vec<String> {
     out.document()
@@ -19,6 +22,7 @@ fn span_names(out: &SharedBuf) -> Vec<String> {
 
 #[test]
 fn each_recorder_gets_the_tracing_spans_of_its_own_step() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     candle_trace_capture::install().unwrap();
     // Built once, before any recorder, as candle-transformers builds its layers' spans.
     let first = tracing::info_span!("first_layer");
@@ -41,4 +45,44 @@ fn each_recorder_gets_the_tracing_spans_of_its_own_step() {
     drop(first.enter());
     assert_eq!(span_names(&outs[0]), ["first_layer"]);
     assert_eq!(span_names(&outs[1]), ["second_layer"]);
+}
+
+#[test]
+fn a_span_entered_in_one_step_and_exited_in_the_next_is_not_closed_in_the_next() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    candle_trace_capture::install().unwrap();
+    let outs = [SharedBuf::default(), SharedBuf::default()];
+    let mut prefetch: Option<tracing::span::EnteredSpan> = None;
+    for out in &outs {
+        let recorder = Recorder::builder("routing::test")
+            .capture_step(1)
+            .writer(out.clone())
+            .install()
+            .unwrap();
+        let step = recorder.begin_step();
+        {
+            let _total = recorder.measured("update");
+            // Entered in the step before, it ends now, in this one.
+            drop(prefetch.take());
+            prefetch = Some(tracing::info_span!("prefetch").entered());
+        }
+        drop(step);
+        recorder.finish().unwrap();
+    }
+    drop(prefetch);
+    // Each file has its own prefetch, open when its step ended; the second file does not
+    // close the first file's span (which once came as a second `span_end` of its own id).
+    for out in &outs {
+        let doc = out.document();
+        let prefetch: Vec<_> = doc.spans.iter().filter(|s| s.name == "prefetch").collect();
+        assert_eq!(prefetch.len(), 1, "{}", out.text());
+        assert_eq!(prefetch[0].duration_ns, None, "{}", out.text());
+        assert!(
+            doc.diagnostics
+                .iter()
+                .all(|d| !d.message.contains("span_end")),
+            "{:?}",
+            doc.diagnostics
+        );
+    }
 }
