@@ -731,7 +731,9 @@ fn lock_train(inner: &Inner) -> std::sync::MutexGuard<'_, Option<TrainStep>> {
 /// `forward` begins the next step (the first call is step 1) unless one is running, so a loop
 /// needs no [`begin_step`](Recorder::begin_step) of its own (do not mix the two); in the
 /// captured step it also opens the measured region `train_step`, which `optimizer_step` closes.
-/// Each call is a training-step span (`forward` / `backward` / `optimizer`) with a
+/// A `forward` or `backward` that returns an error ends the step there (measured region
+/// closed, capturing over when it was the captured step), so a loop that skips a failed batch
+/// starts the next update as the next step. Each call is a training-step span (`forward` / `backward` / `optimizer`) with a
 /// `device_memory` checkpoint at both edges (see [`Recorder::step`]).
 ///
 /// ```
@@ -785,13 +787,50 @@ impl Recorder {
         {
             inner.tensor_range(span, first, end);
         }
+        drop(forward);
+        if result.is_err() {
+            self.abandon_train_step();
+        }
         result
+    }
+
+    /// A forward or backward that failed ends its training step there (a loop that skips the
+    /// batch and goes on would otherwise run its next update inside this step, recording on).
+    fn abandon_train_step(&self) {
+        let train = lock_train(&self.inner).take();
+        self.close_measured(train);
+        self.end_capture(train);
+    }
+
+    /// Close the measured region `train_step` that `forward` opened for `train`, if any.
+    fn close_measured(&self, train: Option<TrainStep>) {
+        let inner = &self.inner;
+        if let Some(TrainStep {
+            measured: Some((id, start_ns)),
+            ..
+        }) = train
+        {
+            inner.close_span_timed(id, start_ns, inner.measured_sync(), None);
+        }
+    }
+
+    /// When `train` was the captured step, stop capturing.
+    fn end_capture(&self, train: Option<TrainStep>) {
+        if train.is_some_and(|t| t.captured) {
+            let inner = &self.inner;
+            inner.end_captured_step();
+            inner
+                .tensor_ranges
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clear();
+        }
     }
 
     /// `loss.backward()` as the `backward` span. In the captured step, the autograd graph's
     /// tensors are first recorded in it ([`record_graph`]).
     pub fn backward(&self, loss: &Tensor) -> candle_core::Result<GradStore> {
-        let _backward = self.step(Step::Backward);
+        let backward = self.step(Step::Backward);
         if self.is_recording() {
             let counts = &self.inner.counts;
             counts.graph_on.store(true, Ordering::Relaxed);
@@ -799,7 +838,12 @@ impl Recorder {
             let n = record_graph_in(self, loss, |id| self.inner.span_of_tensor(id));
             counts.graph_tensors.fetch_add(n as u64, Ordering::Relaxed);
         }
-        loss.backward()
+        let grads = loss.backward();
+        drop(backward);
+        if grads.is_err() {
+            self.abandon_train_step();
+        }
+        grads
     }
 
     /// `optimizer.step(grads)` as the `optimizer` span; then closes the measured region, records
@@ -817,13 +861,7 @@ impl Recorder {
         };
         let inner = &self.inner;
         let train = lock_train(inner).take();
-        if let Some(TrainStep {
-            measured: Some((id, start_ns)),
-            ..
-        }) = train
-        {
-            inner.close_span_timed(id, start_ns, inner.measured_sync(), None);
-        }
+        self.close_measured(train);
         let recorded = if self.is_recording() {
             let counts = &inner.counts;
             counts.gradients_on.store(true, Ordering::Relaxed);
@@ -833,14 +871,7 @@ impl Recorder {
         } else {
             Ok(())
         };
-        if train.is_some_and(|t| t.captured) {
-            inner.end_captured_step();
-            inner
-                .tensor_ranges
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clear();
-        }
+        self.end_capture(train);
         stepped.and(recorded)
     }
 }
@@ -1191,6 +1222,37 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), 3, "event ids are unique");
+        Ok(())
+    }
+
+    #[test]
+    fn a_failed_forward_ends_its_training_step() -> candle_core::Result<()> {
+        // A loop that skips a failed batch and goes on: the captured step (the first) ends at
+        // the failure instead of running on into the next update with recording on.
+        let recorder = crate::Recorder::builder("train::fail")
+            .capture_step(1)
+            .writer(std::io::sink())
+            .build()
+            .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+        let failed: candle_core::Result<Tensor> =
+            recorder.forward(|| Err(candle_core::Error::Msg("bad batch".into())));
+        assert!(failed.is_err());
+        assert!(
+            recorder.capture_done(),
+            "the captured step ended at its failure"
+        );
+        assert!(!recorder.is_recording());
+        // The next update is step 2, not recorded.
+        use candle_nn::Module;
+        let varmap = VarMap::new();
+        let vb = candle_nn::VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
+        let lin = candle_nn::linear(3, 1, vb.pp("fc"))?;
+        let mut opt = candle_nn::SGD::new(varmap.all_vars(), 0.1)?;
+        let x = Tensor::ones((2, 3), DType::F32, &Device::Cpu)?;
+        let loss = recorder.forward(|| lin.forward(&x)?.sqr()?.mean_all())?;
+        assert!(!recorder.is_recording());
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
         Ok(())
     }
 
