@@ -235,30 +235,25 @@ impl GradientTable {
             .filter(|&i| !only_problems || self.rows[i].problem)
             .collect();
         let rows = &self.rows;
+        // The key's order, turned round when descending; a stable sort then keeps ties in
+        // review order either way (reversing a sorted list turned ties round too).
+        let dir = |o: core::cmp::Ordering| if descending { o.reverse() } else { o };
         match sort {
+            GradientSort::Review if descending => order.reverse(),
             GradientSort::Review => {}
             GradientSort::Parameter => {
-                order.sort_by(|&a, &b| rows[a].parameter.cmp(&rows[b].parameter))
+                order.sort_by(|&a, &b| dir(rows[a].parameter.cmp(&rows[b].parameter)))
             }
-            GradientSort::State => order.sort_by_key(|&i| rows[i].state_rank),
+            GradientSort::State => {
+                order.sort_by(|&a, &b| dir(rows[a].state_rank.cmp(&rows[b].state_rank)))
+            }
+            // Rows without a norm last, whichever way.
             GradientSort::Norm => order.sort_by(|&a, &b| match (rows[a].norm, rows[b].norm) {
-                (Some(x), Some(y)) => x.total_cmp(&y),
+                (Some(x), Some(y)) => dir(x.total_cmp(&y)),
                 (Some(_), None) => core::cmp::Ordering::Less,
                 (None, Some(_)) => core::cmp::Ordering::Greater,
                 (None, None) => core::cmp::Ordering::Equal,
             }),
-        }
-        if descending {
-            if sort == GradientSort::Norm {
-                // Keep rows without a norm last.
-                let split = order
-                    .iter()
-                    .position(|&i| rows[i].norm.is_none())
-                    .unwrap_or(order.len());
-                order[..split].reverse();
-            } else {
-                order.reverse();
-            }
         }
         order
     }
@@ -347,6 +342,19 @@ mod tests {
             names(t.view(GradientSort::Parameter, false, false))[0],
             "model/embed"
         );
+        // Ties keep review order (row index order) either way.
+        for descending in [false, true] {
+            let v = t.view(GradientSort::State, descending, false);
+            assert!(v
+                .windows(2)
+                .all(|w| t.rows[w[0]].state_rank != t.rows[w[1]].state_rank || w[0] < w[1]));
+            let ranks: Vec<_> = v.iter().map(|&i| t.rows[i].state_rank).collect();
+            assert!(ranks.windows(2).all(|w| if descending {
+                w[0] >= w[1]
+            } else {
+                w[0] <= w[1]
+            }));
+        }
         let bins: Vec<(i32, u64)> = t.bars.iter().map(|b| (b.exponent, b.count)).collect();
         assert_eq!(
             bins,
