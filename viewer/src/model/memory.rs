@@ -76,8 +76,12 @@ impl MemoryPanel {
                     .filter(|&c| c > 0)
                     .map(|c| {
                         let pct = d.peak_bytes as f64 / c as f64 * 100.0;
+                        // The ends say so rather than round onto them: under 1 % is not
+                        // 0 %, and a peak short of the capacity is not 100 %.
                         let pct = if d.peak_bytes > 0 && pct < 1.0 {
                             "<1".to_string()
+                        } else if d.peak_bytes < c && pct >= 99.5 {
+                            ">99".to_string()
                         } else {
                             format!("{pct:.0}")
                         };
@@ -144,6 +148,32 @@ mod tests {
         assert_eq!(m.live.len(), 3);
         assert!(m.live_count >= 3);
         assert!(m.live.iter().all(|l| l.span.is_some()));
+    }
+
+    #[test]
+    fn a_share_short_of_the_capacity_is_not_rounded_to_100() {
+        // Capacity 1000 B (used + free of the checkpoint); peaks of 995 and 1000 bytes.
+        let doc = |peak: u64| {
+            let text = format!(
+                concat!(
+                    r#"{{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{{}}}}"#,
+                    "\n",
+                    r#"{{"kind":"device_memory","timestamp_ns":1,"device":"cpu","used_bytes":0,"free_bytes":1000}}"#,
+                    "\n",
+                    r#"{{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}}"#,
+                    "\n",
+                    r#"{{"kind":"memory","timestamp_ns":2,"tensor_id":"t","span_id":"s","device":"cpu","bytes":{peak},"action":"alloc","dtype":"f32","category":"activation"}}"#,
+                    "\n",
+                    r#"{{"kind":"span_end","id":"s","duration_ns":10}}"#,
+                    "\n",
+                ),
+                peak = peak
+            );
+            MemoryPanel::of(&TraceDocument::from_bytes(text.as_bytes()), 10)
+        };
+        assert_eq!(doc(995).devices[0].peak, "995 B of 1000 B (>99%)");
+        assert_eq!(doc(1000).devices[0].peak, "1000 B of 1000 B (100%)");
+        assert_eq!(doc(500).devices[0].peak, "500 B of 1000 B (50%)");
     }
 
     #[test]
