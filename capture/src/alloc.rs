@@ -312,23 +312,23 @@ pub(crate) struct MemInfo {
     file: Option<Option<std::fs::File>>,
     text: Vec<u8>,
     /// The last reading and when it was taken.
-    last: Option<(std::time::Instant, u64)>,
+    last: Option<(std::time::Instant, Option<u64>)>,
 }
 
 impl MemInfo {
-    /// `MemAvailable` now, in bytes; 0 where unknown (as [`host_available_bytes`]).
+    /// `MemAvailable` now, in bytes; `None` where unknown (as [`host_available_bytes`]).
     #[cfg(not(unix))]
-    pub(crate) fn available_bytes(&mut self) -> u64 {
+    pub(crate) fn available_bytes(&mut self) -> Option<u64> {
         host_available_bytes()
     }
 
     /// How long a reading is given again.
     pub(crate) const REUSE: std::time::Duration = std::time::Duration::from_millis(1);
 
-    /// `MemAvailable` now (read at most [`MemInfo::REUSE`] ago), in bytes; 0 where unknown
-    /// (as [`host_available_bytes`]).
+    /// `MemAvailable` now (read at most [`MemInfo::REUSE`] ago), in bytes; `None` where
+    /// unknown (as [`host_available_bytes`]).
     #[cfg(unix)]
-    pub(crate) fn available_bytes(&mut self) -> u64 {
+    pub(crate) fn available_bytes(&mut self) -> Option<u64> {
         if let Some((at, bytes)) = self.last {
             if at.elapsed() < Self::REUSE {
                 return bytes;
@@ -337,8 +337,7 @@ impl MemInfo {
         let bytes = self
             .read()
             .and_then(|text| std::str::from_utf8(text).ok())
-            .and_then(parse_mem_available)
-            .unwrap_or(0);
+            .and_then(parse_mem_available);
         self.last = Some((std::time::Instant::now(), bytes));
         bytes
     }
@@ -504,12 +503,12 @@ impl Drop for AttributionScope {
     }
 }
 
-/// Free host memory as the OS reports it (`MemAvailable` of `/proc/meminfo`), 0 where unknown.
-pub fn host_available_bytes() -> u64 {
+/// Free host memory as the OS reports it (`MemAvailable` of `/proc/meminfo`), `None` where
+/// unknown (not Linux).
+pub fn host_available_bytes() -> Option<u64> {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| parse_mem_available(&text))
-        .unwrap_or(0)
 }
 
 fn parse_mem_available(meminfo: &str) -> Option<u64> {
@@ -532,16 +531,20 @@ pub fn process_resident_bytes() -> Option<u64> {
 }
 
 /// Emit a `device_memory` checkpoint for the host: device `cpu`, `used_bytes` = [`live_bytes`],
-/// `free_bytes` = [`host_available_bytes`]. Does nothing when the sink is not recording.
+/// `free_bytes` = [`host_available_bytes`]. Does nothing when the sink is not recording, or
+/// where the OS does not say how much is free (a 0 there would be a number nobody measured).
 pub fn record_host_memory<S: Sink + ?Sized>(sink: &S) {
     if !sink.is_recording() {
         return;
     }
+    let Some(free_bytes) = host_available_bytes() else {
+        return;
+    };
     sink.emit(TraceEvent::DeviceMemory(DeviceMemory {
         timestamp_ns: sink.now_ns(),
         device: "cpu".to_string(),
         used_bytes: live_bytes(),
-        free_bytes: host_available_bytes(),
+        free_bytes,
         reserved_bytes: None,
     }));
 }
@@ -717,9 +720,9 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn meminfo_kept_open_reads_afresh() {
         let mut meminfo = MemInfo::default();
-        let first = meminfo.available_bytes();
-        let again = meminfo.available_bytes();
-        let fresh = host_available_bytes();
+        let first = meminfo.available_bytes().unwrap();
+        let again = meminfo.available_bytes().unwrap();
+        let fresh = host_available_bytes().unwrap();
         assert!(first > 0 && again > 0, "{first} {again}");
         // The same field as a fresh open: equal up to what the machine did meanwhile.
         let diff = again.abs_diff(fresh);

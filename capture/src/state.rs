@@ -94,7 +94,8 @@ pub(crate) struct Checkpoint {
     /// [`Checkpoint::UNREAD`] until read; [`Checkpoint::UNREADABLE`] when the resident set
     /// could not be read (nothing is written then).
     used_bytes: u64,
-    /// [`Checkpoint::UNREAD`] until read.
+    /// [`Checkpoint::UNREAD`] until read; [`Checkpoint::UNREADABLE`] where the OS does not say
+    /// how much memory is available (nothing is written then: a 0 would be no measurement).
     free_bytes: u64,
 }
 
@@ -124,14 +125,17 @@ impl Checkpoint {
                 .unwrap_or(Self::UNREADABLE);
         }
         if self.free_bytes == Self::UNREAD {
-            self.free_bytes = meminfo.available_bytes().min(Self::UNREADABLE);
+            self.free_bytes = meminfo
+                .available_bytes()
+                .filter(|&b| b < Self::UNREADABLE)
+                .unwrap_or(Self::UNREADABLE);
         }
     }
 
-    /// The `device_memory` event, `None` when the used bytes could not be read.
+    /// The `device_memory` event, `None` when the used or the free bytes could not be read.
     pub(crate) fn event(mut self, meminfo: &mut crate::alloc::MemInfo) -> Option<TraceEvent> {
         self.sample(meminfo);
-        (self.used_bytes != Self::UNREADABLE).then(|| {
+        (self.used_bytes != Self::UNREADABLE && self.free_bytes != Self::UNREADABLE).then(|| {
             TraceEvent::DeviceMemory(candle_trace_schema::format::events::DeviceMemory {
                 timestamp_ns: self.at_ns,
                 device: "cpu".to_string(),
@@ -1071,11 +1075,15 @@ mod tests {
         again.sample(&mut meminfo);
         assert_eq!(device_memory(again.event(&mut meminfo)), (7, 4096, 12_345));
         // Unsampled, it reads at write time; the allocator's count is kept as given.
-        let (at, used, free) = device_memory(Checkpoint::new(9, Some(1)).event(&mut meminfo));
-        assert_eq!((at, used), (9, 1));
         if cfg!(target_os = "linux") {
+            let (at, used, free) = device_memory(Checkpoint::new(9, Some(1)).event(&mut meminfo));
+            assert_eq!((at, used), (9, 1));
             assert!(free > 0, "MemAvailable is read");
         }
+        // Where the OS does not say what is free, nothing is written (not a 0).
+        let mut unknown = Checkpoint::new(11, Some(1));
+        unknown.free_bytes = Checkpoint::UNREADABLE;
+        assert_eq!(unknown.event(&mut meminfo), None);
     }
 
     #[test]
