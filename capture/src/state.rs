@@ -424,7 +424,10 @@ fn host_free_line(out: &mut Vec<u8>, host: &mut HostBlocks, ptr: u64, span: u64,
             host.remove(b.span, b.bytes);
             Some(b)
         }
-        _ => host.displaced.remove(&ptr).filter(|b| b.at_ns <= at_ns),
+        _ => match host.displaced.get(&ptr) {
+            Some(b) if b.at_ns <= at_ns => host.displaced.remove(&ptr),
+            _ => None,
+        },
     };
     match block {
         Some(b) => {
