@@ -19,7 +19,7 @@ use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
 
 use crate::model::TraceModel;
 
-/// A small trace that the warm-up reads: one training step of a two-layer Llama, every record
+/// A small trace that the warm-up reads: one training step of a two-layer MLP, every record
 /// kind (`tests/fixtures/train_step.trace6.jsonl`, 17 KB).
 const SAMPLE: &[u8] = include_bytes!("../../tests/fixtures/train_step.trace6.jsonl");
 
