@@ -444,6 +444,9 @@ mod tests {
         assert_eq!(encoded_with(&free(20, 7), &mut host), "");
         let both = encoded_with(&alloc(10), &mut host);
         assert_eq!(host_lines(&both), [("alloc", 1, 3, 10), ("free", 1, 7, 20)]);
+        // The writer counts the second line (asked once: then none are left).
+        assert_eq!(crate::state::Record::extra_lines(&mut host), 1);
+        assert_eq!(crate::state::Record::extra_lines(&mut host), 0);
         // Nothing stays live.
         assert_eq!(encoded_with(&free(30, 7), &mut host), "");
         // A free never matched is forgotten after its pass and the next.

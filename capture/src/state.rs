@@ -210,6 +210,8 @@ pub(crate) struct HostBlocks {
     early_frees: HashMap<u64, EarlyFree>,
     /// Passes over the rings so far.
     pass: u64,
+    /// Lines written by the last record beyond its first (see [`Encode::extra_lines`]).
+    extra_lines: u64,
     /// Live bytes of the blocks each span allocated.
     pub(crate) by_span: HashMap<u64, u64>,
     pub(crate) next: u64,
@@ -376,6 +378,7 @@ fn host_alloc_line(
         if free.at_ns >= at_ns {
             let span = if free.span == 0 { span } else { free.span };
             out.push(b'\n');
+            host.extra_lines += 1;
             host_memory_line(
                 out,
                 block.id,
@@ -539,6 +542,10 @@ impl Encode for Record {
     /// Early frees and displaced blocks wait out this pass and the next: after that, a free
     /// had no alloc in this trace (a block allocated before the captured step) and a
     /// displaced block's free was never seen.
+    fn extra_lines(host: &mut HostBlocks) -> u64 {
+        std::mem::take(&mut host.extra_lines)
+    }
+
     fn pass_done(host: &mut HostBlocks) {
         let pass = host.pass;
         host.early_frees.retain(|_, f| f.pass == pass);

@@ -101,6 +101,12 @@ pub(crate) trait Encode: Send + 'static {
     /// one it depends on that another thread pushed earlier (never two passes).
     fn pass_done(_state: &mut Self::State) {}
 
+    /// How many lines beyond one the last [`encode`](Encode::encode) wrote (an item may stand
+    /// for several lines: `\n` between them); asked once after each item that wrote any.
+    fn extra_lines(_state: &mut Self::State) -> u64 {
+        0
+    }
+
     /// This thread's rings for writers of this type: `local_rings!(Self);` in each impl.
     fn local_rings() -> &'static std::thread::LocalKey<LocalRings<Self>>
     where
@@ -710,7 +716,8 @@ struct State<'a> {
 }
 
 impl State<'_> {
-    fn write_line(&mut self) {
+    /// Write `line`, which holds `lines` lines (the last without its `\n`), and count them.
+    fn write_line(&mut self, lines: u64) {
         self.line.push(b'\n');
         if self.error.is_none() {
             for output in &mut self.outputs {
@@ -720,15 +727,7 @@ impl State<'_> {
                 }
             }
             if self.error.is_none() {
-                // An item may write more than one line (a host block whose free came first
-                // writes its alloc and its free): each counts.
-                let lines = 1 + self.line[..self.line.len() - 1]
-                    .iter()
-                    .filter(|&&b| b == b'\n')
-                    .count();
-                self.counters
-                    .written
-                    .fetch_add(lines as u64, Ordering::Relaxed);
+                self.counters.written.fetch_add(lines, Ordering::Relaxed);
                 self.counters
                     .bytes
                     .fetch_add(self.line.len() as u64, Ordering::Relaxed);
@@ -741,7 +740,7 @@ impl State<'_> {
     fn write_item<T: Encode>(&mut self, item: T, state: &mut T::State) {
         item.encode(&mut self.line, state);
         if !self.line.is_empty() {
-            self.write_line();
+            self.write_line(1 + T::extra_lines(state));
         }
     }
 
@@ -784,7 +783,7 @@ fn run<T: Encode>(
     };
     if let Some(header) = framing.header {
         s.line = header;
-        s.write_line();
+        s.write_line(1);
         // The header is on disk before any event: a reader can identify the file at once.
         s.flush();
     }
@@ -882,13 +881,13 @@ fn run<T: Encode>(
         .take();
     if let Some(closing) = closing {
         s.line = closing;
-        s.write_line();
+        s.write_line(1);
     }
     let dropped = counters.dropped.load(Ordering::Relaxed);
     let written = counters.written.load(Ordering::Relaxed);
     if let Some(trailer) = (framing.trailer)(dropped, written) {
         s.line = trailer;
-        s.write_line();
+        s.write_line(1);
     }
     s.flush();
     ThreadEnd {
