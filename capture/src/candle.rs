@@ -733,8 +733,9 @@ fn lock_train(inner: &Inner) -> std::sync::MutexGuard<'_, Option<TrainStep>> {
 /// captured step it also opens the measured region `train_step`, which `optimizer_step` closes.
 /// A `forward` or `backward` that returns an error ends the step there (measured region
 /// closed, capturing over when it was the captured step), so a loop that skips a failed batch
-/// starts the next update as the next step. Each call is a training-step span (`forward` / `backward` / `optimizer`) with a
-/// `device_memory` checkpoint at both edges (see [`Recorder::step`]).
+/// starts the next update as the next step. Each call is a training-step span (`forward` /
+/// `backward` / `optimizer`) with a `device_memory` checkpoint at both edges (see
+/// [`Recorder::step`]).
 ///
 /// ```
 /// use candle_core::{DType, Device, Tensor};
