@@ -345,6 +345,7 @@ mod tests {
                 span_kind: kind,
                 measured,
                 step,
+                module: None,
             });
             for line in both_encodings(7, parent, name, 42, kind, measured, step) {
                 assert_eq!(line, want.to_json_line());
@@ -540,6 +541,7 @@ mod tests {
                 span_kind: kind,
                 measured,
                 step,
+                module: None,
             });
             for line in both_encodings(id, parent, &name, start_ns, kind, measured, step) {
                 prop_assert_eq!(&line, &want.to_json_line());

@@ -85,9 +85,10 @@ fn event() -> impl Strategy<Value = TraceEvent> {
             Step::Backward,
             Step::Optimizer,
         ])),
+        prop::option::of(ctext()),
     )
         .prop_map(
-            |(id, parent_id, name, start_ns, span_kind, measured, step)| {
+            |(id, parent_id, name, start_ns, span_kind, measured, step, module)| {
                 TraceEvent::SpanStart(SpanStart {
                     id,
                     parent_id,
@@ -96,6 +97,7 @@ fn event() -> impl Strategy<Value = TraceEvent> {
                     span_kind,
                     measured,
                     step,
+                    module,
                 })
             },
         );

@@ -354,6 +354,7 @@ impl<'w, W: Write> Gen<'w, W> {
             span_kind,
             measured,
             step: self.step,
+            module: None,
         }))?;
         self.stack.push(OpenSpan {
             id: id.clone().into(),
@@ -1322,6 +1323,7 @@ pub fn write_deep_chain(depth: u64, out: &mut impl Write) -> io::Result<GenStats
             span_kind: SpanKind::Op,
             measured: i == 0,
             step: None,
+            module: None,
         };
         g.emit(&TraceEvent::SpanStart(start))?;
         g.stats.max_depth = i;
@@ -1356,6 +1358,7 @@ pub fn write_wide(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
         span_kind: SpanKind::Op,
         measured: true,
         step: None,
+        module: None,
     }))?;
     for i in 1..spans {
         g.emit(&TraceEvent::SpanStart(SpanStart {
@@ -1366,6 +1369,7 @@ pub fn write_wide(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
             span_kind: SpanKind::Op,
             measured: false,
             step: None,
+            module: None,
         }))?;
         g.emit(&TraceEvent::SpanEnd(SpanEnd {
             id: format!("s{i}").into(),
@@ -1401,6 +1405,7 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
         span_kind: SpanKind::Function,
         measured: true,
         step: None,
+        module: None,
     }))?;
     let blocks = (spans - 1).div_ceil(100);
     let (mut made, mut t) = (1u64, 0u64);
@@ -1415,6 +1420,7 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
             span_kind: SpanKind::Module,
             measured: false,
             step: Some(step),
+            module: None,
         }))?;
         made += 1;
         g.stats.max_depth = g.stats.max_depth.max(1);
@@ -1428,6 +1434,7 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
                 span_kind: SpanKind::Op,
                 measured: false,
                 step: Some(step),
+                module: None,
             }))?;
             g.emit(&TraceEvent::SpanEnd(SpanEnd {
                 id: format!("b{b}o{i}").into(),

@@ -397,7 +397,7 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
     }
 
     fn spans(&mut self, spans: &'d [Span]) {
-        self.blocks(spans, 15, |s, c, x| {
+        self.blocks(spans, 16, |s, c, x| {
             c.str(0, &x.id);
             c.opt_str(2, x.parent_id.as_deref());
             c.u32(5, s.id(&x.name));
@@ -408,6 +408,7 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
             c.opt_u64(10, x.duration_ns);
             c.u64(12, x.line);
             c.opt_u64(13, x.end_line);
+            c.u32(15, s.opt(x.module.as_deref()));
         });
     }
 
@@ -845,7 +846,7 @@ impl Part {
     /// The columns of a part written in blocks of rows, `None` for the others.
     fn columns(self) -> Option<usize> {
         Some(match self {
-            Part::Spans => 15,
+            Part::Spans => 16,
             Part::Memory => 14,
             Part::Ops => 19,
             Part::Tensors => 13,
@@ -1029,6 +1030,7 @@ fn spans(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> 
     let (has_duration, duration) = (t.bits(b, 10)?, t.col(b, 11, 8)?);
     let line = t.col(b, 12, 8)?;
     let (has_end, end_line) = (t.bits(b, 13)?, t.col(b, 14, 8)?);
+    let module = t.col(b, 15, 4)?;
     let first = d.spans.len();
     for i in 0..t.n {
         d.spans.push(Span {
@@ -1039,6 +1041,7 @@ fn spans(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> 
             span_kind: variant(&SpanKind::ALL, kind.u8(i)?, "span kind")?,
             measured: measured.get(i)?,
             step: opt_variant(&Step::ALL, step.u8(i)?, "step")?,
+            module: s.opt(module.u32(i)?)?.map(cs),
             duration_ns: has_duration.opt_u64(&duration, i)?,
             line: line.u64(i)?,
             end_line: has_end.opt_u64(&end_line, i)?,

@@ -51,6 +51,8 @@ pub struct ModuleSpan {
     pub name: String,
     /// `attributes.span_kind`.
     pub span_kind: SpanKind,
+    /// `attributes.module`: the module named by its weights, when the capture named it.
+    pub module: Option<String>,
     /// ns since the request started.
     pub start_ns: u64,
     /// `duration_nanos` (or `duration_us × 1000`).
@@ -135,6 +137,7 @@ fn read_span(record: &ProfileRecord) -> Option<(String, u64, ModuleSpan)> {
             parent_span_id: attr_u64(a, "parent_span_id"),
             name: a.get("name")?.as_str()?.to_string(),
             span_kind,
+            module: a.get("module").and_then(Value::as_str).map(str::to_string),
             start_ns: attr_u64(a, "start_nanos_since_request_start")?,
             duration_ns,
             path: String::new(),
@@ -155,6 +158,7 @@ fn name_paths(spans: &mut [ModuleSpan]) {
             span_kind: s.span_kind,
             measured: false,
             step: None,
+            module: s.module.as_deref().map(CompactString::from),
             duration_ns: Some(s.duration_ns),
             line: s.line,
             end_line: None,

@@ -727,6 +727,7 @@ impl TraceReader {
             span_kind: s.span_kind,
             measured: s.measured,
             step: s.step,
+            module: s.module,
             duration_ns: None,
             line: number,
             end_line: None,

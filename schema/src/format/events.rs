@@ -248,6 +248,10 @@ pub struct SpanStart {
     /// Training step the span belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<Step>,
+    /// The module it runs, named by the weights it loaded (`model.layers.0.self_attn.q_proj`;
+    /// SCHEMA.md §4, "Module names").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<CompactString>,
 }
 
 /// A span closed.

@@ -49,6 +49,8 @@ pub struct Span {
     pub measured: bool,
     /// Training step.
     pub step: Option<Step>,
+    /// The module it runs, named by its weights, when the capture named it.
+    pub module: Option<CompactString>,
     /// Duration from its `span_end`; `None` while (or if never) closed.
     pub duration_ns: Option<u64>,
     /// Line of the `span_start`.

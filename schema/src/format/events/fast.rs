@@ -93,6 +93,7 @@ pub(crate) struct RawSpanStart<'a> {
     pub(crate) span_kind: SpanKind,
     pub(crate) measured: bool,
     pub(crate) step: Option<Step>,
+    pub(crate) module: Option<&'a str>,
 }
 
 impl RawSpanStart<'_> {
@@ -105,6 +106,7 @@ impl RawSpanStart<'_> {
             span_kind: self.span_kind,
             measured: self.measured,
             step: self.step,
+            module: self.module.map(CompactString::from),
         }
     }
 }
@@ -503,6 +505,11 @@ pub(crate) fn decode<'a, R>(
             } else {
                 None
             };
+            let module = if c.optional_literal(b",\"module\":") {
+                Some(c.str()?)
+            } else {
+                None
+            };
             c.end()?;
             Some(on(Raw::SpanStart(RawSpanStart {
                 id,
@@ -512,6 +519,7 @@ pub(crate) fn decode<'a, R>(
                 span_kind,
                 measured,
                 step,
+                module,
             })))
         }
         "span_end" => {
@@ -667,6 +675,7 @@ mod tests {
                 span_kind: SpanKind::Module,
                 measured: false,
                 step: Some(Step::Forward),
+                module: Some("model.layers.0.mlp.fc1".into()),
             }),
             TraceEvent::SpanStart(SpanStart {
                 id: "s0".into(),
@@ -676,6 +685,7 @@ mod tests {
                 span_kind: SpanKind::Function,
                 measured: true,
                 step: None,
+                module: None,
             }),
             TraceEvent::SpanEnd(SpanEnd {
                 id: "s1".into(),
