@@ -570,6 +570,7 @@ pub fn record_gradients<S: Sink + ?Sized>(
             key: key.clone(),
             state: fact.state,
             norm: fact.norm,
+            storage_bytes: None,
         }));
     }
     Ok(tally)

@@ -230,6 +230,7 @@ fn event() -> impl Strategy<Value = TraceEvent> {
                 key,
                 state,
                 norm,
+                storage_bytes: None,
             })
         });
     let edge = (text(), text(), any::<u64>()).prop_map(|(from_span, to_span, duration_ns)| {

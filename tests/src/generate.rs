@@ -1277,6 +1277,7 @@ pub fn write_trace(cfg: &GenConfig, out: &mut impl Write) -> io::Result<GenStats
             key: p.name.clone(),
             state,
             norm,
+            storage_bytes: None,
         }))?;
     }
     g.close()?;

@@ -473,7 +473,7 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
     }
 
     fn gradients(&mut self, gradients: &'d [Lined<Gradient>]) {
-        self.blocks(gradients, 7, |s, c, x| {
+        self.blocks(gradients, 9, |s, c, x| {
             c.u64(0, x.line);
             let x = &x.event;
             c.u32(1, s.id(&x.event_id));
@@ -482,6 +482,7 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
             c.u8(4, code(&GradientState::ALL, &x.state));
             c.bit(5, x.norm.is_some());
             c.f64(6, x.norm.unwrap_or(0.0));
+            c.opt_u64(7, x.storage_bytes);
         });
     }
 
@@ -850,7 +851,8 @@ impl Part {
             Part::Memory => 14,
             Part::Ops => 19,
             Part::Tensors => 13,
-            Part::DeviceMemory | Part::Gradients => 7,
+            Part::DeviceMemory => 7,
+            Part::Gradients => 9,
             Part::Edges | Part::Records | Part::Diagnostics => 4,
             Part::Samples => 8,
             Part::Tree | Part::MemoryProfile | Part::Chrome => return None,
@@ -1179,6 +1181,7 @@ fn gradients(v: &mut Vec<Lined<Gradient>>, t: &Table, b: &[u8], s: Strs<'_>) -> 
     let key = t.col(b, 3, 4)?;
     let state = t.col(b, 4, 1)?;
     let (has_norm, norm) = (t.bits(b, 5)?, t.col(b, 6, 8)?);
+    let (has_bytes, bytes) = (t.bits(b, 7)?, t.col(b, 8, 8)?);
     for i in 0..t.n {
         let event = Gradient {
             event_id: String::from(s.get(event_id.u32(i)?)?),
@@ -1190,6 +1193,7 @@ fn gradients(v: &mut Vec<Lined<Gradient>>, t: &Table, b: &[u8], s: Strs<'_>) -> 
             } else {
                 None
             },
+            storage_bytes: has_bytes.opt_u64(&bytes, i)?,
         };
         v.push(Lined::new(line.u64(i)?, event));
     }

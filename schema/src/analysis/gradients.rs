@@ -374,6 +374,7 @@ mod tests {
                 key: String::from("k"),
                 state: GradientState::Present,
                 norm,
+                storage_bytes: None,
             },
         )
     }
@@ -416,6 +417,7 @@ mod tests {
                 key: String::from(key),
                 state,
                 norm: None,
+                storage_bytes: None,
             },
         )
     }

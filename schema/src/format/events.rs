@@ -396,6 +396,9 @@ pub struct Gradient {
     /// L2 norm of the gradient.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub norm: Option<f64>,
+    /// The parameter's bytes (elements × element size; SCHEMA.md §4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_bytes: Option<u64>,
 }
 
 /// Timing between two spans.
