@@ -10,7 +10,7 @@ use candle_trace_schema::analysis::gradients::{
 };
 use candle_trace_schema::analysis::histogram::Histogram;
 use candle_trace_schema::analysis::ops::{heaviest_ops, op_groups, OpGrouping};
-use candle_trace_schema::analysis::paths::{
+use candle_trace_schema::analysis::modules::{
     module_rows, op_rows_by_path, ModuleGrouping, ModulePaths,
 };
 use candle_trace_schema::analysis::phases::{module_pairs, phase_breakdown};
