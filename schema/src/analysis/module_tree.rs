@@ -562,3 +562,561 @@ pub fn profile_tree(requests: &[RequestModules]) -> ModuleTree {
         gradients_note: none(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::profile::read_profile;
+    use alloc::format;
+
+    const META: &str = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#;
+
+    /// Lines of a trace: spans get ids `s0`, `s1` … and start 10 ns apart.
+    struct Lines {
+        lines: Vec<String>,
+        next: u64,
+    }
+
+    impl Lines {
+        fn new() -> Self {
+            Lines {
+                lines: alloc::vec![META.to_string()],
+                next: 0,
+            }
+        }
+
+        fn span(
+            &mut self,
+            parent: Option<&str>,
+            name: &str,
+            kind: &str,
+            ns: u64,
+            module: Option<&str>,
+        ) -> String {
+            let id = format!("s{}", self.next);
+            let start = self.next * 10;
+            self.next += 1;
+            let mut line = format!(
+                r#"{{"kind":"span_start","id":"{id}","name":"{name}","start_ns":{start},"span_kind":"{kind}""#
+            );
+            match parent {
+                Some(p) => line += &format!(r#","parent_id":"{p}""#),
+                None => line += r#","measured":true"#,
+            }
+            if let Some(m) = module {
+                line += &format!(r#","module":"{m}""#);
+            }
+            line.push('}');
+            self.lines.push(line);
+            self.lines.push(format!(
+                r#"{{"kind":"span_end","id":"{id}","duration_ns":{ns}}}"#
+            ));
+            id
+        }
+
+        fn doc(&self) -> TraceDocument {
+            let mut text = self.lines.join("\n");
+            text.push('\n');
+            TraceDocument::from_bytes(text.as_bytes())
+        }
+    }
+
+    /// A 2-layer Mistral's forward (flat named `rms-norm` and `linear` spans; layer 1's each
+    /// 1 ns longer, a 3 ns `matmul` op span in its `q_proj`), 256 bytes allocated in that
+    /// matmul and 100 in `forward`, a 64-byte activation tensor seen in layer 0's `down_proj`
+    /// (and a parameter tensor in layer 1's `q_proj`, which is no graph tensor), and gradients.
+    fn mistral() -> TraceDocument {
+        let mut l = Lines::new();
+        let step = l.span(None, "update", "function", 1000, None);
+        let fwd = l.span(Some(&step), "forward", "function", 900, None);
+        let (mut matmul, mut down0, mut q1) = (String::new(), String::new(), String::new());
+        for layer in 0..2u64 {
+            let mut add = |l: &mut Lines, name: &str, ns: u64, m: &str| {
+                let module = format!("model.layers.{layer}.{m}");
+                l.span(Some(&fwd), name, "module", ns + layer, Some(&module))
+            };
+            add(&mut l, "rms-norm", 5, "input_layernorm");
+            let q = add(&mut l, "linear", 10, "self_attn.q_proj");
+            add(&mut l, "linear", 6, "self_attn.k_proj");
+            add(&mut l, "linear", 6, "self_attn.v_proj");
+            add(&mut l, "linear", 8, "self_attn.o_proj");
+            add(&mut l, "rms-norm", 5, "post_attention_layernorm");
+            add(&mut l, "linear", 12, "mlp.gate_proj");
+            add(&mut l, "linear", 12, "mlp.up_proj");
+            let down = add(&mut l, "linear", 14, "mlp.down_proj");
+            if layer == 0 {
+                down0 = down;
+            } else {
+                matmul = l.span(Some(&q), "matmul", "op", 3, None);
+                q1 = q;
+            }
+        }
+        l.span(Some(&fwd), "rms-norm", "module", 7, Some("model.norm"));
+        l.span(Some(&fwd), "linear", "module", 20, Some("lm_head"));
+        let memory = |span: &str, tensor: &str, bytes: u64, action: &str| {
+            format!(
+                r#"{{"kind":"memory","timestamp_ns":50,"tensor_id":"{tensor}","span_id":"{span}","device":"cpu","bytes":{bytes},"action":"{action}","dtype":"f32"}}"#
+            )
+        };
+        l.lines.push(memory(&matmul, "t1", 256, "alloc"));
+        l.lines.push(memory(&fwd, "t2", 100, "alloc"));
+        l.lines.push(memory(&matmul, "t1", 256, "free"));
+        l.lines.push(format!(
+            r#"{{"kind":"tensor","span_id":"{down0}","tensor_id":"a1","shape":[4,4],"dtype":"f32","device":"cpu"}}"#
+        ));
+        l.lines.push(format!(
+            r#"{{"kind":"tensor","span_id":"{q1}","tensor_id":"w1","shape":[32,32],"dtype":"f32","device":"cpu","category":"parameter"}}"#
+        ));
+        for (key, state, norm, bytes) in [
+            (
+                "model.layers.1.self_attn.q_proj.weight",
+                "present",
+                Some(3.0),
+                Some(1024),
+            ),
+            (
+                "model.layers.1.self_attn.q_proj.bias",
+                "present",
+                Some(4.0),
+                Some(32),
+            ),
+            (
+                "model.layers.0.mlp.down_proj.weight",
+                "missing",
+                None,
+                Some(2048),
+            ),
+            ("model.embed_tokens.weight", "zero", Some(0.0), Some(4096)),
+            ("lm_head.weight", "present", Some(12.0), None),
+            ("scale", "present", Some(1.0), Some(4)),
+        ] {
+            let mut g = format!(
+                r#"{{"kind":"gradient","event_id":"{key}","root":"varmap","key":"{key}","state":"{state}""#
+            );
+            if let Some(n) = norm {
+                g += &format!(r#","norm":{n:?}"#);
+            }
+            if let Some(b) = bytes {
+                g += &format!(r#","storage_bytes":{b}"#);
+            }
+            g.push('}');
+            l.lines.push(g);
+        }
+        l.doc()
+    }
+
+    /// (indented label, measured, calls, total, self) of each node.
+    fn rows(tree: &ModuleTree) -> Vec<(String, bool, u64, u64, u64)> {
+        tree.nodes
+            .iter()
+            .map(|n| {
+                let pad = "  ".repeat(n.depth as usize);
+                (
+                    format!("{pad}{}", n.label),
+                    n.measured,
+                    n.calls,
+                    n.total_ns,
+                    n.self_ns,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_flat_model_grows_a_tree_from_its_names() {
+        let doc = mistral();
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let tree = trace_tree(&doc, &ModulePaths::new(&doc));
+        assert!(tree.names);
+        let r = |label: &str, measured: bool, calls: u64, total: u64, self_ns: u64| {
+            (String::from(label), measured, calls, total, self_ns)
+        };
+        // Layer 0: norms 5 and 5, attention 10 + 6 + 6 + 8 = 30, mlp 12 + 12 + 14 = 38: 78.
+        // Layer 1: each span 1 ns longer: 6 + 6 + 34 + 41 = 87; its q_proj's self 11 − 3 = 8.
+        // model = 87 + 78 + 7 (norm) = 172 in 9 + 9 + 1 = 19 calls, self 84 + 78 + 7 = 169;
+        // embed_tokens has a gradient only: a group with no time.
+        assert_eq!(
+            rows(&tree),
+            [
+                r("model", false, 19, 172, 169),
+                r("  layers.1", false, 9, 87, 84),
+                r("    mlp", false, 3, 41, 41),
+                r("      down_proj", true, 1, 15, 15),
+                r("      gate_proj", true, 1, 13, 13),
+                r("      up_proj", true, 1, 13, 13),
+                r("    self_attn", false, 4, 34, 31),
+                r("      q_proj", true, 1, 11, 8),
+                r("      o_proj", true, 1, 9, 9),
+                r("      k_proj", true, 1, 7, 7),
+                r("      v_proj", true, 1, 7, 7),
+                r("    input_layernorm", true, 1, 6, 6),
+                r("    post_attention_layernorm", true, 1, 6, 6),
+                r("  layers.0", false, 9, 78, 78),
+                r("    mlp", false, 3, 38, 38),
+                r("      down_proj", true, 1, 14, 14),
+                r("      gate_proj", true, 1, 12, 12),
+                r("      up_proj", true, 1, 12, 12),
+                r("    self_attn", false, 4, 30, 30),
+                r("      q_proj", true, 1, 10, 10),
+                r("      o_proj", true, 1, 8, 8),
+                r("      k_proj", true, 1, 6, 6),
+                r("      v_proj", true, 1, 6, 6),
+                r("    input_layernorm", true, 1, 5, 5),
+                r("    post_attention_layernorm", true, 1, 5, 5),
+                r("  norm", true, 1, 7, 7),
+                r("  embed_tokens", false, 0, 0, 0),
+                r("lm_head", true, 1, 20, 20),
+            ]
+        );
+        let node = |key: &str| tree.nodes.iter().find(|n| n.key == key).unwrap();
+        // Parents and keys.
+        let q = node("model.layers.1.self_attn.q_proj");
+        let parent = &tree.nodes[q.parent.unwrap() as usize];
+        assert_eq!(parent.key, "model.layers.1.self_attn");
+        assert_eq!((parent.children, node("model").children), (4, 4));
+        // q_proj: the 256-byte alloc of its matmul; its weight and bias, 1024 + 32 bytes,
+        // norm √(3² + 4²) = 5. The parameter tensor seen there is no graph tensor.
+        assert_eq!(
+            (q.alloc_bytes, q.graph_bytes, q.param_bytes, q.grad_norm),
+            (256, 0, Some(1056), Some(5.0))
+        );
+        assert_eq!(q.gradients.present, 2);
+        // model adds everything below it: params 1056 + 2048 + 4096 = 7200; present 2,
+        // missing 1, zero 1; norm √(9 + 16 + 0) = 5; the activation's 4 × 4 × 4 = 64 bytes.
+        let m = node("model");
+        assert_eq!(
+            (m.alloc_bytes, m.graph_bytes, m.param_bytes, m.grad_norm),
+            (256, 64, Some(7200), Some(5.0))
+        );
+        assert_eq!(
+            (m.gradients.present, m.gradients.missing, m.gradients.zero),
+            (2, 1, 1)
+        );
+        // Share of the measured 1000 ns.
+        assert_eq!(m.share, Some(0.172));
+        // lm_head: a gradient without bytes; the top-level `scale` belongs to no node.
+        let head = node("lm_head");
+        assert_eq!((head.param_bytes, head.grad_norm), (None, Some(12.0)));
+        assert_eq!(head.gradients.present, 1);
+        // The 100 bytes allocated in `forward` are outside every module.
+        assert_eq!(
+            (tree.outside_alloc_bytes, tree.outside_graph_bytes),
+            (100, 0)
+        );
+        assert_eq!(
+            (&tree.alloc_note, &tree.graph_note, &tree.gradients_note),
+            (&None, &None, &None)
+        );
+    }
+
+    #[test]
+    fn every_level_sorts_by_any_column_and_collapses() {
+        let doc = mistral();
+        let tree = trace_tree(&doc, &ModulePaths::new(&doc));
+        // By key ascending: lm_head before model; under model embed_tokens, layers.0,
+        // layers.1, norm.
+        let by_key = tree.sorted(ModuleColumn::Key, false);
+        let tops: Vec<&str> = by_key
+            .nodes
+            .iter()
+            .filter(|n| n.depth <= 1)
+            .map(|n| n.key.as_str())
+            .collect();
+        assert_eq!(
+            tops,
+            [
+                "lm_head",
+                "model",
+                "model.embed_tokens",
+                "model.layers.0",
+                "model.layers.1",
+                "model.norm"
+            ]
+        );
+        // Parents still point at their nodes.
+        for n in &by_key.nodes {
+            if let Some(p) = n.parent {
+                assert!(
+                    n.key.starts_with(&by_key.nodes[p as usize].key),
+                    "{}",
+                    n.key
+                );
+                assert_eq!(by_key.nodes[p as usize].depth + 1, n.depth);
+            }
+        }
+        // By parameter bytes, largest first: model (7200) before lm_head (none); in model
+        // embed_tokens (4096), layers.0 (2048), layers.1 (1056), then norm (none).
+        let by_params = tree.sorted(ModuleColumn::Params, true);
+        let tops: Vec<&str> = by_params
+            .nodes
+            .iter()
+            .filter(|n| n.depth <= 1)
+            .map(|n| n.label.as_str())
+            .collect();
+        assert_eq!(
+            tops,
+            [
+                "model",
+                "embed_tokens",
+                "layers.0",
+                "layers.1",
+                "norm",
+                "lm_head"
+            ]
+        );
+        // Collapsing model leaves it and lm_head.
+        let model = tree.nodes.iter().position(|n| n.key == "model").unwrap();
+        let shown: Vec<&str> = tree
+            .visible(|i| i == model)
+            .into_iter()
+            .map(|i| tree.nodes[i].key.as_str())
+            .collect();
+        assert_eq!(shown, ["model", "lm_head"]);
+        assert_eq!(tree.visible(|_| false).len(), tree.nodes.len());
+    }
+
+    #[test]
+    fn nesting_paths_make_the_tree_without_names() {
+        let mut l = Lines::new();
+        let step = l.span(None, "step", "function", 100, None);
+        let enc = l.span(Some(&step), "enc", "module", 60, None);
+        l.span(Some(&enc), "fc", "module", 20, None);
+        l.span(Some(&enc), "fc", "module", 15, None);
+        // A dot in a span name is no level without names.
+        l.span(Some(&step), "layer.0", "module", 10, None);
+        let mut doc_lines = l.lines.clone();
+        doc_lines.push(String::from(
+            r#"{"kind":"gradient","event_id":"g","root":"v","key":"enc.fc.weight","state":"present","norm":1.0}"#,
+        ));
+        doc_lines.push(String::from(
+            r#"{"kind":"capture_sources","sources":[{"source":"allocator","on":false,"events":0}],"events_dropped":0,"warnings":[]}"#,
+        ));
+        let mut text = doc_lines.join("\n");
+        text.push('\n');
+        let doc = TraceDocument::from_bytes(text.as_bytes());
+        let tree = trace_tree(&doc, &ModulePaths::new(&doc));
+        assert!(!tree.names);
+        let r = |label: &str, measured: bool, calls: u64, total: u64, self_ns: u64| {
+            (String::from(label), measured, calls, total, self_ns)
+        };
+        // enc: 60 ns, self 60 − 35 = 25.
+        assert_eq!(
+            rows(&tree),
+            [
+                r("enc", true, 1, 60, 25),
+                r("  fc[0]", true, 1, 20, 20),
+                r("  fc[1]", true, 1, 15, 15),
+                r("layer.0", true, 1, 10, 10),
+            ]
+        );
+        // Gradients name parameters, not nesting paths; the allocator was off; the graph
+        // source is not listed.
+        assert!(tree.nodes.iter().all(|n| n.gradients.present == 0));
+        assert_eq!(
+            tree.gradients_note.as_deref(),
+            Some("not matched: gradients name their parameters, and the trace has no module names")
+        );
+        assert_eq!(
+            tree.alloc_note.as_deref(),
+            Some("not captured (allocator off)")
+        );
+        assert_eq!(tree.graph_note.as_deref(), Some("not captured (graph off)"));
+    }
+
+    #[test]
+    fn a_key_that_is_a_prefix_holds_the_levels_below_it() {
+        // A `stack` span over both layers takes their common prefix `model.layers`, so the
+        // layers are its children `0` and `1`, not the group `model`'s.
+        let mut l = Lines::new();
+        let fwd = l.span(None, "forward", "function", 100, None);
+        let stack = l.span(Some(&fwd), "stack", "module", 50, None);
+        l.span(
+            Some(&stack),
+            "linear",
+            "module",
+            20,
+            Some("model.layers.0.fc"),
+        );
+        l.span(
+            Some(&stack),
+            "linear",
+            "module",
+            10,
+            Some("model.layers.1.fc"),
+        );
+        let doc = l.doc();
+        let tree = trace_tree(&doc, &ModulePaths::new(&doc));
+        let r = |label: &str, measured: bool, calls: u64, total: u64, self_ns: u64| {
+            (String::from(label), measured, calls, total, self_ns)
+        };
+        assert_eq!(
+            rows(&tree),
+            [
+                r("model", false, 1, 50, 20),
+                r("  layers", true, 1, 50, 20),
+                r("    0", false, 1, 20, 20),
+                r("      fc", true, 1, 20, 20),
+                r("    1", false, 1, 10, 10),
+                r("      fc", true, 1, 10, 10),
+            ]
+        );
+    }
+
+    /// A module event of request `r`'s forward call `index` (prefill 0): times in µs.
+    #[allow(clippy::too_many_arguments)] // one argument per attribute reads best in the calls
+    fn module_event(
+        r: &str,
+        index: u64,
+        id: u64,
+        parent: Option<u64>,
+        name: &str,
+        kind: &str,
+        start_us: u64,
+        us: u64,
+        module: Option<&str>,
+    ) -> String {
+        let forward = if index == 0 { "prefill" } else { "decode" };
+        let parent = parent.map_or(String::new(), |p| format!(r#""parent_span_id":{p},"#));
+        let module = module.map_or(String::new(), |m| format!(r#","module":"{m}""#));
+        format!(
+            concat!(
+                r#"{{"schema_version":1,"event_kind":"timed_span","ts_unix_nanos":1767225600000000000,"#,
+                r#""timestamp":"2026-01-01T00:00:00Z","event_id":"{r}-{index}-{id}","request_id":"{r}","#,
+                r#""correlation_id":"c","entrypoint":"serve","backend":"cpu","runtime_preset_hash":"sha256:ab","#,
+                r#""phase":"module","status":"ok","duration_us":{us},"shape":{{"batch":1}},"#,
+                r#""attributes":{{"span_id":{id},{parent}"name":"{name}","span_kind":"{kind}","forward":"{forward}","#,
+                r#""forward_index":{index},"start_nanos_since_request_start":{start},"duration_nanos":{ns}{module}}}}}"#,
+                "\n"
+            ),
+            r = r,
+            index = index,
+            id = id,
+            parent = parent,
+            name = name,
+            kind = kind,
+            forward = forward,
+            us = us,
+            start = start_us * 1000,
+            ns = us * 1000,
+            module = module,
+        )
+    }
+
+    /// A phase span (`prefill` / `decode`) of request `r` lasting `us`, starting at `ts` s.
+    fn phase_event(r: &str, phase: &str, ts: u64, us: u64) -> String {
+        format!(
+            concat!(
+                r#"{{"schema_version":1,"event_kind":"timed_span","ts_unix_nanos":{ts},"#,
+                r#""timestamp":"2026-01-01T00:00:00Z","event_id":"{r}-{phase}-{ts}","request_id":"{r}","#,
+                r#""correlation_id":"c","entrypoint":"serve","backend":"cpu","runtime_preset_hash":"sha256:ab","#,
+                r#""phase":"{phase}","status":"ok","duration_us":{us},"shape":{{"batch":1}}}}"#,
+                "\n"
+            ),
+            r = r,
+            phase = phase,
+            ts = 1_767_225_600_000_000_000u64 + ts,
+            us = us,
+        )
+    }
+
+    /// One forward call, times × `k` µs: `forward` [0, 100) holding `model.layers.0.q`
+    /// [10, 30), `model.layers.1.q` [40, 60), `lm_head` [70, 80) and `model.layers.0.q` again
+    /// [85, 90).
+    fn call(r: &str, index: u64, k: u64) -> String {
+        let mut f = module_event(r, index, 1, None, "forward", "function", 0, 100 * k, None);
+        for (id, start, us, m) in [
+            (2, 10, 20, "model.layers.0.q"),
+            (3, 40, 20, "model.layers.1.q"),
+            (4, 70, 10, "lm_head"),
+            (5, 85, 5, "model.layers.0.q"),
+        ] {
+            f += &module_event(
+                r,
+                index,
+                id,
+                Some(1),
+                "linear",
+                "module",
+                start * k,
+                us * k,
+                Some(m),
+            );
+        }
+        f
+    }
+
+    #[test]
+    fn profiles_have_a_tree_and_coverage_per_forward_call() {
+        // Request a: prefill (k = 2, its `prefill` span 200 µs) and decode step 1 (k = 1, its
+        // `decode` span 120 µs); request b: prefill (k = 1) without a phase span.
+        let mut file = call("a", 0, 2);
+        file += &call("a", 1, 1);
+        file += &phase_event("a", "prefill", 0, 200);
+        file += &phase_event("a", "decode", 500_000, 120);
+        file += &call("b", 0, 1);
+        let doc = read_profile(file.as_bytes());
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let requests = doc.module_spans();
+        // Covered per call: 20 + 20 + 10 + 5 = 55 µs × k.
+        let cov: Vec<(u64, u64, Option<u64>)> = requests
+            .iter()
+            .flat_map(|r| &r.forwards)
+            .map(|f| {
+                (
+                    f.coverage.forward_ns,
+                    f.coverage.covered_ns,
+                    f.coverage.percent,
+                )
+            })
+            .collect();
+        // a prefill 110 of 200 µs (55%); a decode 55 of 120 (45%); b 55 of its extent 100 (55%).
+        assert_eq!(
+            cov,
+            [
+                (200_000, 110_000, Some(55)),
+                (120_000, 55_000, Some(45)),
+                (100_000, 55_000, Some(55)),
+            ]
+        );
+        assert_eq!(
+            requests[0].coverage(),
+            crate::analysis::coverage::Coverage::new(320_000, 165_000)
+        );
+        // Overall 220 of 420 µs: 52% (52.4 rounded down).
+        let all = crate::analysis::coverage::Coverage::sum(
+            requests
+                .iter()
+                .flat_map(|r| &r.forwards)
+                .map(|f| &f.coverage),
+        );
+        assert_eq!(
+            (all.forward_ns, all.covered_ns, all.percent),
+            (420_000, 220_000, Some(52))
+        );
+
+        // Request a's tree: layer 0's q ran twice per call, 2 calls: 4 calls, (20 + 5) µs × 3
+        // = 75 µs; layer 1's q 2 calls, 60 µs; lm_head 2 calls, 30 µs; model the group of the
+        // layers, 135 µs in 6 calls.
+        let r = |label: &str, measured: bool, calls: u64, total: u64, self_ns: u64| {
+            (String::from(label), measured, calls, total, self_ns)
+        };
+        let tree = profile_tree(&requests[..1]);
+        assert!(tree.names);
+        assert_eq!(
+            rows(&tree),
+            [
+                r("model", false, 6, 135_000, 135_000),
+                r("  layers.0", false, 4, 75_000, 75_000),
+                r("    q", true, 4, 75_000, 75_000),
+                r("  layers.1", false, 2, 60_000, 60_000),
+                r("    q", true, 2, 60_000, 60_000),
+                r("lm_head", true, 2, 30_000, 30_000),
+            ]
+        );
+        // Every request: b adds 25, 20 and 10 µs.
+        let tree = profile_tree(&requests);
+        assert_eq!(tree.nodes[0].total_ns, 135_000 + 45_000);
+        assert_eq!(tree.nodes[0].calls, 9);
+        assert!(tree.alloc_note.is_some());
+    }
+}
