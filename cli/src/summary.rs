@@ -308,7 +308,7 @@ fn trace(
 
 /// How capture names a model's modules (the summary says it where a trace has no names).
 pub(super) const HOW_TO_NAME: &str = "wrap the VarBuilder with \
-    `candle_trace_capture::name_modules(vb)` before building the model, or build candle-nn \
+    `candle_trace_capture::nn::name_modules(vb)` before building the model, or build candle-nn \
     layers through `candle_trace_capture::nn::{linear, conv2d, embedding, layer_norm, rms_norm, …}` \
     (candle-nn's own layers open no spans)";
 

@@ -271,9 +271,15 @@ fn profile_module_spans() {
                "percent": 90})
     );
     assert_eq!(v["requests"][0]["request_id"], "r1");
-    assert_eq!(v["requests"][0]["forward_calls"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        v["requests"][0]["forward_calls"].as_array().unwrap().len(),
+        2
+    );
     assert_eq!(v["requests"][0]["modules"][0]["total_ns"], 8000);
-    assert_eq!(v["requests"][1]["forward_calls"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        v["requests"][1]["forward_calls"].as_array().unwrap().len(),
+        1
+    );
 
     let v = json_of(&[
         "query", &profile, "--kind", "modules", "--by", "name", "--json",
@@ -329,7 +335,17 @@ const NAMES_PROFILE: &str = "names.profile.jsonl";
 
 /// The fields of a tree node worth comparing: (key, measured, calls, total, self, alloc,
 /// graph, params, (present, missing, zero)).
-type NodeRow = (String, bool, u64, u64, u64, u64, u64, Option<u64>, (u64, u64, u64));
+type NodeRow = (
+    String,
+    bool,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    Option<u64>,
+    (u64, u64, u64),
+);
 
 fn node_row(n: &Value) -> NodeRow {
     let g = &n["gradients"];
@@ -373,7 +389,12 @@ fn module_names_make_one_tree_of_time_memory_and_gradients() {
     );
     assert_eq!(v["coverage"]["backward_unsplit"], true);
     assert_eq!(v["outside_alloc_bytes"], 2048);
-    let nodes: Vec<NodeRow> = v["modules"].as_array().unwrap().iter().map(node_row).collect();
+    let nodes: Vec<NodeRow> = v["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(node_row)
+        .collect();
     let find = |k: &str| nodes.iter().find(|n| n.0 == k).unwrap().clone();
     // Tree order at the top: model (group, 760 + 850 + 50 = 1660 ns) then lm_head (200);
     // in model: layers.1 (850), layers.0 (760), norm (50), embed_tokens (a gradient only).
@@ -433,7 +454,10 @@ fn module_names_make_one_tree_of_time_memory_and_gradients() {
         .iter()
         .find(|n| n["key"] == "model.layers.1.self_attn")
         .unwrap();
-    assert_eq!((&attn["calls"], &attn["total_ns"]), (&json!(4), &json!(340)));
+    assert_eq!(
+        (&attn["calls"], &attn["total_ns"]),
+        (&json!(4), &json!(340))
+    );
     assert!((attn["grad_norm"].as_f64().unwrap() - 27f64.sqrt()).abs() < 1e-12);
     // embed_tokens ran no span; lm_head is measured and holds its 25600 parameter bytes.
     assert_eq!(
@@ -459,12 +483,17 @@ fn module_names_make_one_tree_of_time_memory_and_gradients() {
     assert!(line("model ").contains("Σ children"), "{text}");
     assert!(line("  embed_tokens ").contains("no span"), "{text}");
     assert!(line("      q_proj ").contains("measured"), "{text}");
-    assert!(text.contains("keyed by module names (from the weights)"), "{text}");
+    assert!(
+        text.contains("keyed by module names (from the weights)"),
+        "{text}"
+    );
 
     // Ops and phases use the same keys.
     let v = json_of(&["query", &trace, "--kind", "ops", "--by", "path", "--json"]);
     assert_eq!(v["groups"][0]["path"], "model.layers.1.self_attn.q_proj");
-    let v = json_of(&["query", &trace, "--kind", "phases", "--json", "--limit", "1"]);
+    let v = json_of(&[
+        "query", &trace, "--kind", "phases", "--json", "--limit", "1",
+    ]);
     assert_eq!(
         v["module_pairs"][0],
         json!({"path": "lm_head", "forward_count": 1, "forward_ns": 200, "backward_count": 0,
@@ -472,14 +501,19 @@ fn module_names_make_one_tree_of_time_memory_and_gradients() {
     );
     // `--by name` still groups by span name: 15 linears, 2 × (100 + 60 + 60 + 80 + 120 + 120
     // + 140) + 7 × 10 + 200 = 1360 + 70 + 200 = 1630 ns.
-    let v = json_of(&["query", &trace, "--kind", "modules", "--by", "name", "--json"]);
+    let v = json_of(&[
+        "query", &trace, "--kind", "modules", "--by", "name", "--json",
+    ]);
     let linear = v["modules"]
         .as_array()
         .unwrap()
         .iter()
         .find(|r| r["name"] == "linear")
         .unwrap();
-    assert_eq!((&linear["calls"], &linear["total_ns"]), (&json!(15), &json!(1630)));
+    assert_eq!(
+        (&linear["calls"], &linear["total_ns"]),
+        (&json!(15), &json!(1630))
+    );
 }
 
 #[test]
@@ -506,7 +540,7 @@ fn summary_says_how_much_the_modules_cover_and_whether_names_were_captured() {
     assert!(
         text.contains(
             "module names: not captured — wrap the VarBuilder with \
-             `candle_trace_capture::name_modules(vb)` before building the model, or build \
+             `candle_trace_capture::nn::name_modules(vb)` before building the model, or build \
              candle-nn layers through `candle_trace_capture::nn::{linear, conv2d, embedding, \
              layer_norm, rms_norm, …}` (candle-nn's own layers open no spans)"
         ),
@@ -520,12 +554,7 @@ fn summary_says_how_much_the_modules_cover_and_whether_names_were_captured() {
 #[test]
 fn compare_matches_modules_by_name() {
     // The candidate's layer-1 q_proj takes 100 ns more: 110 → 210 ns.
-    let v = json_of(&[
-        "compare",
-        &fixture(NAMES),
-        &fixture(NAMES_SLOW),
-        "--json",
-    ]);
+    let v = json_of(&["compare", &fixture(NAMES), &fixture(NAMES_SLOW), "--json"]);
     assert_eq!(
         v["modules"][0],
         json!({"path": "model.layers.1.self_attn.q_proj", "base_count": 1, "cand_count": 1,
@@ -535,7 +564,10 @@ fn compare_matches_modules_by_name() {
     assert_eq!(v["modules"][1]["delta_ns"], 0);
     let (code, text, _) = cli(&["compare", &fixture(NAMES), &fixture(NAMES_SLOW)]);
     assert_eq!(code, 0);
-    assert!(text.contains("\nmodules — largest |delta| first\n"), "{text}");
+    assert!(
+        text.contains("\nmodules — largest |delta| first\n"),
+        "{text}"
+    );
     assert!(
         text.lines()
             .any(|l| l.starts_with("model.layers.1.self_attn.q_proj") && l.contains("+100 ns")),
@@ -574,7 +606,11 @@ fn exports_carry_the_module_names() {
     let mut reader = ChromeReader::new();
     reader.push(text.as_bytes());
     let back = reader.finish();
-    let modules: Vec<&str> = back.spans.iter().filter_map(|s| s.module.as_deref()).collect();
+    let modules: Vec<&str> = back
+        .spans
+        .iter()
+        .filter_map(|s| s.module.as_deref())
+        .collect();
     assert_eq!(modules.len(), 20);
     assert!(modules.contains(&"lm_head"));
 
@@ -585,7 +621,10 @@ fn exports_carry_the_module_names() {
     let modules: Vec<(&str, &AttributeValue)> = spans
         .iter()
         .filter_map(|s| {
-            let (_, v) = s.attributes.iter().find(|(k, _)| k == "candle_trace.module")?;
+            let (_, v) = s
+                .attributes
+                .iter()
+                .find(|(k, _)| k == "candle_trace.module")?;
             Some((s.name.as_str(), v))
         })
         .collect();
@@ -593,7 +632,10 @@ fn exports_carry_the_module_names() {
     assert_eq!(modules.len(), 8);
     assert_eq!(
         modules[0],
-        ("linear", &AttributeValue::String("model.layers.0.q_proj".into()))
+        (
+            "linear",
+            &AttributeValue::String("model.layers.0.q_proj".into())
+        )
     );
     let (code, otlp, _) = cli(&["export", &fixture(NAMES_PROFILE), "--format", "otlp"]);
     assert_eq!(code, 0);
@@ -660,5 +702,8 @@ fn profile_module_trees_use_the_names() {
         text.contains("modules cover 51% of forward (165 µs of 320 µs; 155 µs unattributed)"),
         "{text}"
     );
-    assert!(text.contains("  prefill 0: modules cover 55% of forward"), "{text}");
+    assert!(
+        text.contains("  prefill 0: modules cover 55% of forward"),
+        "{text}"
+    );
 }
