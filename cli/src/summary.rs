@@ -343,21 +343,13 @@ fn module_lines(doc: &TraceNumbers<'_>, out: &mut dyn Write) -> anyhow::Result<(
             "module names: {} span(s) named by their weights",
             doc.named_spans
         )?;
-    } else if names_source.is_some_and(|x| x.on) {
-        writeln!(
-            out,
-            "module names: on, but no span was named — {HOW_TO_NAME}"
-        )?;
     } else if doc.summary.span_count > 0 {
-        writeln!(
-            out,
-            "module names: not captured{} — {HOW_TO_NAME}",
-            if names_source.is_some() {
-                " (module_names off)"
-            } else {
-                ""
-            }
-        )?;
+        let why = match names_source {
+            Some(x) if x.on => " (no span was named)",
+            Some(_) => " (module_names off)",
+            None => "",
+        };
+        writeln!(out, "module names: not captured{why} — {HOW_TO_NAME}")?;
     }
     Ok(())
 }

@@ -707,3 +707,27 @@ fn profile_module_trees_use_the_names() {
         "{text}"
     );
 }
+
+#[test]
+fn summary_says_why_no_span_was_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for (on, why) in [
+        (true, "not captured (no span was named) — wrap the VarBuilder"),
+        (false, "not captured (module_names off) — wrap the VarBuilder"),
+    ] {
+        let text = [
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            r#"{"kind":"span_end","id":"s","duration_ns":10}"#,
+            &format!(
+                r#"{{"kind":"capture_sources","sources":[{{"source":"module_names","on":{on},"events":0}}],"events_dropped":0,"warnings":[]}}"#
+            ),
+        ]
+        .join("\n");
+        let path = dir.path().join(format!("{on}.trace6.jsonl"));
+        std::fs::write(&path, text + "\n").unwrap();
+        let (code, out, _) = cli(&["summary", path.to_str().unwrap()]);
+        assert_eq!(code, 0);
+        assert!(out.contains(&format!("module names: {why}")), "{out}");
+    }
+}
