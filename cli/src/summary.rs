@@ -198,7 +198,7 @@ fn trace(
                         synthetic_root: c.synthetic_root,
                     }),
                     capture_sources: doc.sources,
-                    module_coverage: (!doc.coverage.forwards.is_empty()).then(|| CoverageJson {
+                    module_coverage: (!doc.coverage.forwards.is_empty()).then_some(CoverageJson {
                         overall: doc.coverage.overall,
                         forwards: doc.coverage.forwards.len(),
                         backward_unsplit: doc.coverage.backward_unsplit,

@@ -368,7 +368,7 @@ fn node_row(n: &Value) -> NodeRow {
 
 /// `mistral_names.trace6.jsonl` (make.py `mistral()`): a 2-layer Mistral's step whose 20 flat
 /// `linear`/`rms-norm` spans carry their module names. Per layer, durations (layer 1: each
-/// + 10 ns) rms-norm 40, q 100, k 60, v 60, o 80, rms-norm 40, gate 120, up 120, down 140
+/// 10 ns more) rms-norm 40, q 100, k 60, v 60, o 80, rms-norm 40, gate 120, up 120, down 140
 /// (sum 760; layer 1 850), 20 ns apart from 120 ns on inside the forward [100, 2500); then
 /// model.norm 50 and lm_head 200. Layer 1's q_proj holds a 30 ns `matmul` op span where 4096
 /// bytes are allocated; layer 0's down_proj allocates 1024, backward 2048; a 2 × 64 f32

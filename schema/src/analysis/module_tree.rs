@@ -631,7 +631,7 @@ mod tests {
         let fwd = l.span(Some(&step), "forward", "function", 900, None);
         let (mut matmul, mut down0, mut q1) = (String::new(), String::new(), String::new());
         for layer in 0..2u64 {
-            let mut add = |l: &mut Lines, name: &str, ns: u64, m: &str| {
+            let add = |l: &mut Lines, name: &str, ns: u64, m: &str| {
                 let module = format!("model.layers.{layer}.{m}");
                 l.span(Some(&fwd), name, "module", ns + layer, Some(&module))
             };

@@ -347,8 +347,8 @@ pub fn level_ends(key: &str, names: bool) -> Vec<usize> {
     let mut start = 0;
     let bytes = key.as_bytes();
     for at in 0..=bytes.len() {
-        let at_end = at == bytes.len();
-        if !at_end && !(bytes[at] == b'/' || (names && bytes[at] == b'.')) {
+        let separator = |c: u8| c == b'/' || (names && c == b'.');
+        if bytes.get(at).is_some_and(|&c| !separator(c)) {
             continue;
         }
         let level = &bytes[start..at];
@@ -747,7 +747,7 @@ mod tests {
         for layer in 0..2u64 {
             let p = |m: &str| format!("model.layers.{layer}.{m}");
             let extra = layer; // layer 1's spans each last 1 ns longer
-            let mut add = |d: &mut Doc, name: &str, ns: u64, m: &str| {
+            let add = |d: &mut Doc, name: &str, ns: u64, m: &str| {
                 d.named(Some(&fwd), name, "module", ns + extra, Some(&p(m)))
             };
             add(&mut d, "rms-norm", 5, "input_layernorm");
