@@ -139,6 +139,22 @@ impl<L: Module> Module for Traced<L> {
     }
 }
 
+/// [`candle_nn::Linear`] in its span: with [`linear`], a drop-in for candle-nn's pair
+/// (`use candle_trace_capture::nn::{linear, Linear};`).
+pub type Linear = Traced<candle_nn::Linear>;
+/// [`candle_nn::Embedding`] in its span ([`embedding`]).
+pub type Embedding = Traced<candle_nn::Embedding>;
+/// [`candle_nn::LayerNorm`] in its span ([`layer_norm`]).
+pub type LayerNorm = Traced<candle_nn::LayerNorm>;
+/// [`candle_nn::RmsNorm`] in its span ([`rms_norm`]).
+pub type RmsNorm = Traced<candle_nn::RmsNorm>;
+/// [`candle_nn::GroupNorm`] in its span ([`group_norm`]).
+pub type GroupNorm = Traced<candle_nn::GroupNorm>;
+/// [`candle_nn::Conv1d`] in its span ([`conv1d`]).
+pub type Conv1d = Traced<candle_nn::Conv1d>;
+/// [`candle_nn::Conv2d`] in its span ([`conv2d`], [`conv2d_no_bias`]).
+pub type Conv2d = Traced<candle_nn::Conv2d>;
+
 /// A span for a block of your own, named `module` (usually its `vb.prefix()`): create it when
 /// the block is built, enter it in the block's `forward`. Readers nest the layers entered
 /// inside it under it.
