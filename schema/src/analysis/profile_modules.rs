@@ -44,7 +44,7 @@ use crate::format::profile::{is_module_event, EventKind, ProfileDocument, Profil
 use crate::format::records::Span;
 use crate::format::spans::SpanTree;
 
-/// One module span of a forward call, with its module path.
+/// One module span of a forward call, with its module key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModuleSpan {
     /// `attributes.span_id`.
@@ -85,12 +85,12 @@ pub struct ForwardCall {
     pub coverage: Coverage,
 }
 
-/// Module spans aggregated by path or name.
+/// Module spans aggregated by key or name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProfileModuleRow {
-    /// The module path or the name.
+    /// The module key or the span name.
     pub key: String,
-    /// Module spans in the group.
+    /// Calls: by key its outermost spans, by name every span of that name.
     pub calls: u64,
     /// Sum of their durations (inclusive).
     pub total_ns: u64,
@@ -349,7 +349,7 @@ impl ProfileDocument {
         out
     }
 
-    /// Module spans of all requests aggregated by path or name.
+    /// Module spans of all requests aggregated by key or name.
     pub fn module_rows(&self, grouping: ModuleGrouping) -> Vec<ProfileModuleRow> {
         rows_of(&self.module_spans(), grouping)
     }
