@@ -655,10 +655,7 @@ impl TraceReader {
             Raw::SpanEnd { id, duration_ns } => self.span_end(id, duration_ns, number),
             Raw::Op(o) => {
                 if self.op(o.span_id, number, consumed, total) {
-                    let (row, inputs, shape) = o.row(number);
-                    self.doc
-                        .ops
-                        .push_written(row, inputs.iter(), shape.text(), shape.iter());
+                    self.doc.ops.push_raw(number, o);
                 }
             }
             Raw::Tensor(t) => self.tensor(t.span_id, number, consumed, total, || t.to_event()),
@@ -667,10 +664,7 @@ impl TraceReader {
                 match self.keep {
                     Keep::Everything => {
                         make_room(&mut self.doc.memory, consumed, total);
-                        let (row, shape) = m.row(number);
-                        self.doc
-                            .memory
-                            .push_written(row, shape.text(), shape.iter());
+                        self.doc.memory.push_raw(number, m);
                     }
                     Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
                         line: number,

@@ -19,7 +19,7 @@ use crate::format::diagnostics::{classify_json_error, Category};
 
 mod fast;
 
-pub(crate) use fast::Raw;
+pub(crate) use fast::{Raw, RawMemory, RawOp};
 
 /// The `schema` value of a trace/6 `meta` line.
 pub const TRACE_SCHEMA: &str = "candle-graph/trace/6";
