@@ -663,6 +663,7 @@ impl MemoryTable {
     }
 
     /// A record the fast path read from `line` (its shape still text).
+    #[inline]
     pub(crate) fn push_raw(&mut self, line: u64, raw: RawMemory<'_>) {
         let row = MemoryRow {
             line,
@@ -975,6 +976,7 @@ impl OpTable {
     }
 
     /// A record the fast path read from `line` (its inputs and shape still text).
+    #[inline]
     pub(crate) fn push_raw(&mut self, line: u64, raw: RawOp<'_>) {
         let row = OpRow {
             line,
