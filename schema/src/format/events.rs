@@ -18,6 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::format::diagnostics::{classify_json_error, Category};
 
 mod fast;
+pub mod line;
 
 pub(crate) use fast::{Raw, RawMemory, RawOp};
 
@@ -159,6 +160,16 @@ pub enum MemoryAction {
     Alloc,
     /// Bytes were released.
     Free,
+}
+
+impl MemoryAction {
+    /// The snake_case spelling, as in the file (the serde name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MemoryAction::Alloc => "alloc",
+            MemoryAction::Free => "free",
+        }
+    }
 }
 
 /// What a parameter's gradient looked like after backward.

@@ -1,8 +1,8 @@
 //! Hand-written decoder for lines exactly as [`TraceEvent::to_json_line`] writes them.
 //!
 //! The hot kinds (`span_start`, `span_end`, `op`, `tensor`, `memory`) make up nearly every line
-//! of a real trace. Our writer emits their fields in declaration order, without whitespace, with
-//! absent optionals omitted. This decoder accepts exactly that layout, and only strings without
+//! of a real trace. Our writers (serde, and [`line`](super::line) byte for byte the same) emit
+//! their fields in declaration order, without whitespace, with absent optionals omitted. This decoder accepts exactly that layout, and only strings without
 //! escapes and plain unsigned integers; anything else (another key order, an unknown field, an
 //! escape, a float, a `null`) returns `None` and the caller falls back to serde, which decodes
 //! every valid layout and reports every error. So the fast path can never accept a line serde
