@@ -45,7 +45,9 @@ use crate::format::spans::SpanTree;
 use crate::format::table::{MemoryTable, OpTable, Room};
 
 use crate::format::records::MemoryFacts;
-pub use crate::format::records::{Lined, Span};
+// Named through here only by `analysis::paths`; the public path is `format::records` (and the
+// crate root).
+pub(crate) use crate::format::records::{Lined, Span};
 
 /// An `edge` with its endpoints resolved to span indices.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -498,20 +500,6 @@ impl TraceReader {
         let mut splitter = core::mem::take(&mut self.splitter);
         splitter.push(chunk, |line| self.line(line));
         self.splitter = splitter;
-    }
-
-    /// Number of records kept so far (for progress reporting).
-    pub fn records_read(&self) -> usize {
-        let d = &self.doc;
-        d.spans.len()
-            + d.ops.len()
-            + d.tensors.len()
-            + d.memory.len()
-            + d.device_memory.len()
-            + d.gradients.len()
-            + d.edges.len()
-            + usize::from(d.meta.is_some())
-            + usize::from(d.capture_sources.is_some())
     }
 
     fn line(&mut self, line: Line<'_>) {

@@ -1,8 +1,8 @@
 //! The Chrome import part (a Chrome Trace Event file's tracks, instants, counters and skipped
 //! phases), present only for a trace read from Chrome JSON; read in one step.
 
-use candle_trace_schema::format::chrome::ChromeImport;
-use candle_trace_schema::format::document::Lined;
+use candle_trace_schema::format::records::Lined;
+use candle_trace_schema::format::tracks::ChromeImport;
 use candle_trace_schema::format::tracks::{
     ChromeForm, CounterSample, Instant, SkippedPhase, Track, TrackId,
 };

@@ -1,7 +1,7 @@
 //! The device memory part: a row per `device_memory` record.
 
-use candle_trace_schema::format::document::Lined;
 use candle_trace_schema::format::events::DeviceMemory;
+use candle_trace_schema::format::records::Lined;
 
 use super::columns::{columns, Id, OptU64, Read, Write, U64};
 use super::wire::{Result, Strings, Strs, Table};

@@ -1,7 +1,7 @@
 //! The edges part: a row per `edge` record.
 
-use candle_trace_schema::format::document::Lined;
 use candle_trace_schema::format::events::Edge;
+use candle_trace_schema::format::records::Lined;
 
 use super::columns::{columns, Id, Read, Write, U64};
 use super::wire::{Result, Strings, Strs, Table};

@@ -1,7 +1,7 @@
 //! The gradients part: a row per `gradient` record.
 
-use candle_trace_schema::format::document::Lined;
 use candle_trace_schema::format::events::{Gradient, GradientState};
+use candle_trace_schema::format::records::Lined;
 
 use super::columns::{columns, Code, Id, OptF64, OptU64, Read, Write, U64};
 use super::wire::{Result, Strings, Strs, Table};

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use candle_trace_schema::format::document::{Lined, TraceDocument};
+use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::{CaptureSource, CaptureSources, Meta};
+use candle_trace_schema::format::records::Lined;
 
 use super::columns::{code, variant};
 use super::wire::{In, Out, Result, Strings, Strs};

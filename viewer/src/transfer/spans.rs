@@ -1,7 +1,8 @@
 //! The spans part: a row per span, in document order, indexed by id as each block arrives.
 
-use candle_trace_schema::format::document::{Span, TraceDocument};
+use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::{CompactString, SpanKind, Step};
+use candle_trace_schema::format::records::Span;
 
 use super::columns::{
     columns, Bit, Code, Id, OptCode, OptId, OptStr, OptU64, Read, Str, Write, U64,

@@ -1,7 +1,7 @@
 //! The tensors part: a row per `tensor` record.
 
-use candle_trace_schema::format::document::Lined;
 use candle_trace_schema::format::events::{CompactString, TensorCategory, TensorEvent};
+use candle_trace_schema::format::records::Lined;
 
 use super::columns::{columns, Bit, Code, Id, OptU64, Read, Str, U64List, Write, U64};
 use super::wire::{Result, Strings, Strs, Table};
