@@ -139,7 +139,7 @@ async fn read_file(
     if web_sys::window().is_none() {
         // In a worker nothing waits between chunks: the file as one stream, which the browser
         // fills ahead of the parse (with slices read one ahead the worker sat idle between
-        // them; CHANGELOG.md has the measurement).
+        // them; BENCHMARKS.md, one-offs).
         let stream = file.stream();
         return read_stream(&stream, Some(size as u64), reader, progress, is_current).await;
     }
