@@ -51,7 +51,8 @@
 //!   under `candle_trace.`: `request_id`, `correlation_id`, `entrypoint`, `backend`,
 //!   `runtime_preset_hash`, `status`, `shape.<key>` on the request span; `event_id`, `phase`,
 //!   `line` on every span; `module.name`, `module.span_kind`, `module.forward`,
-//!   `module.forward_index` on module spans. Strings, integers (`intValue`, a decimal string in
+//!   `module.forward_index` on module spans, and `module` (the module name of its weights,
+//!   `model.layers.0.self_attn.q_proj`) on those that have one. Strings, integers (`intValue`, a decimal string in
 //!   JSON), doubles and booleans are kept as such; other JSON values are written as their JSON
 //!   text.
 //! - **Resource**: `service.name` (the caller's); scope `candle-trace` with the crate version.
@@ -491,6 +492,7 @@ fn spans_of_request(
                 "candle_trace.module.forward_index",
                 attribute::FORWARD_INDEX,
             ),
+            ("candle_trace.module", attribute::MODULE),
         ] {
             if let Some(v) = a.get(field) {
                 attributes.push((String::from(key), to_attribute(v)));

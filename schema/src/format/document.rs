@@ -45,7 +45,7 @@ use crate::format::spans::SpanTree;
 use crate::format::table::{MemoryTable, OpTable, Room};
 
 use crate::format::records::MemoryFacts;
-// Named through here only by `analysis::paths`; the public path is `format::records` (and the
+// Named through here only by `analysis::modules`; the public path is `format::records` (and the
 // crate root).
 pub(crate) use crate::format::records::{Lined, Span};
 
