@@ -492,9 +492,17 @@ fn tree_table(tree: &ModuleTree, limit: usize, time_only: bool) -> Table {
                 (false, 0) => "no span",
                 (false, _) => "Σ children",
             }),
-            n.calls.to_string(),
+            if n.measured {
+                n.calls.to_string()
+            } else {
+                String::from("–")
+            },
             format_ns(n.total_ns),
-            format_ns(n.self_ns),
+            if n.measured {
+                format_ns(n.self_ns)
+            } else {
+                String::from("–")
+            },
         ];
         if !time_only {
             let g = &n.gradients;

@@ -418,15 +418,15 @@ fn module_names_make_one_tree_of_time_memory_and_gradients() {
     );
     // A layer's parameters: 4 × 16384 + 3 × 32768 + 2 × 256 = 164352 B. model adds both
     // layers, norm (256) and embed_tokens (25600): 354560 B; of its 20 parameters one is
-    // missing, one zero; alloc 4096 + 1024; graph 512. Calls 9 + 9 + 1, self 1660 − 30.
+    // missing, one zero; alloc 4096 + 1024; graph 512. A group: no calls, no self time.
     assert_eq!(
         find("model"),
         (
             "model".into(),
             false,
-            19,
+            0,
             1660,
-            1630,
+            0,
             5120,
             512,
             Some(354_560),
@@ -447,7 +447,8 @@ fn module_names_make_one_tree_of_time_memory_and_gradients() {
             (1, 0, 0)
         )
     );
-    // Layer 1's self_attn: 110 + 70 + 70 + 90 = 340 ns, 4 calls; its norm √(9 + 16 + 1 + 1).
+    // Layer 1's self_attn, a group: 110 + 70 + 70 + 90 = 340 ns and no calls of its own; its
+    // norm √(9 + 16 + 1 + 1).
     let attn = v["modules"]
         .as_array()
         .unwrap()
@@ -456,7 +457,7 @@ fn module_names_make_one_tree_of_time_memory_and_gradients() {
         .unwrap();
     assert_eq!(
         (&attn["calls"], &attn["total_ns"]),
-        (&json!(4), &json!(340))
+        (&json!(0), &json!(340))
     );
     assert!((attn["grad_norm"].as_f64().unwrap() - 27f64.sqrt()).abs() < 1e-12);
     // embed_tokens ran no span; lm_head is measured and holds its 25600 parameter bytes.
@@ -673,15 +674,16 @@ fn profile_module_trees_use_the_names() {
         })
         .collect();
     // Layer 0's q_proj: 2 calls a forward call, (20 + 5) µs × (2 + 1) = 75 µs; layer 1's
-    // 20 µs × 3 = 60; lm_head 10 × 3 = 30; model groups the layers: 135 µs in 6 calls.
+    // 20 µs × 3 = 60; lm_head 10 × 3 = 30; model groups the layers: 135 µs (a group has no
+    // calls of its own).
     let row = |k: &str, m: bool, calls: u64, us: u64| (k.to_string(), m, calls, us * 1000);
     assert_eq!(
         nodes,
         [
-            row("model", false, 6, 135),
-            row("model.layers.0", false, 4, 75),
+            row("model", false, 0, 135),
+            row("model.layers.0", false, 0, 75),
             row("model.layers.0.q_proj", true, 4, 75),
-            row("model.layers.1", false, 2, 60),
+            row("model.layers.1", false, 0, 60),
             row("model.layers.1.q_proj", true, 2, 60),
             row("lm_head", true, 2, 30),
         ]

@@ -11,7 +11,8 @@
 //! - A node some module span has as its key is **measured**: its `calls`, `total_ns` and
 //!   `self_ns` are that key's aggregate ([`crate::analysis::modules::module_rows`]: outermost
 //!   spans for calls and total, every span for self). A node no span has is a **group**
-//!   (`measured = false`): its calls, total and self are the sums of its children's.
+//!   (`measured = false`): its total is the sum of its children's totals, and it has no calls
+//!   and no self time (0: no span ran the group itself).
 //! - Memory, parameters and gradients are inclusive of the node's subtree: `alloc_bytes` adds the
 //!   `memory` allocs made in spans whose key is in it (the counting allocator's host blocks),
 //!   `graph_bytes` the bytes of the `tensor` records (parameters left out) seen in those spans;
@@ -63,7 +64,7 @@ pub struct ModuleNode {
     pub children: u32,
     /// Some span has this key (else a group whose time sums its children's).
     pub measured: bool,
-    /// Calls (outermost spans of the key; a group: its children's).
+    /// Calls (outermost spans of the key; 0 for a group).
     pub calls: u64,
     /// Total time, inclusive.
     pub total_ns: u64,
@@ -284,6 +285,12 @@ impl Own {
         self.total_ns = self.total_ns.saturating_add(o.total_ns);
         self.self_ns = self.self_ns.saturating_add(o.self_ns);
     }
+
+    /// A group's time: its children's totals. No span ran the group itself, so it has no
+    /// calls and no self time.
+    fn add_child_total(&mut self, o: &Own) {
+        self.total_ns = self.total_ns.saturating_add(o.total_ns);
+    }
 }
 
 fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -404,7 +411,7 @@ impl<'a> Builder<'a> {
             if let Some(p) = parent[i] {
                 let (c, t) = (inclusive[i], time[i]);
                 inclusive[p].add_resources(&c);
-                child_time[p].add_time(&t);
+                child_time[p].add_child_total(&t);
                 children[p] += 1;
             }
         }
@@ -777,25 +784,25 @@ mod tests {
         assert_eq!(
             rows(&tree),
             [
-                r("model", false, 19, 172, 169),
-                r("  layers.1", false, 9, 87, 84),
-                r("    mlp", false, 3, 41, 41),
+                r("model", false, 0, 172, 0),
+                r("  layers.1", false, 0, 87, 0),
+                r("    mlp", false, 0, 41, 0),
                 r("      down_proj", true, 1, 15, 15),
                 r("      gate_proj", true, 1, 13, 13),
                 r("      up_proj", true, 1, 13, 13),
-                r("    self_attn", false, 4, 34, 31),
+                r("    self_attn", false, 0, 34, 0),
                 r("      q_proj", true, 1, 11, 8),
                 r("      o_proj", true, 1, 9, 9),
                 r("      k_proj", true, 1, 7, 7),
                 r("      v_proj", true, 1, 7, 7),
                 r("    input_layernorm", true, 1, 6, 6),
                 r("    post_attention_layernorm", true, 1, 6, 6),
-                r("  layers.0", false, 9, 78, 78),
-                r("    mlp", false, 3, 38, 38),
+                r("  layers.0", false, 0, 78, 0),
+                r("    mlp", false, 0, 38, 0),
                 r("      down_proj", true, 1, 14, 14),
                 r("      gate_proj", true, 1, 12, 12),
                 r("      up_proj", true, 1, 12, 12),
-                r("    self_attn", false, 4, 30, 30),
+                r("    self_attn", false, 0, 30, 0),
                 r("      q_proj", true, 1, 10, 10),
                 r("      o_proj", true, 1, 8, 8),
                 r("      k_proj", true, 1, 6, 6),
@@ -991,11 +998,11 @@ mod tests {
         assert_eq!(
             rows(&tree),
             [
-                r("model", false, 1, 50, 20),
+                r("model", false, 0, 50, 0),
                 r("  layers", true, 1, 50, 20),
-                r("    0", false, 1, 20, 20),
+                r("    0", false, 0, 20, 0),
                 r("      fc", true, 1, 20, 20),
-                r("    1", false, 1, 10, 10),
+                r("    1", false, 0, 10, 0),
                 r("      fc", true, 1, 10, 10),
             ]
         );
@@ -1144,10 +1151,10 @@ mod tests {
         assert_eq!(
             rows(&tree),
             [
-                r("model", false, 6, 135_000, 135_000),
-                r("  layers.0", false, 4, 75_000, 75_000),
+                r("model", false, 0, 135_000, 0),
+                r("  layers.0", false, 0, 75_000, 0),
                 r("    q", true, 4, 75_000, 75_000),
-                r("  layers.1", false, 2, 60_000, 60_000),
+                r("  layers.1", false, 0, 60_000, 0),
                 r("    q", true, 2, 60_000, 60_000),
                 r("lm_head", true, 2, 30_000, 30_000),
             ]
@@ -1155,7 +1162,15 @@ mod tests {
         // Every request: b adds 25, 20 and 10 µs.
         let tree = profile_tree(&requests);
         assert_eq!(tree.nodes[0].total_ns, 135_000 + 45_000);
-        assert_eq!(tree.nodes[0].calls, 9);
+        // A group has no calls of its own; its measured modules' calls over every request.
+        assert_eq!(tree.nodes[0].calls, 0);
+        let calls: u64 = tree
+            .nodes
+            .iter()
+            .filter(|n| n.measured && n.key.starts_with("model."))
+            .map(|n| n.calls)
+            .sum();
+        assert_eq!(calls, 9);
         assert!(tree.alloc_note.is_some());
     }
 }
