@@ -19,7 +19,9 @@
 //!   op (bytes cannot be split). Grouping and order are those of
 //!   [`op_groups`](crate::analysis::ops::op_groups).
 //! - Phases: the breakdown of [`phase_breakdown`](crate::analysis::phases::phase_breakdown)
-//!   with the region's and each outermost stepped span's time inside the range.
+//!   with the region's and each outermost stepped span's time inside the range; module pairs
+//!   as [`module_pairs`](crate::analysis::phases::module_pairs) pairs them, counting the
+//!   module spans that count in the range with their time inside.
 //! - Memory: `alloc` and `free` events whose `timestamp_ns` lies in the range (ends included)
 //!   are counted, and the bytes of the allocs added. A device's **peak in the range** is the
 //!   largest live value of its curve over the range: the value in force when the range starts
@@ -33,7 +35,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::ops::{OpGroup, OpGrouping};
 use crate::analysis::paths::{ModuleGrouping, ModulePaths, ModuleRow};
-use crate::analysis::phases::{measured_region, PhaseBreakdown};
+use crate::analysis::phases::{measured_region, ModulePair, PhaseBreakdown};
 use crate::format::document::TraceDocument;
 use crate::format::events::{MemoryAction, SpanKind, Step};
 use crate::format::table::OpTable;
@@ -247,6 +249,61 @@ pub fn phases_in(doc: &TraceDocument, range: TimeRange) -> Option<PhaseBreakdown
     Some(b)
 }
 
+/// Module spans of the measured region inside `range`, paired by module path as
+/// [`module_pairs`](crate::analysis::phases::module_pairs) pairs them (module docs).
+pub fn module_pairs_in(
+    doc: &TraceDocument,
+    paths: &ModulePaths,
+    range: TimeRange,
+) -> Vec<ModulePair> {
+    let Some(region) = measured_region(doc) else {
+        return Vec::new();
+    };
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut rows: Vec<ModulePair> = Vec::new();
+    let mut stack: Vec<u32> = doc.tree.children(region).to_vec();
+    while let Some(i) = stack.pop() {
+        let i = i as usize;
+        stack.extend_from_slice(doc.tree.children(i));
+        let Some(span) = doc.spans.get(i) else {
+            continue;
+        };
+        let (SpanKind::Module, Some(step @ (Step::Forward | Step::Backward))) =
+            (span.span_kind, span.step)
+        else {
+            continue;
+        };
+        let Some(time) = range.inside(span.start_ns, span.duration_or_zero()) else {
+            continue;
+        };
+        let path = paths.path(i);
+        let r = *index.entry(path).or_insert_with(|| {
+            rows.push(ModulePair {
+                path: path.to_string(),
+                forward_count: 0,
+                forward_ns: 0,
+                backward_count: 0,
+                backward_ns: 0,
+            });
+            rows.len() - 1
+        });
+        let row = &mut rows[r];
+        if step == Step::Forward {
+            row.forward_count += 1;
+            row.forward_ns = row.forward_ns.saturating_add(time);
+        } else {
+            row.backward_count += 1;
+            row.backward_ns = row.backward_ns.saturating_add(time);
+        }
+    }
+    rows.sort_by(|a, b| {
+        let ta = a.forward_ns.saturating_add(a.backward_ns);
+        let tb = b.forward_ns.saturating_add(b.backward_ns);
+        tb.cmp(&ta).then_with(|| a.path.cmp(&b.path))
+    });
+    rows
+}
+
 /// Memory events inside a range, over every device.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryInRange {
@@ -307,7 +364,7 @@ mod tests {
     use super::*;
     use crate::analysis::ops::op_groups;
     use crate::analysis::paths::module_rows;
-    use crate::analysis::phases::phase_breakdown;
+    use crate::analysis::phases::{module_pairs, phase_breakdown};
     use alloc::vec;
 
     /// A training step written by hand (times in ns):
@@ -503,6 +560,29 @@ mod tests {
             ),
             (150, 0, 50, 100, 0)
         );
+        // Module pairs in 200..600: enc forward 150 (50..350), backward 150 (450..600);
+        // enc/lin forward 100; lin forward 30.
+        let paths = ModulePaths::new(&d);
+        let pairs: Vec<_> = module_pairs_in(&d, &paths, TimeRange::new(200, 600))
+            .into_iter()
+            .map(|p| {
+                (
+                    p.path,
+                    p.forward_count,
+                    p.forward_ns,
+                    p.backward_count,
+                    p.backward_ns,
+                )
+            })
+            .collect();
+        assert_eq!(
+            pairs,
+            vec![
+                ("enc".into(), 1, 150, 1, 150),
+                ("enc/lin".into(), 1, 100, 0, 0),
+                ("lin".into(), 1, 30, 0, 0),
+            ]
+        );
         // Memory in 200..600: alloc 300 B at 300 and the free at 500.
         assert_eq!(
             memory_in(&d, TimeRange::new(200, 600)),
@@ -573,6 +653,11 @@ mod tests {
                 );
             }
             assert_eq!(phases_in(&d, TimeRange::ALL), phase_breakdown(&d), "{name}");
+            assert_eq!(
+                module_pairs_in(&d, &paths, TimeRange::ALL),
+                module_pairs(&d),
+                "{name}"
+            );
             let m = memory_in(&d, TimeRange::ALL);
             assert_eq!(
                 (m.alloc_count, m.free_count),
