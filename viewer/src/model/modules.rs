@@ -2,6 +2,7 @@
 //! of `schema::analysis::paths::module_rows`, the same numbers as `candle-trace query --kind modules`.
 
 use candle_trace_schema::analysis::paths::{module_rows, ModuleGrouping, ModulePaths, ModuleRow};
+use candle_trace_schema::analysis::range::{module_rows_in, TimeRange};
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::document::TraceDocument;
 
@@ -34,10 +35,13 @@ pub struct ModuleTableRow {
     pub share: String,
     /// Share in percent for the bar, 0 without a measured total.
     pub share_pct: f64,
+    /// The share as a ratio, `None` without a measured total.
+    pub share_ratio: Option<f64>,
 }
 
 impl ModuleTableRow {
-    fn of(r: &ModuleRow) -> Self {
+    /// The row of the schema's `r`.
+    pub fn of(r: &ModuleRow) -> Self {
         ModuleTableRow {
             key: r.key.clone(),
             calls: r.calls,
@@ -49,6 +53,7 @@ impl ModuleTableRow {
             mean: format_ns(r.mean_ns),
             share: share_text(r.share),
             share_pct: r.share.map_or(0.0, |s| (s * 100.0).clamp(0.0, 100.0)),
+            share_ratio: r.share,
         }
     }
 }
@@ -58,13 +63,17 @@ pub fn share_text(share: Option<f64>) -> String {
     share.map_or(String::from("–"), |s| format!("{:.1}%", s * 100.0))
 }
 
-/// The panel: both groupings, built once.
+/// The panel: both groupings, built once, and the links between its rows and the spans.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModulesPanel {
     /// One row per module path, by total time, largest first, then by path.
     pub by_path: Vec<ModuleTableRow>,
     /// One row per leaf name, in the same order.
     pub by_name: Vec<ModuleTableRow>,
+    /// Which spans each row stands for, and each span's row.
+    pub links: super::module_tree::ModuleLinks,
+    /// The document's module paths (the rows of a range are grouped by them).
+    paths: ModulePaths,
 }
 
 impl ModulesPanel {
@@ -87,7 +96,26 @@ impl ModulesPanel {
         ModulesPanel {
             by_path: rows(ModuleGrouping::Path),
             by_name: rows(ModuleGrouping::Name),
+            links: super::module_tree::ModuleLinks::of(doc, &paths),
+            paths,
         }
+    }
+
+    /// The rows of one grouping for the part of `doc` (this panel's document) inside `range`
+    /// (`schema::analysis::range::module_rows_in`).
+    pub fn rows_in(
+        &self,
+        doc: &TraceDocument,
+        grouping: ModuleGrouping,
+        range: TimeRange,
+    ) -> Vec<ModuleTableRow> {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        module_rows_in(doc, &self.paths, grouping, range)
+            .iter()
+            .map(ModuleTableRow::of)
+            .collect()
     }
 
     /// The rows of one grouping.
