@@ -20,6 +20,7 @@ pub mod ops;
 pub mod panel;
 pub mod phases;
 pub mod profile;
+pub mod profile_chart;
 pub mod profile_modules;
 pub mod range;
 pub mod sort;
@@ -253,6 +254,8 @@ pub struct ProfileModel {
     pub settings: (String, String),
     /// The profile's findings, ranked, with where each shows.
     pub findings: findings::FindingsPanel,
+    /// The requests on the flame chart.
+    pub chart: Arc<profile_chart::ProfileChart>,
 }
 
 impl ProfileModel {
@@ -276,6 +279,7 @@ impl ProfileModel {
             diagnostic_only,
             settings: profile::settings_text(doc),
             findings: findings::FindingsPanel::of_profile(&profile_findings(doc)),
+            chart: Arc::new(profile_chart::ProfileChart::of(doc)),
         }
     }
 }

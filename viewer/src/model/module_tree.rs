@@ -10,7 +10,7 @@
 //! *measured* (its numbers are the row's); a node no row has is a *group*: its numbers are
 //! the sums of its children's.
 
-use std::collections::{HashMap, HashSet};
+use hashbrown::{HashMap, HashSet};
 
 use candle_trace_schema::analysis::paths::ModulePaths;
 use candle_trace_schema::analysis::units::format_ns;
@@ -492,7 +492,10 @@ mod tests {
         // Collapsed: the roots, heaviest first.
         assert_eq!(keys(t.visible(&HashSet::new(), by_total)), ["b", "a"]);
         let open: HashSet<String> = t.keys_to_depth(0);
-        assert_eq!(open, HashSet::from(["a".to_string()]));
+        assert_eq!(
+            open,
+            ["a".to_string()].into_iter().collect::<HashSet<String>>()
+        );
         assert_eq!(keys(t.visible(&open, by_total)), ["b", "a", "a/x", "a/y"]);
         // By calls ascending, at every level: a (1) before b (2); y (1) before x (3).
         let by_calls = SortState::new(TreeColumn::Calls, false);

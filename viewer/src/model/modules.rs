@@ -126,6 +126,11 @@ impl ModulesPanel {
         }
     }
 
+    /// The document's module paths (empty when it has no module spans).
+    pub fn paths(&self) -> &ModulePaths {
+        &self.paths
+    }
+
     /// True when the trace has no module spans.
     pub fn is_empty(&self) -> bool {
         self.by_path.is_empty()
