@@ -140,7 +140,7 @@ async function checkTab(page, file, tab) {
     case 'ops': {
       const want = cli('query', file, '--kind', 'ops', '--json', '--limit', '100000');
       const rows = await attrs(page, '[data-testid=op-row]', ['data-op', 'data-count', 'data-total']);
-      assert.deepEqual(rows, want.ops.map((o) => ({ 'data-op': o.op_name, 'data-count': String(o.count), 'data-total': String(o.total_ns) })));
+      assert.deepEqual(rows, want.groups.map((o) => ({ 'data-op': o.op_name, 'data-count': String(o.count), 'data-total': String(o.total_ns) })));
       break;
     }
     case 'memory': {
@@ -230,9 +230,10 @@ test('rows and spans are linked both ways', async () => {
   const linked = await attrs(page, '[data-testid=module-row][data-linked=true]', ['data-key']);
   assert.equal(linked.length, 1, `span ${span} (${name}): ${JSON.stringify(linked)}`);
   assert.ok(linked[0]['data-key'].endsWith(name), `${linked[0]['data-key']} is ${name}'s row`);
-  // And a module row selects and shows its span.
-  await page.locator('[data-testid=module-row]').first().click();
+  // And another module row selects and shows its span.
+  await page.locator('[data-testid=module-row][data-linked=false]').first().click();
   assert.notEqual(await chart.getAttribute('data-selected'), span);
+  assert.equal(await page.locator('[data-testid=module-row][data-linked=true]').count(), 1);
   assert.deepEqual(seen.errors, []);
   await page.close();
 });

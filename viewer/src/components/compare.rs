@@ -545,9 +545,9 @@ pub fn CompareView(
                     <p class="untrusted" data-testid="compare-forced">"Compared anyway: the meta above differ, so read the deltas with care."</p>
                 })}
             </header>
-            <div class="compare-body" data-testid="compare-deltas" hidden=move || !(comparable || forced.get())>
-                {body}
-            </div>
+            {move || (comparable || forced.get()).then(|| view! {
+                <div class="compare-body" data-testid="compare-deltas">{body.clone()}</div>
+            })}
         </section>
     }
 }

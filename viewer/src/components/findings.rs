@@ -14,6 +14,9 @@ use super::{PageState, TraceContext};
 use crate::model::findings::{FindingTarget, FindingsPanel};
 use crate::model::panel::tab_of_row;
 
+/// Frames a finding waits for the row it names once it opened the row's tab.
+const TAB_FRAMES: usize = 30;
+
 /// The attribute that outlines the row a finding leads to (`web/style.css`).
 const TARGET_ATTR: &str = "data-finding-target";
 
@@ -132,11 +135,18 @@ pub fn FindingsView(
                                 let target = target.clone();
                                 let ctx = ctx.clone();
                                 leptos::task::spawn_local(async move {
-                                    if opened {
-                                        next_frame().await;
-                                        next_frame().await;
+                                    // A tab just opened builds its rows within a few frames.
+                                    let tries = if opened { TAB_FRAMES } else { 1 };
+                                    let mut found = false;
+                                    for _ in 0..tries {
+                                        if opened {
+                                            next_frame().await;
+                                        }
+                                        found = follow(&target, ctx.as_ref());
+                                        if found {
+                                            break;
+                                        }
                                     }
-                                    let found = follow(&target, ctx.as_ref());
                                     let _ = missing.try_set((!found).then_some(i));
                                 });
                             }>

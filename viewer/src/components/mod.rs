@@ -104,6 +104,39 @@ impl PageState {
     }
 }
 
+/// What the trace tabs keep while another tab is open (a tab's content is built when it
+/// opens): the modules tab's grouping, sort and expanded nodes, the ops tab's grouping and sort.
+#[derive(Clone, Copy)]
+pub struct TabStates {
+    /// Modules by path or by leaf name.
+    pub modules_by: RwSignal<candle_trace_schema::analysis::paths::ModuleGrouping>,
+    /// The modules tree's sort.
+    pub modules_sort:
+        RwSignal<crate::model::sort::SortState<crate::model::module_tree::TreeColumn>>,
+    /// The expanded nodes' keys (`None` until the tab first opens: its roots then).
+    pub modules_expanded: RwSignal<Option<hashbrown::HashSet<String>>>,
+    /// Ops grouped by shape and dtype too.
+    pub ops_by_shape: RwSignal<bool>,
+    /// The op table's sort.
+    pub ops_sort: RwSignal<crate::model::sort::SortState<crate::model::ops::OpColumn>>,
+}
+
+impl TabStates {
+    /// Each tab as it first opens.
+    pub fn new() -> Self {
+        use crate::model::module_tree::TreeColumn;
+        use crate::model::ops::OpColumn;
+        use crate::model::sort::SortState;
+        TabStates {
+            modules_by: RwSignal::new(candle_trace_schema::analysis::paths::ModuleGrouping::Path),
+            modules_sort: RwSignal::new(SortState::new(TreeColumn::Total, true)),
+            modules_expanded: RwSignal::new(None),
+            ops_by_shape: RwSignal::new(false),
+            ops_sort: RwSignal::new(SortState::new(OpColumn::Total, true)),
+        }
+    }
+}
+
 /// The page's URL fragment, as chart state.
 pub fn read_fragment() -> ChartState {
     let hash = web_sys::window().and_then(|w| w.location().hash().ok());

@@ -13,11 +13,10 @@ use candle_trace_schema::analysis::units::format_ns;
 use super::rows::{reveal_row_in, row_window_of, spacer, HoverSpans, PanelScroll};
 use super::sortable::sort_header;
 use super::tables::ShowAllRows;
-use super::{PageState, TraceContext};
+use super::{PageState, TabStates, TraceContext};
 use crate::model::module_tree::{KeyStyle, ModuleTree, TreeColumn};
 use crate::model::modules::{NO_MODULE_SPANS, SHOWN_ROWS};
 use crate::model::profile_modules::NO_PROFILE_MODULE_SPANS;
-use crate::model::sort::SortState;
 use crate::model::virtual_rows::WHOLE_ROWS;
 use crate::model::ProfileModel;
 
@@ -35,6 +34,7 @@ fn GroupBySelect(
         <label>
             "group by "
             <select data-testid=testid data-value=move || if by_name() { "name" } else { "path" }
+                prop:value=move || if by_name() { "name" } else { "path" }
                 on:change=move |ev| by.set(if event_target_value(&ev) == "name" { ModuleGrouping::Name } else { ModuleGrouping::Path })>
                 <option value="path" selected=true>"module path"</option>
                 <option value="name">"leaf name"</option>
@@ -64,8 +64,8 @@ pub fn ModulesTab() -> impl IntoView {
         }
         .into_any();
     }
-    let by = RwSignal::new(ModuleGrouping::Path);
-    let sort = RwSignal::new(SortState::new(TreeColumn::Total, true));
+    let states = use_context::<TabStates>().unwrap_or_else(TabStates::new);
+    let (by, sort) = (states.modules_by, states.modules_sort);
     let hover = HoverSpans::new(&ctx);
     let model = ctx.model.clone();
     let tree = {
@@ -84,8 +84,17 @@ pub fn ModulesTab() -> impl IntoView {
             Arc::new(ModuleTree::build(&rows, style))
         })
     };
-    let expanded: RwSignal<HashSet<String>> =
-        RwSignal::new(tree.with_untracked(|t| t.keys_to_depth(0)));
+    // The nodes open when the tab last closed, else the roots.
+    let expanded: RwSignal<HashSet<String>> = RwSignal::new(
+        states
+            .modules_expanded
+            .get_untracked()
+            .unwrap_or_else(|| tree.with_untracked(|t| t.keys_to_depth(0))),
+    );
+    Effect::new(move |_| {
+        let open = expanded.get();
+        states.modules_expanded.set(Some(open));
+    });
     let visible = Memo::new(move |_| {
         let t = tree.get();
         let open = expanded.get();
@@ -136,7 +145,6 @@ pub fn ModulesTab() -> impl IntoView {
     if let Some(p) = page {
         Effect::new(move |_| {
             if let Some(key) = p.reveal.get() {
-                by.set(ModuleGrouping::Path);
                 reveal_key(&key);
                 p.reveal.set(None);
             }

@@ -139,7 +139,7 @@ pub fn ProfileView(
                     <span data-testid="profile-detail-level" data-value=detail.clone()>"detail level " <strong>{detail.clone()}</strong></span>
                     " · "
                     <span data-testid="profile-sample-rate" data-value=rate.clone()>"sample rate " <strong>{rate.clone()}</strong></span>
-                    <Diagnostics panel=model.diagnostics.clone() />
+                    <Diagnostics panel=model.diagnostics.clone() collapsed=true />
                     <FindingsCount panel=findings.clone() />
                 </div>
                 <div class="doc-line">

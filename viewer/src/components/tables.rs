@@ -7,12 +7,12 @@ use leptos::prelude::*;
 use candle_trace_schema::analysis::ops::OpGrouping;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
+use super::capture::NotCapturedNote;
 use super::rows::{reveal_row_in, row_window_of, spacer, HoverSpans, PanelScroll};
 use super::sortable::sort_header;
-use super::{PageState, TraceContext};
+use super::{PageState, TabStates, TraceContext};
 use crate::model::modules::{rows_shown_text, SHOWN_ROWS};
 use crate::model::ops::{op_rows, op_rows_in, rate_text, sort_op_rows, OpColumn};
-use crate::model::sort::SortState;
 use crate::model::spans::{span_rows, SpanOrder};
 use crate::model::virtual_rows::WHOLE_ROWS;
 use crate::timeline::palette::{kind_name, step_name};
@@ -57,8 +57,8 @@ pub fn OpTable() -> impl IntoView {
         return ().into_any();
     };
     let page = use_context::<PageState>();
-    let by_shape = RwSignal::new(false);
-    let sort = RwSignal::new(SortState::new(OpColumn::Total, true));
+    let states = use_context::<TabStates>().unwrap_or_else(TabStates::new);
+    let (by_shape, sort) = (states.ops_by_shape, states.ops_sort);
     let active: RwSignal<Option<usize>> = RwSignal::new(None);
     let hover = HoverSpans::new(&ctx);
     let rows = {
@@ -101,6 +101,7 @@ pub fn OpTable() -> impl IntoView {
         }
     });
     let columns = move || if by_shape.get() { 9 } else { 7 };
+    let not_captured = ctx.model.capture.not_captured.ops.clone();
     view! {
         <section class="op-table" data-testid="op-table" data-rows=move || count.get().to_string()>
             <div class="table-bar">
@@ -116,12 +117,14 @@ pub fn OpTable() -> impl IntoView {
                 </label>
             </div>
             {move || (count.get() == 0).then(|| {
-                let text = if page.is_some_and(|p| p.range.get().is_some()) {
-                    "No op ran inside the range."
+                if page.is_some_and(|p| p.range.get().is_some()) {
+                    view! { <p class="muted" data-testid="op-table-empty">"No op ran inside the range."</p> }.into_any()
+                } else if let Some(text) = not_captured.clone() {
+                    // A source that was off: "not captured", not an empty table.
+                    view! { <NotCapturedNote what="ops" text=text /> }.into_any()
                 } else {
-                    "No ops."
-                };
-                view! { <p class="muted" data-testid="op-table-empty">{text}</p> }
+                    view! { <p class="muted" data-testid="op-table-empty">"No ops."</p> }.into_any()
+                }
             })}
             <table class:virtual={move || count.get() > WHOLE_ROWS}>
                 <thead>

@@ -21,7 +21,7 @@ use super::phases::PhasesView;
 use super::steps::{StepsHeading, StepsView};
 use super::tables::{OpTable, SpanTable};
 use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart, StepLegend};
-use super::{PageState, TraceContext};
+use super::{PageState, TabStates, TraceContext};
 use crate::model::findings::FindingsPanel;
 use crate::model::panel::{Tab, ViewKind};
 use crate::model::steps::StepsModel;
@@ -51,6 +51,7 @@ pub fn TraceView(
     };
     let page = PageState::new(kind, &file_name);
     provide_context(page);
+    provide_context(TabStates::new());
     let ctx = TraceContext {
         model: model.clone(),
         selected: RwSignal::new(None),
@@ -86,10 +87,10 @@ pub fn TraceView(
                 {match model.header.clone() {
                     Some(h) => view! {
                         <RunHeaderView header=h file_name=header_name.clone()>
-                            <Diagnostics panel=diagnostics.clone() />
+                            <Diagnostics panel=diagnostics.clone() collapsed=true />
                         </RunHeaderView>
                     }.into_any(),
-                    None => view! { <Diagnostics panel=diagnostics.clone() /> }.into_any(),
+                    None => view! { <Diagnostics panel=diagnostics.clone() collapsed=true /> }.into_any(),
                 }}
                 <div class="doc-line">
                     <SummaryCards cards=model.cards.clone() />

@@ -215,7 +215,7 @@ pub fn tab_of_row(testid: &str) -> Option<Tab> {
 }
 
 /// The panel's height when nothing is remembered: this share of the window.
-pub const DEFAULT_SHARE: f64 = 0.26;
+pub const DEFAULT_SHARE: f64 = 0.25;
 /// The panel is never lower than this (its tab bar and a few rows).
 pub const MIN_PANEL_PX: f64 = 120.0;
 /// Room always left above the panel for the header and the chart.
@@ -341,13 +341,13 @@ mod tests {
 
     #[test]
     fn the_panel_height_stays_in_bounds() {
-        // 900 px window: 26% = 234 px by default.
-        assert_eq!(panel_px(None, 900.0), 234.0);
+        // 900 px window: 25% = 225 px by default.
+        assert_eq!(panel_px(None, 900.0), 225.0);
         assert_eq!(panel_px(Some(400.0), 900.0), 400.0);
         // At most the window less 300 px, at least 120 px.
         assert_eq!(panel_px(Some(800.0), 900.0), 600.0);
         assert_eq!(panel_px(Some(10.0), 900.0), 120.0);
-        assert_eq!(panel_px(Some(f64::NAN), 900.0), 234.0);
+        assert_eq!(panel_px(Some(f64::NAN), 900.0), 225.0);
         // A window lower than both minimums: the minimum panel.
         assert_eq!(panel_px(Some(300.0), 350.0), 120.0);
         assert_eq!(parse_stored(Some(" 240 ")), Some(240.0));
@@ -363,6 +363,8 @@ mod tests {
         }
         // Dragging the splitter 50 px up makes the panel 50 px taller.
         assert_eq!(dragged_px(252.0, 600.0, 550.0, 900.0), 302.0);
+        // A 720 px window: 180 px.
+        assert_eq!(panel_px(None, 720.0), 180.0);
         assert_eq!(dragged_px(252.0, 600.0, 0.0, 900.0), 600.0);
         assert_eq!(keyed_px("ArrowUp", 252.0, 24.0, 900.0), Some(276.0));
         assert_eq!(keyed_px("ArrowDown", 130.0, 24.0, 900.0), Some(120.0));
