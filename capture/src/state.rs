@@ -16,7 +16,7 @@ use candle_trace_schema::format::events::{
 };
 
 use crate::alloc::HostSink;
-use crate::intern::{NameId, NameTable, Names};
+use crate::intern::{Label, NameId, NameTable, Names};
 use crate::stack as span;
 use crate::sync::{DeviceSync, SpanTimer, TimerMark};
 use crate::writer::{Encode, Writer};
@@ -26,7 +26,7 @@ use crate::writer::{Encode, Writer};
 /// numbers and an interned name ([`NameId`]), so opening and closing a span allocates nothing on
 /// the caller's thread; the writer thread turns them into the same lines serde would write.
 pub(crate) enum Record {
-    /// A `span_start` whose name is in the recorder's [`NameTable`].
+    /// A `span_start` whose name (and module) is in the recorder's [`NameTable`].
     SpanStart {
         id: u64,
         /// The parent's number; 0 when the span has none (span numbers start at 1).
@@ -152,6 +152,7 @@ pub(crate) struct NamedSpanStart {
     pub(crate) id: u64,
     pub(crate) parent: Option<u64>,
     pub(crate) name: Cow<'static, str>,
+    pub(crate) module: Option<&'static str>,
     pub(crate) start_ns: u64,
     pub(crate) kind: SpanKind,
     pub(crate) measured: bool,
@@ -318,6 +319,7 @@ fn span_start_line(
     kind: SpanKind,
     measured: bool,
     step: Option<Step>,
+    module: Option<&str>,
 ) {
     out.extend_from_slice(br#"{"kind":"span_start","id":"s"#);
     push_u64(out, id);
@@ -341,6 +343,10 @@ fn span_start_line(
         out.extend_from_slice(br#","step":""#);
         out.extend_from_slice(step.as_str().as_bytes());
         out.push(b'"');
+    }
+    if let Some(module) = module {
+        out.extend_from_slice(br#","module":"#);
+        let _ = serde_json::to_writer(&mut *out, module);
     }
     out.push(b'}');
 }
@@ -470,12 +476,22 @@ impl Encode for Record {
                 measured,
                 step,
             } => {
-                let name = host.names.get(*name, &host.name_table);
+                let label = host.names.label(*name, &host.name_table);
                 let parent = (*parent != 0).then_some(*parent);
-                span_start_line(out, *id, parent, name, *start_ns, *kind, *measured, *step);
+                span_start_line(
+                    out,
+                    *id,
+                    parent,
+                    label.name,
+                    *start_ns,
+                    *kind,
+                    *measured,
+                    *step,
+                    label.module,
+                );
             }
             Record::NamedSpanStart(s) => span_start_line(
-                out, s.id, s.parent, &s.name, s.start_ns, s.kind, s.measured, s.step,
+                out, s.id, s.parent, &s.name, s.start_ns, s.kind, s.measured, s.step, s.module,
             ),
             Record::SpanEnd { id, duration_ns } => {
                 out.extend_from_slice(br#"{"kind":"span_end","id":"s"#);
@@ -627,6 +643,8 @@ pub(crate) struct SourceCounts {
     pub(crate) graph_tensors: AtomicU64,
     pub(crate) device_memory: AtomicU64,
     pub(crate) gradients: AtomicU64,
+    /// Spans written with a module name.
+    pub(crate) module_names: AtomicU64,
     /// Whether the program asked for the graph / gradients at all (a source that was called).
     pub(crate) graph_on: AtomicBool,
     pub(crate) gradients_on: AtomicBool,
@@ -720,10 +738,13 @@ impl Inner {
     }
 
     /// Open a span on this thread; returns its number and start time. `parent` overrides the
-    /// thread's innermost span as the recorded parent (the tracing layer's span tree).
+    /// thread's innermost span as the recorded parent (the tracing layer's span tree);
+    /// `module` is the module the span runs, when its layer was named by its weights.
+    #[allow(clippy::too_many_arguments)] // the fields of one span
     pub(crate) fn open_span(
         &self,
         name: Cow<'static, str>,
+        module: Option<&'static str>,
         kind: SpanKind,
         measured: bool,
         step: Option<Step>,
@@ -731,7 +752,7 @@ impl Inner {
         sync: bool,
     ) -> (u64, u64) {
         let static_name = match &name {
-            Cow::Borrowed(name) => Some(*name),
+            Cow::Borrowed(name) => Some(Label { name, module }),
             Cow::Owned(_) => None,
         };
         let pushed = span::push(self.key, &self.next_span, step, static_name, &self.names);
@@ -742,6 +763,9 @@ impl Inner {
         let start_ns = self.now_ns();
         let parent = parent.or(pushed.parent.map(|f| f.id));
         let step = pushed.frame.step;
+        if module.is_some() {
+            self.counts.module_names.fetch_add(1, Ordering::Relaxed);
+        }
         match pushed.name {
             Some(name) => self.writer.send_with(|| Record::SpanStart {
                 id,
@@ -758,6 +782,7 @@ impl Inner {
                     id,
                     parent,
                     name,
+                    module,
                     start_ns,
                     kind,
                     measured,
@@ -957,6 +982,11 @@ impl Inner {
                 c.gradients_on.load(Ordering::Relaxed),
                 n(&c.gradients),
             ),
+            source(
+                source::MODULE_NAMES,
+                crate::naming::used() || n(&c.module_names) > 0,
+                n(&c.module_names),
+            ),
         ];
         TraceEvent::CaptureSources(CaptureSources {
             sources,
@@ -974,9 +1004,9 @@ impl Inner {
             && self.tracing_routed.load(Ordering::Relaxed)
             && self.counts.tracing_spans.load(Ordering::Relaxed) == 0
         {
-            warnings.push(String::from(
-                "the captured step saw no tracing spans: install candle-trace before building \
-                 the model (candle-transformers creates its spans when the model is built)",
+            warnings.push(format!(
+                "the captured step saw no tracing spans: {}",
+                crate::subscriber::no_span_reason()
             ));
         }
         let dropped = self.writer.dropped();

@@ -20,7 +20,7 @@ mod common;
 use std::path::Path;
 
 use candle_trace_capture::alloc::TrackingAllocator;
-use candle_trace_schema::analysis::paths::ModulePaths;
+use candle_trace_schema::analysis::modules::ModulePaths;
 use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
 use candle_trace_schema::format::diagnostics::Severity;
 use candle_trace_schema::format::events::{

@@ -5,14 +5,16 @@
 //! waterfalls and the OTLP export.
 
 pub mod compare;
+pub mod coverage;
 pub mod findings;
 pub mod flops;
 pub mod gate;
 pub mod gradients;
 pub mod histogram;
+pub mod module_tree;
+pub mod modules;
 pub mod ops;
 pub mod otlp;
-pub mod paths;
 pub mod percentiles;
 pub mod phases;
 pub mod profile_modules;

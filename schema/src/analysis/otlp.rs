@@ -51,7 +51,8 @@
 //!   under `candle_trace.`: `request_id`, `correlation_id`, `entrypoint`, `backend`,
 //!   `runtime_preset_hash`, `status`, `shape.<key>` on the request span; `event_id`, `phase`,
 //!   `line` on every span; `module.name`, `module.span_kind`, `module.forward`,
-//!   `module.forward_index` on module spans. Strings, integers (`intValue`, a decimal string in
+//!   `module.forward_index` on module spans, and `module` (the module name of its weights,
+//!   `model.layers.0.self_attn.q_proj`) on those that have one. Strings, integers (`intValue`, a decimal string in
 //!   JSON), doubles and booleans are kept as such; other JSON values are written as their JSON
 //!   text.
 //! - **Resource**: `service.name` (the caller's); scope `candle-trace` with the crate version.
@@ -478,6 +479,7 @@ fn spans_of_request(
             ("candle_trace.module.span_kind", "span_kind"),
             ("candle_trace.module.forward", "forward"),
             ("candle_trace.module.forward_index", "forward_index"),
+            ("candle_trace.module", "module"),
         ] {
             if let Some(v) = a.get(field) {
                 attributes.push((String::from(key), to_attribute(v)));

@@ -5,23 +5,25 @@
 //! Rules (SCHEMA.md defines no range; these are the viewer's, stated once here):
 //! - A **range** is `[start_ns, end_ns]` in the trace's own time (`start_ns ≤ end_ns`).
 //! - A span or op runs over `[start, start + duration]` (an unclosed span has duration 0; an
-//!   op's `timestamp_ns` is its start). Its **time inside** the range is the length of the
-//!   overlap of the two intervals. It **counts** in the range when that overlap is positive,
+//!   op's `timestamp_ns` is its start; the end saturates at `u64::MAX`). Its **time inside**
+//!   the range is the length of the overlap of the two intervals (all of its duration when it
+//!   lies wholly inside). It **counts** in the range when that overlap is positive,
 //!   or, for one of duration 0, when its start lies in the range (ends included).
-//! - A module row's `total_ns` adds the time inside of each counted span of the key, `calls`
-//!   counts them, and `self_ns` adds each one's time inside less the time inside of its direct
-//!   children in the layout tree (saturating at 0): the rule of
-//!   [`module_rows`](crate::analysis::paths::module_rows) with every duration clipped to the
-//!   range, so a range covering the whole trace gives exactly its rows. `share` is `total_ns`
-//!   over the measured region's time inside the range.
+//! - Module rows follow [`module_rows`](crate::analysis::modules::module_rows) with every
+//!   duration clipped to the range: by key, `calls` counts the outermost spans of the key that
+//!   count in the range and `total_ns` adds their time inside; by name every such span counts;
+//!   `self_ns` adds, for every counted span of the key, its time inside less the time inside
+//!   of its direct children in the layout tree (saturating at 0). A range covering the whole
+//!   trace gives exactly its rows. `share` is `total_ns` over the measured region's time
+//!   inside the range.
 //! - An op group's `count`, `total_ns`, `mean_ns`, `max_ns` and `min_ns` use the time inside
 //!   of the counted ops; `output_bytes` and `input_bytes` add the whole bytes of each counted
 //!   op (bytes cannot be split). Grouping and order are those of
 //!   [`op_groups`](crate::analysis::ops::op_groups).
 //! - Phases: the breakdown of [`phase_breakdown`](crate::analysis::phases::phase_breakdown)
 //!   with the region's and each outermost stepped span's time inside the range; module pairs
-//!   as [`module_pairs`](crate::analysis::phases::module_pairs) pairs them, counting the
-//!   module spans that count in the range with their time inside.
+//!   as [`module_pairs`](crate::analysis::phases::module_pairs) pairs them (the outermost
+//!   spans of each key), counting those that count in the range with their time inside.
 //! - Memory: `alloc` and `free` events whose `timestamp_ns` lies in the range (ends included)
 //!   are counted, and the bytes of the allocs added. A device's **peak in the range** is the
 //!   largest live value of its curve over the range: the value in force when the range starts
@@ -33,11 +35,11 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::modules::{is_module_span, ModuleGrouping, ModulePaths, ModuleRow};
 use crate::analysis::ops::{OpGroup, OpGrouping};
-use crate::analysis::paths::{ModuleGrouping, ModulePaths, ModuleRow};
 use crate::analysis::phases::{measured_region, ModulePair, PhaseBreakdown};
 use crate::format::document::TraceDocument;
-use crate::format::events::{MemoryAction, SpanKind, Step};
+use crate::format::events::{MemoryAction, Step};
 use crate::format::table::OpTable;
 
 /// A closed time range, ns in the trace's own time.
@@ -81,6 +83,10 @@ impl TimeRange {
         if duration_ns == 0 {
             return self.contains(start_ns).then_some(0);
         }
+        // Wholly inside: all of it (also when its end saturates at u64::MAX).
+        if start_ns >= self.start_ns && end_ns <= self.end_ns {
+            return Some(duration_ns);
+        }
         let overlap = end_ns
             .min(self.end_ns)
             .saturating_sub(start_ns.max(self.start_ns));
@@ -96,7 +102,7 @@ fn span_time_inside(doc: &TraceDocument, range: TimeRange) -> Vec<Option<u64>> {
         .collect()
 }
 
-/// Module spans inside `range`, grouped as [`module_rows`](crate::analysis::paths::module_rows)
+/// Module spans inside `range`, grouped as [`module_rows`](crate::analysis::modules::module_rows)
 /// groups them, with every time clipped to the range (module docs); sorted by total time,
 /// largest first, then by key.
 pub fn module_rows_in(
@@ -116,7 +122,7 @@ pub fn module_rows_in(
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut rows: Vec<ModuleRow> = Vec::new();
     for (i, s) in doc.spans.iter().enumerate() {
-        if s.span_kind != SpanKind::Module {
+        if !is_module_span(s) {
             continue;
         }
         let Some(time) = inside[i] else {
@@ -144,8 +150,10 @@ pub fn module_rows_in(
             rows.len() - 1
         });
         let row = &mut rows[r];
-        row.calls += 1;
-        row.total_ns = row.total_ns.saturating_add(time);
+        if grouping == ModuleGrouping::Name || paths.outermost(i) {
+            row.calls += 1;
+            row.total_ns = row.total_ns.saturating_add(time);
+        }
         row.self_ns = row.self_ns.saturating_add(time.saturating_sub(children));
     }
     for row in &mut rows {
@@ -268,9 +276,10 @@ pub fn module_pairs_in(
         let Some(span) = doc.spans.get(i) else {
             continue;
         };
-        let (SpanKind::Module, Some(step @ (Step::Forward | Step::Backward))) =
-            (span.span_kind, span.step)
-        else {
+        if !paths.outermost(i) {
+            continue;
+        }
+        let Some(step @ (Step::Forward | Step::Backward)) = span.step else {
             continue;
         };
         let Some(time) = range.inside(span.start_ns, span.duration_or_zero()) else {
@@ -362,8 +371,8 @@ pub fn live_peak_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::modules::module_rows;
     use crate::analysis::ops::op_groups;
-    use crate::analysis::paths::module_rows;
     use crate::analysis::phases::{module_pairs, phase_breakdown};
     use alloc::vec;
 
@@ -460,8 +469,10 @@ mod tests {
         assert_eq!(r.inside(190, 10), None); // ends at its start
         assert_eq!(r.inside(300, 0), Some(0)); // an instant on its end counts
         assert_eq!(r.inside(301, 0), None);
-        assert_eq!(TimeRange::ALL.inside(u64::MAX, 5), None); // no room after u64::MAX
         assert_eq!(TimeRange::ALL.inside(7, 5), Some(5));
+        // Hostile times saturate: wholly inside the whole run, all of the duration counts.
+        assert_eq!(TimeRange::ALL.inside(u64::MAX, u64::MAX), Some(u64::MAX));
+        assert_eq!(r.inside(u64::MAX, 5), None);
     }
 
     #[test]
@@ -493,6 +504,41 @@ mod tests {
         // 860..1000 holds no module span.
         assert!(
             module_rows_in(&d, &paths, ModuleGrouping::Path, TimeRange::new(860, 1000)).is_empty()
+        );
+    }
+
+    #[test]
+    fn a_module_used_twice_counts_its_outermost_call_in_a_range() {
+        // Names mode: `lm` (0..? 100..600) wraps `lin` (200..500); both are named `model.lm`,
+        // so `lin` is no call of its own (its key's outermost span is `lm`).
+        let text = concat!(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2026-01-01T00:00:00Z","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"a","parent_id":"s","name":"lm","start_ns":100,"span_kind":"module","module":"model.lm"}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"b","parent_id":"a","name":"linear","start_ns":200,"span_kind":"module","module":"model.lm"}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"b","duration_ns":300}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"a","duration_ns":500}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"s","duration_ns":1000}"#,
+            "\n",
+        );
+        let d = TraceDocument::from_bytes(text.as_bytes());
+        let paths = ModulePaths::new(&d);
+        assert!(paths.names());
+        // Range 300..1000: lm 300..600 → 300 inside, less its child's 300..500 → self 100;
+        // linear 300..500 → self 200. One call, total 300, self 300.
+        let r = module_rows_in(&d, &paths, ModuleGrouping::Path, TimeRange::new(300, 1000));
+        assert_eq!(rows(&r), vec![("model.lm", 1, 300, 300, 300)]);
+        // By name each span is its own row: lm 300 (self 100), linear 200.
+        let r = module_rows_in(&d, &paths, ModuleGrouping::Name, TimeRange::new(300, 1000));
+        assert_eq!(
+            rows(&r),
+            vec![("lm", 1, 300, 100, 300), ("linear", 1, 200, 200, 200)]
         );
     }
 
@@ -626,15 +672,23 @@ mod tests {
     #[cfg(feature = "std")]
     #[test]
     fn the_whole_trace_as_a_range_gives_the_whole_trace_numbers() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures");
-        let mut checked = 0;
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|x| x != "jsonl")
-                || path.to_string_lossy().contains("profile")
-            {
-                continue;
+        let root =
+            std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures"));
+        // Every trace/6 fixture, in subdirectories too (the names fixtures, the steps sets).
+        let mut files = Vec::new();
+        let mut dirs = vec![root];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.to_string_lossy().ends_with(".trace6.jsonl") {
+                    files.push(path);
+                }
             }
+        }
+        let mut checked = 0;
+        for path in files {
             let d = TraceDocument::from_bytes(&std::fs::read(&path).unwrap());
             let paths = ModulePaths::new(&d);
             let name = path.display();
@@ -681,6 +735,6 @@ mod tests {
             }
             checked += 1;
         }
-        assert!(checked > 20, "trace fixtures: {checked}");
+        assert!(checked > 40, "trace fixtures: {checked}");
     }
 }

@@ -31,7 +31,7 @@ use alloc::vec::Vec;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::paths::{module_rows, ModuleGrouping, ModulePaths};
+use crate::analysis::modules::{module_rows, ModuleGrouping, ModulePaths};
 use crate::analysis::percentiles::nearest_rank;
 use crate::analysis::phases::phase_breakdown;
 use crate::format::document::TraceDocument;

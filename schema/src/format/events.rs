@@ -427,14 +427,17 @@ pub mod source {
     pub const DEVICE_MEMORY: &str = "device_memory";
     /// `gradient` records.
     pub const GRADIENTS: &str = "gradients";
+    /// Module names on spans (`span_start.module`): its events are the spans written with one.
+    pub const MODULE_NAMES: &str = "module_names";
     /// Every name above, in display order.
-    pub const ALL: [&str; 6] = [
+    pub const ALL: [&str; 7] = [
         TRACING,
         LAYER_OPS,
         ALLOCATOR,
         GRAPH,
         DEVICE_MEMORY,
         GRADIENTS,
+        MODULE_NAMES,
     ];
 }
 

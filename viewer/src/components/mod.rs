@@ -109,7 +109,7 @@ impl PageState {
 #[derive(Clone, Copy)]
 pub struct TabStates {
     /// Modules by path or by leaf name.
-    pub modules_by: RwSignal<candle_trace_schema::analysis::paths::ModuleGrouping>,
+    pub modules_by: RwSignal<candle_trace_schema::analysis::modules::ModuleGrouping>,
     /// The modules tree's sort.
     pub modules_sort:
         RwSignal<crate::model::sort::SortState<crate::model::module_tree::TreeColumn>>,
@@ -128,7 +128,7 @@ impl TabStates {
         use crate::model::ops::OpColumn;
         use crate::model::sort::SortState;
         TabStates {
-            modules_by: RwSignal::new(candle_trace_schema::analysis::paths::ModuleGrouping::Path),
+            modules_by: RwSignal::new(candle_trace_schema::analysis::modules::ModuleGrouping::Path),
             modules_sort: RwSignal::new(SortState::new(TreeColumn::Total, true)),
             modules_expanded: RwSignal::new(None),
             ops_by_shape: RwSignal::new(false),

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 
 use hashbrown::HashSet;
 
-use candle_trace_schema::analysis::paths::ModuleGrouping;
+use candle_trace_schema::analysis::modules::ModuleGrouping;
 use candle_trace_schema::analysis::units::format_ns;
 
 use super::rows::{reveal_row_in, row_window_of, spacer, HoverSpans, PanelScroll};

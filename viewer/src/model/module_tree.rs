@@ -12,7 +12,7 @@
 
 use hashbrown::{HashMap, HashSet};
 
-use candle_trace_schema::analysis::paths::ModulePaths;
+use candle_trace_schema::analysis::modules::ModulePaths;
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::SpanKind;
@@ -377,7 +377,7 @@ impl ModuleLinks {
 mod tests {
     use super::*;
     use crate::model::modules::ModulesPanel;
-    use candle_trace_schema::analysis::paths::ModuleGrouping;
+    use candle_trace_schema::analysis::modules::ModuleGrouping;
 
     fn row(key: &str, calls: u64, total_ns: u64, self_ns: u64) -> ModuleTableRow {
         ModuleTableRow {
