@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use hashbrown::HashSet;
 
 use candle_trace_schema::analysis::modules::ModuleGrouping;
-use candle_trace_schema::analysis::units::format_ns;
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
 use super::rows::{reveal_row_in, row_window_of, spacer, HoverSpans, PanelScroll};
 use super::sortable::sort_header;
@@ -17,6 +17,7 @@ use super::{PageState, TabStates, TraceContext};
 use crate::model::module_tree::{KeyStyle, ModuleTree, TreeColumn};
 use crate::model::modules::{NO_MODULE_SPANS, SHOWN_ROWS};
 use crate::model::profile_modules::NO_PROFILE_MODULE_SPANS;
+use crate::model::sort::SortState;
 use crate::model::virtual_rows::WHOLE_ROWS;
 use crate::model::ProfileModel;
 
@@ -73,11 +74,17 @@ pub fn ModulesTab() -> impl IntoView {
         Memo::new(move |_| {
             let grouping = by.get();
             let panel = model.modules();
-            let rows = match page.and_then(|p| p.time_range()) {
+            let range = page.and_then(|p| p.time_range());
+            if let (ModuleGrouping::Path, None) = (grouping, range) {
+                // The whole run: the schema's tree, memory and gradients included.
+                return Arc::new(ModuleTree::of_schema(&panel.tree));
+            }
+            let rows = match range {
                 Some(r) => panel.rows_in(&model.doc, grouping, r),
                 None => panel.rows(grouping).to_vec(),
             };
             let style = match grouping {
+                ModuleGrouping::Path if panel.paths().names() => KeyStyle::Names,
                 ModuleGrouping::Path => KeyStyle::Nesting,
                 ModuleGrouping::Name => KeyStyle::Flat,
             };
@@ -151,8 +158,20 @@ pub fn ModulesTab() -> impl IntoView {
         });
     }
     let by_name = move || by.get() == ModuleGrouping::Name;
+    // Memory and gradient columns: the schema's tree (the whole run, by path) has them.
+    let extras = move || tree.with(|t| t.nodes.first().is_some_and(|n| n.extras.is_some()));
+    let notes = {
+        let t = model.modules().tree.clone();
+        [
+            t.alloc_note.clone(),
+            t.graph_note.clone(),
+            t.gradients_note.clone(),
+        ]
+    };
+    let coverage = model.modules().coverage.clone();
+    let backward_note = model.modules().backward_note;
     let header =
-        |label: &'static str, column: TreeColumn, descending_first: bool, numeric: bool| {
+        move |label: &'static str, column: TreeColumn, descending_first: bool, numeric: bool| {
             sort_header(
                 label,
                 column,
@@ -175,7 +194,12 @@ pub fn ModulesTab() -> impl IntoView {
                     "Collapse all"
                 </button>
             </div>
-            <p class="muted">"Module spans (span_kind module) by their place in the model, as a tree, or every place of a leaf name together; self = total less the spans inside; share = total / measured total; every level sorts by the column clicked. A group (a level no span has) adds up its children."</p>
+            <p class="muted">"Modules by their place in the model (their weights' names, or the nesting of module spans), as a tree, or every place of a leaf name together; calls and total count a module's outermost spans, self every span; share = total / measured total; memory and gradients include the node's subtree; every level sorts by the column clicked. A group (a level no span has) adds up its children."</p>
+            {coverage.map(|c| view! { <p data-testid="modules-coverage">{c}</p> })}
+            {backward_note.map(|b| view! { <p class="muted" data-testid="modules-backward">{b}</p> })}
+            {move || extras().then(|| {
+                notes.iter().flatten().map(|n| view! { <p class="muted" data-testid="modules-note">{n.clone()}</p> }).collect_view()
+            })}
             {move || (count.get() == 0).then(|| view! {
                 <p class="muted" data-testid="modules-range-empty">"No module span ran inside the range."</p>
             })}
@@ -186,6 +210,13 @@ pub fn ModulesTab() -> impl IntoView {
                     {header("total", TreeColumn::Total, true, true)}
                     {header("self", TreeColumn::SelfTime, true, true)}
                     <th scope="col" class="num">"mean"</th><th scope="col" class="num">"share"</th>
+                    {move || extras().then(|| view! {
+                        {header("allocated", TreeColumn::Alloc, true, true)}
+                        {header("graph", TreeColumn::Graph, true, true)}
+                        {header("params", TreeColumn::Params, true, true)}
+                        {header("gradients", TreeColumn::Problems, true, false)}
+                        {header("grad norm", TreeColumn::Norm, true, true)}
+                    })}
                 </tr></thead>
                 <tbody node_ref=body>
                     {move || {
@@ -194,6 +225,7 @@ pub fn ModulesTab() -> impl IntoView {
                         let w = window.get();
                         let long = v.len() > WHOLE_ROWS;
                         let by_name = by_name();
+                        let columns = if t.nodes.first().is_some_and(|n| n.extras.is_some()) { 11 } else { 6 };
                         let built = v[w.first.min(v.len())..w.end.min(v.len())].iter().map(|&n| {
                             let node = &t.nodes[n];
                             let key = node.key.clone();
@@ -266,10 +298,21 @@ pub fn ModulesTab() -> impl IntoView {
                                             style:width=format!("{:.2}%", node.share.map_or(0.0, |s| (s * 100.0).clamp(0.0, 100.0)))></span>
                                         {node.share_text()}
                                     </td>
+                                    {node.extras.clone().map(|e| view! {
+                                        <td class="num" data-testid="module-alloc" data-value=e.alloc_bytes.to_string()>{format_bytes(e.alloc_bytes)}</td>
+                                        <td class="num" data-testid="module-graph" data-value=e.graph_bytes.to_string()>{format_bytes(e.graph_bytes)}</td>
+                                        <td class="num" data-testid="module-params" data-value=e.param_bytes.map(|b| b.to_string()).unwrap_or_default()>{e.params_text()}</td>
+                                        <td class:problem={e.gradients.problems() > 0} data-testid="module-gradients"
+                                            data-present=e.gradients.present.to_string() data-missing=e.gradients.missing.to_string()
+                                            data-zero=e.gradients.zero.to_string() data-non-finite=e.gradients.non_finite.to_string()>
+                                            {e.gradients_text()}
+                                        </td>
+                                        <td class="num" data-testid="module-norm" data-value=e.grad_norm.map(|n| n.to_string()).unwrap_or_default()>{e.norm_text()}</td>
+                                    })}
                                 </tr>
                             }
                         }).collect_view();
-                        view! { {spacer(w.before_px, 6)} {built} {spacer(w.after_px, 6)} }
+                        view! { {spacer(w.before_px, columns)} {built} {spacer(w.after_px, columns)} }
                     }}
                 </tbody>
             </table>
@@ -307,6 +350,40 @@ pub fn ProfileModulesView(
     });
     let by_name = move || by.get() == ModuleGrouping::Name;
     let totals = panel.totals_text();
+    let coverage = panel.coverage.clone();
+    let flat = {
+        let model = model.clone();
+        move || {
+            view! {
+                <table>
+                    <thead><tr>
+                        <th scope="col">"module"</th>
+                        <th scope="col">"calls"</th><th scope="col">"total"</th>
+                        <th scope="col">"mean"</th><th scope="col">"requests"</th>
+                    </tr></thead>
+                    <tbody>
+                        {move || {
+                            let rows = model.modules.rows(ModuleGrouping::Name);
+                            let n = if show_all.get() { rows.len() } else { SHOWN_ROWS };
+                            rows.iter().take(n).map(|r| view! {
+                                <tr data-testid="profile-module-row" data-key=r.key.clone() data-calls=r.calls.to_string()
+                                    data-total=r.total_ns.to_string() data-mean=r.mean_ns.to_string()
+                                    data-requests=r.requests.to_string()>
+                                    <th scope="row" class="name">{r.key.clone()}</th>
+                                    <td class="num">{r.calls}</td>
+                                    <td class="num">{r.total.clone()}</td>
+                                    <td class="num">{r.mean.clone()}</td>
+                                    <td class="num">{r.requests}</td>
+                                </tr>
+                            }).collect_view()
+                        }}
+                    </tbody>
+                </table>
+                <ShowAllRows testid="profile-modules" noun="module names" total=total show_all=show_all />
+            }
+        }
+    };
+    let tree = ModuleTree::of_schema(&panel.tree);
     view! {
         <section class="modules panel" data-testid="profile-modules">
             <div class="table-bar">
@@ -315,35 +392,94 @@ pub fn ProfileModulesView(
             </div>
             <p class="muted" data-testid="profile-modules-totals">
                 {totals}
-                ". Module spans (span_kind module) of every request's prefill and decode forward calls, by their place in the model or every place of a leaf name together; requests = requests with at least one such span."
+                ". Module spans of every request's prefill and decode forward calls, as a tree by their place in the model (calls and total count each key's outermost spans), or every place of a leaf name together; requests = requests with at least one such span."
             </p>
-            <table>
-                <thead><tr>
-                    <th scope="col">{move || if by_name() { "module" } else { "module path" }}</th>
-                    <th scope="col">"calls"</th><th scope="col">"total"</th>
-                    <th scope="col">"mean"</th><th scope="col">"requests"</th>
-                </tr></thead>
-                <tbody>
-                    {move || {
-                        let rows = model.modules.rows(by.get());
-                        let n = if show_all.get() { rows.len() } else { SHOWN_ROWS };
-                        rows.iter().take(n).map(|r| view! {
-                            <tr data-testid="profile-module-row" data-key=r.key.clone() data-calls=r.calls.to_string()
-                                data-total=r.total_ns.to_string() data-mean=r.mean_ns.to_string()
-                                data-requests=r.requests.to_string()>
-                                <th scope="row" class="name">{r.key.clone()}</th>
-                                <td class="num">{r.calls}</td>
-                                <td class="num">{r.total.clone()}</td>
-                                <td class="num">{r.mean.clone()}</td>
-                                <td class="num">{r.requests}</td>
-                            </tr>
-                        }).collect_view()
-                    }}
-                </tbody>
-            </table>
-            <ShowAllRows testid="profile-modules" noun=Signal::derive(move || if by_name() { "module names" } else { "module paths" })
-                total=total show_all=show_all />
+            {coverage.map(|c| view! { <p data-testid="profile-modules-coverage">{c}</p> })}
+            {move || if by_name() {
+                flat.clone()().into_any()
+            } else {
+                view! { <ProfileModuleTree tree=tree.clone() /> }.into_any()
+            }}
         </section>
     }
     .into_any()
+}
+
+/// An inference profile's module tree: each node's calls, total, self and mean, expanded to
+/// its top level first, every level sortable.
+#[component]
+fn ProfileModuleTree(
+    /// The tree (the schema's, time only).
+    tree: ModuleTree,
+) -> impl IntoView {
+    let tree = Arc::new(tree);
+    let sort = RwSignal::new(SortState::new(TreeColumn::Total, true));
+    let expanded: RwSignal<HashSet<String>> = RwSignal::new(tree.keys_to_depth(0));
+    let header =
+        move |label: &'static str, column: TreeColumn, descending_first: bool, numeric: bool| {
+            sort_header(
+                label,
+                column,
+                sort,
+                descending_first,
+                Some(format!("profile-modules-sort-{label}")),
+                numeric,
+            )
+        };
+    view! {
+        <button type="button" data-testid="profile-modules-expand-all"
+            on:click={
+                let tree = tree.clone();
+                move |_| expanded.set(tree.keys_to_depth(usize::MAX))
+            }>
+            "Expand all"
+        </button>
+        <table role="treegrid" aria-label="modules">
+            <thead><tr>
+                {header("module", TreeColumn::Name, false, false)}
+                {header("calls", TreeColumn::Calls, true, true)}
+                {header("total", TreeColumn::Total, true, true)}
+                {header("self", TreeColumn::SelfTime, true, true)}
+                <th scope="col" class="num">"mean"</th>
+            </tr></thead>
+            <tbody>
+                {move || {
+                    let open = expanded.get();
+                    tree.visible(&open, sort.get()).into_iter().map(|n| {
+                        let node = &tree.nodes[n];
+                        let has_children = !node.children.is_empty();
+                        let key = node.key.clone();
+                        let is_open = open.contains(&key);
+                        view! {
+                            <tr data-testid="profile-module-row" data-key=node.key.clone() data-calls=node.calls.to_string()
+                                data-total=node.total_ns.to_string() data-self=node.self_ns.to_string()
+                                data-measured=node.measured.to_string()
+                                attr:aria-level=(node.depth + 1).to_string()
+                                aria-expanded=has_children.then(|| is_open.to_string())
+                                class:group=!node.measured>
+                                <th scope="row" class="name" style:padding-left=format!("{}px", 8 + node.depth * 16)>
+                                    {has_children.then(|| view! {
+                                        <button type="button" class="tree-toggle" data-testid="profile-module-toggle"
+                                            aria-label=format!("expand or collapse {}", node.label)
+                                            on:click=move |_| expanded.update(|e| {
+                                                if !e.remove(&key) {
+                                                    e.insert(key.clone());
+                                                }
+                                            })>
+                                            {if is_open { "▾" } else { "▸" }}
+                                        </button>
+                                    })}
+                                    {node.label.clone()}
+                                </th>
+                                <td class="num">{node.calls}</td>
+                                <td class="num">{node.total_text()}</td>
+                                <td class="num">{node.self_text()}</td>
+                                <td class="num">{format_ns(node.total_ns / node.calls.max(1))}</td>
+                            </tr>
+                        }
+                    }).collect_view()
+                }}
+            </tbody>
+        </table>
+    }
 }

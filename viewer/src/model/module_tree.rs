@@ -1,21 +1,19 @@
-//! The modules tab's tree: module rows (a key and its calls, total and self time, as the
-//! schema aggregates them, for the whole run or a range) arranged by their keys' segments,
-//! each level sortable, expanded or collapsed per node, and the links between a tree node and
-//! the spans it stands for.
+//! The modules tab's tree: the schema's module tree (`schema::analysis::module_tree`: time,
+//! memory, parameters and gradients per module, for the whole run), or one arranged here from
+//! module rows (a range's, `schema::analysis::range::module_rows_in`, cut into levels by the
+//! same `level_ends`; leaf names as a flat list), each level sortable by any column, expanded
+//! or collapsed per node, and the links between a node and the spans it stands for.
 //!
-//! The tree comes from the keys alone, so the same code arranges the nesting paths of
-//! `schema::analysis::paths` (`block[1]/attn/linear[3]`: segments split on `/`) and weight
-//! names (`model.layers.1.self_attn.q_proj`: split on `.` and `/`, a segment of digits only
-//! joined to the one before, so `layers.1` is one level). A node whose key is a row's key is
-//! *measured* (its numbers are the row's); a node no row has is a *group*: its numbers are
-//! the sums of its children's.
+//! A node whose key is a row's key is *measured* (its numbers are the row's); a node no row has
+//! is a *group*: its numbers are the sums of its children's (the schema's rule).
 
 use hashbrown::{HashMap, HashSet};
 
-use candle_trace_schema::analysis::modules::ModulePaths;
-use candle_trace_schema::analysis::units::format_ns;
+use candle_trace_schema::analysis::gradients::GradientCounts;
+use candle_trace_schema::analysis::module_tree::ModuleTree as SchemaTree;
+use candle_trace_schema::analysis::modules::{is_module_span, level_ends, ModulePaths};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
-use candle_trace_schema::format::events::SpanKind;
 
 use super::modules::{share_text, ModuleTableRow};
 use super::sort::SortState;
@@ -25,50 +23,77 @@ use super::sort::SortState;
 pub enum KeyStyle {
     /// Nesting paths: one level per `/`.
     Nesting,
-    /// Weight names: one level per `.` or `/`, digits joined to the segment before.
+    /// Weight names: one level per `.` or `/`.
     Names,
     /// Every key one root (leaf names).
     Flat,
 }
 
-/// The levels of `key`: each level's key (a prefix of `key`) and its label.
+/// The levels of `key`: each level's key (a prefix of `key`, cut by the schema's
+/// `level_ends`: digits join the level before) and its label (what it adds to its parent's).
 pub fn levels(key: &str, style: KeyStyle) -> Vec<(&str, &str)> {
-    if style == KeyStyle::Flat || key.is_empty() {
+    let ends = match style {
+        KeyStyle::Flat => Vec::new(),
+        KeyStyle::Nesting => level_ends(key, false),
+        KeyStyle::Names => level_ends(key, true),
+    };
+    if ends.is_empty() {
         return vec![(key, key)];
     }
-    let is_sep = |c: char| c == '/' || (style == KeyStyle::Names && c == '.');
-    let mut out: Vec<(&str, &str)> = Vec::new();
-    // Start of the current level's label.
-    let mut label_start = 0;
-    let mut i = 0;
-    let bytes = key.len();
-    while i <= bytes {
-        let at_end = i == bytes;
-        let c = key[i..].chars().next();
-        if at_end || c.is_some_and(is_sep) {
-            let seg = &key[label_start..i];
-            let digits = !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit());
-            let joined = style == KeyStyle::Names
-                && digits
-                && !out.is_empty()
-                && key[..label_start].ends_with('.');
-            if joined {
-                // `layers` + `1` → one level `layers.1`.
-                if let Some(last) = out.last_mut() {
-                    let start = last.0.len() - last.1.len();
-                    *last = (&key[..i], &key[start..i]);
-                }
-            } else if !seg.is_empty() {
-                out.push((&key[..i], seg));
-            }
-            label_start = i + 1;
-        }
-        i += c.map_or(1, char::len_utf8);
+    let mut start = 0;
+    ends.into_iter()
+        .map(|end| {
+            let level = (&key[..end], &key[start..end]);
+            start = end + 1;
+            level
+        })
+        .collect()
+}
+
+/// What the schema's tree adds per node: memory, parameters and gradients (inclusive of the
+/// subtree; see `schema::analysis::module_tree`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extras {
+    /// Bytes of the `memory` allocs made in it.
+    pub alloc_bytes: u64,
+    /// Bytes of the graph tensors (not parameters) seen in it.
+    pub graph_bytes: u64,
+    /// Bytes of its parameters, when a gradient record states them.
+    pub param_bytes: Option<u64>,
+    /// Its parameters' gradient states.
+    pub gradients: GradientCounts,
+    /// Global norm of its parameters' gradients.
+    pub grad_norm: Option<f64>,
+}
+
+impl Extras {
+    /// `present 3 · missing 1`, the states with parameters; empty without any.
+    pub fn gradients_text(&self) -> String {
+        let g = &self.gradients;
+        [
+            ("present", g.present),
+            ("missing", g.missing),
+            ("zero", g.zero),
+            ("non-finite", g.non_finite),
+        ]
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(s, n)| format!("{s} {n}"))
+        .collect::<Vec<_>>()
+        .join(" · ")
     }
-    if out.is_empty() {
-        out.push((key, key));
+
+    /// Parameter bytes, human (`–` when not stated).
+    pub fn params_text(&self) -> String {
+        self.param_bytes
+            .map_or_else(|| "–".to_string(), format_bytes)
     }
-    out
+
+    /// The gradient norm with three significant digits (`–` without one).
+    pub fn norm_text(&self) -> String {
+        self.grad_norm
+            .map_or_else(|| "–".to_string(), |n| format!("{n:.3e}"))
+    }
 }
 
 /// One node of the tree.
@@ -94,6 +119,8 @@ pub struct Node {
     pub self_ns: u64,
     /// Share of the measured total (a group: its children's sum), `None` without one.
     pub share: Option<f64>,
+    /// Memory, parameters and gradients (the schema's tree only).
+    pub extras: Option<Extras>,
 }
 
 impl Node {
@@ -122,6 +149,16 @@ pub enum TreeColumn {
     Total,
     /// Self time.
     SelfTime,
+    /// Allocated bytes.
+    Alloc,
+    /// Graph tensor bytes.
+    Graph,
+    /// Parameter bytes (nodes without them last).
+    Params,
+    /// Parameters with a missing, zero or non-finite gradient.
+    Problems,
+    /// Gradient norm (nodes without one last).
+    Norm,
 }
 
 /// Module rows as a tree.
@@ -156,6 +193,7 @@ impl ModuleTree {
                             total_ns: 0,
                             self_ns: 0,
                             share: None,
+                            extras: None,
                         });
                         t.by_key.insert(key.to_string(), n);
                         match parent {
@@ -197,6 +235,39 @@ impl ModuleTree {
             node.total_ns = total;
             node.self_ns = self_ns;
             node.share = share;
+        }
+        t
+    }
+
+    /// The schema's tree (its nodes in pre-order, each with its parent).
+    pub fn of_schema(tree: &SchemaTree) -> Self {
+        let mut t = ModuleTree::default();
+        for (i, n) in tree.nodes.iter().enumerate() {
+            let parent = n.parent.map(|p| p as usize).filter(|&p| p < i);
+            t.nodes.push(Node {
+                key: n.key.clone(),
+                label: n.label.clone(),
+                depth: n.depth as usize,
+                parent,
+                children: Vec::new(),
+                measured: n.measured,
+                calls: n.calls,
+                total_ns: n.total_ns,
+                self_ns: n.self_ns,
+                share: n.share,
+                extras: Some(Extras {
+                    alloc_bytes: n.alloc_bytes,
+                    graph_bytes: n.graph_bytes,
+                    param_bytes: n.param_bytes,
+                    gradients: n.gradients,
+                    grad_norm: n.grad_norm,
+                }),
+            });
+            match parent {
+                Some(p) => t.nodes[p].children.push(i),
+                None => t.roots.push(i),
+            }
+            t.by_key.insert(n.key.clone(), i);
         }
         t
     }
@@ -244,16 +315,37 @@ impl ModuleTree {
         let mut v = list.to_vec();
         v.sort_by(|&a, &b| {
             let (x, y) = (&self.nodes[a], &self.nodes[b]);
-            let primary = match sort.column {
-                TreeColumn::Name => x.label.cmp(&y.label),
-                TreeColumn::Calls => x.calls.cmp(&y.calls),
-                TreeColumn::Total => x.total_ns.cmp(&y.total_ns),
-                TreeColumn::SelfTime => x.self_ns.cmp(&y.self_ns),
+            let dir = |o: core::cmp::Ordering| if sort.descending { o.reverse() } else { o };
+            // Absent values after present ones, whichever the direction (the schema's rule).
+            let opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) => dir(a.total_cmp(&b)),
+                (Some(_), None) => core::cmp::Ordering::Less,
+                (None, Some(_)) => core::cmp::Ordering::Greater,
+                (None, None) => core::cmp::Ordering::Equal,
             };
-            let primary = if sort.descending {
-                primary.reverse()
-            } else {
-                primary
+            let extra = |n: &Node, f: fn(&Extras) -> Option<f64>| n.extras.as_ref().and_then(f);
+            let primary = match sort.column {
+                TreeColumn::Name => dir(x.label.cmp(&y.label)),
+                TreeColumn::Calls => dir(x.calls.cmp(&y.calls)),
+                TreeColumn::Total => dir(x.total_ns.cmp(&y.total_ns)),
+                TreeColumn::SelfTime => dir(x.self_ns.cmp(&y.self_ns)),
+                TreeColumn::Alloc => opt(
+                    extra(x, |e| Some(e.alloc_bytes as f64)),
+                    extra(y, |e| Some(e.alloc_bytes as f64)),
+                ),
+                TreeColumn::Graph => opt(
+                    extra(x, |e| Some(e.graph_bytes as f64)),
+                    extra(y, |e| Some(e.graph_bytes as f64)),
+                ),
+                TreeColumn::Params => opt(
+                    extra(x, |e| e.param_bytes.map(|b| b as f64)),
+                    extra(y, |e| e.param_bytes.map(|b| b as f64)),
+                ),
+                TreeColumn::Problems => opt(
+                    extra(x, |e| Some(e.gradients.problems() as f64)),
+                    extra(y, |e| Some(e.gradients.problems() as f64)),
+                ),
+                TreeColumn::Norm => opt(extra(x, |e| e.grad_norm), extra(y, |e| e.grad_norm)),
             };
             primary.then_with(|| x.key.cmp(&y.key))
         });
@@ -308,16 +400,12 @@ impl ModuleLinks {
             let Some(span) = doc.spans.get(i as usize) else {
                 continue;
             };
-            let here = if span.span_kind == SpanKind::Module {
-                i
-            } else {
-                above
-            };
+            let here = if is_module_span(span) { i } else { above };
             links.span_module[i as usize] = here;
             stack.extend(doc.tree.children(i as usize).iter().map(|&c| (c, here)));
         }
         for (i, s) in doc.spans.iter().enumerate() {
-            if s.span_kind != SpanKind::Module {
+            if !is_module_span(s) {
                 continue;
             }
             links
@@ -535,6 +623,57 @@ mod tests {
         span("b1", Some("s"), "block", "module", 400, 300);
         span("a1", Some("b1"), "attn", "module", 450, 200);
         TraceDocument::from_bytes(lines.join("\n").as_bytes())
+    }
+
+    #[test]
+    fn trees_built_from_rows_match_the_schema_tree() {
+        // The tree a range's rows are arranged into (here the whole run's rows) has the
+        // schema's nodes: keys, labels, depths, measured flags and time numbers, on nesting
+        // paths and on weight names (Llama and a flat Mistral named by its weights). The
+        // schema's also has the modules only gradients name (`model.embed_tokens`, which
+        // fetches its weight outside any span): no time, so no row.
+        for file in [
+            &include_bytes!("../../../tests/fixtures/valid_panels.trace6.jsonl")[..],
+            &include_bytes!("../../../tests/fixtures/modules/llama_modules.trace6.jsonl")[..],
+            &include_bytes!("../../../tests/fixtures/modules/mistral_names.trace6.jsonl")[..],
+        ] {
+            let d = TraceDocument::from_bytes(file);
+            let panel = ModulesPanel::of(&d);
+            let style = if panel.paths().names() {
+                KeyStyle::Names
+            } else {
+                KeyStyle::Nesting
+            };
+            let built = ModuleTree::build(panel.rows(ModuleGrouping::Path), style);
+            let schema = ModuleTree::of_schema(&panel.tree);
+            let sort = SortState::new(TreeColumn::Total, true);
+            let all = |t: &ModuleTree| t.keys_to_depth(usize::MAX);
+            let shown = |t: &ModuleTree| -> Vec<(String, String, usize, bool, u64, u64, u64)> {
+                t.visible(&all(t), sort)
+                    .into_iter()
+                    .filter(|&n| t.nodes[n].measured || t.nodes[n].calls > 0)
+                    .map(|n| {
+                        let x = &t.nodes[n];
+                        (
+                            x.key.clone(),
+                            x.label.clone(),
+                            x.depth,
+                            x.measured,
+                            x.calls,
+                            x.total_ns,
+                            x.self_ns,
+                        )
+                    })
+                    .collect()
+            };
+            assert!(!schema.nodes.is_empty());
+            assert_eq!(shown(&built), shown(&schema));
+            // The schema lists its nodes in the order the tab shows them by total time.
+            assert_eq!(
+                schema.visible(&all(&schema), sort),
+                (0..schema.nodes.len()).collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]

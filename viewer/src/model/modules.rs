@@ -1,7 +1,13 @@
 //! The modules panel: module spans by module path or by leaf name, heaviest first — the rows
 //! of `schema::analysis::modules::module_rows`, the same numbers as `candle-trace query --kind modules`.
 
-use candle_trace_schema::analysis::modules::{module_rows, ModuleGrouping, ModulePaths, ModuleRow};
+use std::sync::Arc;
+
+use candle_trace_schema::analysis::coverage::TraceCoverage;
+use candle_trace_schema::analysis::module_tree::{trace_tree, ModuleTree};
+use candle_trace_schema::analysis::modules::{
+    is_module_span, module_rows, ModuleGrouping, ModulePaths, ModuleRow,
+};
 use candle_trace_schema::analysis::range::{module_rows_in, TimeRange};
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::document::TraceDocument;
@@ -11,6 +17,10 @@ pub const SHOWN_ROWS: usize = 50;
 
 /// What the panel says when the trace has no module spans, and how to capture them.
 pub const NO_MODULE_SPANS: &str = "no module spans: install candle-trace before building the model — `Recorder::builder(..).install()`";
+
+/// What the tab says when the backward has no module spans below it.
+pub const BACKWARD_UNSPLIT: &str =
+    "backward is one span with no per-module split (candle's backward opens no spans)";
 
 /// One row of the modules table.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +82,12 @@ pub struct ModulesPanel {
     pub by_name: Vec<ModuleTableRow>,
     /// Which spans each row stands for, and each span's row.
     pub links: super::module_tree::ModuleLinks,
+    /// The schema's module tree of the whole run (time, memory, parameters, gradients).
+    pub tree: Arc<ModuleTree>,
+    /// `modules cover 87% of forward (…)` over every forward span, when there is one.
+    pub coverage: Option<String>,
+    /// Said when the backward is one span with no per-module split.
+    pub backward_note: Option<&'static str>,
     /// The document's module paths (the rows of a range are grouped by them).
     paths: ModulePaths,
 }
@@ -79,14 +95,11 @@ pub struct ModulesPanel {
 impl ModulesPanel {
     /// The panel of `doc`.
     pub fn of(doc: &TraceDocument) -> Self {
-        if !doc
-            .spans
-            .iter()
-            .any(|s| s.span_kind == candle_trace_schema::format::events::SpanKind::Module)
-        {
+        if !doc.spans.iter().any(is_module_span) {
             return ModulesPanel::default();
         }
         let paths = ModulePaths::new(doc);
+        let coverage = TraceCoverage::of(doc);
         let rows = |g| {
             module_rows(doc, &paths, g)
                 .iter()
@@ -97,6 +110,9 @@ impl ModulesPanel {
             by_path: rows(ModuleGrouping::Path),
             by_name: rows(ModuleGrouping::Name),
             links: super::module_tree::ModuleLinks::of(doc, &paths),
+            tree: Arc::new(trace_tree(doc, &paths)),
+            coverage: coverage.overall.sentence(),
+            backward_note: coverage.backward_unsplit.then_some(BACKWARD_UNSPLIT),
             paths,
         }
     }
