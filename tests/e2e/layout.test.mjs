@@ -129,12 +129,14 @@ async function checkTab(page, file, tab) {
       break;
     }
     case 'modules': {
+      // The module tree, expanded, node for node in the CLI's order.
       const want = cli('query', file, '--kind', 'modules', '--json', '--limit', '100000').modules;
       await page.click('[data-testid=modules-expand-all]');
-      const rows = await attrs(page, '[data-testid=module-row]', ['data-key', 'data-calls', 'data-total', 'data-self']);
-      const byKey = (a, b) => a['data-key'].localeCompare(b['data-key']);
-      assert.deepEqual(rows.sort(byKey), want.map((r) => ({ 'data-key': r.path, 'data-calls': String(r.calls),
-        'data-total': String(r.total_ns), 'data-self': String(r.self_ns) })).sort(byKey));
+      const rows = await attrs(page, '[data-testid=module-row]', ['data-key', 'data-calls', 'data-total', 'data-self', 'data-measured']);
+      assert.deepEqual(rows, want.map((r) => ({ 'data-key': r.key, 'data-calls': String(r.calls),
+        'data-total': String(r.total_ns), 'data-self': String(r.self_ns), 'data-measured': String(r.measured) })));
+      const alloc = await page.$$eval('[data-testid=module-alloc]', (els) => els.map((e) => Number(e.dataset.value)));
+      assert.deepEqual(alloc, want.map((r) => r.alloc_bytes));
       break;
     }
     case 'ops': {

@@ -173,10 +173,10 @@ async function checkTracePanels(page, file, label) {
 }
 
 /**
- * The modules tab grouped `by`, every node expanded, against the CLI's rows; returns the count.
- * By leaf name the rows are a flat list in the CLI's order; by path a tree, each node's
- * children heaviest first, whose rows are the CLI's rows (a path's nesting paths are all
- * module spans, so no group rows).
+ * The modules tab grouped `by` against `query --kind modules --by BY --json`'s `modules`;
+ * returns the count. By path both are the module tree, every node expanded, in the same
+ * order (pre-order, each level heaviest first), group nodes included; by leaf name a flat
+ * list in the CLI's order.
  */
 async function checkModuleRows(page, want, by, label) {
   if (want.length === 0) {
@@ -187,34 +187,37 @@ async function checkModuleRows(page, want, by, label) {
   await page.selectOption('[data-testid=modules-by]', by);
   assert.equal(await page.getAttribute('[data-testid=modules-by]', 'data-value'), by, label);
   await page.click('[data-testid=modules-expand-all]');
-  const rows = await attrs(page, '[data-testid=module-row]', ['data-key', 'data-calls', 'data-total', 'data-self', 'data-measured']);
-  assert.ok(rows.every((r) => r['data-measured'] === 'true'), `${label}: group rows`);
-  const expected = want.map((r) => ({ 'data-key': r[by], 'data-calls': String(r.calls), 'data-total': String(r.total_ns), 'data-self': String(r.self_ns), 'data-measured': 'true' }));
-  if (by === 'name') {
-    assert.deepEqual(rows, expected, label);
-  } else {
-    const byKey = (a, b) => (a['data-key'] < b['data-key'] ? -1 : a['data-key'] > b['data-key'] ? 1 : 0);
-    assert.deepEqual([...rows].sort(byKey), [...expected].sort(byKey), label);
-    // Depth first, each level heaviest first: a row's parent (its key less the last
-    // segment) comes before it.
-    const seen = new Set();
-    for (const r of rows) {
-      const parent = r['data-key'].includes('/') ? r['data-key'].slice(0, r['data-key'].lastIndexOf('/')) : null;
-      assert.ok(parent === null || seen.has(parent), `${label}: ${r['data-key']} before its parent`);
-      seen.add(r['data-key']);
-    }
-  }
+  const names = ['data-key', 'data-calls', 'data-total', 'data-self'];
+  if (by === 'path') names.push('data-measured');
+  const rows = await attrs(page, '[data-testid=module-row]', names);
+  const expected = want.map((r) => ({
+    'data-key': by === 'path' ? r.key : r.name, 'data-calls': String(r.calls),
+    'data-total': String(r.total_ns), 'data-self': String(r.self_ns),
+    ...(by === 'path' ? { 'data-measured': String(r.measured) } : {}),
+  }));
+  assert.deepEqual(rows, expected, label);
   return rows.length;
 }
 
-/** The profile's modules table grouped `by`, every row shown, against the CLI's rows; returns the count. */
+/**
+ * The profile's modules tab grouped `by` against the CLI's `modules`; returns the count. By
+ * path the module tree (expanded, in the CLI's order), by leaf name a flat list (every row
+ * shown) with mean and requests.
+ */
 async function checkProfileModuleRows(page, want, by, label) {
   await page.selectOption('[data-testid=profile-modules-by]', by);
   assert.equal(await page.getAttribute('[data-testid=profile-modules-by]', 'data-value'), by, label);
+  if (by === 'path') {
+    await page.click('[data-testid=profile-modules-expand-all]');
+    const rows = await attrs(page, '[data-testid=profile-module-row]', ['data-key', 'data-calls', 'data-total', 'data-self', 'data-measured']);
+    assert.deepEqual(rows, want.map((r) => ({ 'data-key': r.key, 'data-calls': String(r.calls), 'data-total': String(r.total_ns),
+      'data-self': String(r.self_ns), 'data-measured': String(r.measured) })), label);
+    return rows.length;
+  }
   const all = page.locator('[data-testid=profile-modules-all]');
   if (want.length > 50 && (await all.textContent()).includes('Show all')) await all.click();
   const rows = await attrs(page, '[data-testid=profile-module-row]', ['data-key', 'data-calls', 'data-total', 'data-mean', 'data-requests']);
-  const expected = want.map((r) => ({ 'data-key': r[by], 'data-calls': String(r.calls), 'data-total': String(r.total_ns),
+  const expected = want.map((r) => ({ 'data-key': r.name, 'data-calls': String(r.calls), 'data-total': String(r.total_ns),
     'data-mean': String(r.mean_ns), 'data-requests': String(r.requests) }));
   assert.deepEqual(rows, expected, label);
   return rows.length;
@@ -324,7 +327,8 @@ test('inference panels of serve_llama match the CLI', async () => {
       for (const row of counts) {
         const r = perRequest.get(row['data-request']);
         eq(row['data-forwards'], r ? r.forward_calls : 0, `${row['data-request']} forward calls`);
-        eq(row['data-module-spans'], r ? r.modules.reduce((n, m) => n + m.calls, 0) : 0, `${row['data-request']} module spans`);
+        // The request's module spans: its tree's measured nodes' calls.
+        eq(row['data-module-spans'], r ? r.modules.filter((m) => m.measured).reduce((n, m) => n + m.calls, 0) : 0, `${row['data-request']} module spans`);
       }
       assert.ok(counts.some((r) => Number(r['data-forwards']) > 1), 'a request with prefill and decode forward calls');
     }
@@ -386,19 +390,16 @@ test('a profile with more module paths than the table shows: the heaviest 50, th
   const file = join(artifacts, 'many-modules.profile.jsonl');
   writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
 
+  // By path: the tree's 60 roots, heaviest first as the CLI orders them.
   const byPath = cli('query', file, '--kind', 'modules', '--json', '--limit', '100000');
   assert.equal(byPath.modules.length, 60);
-  assert.ok(byPath.modules.every((r) => r.calls === 2 && r.requests === 2));
+  assert.ok(byPath.modules.every((r) => r.calls === 2 && r.depth === 0));
   const { page, seen } = await openPage();
   await openByPicker(page, file);
   await openTab(page, 'modules');
-  assert.equal(await page.locator('[data-testid=profile-module-row]').count(), 50);
   assert.deepEqual((await attrs(page, '[data-testid=profile-module-row]', ['data-key'])).map((r) => r['data-key']),
-    byPath.modules.slice(0, 50).map((r) => r.path));
-  assert.match(await page.textContent('[data-testid=profile-modules-shown]'), /The 50 module paths with the most time, of 60/);
+    byPath.modules.map((r) => r.key));
   await checkProfileModuleRows(page, byPath.modules, 'path', 'many profile modules by path');
-  await page.click('[data-testid=profile-modules-all]');
-  assert.equal(await page.locator('[data-testid=profile-module-row]').count(), 50);
   const byName = cli('query', file, '--kind', 'modules', '--by', 'name', '--json', '--limit', '100000').modules;
   assert.deepEqual(byName.map((r) => [r.name, r.calls]), [['layer', 120]]);
   await checkProfileModuleRows(page, byName, 'name', 'many profile modules by name');
@@ -456,10 +457,10 @@ test('a model with more module paths than the table shows: the heaviest 50, then
   assert.ok(byPath.every((r) => r.calls === 2));
   await openTab(page, 'modules');
   assert.deepEqual((await attrs(page, '[data-testid=module-row]', ['data-key'])).map((r) => r['data-key']),
-    byPath.map((r) => r.path));
+    byPath.map((r) => r.key));
   await page.click('[data-testid=modules-sort-module]');
   assert.deepEqual((await attrs(page, '[data-testid=module-row]', ['data-key'])).map((r) => r['data-key']),
-    byPath.map((r) => r.path).sort());
+    byPath.map((r) => r.key).sort());
   await page.click('[data-testid=modules-sort-total]');
   await checkModuleRows(page, byPath, 'path', 'many modules by path');
   await checkModuleRows(page, cli('query', file, '--kind', 'modules', '--by', 'name', '--json', '--limit', '100000').modules, 'name', 'many modules by name');
