@@ -326,7 +326,8 @@ test('inference panels of serve_llama match the CLI', async () => {
       const perRequest = new Map(want.requests.map((r) => [r.request_id, r]));
       for (const row of counts) {
         const r = perRequest.get(row['data-request']);
-        eq(row['data-forwards'], r ? r.forward_calls : 0, `${row['data-request']} forward calls`);
+        // The CLI lists each forward call (with its coverage).
+        eq(row['data-forwards'], r ? r.forward_calls.length : 0, `${row['data-request']} forward calls`);
         // The request's module spans: its tree's measured nodes' calls.
         eq(row['data-module-spans'], r ? r.modules.filter((m) => m.measured).reduce((n, m) => n + m.calls, 0) : 0, `${row['data-request']} module spans`);
       }

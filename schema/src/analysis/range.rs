@@ -164,13 +164,16 @@ pub fn module_rows_in(
     rows
 }
 
+/// (op name, (shape, dtype) when grouping by them), as `op_groups` keys its groups.
+type OpKey<'a> = (&'a str, Option<(&'a [u64], &'a str)>);
+
 /// Ops inside `range`, grouped as [`op_groups`](crate::analysis::ops::op_groups) groups them,
 /// with each op's time clipped to the range (module docs). `op_indices` lists the counted
 /// ops.
 pub fn op_groups_in(ops: &OpTable, grouping: OpGrouping, range: TimeRange) -> Vec<OpGroup> {
     let mut groups: Vec<OpGroup> = Vec::new();
     let mut sums: Vec<u128> = Vec::new();
-    let mut index: HashMap<(&str, Option<(&[u64], &str)>), usize> = HashMap::new();
+    let mut index: HashMap<OpKey<'_>, usize> = HashMap::new();
     for (i, op) in ops.iter().enumerate() {
         let Some(time) = range.inside(op.timestamp_ns, op.duration_ns) else {
             continue;
