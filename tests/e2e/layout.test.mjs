@@ -36,6 +36,9 @@ async function geometry(page) {
 /** Open each view on `page`; `open` is an async function that opens it. */
 const VIEWS = [
   ['trace', async (page) => openByPicker(page, TRAIN)],
+  // A header with every capture source and module names (Llama named by its weights).
+  ['trace', async (page) => openByPicker(page, join(fixtures, 'modules', 'llama_modules.trace6.jsonl'))],
+  ['trace', async (page) => openByPicker(page, join(fixtures, 'valid_panels.trace6.jsonl'))],
   ['profile', async (page) => openByPicker(page, PROFILE)],
   ['steps', async (page) => {
     const n = await loadSeq(page);
@@ -78,7 +81,7 @@ test('in every view the chart fills the window: canvas whole and ≥ 45% high at
         const after = await geometry(page);
         assert.ok(after.documentHeight <= height + 200, `${name} ${tab}: document ${after.documentHeight}`);
       }
-      if (width === 1440) await page.screenshot({ path: join(artifacts, `layout-${name}.png`) });
+      if (width === 1440) await page.screenshot({ path: join(artifacts, `layout-${name}-${VIEWS.findIndex((v) => v[1] === open)}.png`) });
       assert.deepEqual(seen.errors, [], name);
       await page.close();
     }

@@ -88,14 +88,19 @@ pub fn TraceView(
                     Some(h) => view! {
                         <RunHeaderView header=h file_name=header_name.clone()>
                             <Diagnostics panel=diagnostics.clone() collapsed=true />
+                            <FindingsCount panel=findings.clone() />
                         </RunHeaderView>
                     }.into_any(),
-                    None => view! { <Diagnostics panel=diagnostics.clone() collapsed=true /> }.into_any(),
+                    None => view! {
+                        <div class="doc-line">
+                            <Diagnostics panel=diagnostics.clone() collapsed=true />
+                            <FindingsCount panel=findings.clone() />
+                        </div>
+                    }.into_any(),
                 }}
                 <div class="doc-line">
                     <SummaryCards cards=model.cards.clone() />
                     <CaptureSourcesView />
-                    <FindingsCount panel=findings.clone() />
                 </div>
             </header>
             <div class="chart-area">
