@@ -194,12 +194,17 @@ pub fn ModulesTab() -> impl IntoView {
                     "Collapse all"
                 </button>
             </div>
-            <p class="muted">"Modules by their place in the model (their weights' names, or the nesting of module spans), as a tree, or every place of a leaf name together; calls and total count a module's outermost spans, self every span; share = total / measured total; memory and gradients include the node's subtree; every level sorts by the column clicked. A group (a level no span has) adds up its children."</p>
-            {coverage.map(|c| view! { <p data-testid="modules-coverage">{c}</p> })}
-            {backward_note.map(|b| view! { <p class="muted" data-testid="modules-backward">{b}</p> })}
-            {move || extras().then(|| {
-                notes.iter().flatten().map(|n| view! { <p class="muted" data-testid="modules-note">{n.clone()}</p> }).collect_view()
-            })}
+            <div class="tab-notes">
+                {coverage.map(|c| view! { <span data-testid="modules-coverage">{c}</span> })}
+                {backward_note.map(|b| view! { <span class="muted" data-testid="modules-backward">{b}</span> })}
+                {move || extras().then(|| {
+                    notes.iter().flatten().map(|n| view! { <span class="muted" data-testid="modules-note">{n.clone()}</span> }).collect_view()
+                })}
+                <details class="how-to-read">
+                    <summary>"how to read"</summary>
+                    "Modules by their place in the model (their weights' names, or the nesting of module spans), as a tree, or every place of a leaf name together; calls and total count a module's outermost spans, self every span; share = total / measured total; memory and gradients include the node's subtree; every level sorts by the column clicked. A group (a level no span has) adds up its children."
+                </details>
+            </div>
             {move || (count.get() == 0).then(|| view! {
                 <p class="muted" data-testid="modules-range-empty">"No module span ran inside the range."</p>
             })}
