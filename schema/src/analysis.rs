@@ -1,8 +1,8 @@
 //! Every number the CLI and the viewer show, computed from the documents of
-//! [`format`](crate::format): trace summaries, phases, module paths, ops and FLOPs, gradients,
-//! memory reconciliation, numbers for a time range, several steps, findings, comparison and
-//! the regression gate; and for the inference profile, requests and latencies, module spans,
-//! waterfalls and the OTLP export.
+//! [`format`](crate::format): trace summaries, phases, module keys, the module tree and its
+//! coverage of the forward, ops and FLOPs, gradients, memory reconciliation, numbers for a time
+//! range, several steps, findings, comparison and the regression gate; and for the inference
+//! profile, requests and latencies, module spans, waterfalls and the OTLP export.
 
 pub mod compare;
 pub mod coverage;

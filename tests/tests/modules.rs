@@ -712,8 +712,14 @@ fn profile_module_trees_use_the_names() {
 fn summary_says_why_no_span_was_named() {
     let dir = tempfile::tempdir().unwrap();
     for (on, why) in [
-        (true, "not captured (no span was named) — wrap the VarBuilder"),
-        (false, "not captured (module_names off) — wrap the VarBuilder"),
+        (
+            true,
+            "not captured (no span was named) — wrap the VarBuilder",
+        ),
+        (
+            false,
+            "not captured (module_names off) — wrap the VarBuilder",
+        ),
     ] {
         let text = [
             r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,

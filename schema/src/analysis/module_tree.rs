@@ -40,7 +40,9 @@ use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::gradients::{module_of, GradientCounts};
-use crate::analysis::modules::{is_module_span, level_ends, ModulePaths};
+use crate::analysis::modules::{
+    is_module_span, is_separator, level_ends, ModulePaths, MAX_SPLIT_BYTES,
+};
 use crate::analysis::profile_modules::RequestModules;
 use crate::analysis::summary::not_captured;
 use crate::format::document::TraceDocument;
@@ -294,7 +296,7 @@ fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 /// Keys and what each holds, then the tree of their levels.
 struct Builder<'a> {
     names: bool,
-    index: HashMap<&'a str, usize>,
+    /// Keys as added (a text may come more than once: its entries add up).
     keys: Vec<(&'a str, Own)>,
 }
 
@@ -302,59 +304,91 @@ impl<'a> Builder<'a> {
     fn new(names: bool) -> Self {
         Builder {
             names,
-            index: HashMap::new(),
             keys: Vec::new(),
         }
     }
 
-    /// The entry of a (non-empty) key.
-    fn at(&mut self, key: &'a str) -> &mut Own {
-        let i = *self.index.entry(key).or_insert_with(|| {
-            self.keys.push((key, Own::default()));
-            self.keys.len() - 1
-        });
-        &mut self.keys[i].1
+    /// Add what a (non-empty) key holds.
+    fn add(&mut self, key: &'a str, own: Own) {
+        self.keys.push((key, own));
+    }
+
+    /// The segment ends of `key`: every separator after its first byte, and its end (a key
+    /// longer than [`MAX_SPLIT_BYTES`] is one segment, as it is one level).
+    fn segment_ends(&self, key: &str) -> impl Iterator<Item = usize> {
+        let split = key.len() <= MAX_SPLIT_BYTES;
+        let names = self.names;
+        let len = key.len();
+        let cuts: Vec<usize> = key
+            .bytes()
+            .enumerate()
+            .skip(1)
+            .filter(|&(_, c)| split && is_separator(c, names))
+            .map(|(at, _)| at)
+            .collect();
+        cuts.into_iter().chain(core::iter::once(len))
     }
 
     /// The tree, in pre-order by total time; `measured_total` gives the shares.
+    ///
+    /// The keys are walked through a trie of their segments (cut at every separator, each
+    /// with the separator before it), so that every prefix of a key at a separator is one
+    /// trie entry and a key costs time in proportion to its length. The trie entries at level
+    /// ends are the tree's nodes; a node's parent is the nearest node above it in the trie.
     fn build(self, measured_total: Option<u64>) -> Vec<ModuleNode> {
         let names = self.names;
-        // Nodes: one per level prefix of every key.
-        let mut node_of: HashMap<&'a str, usize> = HashMap::new();
+        let mut trie: HashMap<(u32, &'a str), u32> = HashMap::new();
+        // Per trie entry (0: the root), its node.
+        let mut node_at: Vec<Option<usize>> = vec![None];
         let mut texts: Vec<&'a str> = Vec::new();
         let mut own: Vec<Own> = Vec::new();
         let mut measured: Vec<bool> = Vec::new();
         for &(key, ref o) in &self.keys {
             let ends = level_ends(key, names);
             let Some(&last) = ends.last() else { continue };
-            for &end in &ends {
-                let prefix = &key[..end];
-                if !node_of.contains_key(prefix) {
-                    node_of.insert(prefix, texts.len());
-                    texts.push(prefix);
+            let mut next_end = ends.iter().copied().peekable();
+            let (mut entry, mut start) = (0u32, 0usize);
+            for end in self.segment_ends(key) {
+                let segment = &key[start..end];
+                start = end;
+                let fresh = u32::try_from(node_at.len()).unwrap_or(u32::MAX);
+                entry = *trie.entry((entry, segment)).or_insert(fresh);
+                if entry == fresh {
+                    node_at.push(None);
+                }
+                if next_end.next_if_eq(&end).is_none() {
+                    continue;
+                }
+                let Some(slot) = node_at.get_mut(entry as usize) else {
+                    continue;
+                };
+                let n = *slot.get_or_insert_with(|| {
+                    texts.push(&key[..end]);
                     own.push(Own::default());
                     measured.push(false);
+                    texts.len() - 1
+                });
+                if end == last {
+                    own[n].add_resources(o);
+                    own[n].add_time(o);
+                    measured[n] |= o.measured;
                 }
             }
-            let n = node_of[&key[..last]];
-            own[n].add_resources(o);
-            own[n].add_time(o);
-            measured[n] |= o.measured;
         }
         let n = texts.len();
-        // Parents: the longest prefix, cut at a separator, that is a node.
-        let separator = |c: u8| c == b'/' || (names && c == b'.');
+        // Parents: walk the keys again, now that every node is made.
         let mut parent: Vec<Option<usize>> = vec![None; n];
-        let mut label_at: Vec<usize> = vec![0; n];
-        for (i, t) in texts.iter().enumerate() {
-            let bytes = t.as_bytes();
-            for at in (0..bytes.len()).rev() {
-                if separator(bytes[at]) {
-                    if let Some(&p) = node_of.get(&t[..at]) {
-                        parent[i] = Some(p);
-                        label_at[i] = at + 1;
-                        break;
-                    }
+        for &(key, _) in &self.keys {
+            let (mut entry, mut start, mut above) = (0u32, 0usize, None);
+            for end in self.segment_ends(key) {
+                let Some(&e) = trie.get(&(entry, &key[start..end])) else {
+                    break;
+                };
+                entry = e;
+                start = end;
+                if let Some(node) = node_at.get(entry as usize).copied().flatten() {
+                    parent[node] = above;
+                    above = Some(node);
                 }
             }
         }
@@ -374,13 +408,20 @@ impl<'a> Builder<'a> {
                 children[p] += 1;
             }
         }
+        let mut depth = vec![0u32; n];
+        // Parents are shorter, so they come first by length ascending.
+        for &i in by_length.iter().rev() {
+            depth[i] = parent[i].map_or(0, |p| depth[p] + 1);
+        }
         let nodes: Vec<ModuleNode> = (0..n)
             .map(|i| {
                 let (t, r) = (&time[i], &inclusive[i]);
+                // The label starts after the parent's key and its separator.
+                let label_at = parent[i].map_or(0, |p| texts[p].len() + 1);
                 ModuleNode {
                     key: texts[i].to_string(),
-                    label: texts[i][label_at[i]..].to_string(),
-                    depth: 0,
+                    label: texts[i].get(label_at..).unwrap_or("").to_string(),
+                    depth: depth[i],
                     parent: parent[i].map(|p| u32::try_from(p).unwrap_or(u32::MAX)),
                     children: children[i],
                     measured: measured[i],
@@ -398,18 +439,10 @@ impl<'a> Builder<'a> {
                 }
             })
             .collect();
-        let mut depth = vec![0u32; n];
-        // Parents are shorter, so they come first by length ascending.
-        for &i in by_length.iter().rev() {
-            depth[i] = parent[i].map_or(0, |p| depth[p] + 1);
-        }
-        let mut tree = ModuleTree {
+        let tree = ModuleTree {
             nodes,
             ..ModuleTree::default()
         };
-        for (node, d) in tree.nodes.iter_mut().zip(depth) {
-            node.depth = d;
-        }
         tree.sorted(ModuleColumn::Total, true).nodes
     }
 }
@@ -417,18 +450,14 @@ impl<'a> Builder<'a> {
 /// The module tree of a trace (see the module docs), from its keys (`paths`, built from `doc`).
 pub fn trace_tree(doc: &TraceDocument, paths: &ModulePaths) -> ModuleTree {
     let names = paths.names();
-    let mut b = Builder::new(names);
+    // What each key holds, by key id (every span of a key adds to one entry).
     let texts = paths.texts();
-    let text = |i: usize| {
-        texts
-            .get(paths.path_id(i) as usize)
-            .map_or("", String::as_str)
-    };
+    let mut by_id: Vec<Own> = vec![Own::default(); texts.len()];
     for (i, s) in doc.spans.iter().enumerate() {
-        if !is_module_span(s) || text(i).is_empty() {
+        let id = paths.path_id(i) as usize;
+        let Some(o) = by_id.get_mut(id).filter(|_| id != 0 && is_module_span(s)) else {
             continue;
-        }
-        let o = b.at(text(i));
+        };
         o.measured = true;
         o.self_ns = o
             .self_ns
@@ -438,20 +467,19 @@ pub fn trace_tree(doc: &TraceDocument, paths: &ModulePaths) -> ModuleTree {
             o.total_ns = o.total_ns.saturating_add(s.duration_or_zero());
         }
     }
+    // The key id of the span a record names (0: none, or outside every module).
+    let key_of = |span_id: &str| {
+        doc.span_index(span_id)
+            .map_or(0, |i| paths.path_id(i) as usize)
+    };
     let (mut outside_alloc, mut outside_graph) = (0u64, 0u64);
     for row in doc.memory.iter() {
         if row.action != MemoryAction::Alloc {
             continue;
         }
-        match doc
-            .span_index(row.span_id)
-            .map(text)
-            .filter(|k| !k.is_empty())
-        {
-            Some(key) => {
-                let o = b.at(key);
-                o.alloc_bytes = o.alloc_bytes.saturating_add(row.bytes);
-            }
+        let key = key_of(row.span_id);
+        match by_id.get_mut(key).filter(|_| key != 0) {
+            Some(o) => o.alloc_bytes = o.alloc_bytes.saturating_add(row.bytes),
             None => outside_alloc = outside_alloc.saturating_add(row.bytes),
         }
     }
@@ -459,25 +487,30 @@ pub fn trace_tree(doc: &TraceDocument, paths: &ModulePaths) -> ModuleTree {
         if t.category == TensorCategory::Parameter {
             continue;
         }
-        match doc
-            .span_index(&t.span_id)
-            .map(text)
-            .filter(|k| !k.is_empty())
-        {
-            Some(key) => {
-                let o = b.at(key);
-                o.graph_bytes = o.graph_bytes.saturating_add(t.bytes());
-            }
+        let key = key_of(&t.span_id);
+        match by_id.get_mut(key).filter(|_| key != 0) {
+            Some(o) => o.graph_bytes = o.graph_bytes.saturating_add(t.bytes()),
             None => outside_graph = outside_graph.saturating_add(t.bytes()),
         }
     }
+    let mut b = Builder::new(names);
+    for (text, o) in texts.iter().zip(by_id).skip(1) {
+        b.add(text, o);
+    }
     if names {
+        // Per parameter module, in order of first appearance.
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let mut params: Vec<(&str, Own)> = Vec::new();
         for g in &doc.gradients {
             let module = module_of(&g.key);
             if module.is_empty() {
                 continue;
             }
-            let o = b.at(module);
+            let at = *index.entry(module).or_insert_with(|| {
+                params.push((module, Own::default()));
+                params.len() - 1
+            });
+            let o = &mut params[at].1;
             match g.state {
                 GradientState::Present => o.gradients.present += 1,
                 GradientState::Missing => o.gradients.missing += 1,
@@ -488,6 +521,9 @@ pub fn trace_tree(doc: &TraceDocument, paths: &ModulePaths) -> ModuleTree {
             if let Some(norm) = g.norm.filter(|v| v.is_finite()) {
                 o.norm_sq = Some(o.norm_sq.unwrap_or(0.0) + norm * norm);
             }
+        }
+        for (module, o) in params {
+            b.add(module, o);
         }
     }
     let measured_total = doc
@@ -539,13 +575,16 @@ pub fn profile_tree(requests: &[RequestModules]) -> ModuleTree {
         if !module || s.path.is_empty() {
             continue;
         }
-        let o = b.at(&s.path);
-        o.measured = true;
-        o.self_ns = o.self_ns.saturating_add(s.self_ns);
+        let mut o = Own {
+            measured: true,
+            self_ns: s.self_ns,
+            ..Own::default()
+        };
         if s.outermost {
-            o.calls += 1;
-            o.total_ns = o.total_ns.saturating_add(s.duration_ns);
+            o.calls = 1;
+            o.total_ns = s.duration_ns;
         }
+        b.add(&s.path, o);
     }
     let none = || {
         Some(String::from(

@@ -166,12 +166,16 @@ impl ModulePaths {
                 }
             }
         };
-        // The common prefix of the names below span `c`, when not empty.
-        let prefix_below = |c: usize| -> Option<&str> {
-            let (at, len) = below.get(c).copied().flatten()?;
-            let text = spans.get(at as usize).and_then(module_name)?;
-            text.get(..len as usize).filter(|p| !p.is_empty())
+        // The text of a prefix of a span's name.
+        let prefix_text = |(at, len): Prefix| -> &str {
+            spans
+                .get(at as usize)
+                .and_then(module_name)
+                .and_then(|m| m.get(..len as usize))
+                .unwrap_or("")
         };
+        // Key ids by name prefix: a chain of spans over one name hashes its text once.
+        let mut prefix_ids: HashMap<Prefix, u32> = HashMap::new();
         // (whose children to name, the key of their nearest module ancestor)
         let mut stack: Vec<(Option<usize>, u32)> = vec![(None, 0)];
         while let Some((owner, prefix)) = stack.pop() {
@@ -192,17 +196,23 @@ impl ModulePaths {
                 if let Some(e) = same_name.get_mut(name) {
                     e.1 += 1;
                 }
-                let named = if names {
-                    module_name(span).or_else(|| {
-                        (span.span_kind == SpanKind::Module)
-                            .then(|| prefix_below(c as usize))
-                            .flatten()
-                    })
-                } else {
-                    None
+                // Rule 1, its own name; rule 2, the common prefix of the names below it.
+                let named: Option<Prefix> = match module_name(span) {
+                    Some(m) => Some((c, u32::try_from(m.len()).unwrap_or(0))),
+                    None if names && span.span_kind == SpanKind::Module => {
+                        below.get(c as usize).copied().flatten().filter(|p| p.1 > 0)
+                    }
+                    None => None,
                 };
-                let path = if let Some(text) = named {
-                    paths.intern_text(text, &mut by_text)
+                let path = if let Some(p) = named {
+                    match prefix_ids.get(&p) {
+                        Some(&id) => id,
+                        None => {
+                            let id = paths.intern_text(prefix_text(p), &mut by_text);
+                            prefix_ids.insert(p, id);
+                            id
+                        }
+                    }
                 } else if span.span_kind == SpanKind::Module {
                     // Rank u32::MAX stands for "no index" (a name met once among siblings).
                     let key = (prefix, name, if count > 1 { rank } else { u32::MAX });
@@ -338,17 +348,35 @@ fn outermost(spans: &[Span], tree: &SpanTree, path_of: &[u32], keys: usize) -> V
     out
 }
 
+/// The most levels a key is cut into ([`level_ends`]); later levels join the last.
+pub const MAX_LEVELS: usize = 16;
+
+/// A key longer than this (bytes) is one level ([`level_ends`]).
+pub const MAX_SPLIT_BYTES: usize = 256;
+
+/// Whether `c` separates levels: `/`, and in names mode also `.`.
+pub fn is_separator(c: u8, names: bool) -> bool {
+    c == b'/' || (names && c == b'.')
+}
+
 /// Where a key's tree levels end: the byte length of each level's prefix, in order
 /// (`model.layers.1.self_attn` → `model`, `model.layers.1`, `model.layers.1.self_attn`).
 /// Levels are separated by `/`, and in names mode also by `.`; a level made only of digits
 /// joins the one before it (`layers.1`), and empty levels are skipped. The empty key has none.
+/// So that a hostile name costs no more than its own length, a key longer than
+/// [`MAX_SPLIT_BYTES`] is one level, and levels past the [`MAX_LEVELS`]th join it.
 pub fn level_ends(key: &str, names: bool) -> Vec<usize> {
+    if key.is_empty() {
+        return Vec::new();
+    }
+    if key.len() > MAX_SPLIT_BYTES {
+        return vec![key.len()];
+    }
     let mut ends: Vec<usize> = Vec::new();
     let mut start = 0;
     let bytes = key.as_bytes();
     for at in 0..=bytes.len() {
-        let separator = |c: u8| c == b'/' || (names && c == b'.');
-        if bytes.get(at).is_some_and(|&c| !separator(c)) {
+        if bytes.get(at).is_some_and(|&c| !is_separator(c, names)) {
             continue;
         }
         let level = &bytes[start..at];
@@ -356,8 +384,9 @@ pub fn level_ends(key: &str, names: bool) -> Vec<usize> {
         if level.is_empty() {
             continue;
         }
+        let full = ends.len() == MAX_LEVELS;
         match ends.last_mut() {
-            Some(last) if level.iter().all(u8::is_ascii_digit) => *last = at,
+            Some(last) if full || level.iter().all(u8::is_ascii_digit) => *last = at,
             _ => ends.push(at),
         }
     }
@@ -419,17 +448,15 @@ pub fn module_rows(
     grouping: ModuleGrouping,
 ) -> Vec<ModuleRow> {
     let measured = measured_total(doc);
-    let mut index: HashMap<&str, usize> = HashMap::new();
+    // Rows by span name, or by key id (a key's text is hashed once, not once a span).
+    let mut by_name: HashMap<&str, usize> = HashMap::new();
+    let mut by_id: Vec<usize> = Vec::new();
     let mut rows: Vec<ModuleRow> = Vec::new();
     for (i, s) in doc.spans.iter().enumerate() {
         if !is_module_span(s) {
             continue;
         }
-        let key = match grouping {
-            ModuleGrouping::Path => paths.path(i),
-            ModuleGrouping::Name => s.name.as_str(),
-        };
-        let r = *index.entry(key).or_insert_with(|| {
+        let mut new_row = |key: &str| {
             rows.push(ModuleRow {
                 key: key.to_string(),
                 calls: 0,
@@ -439,7 +466,22 @@ pub fn module_rows(
                 share: None,
             });
             rows.len() - 1
-        });
+        };
+        let r = match grouping {
+            ModuleGrouping::Path => {
+                let id = paths.path_id(i) as usize;
+                if by_id.len() <= id {
+                    by_id.resize(id + 1, usize::MAX);
+                }
+                if by_id[id] == usize::MAX {
+                    by_id[id] = new_row(paths.path(i));
+                }
+                by_id[id]
+            }
+            ModuleGrouping::Name => *by_name
+                .entry(s.name.as_str())
+                .or_insert_with(|| new_row(&s.name)),
+        };
         let row = &mut rows[r];
         if grouping == ModuleGrouping::Name || paths.outermost(i) {
             row.calls += 1;
@@ -731,6 +773,13 @@ mod tests {
         assert_eq!(level_ends("0.a", true), [1, 3]);
         assert_eq!(level_ends("a..b/", true), [1, 4]);
         assert!(level_ends("", true).is_empty());
+        // Past 16 levels, the rest joins the 16th; a key over 256 bytes is one level.
+        let deep = "a.".repeat(20) + "z";
+        let ends = level_ends(&deep, true);
+        assert_eq!(ends.len(), MAX_LEVELS);
+        assert_eq!((ends[14], ends[15]), (29, deep.len()));
+        let long = "b.".repeat(200);
+        assert_eq!(level_ends(&long, true), [400]);
     }
 
     /// (span id, its expected key) of the spans worth checking.

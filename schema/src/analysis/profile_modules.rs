@@ -40,11 +40,13 @@ use serde_json::Value;
 use crate::analysis::coverage::{union_ns, Coverage};
 use crate::analysis::modules::{is_module_span, ModuleGrouping, ModulePaths};
 use crate::format::events::{CompactString, SpanKind};
-use crate::format::profile::{is_module_event, EventKind, ProfileDocument, ProfileRecord};
+use crate::format::profile::{
+    attribute, is_module_event, EventKind, ProfileDocument, ProfileRecord,
+};
 use crate::format::records::Span;
 use crate::format::spans::SpanTree;
 
-/// One module span of a forward call, with its module path.
+/// One module span of a forward call, with its module key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModuleSpan {
     /// `attributes.span_id`.
@@ -85,12 +87,12 @@ pub struct ForwardCall {
     pub coverage: Coverage,
 }
 
-/// Module spans aggregated by path or name.
+/// Module spans aggregated by key or name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProfileModuleRow {
-    /// The module path or the name.
+    /// The module key or the span name.
     pub key: String,
-    /// Module spans in the group.
+    /// Calls: by key its outermost spans, by name every span of that name.
     pub calls: u64,
     /// Sum of their durations (inclusive).
     pub total_ns: u64,
@@ -144,30 +146,33 @@ fn attr_u64(attributes: &crate::format::profile::JsonMap, name: &str) -> Option<
 fn read_span(record: &ProfileRecord) -> Option<(String, u64, ModuleSpan)> {
     let e = &record.event;
     let a = &e.attributes;
-    let span_kind = match a.get("span_kind")?.as_str()? {
+    let span_kind = match a.get(attribute::SPAN_KIND)?.as_str()? {
         "module" => SpanKind::Module,
         "function" => SpanKind::Function,
         "op" => SpanKind::Op,
         _ => return None,
     };
-    let duration_ns = attr_u64(a, "duration_nanos")
+    let duration_ns = attr_u64(a, attribute::DURATION_NANOS)
         .or_else(|| e.duration_us.map(|us| us.saturating_mul(1000)))
         .unwrap_or(0);
     let forward = a
-        .get("forward")
+        .get(attribute::FORWARD)
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
     Some((
         forward,
-        attr_u64(a, "forward_index")?,
+        attr_u64(a, attribute::FORWARD_INDEX)?,
         ModuleSpan {
-            span_id: attr_u64(a, "span_id")?,
-            parent_span_id: attr_u64(a, "parent_span_id"),
-            name: a.get("name")?.as_str()?.to_string(),
+            span_id: attr_u64(a, attribute::SPAN_ID)?,
+            parent_span_id: attr_u64(a, attribute::PARENT_SPAN_ID),
+            name: a.get(attribute::NAME)?.as_str()?.to_string(),
             span_kind,
-            module: a.get("module").and_then(Value::as_str).map(str::to_string),
-            start_ns: attr_u64(a, "start_nanos_since_request_start")?,
+            module: a
+                .get(attribute::MODULE)
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            start_ns: attr_u64(a, attribute::START_NANOS_SINCE_REQUEST_START)?,
             duration_ns,
             path: String::new(),
             self_ns: 0,
@@ -349,7 +354,7 @@ impl ProfileDocument {
         out
     }
 
-    /// Module spans of all requests aggregated by path or name.
+    /// Module spans of all requests aggregated by key or name.
     pub fn module_rows(&self, grouping: ModuleGrouping) -> Vec<ProfileModuleRow> {
         rows_of(&self.module_spans(), grouping)
     }

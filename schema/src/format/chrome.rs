@@ -74,15 +74,16 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::format::diagnostics::{classify_json_error, Category, Diagnostic};
-use crate::format::document::{Lined, Span, TraceDocument};
+use crate::format::document::TraceDocument;
 use crate::format::events::CompactString;
 use crate::format::events::{Meta, Phase, SpanKind, Step, TimingMode, TRACE_SCHEMA};
+use crate::format::records::{Lined, Span};
 
 pub mod export;
 mod micros;
 mod scan;
 
-pub use crate::format::tracks::{
+use crate::format::tracks::{
     ChromeForm, ChromeImport, CounterSample, Instant, SkippedPhase, Track, TrackId,
 };
 use micros::{parse_micros, Micros};

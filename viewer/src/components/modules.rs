@@ -14,7 +14,7 @@ use super::rows::{reveal_row_in, row_window_of, spacer, HoverSpans, PanelScroll}
 use super::sortable::sort_header;
 use super::tables::ShowAllRows;
 use super::{PageState, TabStates, TraceContext};
-use crate::model::module_tree::{KeyStyle, ModuleTree, TreeColumn};
+use crate::model::module_tree::{KeyStyle, ModuleTree, TreeColumn, TreeRow};
 use crate::model::modules::{NO_MODULE_SPANS, SHOWN_ROWS};
 use crate::model::profile_modules::NO_PROFILE_MODULE_SPANS;
 use crate::model::sort::SortState;
@@ -88,7 +88,16 @@ pub fn ModulesTab() -> impl IntoView {
                 ModuleGrouping::Path => KeyStyle::Nesting,
                 ModuleGrouping::Name => KeyStyle::Flat,
             };
-            Arc::new(ModuleTree::build(&rows, style))
+            Arc::new(ModuleTree::build(
+                rows.iter().map(|r| TreeRow {
+                    key: &r.key,
+                    calls: r.calls,
+                    total_ns: r.total_ns,
+                    self_ns: r.self_ns,
+                    share: r.share_ratio,
+                }),
+                style,
+            ))
         })
     };
     // The nodes open when the tab last closed, else the roots.

@@ -15,7 +15,6 @@ use candle_trace_schema::analysis::modules::{is_module_span, level_ends, ModuleP
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 
-use super::modules::{share_text, ModuleTableRow};
 use super::sort::SortState;
 
 /// How keys split into tree levels.
@@ -96,6 +95,26 @@ impl Extras {
     }
 }
 
+/// A share as the CLI writes it: `12.5%`, or `–` without a measured total.
+pub fn share_text(share: Option<f64>) -> String {
+    share.map_or(String::from("–"), |s| format!("{:.1}%", s * 100.0))
+}
+
+/// A row a tree is arranged from: a key and its numbers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TreeRow<'a> {
+    /// The module key (or leaf name).
+    pub key: &'a str,
+    /// Calls.
+    pub calls: u64,
+    /// Total time, ns.
+    pub total_ns: u64,
+    /// Self time, ns.
+    pub self_ns: u64,
+    /// Share of the measured total.
+    pub share: Option<f64>,
+}
+
 /// One node of the tree.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
@@ -173,11 +192,11 @@ pub struct ModuleTree {
 
 impl ModuleTree {
     /// The tree of `rows` (any order), split by `style`.
-    pub fn build(rows: &[ModuleTableRow], style: KeyStyle) -> Self {
+    pub fn build<'a>(rows: impl IntoIterator<Item = TreeRow<'a>>, style: KeyStyle) -> Self {
         let mut t = ModuleTree::default();
         for r in rows {
             let mut parent: Option<usize> = None;
-            for (depth, (key, label)) in levels(&r.key, style).into_iter().enumerate() {
+            for (depth, (key, label)) in levels(r.key, style).into_iter().enumerate() {
                 let n = match t.by_key.get(key) {
                     Some(&n) => n,
                     None => {
@@ -211,7 +230,7 @@ impl ModuleTree {
                 node.calls = r.calls;
                 node.total_ns = r.total_ns;
                 node.self_ns = r.self_ns;
-                node.share = r.share_ratio;
+                node.share = r.share;
             }
         }
         // Groups add up their children, deepest first (children come after their parents).
@@ -464,23 +483,30 @@ impl ModuleLinks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::modules::ModulesPanel;
-    use candle_trace_schema::analysis::modules::ModuleGrouping;
+    use candle_trace_schema::analysis::module_tree::trace_tree;
+    use candle_trace_schema::analysis::modules::{module_rows, ModuleGrouping, ModuleRow};
 
-    fn row(key: &str, calls: u64, total_ns: u64, self_ns: u64) -> ModuleTableRow {
-        ModuleTableRow {
-            key: key.into(),
+    fn row(key: &'static str, calls: u64, total_ns: u64, self_ns: u64) -> TreeRow<'static> {
+        TreeRow {
+            key,
             calls,
             total_ns,
             self_ns,
-            mean_ns: total_ns / calls.max(1),
-            total: format_ns(total_ns),
-            self_time: format_ns(self_ns),
-            mean: format_ns(total_ns / calls.max(1)),
-            share: share_text(Some(total_ns as f64 / 1000.0)),
-            share_pct: total_ns as f64 / 10.0,
-            share_ratio: Some(total_ns as f64 / 1000.0),
+            share: Some(total_ns as f64 / 1000.0),
         }
+    }
+
+    /// The schema's rows as tree rows.
+    fn tree_rows(rows: &[ModuleRow]) -> Vec<TreeRow<'_>> {
+        rows.iter()
+            .map(|r| TreeRow {
+                key: &r.key,
+                calls: r.calls,
+                total_ns: r.total_ns,
+                self_ns: r.self_ns,
+                share: r.share,
+            })
+            .collect()
     }
 
     #[test]
@@ -539,7 +565,7 @@ mod tests {
             row("model.layers.1.mlp", 1, 200, 200),
             row("lm_head", 1, 50, 50),
         ];
-        let t = ModuleTree::build(&rows, KeyStyle::Names);
+        let t = ModuleTree::build(rows, KeyStyle::Names);
         let n = |k: &str| &t.nodes[t.node_of_key(k).unwrap()];
         // model.layers.0 is a group: its one child mlp's numbers.
         let l0 = n("model.layers.0");
@@ -572,7 +598,7 @@ mod tests {
             row("a/y", 1, 30, 30),
             row("b", 2, 500, 500),
         ];
-        let t = ModuleTree::build(&rows, KeyStyle::Nesting);
+        let t = ModuleTree::build(rows, KeyStyle::Nesting);
         let keys = |v: Vec<usize>| -> Vec<String> {
             v.into_iter().map(|n| t.nodes[n].key.clone()).collect()
         };
@@ -638,14 +664,15 @@ mod tests {
             &include_bytes!("../../../tests/fixtures/modules/mistral_names.trace6.jsonl")[..],
         ] {
             let d = TraceDocument::from_bytes(file);
-            let panel = ModulesPanel::of(&d);
-            let style = if panel.paths().names() {
+            let paths = ModulePaths::new(&d);
+            let style = if paths.names() {
                 KeyStyle::Names
             } else {
                 KeyStyle::Nesting
             };
-            let built = ModuleTree::build(panel.rows(ModuleGrouping::Path), style);
-            let schema = ModuleTree::of_schema(&panel.tree);
+            let rows = module_rows(&d, &paths, ModuleGrouping::Path);
+            let built = ModuleTree::build(tree_rows(&rows), style);
+            let schema = ModuleTree::of_schema(&trace_tree(&d, &paths));
             let sort = SortState::new(TreeColumn::Total, true);
             let all = |t: &ModuleTree| t.keys_to_depth(usize::MAX);
             let shown = |t: &ModuleTree| -> Vec<(String, String, usize, bool, u64, u64, u64)> {
@@ -697,8 +724,8 @@ mod tests {
         assert_eq!(links.spans_of(["attn"], true), vec![idx("a0"), idx("a1")]);
         assert_eq!(links.spans_of(["block[1]/attn"], false), vec![idx("a1")]);
         // A node and its subtree.
-        let panel = ModulesPanel::of(&d);
-        let t = ModuleTree::build(panel.rows(ModuleGrouping::Path), KeyStyle::Nesting);
+        let rows = module_rows(&d, &paths, ModuleGrouping::Path);
+        let t = ModuleTree::build(tree_rows(&rows), KeyStyle::Nesting);
         let b0 = t.node_of_key("block[0]").unwrap();
         let keys: Vec<&str> = t
             .subtree(b0)

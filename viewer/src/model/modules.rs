@@ -10,6 +10,8 @@ use candle_trace_schema::analysis::modules::{
 };
 use candle_trace_schema::analysis::range::{module_rows_in, TimeRange};
 use candle_trace_schema::analysis::units::format_ns;
+
+use super::module_tree::share_text;
 use candle_trace_schema::format::document::TraceDocument;
 
 /// Rows shown before "Show all" (the modules table and the module-pairs table).
@@ -66,11 +68,6 @@ impl ModuleTableRow {
             share_ratio: r.share,
         }
     }
-}
-
-/// A share as the CLI writes it: `12.5%`, or `–` without a measured total.
-pub fn share_text(share: Option<f64>) -> String {
-    share.map_or(String::from("–"), |s| format!("{:.1}%", s * 100.0))
 }
 
 /// The panel: both groupings, built once, and the links between its rows and the spans.
