@@ -12,6 +12,7 @@ mod compare;
 mod export;
 mod findings;
 mod gate;
+pub mod markdown;
 mod query;
 mod steps;
 mod summary;
@@ -42,9 +43,12 @@ enum Command {
     Summary {
         /// The file to read.
         file: PathBuf,
-        /// Print one JSON object instead of a table.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: OutputArgs,
+        /// How many rows per table at most (text and Markdown; the JSON output lists every
+        /// row).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
     },
     /// List every problem in a file with its line number. Exit 0 when there is no error
     /// (warnings allowed), 1 when there is at least one, 2 when the file cannot be read.
@@ -80,13 +84,13 @@ enum Command {
         base: PathBuf,
         /// The candidate trace.
         cand: PathBuf,
-        /// Print one JSON object instead of tables.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: OutputArgs,
         /// Compare even when the two runs' meta differ.
         #[arg(long)]
         force: bool,
-        /// How many rows per table at most (the JSON output lists every row).
+        /// How many rows per table at most (text and Markdown; the JSON output lists every
+        /// row).
         #[arg(long, default_value_t = 20)]
         limit: usize,
         /// A regression rule, repeatable: `total>+5%`, `peak_bytes>+10%`, `ttft_p90>+10%`,
@@ -103,10 +107,10 @@ enum Command {
         /// The step files (or directories of them).
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Print one JSON object instead of tables.
-        #[arg(long)]
-        json: bool,
-        /// How many module paths at most (the JSON output lists every one).
+        #[command(flatten)]
+        output: OutputArgs,
+        /// How many module paths at most, and in Markdown how many rows of any table (the
+        /// JSON output lists every one).
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
@@ -117,9 +121,12 @@ enum Command {
         /// The files (or directories of step files).
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Print one JSON object instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: OutputArgs,
+        /// How many evidence lines and notes at most (text and Markdown; the JSON output lists
+        /// every one).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
     },
     /// Answer one question about a file.
     Query {
@@ -177,6 +184,38 @@ pub enum QueryKind {
     Modules,
 }
 
+/// How `summary`, `findings`, `steps` and `compare` print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned plain-text tables.
+    Text,
+    /// One JSON object.
+    Json,
+    /// GitHub Markdown (a pull-request comment, `$GITHUB_STEP_SUMMARY`): tables and lists of
+    /// at most `--limit` rows, the whole at most 1 MiB.
+    Markdown,
+}
+
+/// `--format` and its synonym `--json`.
+#[derive(Debug, Clone, Copy, clap::Args)]
+struct OutputArgs {
+    /// How to print.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<OutputFormat>,
+    /// The same as `--format json`.
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
+}
+
+impl OutputArgs {
+    fn format(self) -> OutputFormat {
+        match (self.json, self.format) {
+            (true, _) => OutputFormat::Json,
+            (false, format) => format.unwrap_or(OutputFormat::Text),
+        }
+    }
+}
+
 /// What `export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
@@ -232,9 +271,12 @@ where
         }
     };
     let result = match &cli.command {
-        Command::Summary { file, json } => {
-            read_for_summary(file).and_then(|read| summary::run_read(file, &read, *json, out))
-        }
+        Command::Summary {
+            file,
+            output,
+            limit,
+        } => read_for_summary(file)
+            .and_then(|read| summary::run_read(file, &read, output.format(), *limit, out)),
         Command::Validate { file, json } => {
             read(file).and_then(|doc| validate::run(file, &doc, *json, out))
         }
@@ -253,18 +295,29 @@ where
         Command::Compare {
             base,
             cand,
-            json,
+            output,
             force,
             fail_if,
-            ..
+            limit,
         } if !fail_if.is_empty() => match gate::parse_rules(fail_if, err) {
-            Ok(rules) => gate::run(base, cand, &rules, (*json, *force), out, err),
+            Ok(rules) => gate::run(
+                base,
+                cand,
+                &rules,
+                gate::Options {
+                    format: output.format(),
+                    force: *force,
+                    limit: *limit,
+                },
+                out,
+                err,
+            ),
             Err(code) => return code,
         },
         Command::Compare {
             base,
             cand,
-            json,
+            output,
             force,
             limit,
             ..
@@ -276,7 +329,7 @@ where
                         (base, &b),
                         (cand, &c),
                         compare::Options {
-                            json: *json,
+                            format: output.format(),
                             force: *force,
                             limit: *limit,
                         },
@@ -285,8 +338,16 @@ where
                     )
                 })
             }),
-        Command::Steps { files, json, limit } => steps::run(files, *json, *limit, out),
-        Command::Findings { files, json } => findings::run(files, *json, out),
+        Command::Steps {
+            files,
+            output,
+            limit,
+        } => steps::run(files, output.format(), *limit, out),
+        Command::Findings {
+            files,
+            output,
+            limit,
+        } => findings::run(files, output.format(), *limit, out),
         Command::Query {
             file,
             kind,
@@ -380,6 +441,12 @@ fn supported(path: &Path, doc: AnyDocument) -> anyhow::Result<AnyDocument> {
         }
         doc => Ok(doc),
     }
+}
+
+/// Write a finished Markdown document.
+fn write_markdown(out: &mut dyn Write, doc: markdown::Doc) -> anyhow::Result<()> {
+    out.write_all(doc.finish().as_bytes())?;
+    Ok(())
 }
 
 /// Write a JSON value and a newline.
