@@ -12,6 +12,9 @@
 //!   target in `fuzz/` for 20 s (`SKIPPED` without a nightly toolchain; a crash fails CI).
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]` — seed the fuzz corpora from
 //!   `tests/fixtures` and run the targets (all by default) for N s each (default 20).
+//! - `cargo xtask package` — `cargo package` of every crate meant for crates.io (schema, capture,
+//!   cli; the rest are `publish = false`), each built from its package and checked against
+//!   crates.io's 10 MiB limit ([`package`]); CI runs it after the dependency guard.
 //! - `cargo xtask deps` — only the dependency guard (`deps.rs`: denied crates per package, no
 //!   import circle between the modules of a crate).
 //! - `cargo xtask demo [--port N] [--no-serve]` — capture a fresh training-step trace of a
@@ -31,6 +34,7 @@ mod deps;
 mod fresh;
 mod fuzz;
 mod markers;
+mod package;
 mod serve;
 mod steps;
 mod tools;
@@ -66,6 +70,8 @@ fn main() -> Result<()> {
         Some("demo") => demo(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("fresh") => fresh::run(&args[1..]),
+        // What `cargo publish` would upload, built from the packages (CI runs it).
+        Some("package") => package::check(),
         // web/dist without trunk (what the demo serves).
         Some("page") => web::build_viewer(),
         // Install the pinned web tools and the browser ahead of time (ci and demo do it too).
@@ -73,7 +79,7 @@ fn main() -> Result<()> {
         Some("tools") => tools::ensure_web_tools().and_then(|()| tools::ensure_browser()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|deps|demo|fresh|page|fuzz|tools|bench [--big] [--runs N] [--only PARTS] [--tables]>"
+                "usage: cargo xtask <ci|deps|demo|fresh|page|package|fuzz|tools|bench [--big] [--runs N] [--only PARTS] [--tables]>"
             );
             std::process::exit(2);
         }
@@ -165,6 +171,7 @@ fn ci() -> Result<()> {
     })?;
     stage("fuzz smoke", &|| fuzz::smoke(fuzz::SMOKE_SECONDS, &[]))?;
     stage("dependency guard", &deps::guard)?;
+    stage("crates ready to publish (cargo package)", &package::check)?;
     stage("viewer build (xtask)", &web::build_viewer)?;
     stage("viewer build (trunk)", &|| {
         if let Some(install) = trunk_install.take() {

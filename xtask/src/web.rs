@@ -361,7 +361,7 @@ fn file_name(href: &str) -> Result<String> {
 }
 
 /// Cargo's target folder for this workspace.
-fn target_dir() -> Result<PathBuf> {
+pub(crate) fn target_dir() -> Result<PathBuf> {
     let out = Command::new(crate::env_cargo())
         .args([
             "metadata",
