@@ -1,23 +1,27 @@
 //! The `candle-trace` command-line tool: read, validate, summarise, query, export and compare
-//! candle-trace files.
+//! candle-trace files, and open them in the viewer it carries (`view`).
 //!
 //! [`run`] is the whole tool behind a testable signature (arguments in, text out, exit code
 //! back); `src/main.rs` only wires it to the process. Exit codes:
 //! 0 success; 1 `validate` found at least one error-severity diagnostic, `compare` refused two
 //! runs whose meta differ, or a `compare --fail-if` rule was breached; 2 the file could not
 //! be read at all (missing, unreadable, a format candle-trace cannot read), the command line
-//! was wrong (a malformed `--fail-if` rule included), or a rule's metric is not in a file.
+//! was wrong (a malformed `--fail-if` rule included), a rule's metric is not in a file, or
+//! `view` could not listen on its port.
 
 mod compare;
 mod export;
 mod findings;
 mod gate;
 pub mod markdown;
+pub mod page;
 mod query;
+pub mod serve;
 mod steps;
 mod summary;
 pub mod table;
 mod validate;
+pub mod view;
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -127,6 +131,25 @@ enum Command {
         /// every one).
         #[arg(long, default_value_t = 20)]
         limit: usize,
+    },
+    /// Open files in the viewer: serves the page (carried inside this binary) and the files on
+    /// 127.0.0.1 only, prints the address, opens the default browser, and runs until Ctrl-C.
+    /// Several files (or a directory's `.jsonl` step files) open together, as when picked
+    /// together in the page.
+    View {
+        /// The files (or directories of step files).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The port on 127.0.0.1 (default: a free one).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Print the address without opening a browser.
+        #[arg(long)]
+        no_open: bool,
+        /// Serve this built page folder (`web/dist`) instead of the page inside the binary
+        /// (`cargo xtask demo` shows the viewer it just built this way).
+        #[arg(long, value_name = "DIR")]
+        page: Option<PathBuf>,
     },
     /// Answer one question about a file.
     Query {
@@ -348,6 +371,21 @@ where
             output,
             limit,
         } => findings::run(files, output.format(), *limit, out),
+        Command::View {
+            files,
+            port,
+            no_open,
+            page,
+        } => view::run(
+            view::Options {
+                inputs: files,
+                port: port.unwrap_or(0),
+                no_open: *no_open,
+                page_dir: page.as_deref(),
+            },
+            out,
+            err,
+        ),
         Command::Query {
             file,
             kind,
