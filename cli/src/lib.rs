@@ -1,5 +1,5 @@
 //! The `candle-trace` command-line tool: read, validate, summarise, query, export and compare
-//! candle-trace files, and open them in the viewer it carries (`view`).
+//! candle-trace files, and open them in the viewer it carries (`view`, `report`).
 //!
 //! [`run`] is the whole tool behind a testable signature (arguments in, text out, exit code
 //! back); `src/main.rs` only wires it to the process. Exit codes:
@@ -16,6 +16,7 @@ mod gate;
 pub mod markdown;
 pub mod page;
 mod query;
+pub mod report;
 pub mod serve;
 mod steps;
 mod summary;
@@ -150,6 +151,16 @@ enum Command {
         /// (`cargo xtask demo` shows the viewer it just built this way).
         #[arg(long, value_name = "DIR")]
         page: Option<PathBuf>,
+    },
+    /// Write the viewer and the file(s) as one self-contained HTML file (compressed) that
+    /// opens from file:// with no server and no network, and shows what `view` shows.
+    Report {
+        /// The files (or directories of step files).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The HTML file to write (replaced whole once it is written).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
     },
     /// Answer one question about a file.
     Query {
@@ -386,6 +397,7 @@ where
             out,
             err,
         ),
+        Command::Report { files, output } => report::run(files, output, err),
         Command::Query {
             file,
             kind,

@@ -2,7 +2,8 @@
 // binary, copied alone into an empty folder, serves the page it carries with the file(s) open,
 // showing `summary --json`'s numbers (a directory of step files opens as the steps view, equal
 // to `steps --json`); it answers only its own Host, and 404 for anything but the page and the
-// given files; bad input is refused before it serves.
+// given files; bad input is refused before it serves. The one-file report opens from file://
+// with the network off and shows the same numbers.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -11,6 +12,7 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { root, fixtures, artifacts, chromiumPath, cli, TRACE_FIELDS } from './harness.mjs';
 
@@ -161,5 +163,39 @@ test('a missing file, or a port in use, is refused before serving (exit 2)', asy
   assert.equal(r.stdout, '');
   assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
   assert.match(r.stderr, new RegExp(`port ${port} is in use`));
+  r = spawnSync(ctx.bin, ['report', missing, '-o', join(ctx.dir, 'r.html')], { encoding: 'utf8' });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /no-such\.trace6\.jsonl/);
   assert.deepEqual(readdirSync(ctx.dir), ['candle-trace']);
+});
+
+test('the report opens from file:// with the network off and shows the same numbers', async () => {
+  const out = join(ctx.dir, 'report.html');
+  let r = spawnSync(ctx.bin, ['report', trace, '-o', out], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  console.log(`report of ${trace}: ${statSync(out).size} bytes (trace ${statSync(trace).size} bytes)`);
+  const context = await ctx.browser.newContext({ offline: true });
+  // Anything but the file itself would be the network: refuse it, and count it.
+  const outside = [];
+  await context.route((u) => !u.href.startsWith('file:'), (route) => {
+    outside.push(route.request().url());
+    return route.abort();
+  });
+  const { page, seen } = await openedPage(pathToFileURL(out).href, context);
+  await checkSummary(page, trace, 'report');
+  // Parsed in a worker (the report's blob: worker), as on a served page.
+  assert.equal(await page.getAttribute('[data-testid=load-timings]', 'data-in-worker'), 'true');
+  await page.screenshot({ path: join(artifacts, 'report.png') });
+  assert.deepEqual(outside, []);
+  assert.deepEqual(seen.errors, []);
+
+  // A directory of step files: the steps view.
+  const steps = join(ctx.dir, 'steps.html');
+  r = spawnSync(ctx.bin, ['report', stepsDir, '-o', steps], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const second = await openedPage(pathToFileURL(steps).href, context);
+  await checkSteps(second.page, stepsDir, 'report DIR');
+  assert.deepEqual(second.seen.errors, []);
+  assert.deepEqual(outside, []);
+  await context.close();
 });
