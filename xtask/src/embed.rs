@@ -25,8 +25,7 @@ pub const PAGE_DIR: &str = "cli/page";
 const BUILD_FILE: &str = "BUILD";
 
 /// How to refresh the folder, for every message that finds it stale.
-pub const REFRESH: &str =
-    "refresh it with `cargo xtask page --embed` and commit cli/page/ (the lead does this after merging viewer changes)";
+pub const REFRESH: &str = "refresh it with `cargo xtask page --embed` and commit cli/page/";
 
 /// `bytes` gzip-compressed the same way every time: best compression, no file name, no
 /// timestamp, operating system 255 (unknown).

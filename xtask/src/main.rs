@@ -28,8 +28,8 @@
 //!   background threads beside the examples. Every step prints its time ([`steps`]).
 //! - `cargo xtask page [--embed]` — only the page, into `web/dist`, with xtask's builder; with
 //!   `--embed` also into `cli/page/`, the page the CLI carries ([`embed`]). CI's stage
-//!   `embedded page is current` rebuilds it with the rustc `cli/page/BUILD` names and fails,
-//!   saying how to refresh it, when a file differs.
+//!   `embedded page is current` (also `page --check-embed`) rebuilds it with the rustc
+//!   `cli/page/BUILD` names and fails, saying how to refresh it, when a file differs.
 //! - `cargo xtask fresh [--toolchain NAME]` — the cold demo reproduced here (fresh clone, empty
 //!   tools folder, wasm32 target removed), then a warm one, with every step's time ([`fresh`]).
 
@@ -82,14 +82,16 @@ fn main() -> Result<()> {
         Some("page") => match args.get(1).map(String::as_str) {
             None => web::build_viewer(),
             Some("--embed") => embed::embed(),
-            Some(other) => bail!("unknown page option {other} (use --embed)"),
+            // CI's check alone: is cli/page/ what a fresh build gives?
+            Some("--check-embed") => embed::check(),
+            Some(other) => bail!("unknown page option {other} (use --embed or --check-embed)"),
         },
         // Install the pinned web tools and the browser ahead of time (ci and demo do it too).
         Some("bench") => bench::bench(&args[1..]),
         Some("tools") => tools::ensure_web_tools().and_then(|()| tools::ensure_browser()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|deps|demo|fresh|page [--embed]|package|fuzz|tools|bench [--big] [--runs N] [--only PARTS] [--tables]>"
+                "usage: cargo xtask <ci|deps|demo|fresh|page [--embed|--check-embed]|package|fuzz|tools|bench [--big] [--runs N] [--only PARTS] [--tables]>"
             );
             std::process::exit(2);
         }
