@@ -1,8 +1,9 @@
 //! The crates meant for crates.io, packaged as `cargo publish` would: `cargo package` for every
 //! workspace member without `publish = false` (which builds each from its packaged sources,
 //! its siblings taken from the packages just made), then each `.crate` checked against
-//! crates.io's 10 MB upload limit. The other members (`publish = false`) are left out: they
-//! are never uploaded, and their sources reach outside their folders.
+//! crates.io's 10 MB upload limit, and the CLI's checked to carry its embedded page. The other
+//! members (`publish = false`) are left out: they are never uploaded, and their sources reach
+//! outside their folders.
 
 use std::path::Path;
 use std::process::Command;
@@ -79,10 +80,62 @@ pub fn check() -> Result<()> {
         eprintln!("{}: {bytes} bytes", display(&file));
         problems.extend(size_problem(name, bytes));
     }
+    problems.extend(cli_page_problems()?);
     if !problems.is_empty() {
         bail!("{}", problems.join("\n"));
     }
     Ok(())
+}
+
+/// The CLI's package must carry the page it embeds: every `cli/page/*.gz` listed by `cargo
+/// package --list` (a pattern in `exclude` or `.gitignore` could drop them silently, and the
+/// package would still build, without its page).
+fn cli_page_problems() -> Result<Vec<String>> {
+    let out = Command::new(crate::env_cargo())
+        .args([
+            "package",
+            "--list",
+            "--allow-dirty",
+            "-p",
+            "candle-trace-cli",
+        ])
+        .output()
+        .context("cannot run cargo package --list")?;
+    if !out.status.success() {
+        bail!(
+            "cargo package --list failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let page: Vec<String> = crate::web::files_under(Path::new(crate::embed::PAGE_DIR))?
+        .iter()
+        .map(|p| {
+            let parts: Vec<String> = p
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            format!("page/{}", parts.join("/"))
+        })
+        .filter(|p| p.ends_with(".gz"))
+        .collect();
+    Ok(missing_from_listing(&listed, &page))
+}
+
+/// The files of `wanted` that a `cargo package --list` output does not list, as problems.
+pub fn missing_from_listing(listed: &str, wanted: &[String]) -> Vec<String> {
+    if wanted.is_empty() {
+        return vec![String::from(
+            "cli/page/ holds no page: run `cargo xtask page --embed`",
+        )];
+    }
+    wanted
+        .iter()
+        .filter(|w| !listed.lines().any(|l| l.trim() == w.as_str()))
+        .map(|w| {
+            format!("candle-trace-cli's package leaves out {w}: the binary would carry no page")
+        })
+        .collect()
 }
 
 fn display(path: &Path) -> String {
@@ -112,6 +165,23 @@ mod tests {
             ]
         );
         Ok(())
+    }
+
+    #[test]
+    fn the_cli_package_must_list_every_page_file() {
+        let wanted = vec![
+            "page/index.html.gz".to_string(),
+            "page/a/b.js.gz".to_string(),
+        ];
+        assert!(
+            missing_from_listing("Cargo.toml\npage/index.html.gz\npage/a/b.js.gz\n", &wanted)
+                .is_empty()
+        );
+        assert_eq!(
+            missing_from_listing("Cargo.toml\npage/index.html.gz\n", &wanted),
+            ["candle-trace-cli's package leaves out page/a/b.js.gz: the binary would carry no page"]
+        );
+        assert_eq!(missing_from_listing("", &[]).len(), 1);
     }
 
     #[test]
