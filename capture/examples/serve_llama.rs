@@ -11,8 +11,8 @@
 //! ```
 //!
 //! One request asks for more tokens than the model's context holds: it is refused before its
-//! prefill and closed as failed. The capture code is the lines marked `// capture` (six, the
-//! allocator line included).
+//! prefill and closed as failed. The capture code is the lines marked `// capture` (seven, the
+//! allocator line included; `name_modules` names each layer's spans after its weights).
 
 use std::path::{Path, PathBuf};
 
@@ -90,10 +90,8 @@ pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
         .install()?; // capture
     let cfg = config();
     let varmap = VarMap::new();
-    let model = Llama::load(
-        VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu),
-        &cfg,
-    )?;
+    let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu)); // capture
+    let model = Llama::load(vb, &cfg)?;
     let mut outputs = Vec::new();
     for (id, prompt_len, wanted) in REQUESTS {
         let prompt: Vec<u32> = (0..prompt_len)

@@ -10,7 +10,8 @@
 //! cargo trace query train.trace6.jsonl --kind gradients
 //! ```
 //!
-//! The capture code is the lines marked `// capture` (six, the allocator line included).
+//! The capture code is the lines marked `// capture` (seven, the allocator line included;
+//! `name_modules` names each layer's spans after its weights: `model.layers.0.mlp.down_proj`).
 //!
 //! With `--capture-steps FIRST..=LAST` (and `--updates N`, default LAST + 1), the run captures
 //! every update of the range, one trace/6 file per update in the directory `--out` names
@@ -87,7 +88,8 @@ pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
     let device = Device::Cpu;
     let cfg = config();
     let varmap = VarMap::new();
-    let model = Llama::load(VarBuilder::from_varmap(&varmap, DType::F32, &device), &cfg)?;
+    let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &device)); // capture
+    let model = Llama::load(vb, &cfg)?;
     let mut cache = Cache::new(false, DType::F32, &cfg, &device)?;
     let params = ParamsAdamW {
         lr: 1e-3,
@@ -118,7 +120,8 @@ pub fn run_steps(
     let device = Device::Cpu;
     let cfg = config();
     let varmap = VarMap::new();
-    let model = Llama::load(VarBuilder::from_varmap(&varmap, DType::F32, &device), &cfg)?;
+    let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &device)); // capture
+    let model = Llama::load(vb, &cfg)?;
     let mut cache = Cache::new(false, DType::F32, &cfg, &device)?;
     let mut optimizer = AdamW::new(varmap.all_vars(), ParamsAdamW::default())?;
     let (inputs, targets) = batch(&cfg, &device)?;

@@ -562,15 +562,16 @@ pub fn record_gradients<S: Sink + ?Sized>(
         .collect();
     let facts = classify_gradients(&found)?;
     let mut tally = GradientTally::default();
-    for ((key, _), fact) in params.iter().zip(facts) {
+    for ((key, var), fact) in params.iter().zip(facts) {
         tally.add(fact.state);
+        let bytes = var.elem_count() as u64 * var.dtype().size_in_bytes() as u64;
         sink.emit(TraceEvent::Gradient(Gradient {
             event_id: next_gradient_event_id(),
             root: root.to_string(),
             key: key.clone(),
             state: fact.state,
             norm: fact.norm,
-            storage_bytes: None,
+            storage_bytes: Some(bytes),
         }));
     }
     Ok(tally)
@@ -770,6 +771,7 @@ impl Recorder {
                     .then(|| {
                         inner.open_span(
                             std::borrow::Cow::Borrowed("train_step"),
+                            None,
                             candle_trace_schema::format::events::SpanKind::Function,
                             true,
                             None,

@@ -1,24 +1,39 @@
-//! Span names as numbers: a recorder's table of the `&'static str` names its spans used, so
-//! that a span's record in the ring carries a 4-byte [`NameId`] instead of a 16-byte string
-//! reference (a span's two records then fill one 64-byte cache line; see `state::Record`).
+//! Span names as numbers: a recorder's table of the [`Label`]s its spans used (a `&'static str`
+//! name and, for a layer named by its weights, the module it runs), so that a span's record in
+//! the ring carries a 4-byte [`NameId`] instead of two string references (a span's two records
+//! then fill one 64-byte cache line; see `state::Record`).
 //!
 //! The table belongs to the recorder and is shared by every recording thread and the writer
-//! thread. A thread asks it only the first time it sees a name (its [`NameCache`], kept with its
-//! span stack, answers after that, without a lock); the writer thread copies the names it does
-//! not know yet. A name's id is handed out under the table's lock before the record that uses
+//! thread. A thread asks it only the first time it sees a label (its [`NameCache`], kept with its
+//! span stack, answers after that, without a lock); the writer thread copies the labels it does
+//! not know yet. A label's id is handed out under the table's lock before the record that uses
 //! it is pushed, and the ring's push/pop pair orders the two, so the writer always finds it.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-/// The number of a name in a recorder's [`NameTable`].
+/// The number of a label in a recorder's [`NameTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct NameId(u32);
 
 /// What an id the table never handed out is written as (cannot happen: see the module docs).
 pub(crate) const UNKNOWN_NAME: &str = "(unknown name)";
 
-/// Every name a recorder's spans used, in the order they were first seen.
+/// A span's name and the module it runs (`span_start.module`), when named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Label {
+    pub(crate) name: &'static str,
+    pub(crate) module: Option<&'static str>,
+}
+
+impl Label {
+    /// A name without a module.
+    pub(crate) const fn plain(name: &'static str) -> Self {
+        Label { name, module: None }
+    }
+}
+
+/// Every label a recorder's spans used, in the order they were first seen.
 #[derive(Debug, Default)]
 pub(crate) struct NameTable {
     inner: Mutex<Table>,
@@ -26,8 +41,8 @@ pub(crate) struct NameTable {
 
 #[derive(Debug, Default)]
 struct Table {
-    names: Vec<&'static str>,
-    ids: HashMap<&'static str, NameId>,
+    labels: Vec<Label>,
+    ids: HashMap<Label, NameId>,
 }
 
 impl NameTable {
@@ -36,64 +51,79 @@ impl NameTable {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The id of `name`, added when new; `None` once `u32::MAX` names are in the table.
+    /// The id of `name` (without a module), added when new.
+    #[cfg(test)]
     pub(crate) fn id_of(&self, name: &'static str) -> Option<NameId> {
+        self.label_id(Label::plain(name))
+    }
+
+    /// The id of `label`, added when new; `None` once `u32::MAX` labels are in the table.
+    pub(crate) fn label_id(&self, label: Label) -> Option<NameId> {
         let mut table = self.lock();
-        if let Some(&id) = table.ids.get(name) {
+        if let Some(&id) = table.ids.get(&label) {
             return Some(id);
         }
         let id = NameId(
-            u32::try_from(table.names.len())
+            u32::try_from(table.labels.len())
                 .ok()
                 .filter(|&n| n < u32::MAX)?,
         );
-        table.names.push(name);
-        table.ids.insert(name, id);
+        table.labels.push(label);
+        table.ids.insert(label, id);
         Some(id)
     }
 
-    /// Append to `local` the names it does not hold yet (the writer thread's copy).
-    pub(crate) fn copy_new(&self, local: &mut Vec<&'static str>) {
+    /// Append to `local` the labels it does not hold yet (the writer thread's copy).
+    pub(crate) fn copy_new(&self, local: &mut Vec<Label>) {
         let table = self.lock();
-        if let Some(new) = table.names.get(local.len()..) {
+        if let Some(new) = table.labels.get(local.len()..) {
             local.extend_from_slice(new);
         }
     }
 }
 
-/// The writer thread's copy of a table: looks an id up, copying new names when it meets one.
+/// The writer thread's copy of a table: looks an id up, copying new labels when it meets one.
 #[derive(Debug, Default)]
 pub(crate) struct Names {
-    local: Vec<&'static str>,
+    local: Vec<Label>,
 }
 
 impl Names {
-    /// The name of `id`.
-    pub(crate) fn get(&mut self, id: NameId, table: &NameTable) -> &'static str {
+    /// The label of `id`.
+    pub(crate) fn label(&mut self, id: NameId, table: &NameTable) -> Label {
         let i = id.0 as usize;
         if i >= self.local.len() {
             table.copy_new(&mut self.local);
         }
-        self.local.get(i).copied().unwrap_or(UNKNOWN_NAME)
+        self.local
+            .get(i)
+            .copied()
+            .unwrap_or(Label::plain(UNKNOWN_NAME))
+    }
+
+    /// The name of `id`.
+    pub(crate) fn get(&mut self, id: NameId, table: &NameTable) -> &'static str {
+        self.label(id, table).name
     }
 }
 
-/// Slots of a thread's cache: names used inside one step are few (a model's layer names).
+/// Slots of a thread's cache: labels used inside one step are few (a model's layers).
 /// A power of two (see [`NameCache::slot`]).
 const CACHE_SLOTS: usize = 64;
 const _: () = assert!(CACHE_SLOTS.is_power_of_two());
 
-/// One thread's answers for one recorder: name address and length → id, direct-mapped by
-/// address. Two names that share a slot just ask the table again when they alternate.
+/// One thread's answers for one recorder: name address and length and module address → id,
+/// direct-mapped by address. Two labels that share a slot just ask the table again when they
+/// alternate.
 pub(crate) struct NameCache {
-    slots: [(usize, usize, NameId); CACHE_SLOTS],
+    slots: [(usize, usize, usize, NameId); CACHE_SLOTS],
 }
 
 impl NameCache {
     pub(crate) fn new() -> Self {
         // Address 0 is no name's: an empty slot never matches.
         NameCache {
-            slots: [(0, 0, NameId(0)); CACHE_SLOTS],
+            slots: [(0, 0, 0, NameId(0)); CACHE_SLOTS],
         }
     }
 
@@ -101,7 +131,8 @@ impl NameCache {
     /// other, byte-aligned: the address's low bits tell them apart, so every bit of it is mixed
     /// in (Fibonacci hashing: the top bits of the product by 2^64/φ). Dropping the low three
     /// bits, as this once did, put the spans bench's names "a", "b" and "c" in one slot, and
-    /// every span then went to the table's lock.
+    /// every span then went to the table's lock. A module's address (interned, one per
+    /// distinct module) is mixed in too: the layers of one type differ only by it.
     #[inline]
     fn slot(ptr: usize, len: usize) -> usize {
         const PHI: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -109,16 +140,23 @@ impl NameCache {
         (key.wrapping_mul(PHI) >> (64 - CACHE_SLOTS.trailing_zeros())) as usize
     }
 
-    /// The id of `name`, from the cache or else the table.
-    #[inline]
+    /// The id of `name` (without a module), from the cache or else the table.
+    #[cfg(test)]
     pub(crate) fn id_of(&mut self, name: &'static str, table: &NameTable) -> Option<NameId> {
-        let (ptr, len) = (name.as_ptr() as usize, name.len());
-        let slot = &mut self.slots[Self::slot(ptr, len)];
-        if slot.0 == ptr && slot.1 == len && ptr != 0 {
-            return Some(slot.2);
+        self.label_id(Label::plain(name), table)
+    }
+
+    /// The id of `label`, from the cache or else the table.
+    #[inline]
+    pub(crate) fn label_id(&mut self, label: Label, table: &NameTable) -> Option<NameId> {
+        let (ptr, len) = (label.name.as_ptr() as usize, label.name.len());
+        let module = label.module.map_or(0, |m| m.as_ptr() as usize);
+        let slot = &mut self.slots[Self::slot(ptr ^ module.rotate_left(17), len)];
+        if slot.0 == ptr && slot.1 == len && slot.2 == module && ptr != 0 {
+            return Some(slot.3);
         }
-        let id = table.id_of(name)?;
-        *slot = (ptr, len, id);
+        let id = table.label_id(label)?;
+        *slot = (ptr, len, module, id);
         Some(id)
     }
 }

@@ -36,6 +36,7 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
+use crate::naming::ModuleSlot;
 use crate::recorder::Recorder;
 
 pub use crate::names::looks_like_module;
@@ -80,6 +81,9 @@ impl Entered {
     }
 }
 
+/// The module a tracing span runs ([`crate::naming`]), kept in the span's extensions.
+struct Named(&'static ModuleSlot);
+
 struct OpenEntry {
     /// The thread that entered (and so must exit).
     thread: std::thread::ThreadId,
@@ -115,6 +119,17 @@ impl<S> Layer<S> for TraceLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
+    fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let field = crate::subscriber::module_field(attrs);
+        let Some(slot) = crate::naming::span_created(attrs.metadata().name(), field.as_deref())
+        else {
+            return;
+        };
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(Named(slot));
+        }
+    }
+
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let inner = &self.recorder.inner;
         if !inner.is_recording() {
@@ -130,7 +145,9 @@ where
                 .and_then(|e| e.latest(thread).map(|o| o.id))
         });
         let metadata = span.metadata();
-        let kind = if (self.module_rule)(metadata) {
+        let named = span.extensions().get::<Named>().map(|n| n.0);
+        let module = named.and_then(ModuleSlot::get);
+        let kind = if named.is_some() || (self.module_rule)(metadata) {
             SpanKind::Module
         } else {
             SpanKind::Function
@@ -138,6 +155,7 @@ where
         let sync = inner.nested_sync();
         let (sid, start_ns) = inner.open_span(
             Cow::Borrowed(metadata.name()),
+            module,
             kind,
             false,
             None,

@@ -67,6 +67,9 @@
 //!   any thread, into the recorder; spans that open no span inside them (leaf layers) are also
 //!   `op` rows. Install before building a candle-transformers model: it creates its spans in
 //!   `load`. [`TraceLayer`] does the same inside a program's own `tracing_subscriber` registry.
+//! - **Module names.** A model built from [`nn::name_modules`]`(vb)` has each layer's span
+//!   named by the weights it loaded (`span_start.module`); [`nn`]'s constructors do the same for
+//!   plain candle-nn layers, which open no span of their own.
 //! - **Memory.** With [`alloc::TrackingAllocator`] as the global allocator, host blocks of at
 //!   least [`RecorderBuilder::alloc_threshold_bytes`] allocated in a span during the captured
 //!   step are `memory` events of that span; training-step spans write `device_memory`
@@ -93,6 +96,7 @@ mod intern;
 pub mod layer;
 pub mod meta;
 mod names;
+mod naming;
 pub mod profiler;
 pub mod recorder;
 mod routed;
@@ -111,6 +115,8 @@ pub mod alloc;
 pub mod candle;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "candle")]
+pub mod nn;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod sync;
@@ -153,6 +159,8 @@ pub mod prelude {
     pub use crate::alloc::TrackingAllocator;
     #[cfg(feature = "candle")]
     pub use crate::candle::{record_graph, record_varmap_gradients, timed_op};
+    #[cfg(feature = "candle")]
+    pub use crate::nn::name_modules;
     pub use crate::{
         CaptureError, CaptureReport, DetailLevel, Entrypoint, InferenceProfiler, MemorySnapshot,
         Phase, ProfileReport, ProfilingConfig, Recorder, RequestHandle, Sink, SpanGuard, SpanKind,

@@ -696,7 +696,8 @@ impl RequestHandle {
     ///
     /// Module spans are `timed_span` events of phase `module` with attributes `span_id`
     /// (unique in the request), `parent_span_id` (absent at the top of a forward call),
-    /// `name`, `span_kind`, `forward` (`prefill` / `decode`), `forward_index` (0 = prefill,
+    /// `name`, `module` (when the layer was named by its weights: [`crate::nn::name_modules`]),
+    /// `span_kind`, `forward` (`prefill` / `decode`), `forward_index` (0 = prefill,
     /// n = n-th decode step), `start_nanos_since_request_start` and `duration_nanos`.
     pub fn decode_step<T, E>(&self, forward: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         let wave = self.decode_wave();
@@ -778,6 +779,9 @@ impl RequestHandle {
                     put("parent_span_id", Value::from(first + parent));
                 }
                 put("name", Value::from(span.name));
+                if let Some(module) = span.module {
+                    put("module", Value::from(module));
+                }
                 put(
                     "span_kind",
                     Value::from(match span.kind {

@@ -201,7 +201,7 @@ impl Recorder {
                 inner.capture_step
             ));
         }
-        let warnings = inner.capture_warnings();
+        let warnings = inner.capture_warnings(crate::subscriber::no_span_reason());
         for warning in &warnings {
             inner.note(warning.clone());
         }
@@ -295,6 +295,7 @@ mod tests {
 
     /// The same span start as an interned record (name leaked to be `'static`) and as one
     /// with an owned name, each encoded by a writer state of its own.
+    #[allow(clippy::too_many_arguments)] // the fields of one line
     fn both_encodings(
         id: u64,
         parent: Option<u64>,
@@ -303,14 +304,22 @@ mod tests {
         kind: SpanKind,
         measured: bool,
         step: Option<Step>,
+        module: Option<&str>,
     ) -> [String; 2] {
         let table = Arc::new(NameTable::default());
         let mut host = HostBlocks::for_device("cpu", Arc::clone(&table));
         let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+        let module: Option<&'static str> =
+            module.map(|m| &*Box::leak(m.to_string().into_boxed_str()));
         let interned = Record::SpanStart {
             id,
             parent: parent.unwrap_or(0),
-            name: table.id_of(leaked).unwrap(),
+            name: table
+                .label_id(crate::intern::Label {
+                    name: leaked,
+                    module,
+                })
+                .unwrap(),
             start_ns,
             kind,
             measured,
@@ -320,6 +329,7 @@ mod tests {
             id,
             parent,
             name: Cow::Owned(name.to_string()),
+            module,
             start_ns,
             kind,
             measured,
@@ -331,11 +341,17 @@ mod tests {
     #[test]
     fn hand_written_span_lines_match_serde() {
         let cases = [
-            (None, None, false, SpanKind::Function),
-            (Some(3), Some(Step::Backward), true, SpanKind::Module),
-            (Some(1), None, false, SpanKind::Op),
+            (None, None, false, SpanKind::Function, None),
+            (
+                Some(3),
+                Some(Step::Backward),
+                true,
+                SpanKind::Module,
+                Some("model.layers.0.mlp.\"q\"\\é"),
+            ),
+            (Some(1), None, false, SpanKind::Op, Some("lm_head")),
         ];
-        for (parent, step, measured, kind) in cases {
+        for (parent, step, measured, kind, module) in cases {
             let name = "quote\" back\\slash \u{1} é";
             let want = TraceEvent::SpanStart(SpanStart {
                 id: "s7".into(),
@@ -345,9 +361,9 @@ mod tests {
                 span_kind: kind,
                 measured,
                 step,
-                module: None,
+                module: module.map(Into::into),
             });
-            for line in both_encodings(7, parent, name, 42, kind, measured, step) {
+            for line in both_encodings(7, parent, name, 42, kind, measured, step, module) {
                 assert_eq!(line, want.to_json_line());
             }
         }
@@ -530,6 +546,7 @@ mod tests {
             measured in any::<bool>(),
             step in steps(),
             duration_ns in any::<u64>(),
+            module in proptest::option::of(any::<String>()),
         ) {
             // Span number 0 is never handed out (they start at 1): it stands for "no parent".
             let parent = parent.filter(|&p| p != 0);
@@ -541,9 +558,9 @@ mod tests {
                 span_kind: kind,
                 measured,
                 step,
-                module: None,
+                module: module.as_deref().map(Into::into),
             });
-            for line in both_encodings(id, parent, &name, start_ns, kind, measured, step) {
+            for line in both_encodings(id, parent, &name, start_ns, kind, measured, step, module.as_deref()) {
                 prop_assert_eq!(&line, &want.to_json_line());
                 prop_assert_eq!(decode_line(line.as_bytes()).ok(), Some(want.clone()));
             }

@@ -64,7 +64,7 @@ impl<'r> SpanGuard<'r> {
         step: Option<Step>,
         sync: bool,
     ) -> Self {
-        let (id, start_ns) = inner.open_span(name, kind, measured, step, None, sync);
+        let (id, start_ns) = inner.open_span(name, None, kind, measured, step, None, sync);
         // The measured region keeps the host clock between synchronizations.
         let mark = if measured { None } else { inner.timer_start() };
         SpanGuard {

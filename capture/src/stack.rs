@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use candle_trace_schema::format::events::Step;
 
-use crate::intern::{NameCache, NameId, NameTable};
+use crate::intern::{Label, NameCache, NameId, NameTable};
 
 /// One open span on a thread's stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub(crate) struct Pushed {
     pub(crate) parent: Option<Frame>,
     /// The frame pushed, whose `step` is the one asked for or else the parent's.
     pub(crate) frame: Frame,
-    /// The span name's id in `names`, when it is a `&'static str` (owned names are not
+    /// The span label's id in `names`, when its name is a `&'static str` (owned names are not
     /// interned).
     pub(crate) name: Option<NameId>,
 }
@@ -100,7 +100,7 @@ pub(crate) fn push(
     recorder: u64,
     counter: &AtomicU64,
     step: Option<Step>,
-    name: Option<&'static str>,
+    name: Option<Label>,
     names: &NameTable,
 ) -> Pushed {
     let pushed = STACKS
@@ -117,7 +117,7 @@ pub(crate) fn push(
             Some(Pushed {
                 parent,
                 frame,
-                name: name.and_then(|name| stack.names.id_of(name, names)),
+                name: name.and_then(|name| stack.names.label_id(name, names)),
             })
         })
         .ok()
@@ -140,7 +140,9 @@ pub(crate) fn intern(recorder: u64, name: &'static str, names: &NameTable) -> Op
     STACKS
         .try_with(|stacks| {
             let mut stacks = stacks.try_borrow_mut().ok()?;
-            stack_of(&mut stacks, recorder).names.id_of(name, names)
+            stack_of(&mut stacks, recorder)
+                .names
+                .label_id(Label::plain(name), names)
         })
         .ok()
         .flatten()
@@ -196,7 +198,13 @@ mod tests {
         counter: &AtomicU64,
         step: Option<Step>,
     ) -> (Option<Frame>, Frame) {
-        let p = push(recorder, counter, step, Some("x"), &NameTable::default());
+        let p = push(
+            recorder,
+            counter,
+            step,
+            Some(Label::plain("x")),
+            &NameTable::default(),
+        );
         (p.parent, p.frame)
     }
 
@@ -279,9 +287,9 @@ mod tests {
     fn pushing_interns_static_names_only() {
         let names = NameTable::default();
         let counter = AtomicU64::new(1);
-        let a = push(903, &counter, None, Some("attn"), &names).name;
+        let a = push(903, &counter, None, Some(Label::plain("attn")), &names).name;
         let b = push(903, &counter, None, None, &names).name;
-        let c = push(903, &counter, None, Some("attn"), &names).name;
+        let c = push(903, &counter, None, Some(Label::plain("attn")), &names).name;
         assert!(a.is_some());
         assert_eq!((b, c), (None, a));
         assert_eq!(intern(903, "attn", &names), a);

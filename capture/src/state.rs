@@ -10,13 +10,14 @@ use std::sync::{Arc, Mutex};
 
 use std::collections::HashMap;
 
+use candle_trace_schema::format::events::line::{self, MemoryLine, OpLine, SpanStartLine, Text};
 use candle_trace_schema::format::events::{
-    source, CaptureSource, CaptureSources, MemoryAction, Op, SpanKind, Step, TensorCategory,
+    source, CaptureSource, CaptureSources, MemoryAction, SpanKind, Step, TensorCategory,
     TimingMode, TraceEvent,
 };
 
 use crate::alloc::HostSink;
-use crate::intern::{NameId, NameTable, Names};
+use crate::intern::{Label, NameId, NameTable, Names};
 use crate::stack as span;
 use crate::sync::{DeviceSync, SpanTimer, TimerMark};
 use crate::writer::{Encode, Writer};
@@ -26,7 +27,7 @@ use crate::writer::{Encode, Writer};
 /// numbers and an interned name ([`NameId`]), so opening and closing a span allocates nothing on
 /// the caller's thread; the writer thread turns them into the same lines serde would write.
 pub(crate) enum Record {
-    /// A `span_start` whose name is in the recorder's [`NameTable`].
+    /// A `span_start` whose name (and module) is in the recorder's [`NameTable`].
     SpanStart {
         id: u64,
         /// The parent's number; 0 when the span has none (span numbers start at 1).
@@ -152,6 +153,7 @@ pub(crate) struct NamedSpanStart {
     pub(crate) id: u64,
     pub(crate) parent: Option<u64>,
     pub(crate) name: Cow<'static, str>,
+    pub(crate) module: Option<&'static str>,
     pub(crate) start_ns: u64,
     pub(crate) kind: SpanKind,
     pub(crate) measured: bool,
@@ -257,24 +259,21 @@ pub(crate) fn host_memory_line(
     action: MemoryAction,
     category: TensorCategory,
 ) {
-    out.extend_from_slice(br#"{"kind":"memory","timestamp_ns":"#);
-    push_u64(out, at_ns);
-    out.extend_from_slice(br#","tensor_id":"host-"#);
-    push_u64(out, id);
-    out.extend_from_slice(br#"","span_id":"s"#);
-    push_u64(out, span);
-    out.extend_from_slice(br#"","device":"cpu","bytes":"#);
-    push_u64(out, bytes);
-    out.extend_from_slice(match action {
-        MemoryAction::Alloc => {
-            br#","action":"alloc","shape":[],"dtype":"u8","category":""#.as_slice()
-        }
-        MemoryAction::Free => {
-            br#","action":"free","shape":[],"dtype":"u8","category":""#.as_slice()
-        }
-    });
-    out.extend_from_slice(category.as_str().as_bytes());
-    out.extend_from_slice(br#""}"#);
+    line::memory(
+        out,
+        &MemoryLine {
+            timestamp_ns: at_ns,
+            tensor_id: Text::Numbered("host-", id),
+            span_id: Text::Numbered("s", span),
+            op_name: None,
+            device: "cpu",
+            bytes,
+            action,
+            shape: &[],
+            dtype: "u8",
+            category,
+        },
+    );
 }
 
 /// The event [`host_memory_line`] writes.
@@ -301,13 +300,8 @@ pub(crate) fn host_memory_event(
     })
 }
 
-/// Append the decimal digits of `n`.
-pub(crate) fn push_u64(out: &mut Vec<u8>, n: u64) {
-    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-}
-
-/// Write a `span_start` line by hand: the same bytes serde writes for
-/// `TraceEvent::SpanStart` (checked by a test in `recorder.rs`).
+/// Write a `span_start` line with schema's line writer (byte for byte serde's; checked by a
+/// test in `recorder.rs` too).
 #[allow(clippy::too_many_arguments)] // the fields of one line
 fn span_start_line(
     out: &mut Vec<u8>,
@@ -318,31 +312,21 @@ fn span_start_line(
     kind: SpanKind,
     measured: bool,
     step: Option<Step>,
+    module: Option<&str>,
 ) {
-    out.extend_from_slice(br#"{"kind":"span_start","id":"s"#);
-    push_u64(out, id);
-    if let Some(parent) = parent {
-        out.extend_from_slice(br#"","parent_id":"s"#);
-        push_u64(out, parent);
-    }
-    out.extend_from_slice(br#"","name":"#);
-    // Writing a string into a Vec<u8> cannot fail.
-    let _ = serde_json::to_writer(&mut *out, name);
-    out.extend_from_slice(br#","start_ns":"#);
-    push_u64(out, start_ns);
-    out.extend_from_slice(br#","span_kind":""#);
-    out.extend_from_slice(kind.as_str().as_bytes());
-    out.extend_from_slice(if measured {
-        br#"","measured":true"#.as_slice()
-    } else {
-        br#"","measured":false"#.as_slice()
-    });
-    if let Some(step) = step {
-        out.extend_from_slice(br#","step":""#);
-        out.extend_from_slice(step.as_str().as_bytes());
-        out.push(b'"');
-    }
-    out.push(b'}');
+    line::span_start(
+        out,
+        &SpanStartLine {
+            id: Text::Numbered("s", id),
+            parent_id: parent.map(|p| Text::Numbered("s", p)),
+            name,
+            start_ns,
+            span_kind: kind,
+            measured,
+            step,
+            module,
+        },
+    );
 }
 
 /// The `memory` `alloc` line of a host block, remembered as live until its free.
@@ -470,23 +454,31 @@ impl Encode for Record {
                 measured,
                 step,
             } => {
-                let name = host.names.get(*name, &host.name_table);
+                let label = host.names.label(*name, &host.name_table);
                 let parent = (*parent != 0).then_some(*parent);
-                span_start_line(out, *id, parent, name, *start_ns, *kind, *measured, *step);
+                span_start_line(
+                    out,
+                    *id,
+                    parent,
+                    label.name,
+                    *start_ns,
+                    *kind,
+                    *measured,
+                    *step,
+                    label.module,
+                );
             }
             Record::NamedSpanStart(s) => span_start_line(
-                out, s.id, s.parent, &s.name, s.start_ns, s.kind, s.measured, s.step,
+                out, s.id, s.parent, &s.name, s.start_ns, s.kind, s.measured, s.step, s.module,
             ),
             Record::SpanEnd { id, duration_ns } => {
-                out.extend_from_slice(br#"{"kind":"span_end","id":"s"#);
-                push_u64(out, *id);
-                out.extend_from_slice(br#"","duration_ns":"#);
-                push_u64(out, *duration_ns);
-                out.push(b'}');
+                line::span_end(out, Text::Numbered("s", *id), *duration_ns);
             }
             Record::Event(event) => {
-                // Serializing these plain structs into a Vec<u8> cannot fail.
-                let _ = serde_json::to_writer(&mut *out, event.as_ref());
+                if !line::event(out, event) {
+                    // Serializing these plain structs into a Vec<u8> cannot fail.
+                    let _ = serde_json::to_writer(&mut *out, event.as_ref());
+                }
             }
             Record::HostAlloc {
                 ptr,
@@ -505,22 +497,25 @@ impl Encode for Record {
                 end_ns,
             } => {
                 let name = host.names.get(*name, &host.name_table);
-                let op = TraceEvent::Op(Op {
-                    span_id: span::span_id(*id).into(),
-                    op_name: name.into(),
-                    inputs: Vec::new(),
-                    output: None,
-                    shape: Vec::new(),
-                    dtype: "".into(),
-                    device: host.device.as_str().into(),
-                    duration_ns: end_ns.saturating_sub(*start_ns),
-                    timestamp_ns: *start_ns,
-                    // Host blocks the layer allocated and had not freed when it closed: its
-                    // output (and anything else it kept). Absent when none was seen.
-                    storage_bytes: host.by_span.remove(id).filter(|&b| b > 0),
-                    input_storage_bytes: 0,
-                });
-                let _ = serde_json::to_writer(&mut *out, &op);
+                // Host blocks the layer allocated and had not freed when it closed: its
+                // output (and anything else it kept). Absent when none was seen.
+                let storage_bytes = host.by_span.remove(id).filter(|&b| b > 0);
+                line::op(
+                    out,
+                    &OpLine::<&str> {
+                        span_id: Text::Numbered("s", *id),
+                        op_name: name,
+                        inputs: &[],
+                        output: None,
+                        shape: &[],
+                        dtype: "",
+                        device: &host.device,
+                        duration_ns: end_ns.saturating_sub(*start_ns),
+                        timestamp_ns: *start_ns,
+                        storage_bytes,
+                        input_storage_bytes: 0,
+                    },
+                );
             }
             Record::HostCheckpoint(checkpoint) => {
                 if let Some(event) = checkpoint.event(&mut host.meminfo) {
@@ -627,6 +622,8 @@ pub(crate) struct SourceCounts {
     pub(crate) graph_tensors: AtomicU64,
     pub(crate) device_memory: AtomicU64,
     pub(crate) gradients: AtomicU64,
+    /// Spans written with a module name.
+    pub(crate) module_names: AtomicU64,
     /// Whether the program asked for the graph / gradients at all (a source that was called).
     pub(crate) graph_on: AtomicBool,
     pub(crate) gradients_on: AtomicBool,
@@ -720,10 +717,13 @@ impl Inner {
     }
 
     /// Open a span on this thread; returns its number and start time. `parent` overrides the
-    /// thread's innermost span as the recorded parent (the tracing layer's span tree).
+    /// thread's innermost span as the recorded parent (the tracing layer's span tree);
+    /// `module` is the module the span runs, when its layer was named by its weights.
+    #[allow(clippy::too_many_arguments)] // the fields of one span
     pub(crate) fn open_span(
         &self,
         name: Cow<'static, str>,
+        module: Option<&'static str>,
         kind: SpanKind,
         measured: bool,
         step: Option<Step>,
@@ -731,7 +731,7 @@ impl Inner {
         sync: bool,
     ) -> (u64, u64) {
         let static_name = match &name {
-            Cow::Borrowed(name) => Some(*name),
+            Cow::Borrowed(name) => Some(Label { name, module }),
             Cow::Owned(_) => None,
         };
         let pushed = span::push(self.key, &self.next_span, step, static_name, &self.names);
@@ -742,6 +742,9 @@ impl Inner {
         let start_ns = self.now_ns();
         let parent = parent.or(pushed.parent.map(|f| f.id));
         let step = pushed.frame.step;
+        if module.is_some() {
+            self.counts.module_names.fetch_add(1, Ordering::Relaxed);
+        }
         match pushed.name {
             Some(name) => self.writer.send_with(|| Record::SpanStart {
                 id,
@@ -758,6 +761,7 @@ impl Inner {
                     id,
                     parent,
                     name,
+                    module,
                     start_ns,
                     kind,
                     measured,
@@ -957,6 +961,11 @@ impl Inner {
                 c.gradients_on.load(Ordering::Relaxed),
                 n(&c.gradients),
             ),
+            source(
+                source::MODULE_NAMES,
+                crate::naming::used() || n(&c.module_names) > 0,
+                n(&c.module_names),
+            ),
         ];
         TraceEvent::CaptureSources(CaptureSources {
             sources,
@@ -966,17 +975,17 @@ impl Inner {
         .to_json_line()
     }
 
-    /// Warnings about what the captured step did not see.
-    pub(crate) fn capture_warnings(&self) -> Vec<String> {
+    /// Warnings about what the captured step did not see; `no_span_reason` says why a step
+    /// may have seen no tracing span (the subscriber's guess, see `subscriber::no_span_reason`).
+    pub(crate) fn capture_warnings(&self, no_span_reason: &str) -> Vec<String> {
         let mut warnings = Vec::new();
         let begun = self.steps_begun.load(Ordering::Relaxed);
         if begun >= self.capture_step
             && self.tracing_routed.load(Ordering::Relaxed)
             && self.counts.tracing_spans.load(Ordering::Relaxed) == 0
         {
-            warnings.push(String::from(
-                "the captured step saw no tracing spans: install candle-trace before building \
-                 the model (candle-transformers creates its spans when the model is built)",
+            warnings.push(format!(
+                "the captured step saw no tracing spans: {no_span_reason}"
             ));
         }
         let dropped = self.writer.dropped();

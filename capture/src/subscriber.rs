@@ -35,6 +35,7 @@ use tracing::{Event, Metadata, Subscriber};
 
 use crate::error::CaptureError;
 use crate::names::looks_like_module;
+use crate::naming::ModuleSlot;
 use crate::routed::{Cache, Routed};
 use crate::state::Inner;
 
@@ -46,6 +47,7 @@ static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// The recorder that tracing spans go to.
 static RECORDER: Routed<Inner> = Routed::new();
 /// Span names by callsite, the index is in the low bits of every span [`Id`]. Only appended to.
+/// A span named by its weights ([`crate::naming`]) gets an entry of its own, with its slot.
 static CALLSITES: RwLock<Vec<Callsite>> = RwLock::new(Vec::new());
 /// Source of the high bits of span ids, so that ids of live spans never collide.
 static NEXT_SPAN: AtomicU64 = AtomicU64::new(1);
@@ -57,6 +59,8 @@ const CALLSITE_BITS: u32 = 20;
 struct Callsite {
     metadata: &'static Metadata<'static>,
     module: bool,
+    /// The module the spans of this entry run (entries of named spans only).
+    slot: Option<&'static ModuleSlot>,
 }
 
 /// One span entered on this thread while something was recording.
@@ -91,6 +95,8 @@ pub(crate) struct ModuleSpan {
     pub(crate) id: u64,
     pub(crate) parent: Option<u64>,
     pub(crate) name: &'static str,
+    /// The module it runs, when its layer was named ([`crate::naming`]).
+    pub(crate) module: Option<&'static str>,
     pub(crate) kind: SpanKind,
     pub(crate) start: Instant,
     pub(crate) end: Option<Instant>,
@@ -145,20 +151,15 @@ pub struct CaptureSubscriber {
 
 impl CaptureSubscriber {
     fn callsite_index(metadata: &'static Metadata<'static>) -> u64 {
+        let plain = |c: &Callsite| std::ptr::eq(c.metadata, metadata) && c.slot.is_none();
         {
             let callsites = read(&CALLSITES);
-            if let Some(i) = callsites
-                .iter()
-                .position(|c| std::ptr::eq(c.metadata, metadata))
-            {
+            if let Some(i) = callsites.iter().position(plain) {
                 return i as u64 + 1;
             }
         }
         let mut callsites = write(&CALLSITES);
-        if let Some(i) = callsites
-            .iter()
-            .position(|c| std::ptr::eq(c.metadata, metadata))
-        {
+        if let Some(i) = callsites.iter().position(plain) {
             return i as u64 + 1;
         }
         if callsites.len() + 1 >= (1 << CALLSITE_BITS) {
@@ -167,9 +168,53 @@ impl CaptureSubscriber {
         callsites.push(Callsite {
             metadata,
             module: looks_like_module(metadata),
+            slot: None,
         });
         callsites.len() as u64
     }
+
+    /// The entry of spans of `metadata` named by `slot` (a module always); `None` once the
+    /// index bits are used up (the span is then recorded unnamed).
+    fn named_index(metadata: &'static Metadata<'static>, slot: &'static ModuleSlot) -> Option<u64> {
+        let same = |c: &Callsite| {
+            std::ptr::eq(c.metadata, metadata) && c.slot.is_some_and(|s| std::ptr::eq(s, slot))
+        };
+        let mut callsites = write(&CALLSITES);
+        // The latest entries are the likeliest: a layer's span is created once per build.
+        if let Some(i) = callsites.iter().rposition(same) {
+            return Some(i as u64 + 1);
+        }
+        if callsites.len() + 1 >= (1 << CALLSITE_BITS) {
+            return None;
+        }
+        callsites.push(Callsite {
+            metadata,
+            module: true,
+            slot: Some(slot),
+        });
+        Some(callsites.len() as u64)
+    }
+}
+
+/// The `module` field of a span being created, when its callsite has one.
+pub(crate) fn module_field(span: &Attributes<'_>) -> Option<String> {
+    let field = span.metadata().fields().field("module")?;
+    struct Visit(tracing::field::Field, Option<String>);
+    impl tracing::field::Visit for Visit {
+        fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+            if *field == self.0 {
+                self.1 = Some(value.to_owned());
+            }
+        }
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if *field == self.0 && self.1.is_none() {
+                self.1 = Some(format!("{value:?}"));
+            }
+        }
+    }
+    let mut visit = Visit(field, None);
+    span.record(&mut visit);
+    visit.1
 }
 
 /// Mark the innermost entered span as having a child.
@@ -192,7 +237,12 @@ impl Subscriber for CaptureSubscriber {
     }
 
     fn new_span(&self, span: &Attributes<'_>) -> Id {
-        let index = Self::callsite_index(span.metadata());
+        let metadata = span.metadata();
+        let mut index = Self::callsite_index(metadata);
+        let field = module_field(span);
+        if let Some(slot) = crate::naming::span_created(metadata.name(), field.as_deref()) {
+            index = Self::named_index(metadata, slot).unwrap_or(index);
+        }
         let seq = NEXT_SPAN.fetch_add(1, Ordering::Relaxed);
         // Never zero: the sequence starts at 1 and is shifted up.
         Id::from_u64((seq << CALLSITE_BITS) | index)
@@ -224,9 +274,13 @@ impl Subscriber for CaptureSubscriber {
 #[cold]
 fn enter_slow(tracing_id: u64) {
     let index = (tracing_id & ((1 << CALLSITE_BITS) - 1)) as usize;
-    let (name, module) = match index.checked_sub(1).and_then(callsite) {
-        Some(c) => (c.metadata.name(), c.module),
-        None => ("span", false),
+    let (name, module, label) = match index.checked_sub(1).and_then(callsite) {
+        Some(c) => (
+            c.metadata.name(),
+            c.module,
+            c.slot.and_then(ModuleSlot::get),
+        ),
+        None => ("span", false, None),
     };
     let kind = if module {
         SpanKind::Module
@@ -238,6 +292,7 @@ fn enter_slow(tracing_id: u64) {
             let sync = inner.nested_sync();
             let (id, start_ns) = inner.open_span(
                 std::borrow::Cow::Borrowed(name),
+                label,
                 kind,
                 false,
                 None,
@@ -276,6 +331,7 @@ fn enter_slow(tracing_id: u64) {
                 id,
                 parent,
                 name,
+                module: label,
                 kind,
                 start: Instant::now(),
                 end: None,
@@ -361,6 +417,30 @@ pub fn install() -> Result<(), CaptureError> {
         .map_err(|_| CaptureError::SubscriberTaken)?;
     INSTALLED.store(true, Ordering::Release);
     Ok(())
+}
+
+/// Why a captured step saw no tracing span, as far as the subscriber can tell, and the fix.
+pub(crate) fn no_span_reason() -> &'static str {
+    let created = NEXT_SPAN.load(Ordering::Relaxed) > 1;
+    let transformers = read(&CALLSITES)
+        .iter()
+        .any(|c| c.metadata.target().starts_with("candle_transformers"));
+    match (installed(), created, transformers) {
+        (true, false, true) => {
+            "the model was built before candle-trace was installed: install it before building \
+             the model (candle-transformers creates its spans when the model is built)"
+        }
+        (true, _, false) => {
+            "the model's layers open no tracing spans (candle-nn's own layers open none): build \
+             them with candle_trace_capture::nn::{linear, conv2d, embedding, layer_norm, \
+             rms_norm, ...}, or open spans of your own around its blocks"
+        }
+        _ => {
+            "install candle-trace before building the model (candle-transformers creates its \
+             spans when the model is built); candle-nn's own layers open no spans: build them \
+             with candle_trace_capture::nn::{linear, conv2d, ...}"
+        }
+    }
 }
 
 /// Whether [`install`] has set the global subscriber.

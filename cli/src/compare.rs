@@ -158,6 +158,31 @@ pub(super) fn run(
     }
     write!(out, "{}", t.render())?;
 
+    if !cmp.modules.is_empty() {
+        writeln!(out, "\nmodules{}", shown(cmp.modules.len()))?;
+        let mut t = Table::new(&[
+            ("module", Align::Left),
+            ("calls base", Align::Right),
+            ("calls cand", Align::Right),
+            ("baseline", Align::Right),
+            ("candidate", Align::Right),
+            ("delta", Align::Right),
+            ("%", Align::Right),
+        ]);
+        for p in cmp.modules.iter().take(opts.limit) {
+            t.row(vec![
+                p.path.clone(),
+                p.base_count.to_string(),
+                p.cand_count.to_string(),
+                format_ns(p.base_ns),
+                format_ns(p.cand_ns),
+                signed(p.delta_ns, format_ns),
+                pct(p.percent, p.presence),
+            ]);
+        }
+        write!(out, "{}", t.render())?;
+    }
+
     if !cmp.ops.is_empty() {
         writeln!(out, "\nops by (name, shape, dtype){}", shown(cmp.ops.len()))?;
         let mut t = Table::new(&OP_COLUMNS);
@@ -372,6 +397,33 @@ fn markdown(
         ]);
     }
     doc.table(&t);
+    if !cmp.modules.is_empty() {
+        doc.heading(4, "modules — largest \\|delta\\| first");
+        let mut t = md::Table::new(
+            &[
+                ("module", Align::Left),
+                ("calls base", Align::Right),
+                ("calls cand", Align::Right),
+                ("baseline", Align::Right),
+                ("candidate", Align::Right),
+                ("delta", Align::Right),
+                ("%", Align::Right),
+            ],
+            limit,
+        );
+        for p in &cmp.modules {
+            t.row(vec![
+                md::code_cell(&p.path),
+                p.base_count.to_string(),
+                p.cand_count.to_string(),
+                format_ns(p.base_ns),
+                format_ns(p.cand_ns),
+                signed(p.delta_ns, format_ns),
+                pct(p.percent, p.presence),
+            ]);
+        }
+        doc.table(&t);
+    }
     if !cmp.ops.is_empty() {
         doc.heading(4, "ops by (name, shape, dtype) — largest \\|delta\\| first");
         let mut t = md::Table::new(&OP_COLUMNS, limit);

@@ -29,12 +29,16 @@ fn bounded(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Free text as Markdown that renders it as written: the characters Markdown or HTML would
-/// read as markup are backslash-escaped (`\` `` ` `` `*` `_` `[` `]` `<` `>` `|` `~` `&` `#`),
-/// line breaks become `<br>`, and a leading `-`, `+` or `=` is escaped (it would start a list or
-/// a heading underline).
+/// Free text from a file (or built around its names) as Markdown that renders it as written:
+/// the characters Markdown or HTML would read as markup are backslash-escaped (`\` `` ` ``
+/// `*` `_` `[` `]` `<` `>` `|` `~` `&` `#`), line breaks become `<br>`, and a leading `-`, `+`
+/// or `=` is escaped (it would start a list or a heading underline); cut at [`CELL_CHARS`].
 pub fn text(s: &str) -> String {
-    let s = bounded(s);
+    prose(&bounded(s))
+}
+
+/// [`text`] without the cut: this tool's own sentences, whose length it knows.
+pub fn prose(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     let mut chars = s.chars().peekable();
     if let Some(&c @ ('-' | '+' | '=')) = chars.peek() {

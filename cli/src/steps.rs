@@ -230,7 +230,7 @@ fn markdown(
         doc.heading(4, "module paths over the steps — largest median first");
         doc.table(&spread_markdown("module path", &set.modules, limit));
     }
-    doc.heading(4, &md::text(&outlier_title()));
+    doc.heading(4, &md::prose(&outlier_title()));
     if let Some(why) = &set.outliers_reason {
         doc.para(&format!("not computed: {}", md::text(why)));
     } else if set.outliers.is_empty() {
@@ -243,7 +243,7 @@ fn markdown(
             .collect();
         doc.list(&items, limit);
     }
-    doc.heading(4, &md::text(CHURN_TITLE));
+    doc.heading(4, &md::prose(CHURN_TITLE));
     if set.shape_churn.is_empty() {
         doc.para("none");
     } else {

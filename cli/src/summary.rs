@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use candle_trace_schema::analysis::coverage::{Coverage, TraceCoverage};
+use candle_trace_schema::analysis::modules::module_name;
 use candle_trace_schema::analysis::percentiles::Percentiles;
 use candle_trace_schema::analysis::requests::ProfileSummary;
 use candle_trace_schema::analysis::summary::{NotCaptured, TraceSummary};
@@ -11,9 +13,10 @@ use candle_trace_schema::format::detect::{AnyDocument, AnySummary, Format};
 use candle_trace_schema::format::diagnostics::DiagnosticCounts;
 use candle_trace_schema::format::digest::TraceDigest;
 use candle_trace_schema::format::document::TraceDocument;
-use candle_trace_schema::format::events::{CaptureSources, Meta};
+use candle_trace_schema::format::events::{source, CaptureSources, Meta};
 use candle_trace_schema::format::memory::MemoryProfile;
 use candle_trace_schema::format::profile::ProfileDocument;
+use candle_trace_schema::format::records::Span;
 use candle_trace_schema::format::tracks::ChromeImport;
 use serde::Serialize;
 
@@ -45,6 +48,18 @@ struct Extra<'a> {
     chrome: Option<ChromeExtra>,
     /// The `capture_sources` line; `null` when the file has none.
     capture_sources: Option<&'a CaptureSources>,
+    /// Module coverage of the forward spans; absent without a forward span.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    module_coverage: Option<CoverageJson>,
+}
+
+/// `extra.module_coverage`.
+#[derive(Serialize)]
+struct CoverageJson {
+    #[serde(flatten)]
+    overall: Coverage,
+    forwards: usize,
+    backward_unsplit: bool,
 }
 
 /// What an imported Chrome JSON file held beyond spans.
@@ -115,6 +130,13 @@ struct TraceNumbers<'a> {
     not_captured: NotCaptured,
     gradients: u64,
     chrome: Option<&'a ChromeImport>,
+    coverage: TraceCoverage,
+    /// Spans with a module name.
+    named_spans: u64,
+}
+
+fn named_spans(spans: &[Span]) -> u64 {
+    spans.iter().filter(|s| module_name(s).is_some()).count() as u64
 }
 
 impl<'a> TraceNumbers<'a> {
@@ -129,6 +151,8 @@ impl<'a> TraceNumbers<'a> {
             not_captured: NotCaptured::of(doc),
             gradients: doc.gradients.len() as u64,
             chrome: doc.chrome.as_deref(),
+            coverage: TraceCoverage::of(doc),
+            named_spans: named_spans(&doc.spans),
         }
     }
 
@@ -143,6 +167,8 @@ impl<'a> TraceNumbers<'a> {
             not_captured: NotCaptured::of_digest(digest),
             gradients: digest.gradient_count(),
             chrome: None,
+            coverage: TraceCoverage::of_digest(digest),
+            named_spans: named_spans(digest.spans()),
         }
     }
 }
@@ -260,6 +286,13 @@ fn trace(
                             synthetic_root: c.synthetic_root,
                         }),
                         capture_sources: doc.sources,
+                        module_coverage: (!doc.coverage.forwards.is_empty()).then_some(
+                            CoverageJson {
+                                overall: doc.coverage.overall,
+                                forwards: doc.coverage.forwards.len(),
+                                backward_unsplit: doc.coverage.backward_unsplit,
+                            },
+                        ),
                     },
                 },
             );
@@ -287,6 +320,9 @@ fn trace(
     write!(out, "{}", t.render())?;
     writeln!(out)?;
     captured_lines(doc.sources, out)?;
+    for line in module_lines(doc) {
+        writeln!(out, "{line}")?;
+    }
     if let Some(c) = doc.chrome {
         writeln!(out)?;
         let names: Vec<String> = c.tracks.iter().map(|t| t.label()).collect();
@@ -356,6 +392,11 @@ fn trace_markdown(
     }
     md.table(&t);
     captured_markdown(doc.sources, limit, &mut md);
+    // These lines hold numbers and this tool's words only.
+    let modules: Vec<String> = module_lines(doc).iter().map(|l| md::prose(l)).collect();
+    if !modules.is_empty() {
+        md.para(&modules.join("<br>"));
+    }
     if let Some(c) = doc.chrome {
         let mut names: Vec<String> = c
             .tracks
@@ -369,9 +410,9 @@ fn trace_markdown(
         let (head, tail) = chrome_words(c);
         md.para(&format!(
             "{} ({}){}",
-            md::text(&head),
+            md::prose(&head),
             names.join(", "),
-            md::text(&tail)
+            md::prose(&tail)
         ));
     }
     md.para(&diagnostics_markdown(
@@ -380,6 +421,53 @@ fn trace_markdown(
         doc.counts.warnings,
     ));
     write_markdown(out, md)
+}
+
+/// How capture names a model's modules (the summary says it where a trace has no names).
+pub(super) const HOW_TO_NAME: &str = "wrap the VarBuilder with \
+    `candle_trace_capture::nn::name_modules(vb)` before building the model, or build candle-nn \
+    layers through `candle_trace_capture::nn::{linear, conv2d, embedding, layer_norm, rms_norm, …}` \
+    (candle-nn's own layers open no spans)";
+
+/// The module lines: how much of the forward the modules cover, that backward has no
+/// per-module split, and whether module names were captured.
+fn module_lines(doc: &TraceNumbers<'_>) -> Vec<String> {
+    let mut lines = Vec::new();
+    let c = &doc.coverage;
+    if let Some(line) = c.overall.sentence() {
+        let per = if c.forwards.len() > 1 {
+            format!(" over {} forward spans", c.forwards.len())
+        } else {
+            String::new()
+        };
+        lines.push(format!("{line}{per}"));
+    }
+    if c.backward_unsplit {
+        lines.push(String::from(
+            "backward is one span with no per-module split (candle's backward opens no spans)",
+        ));
+    }
+    // A Chrome import has no module names to capture.
+    if doc.chrome.is_some() {
+        return lines;
+    }
+    let names_source = doc
+        .sources
+        .and_then(|s| s.sources.iter().find(|x| x.source == source::MODULE_NAMES));
+    if doc.named_spans > 0 {
+        lines.push(format!(
+            "module names: {} span(s) named by their weights",
+            doc.named_spans
+        ));
+    } else if doc.summary.span_count > 0 {
+        let why = match names_source {
+            Some(x) if x.on => " (no span was named)",
+            Some(_) => " (module_names off)",
+            None => "",
+        };
+        lines.push(format!("module names: not captured{why} — {HOW_TO_NAME}"));
+    }
+    lines
 }
 
 /// The words of the `captured:` line, each source on/off with its event count.
@@ -435,7 +523,7 @@ fn dropped_words(sources: &CaptureSources) -> String {
 /// [`captured_lines`] in Markdown: a paragraph, and the capture's warnings as a list.
 fn captured_markdown(sources: Option<&CaptureSources>, limit: usize, md: &mut Doc) {
     let Some(sources) = sources else {
-        md.para(&format!("**captured:** {}", md::text(NOT_STATED)));
+        md.para(&format!("**captured:** {}", md::prose(NOT_STATED)));
         return;
     };
     let parts: Vec<String> = captured_parts(sources)
@@ -625,7 +713,7 @@ fn profile_markdown(
         &format!(
             "{} — {}",
             md::code(&path.display().to_string()),
-            md::text(PROFILE_FORMAT)
+            md::prose(PROFILE_FORMAT)
         ),
     );
     md.para(&profile_counts_line(summary));

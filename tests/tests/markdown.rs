@@ -7,15 +7,21 @@
 //!   800 000 ns), so the peak is 4096 B = 4.00 KiB on cpu at 100 ns; no op records and no
 //!   `capture_sources` line; three gradient records. Its findings (worked out in
 //!   `tests/findings.rs`): backward 100 µs against forward 700 µs (14 %, 600 µs at stake),
-//!   `attn` 550 µs of 1.00 ms (55 %), the 4.00 KiB peak in forward, two missing gradients
-//!   under `model.mlp.fc`.
+//!   `attn` 550 µs of 1.00 ms (55 %), forward 700 µs of the 1.00 ms step (70 %; at stake
+//!   700 − 300 = 400 µs; backward 10 %, optimizer 50 µs = 5 %, other 1000 − 850 = 150 µs = 15 %),
+//!   the 4.00 KiB peak in forward, two missing gradients under `model.mlp.fc`. Its module
+//!   coverage: `attn` (50 ns to 550 050 ns) lies inside forward (0 to 700 000 ns), so 550 µs of
+//!   700 µs are covered, 150 µs unattributed, ⌊550 × 100 / 700⌋ = 78 %; backward holds no
+//!   module span; no span has a module name and the file states no capture sources.
 //! - the compare pair `compare/base` → `compare/cand`: totals 100 µs → 80 µs (−20 µs, −20.0 %);
 //!   spans 6 → 7 (+16.7 %); the peak 2048 B (w1 512 + x 1024 + g 512 at 50 000 ns) → 1536 B
 //!   (w1 + x at 3000 ns, g allocated after x's free), −512 B, −25.0 %, the gradient category's
 //!   512 B gone (−100.0 %), activation and parameter unchanged; span paths by |delta|: `step`
 //!   −20 µs, `step/forward/linear` 35 → 22 µs (−13 µs, −37.1 %), `step/forward` −10 µs (−25.0
 //!   %), `step/optimizer` 6 µs vanished, then `step/backward` −5 µs, `fused_gelu` +4 µs new,
-//!   `sgd` +1.5 µs new (cut by `--limit 4`); ops: matmul [8, 16] f32 21 → 13 µs (−38.1 %), gelu
+//!   `sgd` +1.5 µs new (cut by `--limit 4`); modules (the two unnamed `linear` module spans
+//!   under forward, keyed by occurrence): `linear[0]` 20 → 12 µs (−8 µs, −40.0 %), `linear[1]`
+//!   15 → 10 µs (−5 µs, −33.3 %); the `fused_gelu` span is an op, not a module; ops: matmul [8, 16] f32 21 → 13 µs (−38.1 %), gelu
 //!   bf16 new 2 µs, relu f32 vanished 1 µs; gradients: `m.new` absent → present, `m.w` present
 //!   → non_finite (by key).
 //! - the gate on `steps_base` → `steps_cand_slow` (values from `cli/tests/gate_cli.rs`):
@@ -66,6 +72,8 @@ fn summary_of_a_trace() {
 
 **captured:** not stated (the file has no capture\\_sources line)
 
+modules cover 78% of forward (550 µs of 700 µs; 150 µs unattributed)<br>backward is one span with no per-module split (candle's backward opens no spans)<br>module names: not captured — wrap the VarBuilder with \\`candle\\_trace\\_capture::nn::name\\_modules(vb)\\` before building the model, or build candle-nn layers through \\`candle\\_trace\\_capture::nn::{linear, conv2d, embedding, layer\\_norm, rms\\_norm, …}\\` (candle-nn's own layers open no spans)
+
 no diagnostics
 "
     );
@@ -92,10 +100,17 @@ fn findings_of_a_trace() {
    - attn: 550 µs in 1 call(s)
    - measured total 1.00 ms
    - shows at: modules row `attn`
-3. **memory peaks at 4.00 KiB in forward, held mostly by activations (kept for backward)** — `memory_peak` · at stake 4.00 KiB
+3. **forward takes 70% of the step** — `dominant_phase` · at stake 400 µs
+   - forward 700 µs (70%)
+   - backward 100 µs (10%)
+   - optimizer 50.0 µs (5%)
+   - other 150 µs (15%)
+   - measured step 1.00 ms
+   - shows at: phases row `forward`
+4. **memory peaks at 4.00 KiB in forward, held mostly by activations (kept for backward)** — `memory_peak` · at stake 4.00 KiB
    - activations (kept for backward): 4.00 KiB (100%)
    - shows at: memory row `peak`
-4. **2 parameter(s) get no gradient; the flow stops at model.mlp.fc** — `gradients_missing` · at stake 2 parameter(s)
+5. **2 parameter(s) get no gradient; the flow stops at model.mlp.fc** — `gradients_missing` · at stake 2 parameter(s)
    - model.mlp.fc: 2 of 2 parameter(s) missing
    - shows at: gradients row `mlp.fc`
 "
@@ -161,6 +176,13 @@ entrypoint `train::step` · device cpu
 | `step/optimizer` | 1 | 0 | 6.00 µs | 0 ns | -6.00 µs | vanished |
 
 *4 of 7 rows shown (`--limit 4`).*
+
+#### modules — largest \\|delta\\| first
+
+| module | calls base | calls cand | baseline | candidate | delta | % |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: |
+| `linear[0]` | 1 | 1 | 20.0 µs | 12.0 µs | -8.00 µs | -40.0% |
+| `linear[1]` | 1 | 1 | 15.0 µs | 10.0 µs | -5.00 µs | -33.3% |
 
 #### ops by (name, shape, dtype) — largest \\|delta\\| first
 

@@ -18,8 +18,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::format::diagnostics::{classify_json_error, Category};
 
 mod fast;
+pub mod line;
 
-pub(crate) use fast::Raw;
+pub(crate) use fast::{Raw, RawMemory, RawOp};
 
 /// The `schema` value of a trace/6 `meta` line.
 pub const TRACE_SCHEMA: &str = "candle-graph/trace/6";
@@ -159,6 +160,16 @@ pub enum MemoryAction {
     Alloc,
     /// Bytes were released.
     Free,
+}
+
+impl MemoryAction {
+    /// The snake_case spelling, as in the file (the serde name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MemoryAction::Alloc => "alloc",
+            MemoryAction::Free => "free",
+        }
+    }
 }
 
 /// What a parameter's gradient looked like after backward.
@@ -427,14 +438,17 @@ pub mod source {
     pub const DEVICE_MEMORY: &str = "device_memory";
     /// `gradient` records.
     pub const GRADIENTS: &str = "gradients";
+    /// Module names on spans (`span_start.module`): its events are the spans written with one.
+    pub const MODULE_NAMES: &str = "module_names";
     /// Every name above, in display order.
-    pub const ALL: [&str; 6] = [
+    pub const ALL: [&str; 7] = [
         TRACING,
         LAYER_OPS,
         ALLOCATOR,
         GRAPH,
         DEVICE_MEMORY,
         GRADIENTS,
+        MODULE_NAMES,
     ];
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 
-use candle_trace_schema::analysis::paths::ModuleGrouping;
+use candle_trace_schema::analysis::modules::ModuleGrouping;
 
 use super::tables::ShowAllRows;
 use super::TraceContext;

@@ -156,8 +156,8 @@ impl MemoryViews {
 /// The view models of the panels below the timeline, and the index of ops and allocations by
 /// span (read only when a span is selected). The page builds the panels after the timeline's
 /// first frame, one panel a task (`components::app`), so each is built from the document the
-/// first time it is asked for, not with the rest of the model: on a 100 MB trace they held the
-/// first frame back by about 0.1 s (efficiency alone hashed every tensor id).
+/// first time it is asked for, not with the rest of the model, which they would hold back on a
+/// large trace (efficiency alone hashes every tensor id).
 #[derive(Debug, Clone, Default)]
 struct Later {
     index: OnceLock<SpanIndex>,

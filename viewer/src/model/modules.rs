@@ -1,7 +1,7 @@
 //! The modules panel: module spans by module path or by leaf name, heaviest first — the rows
-//! of `schema::analysis::paths::module_rows`, the same numbers as `candle-trace query --kind modules`.
+//! of `schema::analysis::modules::module_rows`, the same numbers as `candle-trace query --kind modules`.
 
-use candle_trace_schema::analysis::paths::{module_rows, ModuleGrouping, ModulePaths, ModuleRow};
+use candle_trace_schema::analysis::modules::{module_rows, ModuleGrouping, ModulePaths, ModuleRow};
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::document::TraceDocument;
 

@@ -4,7 +4,7 @@
 //! `candle-trace query PROFILE --kind modules` — and each request's forward calls and module
 //! spans.
 
-use candle_trace_schema::analysis::paths::ModuleGrouping;
+use candle_trace_schema::analysis::modules::ModuleGrouping;
 use candle_trace_schema::analysis::profile_modules::{ProfileModuleRow, RequestModules};
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::events::SpanKind;

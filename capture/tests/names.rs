@@ -1,0 +1,381 @@
+//! Module names from the weights each layer loads, on real candle models: the expected names are
+//! written by hand from each model's config and candle-transformers' weight names.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use candle_core::{DType, Device, Module, Tensor};
+use candle_nn::{Optimizer, VarBuilder, VarMap, SGD};
+use candle_trace_capture::prelude::*;
+use candle_trace_capture::{nn, Recorder};
+use candle_trace_schema::format::diagnostics::Severity;
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::source;
+use candle_transformers::models::{llama, mistral, with_tracing};
+use common::SharedBuf;
+
+/// One recorder at a time: tracing spans go to the one routed recorder of the process.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// Install a recorder capturing its first step, let `run` build a model and train one step,
+/// and read the trace.
+fn capture(run: impl FnOnce(&Recorder) -> Result<()>) -> TraceDocument {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = SharedBuf::default();
+    let recorder = Recorder::builder("names::test")
+        .capture_step(1)
+        .writer(out.clone())
+        .install()
+        .unwrap();
+    run(&recorder).unwrap();
+    recorder.finish().unwrap();
+    let doc = TraceDocument::from_bytes(&out.bytes());
+    assert!(
+        doc.diagnostics
+            .iter()
+            .all(|d| d.severity != Severity::Error),
+        "{:?}",
+        doc.diagnostics
+    );
+    doc
+}
+
+/// (span name, module) → how many spans, for every span that has a module.
+fn named(doc: &TraceDocument) -> BTreeMap<(String, String), usize> {
+    let mut out = BTreeMap::new();
+    for s in &doc.spans {
+        if let Some(m) = &s.module {
+            *out.entry((s.name.to_string(), m.to_string())).or_insert(0) += 1;
+        }
+    }
+    out
+}
+
+/// Names of spans written without a module.
+fn unnamed(doc: &TraceDocument) -> Vec<String> {
+    let mut out: Vec<String> = doc
+        .spans
+        .iter()
+        .filter(|s| s.module.is_none())
+        .map(|s| s.name.to_string())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn expect(pairs: &[(&str, String)]) -> BTreeMap<(String, String), usize> {
+    let mut out = BTreeMap::new();
+    for (name, module) in pairs {
+        *out.entry((name.to_string(), module.clone())).or_insert(0) += 1;
+    }
+    out
+}
+
+fn module_names_source(doc: &TraceDocument) -> (bool, u64) {
+    let sources = &doc.capture_sources.as_ref().unwrap().event.sources;
+    let s = sources
+        .iter()
+        .find(|s| s.source == source::MODULE_NAMES)
+        .unwrap();
+    (s.on, s.events)
+}
+
+fn llama_config(tied: bool) -> llama::Config {
+    llama::Config {
+        hidden_size: 64,
+        intermediate_size: 172,
+        vocab_size: 256,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 4,
+        use_flash_attn: false,
+        rms_norm_eps: 1e-5,
+        rope_theta: 10_000.0,
+        bos_token_id: None,
+        eos_token_id: None,
+        rope_scaling: None,
+        max_position_embeddings: 64,
+        tie_word_embeddings: tied,
+    }
+}
+
+/// One training step of a Llama built from `name_modules(vb)`.
+fn llama_step(recorder: &Recorder, tied: bool) -> Result<()> {
+    let device = Device::Cpu;
+    let cfg = llama_config(tied);
+    let varmap = VarMap::new();
+    let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &device));
+    let model = llama::Llama::load(vb, &cfg)?;
+    let mut cache = llama::Cache::new(false, DType::F32, &cfg, &device)?;
+    let mut opt = SGD::new(varmap.all_vars(), 1e-3)?;
+    let inputs = Tensor::from_vec((0..8u32).collect::<Vec<_>>(), (1, 8), &device)?;
+    let targets = Tensor::new(&[3u32], &device)?;
+    let loss = recorder.forward(|| {
+        candle_nn::loss::cross_entropy(&model.forward(&inputs, 0, &mut cache)?, &targets)
+    })?;
+    let grads = recorder.backward(&loss)?;
+    recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+    Ok(())
+}
+
+/// The named spans one forward of the 2-layer Llama enters, written from its config and
+/// llama.rs's weight names.
+fn llama_expected(head: &str) -> BTreeMap<(String, String), usize> {
+    let mut pairs = Vec::new();
+    for i in 0..2 {
+        for p in ["q_proj", "k_proj", "v_proj", "o_proj"] {
+            pairs.push(("linear", format!("model.layers.{i}.self_attn.{p}")));
+        }
+        for p in ["gate_proj", "up_proj", "down_proj"] {
+            pairs.push(("linear", format!("model.layers.{i}.mlp.{p}")));
+        }
+        pairs.push(("rms-norm", format!("model.layers.{i}.input_layernorm")));
+        pairs.push((
+            "rms-norm",
+            format!("model.layers.{i}.post_attention_layernorm"),
+        ));
+    }
+    pairs.push(("rms-norm", String::from("model.norm")));
+    pairs.push(("linear", String::from(head)));
+    expect(&pairs)
+}
+
+#[test]
+fn llama_layers_are_named_by_their_weights() {
+    let doc = capture(|r| llama_step(r, false));
+    assert_eq!(named(&doc), llama_expected("lm_head"));
+    // Composite spans own no weight: readers name them from what they contain.
+    assert_eq!(
+        unnamed(&doc),
+        [
+            "attn",
+            "attn-rot",
+            "backward",
+            "block",
+            "forward",
+            "mlp",
+            "optimizer",
+            "train_step"
+        ]
+    );
+    let (on, events) = module_names_source(&doc);
+    assert!(on);
+    assert_eq!(events, 2 * 9 + 2);
+    // Parameter bytes on the gradient records: q_proj is 64 × 64 f32.
+    let q = doc
+        .gradients
+        .iter()
+        .find(|g| g.key == "model.layers.0.self_attn.q_proj.weight")
+        .unwrap();
+    assert_eq!(q.storage_bytes, Some(64 * 64 * 4));
+}
+
+#[test]
+fn a_tied_lm_head_is_the_embedding_module() {
+    // Tied: lm_head is built from embed_tokens' tensor and fetches nothing; the embedding
+    // (candle-nn's, no span) fetched last, so the head runs module `model.embed_tokens`.
+    let doc = capture(|r| llama_step(r, true));
+    assert_eq!(named(&doc), llama_expected("model.embed_tokens"));
+}
+
+#[test]
+fn mistral_flat_layers_are_named() {
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let cfg = mistral::Config {
+            vocab_size: 128,
+            hidden_size: 64,
+            intermediate_size: 128,
+            num_hidden_layers: 2,
+            num_attention_heads: 4,
+            head_dim: None,
+            num_key_value_heads: 2,
+            hidden_act: candle_nn::Activation::Silu,
+            max_position_embeddings: 64,
+            rms_norm_eps: 1e-5,
+            rope_theta: 10_000.0,
+            sliding_window: None,
+            use_flash_attn: false,
+        };
+        let varmap = VarMap::new();
+        let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &device));
+        let mut model = mistral::Model::new(&cfg, vb)?;
+        let mut opt = SGD::new(varmap.all_vars(), 1e-3)?;
+        let inputs = Tensor::from_vec((0..6u32).collect::<Vec<_>>(), (1, 6), &device)?;
+        let targets = Tensor::new(&[5u32], &device)?;
+        let loss = recorder.forward(|| {
+            let logits = model.forward(&inputs, 0)?.squeeze(1)?;
+            candle_nn::loss::cross_entropy(&logits, &targets)
+        })?;
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+        Ok(())
+    });
+    let mut pairs = Vec::new();
+    for i in 0..2 {
+        for p in ["q_proj", "k_proj", "v_proj", "o_proj"] {
+            pairs.push(("linear", format!("model.layers.{i}.self_attn.{p}")));
+        }
+        for p in ["gate_proj", "up_proj", "down_proj"] {
+            pairs.push(("linear", format!("model.layers.{i}.mlp.{p}")));
+        }
+        pairs.push(("rms-norm", format!("model.layers.{i}.input_layernorm")));
+        pairs.push((
+            "rms-norm",
+            format!("model.layers.{i}.post_attention_layernorm"),
+        ));
+    }
+    pairs.push(("rms-norm", String::from("model.norm")));
+    pairs.push(("linear", String::from("lm_head")));
+    assert_eq!(named(&doc), expect(&pairs));
+    assert_eq!(
+        unnamed(&doc),
+        ["backward", "forward", "optimizer", "train_step"]
+    );
+}
+
+/// A plain candle-nn model: three layers, the middle one used twice.
+struct Mlp {
+    fc1: nn::Traced<candle_nn::Linear>,
+    fc2: nn::Traced<candle_nn::Linear>,
+    head: nn::Traced<candle_nn::Linear>,
+    block: tracing::Span,
+}
+
+impl Mlp {
+    fn new(vb: VarBuilder<'_>) -> candle_core::Result<Self> {
+        Ok(Mlp {
+            fc1: nn::linear(4, 8, vb.pp("net.fc1"))?,
+            fc2: nn::linear(8, 8, vb.pp("net.fc2"))?,
+            head: nn::linear_no_bias(8, 3, vb.pp("head"))?,
+            block: nn::block("net"),
+        })
+    }
+
+    fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
+        let hidden = {
+            let _net = self.block.enter();
+            let xs = self.fc1.forward(xs)?.relu()?;
+            let xs = self.fc2.forward(&xs)?.relu()?;
+            self.fc2.forward(&xs)?.relu()?
+        };
+        self.head.forward(&hidden)
+    }
+}
+
+#[test]
+fn candle_nn_layers_built_through_capture_are_named() {
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let varmap = VarMap::new();
+        // No naming builder: the constructors name their spans themselves.
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
+        let model = Mlp::new(vb)?;
+        let mut opt = SGD::new(varmap.all_vars(), 1e-2)?;
+        let xs = Tensor::ones((2, 4), DType::F32, &device)?;
+        let ys = Tensor::new(&[0u32, 2], &device)?;
+        let loss =
+            recorder.forward(|| candle_nn::loss::cross_entropy(&model.forward(&xs)?, &ys))?;
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+        Ok(())
+    });
+    let want = expect(&[
+        ("block", String::from("net")),
+        ("linear", String::from("net.fc1")),
+        ("linear", String::from("net.fc2")),
+        ("linear", String::from("net.fc2")),
+        ("linear", String::from("head")),
+    ]);
+    assert_eq!(named(&doc), want);
+    assert_eq!(
+        unnamed(&doc),
+        ["backward", "forward", "optimizer", "train_step"]
+    );
+    // fc2's two calls are both inside the `net` block.
+    let net = doc
+        .spans
+        .iter()
+        .find(|s| s.module.as_deref() == Some("net"))
+        .unwrap();
+    let in_net = doc
+        .spans
+        .iter()
+        .filter(|s| s.parent_id.as_ref() == Some(&net.id))
+        .count();
+    assert_eq!(in_net, 3);
+}
+
+#[test]
+fn span_first_layers_rms_norm_and_conv2d() {
+    // candle-transformers' with_tracing conv2d and RmsNorm create their span before fetching;
+    // its linear fetches first.
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let varmap = VarMap::new();
+        let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &device));
+        let conv = with_tracing::conv2d(1, 2, 3, Default::default(), vb.pp("stem.conv"))?;
+        let norm = with_tracing::RmsNorm::new(8, 1e-5, vb.pp("stem.norm"))?;
+        let fc = with_tracing::linear(8, 2, vb.pp("classifier"))?;
+        drop(vb);
+        let mut opt = SGD::new(varmap.all_vars(), 1e-2)?;
+        let xs = Tensor::ones((1, 1, 4, 4), DType::F32, &device)?;
+        let loss = recorder.forward(|| {
+            let h = conv.forward(&xs)?.flatten_from(1)?; // 2 × 2 × 2 = 8
+            fc.forward(&norm.forward(&h)?)?.sum_all()
+        })?;
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+        Ok(())
+    });
+    let want = expect(&[
+        ("conv2d", String::from("stem.conv")),
+        ("rms-norm", String::from("stem.norm")),
+        ("linear", String::from("classifier")),
+    ]);
+    assert_eq!(named(&doc), want);
+}
+
+#[test]
+fn without_the_naming_line_nothing_is_named_and_loading_is_unchanged() {
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let varmap = VarMap::new();
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
+        let fc = with_tracing::linear(4, 2, vb.pp("fc"))?;
+        let xs = Tensor::ones((1, 4), DType::F32, &device)?;
+        let _ = recorder.forward(|| fc.forward(&xs)?.sum_all())?;
+        Ok(())
+    });
+    assert!(named(&doc).is_empty());
+    assert_eq!(module_names_source(&doc).1, 0);
+}
+
+#[test]
+fn a_backend_error_passes_through_unchanged() {
+    let device = Device::Cpu;
+    // An empty safetensors-like map: the weight is missing.
+    let vb = VarBuilder::from_tensors(Default::default(), DType::F32, &device);
+    // The message (its first line: a backtrace may follow, captured at another depth).
+    let first_line = |e: candle_core::Error| e.to_string().lines().next().map(String::from);
+    let plain = first_line(candle_nn::linear(4, 2, vb.pp("fc")).unwrap_err());
+    let vb = VarBuilder::from_tensors(Default::default(), DType::F32, &device);
+    let named = first_line(candle_nn::linear(4, 2, name_modules(vb).pp("fc")).unwrap_err());
+    assert_eq!(named, plain);
+    // The wrapped builder still answers what it holds.
+    let t = Tensor::zeros((2, 4), DType::F32, &device).unwrap();
+    let vb = VarBuilder::from_tensors(
+        [(String::from("fc.weight"), t)].into_iter().collect(),
+        DType::F32,
+        &device,
+    );
+    let vb = name_modules(vb.pp("fc"));
+    assert!(vb.contains_tensor("weight"));
+    assert_eq!(vb.get((2, 4), "weight").unwrap().dims(), &[2, 4]);
+}
