@@ -1,8 +1,8 @@
 //! Every number the CLI and the viewer show, computed from the documents of
 //! [`format`](crate::format): trace summaries, phases, module keys, the module tree and its
-//! coverage of the forward, ops and FLOPs, gradients, memory reconciliation, several steps,
-//! findings, comparison and the regression gate; and for the inference profile, requests and
-//! latencies, module spans, waterfalls and the OTLP export.
+//! coverage of the forward, ops and FLOPs, gradients, memory reconciliation, numbers for a time
+//! range, several steps, findings, comparison and the regression gate; and for the inference
+//! profile, requests and latencies, module spans, waterfalls and the OTLP export.
 
 pub mod compare;
 pub mod coverage;
@@ -18,6 +18,7 @@ pub mod otlp;
 pub mod percentiles;
 pub mod phases;
 pub mod profile_modules;
+pub mod range;
 pub mod reconcile;
 pub mod requests;
 pub mod steps;

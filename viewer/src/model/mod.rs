@@ -13,16 +13,21 @@ pub mod latency;
 pub mod memory;
 pub mod memory_chart;
 pub mod missing;
+pub mod module_tree;
 pub mod modules;
 pub mod multi;
 pub mod ops;
+pub mod panel;
 pub mod phases;
 pub mod profile;
+pub mod profile_chart;
 pub mod profile_modules;
+pub mod range;
 pub mod sort;
 pub mod spans;
 pub mod steps;
 pub mod summary;
+pub mod virtual_rows;
 pub mod waterfall;
 
 use std::sync::{Arc, OnceLock};
@@ -249,6 +254,8 @@ pub struct ProfileModel {
     pub settings: (String, String),
     /// The profile's findings, ranked, with where each shows.
     pub findings: findings::FindingsPanel,
+    /// The requests on the flame chart.
+    pub chart: Arc<profile_chart::ProfileChart>,
 }
 
 impl ProfileModel {
@@ -272,6 +279,7 @@ impl ProfileModel {
             diagnostic_only,
             settings: profile::settings_text(doc),
             findings: findings::FindingsPanel::of_profile(&profile_findings(doc)),
+            chart: Arc::new(profile_chart::ProfileChart::of(doc)),
         }
     }
 }
