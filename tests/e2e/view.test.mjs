@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
-import { root, fixtures, artifacts, chromiumPath, cli, TRACE_FIELDS } from './harness.mjs';
+import { root, fixtures, artifacts, chromiumPath, cli, openTab, TRACE_FIELDS } from './harness.mjs';
 
 // The demo's training trace when `cargo xtask demo` has written it, else the fixture of one
 // training step (both are trace/6 files of a real step's shape).
@@ -100,6 +100,7 @@ async function checkSteps(page, dir, how) {
   const files = readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort().map((f) => join(dir, f));
   const want = cli('steps', '--json', ...files);
   assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'steps', how);
+  await openTab(page, 'steps');
   const rows = await page.$$eval('[data-testid=step-row]', (els) =>
     els.map((e) => [e.dataset.step, Number(e.dataset.total)]));
   assert.deepEqual(rows, want.steps.map((s) => [String(s.capture_step), s.total_ns]), how);

@@ -35,6 +35,64 @@ pub fn publishable(metadata: &serde_json::Value) -> Result<Vec<(String, String)>
     Ok(out)
 }
 
+/// Remove what an earlier `cargo package` left unpacked of these crates.
+///
+/// To build a package whose sibling is not on crates.io, cargo puts the siblings just packaged
+/// in a local registry and unpacks them under `$CARGO_HOME/registry/src/-HASH/NAME-VERSION`;
+/// it never unpacks a version again once that folder exists, so without this the CLI was
+/// verified against the schema of the first run (same version, older code).
+fn forget_unpacked(crates: &[(String, String)]) -> Result<()> {
+    let home = match std::env::var_os("CARGO_HOME") {
+        Some(h) => std::path::PathBuf::from(h),
+        None => std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .context("neither CARGO_HOME nor HOME is set")?
+            .join(".cargo"),
+    };
+    let src = home.join("registry").join("src");
+    let Ok(registries) = std::fs::read_dir(&src) else {
+        return Ok(());
+    };
+    for registry in registries.flatten() {
+        // A local registry's folder has no host before its hash.
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for (name, version) in crates {
+            let unpacked = registry.path().join(format!("{name}-{version}"));
+            if unpacked.is_dir() {
+                eprintln!(
+                    "removing {} (unpacked by an earlier cargo package)",
+                    unpacked.display()
+                );
+                std::fs::remove_dir_all(&unpacked)
+                    .with_context(|| format!("cannot remove {}", unpacked.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Remove `target`'s fingerprints of these crates, so that each is built again.
+fn forget_builds(target: &Path, crates: &[(String, String)]) -> Result<()> {
+    let fingerprints = target.join("debug").join(".fingerprint");
+    let Ok(entries) = std::fs::read_dir(&fingerprints) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // `NAME-HASH`, the hash 16 hex digits.
+        let Some((crate_name, hash)) = name.rsplit_once('-') else {
+            continue;
+        };
+        if hash.len() == 16 && crates.iter().any(|(n, _)| n == crate_name) {
+            std::fs::remove_dir_all(entry.path())
+                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// What is wrong with a packaged crate of `bytes` bytes, if anything.
 pub fn size_problem(name: &str, bytes: u64) -> Option<String> {
     (bytes > CRATES_IO_LIMIT_BYTES).then(|| {
@@ -63,14 +121,25 @@ pub fn check() -> Result<()> {
     if crates.is_empty() {
         bail!("no workspace member may be published: is `publish = false` set everywhere?");
     }
+    // A target folder of its own, whose builds of these crates are forgotten first: cargo
+    // takes a registry crate's build as current while its version is the same, and the
+    // siblings come from a registry here (see `forget_unpacked`).
+    let target = crate::web::target_dir()?.join("package-check");
+    forget_unpacked(&crates)?;
+    forget_builds(&target, &crates)?;
+    let target_str = target.to_str().context("the target path is not UTF-8")?;
     // Uncommitted changes are packaged too: the check is about what the packages hold and
     // whether they build, not about the working tree.
     let mut args = vec!["package", "--allow-dirty"];
     for (name, _) in &crates {
         args.extend(["-p", name.as_str()]);
     }
-    crate::cargo(&args)?;
-    let dir = crate::web::target_dir()?.join("package");
+    crate::run_with(
+        &crate::env_cargo(),
+        &args,
+        &[("CARGO_TARGET_DIR", target_str)],
+    )?;
+    let dir = target.join("package");
     let mut problems = Vec::new();
     for (name, version) in &crates {
         let file = dir.join(format!("{name}-{version}.crate"));
