@@ -303,10 +303,10 @@ pub fn ModulesTab() -> impl IntoView {
                                         {node.label.clone()}
                                         {(!node.measured).then(|| view! { <span class="muted" title="a group: no span has this name; its numbers are its children's sums">" (group)"</span> })}
                                     </th>
-                                    <td class="num">{node.calls}</td>
+                                    <td class="num">{node.calls_text()}</td>
                                     <td class="num">{node.total_text()}</td>
                                     <td class="num">{node.self_text()}</td>
-                                    <td class="num">{format_ns(mean)}</td>
+                                    <td class="num">{if node.measured { format_ns(mean) } else { "–".to_string() }}</td>
                                     <td class="num share">
                                         <span class="share-bar" aria-hidden="true"
                                             style:width=format!("{:.2}%", node.share.map_or(0.0, |s| (s * 100.0).clamp(0.0, 100.0)))></span>
@@ -485,10 +485,10 @@ fn ProfileModuleTree(
                                     })}
                                     {node.label.clone()}
                                 </th>
-                                <td class="num">{node.calls}</td>
+                                <td class="num">{node.calls_text()}</td>
                                 <td class="num">{node.total_text()}</td>
                                 <td class="num">{node.self_text()}</td>
-                                <td class="num">{format_ns(node.total_ns / node.calls.max(1))}</td>
+                                <td class="num">{if node.measured { format_ns(node.total_ns / node.calls.max(1)) } else { "–".to_string() }}</td>
                             </tr>
                         }
                     }).collect_view()
