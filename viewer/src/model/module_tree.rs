@@ -15,7 +15,7 @@ use candle_trace_schema::analysis::modules::{is_module_span, level_ends, ModuleP
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 
-use super::sort::SortState;
+use super::sort::{sort_indices, SortState};
 
 /// How keys split into tree levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,7 +342,7 @@ impl ModuleTree {
 
     fn sorted(&self, list: &[usize], sort: SortState<TreeColumn>) -> Vec<usize> {
         let mut v = list.to_vec();
-        v.sort_by(|&a, &b| {
+        sort_indices(&mut v, &|a, b| {
             let (x, y) = (&self.nodes[a], &self.nodes[b]);
             let dir = |o: core::cmp::Ordering| if sort.descending { o.reverse() } else { o };
             // Absent values after present ones, whichever the direction (the schema's rule).
