@@ -263,6 +263,37 @@ test('keyboard zoom and pan change the visible window; screenshots', async () =>
   await page.close();
 });
 
+test('spans named by their weights: the chart searches and shows the module path', async () => {
+  const { page, seen } = await openPage();
+  const file = join(fixtures, 'modules', 'mistral_names.trace6.jsonl');
+  await openByPicker(page, file);
+  // Worked out from the file itself: the span_start lines whose module names a q_proj.
+  const spans = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim())
+    .map((l) => JSON.parse(l)).filter((e) => e.kind === 'span_start');
+  const qProj = spans.filter((e) => (e.module ?? '').endsWith('.q_proj'));
+  assert.ok(qProj.length >= 2, 'the fixture names a q_proj per layer');
+  await page.fill('[data-testid=search-input]', 'q_proj');
+  await page.waitForFunction(() => /^\d+ matches$/.test(document.querySelector('[data-testid=search-count]').textContent));
+  assert.equal(await page.textContent('[data-testid=search-count]'), `${qProj.length} matches`);
+  await page.press('[data-testid=search-input]', 'Enter');
+  // The first match in time order: its own name, then the module it runs.
+  const first = [...qProj].sort((a, b) => a.start_ns - b.start_ns)[0];
+  await page.waitForSelector('[data-testid=span-details] dl.fields');
+  const fields = await page.$$eval('[data-testid=span-details] dl.fields > div', (ds) =>
+    Object.fromEntries(ds.map((d) => [d.querySelector('dt').textContent, d.querySelector('dd').textContent])));
+  assert.equal(fields.name, first.name);
+  assert.equal(fields.module, first.module);
+  // An unnamed span says so.
+  await page.fill('[data-testid=search-input]', 'update');
+  await page.press('[data-testid=search-input]', 'Enter');
+  await page.waitForFunction(() => document.querySelector('[data-testid=span-details] dl.fields dd')?.textContent === 'update');
+  const module = await page.$$eval('[data-testid=span-details] dl.fields > div', (ds) =>
+    ds.find((d) => d.querySelector('dt').textContent === 'module').querySelector('dd').textContent);
+  assert.match(module, /not named/);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
 test('the URL fragment keeps the window and the selection across a reload', async () => {
   const { page, seen } = await openPage();
   const file = join(fixtures, 'train_step.trace6.jsonl');

@@ -138,7 +138,7 @@ impl SpanSource for Source<'_> {
         self.groups
             .get(g)
             .and_then(|x| x.ctx.model.doc.spans.get(span as usize))
-            .map_or("", |s| s.name.as_str())
+            .map_or("", |s| s.module.as_deref().unwrap_or(&s.name))
     }
     fn fill(&self, g: usize, span: u32) -> &'static str {
         (self.colours.fill)(g, span, self.theme)
@@ -371,13 +371,18 @@ pub fn FlameChart(
             let l = layout.get();
             let per_group = groups.iter().enumerate().map(|(g, x)| {
                 let spans = &x.ctx.model.doc.spans;
-                matching_spans(spans.iter().map(|s| (s.name.as_str(), s.start_ns)), &q)
-                    .into_iter()
-                    .map(|i| {
-                        let start = spans.get(i as usize).map_or(0, |s| s.start_ns);
-                        (l.to_axis(g, start), i)
-                    })
-                    .collect::<Vec<_>>()
+                matching_spans(
+                    spans
+                        .iter()
+                        .map(|s| (s.name.as_str(), s.module.as_deref(), s.start_ns)),
+                    &q,
+                )
+                .into_iter()
+                .map(|i| {
+                    let start = spans.get(i as usize).map_or(0, |s| s.start_ns);
+                    (l.to_axis(g, start), i)
+                })
+                .collect::<Vec<_>>()
             });
             Arc::new(
                 merge_by_time(per_group)
@@ -826,9 +831,12 @@ pub fn FlameChart(
                         style:left=format!("{left}px")
                         style:top=format!("{top}px")
                     >
-                        <div class="tooltip-name">{s.name.to_string()}</div>
+                        <div class="tooltip-name">{s.module.as_deref().unwrap_or(&s.name).to_string()}</div>
                         {group.map(|g| view! { <div>{g}</div> })}
-                        <div>{kind_name(s.span_kind)} " · step " {step_name(s.step)}</div>
+                        <div>
+                            {s.module.is_some().then(|| format!("{} · ", s.name))}
+                            {kind_name(s.span_kind)} " · step " {step_name(s.step)}
+                        </div>
                         <div>"duration " {duration}</div>
                         <div>"self " {format_ns(self_ns)}</div>
                     </div>

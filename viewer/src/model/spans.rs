@@ -195,7 +195,7 @@ pub struct SpanDetails {
     pub fields: Vec<(&'static str, String)>,
     /// Self time.
     pub self_ns: u64,
-    /// Children: (index, name, duration).
+    /// Children: (index, label: the module a capture named it by, else its name, duration).
     pub children: Vec<(u32, String, u64)>,
     /// Ops that ran in the span.
     pub ops: Vec<OpInSpan>,
@@ -215,6 +215,13 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
     let self_ns = doc.tree.self_ns.get(i).copied().unwrap_or(0);
     let mut fields = vec![
         ("name", s.name.to_string()),
+        (
+            "module",
+            s.module
+                .as_deref()
+                .unwrap_or("— (not named by a capture)")
+                .to_string(),
+        ),
         ("id", s.id.to_string()),
         (
             "parent_id",
@@ -253,7 +260,8 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
         .map(|&c| {
             // The tree and the index are built from `doc`: their indices are in range.
             let c_span = &doc.spans[c as usize];
-            (c, c_span.name.to_string(), c_span.duration_or_zero())
+            let label = c_span.module.as_deref().unwrap_or(&c_span.name);
+            (c, label.to_string(), c_span.duration_or_zero())
         })
         .collect();
     let ops = index
@@ -328,6 +336,10 @@ mod tests {
         let root = d.span_index("step").unwrap();
         let det = span_details(&d, &idx, root).unwrap();
         assert_eq!(det.fields[0], ("name", "train_step".to_string()));
+        assert_eq!(
+            det.fields[1],
+            ("module", "— (not named by a capture)".to_string())
+        );
         assert!(!det.children.is_empty());
         let child_sum: u64 = det.children.iter().map(|c| c.2).sum();
         assert_eq!(det.self_ns, 950_000u64.saturating_sub(child_sum));

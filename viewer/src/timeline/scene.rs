@@ -196,7 +196,10 @@ pub struct Marks<'a> {
 }
 
 /// The part of `name` that fits `width_px` (an estimate at 7 px per character, 3 px padding
-/// each side), elided with `…`; `None` when fewer than 3 characters fit.
+/// each side), elided with `…`; `None` when fewer than 3 characters fit. A module's weight path
+/// (`model.layers.1.self_attn.q_proj`) keeps its last segments, the most specific part
+/// (`…self_attn.q_proj`); any other name, or a last segment too long for the room, keeps its
+/// start.
 pub fn fit_label(name: &str, width_px: f64) -> Option<String> {
     let room = ((width_px - 6.0) / CHAR_PX).floor();
     if room < 3.0 {
@@ -204,12 +207,20 @@ pub fn fit_label(name: &str, width_px: f64) -> Option<String> {
     }
     let room = room as usize;
     if name.chars().count() <= room {
-        Some(name.to_string())
-    } else {
-        let mut s: String = name.chars().take(room.saturating_sub(1)).collect();
-        s.push('…');
-        Some(s)
+        return Some(name.to_string());
     }
+    // The longest run of whole last segments that fits after the ellipsis.
+    let tail = name
+        .match_indices('.')
+        .map(|(at, _)| &name[at + 1..])
+        .find(|tail| tail.chars().count() < room);
+    let kept = tail.unwrap_or_else(|| name.rsplit('.').next().unwrap_or(name));
+    if tail.is_some() {
+        return Some(format!("…{kept}"));
+    }
+    let mut s: String = kept.chars().take(room.saturating_sub(1)).collect();
+    s.push('…');
+    Some(s)
 }
 
 /// The scene of `layout` in `view`, the rows `rows` in view. `labels` names each group's
@@ -488,6 +499,24 @@ mod tests {
         // 27 px: exactly 3 characters: two and the ellipsis.
         assert_eq!(fit_label("matmul", 27.0).as_deref(), Some("ma…"));
         assert_eq!(fit_label("µµµ", 27.0).as_deref(), Some("µµµ"));
+    }
+
+    #[test]
+    fn module_paths_keep_their_last_segments() {
+        let path = "model.layers.1.self_attn.q_proj";
+        // 31 characters fit in 6 + 31 × 7 = 223 px.
+        assert_eq!(fit_label(path, 223.0).as_deref(), Some(path));
+        // 30 characters: "…" + "layers.1.self_attn.q_proj" (1 + 25).
+        assert_eq!(
+            fit_label(path, 222.0).as_deref(),
+            Some("…layers.1.self_attn.q_proj")
+        );
+        // 17 characters: "…self_attn.q_proj" (1 + 16).
+        assert_eq!(fit_label(path, 125.0).as_deref(), Some("…self_attn.q_proj"));
+        // 16 characters: only "…q_proj" fits.
+        assert_eq!(fit_label(path, 118.0).as_deref(), Some("…q_proj"));
+        // 6 characters: the last segment alone does not fit with the ellipsis; its start.
+        assert_eq!(fit_label(path, 50.0).as_deref(), Some("q_pro…"));
     }
 
     #[test]

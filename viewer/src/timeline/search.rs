@@ -1,9 +1,10 @@
 //! Search by name: which spans match a query, and stepping through the matches in time order.
 
-/// Indices of the spans whose name contains `query` (ASCII case-insensitive), ordered by
-/// `start_ns` (ties by index). An empty or blank query matches nothing.
+/// Indices of the spans whose name or module (the weight path a capture named it by)
+/// contains `query` (ASCII case-insensitive), ordered by `start_ns` (ties by index). An empty
+/// or blank query matches nothing.
 pub fn matching_spans<'a>(
-    names: impl IntoIterator<Item = (&'a str, u64)>,
+    names: impl IntoIterator<Item = (&'a str, Option<&'a str>, u64)>,
     query: &str,
 ) -> Vec<u32> {
     let query = query.trim();
@@ -14,8 +15,11 @@ pub fn matching_spans<'a>(
     let mut hits: Vec<(u64, u32)> = names
         .into_iter()
         .enumerate()
-        .filter(|(_, (name, _))| contains_ignore_ascii_case(name, &needle))
-        .map(|(i, (_, start))| (start, i as u32))
+        .filter(|(_, (name, module, _))| {
+            contains_ignore_ascii_case(name, &needle)
+                || module.is_some_and(|m| contains_ignore_ascii_case(m, &needle))
+        })
+        .map(|(i, (_, _, start))| (start, i as u32))
         .collect();
     hits.sort_unstable();
     hits.into_iter().map(|(_, i)| i).collect()
@@ -64,16 +68,22 @@ mod tests {
     #[test]
     fn matches_case_insensitively_in_time_order() {
         let names = [
-            ("MatMul", 30u64),
-            ("relu", 10),
-            ("matmul_bwd", 20),
-            ("µs-op", 5),
+            ("MatMul", None, 30u64),
+            ("relu", None, 10),
+            ("matmul_bwd", None, 20),
+            ("µs-op", None, 5),
+            ("linear", Some("model.layers.1.self_attn.q_proj"), 40),
+            ("linear", Some("model.layers.1.mlp.up_proj"), 35),
         ];
         assert_eq!(matching_spans(names, "matmul"), vec![2, 0]);
         assert_eq!(matching_spans(names, "  RELU "), vec![1]);
         assert_eq!(matching_spans(names, "µs"), vec![3]);
         assert!(matching_spans(names, "").is_empty());
         assert!(matching_spans(names, "softmax").is_empty());
+        // A named span matches by its module and by its own name.
+        assert_eq!(matching_spans(names, "Q_PROJ"), vec![4]);
+        assert_eq!(matching_spans(names, "layers.1."), vec![5, 4]);
+        assert_eq!(matching_spans(names, "linear"), vec![5, 4]);
     }
 
     #[test]
