@@ -153,8 +153,14 @@ fn shape_text(shape: &[u64]) -> String {
 }
 
 fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, String) {
-    let mut table = Table::new(&[
-        ("span", Align::Left),
+    // A trace whose capture named modules by their weights shows each span's module beside
+    // its path (a `linear` span is `model.layers.1.self_attn.q_proj`).
+    let named = doc.spans.iter().any(|s| s.module.is_some());
+    let mut columns = vec![("span", Align::Left)];
+    if named {
+        columns.push(("module", Align::Left));
+    }
+    columns.extend([
         ("kind", Align::Left),
         ("step", Align::Left),
         ("duration", Align::Right),
@@ -162,13 +168,17 @@ fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, String) {
         ("start", Align::Right),
         ("line", Align::Right),
     ]);
+    let mut table = Table::new(&columns);
     let mut rows = Vec::new();
     for &i in order {
         let s = &doc.spans[i];
         let self_ns = doc.tree.self_ns[i];
         let path = doc.span_path(i);
-        table.row(vec![
-            path.clone(),
+        let mut cells = vec![path.clone()];
+        if named {
+            cells.push(s.module.as_deref().unwrap_or("–").to_string());
+        }
+        cells.extend([
             span_kind_name(s.span_kind).into(),
             step_name(s.step).into(),
             format_ns(s.duration_or_zero()),
@@ -176,8 +186,10 @@ fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, String) {
             format_ns(s.start_ns),
             s.line.to_string(),
         ]);
+        table.row(cells);
         rows.push(json!({
-            "id": s.id, "name": s.name, "path": path, "span_kind": span_kind_name(s.span_kind),
+            "id": s.id, "name": s.name, "path": path, "module": s.module,
+            "span_kind": span_kind_name(s.span_kind),
             "step": s.step.map(|st| step_name(Some(st))), "start_ns": s.start_ns,
             "duration_ns": s.duration_ns, "self_ns": self_ns, "depth": doc.tree.depth[i], "line": s.line,
         }));
@@ -200,7 +212,10 @@ fn heaviest(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
     let mut rows = Vec::new();
     for i in heaviest_ops(&doc.ops, limit) {
         let op = doc.ops.row(i);
-        let span = doc.span(op.span_id).map_or("?", |s| s.name.as_str());
+        // The module a capture named the span by, else the span's name.
+        let span = doc
+            .span(op.span_id)
+            .map_or("?", |s| s.module.as_deref().unwrap_or(&s.name));
         table.row(vec![
             op.op_name.to_string(),
             shape_text(op.shape),

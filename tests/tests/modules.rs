@@ -739,3 +739,44 @@ fn summary_says_why_no_span_was_named() {
         assert!(out.contains(&format!("module names: {why}")), "{out}");
     }
 }
+
+#[test]
+fn span_queries_name_each_span_by_its_module() {
+    let trace = fixture("mistral_names.trace6.jsonl");
+    let v = json_of(&[
+        "query", &trace, "--kind", "slowest", "--limit", "6", "--json",
+    ]);
+    let spans = v["spans"].as_array().unwrap();
+    // make.py: update 7000, backward 3000, forward 2400, optimizer 1000 ns, then the slowest
+    // module spans: lm_head 200 ns, layer 1's down_proj 140 + 10 = 150 ns.
+    let durations: Vec<u64> = spans
+        .iter()
+        .map(|s| s["duration_ns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(durations, [7000, 3000, 2400, 1000, 200, 150]);
+    assert_eq!(
+        (&spans[0]["name"], &spans[0]["module"]),
+        (&json!("update"), &Value::Null)
+    );
+    assert_eq!(
+        (&spans[4]["name"], &spans[4]["module"]),
+        (&json!("linear"), &json!("lm_head"))
+    );
+    assert_eq!(spans[5]["module"], json!("model.layers.1.mlp.down_proj"));
+    // The table has a module column beside the nesting path.
+    let (code, text, err) = cli(&["query", &trace, "--kind", "self", "--limit", "20"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.lines().next().unwrap().contains("module"), "{text}");
+    let q_proj = text
+        .lines()
+        .find(|l| l.contains("model.layers.1.self_attn.q_proj"))
+        .unwrap_or_else(|| panic!("no q_proj row in {text}"));
+    // Layer 1's q_proj: 100 + 10 = 110 ns, of them 30 ns in its matmul: 80 ns self.
+    assert!(q_proj.starts_with("update/forward/linear "), "{q_proj}");
+    assert!(q_proj.contains("80 ns"), "{q_proj}");
+
+    // A trace without names has no module column.
+    let plain = fixtures_dir().join("train_step.trace6.jsonl");
+    let (_, text, _) = cli(&["query", &plain.to_string_lossy(), "--kind", "slowest"]);
+    assert!(!text.lines().next().unwrap().contains("module"), "{text}");
+}
