@@ -1,5 +1,8 @@
 //! `candle-trace query`.
 
+use candle_trace_schema::analysis::spans::{
+    edges_by_duration, slowest_spans, span_path, spans_by_self_time,
+};
 use std::io::Write;
 use std::path::Path;
 
@@ -75,8 +78,8 @@ pub(super) fn run(
         ),
         (AnyDocument::Trace(t), kind) => {
             let (value, table, preamble) = match kind {
-                QueryKind::Slowest => spans(t, &t.slowest_spans(opts.limit)),
-                QueryKind::SelfTime => spans(t, &t.spans_by_self_time(opts.limit)),
+                QueryKind::Slowest => spans(t, &slowest_spans(t, opts.limit)),
+                QueryKind::SelfTime => spans(t, &spans_by_self_time(t, opts.limit)),
                 QueryKind::Heaviest => heaviest(t, opts.limit),
                 QueryKind::Memory => memory(t, opts.limit),
                 QueryKind::Gradients => gradients(t, opts.limit),
@@ -166,7 +169,7 @@ fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, String) {
     for &i in order {
         let s = &doc.spans[i];
         let self_ns = doc.tree.self_ns[i];
-        let path = doc.span_path(i);
+        let path = span_path(doc, i);
         table.row(vec![
             path.clone(),
             span_kind_name(s.span_kind).into(),
@@ -912,9 +915,9 @@ fn edges(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
     ]);
     let mut rows = Vec::new();
     let name = |i: Option<usize>, id: &str| {
-        i.map_or_else(|| format!("{id} (no such span)"), |i| doc.span_path(i))
+        i.map_or_else(|| format!("{id} (no such span)"), |i| span_path(doc, i))
     };
-    for r in doc.edges_by_duration().into_iter().take(limit) {
+    for r in edges_by_duration(doc).into_iter().take(limit) {
         let (from, to) = (name(r.from, &r.edge.from_span), name(r.to, &r.edge.to_span));
         table.row(vec![
             from.clone(),

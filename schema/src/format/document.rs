@@ -49,17 +49,6 @@ use crate::format::records::MemoryFacts;
 // crate root).
 pub(crate) use crate::format::records::{Lined, Span};
 
-/// An `edge` with its endpoints resolved to span indices.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ResolvedEdge<'a> {
-    /// The edge record.
-    pub edge: &'a Lined<Edge>,
-    /// Index of `from_span` in `TraceDocument::spans`.
-    pub from: Option<usize>,
-    /// Index of `to_span` in `TraceDocument::spans`.
-    pub to: Option<usize>,
-}
-
 /// Everything read from one trace/6 file.
 #[derive(Debug, Clone, Default)]
 pub struct TraceDocument {
@@ -223,72 +212,6 @@ impl TraceDocument {
         self.diagnostics
             .iter()
             .any(|d| d.severity == Severity::Error)
-    }
-
-    /// Span indices sorted by duration, longest first (ties by file order), at most `limit`.
-    pub fn slowest_spans(&self, limit: usize) -> Vec<usize> {
-        self.top_spans(limit, |i| self.spans[i].duration_or_zero())
-    }
-
-    /// Span indices sorted by self time, largest first (ties by file order), at most `limit`.
-    pub fn spans_by_self_time(&self, limit: usize) -> Vec<usize> {
-        self.top_spans(limit, |i| self.tree.self_ns[i])
-    }
-
-    fn top_spans(&self, limit: usize, key: impl Fn(usize) -> u64) -> Vec<usize> {
-        // Largest key first, ties by file order: a total order, so selecting the first `limit`
-        // and sorting only those gives exactly the head of a full sort, in O(n) rather than
-        // O(n log n) (a 1M-span trace's tables ask for 50).
-        let by_key = |a: &usize, b: &usize| key(*b).cmp(&key(*a)).then(a.cmp(b));
-        let mut order: Vec<usize> = (0..self.spans.len()).collect();
-        if limit == 0 {
-            return Vec::new();
-        }
-        if limit < order.len() {
-            order.select_nth_unstable_by(limit - 1, by_key);
-            order.truncate(limit);
-        }
-        order.sort_by(by_key);
-        order
-    }
-
-    /// Edges sorted by duration, longest first (ties by file order), each with the two spans it
-    /// joins resolved to indices (`None` when an id names no span).
-    pub fn edges_by_duration(&self) -> Vec<ResolvedEdge<'_>> {
-        let mut rows: Vec<ResolvedEdge<'_>> = self
-            .edges
-            .iter()
-            .map(|e| ResolvedEdge {
-                edge: e,
-                from: self.span_index(&e.from_span),
-                to: self.span_index(&e.to_span),
-            })
-            .collect();
-        rows.sort_by(|a, b| {
-            b.edge
-                .duration_ns
-                .cmp(&a.edge.duration_ns)
-                .then(a.edge.line.cmp(&b.edge.line))
-        });
-        rows
-    }
-
-    /// Names along the layout path from the root to span `i`, joined with `/`.
-    pub fn span_path(&self, i: usize) -> String {
-        let mut names = Vec::new();
-        let mut cur = Some(i);
-        while let Some(c) = cur {
-            names.push(self.spans[c].name.as_str());
-            cur = self
-                .tree
-                .parent
-                .get(c)
-                .copied()
-                .flatten()
-                .map(|p| p as usize);
-        }
-        names.reverse();
-        names.join("/")
     }
 }
 
@@ -956,6 +879,7 @@ fn close_span(span: &mut Span, id: &str, duration_ns: u64, line: u64) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::spans::span_path;
     use crate::format::events::TensorCategory;
     use alloc::string::ToString;
     use alloc::vec;
@@ -1124,28 +1048,6 @@ mod tests {
     /// The top spans are the head of a full sort by (key descending, file order), whatever
     /// the limit, with ties and a limit past the end.
     #[test]
-    fn top_spans_are_the_head_of_a_full_sort() {
-        let mut lines = vec![META.to_string(), start("root", None, 0, true)];
-        // Durations with many ties: 7 distinct values over 40 spans.
-        for i in 0..40u64 {
-            let id = format!("c{i}");
-            lines.push(start(&id, Some("root"), i, false));
-            lines.push(end(&id, (i * 37) % 7));
-        }
-        lines.push(end("root", 1000));
-        let doc = read(&lines);
-        let mut full: Vec<usize> = (0..doc.spans.len()).collect();
-        full.sort_by(|&a, &b| {
-            let d = |i: usize| doc.spans[i].duration_or_zero();
-            d(b).cmp(&d(a)).then(a.cmp(&b))
-        });
-        for limit in [0, 1, 2, 5, 13, 40, 41, 100] {
-            let want: Vec<usize> = full.iter().copied().take(limit).collect();
-            assert_eq!(doc.slowest_spans(limit), want, "limit {limit}");
-        }
-    }
-
-    #[test]
     fn self_time_and_depth_by_hand() {
         // root [0,100) measured; a [10,50) under root; b [20,30) under a; c [60,90) under root.
         let doc = read(&[
@@ -1168,7 +1070,7 @@ mod tests {
         let s = doc.summary();
         assert_eq!(s.total_ns, 100);
         assert_eq!((s.span_count, s.root_span_count, s.max_depth), (4, 1, 2));
-        assert_eq!(doc.span_path(doc.span_index("b").unwrap()), "nroot/na/nb");
+        assert_eq!(span_path(&doc, doc.span_index("b").unwrap()), "nroot/na/nb");
         let pre: Vec<&str> = doc
             .tree
             .preorder()
@@ -1202,7 +1104,7 @@ mod tests {
         assert!(doc.tree.self_ns.iter().all(|&x| x == 10));
         assert_eq!(doc.tree.preorder().len() as u64, N);
         assert_eq!(
-            doc.span_path(N as usize - 1).matches('/').count() as u64,
+            span_path(&doc, N as usize - 1).matches('/').count() as u64,
             N - 1
         );
     }
@@ -1239,32 +1141,6 @@ mod tests {
         assert_eq!(s.root_span_count, 1);
         assert_eq!(s.max_depth, 1);
         assert_eq!(doc.tree.self_ns[doc.span_index("a").unwrap()], 20 - 5 - 4);
-    }
-
-    #[test]
-    fn edges_resolve_and_sort_by_duration() {
-        let edge = |from: &str, to: &str, d: u64| {
-            format!(r#"{{"kind":"edge","from_span":"{from}","to_span":"{to}","duration_ns":{d}}}"#)
-        };
-        let doc = read(&[
-            META.to_string(),
-            start("a", None, 0, true),
-            start("b", Some("a"), 5, false),
-            edge("a", "b", 3),
-            edge("b", "zz", 9),
-            end("b", 1),
-            end("a", 10),
-        ]);
-        let rows = doc.edges_by_duration();
-        assert_eq!(rows.len(), 2);
-        assert_eq!(
-            (rows[0].edge.duration_ns, rows[0].from, rows[0].to),
-            (9, Some(1), None)
-        );
-        assert_eq!(
-            (rows[1].edge.duration_ns, rows[1].from, rows[1].to),
-            (3, Some(0), Some(1))
-        );
     }
 
     #[test]
