@@ -572,7 +572,7 @@ fn memory_event<S: Sink + ?Sized>(
 }
 
 /// Emit a `memory` `alloc` of `bytes` for `tensor_id` on the sink's device, in the current span.
-/// (With candle tensors, `candle::record_tensor_alloc` also fills shape, dtype and device.)
+/// (With candle tensors, `candle::events::record_tensor_alloc` also fills shape, dtype and device.)
 pub fn record_alloc<S: Sink + ?Sized>(
     sink: &S,
     tensor_id: &str,

@@ -158,7 +158,9 @@ pub use subscriber::{install, CaptureSubscriber};
 pub mod prelude {
     pub use crate::alloc::TrackingAllocator;
     #[cfg(feature = "candle")]
-    pub use crate::candle::{record_graph, record_varmap_gradients, timed_op};
+    pub use crate::candle::{
+        events::timed_op, gradients::record_varmap_gradients, graph::record_graph,
+    };
     #[cfg(feature = "candle")]
     pub use crate::nn::name_modules;
     pub use crate::{

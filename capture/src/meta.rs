@@ -376,7 +376,7 @@ impl RecorderBuilder {
                 closing,
                 names,
                 #[cfg(feature = "candle")]
-                tensor_clock: Some(crate::candle::tensor_clock),
+                tensor_clock: Some(crate::candle::graph::tensor_clock),
                 #[cfg(not(feature = "candle"))]
                 tensor_clock: None,
             })),
