@@ -98,6 +98,7 @@ pub mod meta;
 mod names;
 mod naming;
 pub mod profiler;
+mod record;
 pub mod recorder;
 mod routed;
 pub mod sink;
