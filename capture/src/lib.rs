@@ -126,6 +126,7 @@ pub use error::CaptureError;
 pub use gating::StepToken;
 pub use layer::TraceLayer;
 pub use meta::RecorderBuilder;
+pub use names::looks_like_module;
 pub use profiler::{InferenceProfiler, ProfileReport, ProfilerBuilder, RequestHandle};
 pub use recorder::Recorder;
 pub use sink::{Sink, VecSink};

@@ -24,7 +24,7 @@ use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::detect::AnyDocument;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::{SpanKind, Step, TensorCategory};
-use candle_trace_schema::format::profile::ProfileDocument;
+use candle_trace_schema::format::profile::{attribute, ProfileDocument};
 use serde_json::{json, Value};
 
 use super::table::{Align, Table};
@@ -1101,8 +1101,8 @@ fn latency(doc: &ProfileDocument, opts: &Options, out: &mut dyn Write) -> anyhow
         return write_json(
             out,
             &json!({
-                "ttft_us": stats.ttft_us,
-                "itl_nanos": stats.itl_nanos,
+                (attribute::TTFT_US): stats.ttft_us,
+                (attribute::ITL_NANOS): stats.itl_nanos,
                 "ttft_histogram": Histogram::of(&ttft),
                 "itl_histogram": Histogram::of(&itl),
                 "detail_level": settings.detail_level,

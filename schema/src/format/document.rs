@@ -38,9 +38,7 @@ use crate::format::spans::SpanTree;
 use crate::format::table::{MemoryTable, OpTable};
 
 use crate::format::records::MemoryFacts;
-// Named through here only by `analysis::modules`; the public path is `format::records` (and the
-// crate root).
-pub(crate) use crate::format::records::{Lined, Span};
+use crate::format::records::{Lined, Span};
 
 mod finish;
 mod growth;

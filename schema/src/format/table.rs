@@ -12,9 +12,9 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use crate::format::events::fast::{RawMemory, RawOp};
 use crate::format::events::{
-    derived_storage_bytes, CompactString, MemoryAction, MemoryEvent, Op, RawMemory, RawOp,
-    TensorCategory,
+    derived_storage_bytes, CompactString, MemoryAction, MemoryEvent, Op, TensorCategory,
 };
 use crate::format::records::{Lined, MemoryRecord, MemoryRecords};
 
@@ -284,11 +284,6 @@ impl<'a> MemoryRow<'a> {
             dtype: self.dtype.into(),
             category: self.category,
         }
-    }
-
-    /// The record with its line, owned.
-    pub fn to_lined(&self) -> Lined<MemoryEvent> {
-        Lined::new(self.line, self.to_event())
     }
 }
 
@@ -637,11 +632,6 @@ impl<'a> OpRow<'a> {
             storage_bytes: self.storage_bytes,
             input_storage_bytes: self.input_storage_bytes,
         }
-    }
-
-    /// The record with its line, owned.
-    pub fn to_lined(&self) -> Lined<Op> {
-        Lined::new(self.line, self.to_event())
     }
 }
 

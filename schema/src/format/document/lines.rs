@@ -6,9 +6,10 @@ use alloc::string::String;
 use super::growth::{make_room, make_room_map};
 use super::{Keep, TraceReader};
 use crate::format::diagnostics::{Category, Diagnostic};
+use crate::format::events::fast::Raw;
 use crate::format::events::{
-    decode_line_borrowed, CompactString, Decoded, LineError, Raw, SpanStart, TensorEvent,
-    TraceEvent, TRACE_SCHEMA,
+    decode_line_borrowed, CompactString, Decoded, LineError, SpanStart, TensorEvent, TraceEvent,
+    TRACE_SCHEMA,
 };
 use crate::format::jsonl::Line;
 use crate::format::records::{Lined, MemoryFacts, Span};
