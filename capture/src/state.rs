@@ -29,8 +29,8 @@ pub(crate) struct Inner {
     pub(crate) recording: AtomicBool,
     /// The clock of every timestamp: the CPU's time-stamp counter where it is invariant
     /// (quanta calibrates it against the OS monotonic clock once per process), else the OS
-    /// monotonic clock. A span reads it twice; on the benchmark VMs `Instant::now()` goes
-    /// through the hypervisor's clock and costs several times a TSC read.
+    /// monotonic clock. A span reads it twice; on a virtual machine `Instant::now()` may go
+    /// through the hypervisor's clock, which a TSC read does not.
     pub(crate) clock: quanta::Clock,
     /// `clock.raw()` when the recorder was built: time zero of the trace.
     pub(crate) start: u64,
