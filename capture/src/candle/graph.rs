@@ -9,11 +9,12 @@ use crate::sink::Sink;
 
 /// The tensors of the autograd graph that ends in `output` (candle's
 /// [`Tensor::sorted_nodes`]: every tensor backward will visit, variables included), each as a
-/// `tensor` event in the current span ([`Recorder::backward`] puts each in the layer span that
-/// created it, when a traced layer did): id (candle's), shape, dtype, device, bytes
-/// (elements × element size, so a view counts its own elements), `requires_grad` = is a
-/// variable, category `parameter` for variables and `activation` for the rest. These are the
-/// tensors backward keeps alive. Returns how many were recorded (0 when not recording).
+/// `tensor` event in the current span ([`Recorder::backward`](crate::Recorder::backward) puts
+/// each in the layer span that created it, when a traced layer did): id (candle's), shape,
+/// dtype, device, bytes (elements × element size, so a view counts its own elements),
+/// `requires_grad` = is a variable, category `parameter` for variables and `activation` for the
+/// rest. These are the tensors backward keeps alive. Returns how many were recorded (0 when not
+/// recording).
 pub fn record_graph<S: Sink + ?Sized>(sink: &S, output: &Tensor) -> usize {
     record_graph_in(sink, output, |_| None)
 }
