@@ -1,4 +1,4 @@
-//! Build script: finds the resolved `candle-core` version for `candle::candle_version()`.
+//! Build script: finds the resolved `candle-core` version for `candle::names::candle_version()`.
 //!
 //! Cargo gives build scripts no way to ask for a dependency's resolved version, so this script
 //! reads the `Cargo.lock` of the build: it looks in `CARGO_MANIFEST_DIR`, `OUT_DIR` and their

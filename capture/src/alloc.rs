@@ -301,8 +301,8 @@ pub(crate) fn set_current_span(key: u64, span: u64, step: Option<Step>) {
 }
 
 /// `/proc/meminfo` kept open, read again from offset 0 at each call: the kernel writes the
-/// file afresh for every read that starts at 0, and a read on an open file costs a fifth of
-/// opening, reading and closing it (measured on the benchmark VM: about 8 µs against 42 µs).
+/// file afresh for every read that starts at 0, and a read on an open file costs less than
+/// opening, reading and closing it (CHANGELOG.md has the measurement).
 /// The writer thread keeps one per recorder for its `device_memory` checkpoints; a reading
 /// less than [`MemInfo::REUSE`] old is given again (the checkpoints at the edges of a short
 /// step come within microseconds of each other, and each read costs several).
@@ -572,7 +572,7 @@ fn memory_event<S: Sink + ?Sized>(
 }
 
 /// Emit a `memory` `alloc` of `bytes` for `tensor_id` on the sink's device, in the current span.
-/// (With candle tensors, `candle::record_tensor_alloc` also fills shape, dtype and device.)
+/// (With candle tensors, `candle::events::record_tensor_alloc` also fills shape, dtype and device.)
 pub fn record_alloc<S: Sink + ?Sized>(
     sink: &S,
     tensor_id: &str,

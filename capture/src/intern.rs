@@ -1,7 +1,7 @@
 //! Span names as numbers: a recorder's table of the [`Label`]s its spans used (a `&'static str`
 //! name and, for a layer named by its weights, the module it runs), so that a span's record in
 //! the ring carries a 4-byte [`NameId`] instead of two string references (a span's two records
-//! then fill one 64-byte cache line; see `state::Record`).
+//! then fill one 64-byte cache line; see `record::Record`).
 //!
 //! The table belongs to the recorder and is shared by every recording thread and the writer
 //! thread. A thread asks it only the first time it sees a label (its [`NameCache`], kept with its

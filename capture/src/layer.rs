@@ -39,7 +39,7 @@ use tracing_subscriber::Layer;
 use crate::naming::ModuleSlot;
 use crate::recorder::Recorder;
 
-pub use crate::names::looks_like_module;
+use crate::names::looks_like_module;
 
 /// A `tracing_subscriber` layer that records tracing spans into a [`Recorder`] during the
 /// captured step. See the [module docs](self).

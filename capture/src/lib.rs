@@ -98,6 +98,7 @@ pub mod meta;
 mod names;
 mod naming;
 pub mod profiler;
+mod record;
 pub mod recorder;
 mod routed;
 pub mod sink;
@@ -125,6 +126,7 @@ pub use error::CaptureError;
 pub use gating::StepToken;
 pub use layer::TraceLayer;
 pub use meta::RecorderBuilder;
+pub use names::looks_like_module;
 pub use profiler::{InferenceProfiler, ProfileReport, ProfilerBuilder, RequestHandle};
 pub use recorder::Recorder;
 pub use sink::{Sink, VecSink};
@@ -158,7 +160,9 @@ pub use subscriber::{install, CaptureSubscriber};
 pub mod prelude {
     pub use crate::alloc::TrackingAllocator;
     #[cfg(feature = "candle")]
-    pub use crate::candle::{record_graph, record_varmap_gradients, timed_op};
+    pub use crate::candle::{
+        events::timed_op, gradients::record_varmap_gradients, graph::record_graph,
+    };
     #[cfg(feature = "candle")]
     pub use crate::nn::name_modules;
     pub use crate::{

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use candle_trace_schema::format::events::{Meta, Phase, TimingMode, TraceEvent, TRACE_SCHEMA};
 
 use crate::error::CaptureError;
+use crate::record::HostBlocks;
 use crate::recorder::Recorder;
-use crate::state::{HostBlocks, Inner, InnerParts};
+use crate::state::{Inner, InnerParts};
 use crate::sync::{DeviceSync, SpanTimer};
 use crate::wallclock;
 use crate::writer::{Framing, Target, Writer, DEFAULT_QUEUE_CAPACITY};
@@ -376,7 +377,7 @@ impl RecorderBuilder {
                 closing,
                 names,
                 #[cfg(feature = "candle")]
-                tensor_clock: Some(crate::candle::tensor_clock),
+                tensor_clock: Some(crate::candle::graph::tensor_clock),
                 #[cfg(not(feature = "candle"))]
                 tensor_clock: None,
             })),

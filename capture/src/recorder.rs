@@ -9,10 +9,11 @@ use candle_trace_schema::format::events::{SpanKind, Step, TraceEvent};
 
 use crate::error::CaptureError;
 use crate::gating::StepToken;
+use crate::record::Record;
 use crate::sink::Sink;
 use crate::span::SpanGuard;
 use crate::stack as span;
-use crate::state::{Inner, Record};
+use crate::state::Inner;
 
 use crate::writer::CaptureReport;
 
@@ -273,7 +274,7 @@ impl Sink for Recorder {
 mod tests {
     use super::*;
     use crate::intern::NameTable;
-    use crate::state::{
+    use crate::record::{
         host_memory_event, host_memory_line, HostBlocks, NamedSpanStart, WideHostAlloc,
     };
     use crate::writer::Encode;
@@ -462,13 +463,13 @@ mod tests {
         let both = encoded_with(&alloc(10), &mut host);
         assert_eq!(host_lines(&both), [("alloc", 1, 3, 10), ("free", 1, 7, 20)]);
         // The writer counts the second line (asked once: then none are left).
-        assert_eq!(crate::state::Record::extra_lines(&mut host), 1);
-        assert_eq!(crate::state::Record::extra_lines(&mut host), 0);
+        assert_eq!(crate::record::Record::extra_lines(&mut host), 1);
+        assert_eq!(crate::record::Record::extra_lines(&mut host), 0);
         // Nothing stays live.
         assert_eq!(encoded_with(&free(30, 7), &mut host), "");
         // A free never matched is forgotten after its pass and the next.
-        crate::state::Record::pass_done(&mut host);
-        crate::state::Record::pass_done(&mut host);
+        crate::record::Record::pass_done(&mut host);
+        crate::record::Record::pass_done(&mut host);
         assert_eq!(
             host_lines(&encoded_with(&alloc(40), &mut host)),
             [("alloc", 2, 3, 40)]

@@ -8,12 +8,12 @@
 //! name costs no second thread-local lookup, and the block of span numbers the thread hands
 //! out: it takes [`ID_BLOCK`] numbers at a time from the recorder's counter, so opening a span
 //! costs no atomic read-modify-write (a locked instruction, which waits for every store before
-//! it to reach the cache, among them the ring writes of the spans before: a tenth of a span on
-//! the Intel benchmark VM). Numbers stay unique across threads; one thread's spans are
-//! numbered in the order they open, and a single-threaded trace numbers them 1, 2, 3 ... as
-//! one counter would. A stack stays when it empties (its allocation and
-//! cache are reused by the next outermost span); the empty stacks of other recorders go when a
-//! thread first records for a new one, so a thread outliving many recorders keeps few.
+//! it to reach the cache, among them the ring writes of the spans before). Numbers stay unique
+//! across threads; one thread's spans are numbered in the order they open, and a
+//! single-threaded trace numbers them 1, 2, 3 ... as one counter would. A stack stays when it
+//! empties (its allocation and cache are reused by the next outermost span); the empty stacks
+//! of other recorders go when a thread first records for a new one, so a thread outliving many
+//! recorders keeps few.
 
 use std::cell::RefCell;
 use std::ops::Range;

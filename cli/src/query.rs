@@ -1,5 +1,8 @@
 //! `candle-trace query`.
 
+use candle_trace_schema::analysis::spans::{
+    edges_by_duration, slowest_spans, span_path, spans_by_self_time,
+};
 use std::io::Write;
 use std::path::Path;
 
@@ -21,7 +24,7 @@ use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::detect::AnyDocument;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::{SpanKind, Step, TensorCategory};
-use candle_trace_schema::format::profile::ProfileDocument;
+use candle_trace_schema::format::profile::{attribute, ProfileDocument};
 use serde_json::{json, Value};
 
 use super::table::{Align, Table};
@@ -75,8 +78,8 @@ pub(super) fn run(
         ),
         (AnyDocument::Trace(t), kind) => {
             let (value, table, preamble) = match kind {
-                QueryKind::Slowest => spans(t, &t.slowest_spans(opts.limit)),
-                QueryKind::SelfTime => spans(t, &t.spans_by_self_time(opts.limit)),
+                QueryKind::Slowest => spans(t, &slowest_spans(t, opts.limit)),
+                QueryKind::SelfTime => spans(t, &spans_by_self_time(t, opts.limit)),
                 QueryKind::Heaviest => heaviest(t, opts.limit),
                 QueryKind::Memory => memory(t, opts.limit),
                 QueryKind::Gradients => gradients(t, opts.limit),
@@ -173,7 +176,7 @@ fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, String) {
     for &i in order {
         let s = &doc.spans[i];
         let self_ns = doc.tree.self_ns[i];
-        let path = doc.span_path(i);
+        let path = span_path(doc, i);
         let mut cells = vec![path.clone()];
         if named {
             cells.push(s.module.as_deref().unwrap_or("–").to_string());
@@ -927,9 +930,9 @@ fn edges(doc: &TraceDocument, limit: usize) -> (Value, Table, String) {
     ]);
     let mut rows = Vec::new();
     let name = |i: Option<usize>, id: &str| {
-        i.map_or_else(|| format!("{id} (no such span)"), |i| doc.span_path(i))
+        i.map_or_else(|| format!("{id} (no such span)"), |i| span_path(doc, i))
     };
-    for r in doc.edges_by_duration().into_iter().take(limit) {
+    for r in edges_by_duration(doc).into_iter().take(limit) {
         let (from, to) = (name(r.from, &r.edge.from_span), name(r.to, &r.edge.to_span));
         table.row(vec![
             from.clone(),
@@ -1113,8 +1116,8 @@ fn latency(doc: &ProfileDocument, opts: &Options, out: &mut dyn Write) -> anyhow
         return write_json(
             out,
             &json!({
-                "ttft_us": stats.ttft_us,
-                "itl_nanos": stats.itl_nanos,
+                (attribute::TTFT_US): stats.ttft_us,
+                (attribute::ITL_NANOS): stats.itl_nanos,
                 "ttft_histogram": Histogram::of(&ttft),
                 "itl_histogram": Histogram::of(&itl),
                 "detail_level": settings.detail_level,

@@ -4,6 +4,7 @@
 //! A target is one file in `fuzz_targets/` (plus its `[[bin]]` entry in `Cargo.toml`); it calls
 //! these helpers so every target checks the same things.
 
+use candle_trace_schema::analysis::spans::{edges_by_duration, slowest_spans, span_path, spans_by_self_time};
 use candle_trace_schema::analysis::coverage::{Coverage, TraceCoverage};
 use candle_trace_schema::analysis::gradients::{gradients_for_review, GradientCounts};
 use candle_trace_schema::analysis::module_tree::{profile_tree, trace_tree, ModuleTree};
@@ -111,15 +112,15 @@ pub fn exercise_trace(doc: &TraceDocument, file: &[u8]) {
     }
     // Paths are O(depth); a few are enough to exercise them without quadratic time.
     for &i in pre.iter().take(16) {
-        let _ = doc.span_path(i as usize);
+        let _ = span_path(&doc, i as usize);
     }
-    let slowest = doc.slowest_spans(20);
+    let slowest = slowest_spans(&doc, 20);
     assert!(slowest.len() <= 20.min(n));
-    let _ = doc.spans_by_self_time(20);
-    for e in doc.edges_by_duration() {
+    let _ = spans_by_self_time(&doc, 20);
+    for e in edges_by_duration(&doc) {
         let _ = format_ns(e.edge.duration_ns);
         if let Some(i) = e.from {
-            let _ = doc.span_path(i);
+            let _ = span_path(&doc, i);
         }
     }
 

@@ -21,6 +21,7 @@ pub mod profile_modules;
 pub mod range;
 pub mod reconcile;
 pub mod requests;
+pub mod spans;
 pub mod steps;
 pub mod summary;
 pub mod units;

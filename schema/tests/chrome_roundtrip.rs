@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
+use candle_trace_schema::analysis::spans::span_path;
 use candle_trace_schema::format::chrome::export::trace_to_chrome;
 use candle_trace_schema::format::chrome::{read_chrome, ChromeReader};
 use candle_trace_schema::format::document::TraceDocument;
@@ -58,7 +59,7 @@ fn slices(doc: &TraceDocument) -> Vec<(String, u64, u64)> {
     let mut v: Vec<(String, u64, u64)> = (0..doc.spans.len())
         .map(|i| {
             let s = &doc.spans[i];
-            (doc.span_path(i), s.start_ns - origin, s.duration_or_zero())
+            (span_path(doc, i), s.start_ns - origin, s.duration_or_zero())
         })
         .collect();
     v.sort();

@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
+use candle_trace_schema::analysis::spans::span_path;
 use std::collections::{BTreeMap, HashMap};
 
 use candle_trace_cli::run;
@@ -135,12 +136,12 @@ fn expected_slices(doc: &TraceDocument) -> Vec<(String, u64, u64)> {
         .spans
         .iter()
         .enumerate()
-        .map(|(i, s)| (doc.span_path(i), s.start_ns, s.duration_or_zero()))
+        .map(|(i, s)| (span_path(doc, i), s.start_ns, s.duration_or_zero()))
         .collect();
     for op in &doc.ops {
         let i = doc.span_index(op.span_id).expect("op in a span");
         v.push((
-            format!("{}/{}", doc.span_path(i), op.op_name),
+            format!("{}/{}", span_path(doc, i), op.op_name),
             op.timestamp_ns,
             op.duration_ns,
         ));
@@ -154,7 +155,7 @@ fn slices(doc: &TraceDocument, origin: u64) -> Vec<(String, u64, u64)> {
         .spans
         .iter()
         .enumerate()
-        .map(|(i, s)| (doc.span_path(i), s.start_ns + origin, s.duration_or_zero()))
+        .map(|(i, s)| (span_path(doc, i), s.start_ns + origin, s.duration_or_zero()))
         .collect();
     v.sort();
     v
@@ -184,7 +185,7 @@ fn the_real_tracing_chrome_file_imports_with_its_structure() {
     // Spans: the synthetic root, 3 × (forward, linear, gelu, linear, softmax), one matmul.
     let mut paths: BTreeMap<String, usize> = BTreeMap::new();
     for i in 0..doc.spans.len() {
-        *paths.entry(doc.span_path(i)).or_default() += 1;
+        *paths.entry(span_path(&doc, i)).or_default() += 1;
     }
     let want: BTreeMap<String, usize> = [
         ("(trace)", 1),
@@ -245,7 +246,7 @@ fn exported_traces_are_valid_for_perfetto_and_import_back_unchanged() {
                 .iter()
                 .position(|b| {
                     b.start_ns + earliest(&doc) == s.start_ns
-                        && back.span_path(back.span_index(&b.id).unwrap()) == doc.span_path(i)
+                        && span_path(&back, back.span_index(&b.id).unwrap()) == span_path(&doc, i)
                 })
                 .unwrap();
             assert_eq!(

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
+use candle_trace_schema::analysis::spans::span_path;
 use std::collections::BTreeMap;
 
 use candle_trace_schema::analysis::gradients::GradientCounts;
@@ -176,7 +177,7 @@ fn every_chrome_fixture_matches_the_oracle() {
                             "depth": doc.tree.depth[i],
                             "self_ns": doc.tree.self_ns[i],
                             "duration_ns": s.duration_or_zero(),
-                            "path": doc.span_path(i),
+                            "path": span_path(&doc, i),
                         }),
                     )
                 })

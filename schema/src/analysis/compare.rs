@@ -5,7 +5,7 @@
 //!   `timing_mode` ([`meta_mismatches`]); a missing meta counts as the value `(no meta)`. The
 //!   comparison itself is always computed; refusing is the caller's decision.
 //! - Spans match by **name path**: the names from the layout root down to the span, joined with
-//!   `/` ([`TraceDocument::span_path`]). Spans with the same path are aggregated: their count and
+//!   `/` ([`crate::analysis::spans::span_path`]). Spans with the same path are aggregated: their count and
 //!   the sum of their durations (an unclosed span counts 0, as everywhere).
 //! - Modules match by module key ([`crate::analysis::modules`]: the module name, or the
 //!   nesting path without names), with [`module_rows`]' calls and total time per key.
@@ -20,6 +20,7 @@
 //!   parameter whose state differs, including ones present in only one file.
 //! - The eight summary numbers, in SCHEMA.md's order.
 
+use crate::analysis::spans::span_path;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -314,7 +315,7 @@ pub fn compare(base: &TraceDocument, cand: &TraceDocument) -> TraceComparison {
     let mut paths: BTreeMap<String, [(u64, u64); 2]> = BTreeMap::new();
     for (side, doc) in [base, cand].into_iter().enumerate() {
         for (i, s) in doc.spans.iter().enumerate() {
-            let e = &mut paths.entry(doc.span_path(i)).or_default()[side];
+            let e = &mut paths.entry(span_path(doc, i)).or_default()[side];
             e.0 += 1;
             e.1 = e.1.saturating_add(s.duration_or_zero());
         }

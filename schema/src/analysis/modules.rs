@@ -51,8 +51,9 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::format::document::{Span, TraceDocument};
+use crate::format::document::TraceDocument;
 use crate::format::events::SpanKind;
+use crate::format::records::Span;
 use crate::format::spans::SpanTree;
 
 /// The module name of a span, when it has a non-empty one.

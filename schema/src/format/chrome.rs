@@ -783,6 +783,7 @@ pub fn read_chrome(bytes: &[u8]) -> TraceDocument {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::spans::span_path;
     use crate::format::diagnostics::Severity;
     use alloc::vec;
 
@@ -822,7 +823,7 @@ mod tests {
             assert_eq!(doc.spans[outer].duration_ns, Some(100_000));
             assert_eq!(doc.tree.self_ns[outer], 70_000);
             assert_eq!(
-                doc.span_path(doc.span_index("e2").unwrap()),
+                span_path(&doc, doc.span_index("e2").unwrap()),
                 "(trace)/outer/inner"
             );
             let chrome = doc.chrome.as_ref().unwrap();
@@ -846,7 +847,7 @@ mod tests {
         let (parent, child) = (doc.span_index("e1").unwrap(), doc.span_index("e2").unwrap());
         assert_eq!(doc.spans[parent].duration_ns, Some(1001));
         assert_eq!(doc.spans[child].duration_ns, Some(101));
-        assert_eq!(doc.span_path(child), "(trace)/parent/child");
+        assert_eq!(span_path(&doc, child), "(trace)/parent/child");
         assert_eq!(doc.tree.self_ns[parent], 900);
     }
 

@@ -24,41 +24,29 @@
 //!   warning and ignored.
 
 use alloc::format;
-use alloc::string::String;
 use alloc::vec::Vec;
-
-use core::cell::Cell;
-use core::hash::BuildHasher;
-
-use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::format::diagnostics::{
     sort_diagnostics, Category, Diagnostic, DiagnosticCounts, Severity,
 };
 use crate::format::events::{
-    decode_line_borrowed, CaptureSources, CompactString, Decoded, DeviceMemory, Edge, Gradient,
-    LineError, Meta, Raw, SpanStart, TensorEvent, TraceEvent, TRACE_SCHEMA,
+    CaptureSources, CompactString, DeviceMemory, Edge, Gradient, Meta, TensorEvent,
 };
-use crate::format::jsonl::{Line, LineSplitter};
-use crate::format::memory::{Curve, MemoryProfile};
+use crate::format::jsonl::LineSplitter;
+use crate::format::memory::MemoryProfile;
 use crate::format::spans::SpanTree;
-use crate::format::table::{MemoryTable, OpTable, Room};
+use crate::format::table::{MemoryTable, OpTable};
 
 use crate::format::records::MemoryFacts;
-// Named through here only by `analysis::modules`; the public path is `format::records` (and the
-// crate root).
-pub(crate) use crate::format::records::{Lined, Span};
+use crate::format::records::{Lined, Span};
 
-/// An `edge` with its endpoints resolved to span indices.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ResolvedEdge<'a> {
-    /// The edge record.
-    pub edge: &'a Lined<Edge>,
-    /// Index of `from_span` in `TraceDocument::spans`.
-    pub from: Option<usize>,
-    /// Index of `to_span` in `TraceDocument::spans`.
-    pub to: Option<usize>,
-}
+mod finish;
+mod growth;
+mod lines;
+mod span_index;
+
+use lines::RefKind;
+use span_index::SpanIndex;
 
 /// Everything read from one trace/6 file.
 #[derive(Debug, Clone, Default)]
@@ -97,83 +85,6 @@ pub struct TraceDocument {
     /// skipped phases); `None` for a trace/6 file.
     pub chrome: Option<alloc::boxed::Box<crate::format::tracks::ChromeImport>>,
     span_index: SpanIndex,
-}
-
-/// Span id → index into `spans`: a hash table of indices only (4 bytes a span rather than a
-/// copy of the id beside it), whose lookups compare the id of the span an index points at.
-#[derive(Clone, Default)]
-struct SpanIndex {
-    table: HashTable<u32>,
-    hasher: DefaultHashBuilder,
-}
-
-impl core::fmt::Debug for SpanIndex {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SpanIndex")
-            .field("len", &self.table.len())
-            .finish()
-    }
-}
-
-impl SpanIndex {
-    fn hash(&self, id: &str) -> u64 {
-        self.hasher.hash_one(id)
-    }
-
-    /// The index of the span with this id in `spans` (the spans this index was built over).
-    fn get(&self, spans: &[Span], id: &str) -> Option<u32> {
-        self.table
-            .find(self.hash(id), |&i| spans[i as usize].id == id)
-            .copied()
-    }
-
-    /// Index `id` as span `index` (the next span of `spans`, or one of them), unless some
-    /// span already has this id: then the index of that one.
-    fn insert_first(&mut self, spans: &[Span], id: &str, index: u32) -> Result<(), u32> {
-        let hash = self.hash(id);
-        let hasher = &self.hasher;
-        match self.table.entry(
-            hash,
-            |&i| spans[i as usize].id == id,
-            |&i| hasher.hash_one(spans[i as usize].id.as_str()),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(first) => Err(*first.get()),
-            hashbrown::hash_table::Entry::Vacant(slot) => {
-                slot.insert(index);
-                Ok(())
-            }
-        }
-    }
-
-    fn reserve(&mut self, spans: &[Span], additional: usize) {
-        let hasher = &self.hasher;
-        self.table.reserve(additional, |&i| {
-            hasher.hash_one(spans[i as usize].id.as_str())
-        });
-    }
-
-    /// [`SpanIndex::get`] for a run of lookups that often repeat an id (consecutive spans
-    /// usually share a parent): the last span found is compared before the id is hashed.
-    fn resolver<'s>(&'s self, spans: &'s [Span]) -> impl Fn(&str) -> Option<usize> + 's {
-        let last = Cell::new(usize::MAX);
-        move |id| {
-            let hit = last.get();
-            if spans.get(hit).is_some_and(|s| s.id == id) {
-                return Some(hit);
-            }
-            let i = self.get(spans, id)? as usize;
-            last.set(i);
-            Some(i)
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.table.len()
-    }
-
-    fn capacity(&self) -> usize {
-        self.table.capacity()
-    }
 }
 
 impl TraceDocument {
@@ -223,72 +134,6 @@ impl TraceDocument {
         self.diagnostics
             .iter()
             .any(|d| d.severity == Severity::Error)
-    }
-
-    /// Span indices sorted by duration, longest first (ties by file order), at most `limit`.
-    pub fn slowest_spans(&self, limit: usize) -> Vec<usize> {
-        self.top_spans(limit, |i| self.spans[i].duration_or_zero())
-    }
-
-    /// Span indices sorted by self time, largest first (ties by file order), at most `limit`.
-    pub fn spans_by_self_time(&self, limit: usize) -> Vec<usize> {
-        self.top_spans(limit, |i| self.tree.self_ns[i])
-    }
-
-    fn top_spans(&self, limit: usize, key: impl Fn(usize) -> u64) -> Vec<usize> {
-        // Largest key first, ties by file order: a total order, so selecting the first `limit`
-        // and sorting only those gives exactly the head of a full sort, in O(n) rather than
-        // O(n log n) (a 1M-span trace's tables ask for 50).
-        let by_key = |a: &usize, b: &usize| key(*b).cmp(&key(*a)).then(a.cmp(b));
-        let mut order: Vec<usize> = (0..self.spans.len()).collect();
-        if limit == 0 {
-            return Vec::new();
-        }
-        if limit < order.len() {
-            order.select_nth_unstable_by(limit - 1, by_key);
-            order.truncate(limit);
-        }
-        order.sort_by(by_key);
-        order
-    }
-
-    /// Edges sorted by duration, longest first (ties by file order), each with the two spans it
-    /// joins resolved to indices (`None` when an id names no span).
-    pub fn edges_by_duration(&self) -> Vec<ResolvedEdge<'_>> {
-        let mut rows: Vec<ResolvedEdge<'_>> = self
-            .edges
-            .iter()
-            .map(|e| ResolvedEdge {
-                edge: e,
-                from: self.span_index(&e.from_span),
-                to: self.span_index(&e.to_span),
-            })
-            .collect();
-        rows.sort_by(|a, b| {
-            b.edge
-                .duration_ns
-                .cmp(&a.edge.duration_ns)
-                .then(a.edge.line.cmp(&b.edge.line))
-        });
-        rows
-    }
-
-    /// Names along the layout path from the root to span `i`, joined with `/`.
-    pub fn span_path(&self, i: usize) -> String {
-        let mut names = Vec::new();
-        let mut cur = Some(i);
-        while let Some(c) = cur {
-            names.push(self.spans[c].name.as_str());
-            cur = self
-                .tree
-                .parent
-                .get(c)
-                .copied()
-                .flatten()
-                .map(|p| p as usize);
-        }
-        names.reverse();
-        names.join("/")
     }
 }
 
@@ -358,24 +203,6 @@ pub(crate) struct Dropped {
     pub(crate) edges: u64,
 }
 
-/// Which kind of record names a span that may not exist (for the reference warning).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RefKind {
-    Op,
-    Tensor,
-    Memory,
-}
-
-impl RefKind {
-    fn name(self) -> &'static str {
-        match self {
-            RefKind::Op => "op",
-            RefKind::Tensor => "tensor",
-            RefKind::Memory => "memory",
-        }
-    }
-}
-
 /// Streaming trace/6 reader: push chunks of any size, then [`finish`](TraceReader::finish).
 ///
 /// Cross-record checks run as early as they can: a `span_end` or a record's `span_id` that
@@ -418,49 +245,6 @@ pub struct TraceReader {
     consumed: u64,
 }
 
-/// The deepest nesting [`TraceReader`]'s cache of open spans follows; deeper spans are found by
-/// hashing their ids.
-const OPEN_DEPTH: usize = 256;
-
-/// Make room for one more record in `v`, which holds records of one kind. When the file's
-/// size is known and enough of it has been read to judge the mix of kinds, a full `v` grows to
-/// what the whole file will need at the rate seen so far (plus 1/16), instead of doubling: a
-/// large trace's records are then moved once or not at all, rather than about once per doubling.
-/// Before that point, or without a size, `v` doubles as usual.
-fn make_room(v: &mut impl Room, consumed: u64, total: u64) {
-    if v.len() < v.capacity() {
-        return;
-    }
-    if let Some(extra) = projected_extra(v.len(), consumed, total) {
-        v.reserve_exact(extra);
-    }
-}
-
-/// The same for the span id map.
-fn make_room_map(m: &mut SpanIndex, spans: &[Span], consumed: u64, total: u64) {
-    if m.len() < m.capacity() {
-        return;
-    }
-    if let Some(extra) = projected_extra(m.len(), consumed, total) {
-        m.reserve(spans, extra);
-    }
-}
-
-/// How many more records of a kind to make room for, `len` of them having been seen in the
-/// first `consumed` bytes of a `total`-byte file; `None` to let the collection double. The
-/// projection waits for 1/64 of the file (and at least 1 MiB), so a kind that clusters at the
-/// start (parameter allocations, say) cannot reserve far too much; it is also capped at one
-/// record per 16 bytes of file, below the size of any valid line.
-fn projected_extra(len: usize, consumed: u64, total: u64) -> Option<usize> {
-    if total <= consumed || consumed < (total / 64).max(1 << 20) {
-        return None;
-    }
-    let projected = (len as u128 + 1) * u128::from(total) / u128::from(consumed);
-    let projected = (projected + projected / 16).min(u128::from(total / 16));
-    let want = usize::try_from(projected).ok()?;
-    Some(want.saturating_sub(len).max(len / 8 + 16))
-}
-
 impl TraceReader {
     /// A reader at the start of a file.
     pub fn new() -> Self {
@@ -501,463 +285,19 @@ impl TraceReader {
         splitter.push(chunk, |line| self.line(line));
         self.splitter = splitter;
     }
-
-    fn line(&mut self, line: Line<'_>) {
-        let Some(bytes) = crate::format::jsonl::without_bom(&line) else {
-            return;
-        };
-        let first = *self.first_line.get_or_insert(line.number);
-        let number = line.number;
-        self.consumed += line.bytes.len() as u64 + 1;
-        let (consumed, total) = (self.consumed, self.size_hint);
-        // The splitter's text is the line's bytes unless a byte-order mark was cut off.
-        let text = line.text.filter(|t| t.len() == bytes.len());
-        let event = match decode_line_borrowed(bytes, text, |raw| {
-            self.raw_record(raw, number, consumed, total);
-        }) {
-            Ok(Decoded::Raw(())) => return,
-            Ok(Decoded::Event(event)) => event,
-            Err(LineError::UnknownKind(kind)) => {
-                self.doc.skipped_unknown += 1;
-                self.warn(
-                    number,
-                    Category::UnknownKind,
-                    format!("unknown kind `{kind}`; line skipped"),
-                );
-                return;
-            }
-            Err(LineError::Invalid(Category::Truncated, message)) if !line.terminated => {
-                self.warn(
-                    number,
-                    Category::Truncated,
-                    format!("truncated last line (the writer stopped mid-record): {message}"),
-                );
-                return;
-            }
-            Err(LineError::Invalid(category, message)) => {
-                let category = if category == Category::Truncated {
-                    Category::Syntax
-                } else {
-                    category
-                };
-                self.error(number, category, message);
-                return;
-            }
-        };
-        let doc = &mut self.doc;
-        match event {
-            TraceEvent::Meta(meta) => {
-                if let Some(existing) = &doc.meta {
-                    let msg = format!(
-                        "more than one meta (the first is at line {}); this one is ignored",
-                        existing.line
-                    );
-                    self.error(number, Category::Meta, msg);
-                    return;
-                }
-                if number != first {
-                    self.error(
-                        number,
-                        Category::Meta,
-                        format!(
-                            "meta must be the first non-blank line (line {first} comes before it)"
-                        ),
-                    );
-                }
-                if meta.schema != TRACE_SCHEMA {
-                    self.error(
-                        number,
-                        Category::Meta,
-                        format!("schema `{}` is not `{TRACE_SCHEMA}`", meta.schema),
-                    );
-                }
-                self.doc.meta = Some(Lined {
-                    line: number,
-                    event: meta,
-                });
-            }
-            TraceEvent::SpanStart(s) => self.span_start(s, number, consumed, total),
-            TraceEvent::SpanEnd(e) => self.span_end(&e.id, e.duration_ns, number),
-            TraceEvent::Op(event) => {
-                if self.op(&event.span_id, number, consumed, total) {
-                    self.doc.ops.push_event(number, &event);
-                }
-            }
-            TraceEvent::Tensor(event) => {
-                self.tensor(&event.span_id.clone(), number, consumed, total, || event)
-            }
-            TraceEvent::Memory(event) => {
-                self.check_ref(RefKind::Memory, &event.span_id, number);
-                match self.keep {
-                    Keep::Everything => {
-                        make_room(&mut self.doc.memory, consumed, total);
-                        self.doc.memory.push_event(number, &event);
-                    }
-                    Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
-                        line: number,
-                        timestamp_ns: event.timestamp_ns,
-                        bytes: event.bytes,
-                        tensor_id: event.tensor_id,
-                        device: event.device,
-                        action: event.action,
-                        category: event.category,
-                    }),
-                }
-            }
-            TraceEvent::DeviceMemory(event) => doc.device_memory.push(Lined::new(number, event)),
-            TraceEvent::Gradient(event) => match self.keep {
-                Keep::Everything => doc.gradients.push(Lined::new(number, event)),
-                Keep::Summary => self.dropped.gradients += 1,
-            },
-            TraceEvent::Edge(event) => match self.keep {
-                Keep::Everything => doc.edges.push(Lined::new(number, event)),
-                Keep::Summary => self.dropped.edges += 1,
-            },
-            TraceEvent::CaptureSources(event) => {
-                if let Some(first) = &doc.capture_sources {
-                    let msg = format!(
-                        "more than one capture_sources line (the first is at line {}); this one is ignored",
-                        first.line
-                    );
-                    self.warn(number, Category::Capture, msg);
-                    return;
-                }
-                for w in &event.warnings {
-                    doc.diagnostics.push(Diagnostic::warning(
-                        number,
-                        Category::Capture,
-                        format!("capture: {w}"),
-                    ));
-                }
-                doc.capture_sources = Some(Lined::new(number, event));
-            }
-        }
-    }
-
-    /// A writer-shaped line of a hot kind: the same checks as for its serde-decoded event,
-    /// building only the record that is kept.
-    #[inline]
-    fn raw_record(&mut self, raw: Raw<'_>, number: u64, consumed: u64, total: u64) {
-        match raw {
-            Raw::SpanStart(s) => self.span_start(s.to_event(), number, consumed, total),
-            Raw::SpanEnd { id, duration_ns } => self.span_end(id, duration_ns, number),
-            Raw::Op(o) => {
-                if self.op(o.span_id, number, consumed, total) {
-                    self.doc.ops.push_raw(number, o);
-                }
-            }
-            Raw::Tensor(t) => self.tensor(t.span_id, number, consumed, total, || t.to_event()),
-            Raw::Memory(m) => {
-                self.check_ref(RefKind::Memory, m.span_id, number);
-                match self.keep {
-                    Keep::Everything => {
-                        make_room(&mut self.doc.memory, consumed, total);
-                        self.doc.memory.push_raw(number, m);
-                    }
-                    Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
-                        line: number,
-                        timestamp_ns: m.timestamp_ns,
-                        bytes: m.bytes,
-                        tensor_id: m.tensor_id.into(),
-                        device: m.device.into(),
-                        action: m.action,
-                        category: m.category,
-                    }),
-                }
-            }
-        }
-    }
-
-    fn span_start(&mut self, s: SpanStart, number: u64, consumed: u64, total: u64) {
-        let doc = &mut self.doc;
-        make_room_map(&mut doc.span_index, &doc.spans, consumed, total);
-        make_room(&mut doc.spans, consumed, total);
-        let index = doc.spans.len() as u32;
-        // One hash of the id: the duplicate check and the insertion share the entry.
-        if let Err(first) = doc.span_index.insert_first(&doc.spans, &s.id, index) {
-            let msg = format!(
-                "duplicate span id `{}` (first started at line {}); this span_start is dropped",
-                s.id, doc.spans[first as usize].line
-            );
-            self.error(number, Category::Duplicate, msg);
-            return;
-        }
-        if s.measured {
-            match self.first_measured_line {
-                None => self.first_measured_line = Some(number),
-                Some(first_measured) => self.warn(
-                    number,
-                    Category::Measured,
-                    format!("more than one measured span (the first starts at line {first_measured}); total_ns adds them all"),
-                ),
-            }
-        }
-        let doc = &self.doc;
-        let parent = match (&s.parent_id, self.open.last()) {
-            (Some(pid), Some(&top)) if doc.spans[top as usize].id == *pid => Some(top),
-            _ => None,
-        };
-        self.parents.push(parent);
-        if self.open.len() < OPEN_DEPTH {
-            self.open.push(index);
-        }
-        self.doc.spans.push(Span {
-            id: s.id,
-            parent_id: s.parent_id,
-            name: s.name,
-            start_ns: s.start_ns,
-            span_kind: s.span_kind,
-            measured: s.measured,
-            step: s.step,
-            module: s.module,
-            duration_ns: None,
-            line: number,
-            end_line: None,
-        });
-    }
-
-    fn span_end(&mut self, id: &str, duration_ns: u64, number: u64) {
-        let doc = &mut self.doc;
-        let found = match self.open.last() {
-            Some(&i) if doc.spans[i as usize].id == id => {
-                self.open.pop();
-                Some(i)
-            }
-            _ => {
-                let found = doc.span_index.get(&doc.spans, id);
-                // A span that ends while spans it encloses are open: those are not innermost
-                // any more (they end out of order, or never).
-                if let Some(at) = found.and_then(|i| self.open.iter().rposition(|&o| o == i)) {
-                    self.open.truncate(at);
-                }
-                found
-            }
-        };
-        let settled = match found {
-            Some(i) if !self.pending_end_ids.contains(id) => {
-                close_span(&mut doc.spans[i as usize], id, duration_ns, number)
-            }
-            _ => {
-                let id = CompactString::from(id);
-                self.pending_end_ids.insert(id.clone());
-                self.pending_ends.push((id, duration_ns, number));
-                None
-            }
-        };
-        if let Some(d) = settled {
-            doc.diagnostics.push(d);
-        }
-    }
-
-    /// The reference check of an `op` record and, when it is kept whole, room for it: whether
-    /// to push it.
-    fn op(&mut self, span_id: &str, number: u64, consumed: u64, total: u64) -> bool {
-        self.check_ref(RefKind::Op, span_id, number);
-        match self.keep {
-            Keep::Everything => {
-                make_room(&mut self.doc.ops, consumed, total);
-                true
-            }
-            Keep::Summary => {
-                self.dropped.ops += 1;
-                false
-            }
-        }
-    }
-
-    fn tensor(
-        &mut self,
-        span_id: &str,
-        number: u64,
-        consumed: u64,
-        total: u64,
-        build: impl FnOnce() -> TensorEvent,
-    ) {
-        self.check_ref(RefKind::Tensor, span_id, number);
-        match self.keep {
-            Keep::Everything => {
-                let tensors = &mut self.doc.tensors;
-                make_room(tensors, consumed, total);
-                tensors.push(Lined::new(number, build()));
-            }
-            Keep::Summary => self.dropped.tensors += 1,
-        }
-    }
-
-    /// What a summary read keeps of a `memory` record: what the memory profile's numbers and
-    /// warnings read (time, tensor, device, bytes, action and category; the rest only
-    /// describes what was live).
-    fn keep_memory_facts(
-        &mut self,
-        consumed: u64,
-        total: u64,
-        build: impl FnOnce() -> MemoryFacts,
-    ) {
-        make_room(&mut self.memory_facts, consumed, total);
-        self.memory_facts.push(build());
-    }
-
-    /// The reference check of an `op`, `tensor` or `memory` record: settled now when its span
-    /// has been read, otherwise left for `finish`.
-    #[inline]
-    fn check_ref(&mut self, kind: RefKind, span_id: &str, line: u64) {
-        let doc = &self.doc;
-        for last in [self.last_ref, self.open.last().copied()]
-            .into_iter()
-            .flatten()
-        {
-            if doc.spans[last as usize].id == span_id {
-                return;
-            }
-        }
-        match doc.span_index.get(&doc.spans, span_id) {
-            Some(i) => self.last_ref = Some(i),
-            None => self
-                .pending_refs
-                .push((kind, CompactString::from(span_id), line)),
-        }
-    }
-
-    fn error(&mut self, line: u64, category: Category, message: String) {
-        self.doc
-            .diagnostics
-            .push(Diagnostic::error(line, category, message));
-    }
-
-    fn warn(&mut self, line: u64, category: Category, message: String) {
-        self.doc
-            .diagnostics
-            .push(Diagnostic::warning(line, category, message));
-    }
-
     /// End of file: cross-record checks, span tree, memory profile.
     pub fn finish(self) -> TraceDocument {
         self.finish_keeping().0
-    }
-
-    /// [`finish`](TraceReader::finish), and what a [`Keep::Summary`] reader counted instead of
-    /// keeping.
-    pub(crate) fn finish_keeping(mut self) -> (TraceDocument, Dropped) {
-        let splitter = core::mem::take(&mut self.splitter);
-        let bytes_read = splitter.bytes_seen();
-        splitter.finish(|line| self.line(line));
-        let TraceReader {
-            mut doc,
-            keep,
-            dropped,
-            pending_ends,
-            pending_refs,
-            memory_facts,
-            parents,
-            ..
-        } = self;
-        doc.bytes_read = bytes_read;
-        let diags = &mut doc.diagnostics;
-
-        let meta_line = match &doc.meta {
-            Some(m) => m.line,
-            None => {
-                diags.push(Diagnostic::error(
-                    1,
-                    Category::Meta,
-                    format!("no meta line: a trace starts with {{\"kind\":\"meta\",\"schema\":\"{TRACE_SCHEMA}\",...}}"),
-                ));
-                1
-            }
-        };
-
-        for (id, duration_ns, line) in pending_ends {
-            match doc.span_index.get(&doc.spans, &id) {
-                None => diags.push(Diagnostic::error(
-                    line,
-                    Category::Reference,
-                    format!("span_end for unknown span id `{id}`"),
-                )),
-                Some(i) => {
-                    if let Some(d) = close_span(&mut doc.spans[i as usize], &id, duration_ns, line)
-                    {
-                        diags.push(d);
-                    }
-                }
-            }
-        }
-        let mut any_measured = false;
-        for span in &doc.spans {
-            any_measured |= span.measured;
-            if span.end_line.is_none() {
-                diags.push(Diagnostic::warning(
-                    span.line,
-                    Category::Unclosed,
-                    format!(
-                        "span `{}` ({}) is never closed; its duration counts as 0",
-                        span.id, span.name
-                    ),
-                ));
-            }
-        }
-        if !any_measured {
-            diags.push(Diagnostic::warning(
-                meta_line,
-                Category::Measured,
-                "no measured span: total_ns is 0",
-            ));
-        }
-
-        let (index, spans) = (&doc.span_index, &doc.spans);
-        let (tree, tree_diags) = {
-            let resolve = index.resolver(spans);
-            SpanTree::build(spans, |i, id| match parents.get(i) {
-                Some(&Some(p)) => Some(p as usize),
-                _ => resolve(id),
-            })
-        };
-        doc.tree = tree;
-        diags.extend(tree_diags);
-
-        for (kind, span_id, line) in pending_refs {
-            if index.get(spans, &span_id).is_none() {
-                diags.push(Diagnostic::warning(
-                    line,
-                    Category::Reference,
-                    format!("{} names span `{span_id}`, which is no span", kind.name()),
-                ));
-            }
-        }
-
-        let (profile, memory_diags) = match keep {
-            Keep::Everything => MemoryProfile::build(&doc.memory, &doc.device_memory),
-            Keep::Summary => {
-                MemoryProfile::build_from(&memory_facts[..], &doc.device_memory, Curve::Dropped)
-            }
-        };
-        doc.memory_profile = profile;
-        doc.diagnostics.extend(memory_diags);
-        sort_diagnostics(&mut doc.diagnostics);
-        (doc, dropped)
-    }
-}
-
-/// Close `span` with the `span_end` read at `line`, or the error for a second end.
-fn close_span(span: &mut Span, id: &str, duration_ns: u64, line: u64) -> Option<Diagnostic> {
-    match span.end_line {
-        Some(first_end) => Some(Diagnostic::error(
-            line,
-            Category::Duplicate,
-            format!("span `{id}` is closed twice (first span_end at line {first_end}); this one is ignored"),
-        )),
-        None => {
-            span.duration_ns = Some(duration_ns);
-            span.end_line = Some(line);
-            None
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::lines::OPEN_DEPTH;
     use super::*;
+    use crate::analysis::spans::span_path;
     use crate::format::events::TensorCategory;
-    use alloc::string::ToString;
+    use alloc::string::{String, ToString};
     use alloc::vec;
 
     const META: &str = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":2,"warmup_steps":1,"device":"cpu","timing_mode":"host","tags":{}}"#;
@@ -1124,28 +464,6 @@ mod tests {
     /// The top spans are the head of a full sort by (key descending, file order), whatever
     /// the limit, with ties and a limit past the end.
     #[test]
-    fn top_spans_are_the_head_of_a_full_sort() {
-        let mut lines = vec![META.to_string(), start("root", None, 0, true)];
-        // Durations with many ties: 7 distinct values over 40 spans.
-        for i in 0..40u64 {
-            let id = format!("c{i}");
-            lines.push(start(&id, Some("root"), i, false));
-            lines.push(end(&id, (i * 37) % 7));
-        }
-        lines.push(end("root", 1000));
-        let doc = read(&lines);
-        let mut full: Vec<usize> = (0..doc.spans.len()).collect();
-        full.sort_by(|&a, &b| {
-            let d = |i: usize| doc.spans[i].duration_or_zero();
-            d(b).cmp(&d(a)).then(a.cmp(&b))
-        });
-        for limit in [0, 1, 2, 5, 13, 40, 41, 100] {
-            let want: Vec<usize> = full.iter().copied().take(limit).collect();
-            assert_eq!(doc.slowest_spans(limit), want, "limit {limit}");
-        }
-    }
-
-    #[test]
     fn self_time_and_depth_by_hand() {
         // root [0,100) measured; a [10,50) under root; b [20,30) under a; c [60,90) under root.
         let doc = read(&[
@@ -1168,7 +486,7 @@ mod tests {
         let s = doc.summary();
         assert_eq!(s.total_ns, 100);
         assert_eq!((s.span_count, s.root_span_count, s.max_depth), (4, 1, 2));
-        assert_eq!(doc.span_path(doc.span_index("b").unwrap()), "nroot/na/nb");
+        assert_eq!(span_path(&doc, doc.span_index("b").unwrap()), "nroot/na/nb");
         let pre: Vec<&str> = doc
             .tree
             .preorder()
@@ -1202,7 +520,7 @@ mod tests {
         assert!(doc.tree.self_ns.iter().all(|&x| x == 10));
         assert_eq!(doc.tree.preorder().len() as u64, N);
         assert_eq!(
-            doc.span_path(N as usize - 1).matches('/').count() as u64,
+            span_path(&doc, N as usize - 1).matches('/').count() as u64,
             N - 1
         );
     }
@@ -1239,32 +557,6 @@ mod tests {
         assert_eq!(s.root_span_count, 1);
         assert_eq!(s.max_depth, 1);
         assert_eq!(doc.tree.self_ns[doc.span_index("a").unwrap()], 20 - 5 - 4);
-    }
-
-    #[test]
-    fn edges_resolve_and_sort_by_duration() {
-        let edge = |from: &str, to: &str, d: u64| {
-            format!(r#"{{"kind":"edge","from_span":"{from}","to_span":"{to}","duration_ns":{d}}}"#)
-        };
-        let doc = read(&[
-            META.to_string(),
-            start("a", None, 0, true),
-            start("b", Some("a"), 5, false),
-            edge("a", "b", 3),
-            edge("b", "zz", 9),
-            end("b", 1),
-            end("a", 10),
-        ]);
-        let rows = doc.edges_by_duration();
-        assert_eq!(rows.len(), 2);
-        assert_eq!(
-            (rows[0].edge.duration_ns, rows[0].from, rows[0].to),
-            (9, Some(1), None)
-        );
-        assert_eq!(
-            (rows[1].edge.duration_ns, rows[1].from, rows[1].to),
-            (3, Some(0), Some(1))
-        );
     }
 
     #[test]

@@ -17,10 +17,10 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::format::diagnostics::{classify_json_error, Category};
 
-mod fast;
+pub(crate) mod fast;
 pub mod line;
 
-pub(crate) use fast::{Raw, RawMemory, RawOp};
+use fast::Raw;
 
 /// The `schema` value of a trace/6 `meta` line.
 pub const TRACE_SCHEMA: &str = "candle-graph/trace/6";

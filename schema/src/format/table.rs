@@ -9,213 +9,18 @@
 //! [`MemoryTable`] holds a document's `memory` records (56 bytes a row, plus the bytes of its
 //! tensor id), [`OpTable`] its `op` records (72 bytes a row, plus its input and output ids).
 
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
-use core::hash::BuildHasher;
 
-use hashbrown::{DefaultHashBuilder, HashTable};
-
+use crate::format::events::fast::{RawMemory, RawOp};
 use crate::format::events::{
-    derived_storage_bytes, CompactString, MemoryAction, MemoryEvent, Op, RawMemory, RawOp,
-    TensorCategory,
+    derived_storage_bytes, CompactString, MemoryAction, MemoryEvent, Op, TensorCategory,
 };
 use crate::format::records::{Lined, MemoryRecord, MemoryRecords};
 
-/// The number of an absent optional string.
-const NONE: u32 = u32::MAX;
+mod pool;
 
-/// What a [`Pool`] keeps its values in, end to end: a `String` (values `str`) or a `Vec<u64>`
-/// (values `[u64]`, shapes).
-pub(crate) trait Buffer: Default {
-    type Value: ?Sized + Eq + core::hash::Hash;
-    fn value(&self, range: core::ops::Range<usize>) -> &Self::Value;
-    /// Whether the value at `range` is `value` (without making it a `Value` first).
-    fn holds(&self, range: core::ops::Range<usize>, value: &Self::Value) -> bool {
-        self.value(range) == value
-    }
-    fn append(&mut self, value: &Self::Value);
-    fn len(&self) -> usize;
-}
-
-impl Buffer for String {
-    type Value = str;
-    fn value(&self, range: core::ops::Range<usize>) -> &str {
-        &self[range]
-    }
-    /// As bytes: slicing a `str` checks that both ends are character boundaries.
-    fn holds(&self, range: core::ops::Range<usize>, value: &str) -> bool {
-        self.as_bytes().get(range) == Some(value.as_bytes())
-    }
-    fn append(&mut self, value: &str) {
-        self.push_str(value);
-    }
-    fn len(&self) -> usize {
-        String::len(self)
-    }
-}
-
-impl Buffer for Vec<u64> {
-    type Value = [u64];
-    fn value(&self, range: core::ops::Range<usize>) -> &[u64] {
-        &self[range]
-    }
-    fn append(&mut self, value: &[u64]) {
-        self.extend_from_slice(value);
-    }
-    fn len(&self) -> usize {
-        Vec::len(self)
-    }
-}
-
-/// Values end to end in one buffer, each known by its number (in order of storing). Values
-/// that repeat (names, shapes) are stored once ([`Pool::intern`]); ids, nearly all distinct,
-/// are appended as they come ([`Pool::push`], or [`Pool::push_unless_last`] for a run of
-/// records that share one).
-#[derive(Clone, Default)]
-pub(crate) struct Pool<B> {
-    values: B,
-    ends: Vec<usize>,
-    /// The interned values' numbers, by hash.
-    index: HashTable<u32>,
-    hasher: DefaultHashBuilder,
-}
-
-/// Strings: ids and names.
-pub(crate) type Strings = Pool<String>;
-
-impl<B: Buffer> Pool<B> {
-    /// Value number `i` (`i` was returned by this pool).
-    pub(crate) fn get(&self, i: u32) -> &B::Value {
-        value_at(&self.values, &self.ends, i)
-    }
-
-    /// Whether value number `i` is `value`.
-    fn holds(&self, i: u32, value: &B::Value) -> bool {
-        self.values.holds(range_at(&self.ends, i), value)
-    }
-
-    /// Store `value` as the next one.
-    pub(crate) fn push(&mut self, value: &B::Value) -> u32 {
-        self.values.append(value);
-        self.ends.push(self.values.len());
-        // A pool of 2^32 values would need hundreds of gigabytes of trace in memory.
-        (self.ends.len() - 1) as u32
-    }
-
-    /// `last` when that value is `value` (records in a run share their span), otherwise
-    /// `value` stored as the next one.
-    pub(crate) fn push_unless_last(&mut self, last: u32, value: &B::Value) -> u32 {
-        if last != NONE && self.holds(last, value) {
-            return last;
-        }
-        self.push(value)
-    }
-
-    /// The number of `value` among the interned values, storing it the first time: `cache`
-    /// (the column's last value) is compared before the value is hashed, and set to it.
-    pub(crate) fn intern(&mut self, cache: &mut u32, value: &B::Value) -> u32 {
-        if *cache != NONE && self.holds(*cache, value) {
-            return *cache;
-        }
-        let hash = self.hasher.hash_one(value);
-        let found = {
-            let (values, ends) = (&self.values, &self.ends);
-            self.index
-                .find(hash, |&i| values.holds(range_at(ends, i), value))
-                .copied()
-        };
-        let n = match found {
-            Some(n) => n,
-            None => {
-                let n = self.push(value);
-                let (values, ends, hasher) = (&self.values, &self.ends, &self.hasher);
-                self.index
-                    .insert_unique(hash, n, |&i| hasher.hash_one(value_at(values, ends, i)));
-                n
-            }
-        };
-        *cache = n;
-        n
-    }
-}
-
-fn value_at<'a, B: Buffer>(values: &'a B, ends: &[usize], i: u32) -> &'a B::Value {
-    values.value(range_at(ends, i))
-}
-
-fn range_at(ends: &[usize], i: u32) -> core::ops::Range<usize> {
-    let i = i as usize;
-    let start = if i == 0 { 0 } else { ends[i - 1] };
-    start..ends[i]
-}
-
-/// Shapes, each stored once.
-#[derive(Clone)]
-struct Shapes {
-    pool: Pool<Vec<u64>>,
-    /// The dimensions of the shape being stored ([`Shapes::intern_iter`]).
-    scratch: Vec<u64>,
-    /// The last shape stored or found.
-    last: u32,
-    /// Shapes as a line writes them (`8,16`), each stored once, and the shape each one is
-    /// ([`Shapes::intern_written`]): a shape read from a line is then found by its text,
-    /// without reading its numbers.
-    written: Pool<String>,
-    shape_of_written: Vec<u32>,
-    last_written: u32,
-}
-
-impl Default for Shapes {
-    fn default() -> Self {
-        Shapes {
-            pool: Pool::default(),
-            scratch: Vec::new(),
-            last: NONE,
-            written: Pool::default(),
-            shape_of_written: Vec::new(),
-            last_written: NONE,
-        }
-    }
-}
-
-impl Shapes {
-    /// Shape number `i`.
-    fn get(&self, i: u32) -> &[u64] {
-        self.pool.get(i)
-    }
-
-    /// The number of the shape `dims`, storing it the first time.
-    fn intern(&mut self, dims: &[u64]) -> u32 {
-        self.pool.intern(&mut self.last, dims)
-    }
-
-    /// [`Shapes::intern`] of dimensions that come one at a time.
-    fn intern_iter(&mut self, dims: impl IntoIterator<Item = u64>) -> u32 {
-        let mut scratch = core::mem::take(&mut self.scratch);
-        scratch.clear();
-        scratch.extend(dims);
-        let n = self.intern(&scratch);
-        self.scratch = scratch;
-        n
-    }
-
-    /// [`Shapes::intern`] of a shape as a line wrote it, `text` (between the brackets), whose
-    /// numbers `dims` gives when it is new. The text must be canonical (digits without
-    /// leading zeros, no spaces: the fast path's lists), so that two texts are the same shape
-    /// exactly when they are the same text.
-    fn intern_written(&mut self, text: &str, dims: impl IntoIterator<Item = u64>) -> u32 {
-        let t = self.written.intern(&mut self.last_written, text);
-        match self.shape_of_written.get(t as usize) {
-            Some(&n) => n,
-            None => {
-                let n = self.intern_iter(dims);
-                self.shape_of_written.push(n);
-                n
-            }
-        }
-    }
-}
+use pool::{Pools, Strings, DEVICE, DTYPE, NONE, OP_NAME};
 
 /// A table whose records are read back by position.
 pub trait Table {
@@ -268,59 +73,6 @@ impl<'a, T: Table> DoubleEndedIterator for Rows<'a, T> {
 }
 
 impl<T: Table> ExactSizeIterator for Rows<'_, T> {}
-
-/// The strings and shapes of one table, with what its columns last stored (compared before
-/// anything is hashed: consecutive records mostly share a span, a device and a dtype).
-#[derive(Clone)]
-struct Pools {
-    strings: Strings,
-    shapes: Shapes,
-    /// The last op name, device and dtype.
-    names: [u32; 3],
-    last_span: u32,
-}
-
-const OP_NAME: usize = 0;
-const DEVICE: usize = 1;
-const DTYPE: usize = 2;
-
-impl Default for Pools {
-    fn default() -> Self {
-        Pools {
-            strings: Strings::default(),
-            shapes: Shapes::default(),
-            names: [NONE; 3],
-            last_span: NONE,
-        }
-    }
-}
-
-impl Pools {
-    fn str(&self, i: u32) -> &str {
-        self.strings.get(i)
-    }
-
-    fn opt_str(&self, i: u32) -> Option<&str> {
-        (i != NONE).then(|| self.strings.get(i))
-    }
-
-    /// An id, stored as it comes.
-    fn id(&mut self, s: &str) -> u32 {
-        self.strings.push(s)
-    }
-
-    /// A span id, stored once for a run of records in that span.
-    fn span(&mut self, s: &str) -> u32 {
-        let n = self.strings.push_unless_last(self.last_span, s);
-        self.last_span = n;
-        n
-    }
-
-    /// A name of column `column` (`OP_NAME`, `DEVICE`, `DTYPE`), stored once.
-    fn name(&mut self, column: usize, s: &str) -> u32 {
-        self.strings.intern(&mut self.names[column], s)
-    }
-}
 
 /// A list of records that the reader grows to its projected size (`make_room` in
 /// `document`): a `Vec` or a table.
@@ -533,11 +285,6 @@ impl<'a> MemoryRow<'a> {
             category: self.category,
         }
     }
-
-    /// The record with its line, owned.
-    pub fn to_lined(&self) -> Lined<MemoryEvent> {
-        Lined::new(self.line, self.to_event())
-    }
 }
 
 /// One record of a [`MemoryTable`], its fields read when asked for.
@@ -651,7 +398,7 @@ impl MemoryTable {
     }
 
     /// [`MemoryTable::push_with_dims`] of a row the fast path read, with its shape's canonical
-    /// text as well (see [`Shapes::intern_written`]).
+    /// text as well (see [`pool::Shapes::intern_written`]).
     fn push_written(
         &mut self,
         row: MemoryRow<'_>,
@@ -886,11 +633,6 @@ impl<'a> OpRow<'a> {
             input_storage_bytes: self.input_storage_bytes,
         }
     }
-
-    /// The record with its line, owned.
-    pub fn to_lined(&self) -> Lined<Op> {
-        Lined::new(self.line, self.to_event())
-    }
 }
 
 /// A document's `op` records in file order, as compact rows (see the [module](self)).
@@ -963,7 +705,7 @@ impl OpTable {
     }
 
     /// [`OpTable::push_with_lists`] of a row the fast path read, with its shape's canonical
-    /// text as well (see [`Shapes::intern_written`]).
+    /// text as well (see [`pool::Shapes::intern_written`]).
     fn push_written<'s>(
         &mut self,
         row: OpRow<'_>,

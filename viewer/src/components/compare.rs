@@ -4,6 +4,7 @@
 //! changes and both sides' lane groups in one flame chart coloured by change (a path row
 //! selects its span on both sides).
 
+use candle_trace_schema::analysis::spans::span_path;
 use std::sync::Arc;
 
 use leptos::prelude::*;
@@ -458,7 +459,7 @@ pub fn CompareView(
                     let (sel, m) = (x.ctx.selected, x.ctx.model.clone());
                     Effect::new(move |_| {
                         if let Some(i) = sel.get() {
-                            let path = m.doc.span_path(i as usize);
+                            let path = span_path(&m.doc, i as usize);
                             if picked.with_untracked(|p| p.as_deref() != Some(path.as_str())) {
                                 picked.set(Some(path));
                             }

@@ -4,6 +4,7 @@
 //! timeline coloured by change.
 
 use super::sort::sort_indices;
+use candle_trace_schema::analysis::spans::span_path;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -107,7 +108,7 @@ pub fn span_changes(doc: &TraceDocument, comparison: &TraceComparison) -> Vec<Ch
     (0..doc.spans.len())
         .map(|i| {
             by_path
-                .get(doc.span_path(i).as_str())
+                .get(span_path(doc, i).as_str())
                 .copied()
                 .unwrap_or(Change::New)
         })
@@ -331,7 +332,7 @@ pub fn first_span_with_path(doc: &TraceDocument, path: &str) -> Option<u32> {
     // A path's last component is its span's name: only those spans need their path built.
     let leaf = path.rsplit('/').next().unwrap_or(path);
     (0..doc.spans.len())
-        .filter(|&i| doc.spans[i].name == leaf && doc.span_path(i) == path)
+        .filter(|&i| doc.spans[i].name == leaf && span_path(doc, i) == path)
         .min_by_key(|&i| (doc.spans[i].start_ns, i))
         .map(|i| i as u32)
 }
@@ -431,7 +432,7 @@ mod tests {
         let doc = &m.candidate.doc;
         assert_eq!(m.changes.len(), doc.spans.len());
         for (i, change) in m.changes.iter().enumerate() {
-            let path = doc.span_path(i);
+            let path = span_path(doc, i);
             let p = m.comparison.paths.iter().find(|p| p.path == path).unwrap();
             assert_eq!(*change, change_of(p), "{path}");
             assert_ne!(p.presence, Presence::Vanished);

@@ -1,6 +1,7 @@
 //! The span table (top spans by self or total time) and the details of one span: its fields,
 //! self time, children, the ops that ran in it and the memory allocated in it.
 
+use candle_trace_schema::analysis::spans::{slowest_spans, span_path, spans_by_self_time};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::{MemoryAction, SpanKind, Step};
 
@@ -37,8 +38,8 @@ pub struct SpanRow {
 /// The top `limit` spans in this order (ties by file order).
 pub fn span_rows(doc: &TraceDocument, order: SpanOrder, limit: usize) -> Vec<SpanRow> {
     let indices = match order {
-        SpanOrder::SelfTime => doc.spans_by_self_time(limit),
-        SpanOrder::Total => doc.slowest_spans(limit),
+        SpanOrder::SelfTime => spans_by_self_time(doc, limit),
+        SpanOrder::Total => slowest_spans(doc, limit),
     };
     indices
         .into_iter()
@@ -47,7 +48,7 @@ pub fn span_rows(doc: &TraceDocument, order: SpanOrder, limit: usize) -> Vec<Spa
             SpanRow {
                 index: i as u32,
                 name: s.name.to_string(),
-                path: doc.span_path(i),
+                path: span_path(doc, i),
                 kind: s.span_kind,
                 step: s.step,
                 duration_ns: s.duration_or_zero(),
@@ -227,7 +228,7 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
             "parent_id",
             s.parent_id.as_deref().unwrap_or("—").to_string(),
         ),
-        ("path", doc.span_path(i)),
+        ("path", span_path(doc, i)),
         (
             "span_kind",
             super::super::timeline::palette::kind_name(s.span_kind).into(),

@@ -568,6 +568,7 @@ pub fn profile_to_chrome(doc: &ProfileDocument) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::spans::span_path;
     use crate::format::chrome::read_chrome;
 
     fn slice(start: u64, end: u64, parent: Option<usize>, depth: u64) -> Slice {
@@ -619,7 +620,7 @@ mod tests {
             doc.meta.as_ref().unwrap().event
         );
         assert_eq!(back.summary().total_ns, 999);
-        assert_eq!(back.span_path(1), "step/mm");
+        assert_eq!(span_path(&back, 1), "step/mm");
         assert_eq!(back.spans[1].duration_ns, Some(7));
         // Times are rebased to the first event: 1001 → 0.
         assert_eq!(back.spans[1].start_ns, 499);
