@@ -50,10 +50,14 @@ struct Trainer {
 fn trainer() -> candle_core::Result<Trainer> {
     let cfg = train_llama::config();
     let varmap = VarMap::new();
-    let model = Llama::load(
-        VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu),
-        &cfg,
-    )?;
+    // Named by their weights, as the example does: the names cost the model's load, not the
+    // captured update (their spans carry an interned label).
+    let vb = candle_trace_capture::nn::name_modules(VarBuilder::from_varmap(
+        &varmap,
+        DType::F32,
+        &Device::Cpu,
+    ));
+    let model = Llama::load(vb, &cfg)?;
     let cache = Cache::new(false, DType::F32, &cfg, &Device::Cpu)?;
     let optimizer = AdamW::new(varmap.all_vars(), ParamsAdamW::default())?;
     let (inputs, targets) = train_llama::batch(&cfg, &Device::Cpu)?;
@@ -125,6 +129,11 @@ fn lines_of_one_update(t: &mut Trainer) -> BTreeMap<String, u64> {
             None => kind,
         };
         *counts.entry(key).or_insert(0) += 1;
+        if v.get("module").is_some() {
+            *counts
+                .entry(String::from("span_start (named)"))
+                .or_insert(0) += 1;
+        }
     }
     counts
 }
@@ -162,7 +171,14 @@ fn main() {
         "one captured update writes {total} lines: {}",
         listed.join(", ")
     );
-    for kind in ["span_start (module)", "op", "memory", "tensor", "gradient"] {
+    for kind in [
+        "span_start (module)",
+        "span_start (named)",
+        "op",
+        "memory",
+        "tensor",
+        "gradient",
+    ] {
         assert!(
             counts.get(kind).is_some_and(|&n| n > 0),
             "the captured update wrote no `{kind}` line"

@@ -56,7 +56,7 @@ use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant, SystemTime};
 
 use candle_trace_schema::analysis::otlp::{
-    request_spans, AttributeValue, OtlpSpan, OtlpSpanKind, SCOPE_NAME,
+    request_spans, AttributeValue, OtlpSpan, OtlpSpanKind, LINE_ATTRIBUTE, SCOPE_NAME,
 };
 use candle_trace_schema::format::profile::{ProfileDocument, ProfileEvent, ProfileRecord};
 use opentelemetry::trace::{
@@ -337,7 +337,7 @@ fn attributes(attrs: &[(String, AttributeValue)]) -> Vec<KeyValue> {
     attrs
         .iter()
         // A live request has no file line.
-        .filter(|(k, _)| k != "candle_trace.line")
+        .filter(|(k, _)| k != LINE_ATTRIBUTE)
         .map(|(k, v)| KeyValue::new(k.clone(), value(v)))
         .collect()
 }

@@ -201,7 +201,7 @@ impl Recorder {
                 inner.capture_step
             ));
         }
-        let warnings = inner.capture_warnings();
+        let warnings = inner.capture_warnings(crate::subscriber::no_span_reason());
         for warning in &warnings {
             inner.note(warning.clone());
         }

@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use std::collections::HashMap;
 
+use candle_trace_schema::format::events::line::{self, MemoryLine, OpLine, SpanStartLine, Text};
 use candle_trace_schema::format::events::{
-    source, CaptureSource, CaptureSources, MemoryAction, Op, SpanKind, Step, TensorCategory,
+    source, CaptureSource, CaptureSources, MemoryAction, SpanKind, Step, TensorCategory,
     TimingMode, TraceEvent,
 };
 
@@ -258,24 +259,21 @@ pub(crate) fn host_memory_line(
     action: MemoryAction,
     category: TensorCategory,
 ) {
-    out.extend_from_slice(br#"{"kind":"memory","timestamp_ns":"#);
-    push_u64(out, at_ns);
-    out.extend_from_slice(br#","tensor_id":"host-"#);
-    push_u64(out, id);
-    out.extend_from_slice(br#"","span_id":"s"#);
-    push_u64(out, span);
-    out.extend_from_slice(br#"","device":"cpu","bytes":"#);
-    push_u64(out, bytes);
-    out.extend_from_slice(match action {
-        MemoryAction::Alloc => {
-            br#","action":"alloc","shape":[],"dtype":"u8","category":""#.as_slice()
-        }
-        MemoryAction::Free => {
-            br#","action":"free","shape":[],"dtype":"u8","category":""#.as_slice()
-        }
-    });
-    out.extend_from_slice(category.as_str().as_bytes());
-    out.extend_from_slice(br#""}"#);
+    line::memory(
+        out,
+        &MemoryLine {
+            timestamp_ns: at_ns,
+            tensor_id: Text::Numbered("host-", id),
+            span_id: Text::Numbered("s", span),
+            op_name: None,
+            device: "cpu",
+            bytes,
+            action,
+            shape: &[],
+            dtype: "u8",
+            category,
+        },
+    );
 }
 
 /// The event [`host_memory_line`] writes.
@@ -302,13 +300,8 @@ pub(crate) fn host_memory_event(
     })
 }
 
-/// Append the decimal digits of `n`.
-pub(crate) fn push_u64(out: &mut Vec<u8>, n: u64) {
-    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-}
-
-/// Write a `span_start` line by hand: the same bytes serde writes for
-/// `TraceEvent::SpanStart` (checked by a test in `recorder.rs`).
+/// Write a `span_start` line with schema's line writer (byte for byte serde's; checked by a
+/// test in `recorder.rs` too).
 #[allow(clippy::too_many_arguments)] // the fields of one line
 fn span_start_line(
     out: &mut Vec<u8>,
@@ -321,34 +314,19 @@ fn span_start_line(
     step: Option<Step>,
     module: Option<&str>,
 ) {
-    out.extend_from_slice(br#"{"kind":"span_start","id":"s"#);
-    push_u64(out, id);
-    if let Some(parent) = parent {
-        out.extend_from_slice(br#"","parent_id":"s"#);
-        push_u64(out, parent);
-    }
-    out.extend_from_slice(br#"","name":"#);
-    // Writing a string into a Vec<u8> cannot fail.
-    let _ = serde_json::to_writer(&mut *out, name);
-    out.extend_from_slice(br#","start_ns":"#);
-    push_u64(out, start_ns);
-    out.extend_from_slice(br#","span_kind":""#);
-    out.extend_from_slice(kind.as_str().as_bytes());
-    out.extend_from_slice(if measured {
-        br#"","measured":true"#.as_slice()
-    } else {
-        br#"","measured":false"#.as_slice()
-    });
-    if let Some(step) = step {
-        out.extend_from_slice(br#","step":""#);
-        out.extend_from_slice(step.as_str().as_bytes());
-        out.push(b'"');
-    }
-    if let Some(module) = module {
-        out.extend_from_slice(br#","module":"#);
-        let _ = serde_json::to_writer(&mut *out, module);
-    }
-    out.push(b'}');
+    line::span_start(
+        out,
+        &SpanStartLine {
+            id: Text::Numbered("s", id),
+            parent_id: parent.map(|p| Text::Numbered("s", p)),
+            name,
+            start_ns,
+            span_kind: kind,
+            measured,
+            step,
+            module,
+        },
+    );
 }
 
 /// The `memory` `alloc` line of a host block, remembered as live until its free.
@@ -494,15 +472,13 @@ impl Encode for Record {
                 out, s.id, s.parent, &s.name, s.start_ns, s.kind, s.measured, s.step, s.module,
             ),
             Record::SpanEnd { id, duration_ns } => {
-                out.extend_from_slice(br#"{"kind":"span_end","id":"s"#);
-                push_u64(out, *id);
-                out.extend_from_slice(br#"","duration_ns":"#);
-                push_u64(out, *duration_ns);
-                out.push(b'}');
+                line::span_end(out, Text::Numbered("s", *id), *duration_ns);
             }
             Record::Event(event) => {
-                // Serializing these plain structs into a Vec<u8> cannot fail.
-                let _ = serde_json::to_writer(&mut *out, event.as_ref());
+                if !line::event(out, event) {
+                    // Serializing these plain structs into a Vec<u8> cannot fail.
+                    let _ = serde_json::to_writer(&mut *out, event.as_ref());
+                }
             }
             Record::HostAlloc {
                 ptr,
@@ -521,22 +497,25 @@ impl Encode for Record {
                 end_ns,
             } => {
                 let name = host.names.get(*name, &host.name_table);
-                let op = TraceEvent::Op(Op {
-                    span_id: span::span_id(*id).into(),
-                    op_name: name.into(),
-                    inputs: Vec::new(),
-                    output: None,
-                    shape: Vec::new(),
-                    dtype: "".into(),
-                    device: host.device.as_str().into(),
-                    duration_ns: end_ns.saturating_sub(*start_ns),
-                    timestamp_ns: *start_ns,
-                    // Host blocks the layer allocated and had not freed when it closed: its
-                    // output (and anything else it kept). Absent when none was seen.
-                    storage_bytes: host.by_span.remove(id).filter(|&b| b > 0),
-                    input_storage_bytes: 0,
-                });
-                let _ = serde_json::to_writer(&mut *out, &op);
+                // Host blocks the layer allocated and had not freed when it closed: its
+                // output (and anything else it kept). Absent when none was seen.
+                let storage_bytes = host.by_span.remove(id).filter(|&b| b > 0);
+                line::op(
+                    out,
+                    &OpLine::<&str> {
+                        span_id: Text::Numbered("s", *id),
+                        op_name: name,
+                        inputs: &[],
+                        output: None,
+                        shape: &[],
+                        dtype: "",
+                        device: &host.device,
+                        duration_ns: end_ns.saturating_sub(*start_ns),
+                        timestamp_ns: *start_ns,
+                        storage_bytes,
+                        input_storage_bytes: 0,
+                    },
+                );
             }
             Record::HostCheckpoint(checkpoint) => {
                 if let Some(event) = checkpoint.event(&mut host.meminfo) {
@@ -996,8 +975,9 @@ impl Inner {
         .to_json_line()
     }
 
-    /// Warnings about what the captured step did not see.
-    pub(crate) fn capture_warnings(&self) -> Vec<String> {
+    /// Warnings about what the captured step did not see; `no_span_reason` says why a step
+    /// may have seen no tracing span (the subscriber's guess, see `subscriber::no_span_reason`).
+    pub(crate) fn capture_warnings(&self, no_span_reason: &str) -> Vec<String> {
         let mut warnings = Vec::new();
         let begun = self.steps_begun.load(Ordering::Relaxed);
         if begun >= self.capture_step
@@ -1005,8 +985,7 @@ impl Inner {
             && self.counts.tracing_spans.load(Ordering::Relaxed) == 0
         {
             warnings.push(format!(
-                "the captured step saw no tracing spans: {}",
-                crate::subscriber::no_span_reason()
+                "the captured step saw no tracing spans: {no_span_reason}"
             ));
         }
         let dropped = self.writer.dropped();

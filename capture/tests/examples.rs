@@ -20,7 +20,7 @@ mod common;
 use std::path::Path;
 
 use candle_trace_capture::alloc::TrackingAllocator;
-use candle_trace_schema::analysis::paths::ModulePaths;
+use candle_trace_schema::analysis::modules::ModulePaths;
 use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
 use candle_trace_schema::format::diagnostics::Severity;
 use candle_trace_schema::format::events::{
@@ -66,33 +66,35 @@ fn assert_cli_validates_clean(path: &Path, format: &str) {
     assert_eq!(v["diagnostics"].as_array().map(Vec::len), Some(0));
 }
 
-/// The module paths of one forward call of the 2-layer Llama, from its source by hand:
-/// `Block::forward` enters `block`, then `rms-norm` (input_layernorm), `attn` (q, k, v
-/// `linear`, two `attn-rot`, o `linear`), `rms-norm` (post_attention_layernorm), `mlp` (gate, up,
-/// down `linear`); after the blocks, `rms-norm` (model.norm) and `linear` (lm_head). The
-/// embedding is candle-nn's, which has no span. 2 × 14 + 2 = 30 spans.
+/// The module keys of one forward call of the 2-layer Llama, from its source and its weight
+/// names by hand (the examples build it from `name_modules(vb)`): `Block::forward` enters
+/// `block` (no weight of its own: the common prefix of its layers, `model.layers.N`), then
+/// `rms-norm` (input_layernorm), `attn` (`…self_attn`: q, k, v `linear`, two `attn-rot`, which
+/// load nothing and hold no named span, so `…self_attn/attn-rot[k]`, o `linear`), `rms-norm`
+/// (post_attention_layernorm), `mlp` (gate, up, down `linear`); after the blocks, `rms-norm`
+/// (model.norm) and `linear` (lm_head). The embedding is candle-nn's, which has no span.
+/// 2 × 14 + 2 = 30 spans, one key each.
 fn llama_paths_by_hand() -> Vec<String> {
     let mut paths = Vec::new();
     for b in 0..2 {
-        let block = format!("block[{b}]");
+        let block = format!("model.layers.{b}");
         paths.push(block.clone());
-        paths.push(format!("{block}/rms-norm[0]"));
-        paths.push(format!("{block}/attn"));
-        for l in 0..3 {
-            paths.push(format!("{block}/attn/linear[{l}]"));
+        paths.push(format!("{block}.input_layernorm"));
+        paths.push(format!("{block}.self_attn"));
+        for p in ["q_proj", "k_proj", "v_proj", "o_proj"] {
+            paths.push(format!("{block}.self_attn.{p}"));
         }
         for r in 0..2 {
-            paths.push(format!("{block}/attn/attn-rot[{r}]"));
+            paths.push(format!("{block}.self_attn/attn-rot[{r}]"));
         }
-        paths.push(format!("{block}/attn/linear[3]"));
-        paths.push(format!("{block}/rms-norm[1]"));
-        paths.push(format!("{block}/mlp"));
-        for l in 0..3 {
-            paths.push(format!("{block}/mlp/linear[{l}]"));
+        paths.push(format!("{block}.post_attention_layernorm"));
+        paths.push(format!("{block}.mlp"));
+        for p in ["gate_proj", "up_proj", "down_proj"] {
+            paths.push(format!("{block}.mlp.{p}"));
         }
     }
-    paths.push("rms-norm".into());
-    paths.push("linear".into());
+    paths.push("model.norm".into());
+    paths.push("lm_head".into());
     paths.sort();
     paths
 }

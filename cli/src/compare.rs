@@ -172,6 +172,31 @@ pub(super) fn run(
     }
     write!(out, "{}", t.render())?;
 
+    if !cmp.modules.is_empty() {
+        writeln!(out, "\nmodules{}", shown(cmp.modules.len()))?;
+        let mut t = Table::new(&[
+            ("module", Align::Left),
+            ("calls base", Align::Right),
+            ("calls cand", Align::Right),
+            ("baseline", Align::Right),
+            ("candidate", Align::Right),
+            ("delta", Align::Right),
+            ("%", Align::Right),
+        ]);
+        for p in cmp.modules.iter().take(opts.limit) {
+            t.row(vec![
+                p.path.clone(),
+                p.base_count.to_string(),
+                p.cand_count.to_string(),
+                format_ns(p.base_ns),
+                format_ns(p.cand_ns),
+                signed(p.delta_ns, format_ns),
+                pct(p.percent, p.presence),
+            ]);
+        }
+        write!(out, "{}", t.render())?;
+    }
+
     if !cmp.ops.is_empty() {
         writeln!(out, "\nops by (name, shape, dtype){}", shown(cmp.ops.len()))?;
         let mut t = Table::new(&[

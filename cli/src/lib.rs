@@ -71,8 +71,9 @@ enum Command {
         #[arg(long, default_value = "candle-trace")]
         service_name: String,
     },
-    /// Compare a candidate trace with a baseline: per span path and per op time deltas, new and
-    /// vanished paths, memory peaks, gradient state changes and the eight summary numbers.
+    /// Compare a candidate trace with a baseline: per span path, per module and per op time
+    /// deltas, new and vanished paths, memory peaks, gradient state changes and the eight
+    /// summary numbers.
     /// Exit 1 (and nothing compared) when entrypoint, phase, device or timing mode differ,
     /// unless `--force`.
     Compare {
@@ -97,8 +98,8 @@ enum Command {
         fail_if: Vec<String>,
     },
     /// Several steps of one run (files, or directories of step files): per-step totals, median,
-    /// p90 and MAD of every phase and module path, outlier steps and what made them slow, and
-    /// module paths whose shapes change between steps.
+    /// p90 and MAD of every phase and module, outlier steps and what made them slow, and
+    /// modules whose shapes change between steps.
     Steps {
         /// The step files (or directories of them).
         #[arg(required = true)]
@@ -132,8 +133,8 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         limit: usize,
         /// How to group: for `--kind ops` by op name (default), by (op name, shape, dtype) or by
-        /// the module path of the op's span; for `--kind modules` by module path (default) or
-        /// by module name.
+        /// the module key of the op's span (`path`); for `--kind modules` the module tree
+        /// (`path`, the default) or rows by span name (`name`).
         #[arg(long, value_enum)]
         by: Option<OpsBy>,
         /// Print JSON instead of a table.
@@ -171,9 +172,13 @@ pub enum QueryKind {
     Reconcile,
     /// Inference profiles: TTFT/ITL percentiles and histograms, detail level and sample rate.
     Latency,
-    /// Module spans by module path (`block[1]/attn/linear[3]`) or by name: calls, total, self
-    /// and mean time, share of the measured total; for an inference profile, the module spans
-    /// of the requests' forward calls.
+    /// The module tree: every module by its key (its weights' name,
+    /// `model.layers.1.self_attn.q_proj`, or without names its nesting path
+    /// `block[1]/attn/linear[3]`), groups adding up their children, with calls, total and self
+    /// time, memory, parameter bytes and gradients, and how much of the forward the modules
+    /// cover; `--by name` lists module spans by span name instead. For an inference profile,
+    /// the tree of every request's forward calls and of each request, with each call's
+    /// coverage.
     Modules,
 }
 
@@ -189,11 +194,11 @@ pub enum ExportFormat {
 /// How `query --kind ops` and `query --kind modules` group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OpsBy {
-    /// One row per op name (ops) or module name (modules).
+    /// One row per op name (ops) or module span name (modules: `linear`).
     Name,
     /// One row per (op name, shape, dtype); ops only.
     Shape,
-    /// One row per module path.
+    /// One row per module key (ops); the module tree (modules).
     Path,
 }
 

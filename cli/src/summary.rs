@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use candle_trace_schema::analysis::coverage::{Coverage, TraceCoverage};
+use candle_trace_schema::analysis::modules::module_name;
 use candle_trace_schema::analysis::percentiles::Percentiles;
 use candle_trace_schema::analysis::summary::{NotCaptured, TraceSummary};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
@@ -10,9 +12,10 @@ use candle_trace_schema::format::detect::{AnyDocument, AnySummary, Format};
 use candle_trace_schema::format::diagnostics::DiagnosticCounts;
 use candle_trace_schema::format::digest::TraceDigest;
 use candle_trace_schema::format::document::TraceDocument;
-use candle_trace_schema::format::events::{CaptureSources, Meta};
+use candle_trace_schema::format::events::{source, CaptureSources, Meta};
 use candle_trace_schema::format::memory::MemoryProfile;
 use candle_trace_schema::format::profile::ProfileDocument;
+use candle_trace_schema::format::records::Span;
 use candle_trace_schema::format::tracks::ChromeImport;
 use serde::Serialize;
 
@@ -43,6 +46,18 @@ struct Extra<'a> {
     chrome: Option<ChromeExtra>,
     /// The `capture_sources` line; `null` when the file has none.
     capture_sources: Option<&'a CaptureSources>,
+    /// Module coverage of the forward spans; absent without a forward span.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    module_coverage: Option<CoverageJson>,
+}
+
+/// `extra.module_coverage`.
+#[derive(Serialize)]
+struct CoverageJson {
+    #[serde(flatten)]
+    overall: Coverage,
+    forwards: usize,
+    backward_unsplit: bool,
 }
 
 /// What an imported Chrome JSON file held beyond spans.
@@ -111,6 +126,13 @@ struct TraceNumbers<'a> {
     not_captured: NotCaptured,
     gradients: u64,
     chrome: Option<&'a ChromeImport>,
+    coverage: TraceCoverage,
+    /// Spans with a module name.
+    named_spans: u64,
+}
+
+fn named_spans(spans: &[Span]) -> u64 {
+    spans.iter().filter(|s| module_name(s).is_some()).count() as u64
 }
 
 impl<'a> TraceNumbers<'a> {
@@ -125,6 +147,8 @@ impl<'a> TraceNumbers<'a> {
             not_captured: NotCaptured::of(doc),
             gradients: doc.gradients.len() as u64,
             chrome: doc.chrome.as_deref(),
+            coverage: TraceCoverage::of(doc),
+            named_spans: named_spans(&doc.spans),
         }
     }
 
@@ -139,6 +163,8 @@ impl<'a> TraceNumbers<'a> {
             not_captured: NotCaptured::of_digest(digest),
             gradients: digest.gradient_count(),
             chrome: None,
+            coverage: TraceCoverage::of_digest(digest),
+            named_spans: named_spans(digest.spans()),
         }
     }
 }
@@ -172,6 +198,11 @@ fn trace(
                         synthetic_root: c.synthetic_root,
                     }),
                     capture_sources: doc.sources,
+                    module_coverage: (!doc.coverage.forwards.is_empty()).then_some(CoverageJson {
+                        overall: doc.coverage.overall,
+                        forwards: doc.coverage.forwards.len(),
+                        backward_unsplit: doc.coverage.backward_unsplit,
+                    }),
                 },
             },
         );
@@ -253,6 +284,7 @@ fn trace(
     write!(out, "{}", t.render())?;
     writeln!(out)?;
     captured_lines(doc.sources, out)?;
+    module_lines(doc, out)?;
     if let Some(c) = doc.chrome {
         writeln!(out)?;
         let names: Vec<String> = c.tracks.iter().map(|t| t.label()).collect();
@@ -272,6 +304,54 @@ fn trace(
         )?;
     }
     diagnostics_line(path, counts.errors, counts.warnings, out)
+}
+
+/// How capture names a model's modules (the summary says it where a trace has no names).
+pub(super) const HOW_TO_NAME: &str = "wrap the VarBuilder with \
+    `candle_trace_capture::nn::name_modules(vb)` before building the model, or build candle-nn \
+    layers through `candle_trace_capture::nn::{linear, conv2d, embedding, layer_norm, rms_norm, …}` \
+    (candle-nn's own layers open no spans)";
+
+/// The module lines: how much of the forward the modules cover, that backward has no
+/// per-module split, and whether module names were captured.
+fn module_lines(doc: &TraceNumbers<'_>, out: &mut dyn Write) -> anyhow::Result<()> {
+    let c = &doc.coverage;
+    if let Some(line) = c.overall.sentence() {
+        let per = if c.forwards.len() > 1 {
+            format!(" over {} forward spans", c.forwards.len())
+        } else {
+            String::new()
+        };
+        writeln!(out, "{line}{per}")?;
+    }
+    if c.backward_unsplit {
+        writeln!(
+            out,
+            "backward is one span with no per-module split (candle's backward opens no spans)"
+        )?;
+    }
+    // A Chrome import has no module names to capture.
+    if doc.chrome.is_some() {
+        return Ok(());
+    }
+    let names_source = doc
+        .sources
+        .and_then(|s| s.sources.iter().find(|x| x.source == source::MODULE_NAMES));
+    if doc.named_spans > 0 {
+        writeln!(
+            out,
+            "module names: {} span(s) named by their weights",
+            doc.named_spans
+        )?;
+    } else if doc.summary.span_count > 0 {
+        let why = match names_source {
+            Some(x) if x.on => " (no span was named)",
+            Some(_) => " (module_names off)",
+            None => "",
+        };
+        writeln!(out, "module names: not captured{why} — {HOW_TO_NAME}")?;
+    }
+    Ok(())
 }
 
 /// The `captured:` line (each source on/off with its event count), dropped events, and every

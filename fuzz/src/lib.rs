@@ -4,7 +4,10 @@
 //! A target is one file in `fuzz_targets/` (plus its `[[bin]]` entry in `Cargo.toml`); it calls
 //! these helpers so every target checks the same things.
 
+use candle_trace_schema::analysis::coverage::{Coverage, TraceCoverage};
 use candle_trace_schema::analysis::gradients::{gradients_for_review, GradientCounts};
+use candle_trace_schema::analysis::module_tree::{profile_tree, trace_tree, ModuleTree};
+use candle_trace_schema::analysis::modules::{module_rows, ModuleGrouping, ModulePaths};
 use candle_trace_schema::analysis::ops::{heaviest_ops, op_groups, OpGrouping};
 use candle_trace_schema::analysis::percentiles::Percentiles;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
@@ -154,6 +157,47 @@ pub fn exercise_trace(doc: &TraceDocument, file: &[u8]) {
         gradients_for_review(&doc.gradients).len(),
         doc.gradients.len()
     );
+
+    // Module keys, rows, the tree and coverage.
+    let paths = ModulePaths::new(doc);
+    assert_eq!(paths.len(), n);
+    let rows = module_rows(doc, &paths, ModuleGrouping::Path);
+    let calls: u64 = rows.iter().map(|r| r.calls).sum();
+    assert_eq!(calls, (0..n).filter(|&i| paths.outermost(i)).count() as u64);
+    check_tree(&trace_tree(doc, &paths));
+    let coverage = TraceCoverage::of(doc);
+    for f in &coverage.forwards {
+        check_coverage(&f.coverage);
+    }
+    check_coverage(&coverage.overall);
+}
+
+/// A module tree's shape: pre-order, parents before their children one level up, child counts.
+fn check_tree(tree: &ModuleTree) {
+    let mut children = vec![0u32; tree.nodes.len()];
+    for (i, node) in tree.nodes.iter().enumerate() {
+        match node.parent {
+            Some(p) => {
+                let p = p as usize;
+                assert!(p < i, "parent after child");
+                assert_eq!(tree.nodes[p].depth + 1, node.depth);
+                assert!(node.key.starts_with(tree.nodes[p].key.as_str()));
+                children[p] += 1;
+            }
+            None => assert_eq!(node.depth, 0),
+        }
+    }
+    for (node, n) in tree.nodes.iter().zip(children) {
+        assert_eq!(node.children, n);
+    }
+    let all: Vec<usize> = (0..tree.nodes.len()).collect();
+    assert_eq!(tree.visible(|_| false), all);
+}
+
+fn check_coverage(c: &Coverage) {
+    assert!(c.covered_ns <= c.forward_ns);
+    assert_eq!(c.covered_ns + c.unattributed_ns, c.forward_ns);
+    assert!(c.percent.is_none_or(|p| p <= 100));
 }
 
 /// Everything the CLI and the viewer compute from an inference profile, with its invariants.
@@ -184,6 +228,15 @@ pub fn exercise_profile(doc: &ProfileDocument, file: &[u8]) {
             check_percentiles(&p);
         }
     }
+    let modules = doc.module_spans();
+    for r in &modules {
+        check_tree(&profile_tree(std::slice::from_ref(r)));
+        for f in &r.forwards {
+            check_coverage(&f.coverage);
+        }
+        check_coverage(&r.coverage());
+    }
+    check_tree(&profile_tree(&modules));
 }
 
 fn check_percentiles(p: &Percentiles) {

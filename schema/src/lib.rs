@@ -55,7 +55,7 @@ pub mod format;
 // The types most programs need, at the root; the two trees hold the rest.
 pub use analysis::compare::{compare, TraceComparison};
 pub use analysis::findings::{profile_findings, trace_findings, Findings};
-pub use analysis::paths::ModulePaths;
+pub use analysis::modules::ModulePaths;
 pub use analysis::requests::{LatencyStats, ProfileSummary, RequestSummary};
 pub use analysis::steps::StepSet;
 pub use analysis::summary::TraceSummary;

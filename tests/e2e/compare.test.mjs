@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  ctx, useHarness, fixtures, artifacts, cli, openPage, loadSeq, waitNextDocument, TRACE_FIELDS,
+  ctx, useHarness, fixtures, artifacts, cli, openPage, loadSeq, waitNextDocument, openTab, TRACE_FIELDS,
 } from './harness.mjs';
 
 useHarness();
@@ -46,6 +46,7 @@ function changeOf(p) {
 
 /** Every delta the page shows equals the CLI's JSON. */
 async function checkDeltas(page, want, how) {
+  await openTab(page, 'summary');
   for (const s of want.summary) {
     const el = page.locator(`[data-testid=delta-${s.field}]`);
     assert.equal(await el.getAttribute('data-value'), String(s.delta), `${how}: ${s.field} delta`);
@@ -53,12 +54,14 @@ async function checkDeltas(page, want, how) {
     assert.equal(await el.getAttribute('data-cand'), String(s.cand), `${how}: ${s.field} cand`);
     assert.equal(pct(await el.getAttribute('data-percent')), s.percent ?? null, `${how}: ${s.field} %`);
   }
+  await openTab(page, 'paths');
   const paths = await page.$$eval('[data-testid=path-delta]', (rows) => rows.map((r) => ({
     path: r.dataset.path, base_count: Number(r.dataset.baseCount), cand_count: Number(r.dataset.candCount),
     base_ns: Number(r.dataset.baseNs), cand_ns: Number(r.dataset.candNs), delta_ns: Number(r.dataset.value),
     percent: r.dataset.percent === '' ? null : Number(r.dataset.percent), presence: r.dataset.presence,
   })));
   assert.deepEqual(paths, want.paths.map((p) => ({ ...p, percent: p.percent ?? null })), `${how}: paths`);
+  await openTab(page, 'ops');
   const ops = await page.$$eval('[data-testid=op-delta]', (rows) => rows.map((r) => ({
     op_name: r.dataset.op, shape: JSON.parse(r.dataset.shape), dtype: r.dataset.dtype,
     base_count: Number(r.dataset.baseCount), cand_count: Number(r.dataset.candCount),
@@ -66,6 +69,7 @@ async function checkDeltas(page, want, how) {
     percent: r.dataset.percent === '' ? null : Number(r.dataset.percent), presence: r.dataset.presence,
   })));
   assert.deepEqual(ops, want.ops.map((o) => ({ ...o, percent: o.percent ?? null })), `${how}: ops`);
+  await openTab(page, 'memory');
   const peak = page.locator('[data-testid=memory-delta-peak]');
   assert.equal(await peak.getAttribute('data-value'), String(want.memory.delta_bytes), `${how}: peak`);
   assert.equal(await peak.getAttribute('data-base'), String(want.memory.base_peak_bytes));
@@ -76,6 +80,7 @@ async function checkDeltas(page, want, how) {
     assert.equal(await el.getAttribute('data-base'), String(c.base_bytes));
     assert.equal(await el.getAttribute('data-cand'), String(c.cand_bytes));
   }
+  await openTab(page, 'gradients');
   const grads = await page.$$eval('[data-testid=gradient-change]', (rows) => rows.map((r) => ({
     param: r.dataset.param, base: r.dataset.base, cand: r.dataset.cand,
   })));
@@ -105,6 +110,7 @@ test('compare a baseline and a candidate by the pickers: every delta equals comp
   assert.equal(await page.locator('[data-testid=compare-refusal]').count(), 0);
   await checkDeltas(page, want, 'picker');
   // New and vanished paths are marked.
+  await openTab(page, 'paths');
   assert.ok(want.paths.some((p) => p.presence === 'new') && want.paths.some((p) => p.presence === 'vanished'));
   assert.ok(await page.locator('[data-testid=path-delta][data-presence=new] .tag').count() > 0);
   assert.ok(await page.locator('[data-testid=path-delta][data-presence=vanished] .tag').count() > 0);
@@ -177,6 +183,7 @@ test('compare shows both sides in one chart; a path row selects both spans; keys
   assert.equal(await chart.getAttribute('data-view-start-ns'), '0');
   assert.equal(await chart.getAttribute('data-view-end-ns'), '100000');
   // A path row selects that path's first span on both sides, and the details show it.
+  await openTab(page, 'paths');
   const backward = want.paths.find((p) => p.path.endsWith('backward')).path;
   await page.click(`[data-testid=path-delta][data-path="${backward}"]`);
   assert.deepEqual(await groupAttr('data-selected'), ['bwd', 'bwd']);
@@ -252,6 +259,7 @@ test('several files at once: per-file numbers equal summary --json, totals follo
     }
   }
   const group = (i, attr) => page.getAttribute(`[data-testid=group-${i}]`, attr);
+  await openTab(page, 'alignment');
   assert.deepEqual([await group(0, 'data-offset-ns'), await group(1, 'data-offset-ns'), await group(2, 'data-offset-ns')],
     ['0', '50000', '0']);
   assert.deepEqual([await group(0, 'data-align'), await group(1, 'data-align'), await group(2, 'data-align')],
@@ -270,6 +278,7 @@ test('several files at once: per-file numbers equal summary --json, totals follo
       max_depth: max('max_depth'), peak_bytes: max('peak_bytes'), total_ns: hi - lo,
     };
     // The totals re-render with the offsets; give them a moment before asserting.
+    await openTab(page, 'files');
     await page.waitForFunction((v) => document.querySelector('[data-testid=multi-total-total_ns]')?.dataset.value === v,
       String(want.total_ns), { timeout: 5_000 }).catch(() => {});
     for (const f of TRACE_FIELDS) {
@@ -303,16 +312,19 @@ test('several files at once: per-file numbers equal summary --json, totals follo
   const before = await page.locator('[data-testid=timeline-canvas]').screenshot();
 
   // Move rank 1 to 250 µs: its group moves, the axis and the wall-span total follow.
+  await openTab(page, 'alignment');
   await page.fill('[data-testid=offset-1]', '250');
   await page.$eval('[data-testid=offset-1]', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
   await page.waitForFunction(() => document.querySelector('[data-testid=group-1]').dataset.offsetNs === '250000');
   assert.equal(await group(1, 'data-shift-ns'), '250000');
   await checkTotals([0, 250_000, 0], 'moved');
   // A negative offset moves the axis start: every group's shift stays >= 0.
+  await openTab(page, 'alignment');
   await page.fill('[data-testid=offset-2]', '-20');
   await page.$eval('[data-testid=offset-2]', (e) => e.dispatchEvent(new Event('change', { bubbles: true })));
   await page.waitForFunction(() => document.querySelector('[data-testid=group-2]').dataset.offsetNs === '-20000');
   await page.waitForFunction(() => document.querySelector('[data-testid=group-0]').dataset.shiftNs === '20000', null, { timeout: 5_000 }).catch(() => {});
+  await openTab(page, 'alignment');
   assert.deepEqual([await group(0, 'data-shift-ns'), await group(1, 'data-shift-ns'), await group(2, 'data-shift-ns')],
     ['20000', '270000', '0']);
   await checkTotals([0, 250_000, -20_000], 'negative');

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  useHarness, fixtures, artifacts, cli, openPage, openByPicker, loadSeq, waitNextDocument,
+  useHarness, fixtures, artifacts, cli, openPage, openByPicker, loadSeq, waitNextDocument, openTab,
 } from './harness.mjs';
 
 useHarness();
@@ -45,8 +45,9 @@ async function checkFindings(page, want, label) {
     `${label}: "no findings" line`);
 }
 
-/** Click the finding of `rule`. */
+/** Click the finding of `rule` (in the findings tab, opened first). */
 async function clickFinding(page, rule) {
+  await openTab(page, 'findings');
   await page.click(`[data-testid=finding][data-rule=${rule}] [data-testid=finding-link]`);
 }
 
@@ -119,17 +120,23 @@ test('clicking a finding selects its span or outlines its row', async () => {
   ];
   for (const [rule, testid, attr, key] of rows) {
     await clickFinding(page, rule);
+    // The row's tab opens first; the row is outlined once it is drawn.
+    await page.waitForSelector('[data-finding-target]', { state: 'attached' });
     assert.deepEqual(await outlined(page, attr), [[testid, key]], `${rule} outlines ${testid} ${key}`);
     assert.ok(await inViewport(page, '[data-finding-target]'), `${rule}: scrolled to`);
     assert.equal(await page.locator('[data-testid=finding-missing]').count(), 0, `${rule}: found`);
   }
   await page.screenshot({ path: join(artifacts, 'findings-row.png') });
 
-  // Grouped by leaf name the table still has a row keyed `attn` (a top-level module's leaf
-  // name is its path), and the finding finds it.
+  // Grouped by leaf name (which the modules tab keeps while another tab is open) the table
+  // still has a row keyed `attn` (a top-level module's leaf name is its path), and the
+  // finding finds it.
+  await openTab(page, 'modules');
   await page.selectOption('[data-testid=modules-by]', 'name');
   await clickFinding(page, 'dominant_module');
+  await page.waitForSelector('[data-finding-target]', { state: 'attached' });
   assert.deepEqual(await outlined(page, 'data-key'), [['module-row', 'attn']]);
+  assert.equal(await page.getAttribute('[data-testid=modules-by]', 'data-value'), 'name');
 
   // An inference profile: the request row.
   const infer = join(fixtures, 'findings_infer.profile.jsonl');
@@ -139,6 +146,7 @@ test('clicking a finding selects its span or outlines its row', async () => {
   assert.ok(rowFindings.length > 0, 'the profile findings link request rows');
   for (const f of rowFindings) {
     await clickFinding(page, f.rule);
+    await page.waitForSelector('[data-finding-target]', { state: 'attached' });
     assert.deepEqual(await outlined(page, 'data-request'), [['request-row', f.link.key]], f.rule);
   }
   assert.deepEqual(seen.errors, []);
@@ -156,6 +164,7 @@ test('the steps of one run open as the steps view, equal to steps --json and fin
   await waitNextDocument(page, n);
   assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'steps');
 
+  await openTab(page, 'steps');
   const rows = await page.$$eval('[data-testid=step-row]', (els) => els.map((e) => ({
     step: e.dataset.step, total: Number(e.dataset.total), phases: e.dataset.phases, outlier: e.dataset.outlier,
   })));
@@ -185,15 +194,17 @@ test('the steps of one run open as the steps view, equal to steps --json and fin
   assert.ok(churn.length > 0, 'steps_outlier has shape churn');
 
   // The set's findings, the outlier step's among them; clicking it outlines the step's row.
+  await openTab(page, 'findings');
   await checkFindings(page, want, 'steps_outlier');
   const outlier = want.findings.find((f) => f.rule === 'outlier_step');
   assert.ok(outlier, 'an outlier_step finding');
   await clickFinding(page, 'outlier_step');
+  await page.waitForSelector('[data-finding-target]', { state: 'attached' });
   assert.deepEqual(await outlined(page, 'data-step'), [['step-row', outlier.link.key]]);
   assert.ok(await inViewport(page, '[data-finding-target]'));
   await page.screenshot({ path: join(artifacts, 'steps.png'), fullPage: true });
 
-  // The first step in capture order is shown in detail below.
+  // The first step in capture order is shown in detail (its chart and the other tabs).
   assert.equal(await page.getAttribute('[data-testid=steps-detail]', 'data-step'), String(steps.steps[0].capture_step));
   assert.deepEqual(seen.errors, []);
   await page.close();
@@ -210,6 +221,7 @@ test('two steps say why there are no outliers; files of different runs keep the 
   await waitNextDocument(page, n);
   assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'steps');
   await checkFindings(page, want, 'two steps');
+  await openTab(page, 'steps');
   assert.equal(await page.textContent('[data-testid=steps-outliers-reason]'), `Not looked for: ${steps.outliers_reason}.`);
 
   // Steps of two different runs: several files on one axis.

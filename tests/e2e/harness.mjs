@@ -78,8 +78,8 @@ after(async () => {
 }
 
 /** A fresh page that records requests, console errors and dialogs. */
-export async function openPage(path = '/') {
-  const page = await ctx.browser.newPage({ viewport: { width: 1280, height: 900 } });
+export async function openPage(path = '/', viewport = { width: 1280, height: 900 }) {
+  const page = await ctx.browser.newPage({ viewport });
   const seen = { requests: [], errors: [], dialogs: [] };
   page.on('request', (r) => seen.requests.push(r.url()));
   page.on('console', (m) => { if (m.type() === 'error') seen.errors.push(m.text()); });
@@ -121,6 +121,12 @@ export async function openByDrop(page, name, bytes) {
   await waitNextDocument(page, n);
 }
 
+/** Open the panel's tab `id` by a click (when the view has it) and wait until it is shown. */
+export async function openTab(page, id) {
+  await page.click(`[data-testid=tab-${id}]`);
+  await page.waitForSelector(`[data-testid=tabpanel][data-tab=${id}]`, { state: 'attached' });
+}
+
 export async function shownValues(page) {
   return page.$$eval('[data-testid^="summary-"]', (els) =>
     Object.fromEntries(els.map((e) => [e.dataset.testid.slice('summary-'.length), e.dataset.value])));
@@ -157,13 +163,15 @@ export async function checkAgainstCli(page, file, how) {
   const want = validate.diagnostics.map((d) => ({ line: d.line, severity: d.severity }));
   assert.deepEqual(await shownDiagnostics(page), want, `${name} (${how}): diagnostics`);
   if ('peak_bytes' in summary && summary.peak_bytes > 0) {
-    // The memory panel's largest device peak is the summary's peak.
+    // The memory tab's largest device peak is the summary's peak.
+    await openTab(page, 'memory');
     const peaks = await page.$$eval('[data-testid=memory-device]', (rows) => rows.map((r) => Number(r.dataset.value)));
     assert.equal(String(Math.max(...peaks)), String(summary.peak_bytes), `${name} (${how}): memory panel`);
   }
   if ('op_count' in summary) {
-    // Gradient counts equal `query --kind gradients` (the panel is absent without gradients).
+    // Gradient counts equal `query --kind gradients` (the tab shows none without gradients).
     const grads = cli('query', file, '--kind', 'gradients', '--json');
+    await openTab(page, 'gradients');
     const total = Object.values(grads.counts).reduce((a, b) => a + b, 0);
     for (const [state, count] of Object.entries(grads.counts)) {
       const el = page.locator(`[data-testid=gradients-${state}]`);

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { useHarness, root, fixtures, artifacts, cli, openPage, openByPicker } from './harness.mjs';
+import { useHarness, root, fixtures, artifacts, cli, openPage, openByPicker, openTab } from './harness.mjs';
 
 useHarness();
 
@@ -42,7 +42,15 @@ const attrs = (page, selector, names) => page.$$eval(selector, (els, names) =>
 const value = (page, testid) => page.getAttribute(`[data-testid=${testid}]`, 'data-value');
 const str = (v) => (v === null || v === undefined ? '' : String(v));
 
+/** The tab each shot panel lives in. */
+const TAB_OF = {
+  phases: 'phases', 'memory-charts': 'memory', efficiency: 'efficiency', gradients: 'gradients',
+  modules: 'modules', 'request-table': 'requests', latency: 'latency', waterfalls: 'requests',
+  snapshots: 'memory', 'profile-failures': 'requests', 'profile-modules': 'modules',
+};
+
 async function shoot(page, testid, name) {
+  if (TAB_OF[testid]) await openTab(page, TAB_OF[testid]);
   const el = page.locator(`[data-testid=${testid}]`).first();
   await el.scrollIntoViewIfNeeded();
   await el.screenshot({ path: join(shots, `${name}.png`) });
@@ -54,6 +62,7 @@ async function checkTracePanels(page, file, label) {
   const eq = (a, b, what) => { assert.equal(str(a), str(b), `${label}: ${what}`); checked++; };
 
   // Phases.
+  await openTab(page, 'phases');
   const phases = cli('query', file, '--kind', 'phases', '--json', '--limit', '1000');
   eq(await value(page, 'phase-region'), phases.phases.region_ns, 'region');
   for (const p of ['forward', 'backward', 'optimizer', 'other']) {
@@ -68,6 +77,7 @@ async function checkTracePanels(page, file, label) {
   });
 
   // Memory over time: the peak, and every checkpoint reconciled.
+  await openTab(page, 'memory');
   const summary = cli('summary', '--json', file);
   const memory = cli('query', file, '--kind', 'memory', '--json');
   const peak = page.locator('[data-testid=memory-peak]');
@@ -104,6 +114,7 @@ async function checkTracePanels(page, file, label) {
   checked += 2;
 
   // Op efficiency.
+  await openTab(page, 'efficiency');
   const flops = cli('query', file, '--kind', 'flops', '--json', '--limit', '1000');
   eq(await value(page, 'flops-total'), flops.flops, 'total FLOPs');
   if (flops.flops_per_s !== null) eq(await value(page, 'flops-rate'), flops.flops_per_s, 'FLOP/s');
@@ -119,6 +130,7 @@ async function checkTracePanels(page, file, label) {
   });
 
   // Gradient health: counts, the histogram, the table and its filter and sort.
+  await openTab(page, 'gradients');
   const grads = cli('query', file, '--kind', 'gradients', '--json', '--limit', '100000');
   for (const [state, n] of Object.entries(grads.counts)) eq(await value(page, `gradients-${state}`), n, `gradients ${state}`);
   const bins = await attrs(page, '[data-testid=norm-bin]', ['data-exponent', 'data-value']);
@@ -143,7 +155,8 @@ async function checkTracePanels(page, file, label) {
   assert.deepEqual(norms, [...norms].sort((a, b) => b - a), `${label}: sorted by norm`);
   checked++;
 
-  // Modules: every row by path and by leaf name, in `query --kind modules`' order.
+  // Modules: every row by path and by leaf name, as `query --kind modules` has them.
+  await openTab(page, 'modules');
   for (const by of ['path', 'name']) {
     const want = cli('query', file, '--kind', 'modules', '--by', by, '--json', '--limit', '100000').modules;
     if (by === 'path') {
@@ -159,7 +172,12 @@ async function checkTracePanels(page, file, label) {
   return checked;
 }
 
-/** The modules table grouped `by`, every row shown, against the CLI's rows; returns the count. */
+/**
+ * The modules tab grouped `by` against `query --kind modules --by BY --json`'s `modules`;
+ * returns the count. By path both are the module tree, every node expanded, in the same
+ * order (pre-order, each level heaviest first), group nodes included; by leaf name a flat
+ * list in the CLI's order.
+ */
 async function checkModuleRows(page, want, by, label) {
   if (want.length === 0) {
     assert.match(await page.textContent('[data-testid=modules-empty]'), /no module spans: install candle-trace before building the model/, label);
@@ -168,22 +186,38 @@ async function checkModuleRows(page, want, by, label) {
   }
   await page.selectOption('[data-testid=modules-by]', by);
   assert.equal(await page.getAttribute('[data-testid=modules-by]', 'data-value'), by, label);
-  const all = page.locator('[data-testid=modules-all]');
-  if (want.length > 50 && (await all.textContent()).includes('Show all')) await all.click();
-  const rows = await attrs(page, '[data-testid=module-row]', ['data-key', 'data-calls', 'data-total', 'data-self']);
-  const expected = want.map((r) => ({ 'data-key': r[by], 'data-calls': String(r.calls), 'data-total': String(r.total_ns), 'data-self': String(r.self_ns) }));
+  await page.click('[data-testid=modules-expand-all]');
+  const names = ['data-key', 'data-calls', 'data-total', 'data-self'];
+  if (by === 'path') names.push('data-measured');
+  const rows = await attrs(page, '[data-testid=module-row]', names);
+  const expected = want.map((r) => ({
+    'data-key': by === 'path' ? r.key : r.name, 'data-calls': String(r.calls),
+    'data-total': String(r.total_ns), 'data-self': String(r.self_ns),
+    ...(by === 'path' ? { 'data-measured': String(r.measured) } : {}),
+  }));
   assert.deepEqual(rows, expected, label);
   return rows.length;
 }
 
-/** The profile's modules table grouped `by`, every row shown, against the CLI's rows; returns the count. */
+/**
+ * The profile's modules tab grouped `by` against the CLI's `modules`; returns the count. By
+ * path the module tree (expanded, in the CLI's order), by leaf name a flat list (every row
+ * shown) with mean and requests.
+ */
 async function checkProfileModuleRows(page, want, by, label) {
   await page.selectOption('[data-testid=profile-modules-by]', by);
   assert.equal(await page.getAttribute('[data-testid=profile-modules-by]', 'data-value'), by, label);
+  if (by === 'path') {
+    await page.click('[data-testid=profile-modules-expand-all]');
+    const rows = await attrs(page, '[data-testid=profile-module-row]', ['data-key', 'data-calls', 'data-total', 'data-self', 'data-measured']);
+    assert.deepEqual(rows, want.map((r) => ({ 'data-key': r.key, 'data-calls': String(r.calls), 'data-total': String(r.total_ns),
+      'data-self': String(r.self_ns), 'data-measured': String(r.measured) })), label);
+    return rows.length;
+  }
   const all = page.locator('[data-testid=profile-modules-all]');
   if (want.length > 50 && (await all.textContent()).includes('Show all')) await all.click();
   const rows = await attrs(page, '[data-testid=profile-module-row]', ['data-key', 'data-calls', 'data-total', 'data-mean', 'data-requests']);
-  const expected = want.map((r) => ({ 'data-key': r[by], 'data-calls': String(r.calls), 'data-total': String(r.total_ns),
+  const expected = want.map((r) => ({ 'data-key': r.name, 'data-calls': String(r.calls), 'data-total': String(r.total_ns),
     'data-mean': String(r.mean_ns), 'data-requests': String(r.requests) }));
   assert.deepEqual(rows, expected, label);
   return rows.length;
@@ -212,6 +246,7 @@ test('training panels of train_llama and of the panels fixture match the CLI', a
   for (const [name, file] of [['train_llama', files.train], ['fixture', files.fixture]]) {
     await openByPicker(page, file);
     checked += await checkTracePanels(page, file, name);
+    await openTab(page, 'gradients');
     await page.check('[data-testid=gradients-only-problems]');
     for (const [testid, shot] of [['phases', 'phases'], ['memory-charts', 'memory'], ['efficiency', 'efficiency'], ['gradients', 'gradients']]) {
       await shoot(page, testid, `${name}-${shot}`);
@@ -238,6 +273,7 @@ test('inference panels of serve_llama match the CLI', async () => {
   const eq = (a, b, what) => { assert.equal(str(a), str(b), what); checked++; };
 
   const latency = cli('query', file, '--kind', 'latency', '--json');
+  await openTab(page, 'latency');
   eq(await value(page, 'profile-detail-level'), latency.detail_level ?? 'not stated', 'detail level');
   eq(await value(page, 'profile-sample-rate'), latency.sample_rate ?? 'not stated', 'sample rate');
   eq(await value(page, 'profile-detail-level'), 'latency', 'serve_llama runs at detail latency');
@@ -250,6 +286,7 @@ test('inference panels of serve_llama match the CLI', async () => {
   }
 
   const requests = cli('query', file, '--kind', 'requests', '--json', '--limit', '100000').requests;
+  await openTab(page, 'requests');
   const rows = await attrs(page, '[data-testid=request-row]', ['data-request', 'data-status', 'data-duration', 'data-ttft', 'data-itl', 'data-tokens']);
   assert.equal(rows.length, requests.length, 'request rows');
   requests.forEach((r, i) => {
@@ -269,7 +306,9 @@ test('inference panels of serve_llama match the CLI', async () => {
   assert.ok(waterfalls.some((w) => Number(w['data-stages']) > 0), 'decode-stage intervals drawn');
 
   const summary = cli('summary', '--json', file);
+  await openTab(page, 'memory');
   eq(await page.locator('[data-testid=snapshot-row]').count(), summary.memory_snapshot_count, 'snapshots');
+  await openTab(page, 'requests');
   eq(await value(page, 'profile-failures'), latency.failures, 'failures listed');
   eq(await value(page, 'profile-diagnostic-only-events'), latency.diagnostic_only, 'diagnostic-only listed');
   assert.ok(latency.failures > 0, 'serve_llama refuses one request');
@@ -282,15 +321,19 @@ test('inference panels of serve_llama match the CLI', async () => {
       const byDefault = cli('query', file, '--kind', 'modules', '--json', '--limit', '100000');
       assert.deepEqual(want.modules, byDefault.modules, 'profile modules by path is the default');
       assert.ok(want.modules.length > 0, 'serve_llama writes module spans');
+      await openTab(page, 'requests');
       const counts = await attrs(page, '[data-testid=request-row]', ['data-request', 'data-forwards', 'data-module-spans']);
       const perRequest = new Map(want.requests.map((r) => [r.request_id, r]));
       for (const row of counts) {
         const r = perRequest.get(row['data-request']);
-        eq(row['data-forwards'], r ? r.forward_calls : 0, `${row['data-request']} forward calls`);
-        eq(row['data-module-spans'], r ? r.modules.reduce((n, m) => n + m.calls, 0) : 0, `${row['data-request']} module spans`);
+        // The CLI lists each forward call (with its coverage).
+        eq(row['data-forwards'], r ? r.forward_calls.length : 0, `${row['data-request']} forward calls`);
+        // The request's module spans: its tree's measured nodes' calls.
+        eq(row['data-module-spans'], r ? r.modules.filter((m) => m.measured).reduce((n, m) => n + m.calls, 0) : 0, `${row['data-request']} module spans`);
       }
       assert.ok(counts.some((r) => Number(r['data-forwards']) > 1), 'a request with prefill and decode forward calls');
     }
+    await openTab(page, 'modules');
     checked += await checkProfileModuleRows(page, want.modules, by, `serve_llama modules by ${by}`);
   }
   await page.selectOption('[data-testid=profile-modules-by]', 'path');
@@ -308,10 +351,12 @@ test('a profile without module spans says what is missing and how to get them, a
   assert.deepEqual(cli('query', file, '--kind', 'modules', '--json', '--limit', '100000').modules, []);
   const { page, seen } = await openPage();
   await openByPicker(page, file);
+  await openTab(page, 'modules');
   assert.match(await page.textContent('[data-testid=profile-modules-empty]'),
     /no module spans: serve with `InferenceProfiler::builder\(\.\.\)\.install\(\)` before building the model and run forward calls through `RequestHandle::prefill_step` \/ `decode_step` at detail latency or above/);
   assert.equal(await page.locator('[data-testid=profile-module-row]').count(), 0);
   // Nothing captured to count: the request rows carry no forward-call numbers (not 0).
+  await openTab(page, 'requests');
   const counts = await attrs(page, '[data-testid=request-row]', ['data-forwards', 'data-module-spans']);
   assert.ok(counts.length > 0);
   assert.ok(counts.every((r) => !r['data-forwards'] && !r['data-module-spans']));
@@ -346,21 +391,20 @@ test('a profile with more module paths than the table shows: the heaviest 50, th
   const file = join(artifacts, 'many-modules.profile.jsonl');
   writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
 
+  // By path: the tree's 60 roots, heaviest first as the CLI orders them.
   const byPath = cli('query', file, '--kind', 'modules', '--json', '--limit', '100000');
   assert.equal(byPath.modules.length, 60);
-  assert.ok(byPath.modules.every((r) => r.calls === 2 && r.requests === 2));
+  assert.ok(byPath.modules.every((r) => r.calls === 2 && r.depth === 0));
   const { page, seen } = await openPage();
   await openByPicker(page, file);
-  assert.equal(await page.locator('[data-testid=profile-module-row]').count(), 50);
+  await openTab(page, 'modules');
   assert.deepEqual((await attrs(page, '[data-testid=profile-module-row]', ['data-key'])).map((r) => r['data-key']),
-    byPath.modules.slice(0, 50).map((r) => r.path));
-  assert.match(await page.textContent('[data-testid=profile-modules-shown]'), /The 50 module paths with the most time, of 60/);
+    byPath.modules.map((r) => r.key));
   await checkProfileModuleRows(page, byPath.modules, 'path', 'many profile modules by path');
-  await page.click('[data-testid=profile-modules-all]');
-  assert.equal(await page.locator('[data-testid=profile-module-row]').count(), 50);
   const byName = cli('query', file, '--kind', 'modules', '--by', 'name', '--json', '--limit', '100000').modules;
   assert.deepEqual(byName.map((r) => [r.name, r.calls]), [['layer', 120]]);
   await checkProfileModuleRows(page, byName, 'name', 'many profile modules by name');
+  await openTab(page, 'requests');
   const counts = await attrs(page, '[data-testid=request-row]', ['data-request', 'data-forwards', 'data-module-spans']);
   assert.deepEqual(counts, [{ 'data-request': 'a', 'data-forwards': '1', 'data-module-spans': '60' },
     { 'data-request': 'b', 'data-forwards': '1', 'data-module-spans': '60' }]);
@@ -397,6 +441,7 @@ test('a model with more module paths than the table shows: the heaviest 50, then
   assert.equal(want.length, 60);
   const { page, seen } = await openPage();
   await openByPicker(page, file);
+  await openTab(page, 'phases');
   const shown = async () => (await attrs(page, '[data-testid=module-pair]', ['data-path', 'data-forward', 'data-backward']))
     .map((r) => [r['data-path'], r['data-forward'], r['data-backward']]);
   const expected = want.map((m) => [m.path, String(m.forward_ns), String(m.backward_ns)]);
@@ -406,15 +451,18 @@ test('a model with more module paths than the table shows: the heaviest 50, then
   assert.deepEqual(await shown(), expected);
   await page.click('[data-testid=module-pairs-all]');
   assert.equal((await shown()).length, 50);
-  // The modules table: 60 paths of two calls each (forward and backward); the heaviest 50
-  // first, then all, as the CLI orders them.
+  // The modules tab: 60 paths of two calls each (forward and backward), all of them roots
+  // of the tree, heaviest first as the CLI orders them; sorted by name on a click.
   const byPath = cli('query', file, '--kind', 'modules', '--json', '--limit', '100000').modules;
   assert.equal(byPath.length, 60);
   assert.ok(byPath.every((r) => r.calls === 2));
-  assert.equal(await page.locator('[data-testid=module-row]').count(), 50);
+  await openTab(page, 'modules');
   assert.deepEqual((await attrs(page, '[data-testid=module-row]', ['data-key'])).map((r) => r['data-key']),
-    byPath.slice(0, 50).map((r) => r.path));
-  assert.match(await page.textContent('[data-testid=modules-shown]'), /The 50 module paths with the most time, of 60/);
+    byPath.map((r) => r.key));
+  await page.click('[data-testid=modules-sort-module]');
+  assert.deepEqual((await attrs(page, '[data-testid=module-row]', ['data-key'])).map((r) => r['data-key']),
+    byPath.map((r) => r.key).sort());
+  await page.click('[data-testid=modules-sort-total]');
   await checkModuleRows(page, byPath, 'path', 'many modules by path');
   await checkModuleRows(page, cli('query', file, '--kind', 'modules', '--by', 'name', '--json', '--limit', '100000').modules, 'name', 'many modules by name');
   assert.deepEqual(seen.errors, []);
@@ -457,13 +505,17 @@ test('sources that were off say "not captured", never 0, as the CLI does; a trac
   assert.equal(await peak.getAttribute('data-value'), '0');
   assert.match(await peak.textContent(), /not captured \(allocator off\)/);
   assert.doesNotMatch(await peak.textContent(), /0 B/);
-  for (const [what, why] of [['memory', 'allocator'], ['ops', 'layer_ops'], ['gradients', 'gradients']]) {
-    assert.equal(await page.textContent(`[data-testid=not-captured][data-what=${what}]`), `not captured (${why} off)`);
+  for (const [what, why, tab] of [['memory', 'allocator', 'memory'], ['ops', 'layer_ops', 'ops'],
+    ['ops', 'layer_ops', 'efficiency'], ['gradients', 'gradients', 'gradients']]) {
+    await openTab(page, tab);
+    assert.equal(await page.textContent(`[data-testid=not-captured][data-what=${what}]`), `not captured (${why} off)`, tab);
   }
   // No per-state gradient counts without gradients.
+  await openTab(page, 'gradients');
   assert.equal(await page.locator('[data-testid^=gradients-]').count(), 0);
   await checkCaptureSources(page, summary.extra.capture_sources, 'sources off');
   assert.equal(await page.locator('[data-testid=capture-warning]').count(), 1);
+  await openTab(page, 'modules');
   assert.match(await page.textContent('[data-testid=modules-empty]'),
     /no module spans: install candle-trace before building the model — `Recorder::builder\(\.\.\)\.install\(\)`/);
   await shoot(page, 'capture-sources', 'sources-off-captured');
@@ -481,6 +533,7 @@ test('a file without a capture_sources line: "capture sources not stated", and "
   await checkCaptureSources(page, summary.extra.capture_sources, 'chrome import');
   assert.equal(await value(page, 'summary-op_count'), String(summary.op_count));
   assert.equal(await page.getAttribute('[data-testid=summary-op_count]', 'data-not-captured'), 'not captured');
+  await openTab(page, 'memory');
   assert.equal(await page.textContent('[data-testid=not-captured][data-what=memory]'), 'not captured');
   assert.deepEqual(seen.errors, []);
   await page.close();

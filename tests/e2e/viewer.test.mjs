@@ -5,7 +5,7 @@ import { readFileSync, readdirSync, existsSync, mkdirSync, statSync, writeFileSy
 import { join, resolve, basename } from 'node:path';
 import {
   ctx, useHarness, root, dist, fixtures, artifacts, cli, openPage, loadSeq, waitNextDocument,
-  openByPicker, openByDrop, shownValues, shownDiagnostics, checkAgainstCli, TRACE_FIELDS, PROFILE_FIELDS,
+  openByPicker, openByDrop, shownValues, shownDiagnostics, checkAgainstCli, openTab, TRACE_FIELDS, PROFILE_FIELDS,
 } from './harness.mjs';
 
 useHarness();
@@ -154,6 +154,7 @@ test('a hostile span name is text, and nothing executes', async () => {
   assert.match(csp, /default-src 'none'/);
   assert.equal(await page.locator('script:not([src])').count(), 0);
   await openByDrop(page, 'evil.trace6.jsonl', Buffer.from(lines.join('\n') + '\n'));
+  await openTab(page, 'ops');
   const names = await page.$$eval('[data-testid=span-row] td:first-child', (tds) => tds.map((t) => t.textContent));
   assert.deepEqual(names, [evil]);
   assert.equal(await page.locator('[data-testid=document] img').count(), 0);
@@ -237,7 +238,8 @@ test('keyboard zoom and pan change the visible window; screenshots', async () =>
   const selectedName = await page.textContent('[data-testid=span-details] dl.fields dd');
   assert.equal(selectedName, 'matmul');
   await page.fill('[data-testid=search-input]', '');
-  // An op row selects a span that ran the op.
+  // An op row (the ops tab) selects a span that ran the op.
+  await openTab(page, 'ops');
   await page.click('[data-testid=op-row] >> nth=0');
   const opName = await page.textContent('[data-testid=op-row] >> nth=0 >> td >> nth=0');
   const opsInSpan = await page.$$eval('[data-testid=span-details] .ops-in-span tbody td:first-child', (tds) => tds.map((t) => t.textContent));
@@ -277,7 +279,7 @@ test('the URL fragment keeps the window and the selection across a reload', asyn
   const before = await shown();
   assert.equal(before.selected, 'step', 'ArrowDown without a selection selects the first root');
   await page.waitForFunction((s) => location.hash.includes(`view=${s}-`), before.start);
-  assert.match(await page.evaluate(() => location.hash), /^#files=train_step\.trace6\.jsonl&view=\d+-\d+&sel=0:step$/);
+  assert.match(await page.evaluate(() => location.hash), /^#files=train_step\.trace6\.jsonl&view=\d+-\d+&sel=0:step&tab=findings$/);
   // Reload and open the same file: the same window and selection.
   await page.reload();
   await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
@@ -307,9 +309,11 @@ test('panels without data say what is missing and how to capture it', async () =
   ].join('\n') + '\n');
   await openByPicker(page, file);
   assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'trace');
+  await openTab(page, 'phases');
   const missing = await page.$eval('[data-testid=phases] [data-testid=panel-missing]', (e) => e.textContent);
   assert.match(missing, /^No training phases/);
   for (const what of ['phases', 'memory', 'gradients']) {
+    await openTab(page, what);
     const how = await page.textContent(`[data-testid=capture-how][data-what=${what}]`);
     assert.ok(how.length > 20, `${what}: ${how}`);
   }

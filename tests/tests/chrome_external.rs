@@ -5,9 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
-use candle_trace_schema::format::chrome::{read_chrome, SkippedPhase};
+use candle_trace_schema::format::chrome::read_chrome;
 use candle_trace_schema::format::diagnostics::{Category, Severity};
 use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::tracks::SkippedPhase;
 use candle_trace_tests::fixtures_dir;
 
 fn read(name: &str) -> TraceDocument {

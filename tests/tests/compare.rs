@@ -110,6 +110,31 @@ fn deltas_equal_the_hand_computed_values() {
     assert_eq!(v["paths"][3]["percent"], json!(-100.0));
     assert_eq!(v["paths"][5]["percent"], Value::Null);
 
+    // Modules by key (nesting paths: no module names here): the two `linear` places,
+    // 20 000 → 12 000 ns and 15 000 → 10 000 ns; the `fused_gelu` op span is no module.
+    let modules: Vec<(String, u64, u64, u64, u64, i64)> = v["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["path"].as_str().unwrap().to_string(),
+                p["base_count"].as_u64().unwrap(),
+                p["cand_count"].as_u64().unwrap(),
+                p["base_ns"].as_u64().unwrap(),
+                p["cand_ns"].as_u64().unwrap(),
+                p["delta_ns"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        modules,
+        [
+            ("linear[0]".to_string(), 1, 1, 20_000, 12_000, -8_000),
+            ("linear[1]".to_string(), 1, 1, 15_000, 10_000, -5_000),
+        ]
+    );
+
     // Ops by (name, shape, dtype).
     let ops: Vec<(String, String, u64, u64, i64, String)> = v["ops"]
         .as_array()

@@ -2,10 +2,11 @@
 //! (`tests/fixtures/make_findings_fixtures.py` says what each file holds):
 //! - `findings_train.trace6.jsonl`: backward 100 µs < forward 700 µs / 2 → `backward_short`,
 //!   at stake 700 − 100 = 600 µs, 100 / 700 = 14 %; `attn` 550 µs > 1000 µs / 2 →
-//!   `dominant_module` (55 %); the peak is the 4096-byte activation alive from 100 ns to
-//!   800 000 ns (the optimizer's 1024 bytes come after its free), at 100 ns inside `forward`
+//!   `dominant_module` (55 %); forward 700 µs > 1000 µs / 2 → `dominant_phase` (70 %), at
+//!   stake 700 − (1000 − 700) = 400 µs; the peak is the 4096-byte activation alive from 100 ns
+//!   to 800 000 ns (the optimizer's 1024 bytes come after its free), at 100 ns inside `forward`
 //!   → `memory_peak`; `mlp.fc.weight` and `mlp.fc.bias` missing → `gradients_missing` at
-//!   `model.mlp.fc`, 2 parameters. Ranked: 600 µs, 550 µs, then bytes, then counts.
+//!   `model.mlp.fc`, 2 parameters. Ranked: 600 µs, 550 µs, 400 µs, then bytes, then counts.
 //! - `findings_infer.profile.jsonl`: TTFT sorted 1000, 1100, 1200, 5000 µs: p50 rank 2 → 1100,
 //!   p90 rank ceil(3.6) = 4 → 5000, p99 → 5000 > 2 × 1100 → `ttft_tail`, at stake
 //!   (5000 − 1100) µs = 3.9 ms; req-4 (prompt 2048) is at the p90; prompts sorted 16, 16, 32,
@@ -50,6 +51,7 @@ fn training_findings_are_the_hand_computed_ones_in_rank_order() {
         [
             ("backward_short".to_string(), json!({"ns": 600_000})),
             ("dominant_module".to_string(), json!({"ns": 550_000})),
+            ("dominant_phase".to_string(), json!({"ns": 400_000})),
             ("memory_peak".to_string(), json!({"bytes": 4096})),
             ("gradients_missing".to_string(), json!({"count": 2})),
         ]
@@ -65,16 +67,32 @@ fn training_findings_are_the_hand_computed_ones_in_rank_order() {
         f[1]["link"],
         json!({"to": "row", "table": "modules", "key": "attn"})
     );
+    // Forward 700, backward 100, optimizer 50, other 150 of the 1000 µs step.
+    assert_eq!(f[2]["title"], "forward takes 70% of the step");
     assert_eq!(
-        f[2]["title"],
-        "memory peaks at 4.00 KiB in forward, held mostly by activations (kept for backward)"
+        f[2]["evidence"],
+        json!([
+            "forward 700 µs (70%)",
+            "backward 100 µs (10%)",
+            "optimizer 50.0 µs (5%)",
+            "other 150 µs (15%)",
+            "measured step 1.00 ms"
+        ])
+    );
+    assert_eq!(
+        f[2]["link"],
+        json!({"to": "row", "table": "phases", "key": "forward"})
     );
     assert_eq!(
         f[3]["title"],
+        "memory peaks at 4.00 KiB in forward, held mostly by activations (kept for backward)"
+    );
+    assert_eq!(
+        f[4]["title"],
         "2 parameter(s) get no gradient; the flow stops at model.mlp.fc"
     );
     assert_eq!(
-        f[3]["evidence"],
+        f[4]["evidence"],
         json!(["model.mlp.fc: 2 of 2 parameter(s) missing"])
     );
     assert_eq!(v["notes"], json!([]));

@@ -1,6 +1,7 @@
-//! Module paths, gradient groups, capture sources and inference-profile module spans through
-//! the `candle-trace` CLI, on the fixtures of `tests/fixtures/modules/` (made by its
-//! `make.py`; every expected number below is worked out by hand from that script).
+//! Module keys and the module tree (with and without module names), coverage, gradient groups,
+//! capture sources, inference-profile module spans, compare and the exports' names through the
+//! `candle-trace` CLI, on the fixtures of `tests/fixtures/modules/` (made by its `make.py`;
+//! every expected number below is worked out by hand from that script).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
@@ -38,24 +39,34 @@ const TRACE: &str = "llama_modules.trace6.jsonl";
 const PROFILE: &str = "module_spans.profile.jsonl";
 
 #[test]
-fn modules_by_path_name_a_place_each() {
+fn modules_without_names_are_a_tree_of_nesting_paths() {
     let trace = fixture(TRACE);
     let v = json_of(&[
         "query", &trace, "--kind", "modules", "--limit", "100", "--json",
     ]);
-    assert_eq!(v["by"], "path");
-    let rows = v["modules"].as_array().unwrap();
-    // 30 module spans, 30 places.
-    assert_eq!(rows.len(), 30);
+    assert_eq!((&v["by"], &v["names"]), (&json!("tree"), &json!(false)));
+    let nodes = v["modules"].as_array().unwrap();
+    // 30 module spans, 30 places, every one measured.
+    assert_eq!((nodes.len(), &v["node_count"]), (30, &json!(30)));
+    assert!(nodes.iter().all(|n| n["measured"] == true));
     // block[0]: 1000 ns; self = 1000 − (50 + 500 + 50 + 300) = 100; share 1000 / 10000
-    // (the measured `update`). Ties with block[1] are broken by path.
+    // (the measured `update`). Ties with block[1] are broken by key. Its four children:
+    // rms-norm[0], attn, rms-norm[1], mlp. No gradient matches a nesting path; the allocator
+    // and the graph were not captured.
     assert_eq!(
-        rows[0],
-        json!({"path": "block[0]", "calls": 1, "total_ns": 1000, "self_ns": 100,
-               "mean_ns": 1000, "share": 0.1})
+        nodes[0],
+        json!({"key": "block[0]", "label": "block[0]", "depth": 0, "parent": null,
+               "children": 4, "measured": true, "calls": 1, "total_ns": 1000, "self_ns": 100,
+               "share": 0.1, "alloc_bytes": 0, "graph_bytes": 0, "param_bytes": null,
+               "gradients": {"present": 0, "missing": 0, "zero": 0, "non_finite": 0},
+               "grad_norm": null})
     );
-    assert_eq!(rows[1]["path"], "block[1]");
-    let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().unwrap()).collect();
+    // Children by total: attn (500) first, a child of node 0.
+    assert_eq!(
+        (&nodes[1]["key"], &nodes[1]["label"], &nodes[1]["parent"]),
+        (&json!("block[0]/attn"), &json!("attn"), &json!(0))
+    );
+    let keys: Vec<&str> = nodes.iter().map(|r| r["key"].as_str().unwrap()).collect();
     for p in [
         "block[1]/rms-norm[1]",
         "block[1]/attn/linear[3]",
@@ -64,8 +75,12 @@ fn modules_by_path_name_a_place_each() {
         "rms-norm",
         "linear",
     ] {
-        assert!(paths.contains(&p), "{p} in {paths:?}");
+        assert!(keys.contains(&p), "{p} in {keys:?}");
     }
+    assert_eq!(v["alloc_note"], "not captured (allocator off)");
+    // No forward span (`forward` has no step): no coverage.
+    assert_eq!(v["coverage"]["forwards"], json!([]));
+    assert_eq!(v["coverage"]["overall"]["percent"], Value::Null);
 
     // By name, `linear`: per block 4 × 40 + 3 × 90 = 430, two blocks 860, plus the head's 110
     // = 970 ns in 15 calls, mean 64 (integer), share 0.097.
@@ -85,17 +100,25 @@ fn modules_by_path_name_a_place_each() {
                "share": 0.097})
     );
 
-    // The table says the same.
+    // The table says the same, and how much it shows.
     let (code, text, _) = cli(&["query", &trace, "--kind", "modules", "--limit", "3"]);
     assert_eq!(code, 0);
     assert!(
-        text.contains("30 module span(s) in 30 group(s) by path"),
+        text.contains("30 module(s) in a tree of 30 node(s), keyed by nesting path"),
         "{text}"
     );
     assert!(
-        text.contains("block[0]") && text.contains("10.0%"),
+        text.contains("showing the first 3 of 30 node(s) in tree order (`--limit 30` shows all)"),
         "{text}"
     );
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start:?} in {text}"))
+    };
+    assert!(line("block[0] ").contains("measured"), "{text}");
+    assert!(line("block[0] ").contains("10.0%"), "{text}");
+    assert!(line("    linear[0] ").contains("40 ns"), "{text}");
 
     // `--by shape` is for ops only; `--by` on another kind is refused.
     assert_eq!(
@@ -213,21 +236,50 @@ fn profile_module_spans() {
     // r1: prefill + 1 decode step, r2: prefill; each call: `forward` (function) → block,
     // block (4000 ns each, a 3000 ns linear inside each), lm_head 1000 ns.
     let v = json_of(&["query", &profile, "--kind", "modules", "--json"]);
-    let row = |path: &str, calls: u64, total: u64, mean: u64| json!({"path": path, "calls": calls, "total_ns": total, "mean_ns": mean, "requests": 2});
+    let node = |n: &Value| {
+        (
+            n["key"].as_str().unwrap().to_string(),
+            n["depth"].as_u64().unwrap(),
+            n["calls"].as_u64().unwrap(),
+            n["total_ns"].as_u64().unwrap(),
+            n["self_ns"].as_u64().unwrap(),
+        )
+    };
+    let nodes: Vec<_> = v["modules"].as_array().unwrap().iter().map(node).collect();
+    // Three calls of each; a block's self is 4000 − 3000 = 1000 a call.
+    let row = |k: &str, depth: u64, calls: u64, total: u64, self_ns: u64| {
+        (k.to_string(), depth, calls, total, self_ns)
+    };
     assert_eq!(
-        v["modules"],
-        json!([
-            row("block[0]", 3, 12000, 4000),
-            row("block[1]", 3, 12000, 4000),
-            row("block[0]/linear", 3, 9000, 3000),
-            row("block[1]/linear", 3, 9000, 3000),
-            row("lm_head", 3, 3000, 1000),
-        ])
+        nodes,
+        [
+            row("block[0]", 0, 3, 12000, 3000),
+            row("block[0]/linear", 1, 3, 9000, 9000),
+            row("block[1]", 0, 3, 12000, 3000),
+            row("block[1]/linear", 1, 3, 9000, 9000),
+            row("lm_head", 0, 3, 3000, 3000),
+        ]
+    );
+    // Each call: the blocks cover [100, 8100) and lm_head [9000, 10000) of the call's
+    // extent [0, 10000) (the profile has no prefill or decode span): 9000 of 10000, 90%.
+    let cov = json!({"forward_ns": 10000, "covered_ns": 9000, "unattributed_ns": 1000,
+                     "percent": 90});
+    assert_eq!(v["requests"][0]["forward_calls"][1]["coverage"], cov);
+    assert_eq!(
+        v["coverage"],
+        json!({"forward_ns": 30000, "covered_ns": 27000, "unattributed_ns": 3000,
+               "percent": 90})
     );
     assert_eq!(v["requests"][0]["request_id"], "r1");
-    assert_eq!(v["requests"][0]["forward_calls"], 2);
+    assert_eq!(
+        v["requests"][0]["forward_calls"].as_array().unwrap().len(),
+        2
+    );
     assert_eq!(v["requests"][0]["modules"][0]["total_ns"], 8000);
-    assert_eq!(v["requests"][1]["forward_calls"], 1);
+    assert_eq!(
+        v["requests"][1]["forward_calls"].as_array().unwrap().len(),
+        1
+    );
 
     let v = json_of(&[
         "query", &profile, "--kind", "modules", "--by", "name", "--json",
@@ -261,8 +313,429 @@ fn profile_module_spans() {
     let (code, text, _) = cli(&["query", &profile, "--kind", "modules"]);
     assert_eq!(code, 0);
     assert!(
-        text.contains("2 request(s), 3 forward call(s); all requests by path:"),
+        text.contains("2 request(s), 3 forward call(s); keyed by nesting path"),
         "{text}"
     );
-    assert!(text.contains("request r1 (2 forward call(s)):"), "{text}");
+    assert!(
+        text.contains(
+            "request r1 (2 forward call(s)): modules cover 90% of forward (18.0 µs of 20.0 µs; \
+             2.00 µs unattributed)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  decode 1: modules cover 90% of forward"),
+        "{text}"
+    );
+}
+
+const NAMES: &str = "mistral_names.trace6.jsonl";
+const NAMES_SLOW: &str = "mistral_names_slow.trace6.jsonl";
+const NAMES_PROFILE: &str = "names.profile.jsonl";
+
+/// The fields of a tree node worth comparing: (key, measured, calls, total, self, alloc,
+/// graph, params, (present, missing, zero)).
+type NodeRow = (
+    String,
+    bool,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    Option<u64>,
+    (u64, u64, u64),
+);
+
+fn node_row(n: &Value) -> NodeRow {
+    let g = &n["gradients"];
+    (
+        n["key"].as_str().unwrap().to_string(),
+        n["measured"].as_bool().unwrap(),
+        n["calls"].as_u64().unwrap(),
+        n["total_ns"].as_u64().unwrap(),
+        n["self_ns"].as_u64().unwrap(),
+        n["alloc_bytes"].as_u64().unwrap(),
+        n["graph_bytes"].as_u64().unwrap(),
+        n["param_bytes"].as_u64(),
+        (
+            g["present"].as_u64().unwrap(),
+            g["missing"].as_u64().unwrap(),
+            g["zero"].as_u64().unwrap(),
+        ),
+    )
+}
+
+/// `mistral_names.trace6.jsonl` (make.py `mistral()`): a 2-layer Mistral's step whose 20 flat
+/// `linear`/`rms-norm` spans carry their module names. Per layer, durations (layer 1: each
+/// 10 ns more) rms-norm 40, q 100, k 60, v 60, o 80, rms-norm 40, gate 120, up 120, down 140
+/// (sum 760; layer 1 850), 20 ns apart from 120 ns on inside the forward [100, 2500); then
+/// model.norm 50 and lm_head 200. Layer 1's q_proj holds a 30 ns `matmul` op span where 4096
+/// bytes are allocated; layer 0's down_proj allocates 1024, backward 2048; a 2 × 64 f32
+/// activation (512 B) is seen in layer 0's gate_proj. Parameters: q/k/v/o 16384 B, gate/up/
+/// down 32768 B, norms 256 B, embed_tokens and lm_head 25600 B; norms 1.0, except layer 1's
+/// q (3.0) and k (4.0), its down_proj missing and embed_tokens zero (0.0).
+#[test]
+fn module_names_make_one_tree_of_time_memory_and_gradients() {
+    let trace = fixture(NAMES);
+    let v = json_of(&[
+        "query", &trace, "--kind", "modules", "--limit", "100", "--json",
+    ]);
+    assert_eq!(v["names"], true);
+    // Covered: 760 + 850 + 50 + 200 = 1860 of the 2400 ns forward, 77% (77.5 rounded down).
+    assert_eq!(
+        v["coverage"]["overall"],
+        json!({"forward_ns": 2400, "covered_ns": 1860, "unattributed_ns": 540, "percent": 77})
+    );
+    assert_eq!(v["coverage"]["backward_unsplit"], true);
+    assert_eq!(v["outside_alloc_bytes"], 2048);
+    let nodes: Vec<NodeRow> = v["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(node_row)
+        .collect();
+    let find = |k: &str| nodes.iter().find(|n| n.0 == k).unwrap().clone();
+    // Tree order at the top: model (group, 760 + 850 + 50 = 1660 ns) then lm_head (200);
+    // in model: layers.1 (850), layers.0 (760), norm (50), embed_tokens (a gradient only).
+    let tops: Vec<&str> = v["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["depth"].as_u64().unwrap() <= 1)
+        .map(|n| n["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tops,
+        [
+            "model",
+            "model.layers.1",
+            "model.layers.0",
+            "model.norm",
+            "model.embed_tokens",
+            "lm_head"
+        ]
+    );
+    // A layer's parameters: 4 × 16384 + 3 × 32768 + 2 × 256 = 164352 B. model adds both
+    // layers, norm (256) and embed_tokens (25600): 354560 B; of its 20 parameters one is
+    // missing, one zero; alloc 4096 + 1024; graph 512. A group: no calls, no self time.
+    assert_eq!(
+        find("model"),
+        (
+            "model".into(),
+            false,
+            0,
+            1660,
+            0,
+            5120,
+            512,
+            Some(354_560),
+            (18, 1, 1)
+        )
+    );
+    assert_eq!(
+        find("model.layers.1.self_attn.q_proj"),
+        (
+            "model.layers.1.self_attn.q_proj".into(),
+            true,
+            1,
+            110,
+            80,
+            4096,
+            0,
+            Some(16384),
+            (1, 0, 0)
+        )
+    );
+    // Layer 1's self_attn, a group: 110 + 70 + 70 + 90 = 340 ns and no calls of its own; its
+    // norm √(9 + 16 + 1 + 1).
+    let attn = v["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["key"] == "model.layers.1.self_attn")
+        .unwrap();
+    assert_eq!(
+        (&attn["calls"], &attn["total_ns"]),
+        (&json!(0), &json!(340))
+    );
+    assert!((attn["grad_norm"].as_f64().unwrap() - 27f64.sqrt()).abs() < 1e-12);
+    // embed_tokens ran no span; lm_head is measured and holds its 25600 parameter bytes.
+    assert_eq!(
+        find("model.embed_tokens"),
+        (
+            "model.embed_tokens".into(),
+            false,
+            0,
+            0,
+            0,
+            0,
+            0,
+            Some(25600),
+            (0, 0, 1)
+        )
+    );
+    assert_eq!(find("lm_head").3, 200);
+
+    // The table marks groups and nodes without spans.
+    let (code, text, _) = cli(&["query", &trace, "--kind", "modules", "--limit", "100"]);
+    assert_eq!(code, 0);
+    let line = |start: &str| text.lines().find(|l| l.starts_with(start)).unwrap();
+    assert!(line("model ").contains("Σ children"), "{text}");
+    assert!(line("  embed_tokens ").contains("no span"), "{text}");
+    assert!(line("      q_proj ").contains("measured"), "{text}");
+    assert!(
+        text.contains("keyed by module names (from the weights)"),
+        "{text}"
+    );
+
+    // Ops and phases use the same keys.
+    let v = json_of(&["query", &trace, "--kind", "ops", "--by", "path", "--json"]);
+    assert_eq!(v["groups"][0]["path"], "model.layers.1.self_attn.q_proj");
+    let v = json_of(&[
+        "query", &trace, "--kind", "phases", "--json", "--limit", "1",
+    ]);
+    assert_eq!(
+        v["module_pairs"][0],
+        json!({"path": "lm_head", "forward_count": 1, "forward_ns": 200, "backward_count": 0,
+               "backward_ns": 0})
+    );
+    // `--by name` still groups by span name: 15 linears, 2 × (100 + 60 + 60 + 80 + 120 + 120
+    // + 140) + 7 × 10 + 200 = 1360 + 70 + 200 = 1630 ns.
+    let v = json_of(&[
+        "query", &trace, "--kind", "modules", "--by", "name", "--json",
+    ]);
+    let linear = v["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "linear")
+        .unwrap();
+    assert_eq!(
+        (&linear["calls"], &linear["total_ns"]),
+        (&json!(15), &json!(1630))
+    );
+}
+
+#[test]
+fn summary_says_how_much_the_modules_cover_and_whether_names_were_captured() {
+    let (code, text, _) = cli(&["summary", &fixture(NAMES)]);
+    assert_eq!(code, 0);
+    for line in [
+        "module_names on (20 events)",
+        "modules cover 77% of forward (1.86 µs of 2.40 µs; 540 ns unattributed)",
+        "backward is one span with no per-module split (candle's backward opens no spans)",
+        "module names: 20 span(s) named by their weights",
+    ] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
+    let v = json_of(&["summary", "--json", &fixture(NAMES)]);
+    assert_eq!(
+        v["extra"]["module_coverage"],
+        json!({"forward_ns": 2400, "covered_ns": 1860, "unattributed_ns": 540, "percent": 77,
+               "forwards": 1, "backward_unsplit": true})
+    );
+
+    // A trace without names says so, and how to get them.
+    let (_, text, _) = cli(&["summary", &fixture(TRACE)]);
+    assert!(
+        text.contains(
+            "module names: not captured — wrap the VarBuilder with \
+             `candle_trace_capture::nn::name_modules(vb)` before building the model, or build \
+             candle-nn layers through `candle_trace_capture::nn::{linear, conv2d, embedding, \
+             layer_norm, rms_norm, …}` (candle-nn's own layers open no spans)"
+        ),
+        "{text}"
+    );
+    // Its `forward` has no step, so there is no forward to cover, and no backward span.
+    assert!(!text.contains("modules cover"), "{text}");
+    assert!(!text.contains("backward is one span"), "{text}");
+}
+
+#[test]
+fn compare_matches_modules_by_name() {
+    // The candidate's layer-1 q_proj takes 100 ns more: 110 → 210 ns.
+    let v = json_of(&["compare", &fixture(NAMES), &fixture(NAMES_SLOW), "--json"]);
+    assert_eq!(
+        v["modules"][0],
+        json!({"path": "model.layers.1.self_attn.q_proj", "base_count": 1, "cand_count": 1,
+               "base_ns": 110, "cand_ns": 210, "delta_ns": 100, "percent": 100.0 / 110.0 * 100.0,
+               "presence": "both"})
+    );
+    assert_eq!(v["modules"][1]["delta_ns"], 0);
+    let (code, text, _) = cli(&["compare", &fixture(NAMES), &fixture(NAMES_SLOW)]);
+    assert_eq!(code, 0);
+    assert!(
+        text.contains("\nmodules — largest |delta| first\n"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("model.layers.1.self_attn.q_proj") && l.contains("+100 ns")),
+        "{text}"
+    );
+}
+
+#[test]
+fn exports_carry_the_module_names() {
+    use candle_trace_schema::analysis::otlp::{request_spans, AttributeValue};
+    use candle_trace_schema::format::chrome::ChromeReader;
+
+    // Chrome: each named span's `args.module`, read back by the import.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("names.chrome.json");
+    let (code, _, err) = cli(&[
+        "export",
+        &fixture(NAMES),
+        "--format",
+        "chrome",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let named: Vec<(&str, &str)> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| Some((e["name"].as_str()?, e["args"]["module"].as_str()?)))
+        .collect();
+    assert_eq!(named.len(), 20);
+    assert!(named.contains(&("linear", "model.layers.1.self_attn.q_proj")));
+    assert!(named.contains(&("rms-norm", "model.norm")));
+    let mut reader = ChromeReader::new();
+    reader.push(text.as_bytes());
+    let back = reader.finish();
+    let modules: Vec<&str> = back
+        .spans
+        .iter()
+        .filter_map(|s| s.module.as_deref())
+        .collect();
+    assert_eq!(modules.len(), 20);
+    assert!(modules.contains(&"lm_head"));
+
+    // OTLP: module spans with a name carry `candle_trace.module`.
+    let bytes = std::fs::read(fixture(NAMES_PROFILE)).unwrap();
+    let doc = candle_trace_schema::format::profile::read_profile(&bytes);
+    let spans = request_spans(&doc);
+    let modules: Vec<(&str, &AttributeValue)> = spans
+        .iter()
+        .filter_map(|s| {
+            let (_, v) = s
+                .attributes
+                .iter()
+                .find(|(k, _)| k == "candle_trace.module")?;
+            Some((s.name.as_str(), v))
+        })
+        .collect();
+    // Two forward calls of four named linears each; the `forward` spans have no name.
+    assert_eq!(modules.len(), 8);
+    assert_eq!(
+        modules[0],
+        (
+            "linear",
+            &AttributeValue::String("model.layers.0.q_proj".into())
+        )
+    );
+    let (code, otlp, _) = cli(&["export", &fixture(NAMES_PROFILE), "--format", "otlp"]);
+    assert_eq!(code, 0);
+    assert!(
+        otlp.contains(r#""key":"candle_trace.module","value":{"stringValue":"lm_head"}"#),
+        "{otlp}"
+    );
+}
+
+/// `names.profile.jsonl` (make.py `names_profile()`): request q's prefill (times × 2, its
+/// `prefill` span 200 µs) and decode step 1 (× 1, its `decode` span 120 µs); each call a
+/// `forward` span [0, 100) µs holding `model.layers.0.q_proj` [10, 30), `model.layers.1.q_proj`
+/// [40, 60), `lm_head` [70, 80) and `model.layers.0.q_proj` again [85, 90).
+#[test]
+fn profile_module_trees_use_the_names() {
+    let v = json_of(&[
+        "query",
+        &fixture(NAMES_PROFILE),
+        "--kind",
+        "modules",
+        "--json",
+    ]);
+    assert_eq!(v["names"], true);
+    let nodes: Vec<(String, bool, u64, u64)> = v["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["key"].as_str().unwrap().to_string(),
+                n["measured"].as_bool().unwrap(),
+                n["calls"].as_u64().unwrap(),
+                n["total_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // Layer 0's q_proj: 2 calls a forward call, (20 + 5) µs × (2 + 1) = 75 µs; layer 1's
+    // 20 µs × 3 = 60; lm_head 10 × 3 = 30; model groups the layers: 135 µs (a group has no
+    // calls of its own).
+    let row = |k: &str, m: bool, calls: u64, us: u64| (k.to_string(), m, calls, us * 1000);
+    assert_eq!(
+        nodes,
+        [
+            row("model", false, 0, 135),
+            row("model.layers.0", false, 0, 75),
+            row("model.layers.0.q_proj", true, 4, 75),
+            row("model.layers.1", false, 0, 60),
+            row("model.layers.1.q_proj", true, 2, 60),
+            row("lm_head", true, 2, 30),
+        ]
+    );
+    // Covered: 55 µs × k of the prefill's 200 µs and the decode step's 120 µs.
+    let calls = &v["requests"][0]["forward_calls"];
+    assert_eq!(
+        calls[0]["coverage"],
+        json!({"forward_ns": 200_000, "covered_ns": 110_000, "unattributed_ns": 90_000,
+               "percent": 55})
+    );
+    assert_eq!(calls[1]["coverage"]["percent"], 45);
+    // 165 of 320 µs: 51% (51.6 rounded down).
+    assert_eq!(v["coverage"]["percent"], 51);
+    let (code, text, _) = cli(&["query", &fixture(NAMES_PROFILE), "--kind", "modules"]);
+    assert_eq!(code, 0);
+    assert!(
+        text.contains("modules cover 51% of forward (165 µs of 320 µs; 155 µs unattributed)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  prefill 0: modules cover 55% of forward"),
+        "{text}"
+    );
+}
+
+#[test]
+fn summary_says_why_no_span_was_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for (on, why) in [
+        (
+            true,
+            "not captured (no span was named) — wrap the VarBuilder",
+        ),
+        (
+            false,
+            "not captured (module_names off) — wrap the VarBuilder",
+        ),
+    ] {
+        let text = [
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            r#"{"kind":"span_end","id":"s","duration_ns":10}"#,
+            &format!(
+                r#"{{"kind":"capture_sources","sources":[{{"source":"module_names","on":{on},"events":0}}],"events_dropped":0,"warnings":[]}}"#
+            ),
+        ]
+        .join("\n");
+        let path = dir.path().join(format!("{on}.trace6.jsonl"));
+        std::fs::write(&path, text + "\n").unwrap();
+        let (code, out, _) = cli(&["summary", path.to_str().unwrap()]);
+        assert_eq!(code, 0);
+        assert!(out.contains(&format!("module names: {why}")), "{out}");
+    }
 }

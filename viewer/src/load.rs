@@ -138,10 +138,8 @@ async fn read_file(
     let size = file.size();
     if web_sys::window().is_none() {
         // In a worker nothing waits between chunks: the file as one stream, which the browser
-        // fills ahead of the parse. With slices read one ahead the worker sat idle 10-30% of
-        // each 100 ms of a 100 MB read (CDP profile); a test worker doing 6 ms/MB of busy work
-        // waited 126-189 ms for slices, 92-129 ms for the stream. (The viewer's own read time
-        // did not change above the noise: BENCHMARKS.md, one-offs.)
+        // fills ahead of the parse (with slices read one ahead the worker sat idle between
+        // them; BENCHMARKS.md, one-offs).
         let stream = file.stream();
         return read_stream(&stream, Some(size as u64), reader, progress, is_current).await;
     }

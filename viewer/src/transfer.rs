@@ -9,51 +9,51 @@
 //! encoding), and no single task on the page grows with the file. No serde and no per-field
 //! visitors: a row is read straight from its columns.
 //!
-//! A chunk (little-endian; tables and columns as in [`wire`]) is the table of the strings it
-//! uses first (each distinct string crosses once, numbered in order of first use across the
-//! stream), then its body. The bodies, end to end, are:
+//! A chunk (little-endian; tables as in [`wire`]) is the table of the strings it uses first
+//! (each distinct string crosses once, numbered in order of first use across the stream), then
+//! its body. The bodies, end to end, are:
 //! - `CTT3`, the document kind (`0` trace, `1` profile, `2` unsupported);
-//! - the kind's head (scalars, the meta, `capture_sources`, an unsupported file's format);
+//! - the kind's head (a trace's in `head.rs`; an unsupported file's format);
 //! - the kind's parts in a fixed order ([`TRACE`], [`PROFILE`], [`UNSUPPORTED`]). A part of
 //!   records is its row count, then tables of at most [`BATCH`] rows; the span tree, the
-//!   memory profile's head and a Chrome import are one run of tables each. A table has
-//!   fixed-width columns (struct of arrays): a string field a `u32` index into the strings
-//!   ([`wire::NONE`] for an absent one), except span and tensor ids (the span's own, its
-//!   parent's, an op's span, inputs and output, a tensor or memory record's tensor and span),
-//!   which cross in place as a column of ends beside a column of bytes: nearly every one is
-//!   distinct, so interning them cost a hash-table lookup a row for nothing (at 1 GB, 2.6 of the
-//!   encoder's 4.3 s). Optional values have a presence bitmap beside them, lists (shapes,
-//!   inputs) a column of ends beside their values.
+//!   memory profile's head and a Chrome import are one run of tables each.
+//!
+//! Each part's table is declared once, in its own file beside the functions that write and
+//! read a row of it ([`columns!`](columns::columns)): the column kinds say how each field is
+//! laid out (`columns.rs`), and the column count and every column's place follow from the
+//! declaration. Span and tensor ids cross in place (nearly every one is distinct, so interning
+//! them would cost a hash-table lookup a row for nothing); other strings are indices into the
+//! string table.
 //!
 //! A chunk ends only between tables, so every table lies within one chunk.
-//!
-//! An inference profile's events (at most a few thousand lines, with free-form JSON
-//! attributes) cross as their JSON line, read back by the schema's own profile reader.
 
 use std::collections::TryReserveError;
 use std::fmt;
 
-use candle_trace_schema::format::chrome::ChromeImport;
 use candle_trace_schema::format::detect::{AnyDocument, Format};
-use candle_trace_schema::format::diagnostics::{Category, Diagnostic, Severity};
-use candle_trace_schema::format::document::{Lined, Span, TraceDocument};
-use candle_trace_schema::format::events::{
-    CaptureSource, CaptureSources, CompactString, DeviceMemory, Edge, Gradient, GradientState,
-    MemoryAction, Meta, Phase, SpanKind, Step, TensorCategory, TensorEvent, TimingMode,
-};
-use candle_trace_schema::format::memory::{
-    DeviceMemoryProfile, LiveAllocation, MemoryProfile, MemorySample,
-};
+use candle_trace_schema::format::diagnostics::Diagnostic;
+use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::profile::{ProfileDocument, ProfileRecord};
-use candle_trace_schema::format::spans::{SpanTree, SpanTreeParts};
-use candle_trace_schema::format::table::{Inputs, MemoryRow, MemoryTable, OpRow, OpTable};
-use candle_trace_schema::format::tracks::{
-    ChromeForm, CounterSample, Instant, SkippedPhase, Track, TrackId,
-};
 
+mod chrome;
+mod codes;
+mod columns;
+mod device_memory;
+mod diagnostics;
+mod edges;
+mod gradients;
+mod head;
+mod memory;
+mod memory_profile;
+mod ops;
+mod records;
+mod spans;
+mod tensors;
+mod tree;
 mod wire;
 
-use wire::{Col, Cols, In, Out, Result, StringPool, Strings, Strs, Table, NONE};
+use columns::{opt_code, opt_variant, Layout};
+use wire::{In, Out, Result, StringPool, Strings, Strs, Table};
 
 /// Rows per table of a part, decoded in one [`Decoder::step`]: small enough that one step is
 /// a short task on the page (a few milliseconds for spans), large enough that stepping costs
@@ -128,54 +128,11 @@ const PROFILE: &[Part] = &[Part::Records, Part::Diagnostics];
 /// The parts of an unsupported file.
 const UNSUPPORTED: &[Part] = &[Part::Diagnostics];
 
-// ---------------------------------------------------------------------------------------------
-// Small enums as bytes.
-
-const CATEGORIES: [Category; 15] = [
-    Category::Syntax,
-    Category::Truncated,
-    Category::UnknownKind,
-    Category::MissingField,
-    Category::WrongType,
-    Category::InvalidValue,
-    Category::Meta,
-    Category::Duplicate,
-    Category::Reference,
-    Category::Cycle,
-    Category::Unclosed,
-    Category::Measured,
-    Category::Memory,
-    Category::Format,
-    Category::Capture,
-];
-const SEVERITIES: [Severity; 2] = [Severity::Warning, Severity::Error];
-const ACTIONS: [MemoryAction; 2] = [MemoryAction::Alloc, MemoryAction::Free];
-const PHASES: [Phase; 2] = [Phase::Train, Phase::Infer];
-const TIMING_MODES: [TimingMode; 2] = [TimingMode::Host, TimingMode::DeviceSynchronized];
-const FORMS: [ChromeForm; 2] = [ChromeForm::Array, ChromeForm::Object];
-const FORMATS: [Format; 3] = [Format::Trace, Format::Profile, Format::Chrome];
-
-/// The byte of `v`: its place in `all` (every list above names each variant once).
-fn code<T: PartialEq>(all: &[T], v: &T) -> u8 {
-    all.iter().position(|x| x == v).unwrap_or(0) as u8
-}
-
-/// The variant of byte `v`.
-fn variant<T: Copy>(all: &[T], v: u8, what: &str) -> Result<T> {
-    all.get(usize::from(v))
-        .copied()
-        .ok_or_else(|| broken(format!("{v} is no {what}")))
-}
-
-/// An optional variant: `0` for `None`, else its place + 1.
-fn opt_code<T: PartialEq>(all: &[T], v: Option<&T>) -> u8 {
-    v.map_or(0, |v| code(all, v) + 1)
-}
-
-fn opt_variant<T: Copy>(all: &[T], v: u8, what: &str) -> Result<Option<T>> {
-    match v.checked_sub(1) {
-        None => Ok(None),
-        Some(v) => variant(all, v, what).map(Some),
+impl Part {
+    /// Whether the part is rows in blocks (a count, then tables of at most [`BATCH`] rows)
+    /// rather than one run of tables read in one step.
+    fn in_blocks(self) -> bool {
+        !matches!(self, Part::Tree | Part::MemoryProfile | Part::Chrome)
     }
 }
 
@@ -194,14 +151,14 @@ pub fn encode_in(doc: &AnyDocument, chunk_bytes: usize, mut emit: impl FnMut(Vec
 }
 
 /// [`encode_in`] through one type of `emit`, so that the encoder is compiled once however
-/// many callers it has (a copy of it per caller's closure cost the wasm about 8 KB each).
+/// many callers it has (a copy per caller's closure would grow the wasm).
 fn encode_to(doc: &AnyDocument, chunk_bytes: usize, emit: &mut dyn FnMut(Vec<u8>)) {
     // A profile's records cross as their JSON lines, which the string table borrows.
     let lines: Vec<String> = match doc {
         AnyDocument::Profile(p) => p.records.iter().map(|r| r.event.to_json_line()).collect(),
         _ => Vec::new(),
     };
-    let records: Vec<(&ProfileRecord, &str)> = match doc {
+    let profile_records: Vec<(&ProfileRecord, &str)> = match doc {
         AnyDocument::Profile(p) => p
             .records
             .iter()
@@ -224,20 +181,16 @@ fn encode_to(doc: &AnyDocument, chunk_bytes: usize, emit: &mut dyn FnMut(Vec<u8>
         }
         AnyDocument::Profile(p) => {
             e.out.u8(1);
-            e.blocks(&records, 4, |s, c, (r, json)| {
-                c.u64(0, r.line);
-                c.u32(1, s.id(json));
-                c.list_u32(2, r.violations.iter().map(|v| s.id(v)));
-            });
-            e.diagnostics(&p.diagnostics);
+            e.blocks(profile_records.iter(), records::write);
+            e.blocks(p.diagnostics.iter(), diagnostics::write);
         }
         AnyDocument::Unsupported {
             format,
             diagnostics,
         } => {
             e.out.u8(2);
-            e.out.u8(opt_code(&FORMATS, format.as_ref()));
-            e.diagnostics(diagnostics);
+            e.out.u8(opt_code(format.as_ref()));
+            e.blocks(diagnostics.iter(), diagnostics::write);
         }
     }
     // The rest, unless the last block ended a chunk already (the first chunk always has a
@@ -270,7 +223,7 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
     /// The chunk so far: the strings first used in it, then its body.
     fn cut(&mut self) {
         let mut chunk = Out::default();
-        chunk.table(self.s.table_from(self.sent_strings));
+        self.s.write_table_from(self.sent_strings, &mut chunk);
         self.sent_strings = self.s.len();
         chunk.buf.extend_from_slice(&self.out.buf);
         self.out.buf.clear();
@@ -284,348 +237,50 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
         }
     }
 
-    /// A part of fixed-width rows: the row count, then tables of at most [`BATCH`] rows
-    /// (`k` columns, filled by `row`), a chunk possibly cut after each.
-    fn blocks<T>(
-        &mut self,
-        rows: &'d [T],
-        k: usize,
-        row: impl FnMut(&mut Strings<'d>, &mut Cols, &'d T),
-    ) {
-        self.blocks_of(rows.iter(), k, row);
-    }
-
-    /// [`Encoder::blocks`] of rows read one at a time (a table's).
-    fn blocks_of<R>(
+    /// A part of rows in blocks: the row count, then tables of at most [`BATCH`] rows of the
+    /// layout `L`, each filled by `row`, a chunk possibly cut after each.
+    fn blocks<L: Layout, R>(
         &mut self,
         mut rows: impl ExactSizeIterator<Item = R>,
-        k: usize,
-        mut row: impl FnMut(&mut Strings<'d>, &mut Cols, R),
+        mut row: impl FnMut(&mut L, &mut Strings<'d>, R),
     ) {
         let mut left = rows.len();
         self.out.u64(left as u64);
         while left > 0 {
             let n = left.min(BATCH);
-            let mut c = Cols::new(k, n);
+            let mut c = L::new(n);
             for x in rows.by_ref().take(n) {
-                row(&mut self.s, &mut c, x);
+                row(&mut c, &mut self.s, x);
             }
             left -= n;
-            self.out.table(c);
+            c.finish(n, &mut self.out);
             self.maybe_cut();
         }
     }
 
-    fn str(&mut self, v: &'d str) {
-        let id = self.s.id(v);
-        self.out.u32(id);
-    }
-
-    fn opt_str(&mut self, v: Option<&'d str>) {
-        let id = self.s.opt(v);
-        self.out.u32(id);
-    }
-
     fn trace(&mut self, t: &'d TraceDocument) {
-        self.out.u64(t.skipped_unknown);
-        self.out.u64(t.bytes_read);
-        self.out.bool(t.meta.is_some());
-        if let Some(m) = &t.meta {
-            self.meta(m);
-        }
-        self.out.bool(t.capture_sources.is_some());
-        if let Some(c) = &t.capture_sources {
-            self.capture_sources(c);
-        }
-        self.spans(&t.spans);
-        self.ops(&t.ops);
-        self.tensors(&t.tensors);
-        self.memory(&t.memory);
-        self.device_memory(&t.device_memory);
-        self.gradients(&t.gradients);
-        self.edges(&t.edges);
-        self.tree(&t.tree);
-        self.memory_profile(&t.memory_profile);
+        head::write(&mut self.out, &mut self.s, t);
+        self.blocks(t.spans.iter(), spans::write);
+        self.blocks(t.ops.iter(), ops::write);
+        self.blocks(t.tensors.iter(), tensors::write);
+        self.blocks(t.memory.iter(), memory::write);
+        self.blocks(t.device_memory.iter(), device_memory::write);
+        self.blocks(t.gradients.iter(), gradients::write);
+        self.blocks(t.edges.iter(), edges::write);
+        tree::write(&mut self.out, &t.tree);
+        self.maybe_cut();
+        memory_profile::write_head(&mut self.out, &mut self.s, &t.memory_profile);
+        self.maybe_cut();
+        self.blocks(
+            t.memory_profile.samples.iter(),
+            memory_profile::write_sample,
+        );
         self.out.bool(t.chrome.is_some());
         if let Some(c) = &t.chrome {
-            self.chrome(c);
+            chrome::write(&mut self.out, &mut self.s, c);
         }
         self.maybe_cut();
-        self.diagnostics(&t.diagnostics);
-    }
-
-    fn meta(&mut self, m: &'d Lined<Meta>) {
-        self.out.u64(m.line);
-        let m = &m.event;
-        for v in [
-            &m.schema,
-            &m.run_id,
-            &m.correlation_id,
-            &m.entrypoint,
-            &m.timestamp,
-            &m.device,
-        ] {
-            self.str(v);
-        }
-        self.out.u8(code(&PHASES, &m.phase));
-        self.out.u64(m.capture_step);
-        self.out.u64(m.warmup_steps);
-        self.out.bool(m.measured_region_device_synchronized);
-        self.out.u8(code(&TIMING_MODES, &m.timing_mode));
-        self.out.u64(m.tags.len() as u64);
-        for (k, v) in &m.tags {
-            self.str(k);
-            self.str(v);
-        }
-        self.opt_str(m.candle_version.as_deref());
-    }
-
-    fn capture_sources(&mut self, c: &'d Lined<CaptureSources>) {
-        self.out.u64(c.line);
-        self.out.u64(c.sources.len() as u64);
-        for s in &c.sources {
-            self.str(&s.source);
-            self.out.bool(s.on);
-            self.out.u64(s.events);
-            self.out.opt_u64(s.threshold_bytes);
-        }
-        self.out.u64(c.events_dropped);
-        self.out.u64(c.warnings.len() as u64);
-        for w in &c.warnings {
-            self.str(w);
-        }
-    }
-
-    fn spans(&mut self, spans: &'d [Span]) {
-        self.blocks(spans, 16, |s, c, x| {
-            c.str(0, &x.id);
-            c.opt_str(2, x.parent_id.as_deref());
-            c.u32(5, s.id(&x.name));
-            c.u64(6, x.start_ns);
-            c.u8(7, code(&SpanKind::ALL, &x.span_kind));
-            c.bit(8, x.measured);
-            c.u8(9, opt_code(&Step::ALL, x.step.as_ref()));
-            c.opt_u64(10, x.duration_ns);
-            c.u64(12, x.line);
-            c.opt_u64(13, x.end_line);
-            c.u32(15, s.opt(x.module.as_deref()));
-        });
-    }
-
-    fn ops(&mut self, ops: &'d OpTable) {
-        self.blocks_of(ops.iter(), 19, |s, c, x| {
-            c.u64(0, x.line);
-            c.str(1, x.span_id);
-            c.u32(3, s.id(x.op_name));
-            c.list_str(4, x.inputs.iter());
-            c.opt_str(7, x.output);
-            c.list_u64(10, x.shape);
-            c.u32(12, s.id(x.dtype));
-            c.u32(13, s.id(x.device));
-            c.u64(14, x.duration_ns);
-            c.u64(15, x.timestamp_ns);
-            c.opt_u64(16, x.storage_bytes);
-            c.u64(18, x.input_storage_bytes);
-        });
-    }
-
-    fn tensors(&mut self, tensors: &'d [Lined<TensorEvent>]) {
-        self.blocks(tensors, 13, |s, c, x| {
-            c.u64(0, x.line);
-            let x = &x.event;
-            c.str(1, &x.span_id);
-            c.str(3, &x.tensor_id);
-            c.list_u64(5, &x.shape);
-            c.u32(7, s.id(&x.dtype));
-            c.u32(8, s.id(&x.device));
-            c.bit(9, x.requires_grad);
-            c.opt_u64(10, x.storage_bytes);
-            c.u8(12, code(&TensorCategory::ALL, &x.category));
-        });
-    }
-
-    fn memory(&mut self, memory: &'d MemoryTable) {
-        self.blocks_of(memory.iter(), 14, |s, c, x| {
-            c.u64(0, x.line);
-            c.u64(1, x.timestamp_ns);
-            c.str(2, x.tensor_id);
-            c.str(4, x.span_id);
-            c.u32(6, s.opt(x.op_name));
-            c.u32(7, s.id(x.device));
-            c.u64(8, x.bytes);
-            c.u8(9, code(&ACTIONS, &x.action));
-            c.list_u64(10, x.shape);
-            c.u32(12, s.id(x.dtype));
-            c.u8(13, code(&TensorCategory::ALL, &x.category));
-        });
-    }
-
-    fn device_memory(&mut self, device_memory: &'d [Lined<DeviceMemory>]) {
-        self.blocks(device_memory, 7, |s, c, x| {
-            c.u64(0, x.line);
-            let x = &x.event;
-            c.u64(1, x.timestamp_ns);
-            c.u32(2, s.id(&x.device));
-            c.u64(3, x.used_bytes);
-            c.u64(4, x.free_bytes);
-            c.opt_u64(5, x.reserved_bytes);
-        });
-    }
-
-    fn gradients(&mut self, gradients: &'d [Lined<Gradient>]) {
-        self.blocks(gradients, 9, |s, c, x| {
-            c.u64(0, x.line);
-            let x = &x.event;
-            c.u32(1, s.id(&x.event_id));
-            c.u32(2, s.id(&x.root));
-            c.u32(3, s.id(&x.key));
-            c.u8(4, code(&GradientState::ALL, &x.state));
-            c.bit(5, x.norm.is_some());
-            c.f64(6, x.norm.unwrap_or(0.0));
-            c.opt_u64(7, x.storage_bytes);
-        });
-    }
-
-    fn edges(&mut self, edges: &'d [Lined<Edge>]) {
-        self.blocks(edges, 4, |s, c, x| {
-            c.u64(0, x.line);
-            c.u32(1, s.id(&x.event.from_span));
-            c.u32(2, s.id(&x.event.to_span));
-            c.u64(3, x.event.duration_ns);
-        });
-    }
-
-    fn tree(&mut self, t: &SpanTree) {
-        self.out.u32(t.max_depth);
-        let mut c = Cols::new(3, t.parent.len());
-        for ((p, d), s) in t.parent.iter().zip(&t.depth).zip(&t.self_ns) {
-            c.u32(0, p.unwrap_or(NONE));
-            c.u32(1, *d);
-            c.u64(2, *s);
-        }
-        self.out.table(c);
-        let (child_start, child_list) = t.child_rows();
-        for list in [&t.roots[..], child_start, child_list] {
-            let mut c = Cols::new(1, list.len());
-            for v in list {
-                c.u32(0, *v);
-            }
-            self.out.table(c);
-        }
-        self.maybe_cut();
-    }
-
-    fn memory_profile(&mut self, m: &'d MemoryProfile) {
-        self.out.u64(m.peak_bytes);
-        self.out.opt_u64(m.peak_timestamp_ns);
-        self.opt_str(m.peak_device.as_deref());
-        for v in m.peak_by_category {
-            self.out.u64(v);
-        }
-        self.out.u64(m.alloc_count);
-        self.out.u64(m.free_count);
-        let s = &mut self.s;
-        let mut c = Cols::new(8, m.live_at_peak.len());
-        for x in &m.live_at_peak {
-            c.u64(0, x.memory_index as u64);
-            c.u32(1, s.id(&x.tensor_id));
-            c.u64(2, x.bytes);
-            c.u8(3, code(&TensorCategory::ALL, &x.category));
-            c.u32(4, s.id(&x.span_id));
-            c.u32(5, s.opt(x.op_name.as_deref()));
-            c.u64(6, x.timestamp_ns);
-            c.u64(7, x.line);
-        }
-        self.out.table(c);
-        let mut c = Cols::new(9, m.devices.len());
-        for x in &m.devices {
-            c.u32(0, s.id(&x.device));
-            c.u64(1, x.peak_bytes);
-            c.opt_u64(2, x.peak_timestamp_ns);
-            c.u64(4, x.final_live_bytes);
-            c.opt_u64(5, x.capacity_bytes);
-            c.u64(7, x.alloc_count);
-            c.u64(8, x.free_count);
-        }
-        self.out.table(c);
-        self.maybe_cut();
-        self.blocks(&m.samples, 8, |_, c, x| {
-            c.u64(0, x.timestamp_ns);
-            c.u32(1, x.device);
-            c.u64(2, x.live_bytes);
-            for (k, v) in x.by_category.iter().enumerate() {
-                c.u64(3 + k, *v);
-            }
-        });
-    }
-
-    fn chrome(&mut self, x: &'d ChromeImport) {
-        self.out.u8(code(&FORMS, &x.form));
-        self.out.u64(x.element_count);
-        self.out.bool(x.closed);
-        self.out.i64(x.origin_ns);
-        self.out.bool(x.synthetic_root);
-        let s = &mut self.s;
-        let mut c = Cols::new(8, x.tracks.len());
-        for t in &x.tracks {
-            for (k, id) in [(0, &t.pid), (3, &t.tid)] {
-                match id {
-                    TrackId::Int(i) => {
-                        c.u8(k, 0);
-                        c.i64(k + 1, *i);
-                        c.u32(k + 2, NONE);
-                    }
-                    TrackId::Str(v) => {
-                        c.u8(k, 1);
-                        c.i64(k + 1, 0);
-                        c.u32(k + 2, s.id(v));
-                    }
-                }
-            }
-            c.u32(6, s.opt(t.process_name.as_deref()));
-            c.u32(7, s.opt(t.thread_name.as_deref()));
-        }
-        self.out.table(c);
-        let mut c = Cols::new(1, x.span_tracks.len());
-        for t in &x.span_tracks {
-            c.u32(0, t.unwrap_or(NONE));
-        }
-        self.out.table(c);
-        let mut c = Cols::new(5, x.instants.len());
-        for i in &x.instants {
-            c.u64(0, i.line);
-            c.u32(1, s.id(&i.event.name));
-            c.u32(2, i.event.track);
-            c.u64(3, i.event.timestamp_ns);
-            c.u32(4, s.id(&i.event.scope));
-        }
-        self.out.table(c);
-        let mut c = Cols::new(6, x.counters.len());
-        for i in &x.counters {
-            c.u64(0, i.line);
-            c.u32(1, s.id(&i.event.name));
-            c.u32(2, s.id(&i.event.series));
-            c.u32(3, i.event.track);
-            c.u64(4, i.event.timestamp_ns);
-            c.f64(5, i.event.value);
-        }
-        self.out.table(c);
-        let mut c = Cols::new(3, x.skipped.len());
-        for p in &x.skipped {
-            c.u32(0, s.id(&p.ph));
-            c.u64(1, p.count);
-            c.u64(2, p.first_line);
-        }
-        self.out.table(c);
-    }
-
-    fn diagnostics(&mut self, diagnostics: &'d [Diagnostic]) {
-        self.blocks(diagnostics, 4, |s, c, d| {
-            c.u64(0, d.line);
-            c.u8(1, code(&SEVERITIES, &d.severity));
-            c.u8(2, code(&CATEGORIES, &d.category));
-            c.u32(3, s.id(&d.message));
-        });
+        self.blocks(t.diagnostics.iter(), diagnostics::write);
     }
 }
 
@@ -718,7 +373,7 @@ impl Decoder {
         let chunk = &mut self.buffer[..len];
         fill(chunk);
         let mut r = In::new(chunk, 0);
-        let t = r.table(2)?;
+        let t = r.table()?;
         self.strings.append(&t, chunk)?;
         self.at = r.at;
         Ok(())
@@ -745,7 +400,7 @@ impl Decoder {
         }
         if !self.started {
             let mut r = In::new(b, self.at);
-            (self.doc, self.plan) = head(&mut r, self.strings.strs())?;
+            (self.doc, self.plan) = doc_head(&mut r, self.strings.strs())?;
             self.at = r.at;
             self.started = true;
             return Ok(Stepped::More);
@@ -758,7 +413,7 @@ impl Decoder {
             )));
         };
         let mut r = In::new(b, self.at);
-        if let Some(k) = part.columns() {
+        if part.in_blocks() {
             match self.open {
                 None => {
                     let total = r.len()?;
@@ -766,7 +421,7 @@ impl Decoder {
                     self.open = Some((total, 0));
                 }
                 Some((total, done)) => {
-                    let t = r.table(k)?;
+                    let t = r.table()?;
                     if t.n == 0 || t.n > BATCH || t.n > total - done {
                         return Err(broken(format!("a block of {} rows", t.n)));
                     }
@@ -785,11 +440,13 @@ impl Decoder {
                 return Err(other_kind());
             };
             match part {
-                Part::Tree => tree(d, &mut r, b)?,
-                Part::MemoryProfile => memory_profile(&mut d.memory_profile, &mut r, b, s)?,
+                Part::Tree => tree::read(d, &mut r, b, s)?,
+                Part::MemoryProfile => {
+                    memory_profile::read_head(&mut d.memory_profile, &mut r, b, s)?
+                }
                 _ => {
                     if r.bool()? {
-                        d.chrome = Some(Box::new(chrome(&mut r, b, s)?));
+                        d.chrome = Some(Box::new(chrome::read(&mut r, b, s)?));
                     }
                 }
             }
@@ -843,35 +500,18 @@ fn other_kind() -> TransferError {
     broken("a part of another kind of document")
 }
 
-impl Part {
-    /// The columns of a part written in blocks of rows, `None` for the others.
-    fn columns(self) -> Option<usize> {
-        Some(match self {
-            Part::Spans => 16,
-            Part::Memory => 14,
-            Part::Ops => 19,
-            Part::Tensors => 13,
-            Part::DeviceMemory => 7,
-            Part::Gradients => 9,
-            Part::Edges | Part::Records | Part::Diagnostics => 4,
-            Part::Samples => 8,
-            Part::Tree | Part::MemoryProfile | Part::Chrome => return None,
-        })
-    }
-}
-
 /// The header and the kind's head: the document to fill and its parts.
-fn head(r: &mut In<'_>, s: Strs<'_>) -> Result<(Partial, &'static [Part])> {
+fn doc_head(r: &mut In<'_>, s: Strs<'_>) -> Result<(Partial, &'static [Part])> {
     let magic = [r.u8()?, r.u8()?, r.u8()?, r.u8()?];
     if &magic != MAGIC {
         return Err(broken("not an encoded document"));
     }
     Ok(match r.u8()? {
-        0 => (Partial::Trace(Box::new(trace_head(r, s)?)), TRACE),
+        0 => (Partial::Trace(Box::new(head::read(r, s)?)), TRACE),
         1 => (Partial::Profile(ProfileDocument::default()), PROFILE),
         2 => (
             Partial::Unsupported {
-                format: opt_variant(&FORMATS, r.u8()?, "format")?,
+                format: opt_variant(r.u8()?)?,
                 diagnostics: Vec::new(),
             },
             UNSUPPORTED,
@@ -920,576 +560,32 @@ fn reserve(doc: &mut Partial, part: Part, total: usize) -> Result<()> {
 /// One block of a part's rows, appended to the document.
 fn block(doc: &mut Partial, part: Part, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     match (part, doc) {
-        (Part::Records, Partial::Profile(p)) => records(p, t, b, s),
-        (Part::Diagnostics, Partial::Profile(p)) => diagnostics(&mut p.diagnostics, t, b, s),
-        (Part::Diagnostics, Partial::Unsupported { diagnostics: d, .. }) => diagnostics(d, t, b, s),
+        (Part::Records, Partial::Profile(p)) => records::read(p, t, b, s),
+        (Part::Diagnostics, Partial::Profile(p)) => diagnostics::read(&mut p.diagnostics, t, b, s),
+        (Part::Diagnostics, Partial::Unsupported { diagnostics: d, .. }) => {
+            diagnostics::read(d, t, b, s)
+        }
         (part, Partial::Trace(d)) => match part {
-            Part::Spans => spans(d, t, b, s),
-            Part::Ops => ops(&mut d.ops, t, b, s),
-            Part::Tensors => tensors(&mut d.tensors, t, b, s),
-            Part::Memory => memory(&mut d.memory, t, b, s),
-            Part::DeviceMemory => device_memory(&mut d.device_memory, t, b, s),
-            Part::Gradients => gradients(&mut d.gradients, t, b, s),
-            Part::Edges => edges(&mut d.edges, t, b, s),
-            Part::Samples => samples(&mut d.memory_profile.samples, t, b),
-            Part::Diagnostics => diagnostics(&mut d.diagnostics, t, b, s),
+            Part::Spans => spans::read(d, t, b, s),
+            Part::Ops => ops::read(&mut d.ops, t, b, s),
+            Part::Tensors => tensors::read(&mut d.tensors, t, b, s),
+            Part::Memory => memory::read(&mut d.memory, t, b, s),
+            Part::DeviceMemory => device_memory::read(&mut d.device_memory, t, b, s),
+            Part::Gradients => gradients::read(&mut d.gradients, t, b, s),
+            Part::Edges => edges::read(&mut d.edges, t, b, s),
+            Part::Samples => memory_profile::read_samples(&mut d.memory_profile.samples, t, b, s),
+            Part::Diagnostics => diagnostics::read(&mut d.diagnostics, t, b, s),
             _ => Err(other_kind()),
         },
         _ => Err(other_kind()),
     }
 }
 
-fn cs(s: &str) -> CompactString {
-    CompactString::new(s)
-}
-
-fn trace_head(r: &mut In<'_>, s: Strs<'_>) -> Result<TraceDocument> {
-    let mut d = TraceDocument::default();
-    d.skipped_unknown = r.u64()?;
-    d.bytes_read = r.u64()?;
-    if r.bool()? {
-        d.meta = Some(meta(r, s)?);
-    }
-    if r.bool()? {
-        d.capture_sources = Some(capture_sources(r, s)?);
-    }
-    Ok(d)
-}
-
-fn string(r: &mut In<'_>, s: Strs<'_>) -> Result<String> {
-    Ok(String::from(s.get(r.u32()?)?))
-}
-
-fn opt_string(r: &mut In<'_>, s: Strs<'_>) -> Result<Option<String>> {
-    Ok(s.opt(r.u32()?)?.map(String::from))
-}
-
-fn meta(r: &mut In<'_>, s: Strs<'_>) -> Result<Lined<Meta>> {
-    let line = r.u64()?;
-    let schema = string(r, s)?;
-    let run_id = string(r, s)?;
-    let correlation_id = string(r, s)?;
-    let entrypoint = string(r, s)?;
-    let timestamp = string(r, s)?;
-    let device = string(r, s)?;
-    let phase = variant(&PHASES, r.u8()?, "phase")?;
-    let capture_step = r.u64()?;
-    let warmup_steps = r.u64()?;
-    let measured_region_device_synchronized = r.bool()?;
-    let timing_mode = variant(&TIMING_MODES, r.u8()?, "timing mode")?;
-    let mut tags = std::collections::BTreeMap::new();
-    for _ in 0..r.len()? {
-        let k = string(r, s)?;
-        tags.insert(k, string(r, s)?);
-    }
-    let candle_version = opt_string(r, s)?;
-    Ok(Lined::new(
-        line,
-        Meta {
-            schema,
-            run_id,
-            correlation_id,
-            entrypoint,
-            phase,
-            timestamp,
-            capture_step,
-            warmup_steps,
-            device,
-            measured_region_device_synchronized,
-            timing_mode,
-            tags,
-            candle_version,
-        },
-    ))
-}
-
-fn capture_sources(r: &mut In<'_>, s: Strs<'_>) -> Result<Lined<CaptureSources>> {
-    let line = r.u64()?;
-    let mut c = CaptureSources::default();
-    for _ in 0..r.len()? {
-        c.sources.push(CaptureSource {
-            source: string(r, s)?,
-            on: r.bool()?,
-            events: r.u64()?,
-            threshold_bytes: r.opt_u64()?,
-        });
-    }
-    c.events_dropped = r.u64()?;
-    for _ in 0..r.len()? {
-        c.warnings.push(string(r, s)?);
-    }
-    Ok(Lined::new(line, c))
-}
-
-fn spans(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
-    let id = t.strs(b, 0)?;
-    let parent = t.opt_strs(b, 2)?;
-    let name = t.col(b, 5, 4)?;
-    let start = t.col(b, 6, 8)?;
-    let kind = t.col(b, 7, 1)?;
-    let measured = t.bits(b, 8)?;
-    let step = t.col(b, 9, 1)?;
-    let (has_duration, duration) = (t.bits(b, 10)?, t.col(b, 11, 8)?);
-    let line = t.col(b, 12, 8)?;
-    let (has_end, end_line) = (t.bits(b, 13)?, t.col(b, 14, 8)?);
-    let module = t.col(b, 15, 4)?;
-    let first = d.spans.len();
-    for i in 0..t.n {
-        d.spans.push(Span {
-            id: cs(id.get(i as u32)?),
-            parent_id: parent.get(i)?.map(cs),
-            name: cs(s.get(name.u32(i)?)?),
-            start_ns: start.u64(i)?,
-            span_kind: variant(&SpanKind::ALL, kind.u8(i)?, "span kind")?,
-            measured: measured.get(i)?,
-            step: opt_variant(&Step::ALL, step.u8(i)?, "step")?,
-            module: s.opt(module.u32(i)?)?.map(cs),
-            duration_ns: has_duration.opt_u64(&duration, i)?,
-            line: line.u64(i)?,
-            end_line: has_end.opt_u64(&end_line, i)?,
-        });
-    }
-    // Indexed as they arrive, so no single step indexes every span.
-    d.index_spans_from(first);
-    Ok(())
-}
-
-fn ops(v: &mut OpTable, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
-    let line = t.col(b, 0, 8)?;
-    let span_id = t.strs(b, 1)?;
-    let op_name = t.col(b, 3, 4)?;
-    let (inputs, input_ids) = t.str_lists(b, 4)?;
-    let output = t.opt_strs(b, 7)?;
-    let shape = t.list(b, 10, 8)?;
-    let dtype = t.col(b, 12, 4)?;
-    let device = t.col(b, 13, 4)?;
-    let duration = t.col(b, 14, 8)?;
-    let timestamp = t.col(b, 15, 8)?;
-    let (has_storage, storage) = (t.bits(b, 16)?, t.col(b, 17, 8)?);
-    let input_storage = t.col(b, 18, 8)?;
-    // A row's inputs, checked before the row is stored.
-    let mut row_inputs: Vec<&str> = Vec::new();
-    for i in 0..t.n {
-        row_inputs.clear();
-        for k in inputs.range(i)? {
-            row_inputs.push(input_ids.get(k as u32)?);
-        }
-        let row = OpRow {
-            line: line.u64(i)?,
-            span_id: span_id.get(i as u32)?,
-            op_name: s.get(op_name.u32(i)?)?,
-            inputs: Inputs::NONE,
-            output: output.get(i)?,
-            shape: &[],
-            dtype: s.get(dtype.u32(i)?)?,
-            device: s.get(device.u32(i)?)?,
-            duration_ns: duration.u64(i)?,
-            timestamp_ns: timestamp.u64(i)?,
-            storage_bytes: has_storage.opt_u64(&storage, i)?,
-            input_storage_bytes: input_storage.u64(i)?,
-        };
-        v.push_with_lists(row, row_inputs.iter().copied(), shape.u64_iter(i)?);
-    }
-    Ok(())
-}
-
-fn category(c: &Col<'_>, i: usize) -> Result<TensorCategory> {
-    variant(&TensorCategory::ALL, c.u8(i)?, "tensor category")
-}
-
-fn tensors(v: &mut Vec<Lined<TensorEvent>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
-    let line = t.col(b, 0, 8)?;
-    let span_id = t.strs(b, 1)?;
-    let tensor_id = t.strs(b, 3)?;
-    let shape = t.list(b, 5, 8)?;
-    let dtype = t.col(b, 7, 4)?;
-    let device = t.col(b, 8, 4)?;
-    let requires_grad = t.bits(b, 9)?;
-    let (has_storage, storage) = (t.bits(b, 10)?, t.col(b, 11, 8)?);
-    let cat = t.col(b, 12, 1)?;
-    for i in 0..t.n {
-        let event = TensorEvent {
-            span_id: cs(span_id.get(i as u32)?),
-            tensor_id: cs(tensor_id.get(i as u32)?),
-            shape: shape.u64s(i)?,
-            dtype: cs(s.get(dtype.u32(i)?)?),
-            device: cs(s.get(device.u32(i)?)?),
-            requires_grad: requires_grad.get(i)?,
-            storage_bytes: has_storage.opt_u64(&storage, i)?,
-            category: category(&cat, i)?,
-        };
-        v.push(Lined::new(line.u64(i)?, event));
-    }
-    Ok(())
-}
-
-fn memory(v: &mut MemoryTable, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
-    let line = t.col(b, 0, 8)?;
-    let timestamp = t.col(b, 1, 8)?;
-    let tensor_id = t.strs(b, 2)?;
-    let span_id = t.strs(b, 4)?;
-    let op_name = t.col(b, 6, 4)?;
-    let device = t.col(b, 7, 4)?;
-    let bytes = t.col(b, 8, 8)?;
-    let action = t.col(b, 9, 1)?;
-    let shape = t.list(b, 10, 8)?;
-    let dtype = t.col(b, 12, 4)?;
-    let cat = t.col(b, 13, 1)?;
-    for i in 0..t.n {
-        let row = MemoryRow {
-            line: line.u64(i)?,
-            timestamp_ns: timestamp.u64(i)?,
-            tensor_id: tensor_id.get(i as u32)?,
-            span_id: span_id.get(i as u32)?,
-            op_name: s.opt(op_name.u32(i)?)?,
-            device: s.get(device.u32(i)?)?,
-            bytes: bytes.u64(i)?,
-            action: variant(&ACTIONS, action.u8(i)?, "memory action")?,
-            shape: &[],
-            dtype: s.get(dtype.u32(i)?)?,
-            category: category(&cat, i)?,
-        };
-        v.push_with_dims(row, shape.u64_iter(i)?);
-    }
-    Ok(())
-}
-
-fn device_memory(v: &mut Vec<Lined<DeviceMemory>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
-    let line = t.col(b, 0, 8)?;
-    let timestamp = t.col(b, 1, 8)?;
-    let device = t.col(b, 2, 4)?;
-    let used = t.col(b, 3, 8)?;
-    let free = t.col(b, 4, 8)?;
-    let (has_reserved, reserved) = (t.bits(b, 5)?, t.col(b, 6, 8)?);
-    for i in 0..t.n {
-        let event = DeviceMemory {
-            timestamp_ns: timestamp.u64(i)?,
-            device: String::from(s.get(device.u32(i)?)?),
-            used_bytes: used.u64(i)?,
-            free_bytes: free.u64(i)?,
-            reserved_bytes: has_reserved.opt_u64(&reserved, i)?,
-        };
-        v.push(Lined::new(line.u64(i)?, event));
-    }
-    Ok(())
-}
-
-fn gradients(v: &mut Vec<Lined<Gradient>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
-    let line = t.col(b, 0, 8)?;
-    let event_id = t.col(b, 1, 4)?;
-    let root = t.col(b, 2, 4)?;
-    let key = t.col(b, 3, 4)?;
-    let state = t.col(b, 4, 1)?;
-    let (has_norm, norm) = (t.bits(b, 5)?, t.col(b, 6, 8)?);
-    let (has_bytes, bytes) = (t.bits(b, 7)?, t.col(b, 8, 8)?);
-    for i in 0..t.n {
-        let event = Gradient {
-            event_id: String::from(s.get(event_id.u32(i)?)?),
-            root: String::from(s.get(root.u32(i)?)?),
-            key: String::from(s.get(key.u32(i)?)?),
-            state: variant(&GradientState::ALL, state.u8(i)?, "gradient state")?,
-            norm: if has_norm.get(i)? {
-                Some(norm.f64(i)?)
-            } else {
-                None
-            },
-            storage_bytes: has_bytes.opt_u64(&bytes, i)?,
-        };
-        v.push(Lined::new(line.u64(i)?, event));
-    }
-    Ok(())
-}
-
-fn edges(v: &mut Vec<Lined<Edge>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
-    let line = t.col(b, 0, 8)?;
-    let from = t.col(b, 1, 4)?;
-    let to = t.col(b, 2, 4)?;
-    let duration = t.col(b, 3, 8)?;
-    for i in 0..t.n {
-        let event = Edge {
-            from_span: String::from(s.get(from.u32(i)?)?),
-            to_span: String::from(s.get(to.u32(i)?)?),
-            duration_ns: duration.u64(i)?,
-        };
-        v.push(Lined::new(line.u64(i)?, event));
-    }
-    Ok(())
-}
-
-/// The span tree: its arrays are plain numbers, read in one step each.
-fn tree(d: &mut TraceDocument, r: &mut In<'_>, b: &[u8]) -> Result<()> {
-    let max_depth = r.u32()?;
-    let nodes = r.table(3)?;
-    let u32s = |t: Table| t.col(b, 0, 4).map(|c| c.all_u32().collect::<Vec<u32>>());
-    let roots = u32s(r.table(1)?)?;
-    let child_start = u32s(r.table(1)?)?;
-    let child_list = u32s(r.table(1)?)?;
-    let parts = SpanTreeParts {
-        parent: nodes
-            .col(b, 0, 4)?
-            .all_u32()
-            .map(|p| (p != NONE).then_some(p))
-            .collect(),
-        depth: nodes.col(b, 1, 4)?.all_u32().collect(),
-        self_ns: nodes.col(b, 2, 8)?.all_u64().collect(),
-        roots,
-        max_depth,
-        child_start,
-        child_list,
-    };
-    // A document without spans has an empty tree (no offsets at all).
-    if !(d.spans.is_empty() && parts.child_start.is_empty()) {
-        d.tree = SpanTree::from_parts(parts).map_err(|e| broken(format!("span tree: {e}")))?;
-    }
-    Ok(())
-}
-
-fn memory_profile(m: &mut MemoryProfile, r: &mut In<'_>, b: &[u8], s: Strs<'_>) -> Result<()> {
-    m.peak_bytes = r.u64()?;
-    m.peak_timestamp_ns = r.opt_u64()?;
-    m.peak_device = opt_string(r, s)?;
-    for v in &mut m.peak_by_category {
-        *v = r.u64()?;
-    }
-    m.alloc_count = r.u64()?;
-    m.free_count = r.u64()?;
-    let t = r.table(8)?;
-    let (index, tensor_id, bytes, cat) = (
-        t.col(b, 0, 8)?,
-        t.col(b, 1, 4)?,
-        t.col(b, 2, 8)?,
-        t.col(b, 3, 1)?,
-    );
-    let (span_id, op_name, timestamp, line) = (
-        t.col(b, 4, 4)?,
-        t.col(b, 5, 4)?,
-        t.col(b, 6, 8)?,
-        t.col(b, 7, 8)?,
-    );
-    m.live_at_peak = (0..t.n)
-        .map(|i| {
-            Ok(LiveAllocation {
-                memory_index: usize::try_from(index.u64(i)?)
-                    .map_err(|_| broken("a memory index does not fit"))?,
-                tensor_id: String::from(s.get(tensor_id.u32(i)?)?),
-                bytes: bytes.u64(i)?,
-                category: category(&cat, i)?,
-                span_id: String::from(s.get(span_id.u32(i)?)?),
-                op_name: s.opt(op_name.u32(i)?)?.map(String::from),
-                timestamp_ns: timestamp.u64(i)?,
-                line: line.u64(i)?,
-            })
-        })
-        .collect::<Result<_>>()?;
-    let t = r.table(9)?;
-    let (device, peak, has_peak_at, peak_at, live) = (
-        t.col(b, 0, 4)?,
-        t.col(b, 1, 8)?,
-        t.bits(b, 2)?,
-        t.col(b, 3, 8)?,
-        t.col(b, 4, 8)?,
-    );
-    let (has_capacity, capacity, allocs, frees) = (
-        t.bits(b, 5)?,
-        t.col(b, 6, 8)?,
-        t.col(b, 7, 8)?,
-        t.col(b, 8, 8)?,
-    );
-    m.devices = (0..t.n)
-        .map(|i| {
-            Ok(DeviceMemoryProfile {
-                device: String::from(s.get(device.u32(i)?)?),
-                peak_bytes: peak.u64(i)?,
-                peak_timestamp_ns: has_peak_at.opt_u64(&peak_at, i)?,
-                final_live_bytes: live.u64(i)?,
-                capacity_bytes: has_capacity.opt_u64(&capacity, i)?,
-                alloc_count: allocs.u64(i)?,
-                free_count: frees.u64(i)?,
-            })
-        })
-        .collect::<Result<_>>()?;
-    Ok(())
-}
-
-fn samples(v: &mut Vec<MemorySample>, t: &Table, b: &[u8]) -> Result<()> {
-    let timestamp = t.col(b, 0, 8)?;
-    let device = t.col(b, 1, 4)?;
-    let live = t.col(b, 2, 8)?;
-    let by: Vec<Col<'_>> = (3..8).map(|c| t.col(b, c, 8)).collect::<Result<_>>()?;
-    for i in 0..t.n {
-        let mut by_category = [0; 5];
-        for (slot, col) in by_category.iter_mut().zip(&by) {
-            *slot = col.u64(i)?;
-        }
-        v.push(MemorySample {
-            timestamp_ns: timestamp.u64(i)?,
-            device: device.u32(i)?,
-            live_bytes: live.u64(i)?,
-            by_category,
-        });
-    }
-    Ok(())
-}
-
-fn track_id(
-    kind: &Col<'_>,
-    int: &Col<'_>,
-    text: &Col<'_>,
-    s: Strs<'_>,
-    i: usize,
-) -> Result<TrackId> {
-    Ok(match kind.u8(i)? {
-        0 => TrackId::Int(int.i64(i)?),
-        1 => TrackId::Str(String::from(s.get(text.u32(i)?)?)),
-        k => return Err(broken(format!("{k} is no track id kind"))),
-    })
-}
-
-fn chrome(r: &mut In<'_>, b: &[u8], s: Strs<'_>) -> Result<ChromeImport> {
-    let form = variant(&FORMS, r.u8()?, "Chrome form")?;
-    let element_count = r.u64()?;
-    let closed = r.bool()?;
-    let origin_ns = r.i64()?;
-    let synthetic_root = r.bool()?;
-    let t = r.table(8)?;
-    let c: Vec<Col<'_>> = [
-        (0, 1),
-        (1, 8),
-        (2, 4),
-        (3, 1),
-        (4, 8),
-        (5, 4),
-        (6, 4),
-        (7, 4),
-    ]
-    .into_iter()
-    .map(|(k, w)| t.col(b, k, w))
-    .collect::<Result<_>>()?;
-    let [pk, pi, ps, tk, ti, ts, pn, tn] = c.as_slice() else {
-        return Err(broken("track columns"));
-    };
-    let tracks = (0..t.n)
-        .map(|i| {
-            Ok(Track {
-                pid: track_id(pk, pi, ps, s, i)?,
-                tid: track_id(tk, ti, ts, s, i)?,
-                process_name: s.opt(pn.u32(i)?)?.map(String::from),
-                thread_name: s.opt(tn.u32(i)?)?.map(String::from),
-            })
-        })
-        .collect::<Result<_>>()?;
-    let t = r.table(1)?;
-    let span_tracks = t
-        .col(b, 0, 4)?
-        .all_u32()
-        .map(|v| (v != NONE).then_some(v))
-        .collect();
-    let t = r.table(5)?;
-    let (line, name, track, timestamp, scope) = (
-        t.col(b, 0, 8)?,
-        t.col(b, 1, 4)?,
-        t.col(b, 2, 4)?,
-        t.col(b, 3, 8)?,
-        t.col(b, 4, 4)?,
-    );
-    let instants = (0..t.n)
-        .map(|i| {
-            let event = Instant {
-                name: String::from(s.get(name.u32(i)?)?),
-                track: track.u32(i)?,
-                timestamp_ns: timestamp.u64(i)?,
-                scope: String::from(s.get(scope.u32(i)?)?),
-            };
-            Ok(Lined::new(line.u64(i)?, event))
-        })
-        .collect::<Result<_>>()?;
-    let t = r.table(6)?;
-    let (line, name, series, track, timestamp, value) = (
-        t.col(b, 0, 8)?,
-        t.col(b, 1, 4)?,
-        t.col(b, 2, 4)?,
-        t.col(b, 3, 4)?,
-        t.col(b, 4, 8)?,
-        t.col(b, 5, 8)?,
-    );
-    let counters = (0..t.n)
-        .map(|i| {
-            let event = CounterSample {
-                name: String::from(s.get(name.u32(i)?)?),
-                series: String::from(s.get(series.u32(i)?)?),
-                track: track.u32(i)?,
-                timestamp_ns: timestamp.u64(i)?,
-                value: value.f64(i)?,
-            };
-            Ok(Lined::new(line.u64(i)?, event))
-        })
-        .collect::<Result<_>>()?;
-    let t = r.table(3)?;
-    let (ph, count, first_line) = (t.col(b, 0, 4)?, t.col(b, 1, 8)?, t.col(b, 2, 8)?);
-    let skipped = (0..t.n)
-        .map(|i| {
-            Ok(SkippedPhase {
-                ph: String::from(s.get(ph.u32(i)?)?),
-                count: count.u64(i)?,
-                first_line: first_line.u64(i)?,
-            })
-        })
-        .collect::<Result<_>>()?;
-    Ok(ChromeImport {
-        form,
-        element_count,
-        closed,
-        tracks,
-        span_tracks,
-        instants,
-        counters,
-        skipped,
-        origin_ns,
-        synthetic_root,
-    })
-}
-
-fn records(p: &mut ProfileDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
-    let line = t.col(b, 0, 8)?;
-    let json = t.col(b, 1, 4)?;
-    let violations = t.list(b, 2, 4)?;
-    for i in 0..t.n {
-        let text = s.get(json.u32(i)?)?;
-        let event = candle_trace_schema::format::profile::decode_line(text.as_bytes())
-            .map_err(|e| broken(format!("profile record {i}: {e:?}")))?;
-        p.records.push(ProfileRecord {
-            line: line.u64(i)?,
-            event,
-            violations: violations
-                .u32s(i)?
-                .into_iter()
-                .map(|id| s.get(id).map(String::from))
-                .collect::<Result<_>>()?,
-        });
-    }
-    Ok(())
-}
-
-fn diagnostics(v: &mut Vec<Diagnostic>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
-    let line = t.col(b, 0, 8)?;
-    let severity = t.col(b, 1, 1)?;
-    let cat = t.col(b, 2, 1)?;
-    let message = t.col(b, 3, 4)?;
-    for i in 0..t.n {
-        v.push(Diagnostic {
-            line: line.u64(i)?,
-            severity: variant(&SEVERITIES, severity.u8(i)?, "severity")?,
-            category: variant(&CATEGORIES, cat.u8(i)?, "category")?,
-            message: String::from(s.get(message.u32(i)?)?),
-        });
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use candle_trace_schema::format::detect::AnyReader;
+    use candle_trace_schema::format::tracks::TrackId;
     #[cfg(not(target_arch = "wasm32"))]
     use proptest::prelude::*;
 
@@ -1509,7 +605,7 @@ mod tests {
     /// Where a chunk's body starts (after its strings).
     fn body_of(chunk: &[u8]) -> usize {
         let mut r = In::new(chunk, 0);
-        r.table(2).unwrap();
+        r.table().unwrap();
         r.at
     }
 
@@ -1591,24 +687,135 @@ mod tests {
         assert!(kinds.iter().all(|&k| k > 0), "{kinds:?}");
     }
 
+    /// A trace/6 file where every record sets every optional field it has.
+    const EVERY_OPTIONAL: &str = concat!(
+        r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cuda:0","timing_mode":"host","tags":{"k":"v"},"candle_version":"0.9"}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"root","name":"step","start_ns":0,"span_kind":"function","measured":true,"step":"forward","module":"model"}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"s1","parent_id":"root","name":"linear","start_ns":1,"span_kind":"module","measured":false,"step":"backward","module":"model.layers.0"}"#,
+        "\n",
+        r#"{"kind":"op","span_id":"s1","op_name":"matmul","inputs":["t0","t1"],"output":"t2","shape":[2,3],"dtype":"f32","device":"cuda:0","duration_ns":4,"timestamp_ns":2,"storage_bytes":24,"input_storage_bytes":48}"#,
+        "\n",
+        r#"{"kind":"tensor","span_id":"s1","tensor_id":"t2","shape":[2,3],"dtype":"f32","device":"cuda:0","requires_grad":true,"storage_bytes":24,"category":"activation"}"#,
+        "\n",
+        r#"{"kind":"memory","timestamp_ns":2,"tensor_id":"t2","span_id":"s1","op_name":"matmul","device":"cuda:0","bytes":24,"action":"alloc","shape":[2,3],"dtype":"f32","category":"activation"}"#,
+        "\n",
+        r#"{"kind":"device_memory","timestamp_ns":3,"device":"cuda:0","used_bytes":100,"free_bytes":900,"reserved_bytes":128}"#,
+        "\n",
+        r#"{"kind":"gradient","event_id":"g","root":"loss","key":"w","state":"present","norm":0.5,"storage_bytes":24}"#,
+        "\n",
+        r#"{"kind":"edge","from_span":"root","to_span":"s1","duration_ns":1}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"s1","duration_ns":5}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"root","duration_ns":9}"#,
+        "\n",
+        r#"{"kind":"capture_sources","sources":[{"source":"allocator","on":true,"events":1,"threshold_bytes":1}],"events_dropped":0,"warnings":["w"]}"#,
+        "\n",
+        r#"{"kind":"mystery"}"#,
+        "\n",
+    );
+
+    /// A Chrome file with string track ids, named processes and threads, an instant, a
+    /// counter and a skipped phase.
+    const EVERY_OPTIONAL_CHROME: &str = r#"{"traceEvents":[
+{"ph":"M","name":"process_name","pid":"gpu","tid":"s7","args":{"name":"GPU"}},
+{"ph":"M","name":"thread_name","pid":"gpu","tid":"s7","args":{"name":"Stream 7"}},
+{"ph":"X","name":"kernel","pid":"gpu","tid":"s7","ts":1,"dur":5},
+{"ph":"i","name":"mark","pid":"gpu","tid":"s7","ts":2,"s":"t"},
+{"ph":"C","name":"mem","pid":"gpu","tid":"s7","ts":3,"args":{"bytes":7}},
+{"ph":"s","name":"flow","pid":"gpu","tid":"s7","ts":4,"id":1}
+]}"#;
+
     #[test]
-    fn the_byte_codes_of_small_enums_match_their_lists() {
-        for (i, c) in CATEGORIES.iter().enumerate() {
-            assert_eq!(code(&CATEGORIES, c), i as u8);
-            assert_eq!(variant(&CATEGORIES, i as u8, "c").unwrap(), *c);
-        }
-        // Every category is listed: each `as_str` once.
-        let mut names: Vec<&str> = CATEGORIES.iter().map(|c| c.as_str()).collect();
-        names.dedup();
-        assert_eq!(names.len(), 15);
-        assert!(variant(&CATEGORIES, 15, "category").is_err());
-        assert_eq!(opt_code(&Step::ALL, None), 0);
-        assert_eq!(opt_code(&Step::ALL, Some(&Step::Optimizer)), 3);
-        assert_eq!(
-            opt_variant(&Step::ALL, 3, "s").unwrap(),
-            Some(Step::Optimizer)
+    fn every_part_agrees_on_a_document_with_every_optional_field_set() {
+        let doc = read(EVERY_OPTIONAL.as_bytes());
+        let AnyDocument::Trace(t) = &doc else {
+            panic!("a trace")
+        };
+        // Every optional field of every part is set, so each column's present branch crosses.
+        let meta = &t.meta.as_ref().unwrap().event;
+        assert!(meta.candle_version.is_some());
+        let sources = &t.capture_sources.as_ref().unwrap().sources;
+        assert!(sources.iter().all(|s| s.threshold_bytes.is_some()));
+        assert_eq!(t.spans.len(), 2);
+        assert!(t.spans.iter().all(|s| s.step.is_some()
+            && s.module.is_some()
+            && s.duration_ns.is_some()
+            && s.end_line.is_some()));
+        assert!(t.spans[1].parent_id.is_some());
+        assert!(t
+            .ops
+            .iter()
+            .all(|o| o.output.is_some() && o.storage_bytes.is_some() && o.inputs.len() == 2));
+        assert!(t.tensors.iter().all(|x| x.event.storage_bytes.is_some()));
+        assert!(t.memory.iter().all(|m| m.op_name.is_some()));
+        assert!(t
+            .device_memory
+            .iter()
+            .all(|d| d.event.reserved_bytes.is_some()));
+        assert!(t
+            .gradients
+            .iter()
+            .all(|g| g.event.norm.is_some() && g.event.storage_bytes.is_some()));
+        assert_eq!(t.edges.len(), 1);
+        let m = &t.memory_profile;
+        assert!(m.peak_timestamp_ns.is_some() && m.peak_device.is_some());
+        assert!(m.live_at_peak.iter().all(|l| l.op_name.is_some()));
+        assert!(m
+            .devices
+            .iter()
+            .all(|d| d.peak_timestamp_ns.is_some() && d.capacity_bytes.is_some()));
+        assert!(!m.samples.is_empty());
+        assert!(t.skipped_unknown > 0 && !t.diagnostics.is_empty());
+        assert_same("every optional", &doc, &decode(&encode_all(&doc)).unwrap());
+        assert_same(
+            "every optional, small chunks",
+            &doc,
+            &decode(&chunks_of(&doc, 1)).unwrap(),
         );
-        assert!(opt_variant(&Step::ALL, 4, "step").is_err());
+
+        let doc = read(EVERY_OPTIONAL_CHROME.as_bytes());
+        let AnyDocument::Trace(t) = &doc else {
+            panic!("a trace")
+        };
+        let chrome = t.chrome.as_ref().unwrap();
+        // The stream's track has string ids and both names; the counter's (per process) a
+        // number for its thread: both kinds of id cross.
+        assert!(chrome
+            .tracks
+            .iter()
+            .any(|t| matches!(t.tid, TrackId::Str(_))
+                && matches!(t.pid, TrackId::Str(_))
+                && t.process_name.is_some()
+                && t.thread_name.is_some()));
+        assert!(chrome
+            .tracks
+            .iter()
+            .any(|t| matches!(t.tid, TrackId::Int(_))));
+        assert!(chrome.span_tracks.iter().any(Option::is_some));
+        assert!(!chrome.instants.is_empty() && !chrome.counters.is_empty());
+        assert!(!chrome.skipped.is_empty());
+        assert_same(
+            "every optional, Chrome",
+            &doc,
+            &decode(&encode_all(&doc)).unwrap(),
+        );
+
+        let doc = read(include_bytes!(
+            "../../tests/fixtures/broken_rules.profile.jsonl"
+        ));
+        let AnyDocument::Profile(p) = &doc else {
+            panic!("a profile")
+        };
+        assert!(p.records.iter().any(|r| !r.violations.is_empty()));
+        assert!(!p.diagnostics.is_empty());
+        assert_same(
+            "every optional, profile",
+            &doc,
+            &decode(&encode_all(&doc)).unwrap(),
+        );
     }
 
     #[test]
@@ -1830,7 +1037,7 @@ mod tests {
             e.to_string().contains("string 7 is not in the table"),
             "{e}"
         );
-        assert!(with(name, NONE).is_err(), "an absent name");
+        assert!(with(name, wire::NONE).is_err(), "an absent name");
         assert!(with(name, 0).is_ok(), "the name's own index");
     }
 
@@ -1857,8 +1064,13 @@ mod tests {
             };
             let step =
                 ["", ",\"step\":\"forward\"", ",\"step\":\"backward\""][usize::from(*step % 3)];
+            let module = if i % 2 == 0 {
+                format!(",\"module\":\"m.{}\"", i % 5)
+            } else {
+                String::new()
+            };
             f.push_str(&format!(
-                "{{\"kind\":\"span_start\",\"id\":\"s{i}\"{parent},\"name\":\"n{}\",\"start_ns\":{start},\"span_kind\":\"{}\",\"measured\":{measured}{step}}}\n",
+                "{{\"kind\":\"span_start\",\"id\":\"s{i}\"{parent},\"name\":\"n{}\",\"start_ns\":{start},\"span_kind\":\"{}\",\"measured\":{measured}{step}{module}}}\n",
                 i % 3,
                 ["function", "op", "module"][i % 3]
             ));
@@ -1907,8 +1119,13 @@ mod tests {
                 Some(n) => ("present", format!(",\"norm\":{n:?}")),
                 None => ("missing", String::new()),
             };
+            let bytes = if i % 3 == 0 {
+                format!(",\"storage_bytes\":{}", i * 8)
+            } else {
+                String::new()
+            };
             f.push_str(&format!(
-                "{{\"kind\":\"gradient\",\"event_id\":\"g{i}\",\"root\":\"loss\",\"key\":\"w{i}\",\"state\":\"{state}\"{norm}}}\n{{\"kind\":\"edge\",\"from_span\":\"s0\",\"to_span\":\"s{i}\",\"duration_ns\":{i}}}\n"
+                "{{\"kind\":\"gradient\",\"event_id\":\"g{i}\",\"root\":\"loss\",\"key\":\"w{i}\",\"state\":\"{state}\"{norm}{bytes}}}\n{{\"kind\":\"edge\",\"from_span\":\"s0\",\"to_span\":\"s{i}\",\"duration_ns\":{i}}}\n"
             ));
         }
         f.push_str("{\"kind\":\"mystery\"}\n");

@@ -3,9 +3,8 @@
 //! V8 runs a wasm function in its baseline tier until the function has run enough to be
 //! compiled by its optimizing tier, and the optimized code is then shared by every instance of
 //! the module in the page, the parsing workers included. So the first file a page opens runs
-//! mostly in the baseline tier: a 10 MB trace took 579 ms from choosing it to the whole
-//! document, the same file opened again in the same page (a fresh worker) 228 ms (BENCHMARKS.md,
-//! one-offs). The page's first worker therefore reads, analyses and encodes a small trace
+//! mostly in the baseline tier, and opens much slower than the same file opened again in the
+//! same page (BENCHMARKS.md has the measurement). The page's first worker therefore reads, analyses and encodes a small trace
 //! built in (`SAMPLE`) from the moment it starts (a thread of its own that would otherwise wait
 //! for a file), and when nothing has been opened [`IDLE_MS`] after the page could take a file,
 //! the page decodes its encoding and builds its view models (later, so that the page's first

@@ -116,8 +116,8 @@ pub fn serve(scope: web_sys::DedicatedWorkerGlobalScope) {
     let _ = scope.post_message(&message("ready"));
     if scope.name() == crate::warm::WARM_WORKER {
         // At once: a file chosen as soon as the page can take it then meets code that has
-        // begun to tier up (100 MB trace, chosen at once: worker parse 612-774 ms when the
-        // worker waited as the page does, 612-660 ms from its start; BENCHMARKS.md, one-offs).
+        // begun to tier up (faster than when the worker waited as the page does;
+        // BENCHMARKS.md, one-offs).
         wasm_bindgen_futures::spawn_local(async {
             crate::warm::run(crate::warm::worker_round, next_task).await;
         });

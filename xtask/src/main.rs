@@ -333,7 +333,7 @@ fn demo(args: &[String]) -> Result<()> {
     steps.run("build the CLI and summarise both files", || {
         for args in [
             vec!["summary", train],
-            vec!["query", train, "--kind", "modules", "--limit", "12"],
+            vec!["query", train, "--kind", "modules", "--limit", "16"],
             vec!["query", train, "--kind", "ops", "--limit", "8"],
             vec!["query", train, "--kind", "gradients", "--limit", "4"],
             vec!["summary", infer],

@@ -7,8 +7,10 @@
 //! - Spans match by **name path**: the names from the layout root down to the span, joined with
 //!   `/` ([`TraceDocument::span_path`]). Spans with the same path are aggregated: their count and
 //!   the sum of their durations (an unclosed span counts 0, as everywhere).
+//! - Modules match by module key ([`crate::analysis::modules`]: the module name, or the
+//!   nesting path without names), with [`module_rows`]' calls and total time per key.
 //! - Ops match by (`op_name`, `shape`, `dtype`), aggregated by count and summed `duration_ns`.
-//! - A path or op group in only one file is `new` (candidate only) or `vanished` (baseline only);
+//! - A path, module or op group in only one file is `new` (candidate only) or `vanished` (baseline only);
 //!   its delta is computed against 0.
 //! - Deltas are `candidate − baseline` (signed ns); `percent` is `delta / baseline × 100`, absent
 //!   when the baseline is 0. Rows are sorted by |delta| (largest first), then by key.
@@ -24,6 +26,7 @@ use alloc::vec::Vec;
 
 use serde::Serialize;
 
+use crate::analysis::modules::{module_rows, ModuleGrouping, ModulePaths};
 use crate::analysis::ops::{op_groups, OpGrouping};
 use crate::format::document::TraceDocument;
 use crate::format::events::{GradientState, TensorCategory};
@@ -99,14 +102,14 @@ pub struct SummaryDelta {
     pub percent: Option<f64>,
 }
 
-/// The time of one span name path in both runs.
+/// The time of one span name path (or one module key) in both runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PathDelta {
-    /// Root → span names joined with `/`.
+    /// Root → span names joined with `/` (in [`TraceComparison::modules`]: the module key).
     pub path: String,
-    /// Spans with this path in the baseline.
+    /// Spans with this path (calls of the module) in the baseline.
     pub base_count: u64,
-    /// Spans with this path in the candidate.
+    /// Spans with this path (calls of the module) in the candidate.
     pub cand_count: u64,
     /// Summed duration in the baseline.
     pub base_ns: u64,
@@ -199,6 +202,8 @@ pub struct TraceComparison {
     pub summary: Vec<SummaryDelta>,
     /// Span name paths, by |delta| descending.
     pub paths: Vec<PathDelta>,
+    /// Modules by key, by |delta| descending.
+    pub modules: Vec<PathDelta>,
     /// Op groups by (name, shape, dtype), by |delta| descending.
     pub ops: Vec<OpDelta>,
     /// Memory peaks.
@@ -262,6 +267,25 @@ fn presence(base_count: u64, cand_count: u64) -> Presence {
     }
 }
 
+/// Rows of (count, ns) per side, sorted by |delta|.
+fn path_deltas(sums: BTreeMap<String, [(u64, u64); 2]>) -> Vec<PathDelta> {
+    let mut rows: Vec<PathDelta> = sums
+        .into_iter()
+        .map(|(path, [(bc, bn), (cc, cn)])| PathDelta {
+            path,
+            base_count: bc,
+            cand_count: cc,
+            base_ns: bn,
+            cand_ns: cn,
+            delta_ns: signed_delta(bn, cn),
+            percent: percent(bn, cn),
+            presence: presence(bc, cc),
+        })
+        .collect();
+    by_abs_delta(&mut rows, |p| p.delta_ns, |p| p.path.clone());
+    rows
+}
+
 /// Compare `cand` against `base` (see the module docs).
 pub fn compare(base: &TraceDocument, cand: &TraceDocument) -> TraceComparison {
     let (sb, sc) = (base.summary(), cand.summary());
@@ -295,20 +319,17 @@ pub fn compare(base: &TraceDocument, cand: &TraceDocument) -> TraceComparison {
             e.1 = e.1.saturating_add(s.duration_or_zero());
         }
     }
-    let mut paths: Vec<PathDelta> = paths
-        .into_iter()
-        .map(|(path, [(bc, bn), (cc, cn)])| PathDelta {
-            path,
-            base_count: bc,
-            cand_count: cc,
-            base_ns: bn,
-            cand_ns: cn,
-            delta_ns: signed_delta(bn, cn),
-            percent: percent(bn, cn),
-            presence: presence(bc, cc),
-        })
-        .collect();
-    by_abs_delta(&mut paths, |p| p.delta_ns, |p| p.path.clone());
+    let paths = path_deltas(paths);
+
+    // Modules: (calls, total) per side.
+    let mut modules: BTreeMap<String, [(u64, u64); 2]> = BTreeMap::new();
+    for (side, doc) in [base, cand].into_iter().enumerate() {
+        let keys = ModulePaths::new(doc);
+        for row in module_rows(doc, &keys, ModuleGrouping::Path) {
+            modules.entry(row.key).or_default()[side] = (row.calls, row.total_ns);
+        }
+    }
+    let modules = path_deltas(modules);
 
     // Ops by (name, shape, dtype).
     type OpKey = (String, Vec<u64>, String);
@@ -394,6 +415,7 @@ pub fn compare(base: &TraceDocument, cand: &TraceDocument) -> TraceComparison {
         mismatches: meta_mismatches(base, cand),
         summary,
         paths,
+        modules,
         ops,
         memory,
         gradients,

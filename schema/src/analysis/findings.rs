@@ -10,9 +10,14 @@
 //!   backward below half the forward time (gradients reach few parameters), or above 3 × the
 //!   forward time. At stake: forward − backward, or backward − 3 × forward. Needs a forward
 //!   time above 0 and a backward span (an inference trace has none to call short).
-//! - `dominant_module` — [`module_rows`] by path: the deepest module
-//!   path (most `/`-separated parts, then the largest time) whose total is more than half of
-//!   the measured total. At stake: its total.
+//! - `dominant_phase` — [`phase_breakdown`]: a phase (forward, backward or optimizer) that
+//!   takes more than half of the measured region (the step). At stake: the part by which it
+//!   exceeds the rest of the step, phase − (region − phase). Evidence: each phase's time and
+//!   share of the step. Links to the phase's row. Needs a training step: a region longer
+//!   than 0 with time in at least two phases (an inference forward is all forward).
+//! - `dominant_module` — [`module_rows`] by key: the deepest module key (most tree levels,
+//!   [`level_ends`], then the largest time) whose total is more than half of the measured
+//!   total. At stake: its total.
 //! - `outlier_step` — [`StepSet`] over several step files: the step
 //!   furthest from the median total, the phase and module paths that made it slow. At stake:
 //!   its excess over the median.
@@ -39,7 +44,7 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::gradients::{gradient_groups, GradientFlow};
-use crate::analysis::paths::{module_rows, ModuleGrouping, ModulePaths};
+use crate::analysis::modules::{level_ends, module_rows, ModuleGrouping, ModulePaths};
 use crate::analysis::phases::phase_breakdown;
 use crate::analysis::steps::StepSet;
 use crate::analysis::units::{format_bytes, format_ns};
@@ -272,11 +277,55 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
         }
     }
 
-    // One module path taking most of the step.
+    // One phase taking most of the step.
+    if let Some(b) = phase_breakdown(doc).filter(|b| b.region_ns > 0) {
+        let phases = [
+            (Step::Forward, b.forward_ns),
+            (Step::Backward, b.backward_ns),
+            (Step::Optimizer, b.optimizer_ns),
+        ];
+        // A training step (two phases with time): an inference forward is all forward.
+        let timed = phases.iter().filter(|(_, ns)| *ns > 0).count();
+        if let Some(&(step, ns)) = phases
+            .iter()
+            .find(|(_, ns)| timed >= 2 && ns.saturating_mul(2) > b.region_ns)
+        {
+            let mut evidence: Vec<String> = phases
+                .iter()
+                .map(|(s, ns)| {
+                    format!(
+                        "{} {} ({})",
+                        s.as_str(),
+                        format_ns(*ns),
+                        percent(*ns, b.region_ns)
+                    )
+                })
+                .collect();
+            evidence.push(format!(
+                "other {} ({})",
+                format_ns(b.other_ns),
+                percent(b.other_ns, b.region_ns)
+            ));
+            evidence.push(format!("measured step {}", format_ns(b.region_ns)));
+            found.push(Finding {
+                rule: String::from("dominant_phase"),
+                title: format!(
+                    "{} takes {} of the step",
+                    step.as_str(),
+                    percent(ns, b.region_ns)
+                ),
+                stake: Stake::Ns(ns.saturating_sub(b.region_ns.saturating_sub(ns))),
+                evidence,
+                link: row("phases", step.as_str()),
+            });
+        }
+    }
+
+    // One module taking most of the step.
     let total = doc.summary().total_ns;
     let paths = ModulePaths::new(doc);
     let rows = module_rows(doc, &paths, ModuleGrouping::Path);
-    let depth = |key: &str| key.split('/').count();
+    let depth = |key: &str| level_ends(key, paths.names()).len();
     if let Some(r) = rows
         .iter()
         .filter(|r| total > 0 && r.total_ns > total / 2)
@@ -520,7 +569,14 @@ fn prompt_tokens(doc: &ProfileDocument, request_id: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// A step of `forward_ns`, then `backward_ns`, lasting twice their sum (so that neither
+    /// takes more than half of it).
     fn doc(forward_ns: u64, backward_ns: u64) -> TraceDocument {
+        doc_step(forward_ns, backward_ns, 2 * (forward_ns + backward_ns))
+    }
+
+    /// A step of `total_ns` with a forward and a backward span.
+    fn doc_step(forward_ns: u64, backward_ns: u64, total_ns: u64) -> TraceDocument {
         let text = format!(
             concat!(
                 r#"{{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{{}}}}"#,
@@ -540,7 +596,7 @@ mod tests {
             ),
             f = forward_ns,
             b = backward_ns,
-            t = forward_ns + backward_ns,
+            t = total_ns,
         );
         TraceDocument::from_bytes(text.as_bytes())
     }
@@ -599,6 +655,80 @@ mod tests {
         assert!(f.notes.contains(&String::from(
             "backward_short/backward_long: no forward time to compare with"
         )));
+    }
+
+    #[test]
+    fn a_phase_that_takes_most_of_the_step() {
+        // An 8-layer model's step as issue #37 measured it, rounded: forward 50 ms, backward
+        // 200 ms (4 × forward), optimizer 792 ms of a 1070 ms step; other 1070 − 1042 = 28 ms.
+        let ms = 1_000_000u64;
+        let text = format!(
+            concat!(
+                r#"{{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{{}}}}"#,
+                "\n",
+                r#"{{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}}"#,
+                "\n",
+                r#"{{"kind":"span_start","id":"f","parent_id":"s","name":"forward","start_ns":0,"span_kind":"function","step":"forward"}}"#,
+                "\n",
+                r#"{{"kind":"span_end","id":"f","duration_ns":{f}}}"#,
+                "\n",
+                r#"{{"kind":"span_start","id":"b","parent_id":"s","name":"backward","start_ns":{f},"span_kind":"function","step":"backward"}}"#,
+                "\n",
+                r#"{{"kind":"span_end","id":"b","duration_ns":{b}}}"#,
+                "\n",
+                r#"{{"kind":"span_start","id":"o","parent_id":"s","name":"optimizer","start_ns":{fb},"span_kind":"function","step":"optimizer"}}"#,
+                "\n",
+                r#"{{"kind":"span_end","id":"o","duration_ns":{o}}}"#,
+                "\n",
+                r#"{{"kind":"span_end","id":"s","duration_ns":{t}}}"#,
+                "\n",
+            ),
+            f = 50 * ms,
+            b = 200 * ms,
+            fb = 250 * ms,
+            o = 792 * ms,
+            t = 1070 * ms,
+        );
+        let d = TraceDocument::from_bytes(text.as_bytes());
+        assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
+        let f = trace_findings(&[&d]);
+        // Optimizer: 792 − (1070 − 792) = 514 ms at stake, above backward_long's
+        // 200 − 3 × 50 = 50 ms.
+        assert_eq!(
+            rules(&f),
+            [
+                ("dominant_phase", Stake::Ns(514 * ms)),
+                ("backward_long", Stake::Ns(50 * ms))
+            ]
+        );
+        let top = &f.findings[0];
+        // 792 / 1070 = 74.0 %.
+        assert_eq!(top.title, "optimizer takes 74% of the step");
+        // 50 / 1070 = 4.7 %, 200 / 1070 = 18.7 %, 28 / 1070 = 2.6 %.
+        assert_eq!(
+            top.evidence,
+            [
+                "forward 50.0 ms (5%)",
+                "backward 200 ms (19%)",
+                "optimizer 792 ms (74%)",
+                "other 28.0 ms (3%)",
+                "measured step 1.07 s",
+            ]
+        );
+        assert_eq!(
+            top.link,
+            Some(Link::Row {
+                table: "phases".into(),
+                key: "optimizer".into()
+            })
+        );
+        // Exactly half is not more than half: forward 500 (backward 300) of a 1000 ns step.
+        assert_eq!(rules(&trace_findings(&[&doc_step(500, 300, 1000)])), []);
+        // 501 of 1000: at stake 501 − 499 = 2.
+        assert_eq!(
+            rules(&trace_findings(&[&doc_step(501, 300, 1000)])),
+            [("dominant_phase", Stake::Ns(2))]
+        );
     }
 
     #[test]

@@ -16,8 +16,8 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::format::document::Lined;
 use crate::format::events::{Gradient, GradientState};
+use crate::format::records::Lined;
 
 /// Number of parameters in each gradient state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -122,8 +122,8 @@ pub fn heaviest_ops(ops: &OpTable, limit: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::document::Lined;
     use crate::format::events::Op;
+    use crate::format::records::Lined;
     use alloc::vec;
 
     fn op(name: &str, duration_ns: u64) -> Lined<Op> {

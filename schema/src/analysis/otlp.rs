@@ -51,7 +51,8 @@
 //!   under `candle_trace.`: `request_id`, `correlation_id`, `entrypoint`, `backend`,
 //!   `runtime_preset_hash`, `status`, `shape.<key>` on the request span; `event_id`, `phase`,
 //!   `line` on every span; `module.name`, `module.span_kind`, `module.forward`,
-//!   `module.forward_index` on module spans. Strings, integers (`intValue`, a decimal string in
+//!   `module.forward_index` on module spans, and `module` (the module name of its weights,
+//!   `model.layers.0.self_attn.q_proj`) on those that have one. Strings, integers (`intValue`, a decimal string in
 //!   JSON), doubles and booleans are kept as such; other JSON values are written as their JSON
 //!   text.
 //! - **Resource**: `service.name` (the caller's); scope `candle-trace` with the crate version.
@@ -81,10 +82,14 @@ use alloc::vec::Vec;
 
 use serde_json::{json, Map, Value};
 
-use crate::format::profile::{ProfileDocument, ProfileRecord, Status, MODULE_PHASE};
+use crate::format::profile::{attribute, ProfileDocument, ProfileRecord, Status, MODULE_PHASE};
 
 /// The instrumentation scope name written with every span.
 pub const SCOPE_NAME: &str = "candle-trace";
+
+/// The span attribute holding the profile line an event came from (a live exporter leaves it
+/// out: a live request has no file line).
+pub const LINE_ATTRIBUTE: &str = "candle_trace.line";
 
 /// An OTLP span kind (the values of the protobuf enum).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -444,13 +449,19 @@ fn spans_of_request(
             continue;
         }
         let a = &e.attributes;
-        let own = a.get("span_id").and_then(Value::as_u64).unwrap_or(0);
+        let own = a
+            .get(attribute::SPAN_ID)
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
         let own = own.to_string();
-        let parent = match a.get("parent_span_id").and_then(Value::as_u64) {
+        let parent = match a.get(attribute::PARENT_SPAN_ID).and_then(Value::as_u64) {
             Some(p) => span_id(correlation, request_id, &["module", &p.to_string()]),
             None => {
-                let forward = a.get("forward").and_then(Value::as_str);
-                let index = a.get("forward_index").and_then(Value::as_u64).unwrap_or(0);
+                let forward = a.get(attribute::FORWARD).and_then(Value::as_str);
+                let index = a
+                    .get(attribute::FORWARD_INDEX)
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
                 let phase_span = match forward {
                     Some("prefill") => prefill,
                     Some("decode") => usize::try_from(index)
@@ -465,19 +476,23 @@ fn spans_of_request(
         };
         let start = unix(e.ts_unix_nanos.unwrap_or(0));
         let d = a
-            .get("duration_nanos")
+            .get(attribute::DURATION_NANOS)
             .and_then(Value::as_u64)
             .unwrap_or_else(|| e.duration_us.unwrap_or(0).saturating_mul(1000));
         let name = a
-            .get("name")
+            .get(attribute::NAME)
             .and_then(Value::as_str)
             .unwrap_or(MODULE_PHASE);
         let mut attributes = event_attributes(r);
         attributes.push(s("candle_trace.module.name", name));
         for (key, field) in [
-            ("candle_trace.module.span_kind", "span_kind"),
-            ("candle_trace.module.forward", "forward"),
-            ("candle_trace.module.forward_index", "forward_index"),
+            ("candle_trace.module.span_kind", attribute::SPAN_KIND),
+            ("candle_trace.module.forward", attribute::FORWARD),
+            (
+                "candle_trace.module.forward_index",
+                attribute::FORWARD_INDEX,
+            ),
+            ("candle_trace.module", attribute::MODULE),
         ] {
             if let Some(v) = a.get(field) {
                 attributes.push((String::from(key), to_attribute(v)));
@@ -509,7 +524,7 @@ fn event_attributes(r: &ProfileRecord) -> Vec<Attribute> {
         out.push(s("candle_trace.phase", phase));
     }
     out.push((
-        String::from("candle_trace.line"),
+        String::from(LINE_ATTRIBUTE),
         AttributeValue::Int(i64::try_from(r.line).unwrap_or(i64::MAX)),
     ));
     out

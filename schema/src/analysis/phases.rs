@@ -11,22 +11,23 @@
 //!   backward) is charged to the outer step. The region's own `step` is ignored.
 //! - `other_ns` = region duration − forward − backward − optimizer, saturating at 0
 //!   (`overlap_ns` says by how much the steps exceed the region, 0 normally).
-//! - **Module pairing**: a module span (`span_kind = module`) in the region whose own `step`
-//!   is `forward` or `backward` is keyed by its *module path*, the one rule of
-//!   [`crate::analysis::paths`]: the module spans on its layout path (itself included), each with `[k]`
-//!   when its parent has several children of that name. Function and op spans on the way
-//!   (`forward`, `backward` ...) are left out, so `forward/fc1` and `backward/fc1` share the key
-//!   `fc1`. A row adds up the durations (inclusive) and counts of the spans with that key per
-//!   step. Rows are ordered by forward + backward time, largest first, then by path.
+//! - **Module pairing**: a module span in the region whose own `step` is `forward` or
+//!   `backward` is keyed by its *module key*, the one rule of [`crate::analysis::modules`]: its
+//!   module name, or in nesting mode the module spans on its layout path (itself included), each
+//!   with `[k]` when its parent has several children of that name. Function and op spans on the
+//!   way (`forward`, `backward` ...) are left out, so `forward/fc1` and `backward/fc1` share the
+//!   key `fc1`. A row adds up the durations (inclusive) and counts of the outermost spans with
+//!   that key ([`ModulePaths::outermost`]) per step. Rows are ordered by forward + backward time,
+//!   largest first, then by key.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::paths::ModulePaths;
+use crate::analysis::modules::ModulePaths;
 use crate::format::document::TraceDocument;
-use crate::format::events::{SpanKind, Step};
+use crate::format::events::Step;
 
 /// Time per training step inside the measured region.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,7 +139,7 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
     let mut sums: Vec<(u32, ModulePair)> = Vec::new();
     walk(doc, region, |i, _| {
         let span = &doc.spans[i];
-        if span.span_kind != SpanKind::Module {
+        if !paths.outermost(i) {
             return;
         }
         let Some(step @ (Step::Forward | Step::Backward)) = span.step else {
@@ -270,7 +271,7 @@ mod tests {
         );
         assert_eq!(b.overlap_ns, 0);
         // Backward's `enc` has two children named `fc` (b2, and the recomputed forward b3), so
-        // they are the places `enc/fc[0]` and `enc/fc[1]` (crate::analysis::paths); forward's `enc`
+        // they are the places `enc/fc[0]` and `enc/fc[1]` (crate::analysis::modules); forward's `enc`
         // has one `fc`, the place `enc/fc`. Ordered by forward + backward: 650, 150, 100, 50.
         assert_eq!(
             rows(&module_pairs(&d)),

@@ -1,28 +1,31 @@
 //! Module spans of an inference profile: the module tree of each forward call of each request,
-//! named by the module-path rule of [`crate::analysis::paths`], and aggregated by path or name per
-//! request and across requests.
+//! keyed by the module-identity rule of [`crate::analysis::modules`], and aggregated by key or
+//! name per request and across requests.
 //!
 //! capture's inference profiler writes each module span of a request's forward calls as a
 //! `timed_span` event with `phase` = [`MODULE_PHASE`](crate::format::profile::MODULE_PHASE) and these `attributes`:
 //! `span_id` (u64, unique within the request), `parent_span_id` (u64, absent at the top of a
 //! forward call), `name`, `span_kind` (`module` | `function`), `forward` (`prefill` |
 //! `decode`), `forward_index` (0 = prefill, n = the n-th decode step),
-//! `start_nanos_since_request_start` and `duration_nanos`.
+//! `start_nanos_since_request_start` and `duration_nanos`, and `module` (the module name of its
+//! weights) when the capture named it.
 //!
 //! Rules where SCHEMA.md is silent:
 //! - Events are grouped by `request_id` (absent: the empty id), then by `forward_index`; both
 //!   in order of first appearance. A forward call's `forward` is that of its first event.
 //! - Within a forward call the spans are laid out by [`SpanTree`] (a `parent_span_id` naming no
 //!   span of the call, or a cycle, makes the span a root; siblings are ordered by start time,
-//!   then file order) and named by [`ModulePaths`], so every forward call of one model gives the
-//!   same paths and its calls add up per path.
+//!   then file order) and keyed by [`ModulePaths`] (names mode when a span of that call has a
+//!   `module`), so every forward call of one model gives the same keys and its calls add up per
+//!   key. Each call's module coverage is [`ForwardCall::coverage`] ([`crate::analysis::coverage`]).
 //! - A duration is `duration_nanos`, else `duration_us × 1000`.
 //! - A module event without an unsigned `span_id`, `forward_index` or
 //!   `start_nanos_since_request_start`, without a string `name`, or with a `span_kind` other
 //!   than `module`, `function` or `op` is not placed in any tree and counted in
 //!   [`RequestModules::unreadable`]. (Its line still has the diagnostics of §2.)
-//! - Rows count module spans only (`span_kind = module`); they are sorted by total time,
-//!   largest first, then by key.
+//! - Rows count module spans only ([`is_module_span`]); by key, `calls` and `total_ns` count the
+//!   outermost spans of each key ([`ModuleSpan::outermost`]), by name every span. They are sorted
+//!   by total time, largest first, then by key.
 //! - Module events are no phase of the request: [`ProfileDocument::requests`] leaves
 //!   [`MODULE_PHASE`](crate::format::profile::MODULE_PHASE) out of a request's `phases`, and [`ProfileDocument::waterfalls`] draws no
 //!   bar or marker for them.
@@ -34,13 +37,16 @@ use hashbrown::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::analysis::paths::{ModuleGrouping, ModulePaths};
+use crate::analysis::coverage::{union_ns, Coverage};
+use crate::analysis::modules::{is_module_span, ModuleGrouping, ModulePaths};
 use crate::format::events::{CompactString, SpanKind};
-use crate::format::profile::{is_module_event, EventKind, ProfileDocument, ProfileRecord};
+use crate::format::profile::{
+    attribute, is_module_event, EventKind, ProfileDocument, ProfileRecord,
+};
 use crate::format::records::Span;
 use crate::format::spans::SpanTree;
 
-/// One module span of a forward call, with its module path.
+/// One module span of a forward call, with its module key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModuleSpan {
     /// `attributes.span_id`.
@@ -57,8 +63,13 @@ pub struct ModuleSpan {
     pub start_ns: u64,
     /// `duration_nanos` (or `duration_us × 1000`).
     pub duration_ns: u64,
-    /// The module path ([`crate::analysis::paths`]) within the forward call.
+    /// The module key ([`crate::analysis::modules`]) within the forward call.
     pub path: String,
+    /// Its duration less its children's (saturating).
+    pub self_ns: u64,
+    /// A module span with no ancestor of the same key in the forward call: one call of its
+    /// module.
+    pub outermost: bool,
     /// Line of the event.
     pub line: u64,
 }
@@ -72,14 +83,16 @@ pub struct ForwardCall {
     pub forward_index: u64,
     /// Its spans in file order.
     pub spans: Vec<ModuleSpan>,
+    /// Its duration against its outermost module spans ([`crate::analysis::coverage`]).
+    pub coverage: Coverage,
 }
 
-/// Module spans aggregated by path or name.
+/// Module spans aggregated by key or name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProfileModuleRow {
-    /// The module path or the name.
+    /// The module key or the span name.
     pub key: String,
-    /// Module spans in the group.
+    /// Calls: by key its outermost spans, by name every span of that name.
     pub calls: u64,
     /// Sum of their durations (inclusive).
     pub total_ns: u64,
@@ -101,10 +114,28 @@ pub struct RequestModules {
 }
 
 impl RequestModules {
-    /// This request's module spans aggregated by path or name (`requests` is 1 in each row).
+    /// This request's module spans aggregated by key or name (`requests` is 1 in each row).
     pub fn rows(&self, grouping: ModuleGrouping) -> Vec<ProfileModuleRow> {
         rows_of(core::slice::from_ref(self), grouping)
     }
+
+    /// The coverage of all this request's forward calls together.
+    pub fn coverage(&self) -> Coverage {
+        Coverage::sum(self.forwards.iter().map(|f| &f.coverage))
+    }
+}
+
+/// A request's phase spans (see [`ProfileDocument::module_spans`]).
+#[derive(Default)]
+struct PhaseSpans {
+    prefill_ns: Option<u64>,
+    /// (start, file position, duration ns), sorted.
+    decodes: Vec<(i64, usize, u64)>,
+}
+
+/// A module span: `span_kind = module`, or a module name.
+fn is_module(s: &ModuleSpan) -> bool {
+    s.span_kind == SpanKind::Module || s.module.as_deref().is_some_and(|m| !m.is_empty())
 }
 
 fn attr_u64(attributes: &crate::format::profile::JsonMap, name: &str) -> Option<u64> {
@@ -115,39 +146,45 @@ fn attr_u64(attributes: &crate::format::profile::JsonMap, name: &str) -> Option<
 fn read_span(record: &ProfileRecord) -> Option<(String, u64, ModuleSpan)> {
     let e = &record.event;
     let a = &e.attributes;
-    let span_kind = match a.get("span_kind")?.as_str()? {
+    let span_kind = match a.get(attribute::SPAN_KIND)?.as_str()? {
         "module" => SpanKind::Module,
         "function" => SpanKind::Function,
         "op" => SpanKind::Op,
         _ => return None,
     };
-    let duration_ns = attr_u64(a, "duration_nanos")
+    let duration_ns = attr_u64(a, attribute::DURATION_NANOS)
         .or_else(|| e.duration_us.map(|us| us.saturating_mul(1000)))
         .unwrap_or(0);
     let forward = a
-        .get("forward")
+        .get(attribute::FORWARD)
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
     Some((
         forward,
-        attr_u64(a, "forward_index")?,
+        attr_u64(a, attribute::FORWARD_INDEX)?,
         ModuleSpan {
-            span_id: attr_u64(a, "span_id")?,
-            parent_span_id: attr_u64(a, "parent_span_id"),
-            name: a.get("name")?.as_str()?.to_string(),
+            span_id: attr_u64(a, attribute::SPAN_ID)?,
+            parent_span_id: attr_u64(a, attribute::PARENT_SPAN_ID),
+            name: a.get(attribute::NAME)?.as_str()?.to_string(),
             span_kind,
-            module: a.get("module").and_then(Value::as_str).map(str::to_string),
-            start_ns: attr_u64(a, "start_nanos_since_request_start")?,
+            module: a
+                .get(attribute::MODULE)
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            start_ns: attr_u64(a, attribute::START_NANOS_SINCE_REQUEST_START)?,
             duration_ns,
             path: String::new(),
+            self_ns: 0,
+            outermost: false,
             line: record.line,
         },
     ))
 }
 
-/// Fill in the paths of one forward call's spans.
-fn name_paths(spans: &mut [ModuleSpan]) {
+/// Fill in the keys, self times and outermost flags of one forward call's spans; returns the
+/// time covered by its outermost module spans.
+fn name_paths(spans: &mut [ModuleSpan]) -> u64 {
     let as_spans: Vec<Span> = spans
         .iter()
         .map(|s| Span {
@@ -172,7 +209,21 @@ fn name_paths(spans: &mut [ModuleSpan]) {
     let paths = ModulePaths::of_tree(&as_spans, &tree);
     for (i, s) in spans.iter_mut().enumerate() {
         s.path = paths.path(i).to_string();
+        s.self_ns = tree.self_ns.get(i).copied().unwrap_or(0);
+        s.outermost = paths.outermost(i);
     }
+    // The outermost module spans: below the roots, down to the first module span.
+    let mut intervals: Vec<(u64, u64)> = Vec::new();
+    let mut stack: Vec<u32> = tree.roots.clone();
+    while let Some(i) = stack.pop() {
+        let i = i as usize;
+        match as_spans.get(i) {
+            Some(s) if is_module_span(s) => intervals.push((s.start_ns, s.end_ns())),
+            Some(_) => stack.extend(tree.children(i)),
+            None => {}
+        }
+    }
+    union_ns(&mut intervals)
 }
 
 fn rows_of(requests: &[RequestModules], grouping: ModuleGrouping) -> Vec<ProfileModuleRow> {
@@ -182,12 +233,10 @@ fn rows_of(requests: &[RequestModules], grouping: ModuleGrouping) -> Vec<Profile
     let mut last_request: Vec<usize> = Vec::new();
     for (r, request) in requests.iter().enumerate() {
         for s in request.forwards.iter().flat_map(|f| &f.spans) {
-            if s.span_kind != SpanKind::Module {
-                continue;
-            }
             let key = match grouping {
-                ModuleGrouping::Path => s.path.as_str(),
-                ModuleGrouping::Name => s.name.as_str(),
+                ModuleGrouping::Path if s.outermost => s.path.as_str(),
+                ModuleGrouping::Name if is_module(s) => s.name.as_str(),
+                _ => continue,
             };
             let i = *index.entry(key).or_insert_with(|| {
                 rows.push(ProfileModuleRow {
@@ -246,18 +295,66 @@ impl ProfileDocument {
                     forward,
                     forward_index,
                     spans: Vec::new(),
+                    coverage: Coverage::default(),
                 });
                 request.forwards.len() - 1
             });
             request.forwards[f].spans.push(span);
         }
-        for call in out.iter_mut().flat_map(|r| &mut r.forwards) {
-            name_paths(&mut call.spans);
+        let durations = self.forward_durations();
+        for request in &mut out {
+            let phases = durations.get(request.request_id.as_str());
+            for call in &mut request.forwards {
+                let covered = name_paths(&mut call.spans);
+                let phase_ns = phases.and_then(|p| {
+                    if call.forward_index == 0 {
+                        p.prefill_ns
+                    } else {
+                        let n = usize::try_from(call.forward_index - 1).ok()?;
+                        p.decodes.get(n).map(|d| d.2)
+                    }
+                });
+                let extent = || {
+                    let start = call.spans.iter().map(|s| s.start_ns).min().unwrap_or(0);
+                    let end = call
+                        .spans
+                        .iter()
+                        .map(|s| s.start_ns.saturating_add(s.duration_ns));
+                    end.max().unwrap_or(0).saturating_sub(start)
+                };
+                call.coverage = Coverage::new(phase_ns.unwrap_or_else(extent), covered);
+            }
         }
         out
     }
 
-    /// Module spans of all requests aggregated by path or name.
+    /// Per request, the duration of its first `prefill` span and its `decode` spans by start
+    /// (`timed_span`s with a `duration_us`), which time its forward calls.
+    fn forward_durations(&self) -> HashMap<&str, PhaseSpans> {
+        let mut out: HashMap<&str, PhaseSpans> = HashMap::new();
+        for (i, r) in self.records.iter().enumerate() {
+            let e = &r.event;
+            let Some(us) = e.duration_us else { continue };
+            if e.event_kind() != Some(EventKind::TimedSpan) {
+                continue;
+            }
+            let p = out
+                .entry(e.request_id.as_deref().unwrap_or(""))
+                .or_default();
+            let ns = us.saturating_mul(1000);
+            match e.phase.as_deref() {
+                Some("prefill") if p.prefill_ns.is_none() => p.prefill_ns = Some(ns),
+                Some("decode") => p.decodes.push((e.ts_unix_nanos.unwrap_or(0), i, ns)),
+                _ => {}
+            }
+        }
+        for p in out.values_mut() {
+            p.decodes.sort_unstable();
+        }
+        out
+    }
+
+    /// Module spans of all requests aggregated by key or name.
     pub fn module_rows(&self, grouping: ModuleGrouping) -> Vec<ProfileModuleRow> {
         rows_of(&self.module_spans(), grouping)
     }

@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use serde::Serialize;
 
 use crate::analysis::percentiles::Percentiles;
-use crate::format::profile::{EventKind, ProfileDocument, ProfileRecord, Status};
+use crate::format::profile::{attribute, EventKind, ProfileDocument, ProfileRecord, Status};
 
 /// One request: its events folded together.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -172,14 +172,18 @@ impl ProfileDocument {
                 r.duration_us = e.duration_us;
             }
             if r.ttft_us.is_none() {
-                if let Some(ttft) = e.attributes.get("ttft_us").and_then(|v| v.as_u64()) {
+                if let Some(ttft) = e
+                    .attributes
+                    .get(attribute::TTFT_US)
+                    .and_then(|v| v.as_u64())
+                {
                     let attr = |name: &str| e.attributes.get(name).and_then(|v| v.as_u64());
                     r.ttft_us = Some(ttft);
-                    r.output_tokens = attr("engine_token_commit_count");
-                    r.itl_us_avg = attr("itl_us_avg");
+                    r.output_tokens = attr(attribute::ENGINE_TOKEN_COMMIT_COUNT);
+                    r.itl_us_avg = attr(attribute::ITL_US_AVG);
                     r.itl_nanos = e
                         .attributes
-                        .get("itl_nanos")
+                        .get(attribute::ITL_NANOS)
                         .and_then(|v| v.as_array())
                         .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
                         .unwrap_or_default();

@@ -31,7 +31,7 @@ use alloc::vec::Vec;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::paths::{module_rows, ModuleGrouping, ModulePaths};
+use crate::analysis::modules::{module_rows, ModuleGrouping, ModulePaths};
 use crate::analysis::percentiles::nearest_rank;
 use crate::analysis::phases::phase_breakdown;
 use crate::format::document::TraceDocument;
@@ -184,14 +184,13 @@ fn shapes_by_path(doc: &TraceDocument, paths: &ModulePaths) -> BTreeMap<String, 
             shape_of.entry(out).or_insert(o.shape);
         }
     }
-    let mut out: BTreeMap<String, ShapeSet> = BTreeMap::new();
+    // By key id, so that a key's text is copied once, not once a record.
+    let mut by_id: BTreeMap<u32, ShapeSet> = BTreeMap::new();
     let mut add = |span_id: &str, shape: &[u64]| {
         if let Some(i) = doc.span_index(span_id) {
-            let path = paths.path(i);
-            if !path.is_empty() {
-                out.entry(String::from(path))
-                    .or_default()
-                    .insert(Vec::from(shape));
+            let id = paths.path_id(i);
+            if id != 0 {
+                by_id.entry(id).or_default().insert(Vec::from(shape));
             }
         }
     };
@@ -205,7 +204,13 @@ fn shapes_by_path(doc: &TraceDocument, paths: &ModulePaths) -> BTreeMap<String, 
     for t in &doc.tensors {
         add(&t.span_id, &t.shape);
     }
-    out
+    by_id
+        .into_iter()
+        .filter_map(|(id, set)| {
+            let text = paths.texts().get(id as usize)?;
+            (!text.is_empty()).then(|| (text.clone(), set))
+        })
+        .collect()
 }
 
 impl StepSet {

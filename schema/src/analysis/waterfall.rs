@@ -25,7 +25,7 @@ use alloc::vec::Vec;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::format::profile::{ProfileDocument, Status};
+use crate::format::profile::{attribute, ProfileDocument, Status};
 
 /// A `timed_span` bar.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -173,25 +173,29 @@ impl ProfileDocument {
         if let Some(t) = events().find(|r| {
             r.event
                 .attributes
-                .get("ttft_us")
+                .get(attribute::TTFT_US)
                 .and_then(Value::as_u64)
                 .is_some()
         }) {
             let a = &t.event.attributes;
-            w.commits_ns = u64s(a.get("engine_token_commit_nanos_since_request_start"));
+            w.commits_ns = u64s(a.get(attribute::ENGINE_TOKEN_COMMIT_NANOS_SINCE_REQUEST_START));
             w.decode_ready_ns = a
-                .get("engine_decode_ready_nanos_since_request_start")
+                .get(attribute::ENGINE_DECODE_READY_NANOS_SINCE_REQUEST_START)
                 .and_then(Value::as_u64);
             w.stages = a
-                .get("engine_decode_stage_intervals")
+                .get(attribute::ENGINE_DECODE_STAGE_INTERVALS)
                 .and_then(Value::as_array)
                 .map(|ivs| {
                     ivs.iter()
                         .filter_map(|iv| {
                             Some(StageBar {
-                                stage: String::from(iv.get("stage")?.as_str()?),
-                                start_ns: iv.get("start_nanos_since_request_start")?.as_u64()?,
-                                end_ns: iv.get("end_nanos_since_request_start")?.as_u64()?,
+                                stage: String::from(iv.get(attribute::STAGE)?.as_str()?),
+                                start_ns: iv
+                                    .get(attribute::START_NANOS_SINCE_REQUEST_START)?
+                                    .as_u64()?,
+                                end_ns: iv
+                                    .get(attribute::END_NANOS_SINCE_REQUEST_START)?
+                                    .as_u64()?,
                             })
                         })
                         .collect()
@@ -221,10 +225,10 @@ impl ProfileDocument {
                 .find_map(|r| r.event.attributes.get(name).filter(|v| !v.is_null()))
         };
         ProfileSettings {
-            detail_level: attr("detail_level")
+            detail_level: attr(attribute::DETAIL_LEVEL)
                 .and_then(Value::as_str)
                 .map(String::from),
-            sample_rate: attr("sample_rate").and_then(Value::as_f64),
+            sample_rate: attr(attribute::SAMPLE_RATE).and_then(Value::as_f64),
         }
     }
 

@@ -57,8 +57,9 @@
 //!   imported file is never untrusted or "without measured span" for lacking them, total_ns is
 //!   the file's wall extent, and max_depth counts the synthetic root. A file with no timed event
 //!   gets no root (and the usual "no measured span" warning).
-//! - `args.span_kind` (`function`/`op`/`module`) and `args.step` (`forward`/`backward`/
-//!   `optimizer`) of an `X`/`B` set the span's kind and step (default: function, none).
+//! - `args.span_kind` (`function`/`op`/`module`), `args.step` (`forward`/`backward`/
+//!   `optimizer`) and `args.module` (a string) of an `X`/`B` set the span's kind, step and
+//!   module name (default: function, none, none).
 //! - The file is read without its closing `]` (or `]}`) and without diagnostic; an element cut
 //!   off by the end of the file is a truncation warning. Content after the end is a warning.
 
@@ -73,15 +74,16 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::format::diagnostics::{classify_json_error, Category, Diagnostic};
-use crate::format::document::{Lined, Span, TraceDocument};
+use crate::format::document::TraceDocument;
 use crate::format::events::CompactString;
 use crate::format::events::{Meta, Phase, SpanKind, Step, TimingMode, TRACE_SCHEMA};
+use crate::format::records::{Lined, Span};
 
 pub mod export;
 mod micros;
 mod scan;
 
-pub use crate::format::tracks::{
+use crate::format::tracks::{
     ChromeForm, ChromeImport, CounterSample, Instant, SkippedPhase, Track, TrackId,
 };
 use micros::{parse_micros, Micros};
@@ -156,6 +158,8 @@ struct RawSpan {
     measured: bool,
     step: Option<Step>,
     kind: SpanKind,
+    /// `args.module`.
+    module: Option<CompactString>,
 }
 
 /// Streaming Chrome JSON reader: push chunks of any size, then [`finish`](ChromeReader::finish).
@@ -413,6 +417,7 @@ impl ReadState {
                     kind: arg_str("span_kind")
                         .and_then(parse_kind)
                         .unwrap_or(SpanKind::Function),
+                    module: arg_str("module").map(CompactString::from),
                 };
                 let index = self.spans.len();
                 self.spans.push(span);
@@ -661,7 +666,7 @@ impl ReadState {
                 span_kind: s.kind,
                 measured: s.measured,
                 step: s.step,
-                module: None,
+                module: s.module.clone(),
                 duration_ns: s.duration.map(|d| d.max(0) as u64),
                 line: s.line,
                 end_line: s.end_line,

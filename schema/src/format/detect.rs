@@ -15,7 +15,7 @@
 
 use crate::format::digest::TraceDigest;
 use crate::format::document::{Dropped, Keep};
-pub use crate::format::jsonl::strip_bom;
+use crate::format::jsonl::strip_bom;
 use crate::format::jsonl::BOM;
 use serde::de::IgnoredAny;
 use serde::Deserialize;

@@ -45,7 +45,9 @@ use crate::format::spans::SpanTree;
 use crate::format::table::{MemoryTable, OpTable, Room};
 
 use crate::format::records::MemoryFacts;
-pub use crate::format::records::{Lined, Span};
+// Named through here only by `analysis::modules`; the public path is `format::records` (and the
+// crate root).
+pub(crate) use crate::format::records::{Lined, Span};
 
 /// An `edge` with its endpoints resolved to span indices.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -500,20 +502,6 @@ impl TraceReader {
         self.splitter = splitter;
     }
 
-    /// Number of records kept so far (for progress reporting).
-    pub fn records_read(&self) -> usize {
-        let d = &self.doc;
-        d.spans.len()
-            + d.ops.len()
-            + d.tensors.len()
-            + d.memory.len()
-            + d.device_memory.len()
-            + d.gradients.len()
-            + d.edges.len()
-            + usize::from(d.meta.is_some())
-            + usize::from(d.capture_sources.is_some())
-    }
-
     fn line(&mut self, line: Line<'_>) {
         let Some(bytes) = crate::format::jsonl::without_bom(&line) else {
             return;
@@ -655,10 +643,7 @@ impl TraceReader {
             Raw::SpanEnd { id, duration_ns } => self.span_end(id, duration_ns, number),
             Raw::Op(o) => {
                 if self.op(o.span_id, number, consumed, total) {
-                    let (row, inputs, shape) = o.row(number);
-                    self.doc
-                        .ops
-                        .push_written(row, inputs.iter(), shape.text(), shape.iter());
+                    self.doc.ops.push_raw(number, o);
                 }
             }
             Raw::Tensor(t) => self.tensor(t.span_id, number, consumed, total, || t.to_event()),
@@ -667,10 +652,7 @@ impl TraceReader {
                 match self.keep {
                     Keep::Everything => {
                         make_room(&mut self.doc.memory, consumed, total);
-                        let (row, shape) = m.row(number);
-                        self.doc
-                            .memory
-                            .push_written(row, shape.text(), shape.iter());
+                        self.doc.memory.push_raw(number, m);
                     }
                     Keep::Summary => self.keep_memory_facts(consumed, total, || MemoryFacts {
                         line: number,

@@ -18,8 +18,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::format::diagnostics::{classify_json_error, Category};
 
 mod fast;
+pub mod line;
 
-pub(crate) use fast::Raw;
+pub(crate) use fast::{Raw, RawMemory, RawOp};
 
 /// The `schema` value of a trace/6 `meta` line.
 pub const TRACE_SCHEMA: &str = "candle-graph/trace/6";
@@ -159,6 +160,16 @@ pub enum MemoryAction {
     Alloc,
     /// Bytes were released.
     Free,
+}
+
+impl MemoryAction {
+    /// The snake_case spelling, as in the file (the serde name).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MemoryAction::Alloc => "alloc",
+            MemoryAction::Free => "free",
+        }
+    }
 }
 
 /// What a parameter's gradient looked like after backward.

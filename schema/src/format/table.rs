@@ -17,7 +17,8 @@ use core::hash::BuildHasher;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::format::events::{
-    derived_storage_bytes, CompactString, MemoryAction, MemoryEvent, Op, TensorCategory,
+    derived_storage_bytes, CompactString, MemoryAction, MemoryEvent, Op, RawMemory, RawOp,
+    TensorCategory,
 };
 use crate::format::records::{Lined, MemoryRecord, MemoryRecords};
 
@@ -651,7 +652,7 @@ impl MemoryTable {
 
     /// [`MemoryTable::push_with_dims`] of a row the fast path read, with its shape's canonical
     /// text as well (see [`Shapes::intern_written`]).
-    pub(crate) fn push_written(
+    fn push_written(
         &mut self,
         row: MemoryRow<'_>,
         shape_text: &str,
@@ -659,6 +660,25 @@ impl MemoryTable {
     ) {
         let shape = self.pools.shapes.intern_written(shape_text, dims);
         self.push_with_shape(row, shape);
+    }
+
+    /// A record the fast path read from `line` (its shape still text).
+    #[inline]
+    pub(crate) fn push_raw(&mut self, line: u64, raw: RawMemory<'_>) {
+        let row = MemoryRow {
+            line,
+            timestamp_ns: raw.timestamp_ns,
+            tensor_id: raw.tensor_id,
+            span_id: raw.span_id,
+            op_name: raw.op_name,
+            device: raw.device,
+            bytes: raw.bytes,
+            action: raw.action,
+            shape: &[],
+            dtype: raw.dtype,
+            category: raw.category,
+        };
+        self.push_written(row, raw.shape.text(), raw.shape.iter());
     }
 
     fn push_with_shape(&mut self, row: MemoryRow<'_>, shape: u32) {
@@ -944,7 +964,7 @@ impl OpTable {
 
     /// [`OpTable::push_with_lists`] of a row the fast path read, with its shape's canonical
     /// text as well (see [`Shapes::intern_written`]).
-    pub(crate) fn push_written<'s>(
+    fn push_written<'s>(
         &mut self,
         row: OpRow<'_>,
         inputs: impl Iterator<Item = &'s str>,
@@ -953,6 +973,26 @@ impl OpTable {
     ) {
         let shape = self.pools.shapes.intern_written(shape_text, dims);
         self.push_with_shape(row, inputs, shape);
+    }
+
+    /// A record the fast path read from `line` (its inputs and shape still text).
+    #[inline]
+    pub(crate) fn push_raw(&mut self, line: u64, raw: RawOp<'_>) {
+        let row = OpRow {
+            line,
+            span_id: raw.span_id,
+            op_name: raw.op_name,
+            inputs: Inputs::NONE,
+            output: raw.output,
+            shape: &[],
+            dtype: raw.dtype,
+            device: raw.device,
+            duration_ns: raw.duration_ns,
+            timestamp_ns: raw.timestamp_ns,
+            storage_bytes: raw.storage_bytes,
+            input_storage_bytes: raw.input_storage_bytes,
+        };
+        self.push_written(row, raw.inputs.iter(), raw.shape.text(), raw.shape.iter());
     }
 
     fn push_with_shape<'s>(

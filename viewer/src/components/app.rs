@@ -11,34 +11,21 @@ use candle_trace_schema::analysis::findings::{trace_findings, Findings};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::detect::AnyDocument;
 
-use super::capture::CaptureSourcesView;
-use super::cards::SummaryCards;
 use super::compare::{ComparePicker, CompareView};
-use super::details::SpanDetailsPanel;
 use super::diagnostics::Diagnostics;
-use super::efficiency::EfficiencyView;
-use super::findings::FindingsView;
-use super::gradients::GradientView;
-use super::header::RunHeaderView;
-use super::memory::{MemoryChartsView, MemoryView};
-use super::modules::ModulesView;
 use super::multi::{load_traces, MultiView};
-use super::phases::PhasesView;
 use super::profile::ProfileView;
-use super::steps::{StepsHeading, StepsView};
-use super::tables::{OpTable, SpanTable};
 use super::theme::{theme_signals, ThemeToggle};
-use super::timeline::Timeline;
-use super::TraceContext;
+use super::trace_view::TraceView;
+use super::LoadSeq;
 use crate::load::{yield_now, LoadError, Source};
 use crate::model::compare::CompareModel;
 use crate::model::diagnostics::DiagnosticsPanel;
-use crate::model::findings::FindingsPanel;
 use crate::model::multi::MultiModel;
 use crate::model::steps::StepsModel;
 use crate::model::{MemoryViews, ProfileModel, TraceModel};
+use crate::timeline::input::SHORTCUTS;
 use crate::timeline::lanes::{extents_of, Lanes};
-use crate::timeline::palette::Theme;
 use crate::worker::{self, LoadTimings, Stage};
 
 /// The shipped example trace (a copy of `tests/fixtures/train_step.trace6.jsonl`).
@@ -59,10 +46,14 @@ enum Opened {
 }
 
 impl Opened {
-    /// Whether it is shown by a [`TraceView`], which counts the document as loaded itself, once
-    /// the panels below its timeline are built.
+    /// Whether its view has a tab panel, which counts the document as loaded itself once its
+    /// first tab is built (after the chart's first frame).
     fn counts_itself_loaded(&self) -> bool {
-        matches!(self, Opened::Trace(_) | Opened::Steps(_))
+        match self {
+            Opened::Trace(_) | Opened::Steps(_) | Opened::Profile(_) | Opened::Multi(_) => true,
+            Opened::Compare(c) => c.refusal.is_none(),
+            Opened::Unsupported(_) => false,
+        }
     }
 }
 
@@ -117,6 +108,22 @@ pub fn App() -> impl IntoView {
     let load_seq = RwSignal::new(0u64);
     let shown_seq = RwSignal::new(0u64);
     provide_context(LoadSeq(load_seq));
+    // `?` anywhere but in a field shows (or hides) every shortcut; Escape hides it.
+    let help = RwSignal::new(false);
+    let _ = window_event_listener(leptos::ev::keydown, move |ev: web_sys::KeyboardEvent| {
+        let in_field = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"));
+        if ev.key() == "?" && !in_field {
+            ev.prevent_default();
+            help.update(|h| *h = !*h);
+        } else if ev.key() == "Escape" && help.get_untracked() {
+            ev.prevent_default();
+            ev.stop_propagation();
+            help.set(false);
+        }
+    });
     let show = move |name: String, shown: Opened| {
         let counts_itself = shown.counts_itself_loaded();
         opened.set(Some((name, shown)));
@@ -410,10 +417,13 @@ pub fn App() -> impl IntoView {
                 "Open example"
             </button>
             <ComparePicker on_open=on_compare />
-            <span class="hint">"or drop .jsonl files anywhere (several: the steps of one run, or one lane group each)"</span>
+            <span class="hint" title="several files at once: the steps of one run, or one lane group each">"or drop files anywhere"</span>
             <span class="spacer"></span>
+            <button type="button" data-testid="shortcuts-open" aria-haspopup="dialog"
+                aria-label="keyboard shortcuts" on:click=move |_| help.update(|h| *h = !*h)>"?"</button>
             <ThemeToggle choice=theme_choice />
         </header>
+        {move || help.get().then(|| view! { <ShortcutsDialog on_close=Callback::new(move |()| help.set(false)) /> })}
         <div
             class="drop-target"
             class:active=move || dragging.get()
@@ -468,7 +478,7 @@ pub fn App() -> impl IntoView {
                         .into_any()
                 }
                 Some((name, Opened::Profile(model))) => {
-                    view! { <ProfileView model=model file_name=name /> }.into_any()
+                    view! { <ProfileView model=model file_name=name theme=theme /> }.into_any()
                 }
                 Some((_, Opened::Compare(model))) => {
                     view! { <CompareView model=model theme=theme /> }.into_any()
@@ -478,7 +488,7 @@ pub fn App() -> impl IntoView {
                 }
                 Some((name, Opened::Unsupported(panel))) => {
                     view! {
-                        <section data-testid="document" data-file=name.clone() data-format="unsupported">
+                        <section class="doc-page" data-testid="document" data-file=name.clone() data-format="unsupported">
                             <h2>{name.clone()} " could not be read"</h2>
                             <Diagnostics panel=(*panel).clone() />
                         </section>
@@ -578,6 +588,36 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
     }
 }
 
+/// Every shortcut of the page (`timeline::input::SHORTCUTS`), shown by `?`.
+#[component]
+fn ShortcutsDialog(
+    /// Closes the list.
+    on_close: Callback<()>,
+) -> impl IntoView {
+    let close_ref = NodeRef::<leptos::html::Button>::new();
+    // The dialog takes the focus; Escape or the button gives it back to the page.
+    Effect::new(move |_| {
+        if let Some(b) = close_ref.get() {
+            let _ = b.focus();
+        }
+    });
+    view! {
+        <div class="dialog-backdrop" on:click=move |_| on_close.run(())></div>
+        <div class="dialog" role="dialog" aria-modal="true" aria-labelledby="shortcuts-title" data-testid="shortcuts">
+            <h2 id="shortcuts-title">"Keyboard and mouse"</h2>
+            <p class="muted">"The chart's keys work once the chart has the focus: after a click anywhere in it (the minimap and the memory strip included). Arrow keys act on what has the focus: the chart, the tab list or the panel's edge."</p>
+            <table>
+                <tbody>
+                    {SHORTCUTS.iter().map(|(keys, what)| view! {
+                        <tr data-testid="shortcut"><th scope="row"><kbd>{*keys}</kbd></th><td>{*what}</td></tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <button type="button" node_ref=close_ref data-testid="shortcuts-close" on:click=move |_| on_close.run(())>"Close"</button>
+        </div>
+    }
+}
+
 /// What the page says before a file is open.
 #[component]
 fn Welcome() -> impl IntoView {
@@ -588,130 +628,4 @@ fn Welcome() -> impl IntoView {
             </p>
         </section>
     }
-}
-
-/// Everything about one execution trace; with `steps`, the step set it is the first step of
-/// (the set's tables and findings first, then this step in detail).
-#[component]
-fn TraceView(
-    /// The document and its view models.
-    model: Arc<TraceModel>,
-    /// The opened file's name.
-    file_name: String,
-    /// Light or dark.
-    theme: Signal<Theme>,
-    /// The findings shown at the top (the file's, or the step set's).
-    findings: Arc<FindingsPanel>,
-    /// The step set, when the trace is its first step.
-    #[prop(optional)]
-    steps: Option<Arc<StepsModel>>,
-) -> impl IntoView {
-    let ctx = TraceContext {
-        model: model.clone(),
-        selected: RwSignal::new(None),
-        highlighted: RwSignal::new(Arc::new(Vec::new())),
-        focus: RwSignal::new(None),
-        theme,
-    };
-    provide_context(ctx);
-    let stages = [(); PANEL_STAGES].map(|()| RwSignal::new(false));
-    show_in_stages(stages, use_context::<LoadSeq>());
-    let format = if steps.is_some() { "steps" } else { "trace" };
-    let set_top = steps.clone().map(|s| {
-        view! {
-            <StepsHeading model=s.clone() />
-            <FindingsView panel=findings.clone() />
-            <StepsView model=s />
-        }
-    });
-    let file_top = steps
-        .is_none()
-        .then(|| view! { <FindingsView panel=findings.clone() /> });
-    // A step set's header names the step shown in detail.
-    let header_name = steps
-        .as_ref()
-        .map_or_else(|| file_name.clone(), |s| s.detail_step.1.clone());
-    view! {
-        <section data-testid="document" data-file=file_name.clone() data-format=format>
-            {set_top}
-            {model
-                .header
-                .clone()
-                .map(|h| view! { <RunHeaderView header=h file_name=header_name.clone() /> })}
-            <Diagnostics panel=model.diagnostics.clone() />
-            {file_top}
-            <SummaryCards cards=model.cards.clone() />
-            <CaptureSourcesView />
-            <Timeline file_name=file_name.clone() />
-            <SpanDetailsPanel />
-            {move || {
-                stages[0]
-                    .get()
-                    .then(|| {
-                        view! {
-                            <div class="tables">
-                                <OpTable />
-                                <SpanTable />
-                            </div>
-                        }
-                    })
-            }}
-            {move || stages[1].get().then(|| view! { <ModulesView /> <PhasesView /> })}
-            {move || stages[2].get().then(|| view! { <MemoryChartsView /> })}
-            {move || stages[3].get().then(|| view! { <EfficiencyView /> })}
-            {move || {
-                stages[4]
-                    .get()
-                    .then(|| {
-                        view! {
-                            <div class="tables">
-                                <MemoryView />
-                                <GradientView />
-                            </div>
-                        }
-                    })
-            }}
-        </section>
-    }
-}
-
-/// The page's count of documents shown whole (`<main data-load-seq>`), for a view that counts
-/// itself once it has built everything.
-#[derive(Clone, Copy)]
-struct LoadSeq(RwSignal<u64>);
-
-/// Show the panels of `stages` one task after another once the next frame is painted, then
-/// count the document as loaded. The timeline above them is what a user waits for: built with
-/// it, the panels (tables of every op and span, modules, memory, efficiency) held its first
-/// frame of a 100 MB trace back by about 0.13 s, and as one task they would block input as
-/// long. Nothing happens once the view is gone (another file opened).
-fn show_in_stages(stages: [RwSignal<bool>; PANEL_STAGES], load_seq: Option<LoadSeq>) {
-    spawn_local(async move {
-        next_frame().await;
-        for stage in stages {
-            // A task each: the browser paints and handles input between them.
-            yield_now().await;
-            if stage.try_set(true).is_some() {
-                return;
-            }
-        }
-        // The last stage's view is built in a microtask after the signal is set.
-        yield_now().await;
-        if let Some(LoadSeq(seq)) = load_seq {
-            seq.try_update(|n| *n += 1);
-        }
-    });
-}
-
-/// How many groups of panels a trace view builds after its first frame.
-const PANEL_STAGES: usize = 5;
-
-/// Resolves in the next animation frame's callbacks, before that frame is painted.
-async fn next_frame() {
-    let promise = js_sys::Promise::new(&mut |resolve, _reject| {
-        request_animation_frame(move || {
-            let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
-        });
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }

@@ -12,12 +12,15 @@ use wasm_bindgen::JsCast;
 use candle_trace_schema::analysis::compare::{Presence, TraceComparison};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
+use super::panel::TabPanel;
 use super::sortable::sort_header;
-use super::timeline::{ChartGroup, Colours, FlameChart};
+use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart};
+use super::PageState;
 use crate::model::compare::{
     change_fill, path_order, percent_text, signed_bytes, signed_count, signed_ns, Change,
     CompareModel, PathSort,
 };
+use crate::model::panel::{Tab, ViewKind};
 use crate::model::sort::SortState;
 use crate::timeline::palette::Theme;
 
@@ -421,14 +424,10 @@ pub fn CompareView(
                 let groups = Arc::new(vec![
                     ChartGroup::new(
                         format!("baseline: {}", model.base_name),
-                        model.baseline.clone(),
-                        theme,
-                    ),
+                        model.baseline.clone()),
                     ChartGroup::new(
                         format!("candidate: {}", model.cand_name),
-                        model.candidate.clone(),
-                        theme,
-                    ),
+                        model.candidate.clone()),
                 ]);
                 let colours = {
                     let (a, b) = (model.clone(), model.clone());
@@ -479,62 +478,76 @@ pub fn CompareView(
                 };
                 let counts = model.change_counts;
                 let files = format!("{} + {}", model.base_name, model.cand_name);
+                let page = PageState::new(ViewKind::Compare, &files);
+                provide_context(page);
+                let content = {
+                    let c = c.clone();
+                    Callback::new(move |tab: Tab| -> AnyView {
+                        match tab {
+                            Tab::Summary => view! { <SummaryDeltas c=c.clone() /> }.into_any(),
+                            Tab::Paths => view! { <PathDeltas c=c.clone() on_pick=on_pick picked=picked.into() /> }.into_any(),
+                            Tab::Ops => view! { <OpDeltas c=c.clone() /> }.into_any(),
+                            Tab::Memory => view! { <MemoryDeltas c=c.clone() /> }.into_any(),
+                            Tab::Gradients => view! { <GradientChanges c=c.clone() /> }.into_any(),
+                            _ => ().into_any(),
+                        }
+                    })
+                };
+                let details = {
+                    let groups = groups.clone();
+                    ViewFn::from(move || view! { <ChartDetails groups=groups.clone() page=page /> })
+                };
                 view! {
-                    <div class="compare-body" data-testid="compare-deltas">
-                        <SummaryDeltas c=c.clone() />
-                        <section class="compare-timeline">
-                            <div class="timeline-bar">
-                                <h3>"Baseline and candidate, coloured by change"</h3>
-                                <ul class="legend" aria-label="change legend">
-                                    {Change::ALL.iter().zip(counts).map(|(ch, n)| {
-                                        let ch = *ch;
-                                        view! {
-                                            <li data-testid=format!("change-{}", ch.as_str()) data-value=n.to_string()>
-                                                <span class="swatch" style:background=move || change_fill(ch, theme.get())></span>
-                                                {ch.label()} {format!(" ({n} spans)")}
-                                            </li>
-                                        }
-                                    }).collect_view()}
-                                    <li class="legend-note">"counts: candidate spans; each span takes its name path's change (a vanished path's baseline spans count as faster); grey = merged spans of mixed changes"</li>
-                                </ul>
-                                <label>
-                                    "Align the sides at "
-                                    <select
-                                        data-testid="compare-align"
-                                        on:change=move |ev| by_path.set(event_target_value(&ev) == "path")
-                                    >
-                                        <option value="start" selected=true>"their measured-region starts"</option>
-                                        <option value="path">"the selected path's first span"</option>
-                                    </select>
-                                </label>
-                            </div>
-                            <FlameChart groups=groups offsets=offsets colours=colours theme=theme files=files details=true />
-                        </section>
-                        <PathDeltas c=c.clone() on_pick=on_pick picked=picked.into() />
-                        <div class="tables">
-                            <OpDeltas c=c.clone() />
-                            <MemoryDeltas c=c.clone() />
-                        </div>
-                        <GradientChanges c=c />
+                    <div class="chart-area compare-timeline">
+                        <FlameChart groups=groups offsets=offsets colours=colours theme=theme files=files page=page>
+                            <ul class="legend" aria-label="change legend"
+                                title="counts: candidate spans; each span takes its name path's change (a vanished path's baseline spans count as faster); grey = merged spans of mixed changes">
+                                {Change::ALL.iter().zip(counts).map(|(ch, n)| {
+                                    let ch = *ch;
+                                    view! {
+                                        <li data-testid=format!("change-{}", ch.as_str()) data-value=n.to_string()>
+                                            <span class="swatch" style:background=move || change_fill(ch, theme.get())></span>
+                                            {ch.label()} {format!(" ({n})")}
+                                        </li>
+                                    }
+                                }).collect_view()}
+                            </ul>
+                            <label>
+                                "Align at "
+                                <select
+                                    data-testid="compare-align"
+                                    on:change=move |ev| by_path.set(event_target_value(&ev) == "path")
+                                >
+                                    <option value="start" selected=true>"the measured-region starts"</option>
+                                    <option value="path">"the selected path's first span"</option>
+                                </select>
+                            </label>
+                        </FlameChart>
                     </div>
+                    <TabPanel page=page content=content details=details />
                 }
             })
         }
     };
     view! {
         <section
+            class="app-view"
             data-testid="document"
             data-format="compare"
             data-file=model.cand_name.clone()
             data-base=model.base_name.clone()
             data-comparable=comparable.to_string()
         >
-            <h2>{title}</h2>
-            {refusal}
-            {move || (forced.get() && !comparable).then(|| view! {
-                <p class="untrusted" data-testid="compare-forced">"Compared anyway: the meta above differ, so read the deltas with care."</p>
+            <header class="doc-header">
+                <h2>{title}</h2>
+                {refusal}
+                {move || (forced.get() && !comparable).then(|| view! {
+                    <p class="untrusted" data-testid="compare-forced">"Compared anyway: the meta above differ, so read the deltas with care."</p>
+                })}
+            </header>
+            {move || (comparable || forced.get()).then(|| view! {
+                <div class="compare-body" data-testid="compare-deltas">{body.clone()}</div>
             })}
-            {body}
         </section>
     }
 }

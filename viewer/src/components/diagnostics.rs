@@ -10,6 +10,10 @@ use crate::model::diagnostics::DiagnosticsPanel;
 pub fn Diagnostics(
     /// The panel's rows and counts.
     panel: DiagnosticsPanel,
+    /// Closed until clicked (a view's header, where the list opens over the chart); else open
+    /// when there is anything to list.
+    #[prop(optional)]
+    collapsed: bool,
 ) -> impl IntoView {
     let untrusted = panel.is_untrusted();
     let headline = panel.headline();
@@ -24,7 +28,7 @@ pub fn Diagnostics(
                     </div>
                 }
             })}
-        <details class="diagnostics" open=!empty data-testid="diagnostics">
+        <details class="diagnostics" open=!empty && !collapsed data-testid="diagnostics">
             <summary>"Diagnostics: " {if empty { "none".to_string() } else { headline }}</summary>
             <table>
                 <thead>

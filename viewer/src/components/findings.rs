@@ -9,8 +9,13 @@ use wasm_bindgen::JsCast;
 
 use candle_trace_schema::analysis::findings::Link;
 
-use super::TraceContext;
+use super::panel::next_frame;
+use super::{PageState, TraceContext};
 use crate::model::findings::{FindingTarget, FindingsPanel};
+use crate::model::panel::tab_of_row;
+
+/// Frames a finding waits for the row it names once it opened the row's tab.
+const TAB_FRAMES: usize = 30;
 
 /// The attribute that outlines the row a finding leads to (`web/style.css`).
 const TARGET_ATTR: &str = "data-finding-target";
@@ -56,9 +61,6 @@ fn follow(target: &FindingTarget, ctx: Option<&TraceContext>) -> bool {
                 return false;
             }
             ctx.select_and_show(*index);
-            if let Some(el) = all("[data-testid=timeline-canvas]").into_iter().next() {
-                el.scroll_into_view();
-            }
             true
         }
         FindingTarget::Row { testid, attr } => match find_row(testid, attr) {
@@ -101,6 +103,7 @@ pub fn FindingsView(
     panel: Arc<FindingsPanel>,
 ) -> impl IntoView {
     let ctx = use_context::<TraceContext>();
+    let page = use_context::<PageState>();
     // The finding whose place is not on the page right now (its note is shown).
     let missing: RwSignal<Option<usize>> = RwSignal::new(None);
     let items = panel
@@ -115,8 +118,37 @@ pub fn FindingsView(
                     view! {
                         <button type="button" class="link finding-title" data-testid="finding-link"
                             on:click=move |_| {
-                                let found = follow(&target, ctx.as_ref());
-                                missing.set((!found).then_some(i));
+                                // A row lives in a tab: open it (a module's row expanded to)
+                                // and look for the row once the tab is drawn.
+                                let opened = match (&target, page) {
+                                    (FindingTarget::Row { testid, attr }, Some(p)) => {
+                                        if let Some(tab) = tab_of_row(testid) {
+                                            p.tab.set(tab);
+                                        }
+                                        if testid == "module-row" {
+                                            p.reveal.set(attr.as_ref().map(|(_, key)| key.clone()));
+                                        }
+                                        true
+                                    }
+                                    _ => false,
+                                };
+                                let target = target.clone();
+                                let ctx = ctx.clone();
+                                leptos::task::spawn_local(async move {
+                                    // A tab just opened builds its rows within a few frames.
+                                    let tries = if opened { TAB_FRAMES } else { 1 };
+                                    let mut found = false;
+                                    for _ in 0..tries {
+                                        if opened {
+                                            next_frame().await;
+                                        }
+                                        found = follow(&target, ctx.as_ref());
+                                        if found {
+                                            break;
+                                        }
+                                    }
+                                    let _ = missing.try_set((!found).then_some(i));
+                                });
                             }>
                             {r.title.clone()}
                         </button>

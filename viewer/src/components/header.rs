@@ -1,37 +1,91 @@
-//! The run header.
+//! The compact header of a view: the run's identity on one line (its other facts and tags one
+//! click away), and the findings count, which opens the findings tab.
+
+use std::sync::Arc;
 
 use leptos::prelude::*;
 
+use super::PageState;
+use crate::model::findings::FindingsPanel;
 use crate::model::header::RunHeader;
+use crate::model::panel::Tab;
 
-/// What was captured: entry point, phase, device, timing, step, time, candle version, tags.
+/// Facts shown on the header's line; the rest (and the tags) are under "run details".
+const INLINE_FACTS: [&str; 4] = ["phase", "device", "capture step", "timing mode"];
+
+/// What was captured: entry point and file, then phase, device, capture step and timing on
+/// one line; every fact (timestamp, versions, ids) and the tags under "run details".
 #[component]
 pub fn RunHeaderView(
     /// The header facts.
     header: RunHeader,
     /// The opened file's name.
     file_name: String,
+    /// More of the line (the diagnostics).
+    #[prop(optional)]
+    children: Option<Children>,
 ) -> impl IntoView {
+    let inline: Vec<(&'static str, String)> = header
+        .facts
+        .iter()
+        .filter(|(k, _)| INLINE_FACTS.contains(k))
+        .cloned()
+        .collect();
     view! {
-        <section class="run-header" data-testid="run-header">
+        <div class="run-header doc-line" data-testid="run-header">
             <h2>
                 <span class="entrypoint">{header.entrypoint}</span>
                 <span class="file-name">{file_name}</span>
             </h2>
-            <dl class="facts">
-                {header
-                    .facts
-                    .into_iter()
-                    .map(|(k, v)| view! { <div><dt>{k}</dt><dd>{v}</dd></div> })
-                    .collect_view()}
+            <dl class="facts inline-facts">
+                {inline.into_iter().map(|(k, v)| view! { <div><dt>{k}</dt><dd>{v}</dd></div> }).collect_view()}
             </dl>
-            <ul class="tags" aria-label="tags">
-                {header
-                    .tags
-                    .into_iter()
-                    .map(|(k, v)| view! { <li class="tag">{k}" = "{v}</li> })
-                    .collect_view()}
-            </ul>
-        </section>
+            <details class="run-details dropdown" data-testid="run-details">
+                <summary>"run details"</summary>
+                <div class="dropdown-body">
+                    <dl class="facts">
+                        {header
+                            .facts
+                            .into_iter()
+                            .map(|(k, v)| view! { <div><dt>{k}</dt><dd>{v}</dd></div> })
+                            .collect_view()}
+                    </dl>
+                    <ul class="tags" aria-label="tags">
+                        {header
+                            .tags
+                            .into_iter()
+                            .map(|(k, v)| view! { <li class="tag">{k}" = "{v}</li> })
+                            .collect_view()}
+                    </ul>
+                </div>
+            </details>
+            {children.map(|c| c())}
+        </div>
+    }
+}
+
+/// `3 findings`: opens the findings tab (`data-value` is the count shown).
+#[component]
+pub fn FindingsCount(
+    /// The findings of the view.
+    panel: Arc<FindingsPanel>,
+) -> impl IntoView {
+    let page = use_context::<PageState>();
+    let n = panel.rows.len();
+    let text = match n {
+        0 => "no findings".to_string(),
+        1 => "1 finding".to_string(),
+        n => format!("{n} findings"),
+    };
+    view! {
+        <button type="button" class="findings-count" class:has-findings={n > 0} data-testid="findings-count"
+            data-value=n.to_string()
+            on:click=move |_| {
+                if let Some(p) = page {
+                    p.tab.set(Tab::Findings);
+                }
+            }>
+            {text}
+        </button>
     }
 }

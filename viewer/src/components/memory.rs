@@ -3,13 +3,30 @@
 use leptos::prelude::*;
 
 use super::missing::MissingPanel;
-use super::TraceContext;
+use super::{PageState, TraceContext};
 use crate::model::missing::Panel;
+use crate::model::range::MemoryRange;
 
 /// The peak (where, when, by category), device peaks and the largest allocations live at the
 /// peak; a row's span is selectable.
 #[component]
 pub fn MemoryView() -> impl IntoView {
+    if let Some(page) = use_context::<PageState>() {
+        // The whole run's numbers give way to the range's while one is selected.
+        return (move || {
+            page.range
+                .get()
+                .is_none()
+                .then(|| view! { <MemoryRunView /> })
+        })
+        .into_any();
+    }
+    view! { <MemoryRunView /> }.into_any()
+}
+
+/// The whole run's memory numbers.
+#[component]
+fn MemoryRunView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
@@ -86,6 +103,21 @@ fn chart_x(ev: &web_sys::MouseEvent, view_w: f64) -> Option<f64> {
 /// in the timeline.
 #[component]
 pub fn MemoryChartsView() -> impl IntoView {
+    if let Some(page) = use_context::<PageState>() {
+        return (move || {
+            page.range
+                .get()
+                .is_none()
+                .then(|| view! { <MemoryChartsRunView /> })
+        })
+        .into_any();
+    }
+    view! { <MemoryChartsRunView /> }.into_any()
+}
+
+/// The whole run's memory charts.
+#[component]
+fn MemoryChartsRunView() -> impl IntoView {
     use crate::model::memory_chart::{CHART_H, CHART_W};
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
@@ -100,15 +132,8 @@ pub fn MemoryChartsView() -> impl IntoView {
         let ctx = ctx.clone();
         let charts = charts.clone();
         move |t: u64| {
+            // The chart above the panel shows that moment.
             ctx.focus.set(Some(charts.focus(t)));
-            // Bring the timeline into view: it now shows that moment.
-            if let Some(el) = web_sys::window().and_then(|w| w.document()).and_then(|d| {
-                d.query_selector("[data-testid=timeline-canvas]")
-                    .ok()
-                    .flatten()
-            }) {
-                el.scroll_into_view();
-            }
         }
     };
     let on_chart_click = {
@@ -223,5 +248,47 @@ pub fn MemoryChartsView() -> impl IntoView {
             })}
         </section>
     }
+    .into_any()
+}
+
+/// While a range is selected on the chart: each device's live-bytes peak inside it and the
+/// memory events in it (`schema::analysis::range`).
+#[component]
+pub fn MemoryRangeView() -> impl IntoView {
+    let (Some(ctx), Some(page)) = (use_context::<TraceContext>(), use_context::<PageState>())
+    else {
+        return ().into_any();
+    };
+    (move || {
+        let r = page.time_range()?;
+        let m = MemoryRange::of(&ctx.model.doc, &ctx.model.memory_curves, r);
+        let e = m.events;
+        Some(view! {
+            <section class="memory-range panel" data-testid="memory-range"
+                data-alloc-count=e.alloc_count.to_string() data-alloc-bytes=e.alloc_bytes.to_string()
+                data-free-count=e.free_count.to_string()>
+                <h3>"Memory in the range"</h3>
+                <p>{m.events_text()}</p>
+                {if m.devices.is_empty() {
+                    view! { <p class="muted" data-testid="memory-range-none">"Nothing was live on any device during the range."</p> }.into_any()
+                } else {
+                    view! {
+                        <table>
+                            <thead><tr><th scope="col">"device"</th><th scope="col">"peak in the range"</th></tr></thead>
+                            <tbody>
+                                {m.devices.iter().map(|d| view! {
+                                    <tr data-testid="memory-range-device" data-device=d.device.clone()
+                                        data-value=d.peak_bytes.to_string() data-time=d.at_ns.to_string()>
+                                        <td>{d.device.clone()}</td>
+                                        <td>{d.text.clone()}</td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any()
+                }}
+            </section>
+        })
+    })
     .into_any()
 }

@@ -4,6 +4,7 @@
 pub mod app;
 pub mod capture;
 pub mod cards;
+pub mod chart_paint;
 pub mod compare;
 pub mod details;
 pub mod diagnostics;
@@ -15,23 +16,27 @@ pub mod memory;
 pub mod missing;
 pub mod modules;
 pub mod multi;
+pub mod panel;
 pub mod phases;
 pub mod profile;
+pub mod rows;
 pub mod sortable;
 pub mod steps;
 pub mod tables;
 pub mod theme;
 pub mod timeline;
+pub mod trace_view;
 
 use std::sync::Arc;
 
 use leptos::prelude::*;
 
+use crate::model::panel::{Tab, ViewKind};
 use crate::model::TraceModel;
-use crate::timeline::palette::Theme;
+use crate::timeline::fragment::ChartState;
 
 /// What the trace components share: the model, the selected span, the spans highlighted by a
-/// table or a search, a range the timeline should show next, and the theme.
+/// table or a search, and a range the timeline should show next.
 #[derive(Clone)]
 pub struct TraceContext {
     /// The document and its view models.
@@ -42,8 +47,6 @@ pub struct TraceContext {
     pub highlighted: RwSignal<Arc<Vec<u32>>>,
     /// When set, the timeline shows this `[start_ns, end_ns]` and clears it.
     pub focus: RwSignal<Option<(u64, u64)>>,
-    /// Light or dark.
-    pub theme: Signal<Theme>,
 }
 
 impl TraceContext {
@@ -54,4 +57,88 @@ impl TraceContext {
             self.focus.set(Some((e.start_ns, e.end_ns)));
         }
     }
+}
+
+/// The page's count of documents shown whole (`<main data-load-seq>`), for a view that counts
+/// itself once its first tab is built.
+#[derive(Clone, Copy)]
+pub struct LoadSeq(pub RwSignal<u64>);
+
+/// What a view's chart and its tab panel share: the open tab, the range selected on the
+/// chart's time axis, the group whose selection the details show, and a module key the
+/// modules tab should bring into view (a finding's link).
+#[derive(Clone, Copy)]
+pub struct PageState {
+    /// Which view this is (its tabs).
+    pub kind: ViewKind,
+    /// The open tab.
+    pub tab: RwSignal<Tab>,
+    /// A range selected on the time axis `[start, end]`, axis ns.
+    pub range: RwSignal<Option<(u64, u64)>>,
+    /// The chart's active group.
+    pub active: RwSignal<usize>,
+    /// A module key to show in the modules tab (its ancestors expanded), then cleared.
+    pub reveal: RwSignal<Option<String>>,
+}
+
+impl PageState {
+    /// The state of a new view of `files`: the tab the URL fragment names when it was
+    /// written for the same files (and this view has it), else the view's first tab.
+    pub fn new(kind: ViewKind, files: &str) -> Self {
+        let state = read_fragment();
+        let tab = (state.files == files).then_some(state.tab).flatten();
+        PageState {
+            kind,
+            tab: RwSignal::new(kind.tab_or_first(tab.as_deref())),
+            range: RwSignal::new(None),
+            active: RwSignal::new(0),
+            reveal: RwSignal::new(None),
+        }
+    }
+
+    /// The selected range as the schema's type, `None` without one.
+    pub fn time_range(&self) -> Option<candle_trace_schema::analysis::range::TimeRange> {
+        self.range
+            .get()
+            .map(|(s, e)| candle_trace_schema::analysis::range::TimeRange::new(s, e))
+    }
+}
+
+/// What the trace tabs keep while another tab is open (a tab's content is built when it
+/// opens): the modules tab's grouping, sort and expanded nodes, the ops tab's grouping and sort.
+#[derive(Clone, Copy)]
+pub struct TabStates {
+    /// Modules by path or by leaf name.
+    pub modules_by: RwSignal<candle_trace_schema::analysis::modules::ModuleGrouping>,
+    /// The modules tree's sort.
+    pub modules_sort:
+        RwSignal<crate::model::sort::SortState<crate::model::module_tree::TreeColumn>>,
+    /// The expanded nodes' keys (`None` until the tab first opens: its roots then).
+    pub modules_expanded: RwSignal<Option<hashbrown::HashSet<String>>>,
+    /// Ops grouped by shape and dtype too.
+    pub ops_by_shape: RwSignal<bool>,
+    /// The op table's sort.
+    pub ops_sort: RwSignal<crate::model::sort::SortState<crate::model::ops::OpColumn>>,
+}
+
+impl TabStates {
+    /// Each tab as it first opens.
+    pub fn new() -> Self {
+        use crate::model::module_tree::TreeColumn;
+        use crate::model::ops::OpColumn;
+        use crate::model::sort::SortState;
+        TabStates {
+            modules_by: RwSignal::new(candle_trace_schema::analysis::modules::ModuleGrouping::Path),
+            modules_sort: RwSignal::new(SortState::new(TreeColumn::Total, true)),
+            modules_expanded: RwSignal::new(None),
+            ops_by_shape: RwSignal::new(false),
+            ops_sort: RwSignal::new(SortState::new(OpColumn::Total, true)),
+        }
+    }
+}
+
+/// The page's URL fragment, as chart state.
+pub fn read_fragment() -> ChartState {
+    let hash = web_sys::window().and_then(|w| w.location().hash().ok());
+    ChartState::parse(&hash.unwrap_or_default())
 }

@@ -1,15 +1,24 @@
-//! The modules panel.
+//! The modules tab: module spans as a tree (or by leaf name), linked both ways with the chart;
+//! and an inference profile's module spans.
 
 use std::sync::Arc;
 
 use leptos::prelude::*;
 
-use candle_trace_schema::analysis::paths::ModuleGrouping;
+use hashbrown::HashSet;
 
+use candle_trace_schema::analysis::modules::ModuleGrouping;
+use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+
+use super::rows::{reveal_row_in, row_window_of, spacer, HoverSpans, PanelScroll};
+use super::sortable::sort_header;
 use super::tables::ShowAllRows;
-use super::TraceContext;
+use super::{PageState, TabStates, TraceContext};
+use crate::model::module_tree::{KeyStyle, ModuleTree, TreeColumn, TreeRow};
 use crate::model::modules::{NO_MODULE_SPANS, SHOWN_ROWS};
 use crate::model::profile_modules::NO_PROFILE_MODULE_SPANS;
+use crate::model::sort::SortState;
+use crate::model::virtual_rows::WHOLE_ROWS;
 use crate::model::ProfileModel;
 
 /// The "group by module path / leaf name" choice of a modules table; its `data-value` is
@@ -26,6 +35,7 @@ fn GroupBySelect(
         <label>
             "group by "
             <select data-testid=testid data-value=move || if by_name() { "name" } else { "path" }
+                prop:value=move || if by_name() { "name" } else { "path" }
                 on:change=move |ev| by.set(if event_target_value(&ev) == "name" { ModuleGrouping::Name } else { ModuleGrouping::Path })>
                 <option value="path" selected=true>"module path"</option>
                 <option value="name">"leaf name"</option>
@@ -34,14 +44,18 @@ fn GroupBySelect(
     }
 }
 
-/// Module spans by module path (default) or by leaf name: calls, total, self, mean and share
-/// of the measured total, heaviest first (`candle-trace query --kind modules`), the heaviest
-/// 50 until "Show all". Without module spans, says how to capture them.
+/// Module spans as a collapsible tree (by module path, default) or a flat list by leaf name:
+/// calls, total, self, mean and share of the measured total (`candle-trace query --kind
+/// modules`), each level sortable by any column; while a range is selected, of the part
+/// inside it. A row's click selects and shows its first span and outlines them all; hovering
+/// outlines them; the selected span's row is expanded to, marked and brought into view.
+/// Without module spans, says how to capture them.
 #[component]
-pub fn ModulesView() -> impl IntoView {
+pub fn ModulesTab() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
+    let page = use_context::<PageState>();
     if ctx.model.modules().is_empty() {
         return view! {
             <section class="modules panel" data-testid="modules">
@@ -51,50 +65,271 @@ pub fn ModulesView() -> impl IntoView {
         }
         .into_any();
     }
-    let by = RwSignal::new(ModuleGrouping::Path);
-    let show_all = RwSignal::new(false);
+    let states = use_context::<TabStates>().unwrap_or_else(TabStates::new);
+    let (by, sort) = (states.modules_by, states.modules_sort);
+    let hover = HoverSpans::new(&ctx);
     let model = ctx.model.clone();
-    let total = Signal::derive({
+    let tree = {
         let model = model.clone();
-        move || model.modules().rows(by.get()).len()
+        Memo::new(move |_| {
+            let grouping = by.get();
+            let panel = model.modules();
+            let range = page.and_then(|p| p.time_range());
+            if let (ModuleGrouping::Path, None) = (grouping, range) {
+                // The whole run: the schema's tree, memory and gradients included.
+                return Arc::new(ModuleTree::of_schema(&panel.tree));
+            }
+            let rows = match range {
+                Some(r) => panel.rows_in(&model.doc, grouping, r),
+                None => panel.rows(grouping).to_vec(),
+            };
+            let style = match grouping {
+                ModuleGrouping::Path if panel.paths().names() => KeyStyle::Names,
+                ModuleGrouping::Path => KeyStyle::Nesting,
+                ModuleGrouping::Name => KeyStyle::Flat,
+            };
+            Arc::new(ModuleTree::build(
+                rows.iter().map(|r| TreeRow {
+                    key: &r.key,
+                    calls: r.calls,
+                    total_ns: r.total_ns,
+                    self_ns: r.self_ns,
+                    share: r.share_ratio,
+                }),
+                style,
+            ))
+        })
+    };
+    // The nodes open when the tab last closed, else the roots.
+    let expanded: RwSignal<HashSet<String>> = RwSignal::new(
+        states
+            .modules_expanded
+            .get_untracked()
+            .unwrap_or_else(|| tree.with_untracked(|t| t.keys_to_depth(0))),
+    );
+    Effect::new(move |_| {
+        let open = expanded.get();
+        states.modules_expanded.set(Some(open));
     });
+    let visible = Memo::new(move |_| {
+        let t = tree.get();
+        let open = expanded.get();
+        Arc::new(t.visible(&open, sort.get()))
+    });
+    let body = NodeRef::<leptos::html::Tbody>::new();
+    let count = Signal::derive(move || visible.with(|v| v.len()));
+    let window = row_window_of(body, count);
+    let scroll = use_context::<PanelScroll>();
+    // Show the node with `key`: expand its ancestors, then bring its row into view.
+    let reveal_key = move |key: &str| {
+        let t = tree.get_untracked();
+        let Some(n) = t.node_of_key(key) else { return };
+        let missing: Vec<String> = t
+            .ancestor_keys(n)
+            .into_iter()
+            .filter(|k| !expanded.with_untracked(|e| e.contains(k)))
+            .collect();
+        if !missing.is_empty() {
+            expanded.update(|e| e.extend(missing));
+        }
+        if let (Some(i), Some(scroll)) = (
+            visible.with_untracked(|v| v.iter().position(|&x| x == n)),
+            scroll,
+        ) {
+            reveal_row_in(scroll, body, i, count.get_untracked());
+        }
+    };
+    // The selected span's row.
+    let linked_key = {
+        let model = model.clone();
+        Memo::new(move |_| {
+            let s = ctx.selected.get()?;
+            let by_name = by.get() == ModuleGrouping::Name;
+            model
+                .modules()
+                .links
+                .key_of_span(&model.doc, s, by_name)
+                .map(str::to_string)
+        })
+    };
+    Effect::new(move |_| {
+        if let Some(key) = linked_key.get() {
+            reveal_key(&key);
+        }
+    });
+    // A finding's link to a module row.
+    if let Some(p) = page {
+        Effect::new(move |_| {
+            if let Some(key) = p.reveal.get() {
+                reveal_key(&key);
+                p.reveal.set(None);
+            }
+        });
+    }
     let by_name = move || by.get() == ModuleGrouping::Name;
+    // Memory and gradient columns: the schema's tree (the whole run, by path) has them.
+    let extras = move || tree.with(|t| t.nodes.first().is_some_and(|n| n.extras.is_some()));
+    let notes = {
+        let t = model.modules().tree.clone();
+        [
+            t.alloc_note.clone(),
+            t.graph_note.clone(),
+            t.gradients_note.clone(),
+        ]
+    };
+    let coverage = model.modules().coverage.clone();
+    let backward_note = model.modules().backward_note;
+    let header =
+        move |label: &'static str, column: TreeColumn, descending_first: bool, numeric: bool| {
+            sort_header(
+                label,
+                column,
+                sort,
+                descending_first,
+                Some(format!("modules-sort-{}", label.replace(' ', "-"))),
+                numeric,
+            )
+        };
     view! {
         <section class="modules panel" data-testid="modules">
             <div class="table-bar">
                 <h3>"Modules"</h3>
                 <GroupBySelect testid="modules-by" by=by />
+                <button type="button" data-testid="modules-expand-all"
+                    on:click=move |_| expanded.set(tree.with_untracked(|t| t.keys_to_depth(usize::MAX)))>
+                    "Expand all"
+                </button>
+                <button type="button" data-testid="modules-collapse-all" on:click=move |_| expanded.set(HashSet::new())>
+                    "Collapse all"
+                </button>
             </div>
-            <p class="muted">"Module spans (span_kind module) by their place in the model, or every place of a leaf name together; self = total less the spans inside; share = total / measured total."</p>
-            <table>
+            <div class="tab-notes">
+                {coverage.map(|c| view! { <span data-testid="modules-coverage">{c}</span> })}
+                {backward_note.map(|b| view! { <span class="muted" data-testid="modules-backward">{b}</span> })}
+                {move || extras().then(|| {
+                    notes.iter().flatten().map(|n| view! { <span class="muted" data-testid="modules-note">{n.clone()}</span> }).collect_view()
+                })}
+                <details class="how-to-read">
+                    <summary>"how to read"</summary>
+                    "Modules by their place in the model (their weights' names, or the nesting of module spans), as a tree, or every place of a leaf name together; calls and total count a module's outermost spans, self every span; share = total / measured total; memory and gradients include the node's subtree; every level sorts by the column clicked. A group (a level no span has) adds up its children."
+                </details>
+            </div>
+            {move || (count.get() == 0).then(|| view! {
+                <p class="muted" data-testid="modules-range-empty">"No module span ran inside the range."</p>
+            })}
+            <table role="treegrid" aria-label="modules" class:virtual={move || count.get() > WHOLE_ROWS}>
                 <thead><tr>
-                    <th scope="col">{move || if by_name() { "module" } else { "module path" }}</th>
-                    <th scope="col">"calls"</th><th scope="col">"total"</th><th scope="col">"self"</th>
-                    <th scope="col">"mean"</th><th scope="col">"share"</th>
+                    {header("module", TreeColumn::Name, false, false)}
+                    {header("calls", TreeColumn::Calls, true, true)}
+                    {header("total", TreeColumn::Total, true, true)}
+                    {header("self", TreeColumn::SelfTime, true, true)}
+                    <th scope="col" class="num">"mean"</th><th scope="col" class="num">"share"</th>
+                    {move || extras().then(|| view! {
+                        {header("allocated", TreeColumn::Alloc, true, true)}
+                        {header("graph", TreeColumn::Graph, true, true)}
+                        {header("params", TreeColumn::Params, true, true)}
+                        {header("gradients", TreeColumn::Problems, true, false)}
+                        {header("grad norm", TreeColumn::Norm, true, true)}
+                    })}
                 </tr></thead>
-                <tbody>
+                <tbody node_ref=body>
                     {move || {
-                        let rows = model.modules().rows(by.get());
-                        let n = if show_all.get() { rows.len() } else { SHOWN_ROWS };
-                        rows.iter().take(n).map(|r| view! {
-                            <tr data-testid="module-row" data-key=r.key.clone() data-calls=r.calls.to_string()
-                                data-total=r.total_ns.to_string() data-self=r.self_ns.to_string()>
-                                <th scope="row" class="name">{r.key.clone()}</th>
-                                <td class="num">{r.calls}</td>
-                                <td class="num">{r.total.clone()}</td>
-                                <td class="num">{r.self_time.clone()}</td>
-                                <td class="num">{r.mean.clone()}</td>
-                                <td class="num share">
-                                    <span class="share-bar" aria-hidden="true" style:width=format!("{:.2}%", r.share_pct)></span>
-                                    {r.share.clone()}
-                                </td>
-                            </tr>
-                        }).collect_view()
+                        let t = tree.get();
+                        let v = visible.get();
+                        let w = window.get();
+                        let long = v.len() > WHOLE_ROWS;
+                        let by_name = by_name();
+                        let columns = if t.nodes.first().is_some_and(|n| n.extras.is_some()) { 11 } else { 6 };
+                        let built = v[w.first.min(v.len())..w.end.min(v.len())].iter().map(|&n| {
+                            let node = &t.nodes[n];
+                            let key = node.key.clone();
+                            let keys: Vec<String> = t.subtree(n).iter().map(|&x| t.nodes[x].key.clone()).collect();
+                            let spans = Arc::new(model.modules().links.spans_of(keys.iter().map(String::as_str), by_name));
+                            let has_children = !node.children.is_empty();
+                            let open_key = key.clone();
+                            let is_open = move || expanded.with(|e| e.contains(&open_key));
+                            let toggle_key = key.clone();
+                            let toggle = move |_| {
+                                expanded.update(|e| {
+                                    if !e.remove(&toggle_key) {
+                                        e.insert(toggle_key.clone());
+                                    }
+                                })
+                            };
+                            let ctx = ctx.clone();
+                            let pinned = spans.clone();
+                            let activate = move || {
+                                hover.pin(pinned.clone());
+                                if let Some(&first) = pinned.first() {
+                                    ctx.select_and_show(first);
+                                }
+                            };
+                            let activate_key = activate.clone();
+                            let hovered = spans.clone();
+                            let linked_key_of = key.clone();
+                            let linked = move || linked_key.with(|k| k.as_deref() == Some(linked_key_of.as_str()));
+                            let linked2 = linked.clone();
+                            let is_open2 = is_open.clone();
+                            let mean = node.total_ns / node.calls.max(1);
+                            view! {
+                                <tr data-testid="module-row" data-key=key.clone() data-calls=node.calls.to_string()
+                                    data-total=node.total_ns.to_string() data-self=node.self_ns.to_string()
+                                    data-depth=node.depth.to_string() data-measured=node.measured.to_string()
+                                    data-expanded=move || has_children.then(|| is_open2().to_string())
+                                    data-linked=move || linked2().to_string()
+                                    attr:aria-level=(node.depth + 1).to_string()
+                                    aria-expanded=move || has_children.then(|| is_open().to_string())
+                                    tabindex="0"
+                                    class:vrow=long
+                                    class:linked=linked
+                                    class:group=!node.measured
+                                    on:click=move |_| activate()
+                                    on:mouseenter=move |_| hover.enter(hovered.clone())
+                                    on:mouseleave=move |_| hover.leave()
+                                    on:keydown=move |ev: web_sys::KeyboardEvent| {
+                                        if ev.key() == "Enter" || ev.key() == " " {
+                                            ev.prevent_default();
+                                            activate_key();
+                                        }
+                                    }>
+                                    <th scope="row" class="name" style:padding-left=format!("{}px", 8 + node.depth * 16)>
+                                        {has_children.then(|| view! {
+                                            <button type="button" class="tree-toggle" data-testid="module-toggle"
+                                                aria-label=format!("expand or collapse {}", node.label)
+                                                on:click=move |ev: web_sys::MouseEvent| { ev.stop_propagation(); toggle(ev) }>
+                                                {let k = key.clone(); move || if expanded.with(|e| e.contains(&k)) { "▾" } else { "▸" }}
+                                            </button>
+                                        })}
+                                        {node.label.clone()}
+                                        {(!node.measured).then(|| view! { <span class="muted" title="a group: no span has this name; its numbers are its children's sums">" (group)"</span> })}
+                                    </th>
+                                    <td class="num">{node.calls}</td>
+                                    <td class="num">{node.total_text()}</td>
+                                    <td class="num">{node.self_text()}</td>
+                                    <td class="num">{format_ns(mean)}</td>
+                                    <td class="num share">
+                                        <span class="share-bar" aria-hidden="true"
+                                            style:width=format!("{:.2}%", node.share.map_or(0.0, |s| (s * 100.0).clamp(0.0, 100.0)))></span>
+                                        {node.share_text()}
+                                    </td>
+                                    {node.extras.clone().map(|e| view! {
+                                        <td class="num" data-testid="module-alloc" data-value=e.alloc_bytes.to_string()>{format_bytes(e.alloc_bytes)}</td>
+                                        <td class="num" data-testid="module-graph" data-value=e.graph_bytes.to_string()>{format_bytes(e.graph_bytes)}</td>
+                                        <td class="num" data-testid="module-params" data-value=e.param_bytes.map(|b| b.to_string()).unwrap_or_default()>{e.params_text()}</td>
+                                        <td class:problem={e.gradients.problems() > 0} data-testid="module-gradients"
+                                            data-present=e.gradients.present.to_string() data-missing=e.gradients.missing.to_string()
+                                            data-zero=e.gradients.zero.to_string() data-non-finite=e.gradients.non_finite.to_string()>
+                                            {e.gradients_text()}
+                                        </td>
+                                        <td class="num" data-testid="module-norm" data-value=e.grad_norm.map(|n| n.to_string()).unwrap_or_default()>{e.norm_text()}</td>
+                                    })}
+                                </tr>
+                            }
+                        }).collect_view();
+                        view! { {spacer(w.before_px, columns)} {built} {spacer(w.after_px, columns)} }
                     }}
                 </tbody>
             </table>
-            <ShowAllRows testid="modules" noun=Signal::derive(move || if by_name() { "module names" } else { "module paths" })
-                total=total show_all=show_all />
         </section>
     }
     .into_any()
@@ -129,6 +364,40 @@ pub fn ProfileModulesView(
     });
     let by_name = move || by.get() == ModuleGrouping::Name;
     let totals = panel.totals_text();
+    let coverage = panel.coverage.clone();
+    let flat = {
+        let model = model.clone();
+        move || {
+            view! {
+                <table>
+                    <thead><tr>
+                        <th scope="col">"module"</th>
+                        <th scope="col">"calls"</th><th scope="col">"total"</th>
+                        <th scope="col">"mean"</th><th scope="col">"requests"</th>
+                    </tr></thead>
+                    <tbody>
+                        {move || {
+                            let rows = model.modules.rows(ModuleGrouping::Name);
+                            let n = if show_all.get() { rows.len() } else { SHOWN_ROWS };
+                            rows.iter().take(n).map(|r| view! {
+                                <tr data-testid="profile-module-row" data-key=r.key.clone() data-calls=r.calls.to_string()
+                                    data-total=r.total_ns.to_string() data-mean=r.mean_ns.to_string()
+                                    data-requests=r.requests.to_string()>
+                                    <th scope="row" class="name">{r.key.clone()}</th>
+                                    <td class="num">{r.calls}</td>
+                                    <td class="num">{r.total.clone()}</td>
+                                    <td class="num">{r.mean.clone()}</td>
+                                    <td class="num">{r.requests}</td>
+                                </tr>
+                            }).collect_view()
+                        }}
+                    </tbody>
+                </table>
+                <ShowAllRows testid="profile-modules" noun="module names" total=total show_all=show_all />
+            }
+        }
+    };
+    let tree = ModuleTree::of_schema(&panel.tree);
     view! {
         <section class="modules panel" data-testid="profile-modules">
             <div class="table-bar">
@@ -137,35 +406,94 @@ pub fn ProfileModulesView(
             </div>
             <p class="muted" data-testid="profile-modules-totals">
                 {totals}
-                ". Module spans (span_kind module) of every request's prefill and decode forward calls, by their place in the model or every place of a leaf name together; requests = requests with at least one such span."
+                ". Module spans of every request's prefill and decode forward calls, as a tree by their place in the model (calls and total count each key's outermost spans), or every place of a leaf name together; requests = requests with at least one such span."
             </p>
-            <table>
-                <thead><tr>
-                    <th scope="col">{move || if by_name() { "module" } else { "module path" }}</th>
-                    <th scope="col">"calls"</th><th scope="col">"total"</th>
-                    <th scope="col">"mean"</th><th scope="col">"requests"</th>
-                </tr></thead>
-                <tbody>
-                    {move || {
-                        let rows = model.modules.rows(by.get());
-                        let n = if show_all.get() { rows.len() } else { SHOWN_ROWS };
-                        rows.iter().take(n).map(|r| view! {
-                            <tr data-testid="profile-module-row" data-key=r.key.clone() data-calls=r.calls.to_string()
-                                data-total=r.total_ns.to_string() data-mean=r.mean_ns.to_string()
-                                data-requests=r.requests.to_string()>
-                                <th scope="row" class="name">{r.key.clone()}</th>
-                                <td class="num">{r.calls}</td>
-                                <td class="num">{r.total.clone()}</td>
-                                <td class="num">{r.mean.clone()}</td>
-                                <td class="num">{r.requests}</td>
-                            </tr>
-                        }).collect_view()
-                    }}
-                </tbody>
-            </table>
-            <ShowAllRows testid="profile-modules" noun=Signal::derive(move || if by_name() { "module names" } else { "module paths" })
-                total=total show_all=show_all />
+            {coverage.map(|c| view! { <p data-testid="profile-modules-coverage">{c}</p> })}
+            {move || if by_name() {
+                flat.clone()().into_any()
+            } else {
+                view! { <ProfileModuleTree tree=tree.clone() /> }.into_any()
+            }}
         </section>
     }
     .into_any()
+}
+
+/// An inference profile's module tree: each node's calls, total, self and mean, expanded to
+/// its top level first, every level sortable.
+#[component]
+fn ProfileModuleTree(
+    /// The tree (the schema's, time only).
+    tree: ModuleTree,
+) -> impl IntoView {
+    let tree = Arc::new(tree);
+    let sort = RwSignal::new(SortState::new(TreeColumn::Total, true));
+    let expanded: RwSignal<HashSet<String>> = RwSignal::new(tree.keys_to_depth(0));
+    let header =
+        move |label: &'static str, column: TreeColumn, descending_first: bool, numeric: bool| {
+            sort_header(
+                label,
+                column,
+                sort,
+                descending_first,
+                Some(format!("profile-modules-sort-{label}")),
+                numeric,
+            )
+        };
+    view! {
+        <button type="button" data-testid="profile-modules-expand-all"
+            on:click={
+                let tree = tree.clone();
+                move |_| expanded.set(tree.keys_to_depth(usize::MAX))
+            }>
+            "Expand all"
+        </button>
+        <table role="treegrid" aria-label="modules">
+            <thead><tr>
+                {header("module", TreeColumn::Name, false, false)}
+                {header("calls", TreeColumn::Calls, true, true)}
+                {header("total", TreeColumn::Total, true, true)}
+                {header("self", TreeColumn::SelfTime, true, true)}
+                <th scope="col" class="num">"mean"</th>
+            </tr></thead>
+            <tbody>
+                {move || {
+                    let open = expanded.get();
+                    tree.visible(&open, sort.get()).into_iter().map(|n| {
+                        let node = &tree.nodes[n];
+                        let has_children = !node.children.is_empty();
+                        let key = node.key.clone();
+                        let is_open = open.contains(&key);
+                        view! {
+                            <tr data-testid="profile-module-row" data-key=node.key.clone() data-calls=node.calls.to_string()
+                                data-total=node.total_ns.to_string() data-self=node.self_ns.to_string()
+                                data-measured=node.measured.to_string()
+                                attr:aria-level=(node.depth + 1).to_string()
+                                aria-expanded=has_children.then(|| is_open.to_string())
+                                class:group=!node.measured>
+                                <th scope="row" class="name" style:padding-left=format!("{}px", 8 + node.depth * 16)>
+                                    {has_children.then(|| view! {
+                                        <button type="button" class="tree-toggle" data-testid="profile-module-toggle"
+                                            aria-label=format!("expand or collapse {}", node.label)
+                                            on:click=move |_| expanded.update(|e| {
+                                                if !e.remove(&key) {
+                                                    e.insert(key.clone());
+                                                }
+                                            })>
+                                            {if is_open { "▾" } else { "▸" }}
+                                        </button>
+                                    })}
+                                    {node.label.clone()}
+                                </th>
+                                <td class="num">{node.calls}</td>
+                                <td class="num">{node.total_text()}</td>
+                                <td class="num">{node.self_text()}</td>
+                                <td class="num">{format_ns(node.total_ns / node.calls.max(1))}</td>
+                            </tr>
+                        }
+                    }).collect_view()
+                }}
+            </tbody>
+        </table>
+    }
 }

@@ -10,9 +10,12 @@ use candle_trace_schema::analysis::summary::TraceSummary;
 use candle_trace_schema::format::detect::AnyDocument;
 use candle_trace_schema::format::document::TraceDocument;
 
-use super::timeline::{ChartGroup, Colours, FlameChart};
+use super::panel::TabPanel;
+use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart, StepLegend};
+use super::PageState;
 use crate::load::{LoadError, Source};
 use crate::model::multi::{offset_ns_of_us_text, total_rule, us_text_of_offset_ns, MultiModel};
+use crate::model::panel::{Tab, ViewKind};
 use crate::model::summary::trace_cards;
 use crate::timeline::layout::ChartLayout;
 use crate::timeline::palette::Theme;
@@ -95,7 +98,7 @@ pub fn MultiView(
         model
             .files
             .iter()
-            .map(|f| ChartGroup::new(f.name.clone(), f.model.clone(), theme))
+            .map(|f| ChartGroup::new(f.name.clone(), f.model.clone()))
             .collect(),
     );
     let colours = Colours::by_step(&groups);
@@ -124,91 +127,122 @@ pub fn MultiView(
         })
     };
     let n = model.files.len();
-    view! {
-        <section data-testid="document" data-format="multi" data-files=n.to_string()>
-            <h2>{format!("{n} traces on one time axis")}</h2>
-            <section class="multi-summary">
-                <h3>"Summary per file"</h3>
-                <table data-testid="multi-summary">
-                    <thead><tr>
-                        <th scope="col">"file"</th>
-                        {FIELDS.iter().map(|f| view! { <th scope="col" class="num">{*f}</th> }).collect_view()}
-                    </tr></thead>
-                    <tbody>
-                        {model.files.iter().enumerate().map(|(i, f)| view! {
-                            <tr data-testid=format!("multi-file-{i}") data-file=f.name.clone()>
-                                <th scope="row">{f.name.clone()}</th>
-                                {cells(&f.summary, format!("multi-{i}"))}
-                            </tr>
-                        }).collect_view()}
-                    </tbody>
-                    <tfoot>
-                        <tr data-testid="multi-total">
-                            <th scope="row">"total"</th>
-                            {move || {
-                                let t = totals.get();
-                                let cards = trace_cards(&t);
-                                FIELDS.iter().map(|f| {
-                                    let card = cards.iter().find(|c| c.field == *f).cloned();
-                                    let (value, display) = card.map_or((0, String::new()), |c| (c.value, c.display));
-                                    view! {
-                                        <td class="num" title=total_rule(f) data-testid=format!("multi-total-{f}") data-value=value.to_string()>{display}</td>
-                                    }
-                                }).collect_view()
-                            }}
-                        </tr>
-                    </tfoot>
-                </table>
-                <p class="muted">
-                    "Totals: counts are summed; max_depth and peak_bytes are the largest file's (peaks of different files happen at unrelated times); total_ns is the wall span from the earliest measured span start to the latest measured span end with the files aligned as below."
-                </p>
-            </section>
-            <section class="multi-offsets">
-                <h3>"Alignment"</h3>
-                <p class="muted">"Each file's meta timestamp is the wall time of its 0 ns: the earliest file starts at 0 and the others at their distance from it. Files without a usable timestamp start at 0. Type an offset (µs) to move a file."</p>
-                <table>
-                    <thead><tr><th scope="col">"file"</th><th scope="col">"placed by"</th><th scope="col">"offset (µs)"</th></tr></thead>
-                    <tbody>
-                        {model.files.iter().enumerate().map(|(i, f)| {
-                            let auto = f.alignment.offset_ns;
-                            view! {
-                                <tr
-                                    data-testid=format!("group-{i}")
-                                    data-file=f.name.clone()
-                                    data-align=f.alignment.source.as_str()
-                                    data-auto-offset-ns=auto.to_string()
-                                    data-offset-ns=move || offsets.with(|o| o.get(i).copied().unwrap_or(0)).to_string()
-                                    data-shift-ns=move || {
-                                        let o = offsets.with(|o| o.get(i).copied().unwrap_or(0));
-                                        (i128::from(o) - i128::from(axis_origin.get())).to_string()
-                                    }
-                                >
+    let page = PageState::new(ViewKind::Multi, &files);
+    provide_context(page);
+    let files_tab = {
+        let model = model.clone();
+        move || {
+            view! {
+                <section class="multi-summary">
+                    <h3>"Summary per file"</h3>
+                    <table data-testid="multi-summary">
+                        <thead><tr>
+                            <th scope="col">"file"</th>
+                            {FIELDS.iter().map(|f| view! { <th scope="col" class="num">{*f}</th> }).collect_view()}
+                        </tr></thead>
+                        <tbody>
+                            {model.files.iter().enumerate().map(|(i, f)| view! {
+                                <tr data-testid=format!("multi-file-{i}") data-file=f.name.clone()>
                                     <th scope="row">{f.name.clone()}</th>
-                                    <td>{f.alignment.source.note()} {(auto != 0).then(|| format!(" (+{} µs)", us_text_of_offset_ns(auto)))}</td>
-                                    <td>
-                                        <input
-                                            type="number"
-                                            step="any"
-                                            aria-label=format!("offset of {} in µs", f.name)
-                                            data-testid=format!("offset-{i}")
-                                            prop:value=move || us_text_of_offset_ns(offsets.with(|o| o.get(i).copied().unwrap_or(0)))
-                                            on:change=move |ev| {
-                                                if let Some(ns) = offset_ns_of_us_text(&event_target_value(&ev)) {
-                                                    offsets.update(|o| if let Some(x) = o.get_mut(i) { *x = ns });
-                                                }
-                                            }
-                                        />
-                                    </td>
+                                    {cells(&f.summary, format!("multi-{i}"))}
                                 </tr>
-                            }
-                        }).collect_view()}
-                    </tbody>
-                </table>
-            </section>
-            <section class="timeline" aria-label="timeline of all files">
-                <h3>"Timeline"</h3>
-                <FlameChart groups=groups offsets=offsets colours=colours theme=theme files=files details=true />
-            </section>
+                            }).collect_view()}
+                        </tbody>
+                        <tfoot>
+                            <tr data-testid="multi-total">
+                                <th scope="row">"total"</th>
+                                {move || {
+                                    let t = totals.get();
+                                    let cards = trace_cards(&t);
+                                    FIELDS.iter().map(|f| {
+                                        let card = cards.iter().find(|c| c.field == *f).cloned();
+                                        let (value, display) = card.map_or((0, String::new()), |c| (c.value, c.display));
+                                        view! {
+                                            <td class="num" title=total_rule(f) data-testid=format!("multi-total-{f}") data-value=value.to_string()>{display}</td>
+                                        }
+                                    }).collect_view()
+                                }}
+                            </tr>
+                        </tfoot>
+                    </table>
+                    <p class="muted">
+                        "Totals: counts are summed; max_depth and peak_bytes are the largest file's (peaks of different files happen at unrelated times); total_ns is the wall span from the earliest measured span start to the latest measured span end with the files aligned as in the alignment tab."
+                    </p>
+                </section>
+            }
+        }
+    };
+    let alignment_tab = {
+        let model = model.clone();
+        move || {
+            view! {
+                <section class="multi-offsets">
+                    <h3>"Alignment"</h3>
+                    <p class="muted">"Each file's meta timestamp is the wall time of its 0 ns: the earliest file starts at 0 and the others at their distance from it. Files without a usable timestamp start at 0. Type an offset (µs) to move a file."</p>
+                    <table>
+                        <thead><tr><th scope="col">"file"</th><th scope="col">"placed by"</th><th scope="col">"offset (µs)"</th></tr></thead>
+                        <tbody>
+                            {model.files.iter().enumerate().map(|(i, f)| {
+                                let auto = f.alignment.offset_ns;
+                                view! {
+                                    <tr
+                                        data-testid=format!("group-{i}")
+                                        data-file=f.name.clone()
+                                        data-align=f.alignment.source.as_str()
+                                        data-auto-offset-ns=auto.to_string()
+                                        data-offset-ns=move || offsets.with(|o| o.get(i).copied().unwrap_or(0)).to_string()
+                                        data-shift-ns=move || {
+                                            let o = offsets.with(|o| o.get(i).copied().unwrap_or(0));
+                                            (i128::from(o) - i128::from(axis_origin.get())).to_string()
+                                        }
+                                    >
+                                        <th scope="row">{f.name.clone()}</th>
+                                        <td>{f.alignment.source.note()} {(auto != 0).then(|| format!(" (+{} µs)", us_text_of_offset_ns(auto)))}</td>
+                                        <td>
+                                            <input
+                                                type="number"
+                                                step="any"
+                                                aria-label=format!("offset of {} in µs", f.name)
+                                                data-testid=format!("offset-{i}")
+                                                prop:value=move || us_text_of_offset_ns(offsets.with(|o| o.get(i).copied().unwrap_or(0)))
+                                                on:change=move |ev| {
+                                                    if let Some(ns) = offset_ns_of_us_text(&event_target_value(&ev)) {
+                                                        offsets.update(|o| if let Some(x) = o.get_mut(i) { *x = ns });
+                                                    }
+                                                }
+                                            />
+                                        </td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </section>
+            }
+        }
+    };
+    let content = Callback::new(move |tab: Tab| -> AnyView {
+        match tab {
+            Tab::Files => files_tab().into_any(),
+            Tab::Alignment => alignment_tab().into_any(),
+            _ => ().into_any(),
+        }
+    });
+    let details = {
+        let groups = groups.clone();
+        ViewFn::from(move || view! { <ChartDetails groups=groups.clone() page=page /> })
+    };
+    view! {
+        <section class="app-view" data-testid="document" data-format="multi" data-files=n.to_string()>
+            <header class="doc-header">
+                <h2>{format!("{n} traces on one time axis")}</h2>
+            </header>
+            <div class="chart-area">
+                <FlameChart groups=groups offsets=offsets colours=colours theme=theme files=files page=page>
+                    <StepLegend theme=theme />
+                </FlameChart>
+            </div>
+            <TabPanel page=page content=content details=details />
         </section>
     }
 }

@@ -2,20 +2,55 @@
 
 use leptos::prelude::*;
 
+use std::sync::Arc;
+
+use candle_trace_schema::analysis::range::{module_pairs_in, phases_in};
+
 use super::missing::MissingPanel;
 use super::tables::ShowAllRows;
-use super::TraceContext;
+use super::{PageState, TraceContext};
 use crate::model::missing::Panel;
 use crate::model::modules::SHOWN_ROWS;
+use crate::model::phases::PhasesPanel;
 
 /// Forward / backward / optimizer / other of the measured region (a bar and a table), and
-/// each module's forward time next to its backward time.
+/// each module's forward time next to its backward time; while a range is selected on the
+/// chart, of the part inside it.
 #[component]
 pub fn PhasesView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
-    let p = ctx.model.phases().clone();
+    let Some(page) = use_context::<PageState>() else {
+        return view! { <PhasesOf panel=ctx.model.phases().clone() /> }.into_any();
+    };
+    (move || {
+        let panel = match page.time_range() {
+            None => ctx.model.phases().clone(),
+            Some(r) => {
+                let doc = &ctx.model.doc;
+                Arc::new(match phases_in(doc, r) {
+                    Some(b) => PhasesPanel::of_parts(
+                        doc,
+                        &b,
+                        module_pairs_in(doc, ctx.model.modules().paths(), r),
+                    ),
+                    None => PhasesPanel::default(),
+                })
+            }
+        };
+        view! { <PhasesOf panel=panel /> }
+    })
+    .into_any()
+}
+
+/// The phases panel of `panel`.
+#[component]
+fn PhasesOf(
+    /// The whole run's or a range's phases.
+    panel: Arc<PhasesPanel>,
+) -> impl IntoView {
+    let p = panel;
     if p.rows.is_empty() {
         return view! {
             <MissingPanel panel=Panel::Phases class="phases panel" testid="phases" title="Training phases" not_captured=None />

@@ -1,6 +1,6 @@
-//! An inference profile: headline cards, diagnostics, the request table, TTFT / ITL
-//! histograms, per-request waterfalls, module spans, memory snapshots, and errors and
-//! diagnostic-only events listed apart.
+//! An inference profile: headline cards, diagnostics, its requests on the flame chart, and
+//! tabs with the request table, per-request waterfalls, errors and diagnostic-only events
+//! listed apart, TTFT / ITL histograms, module spans and memory snapshots.
 
 use std::sync::Arc;
 
@@ -9,11 +9,18 @@ use leptos::prelude::*;
 use super::cards::SummaryCards;
 use super::diagnostics::Diagnostics;
 use super::findings::FindingsView;
+use super::header::FindingsCount;
 use super::modules::ProfileModulesView;
+use super::panel::TabPanel;
+use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart};
+use super::PageState;
+use crate::model::findings::FindingsPanel;
 use crate::model::latency::{HistogramChart, HIST_H, HIST_W};
+use crate::model::panel::{Tab, ViewKind};
 use crate::model::profile::{EventRow, SNAPSHOT_H, SNAPSHOT_W};
 use crate::model::waterfall::{LANE_H, WATERFALL_W};
 use crate::model::ProfileModel;
+use crate::timeline::palette::Theme;
 
 /// A latency histogram with percentile lines.
 #[component]
@@ -88,31 +95,81 @@ fn EventList(
     }
 }
 
-/// Requests, TTFT and ITL of an inference profile.
+/// An inference profile as an application: a compact header, its requests on the flame chart
+/// (one lane group each, on one time axis, the memory snapshots as the memory lane), and the
+/// tabs Findings, Requests (the table, each request's waterfall, errors and diagnostic-only
+/// events), Latency, Modules and Memory.
 #[component]
 pub fn ProfileView(
     /// The profile's view models.
     model: Arc<ProfileModel>,
     /// The opened file's name.
     file_name: String,
+    /// Light or dark.
+    theme: Signal<Theme>,
 ) -> impl IntoView {
     let (detail, rate) = model.settings.clone();
-    // The forward-call columns only when the profile has module events (else nothing was
-    // captured to count, which is no 0).
-    let has_modules = model.modules.has_module_events();
+    let page = PageState::new(ViewKind::Profile, &file_name);
+    provide_context(page);
+    let groups: Arc<Vec<ChartGroup>> = Arc::new(
+        model
+            .chart
+            .groups
+            .iter()
+            .map(|g| ChartGroup::new(g.label.clone(), Arc::new(g.model.clone())))
+            .collect(),
+    );
+    let offsets: Vec<i64> = model.chart.groups.iter().map(|g| g.offset_ns).collect();
+    let colours = Colours::by_step(&groups);
+    let findings = Arc::new(model.findings.clone());
+    let content = {
+        let model = model.clone();
+        let findings = findings.clone();
+        Callback::new(move |tab: Tab| profile_tab(tab, &model, &findings))
+    };
+    let details = {
+        let groups = groups.clone();
+        ViewFn::from(move || view! { <ChartDetails groups=groups.clone() page=page /> })
+    };
     view! {
-        <section data-testid="document" data-file=file_name.clone() data-format="profile">
-            <section class="run-header">
-                <h2>"Inference profile " <span class="file-name">{file_name.clone()}</span></h2>
-                <p>
+        <section class="app-view" data-testid="document" data-file=file_name.clone() data-format="profile">
+            <header class="doc-header">
+                <div class="run-header doc-line">
+                    <h2>"Inference profile " <span class="file-name">{file_name.clone()}</span></h2>
                     <span data-testid="profile-detail-level" data-value=detail.clone()>"detail level " <strong>{detail.clone()}</strong></span>
                     " · "
                     <span data-testid="profile-sample-rate" data-value=rate.clone()>"sample rate " <strong>{rate.clone()}</strong></span>
-                </p>
-            </section>
-            <Diagnostics panel=model.diagnostics.clone() />
-            <FindingsView panel=std::sync::Arc::new(model.findings.clone()) />
-            <SummaryCards cards=model.cards.clone() />
+                    <Diagnostics panel=model.diagnostics.clone() collapsed=true />
+                    <FindingsCount panel=findings.clone() />
+                </div>
+                <div class="doc-line">
+                    <SummaryCards cards=model.cards.clone() />
+                </div>
+            </header>
+            <div class="chart-area">
+                {if groups.is_empty() {
+                    view! { <p class="muted chart-empty" data-testid="profile-chart-empty">"No request has a timed span, stage or module span to draw."</p> }.into_any()
+                } else {
+                    view! {
+                        <FlameChart groups=groups.clone() offsets=Signal::derive(move || offsets.clone()) colours=colours theme=theme
+                            files=file_name.clone() page=page>
+                            <span class="muted">"one lane group per request"</span>
+                        </FlameChart>
+                    }.into_any()
+                }}
+            </div>
+            <TabPanel page=page content=content details=details />
+        </section>
+    }
+}
+
+/// The content of a profile's tab.
+fn profile_tab(tab: Tab, model: &Arc<ProfileModel>, findings: &Arc<FindingsPanel>) -> AnyView {
+    let has_modules = model.modules.has_module_events();
+    let model = model.clone();
+    match tab {
+        Tab::Findings => view! { <FindingsView panel=findings.clone() /> }.into_any(),
+        Tab::Requests => view! {
             <section class="requests" data-testid="request-table">
                 <h3>"Requests"</h3>
                 <table>
@@ -167,14 +224,6 @@ pub fn ProfileView(
                     </tbody>
                 </table>
             </section>
-            <section class="latency panel" data-testid="latency">
-                <h3>"Latency distributions"</h3>
-                <div class="histograms">
-                    {model.ttft.clone().map(|c| view! { <HistogramView chart=c /> })}
-                    {model.itl.clone().map(|c| view! { <HistogramView chart=c /> })}
-                    {(model.ttft.is_none() && model.itl.is_none()).then(|| view! { <p class="muted">"No token timing in this profile."</p> })}
-                </div>
-            </section>
             <section class="waterfalls panel" data-testid="waterfalls">
                 <h3>"Request waterfalls"</h3>
                 <ul class="legend">
@@ -214,7 +263,25 @@ pub fn ProfileView(
                     </figure>
                 }).collect_view()}
             </section>
-            <ProfileModulesView model=model.clone() />
+            <div class="tables">
+                <EventList list_testid="profile-failures" testid="profile-failure" title="Errors and failures" rows=model.failures.clone() />
+                <EventList list_testid="profile-diagnostic-only-events" testid="profile-diagnostic-only" title="Diagnostic-only events" rows=model.diagnostic_only.clone() />
+            </div>
+        }
+        .into_any(),
+        Tab::Latency => view! {
+            <section class="latency panel" data-testid="latency">
+                <h3>"Latency distributions"</h3>
+                <div class="histograms">
+                    {model.ttft.clone().map(|c| view! { <HistogramView chart=c /> })}
+                    {model.itl.clone().map(|c| view! { <HistogramView chart=c /> })}
+                    {(model.ttft.is_none() && model.itl.is_none()).then(|| view! { <p class="muted">"No token timing in this profile."</p> })}
+                </div>
+            </section>
+        }
+        .into_any(),
+        Tab::Modules => view! { <ProfileModulesView model=model.clone() /> }.into_any(),
+        Tab::Memory => view! {
             <section class="snapshots panel" data-testid="snapshots">
                 <h3>"Memory snapshots"</h3>
                 {if model.snapshots.rows.is_empty() {
@@ -253,10 +320,8 @@ pub fn ProfileView(
                     }.into_any()
                 }}
             </section>
-            <div class="tables">
-                <EventList list_testid="profile-failures" testid="profile-failure" title="Errors and failures" rows=model.failures.clone() />
-                <EventList list_testid="profile-diagnostic-only-events" testid="profile-diagnostic-only" title="Diagnostic-only events" rows=model.diagnostic_only.clone() />
-            </div>
-        </section>
+        }
+        .into_any(),
+        _ => ().into_any(),
     }
 }

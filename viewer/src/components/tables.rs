@@ -7,16 +7,15 @@ use leptos::prelude::*;
 use candle_trace_schema::analysis::ops::OpGrouping;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
+use super::capture::NotCapturedNote;
+use super::rows::{reveal_row_in, row_window_of, spacer, HoverSpans, PanelScroll};
 use super::sortable::sort_header;
-use super::TraceContext;
+use super::{PageState, TabStates, TraceContext};
 use crate::model::modules::{rows_shown_text, SHOWN_ROWS};
-use crate::model::ops::{op_rows, rate_text, sort_op_rows, OpColumn};
-use crate::model::sort::SortState;
+use crate::model::ops::{op_rows, op_rows_in, rate_text, sort_op_rows, OpColumn};
 use crate::model::spans::{span_rows, SpanOrder};
+use crate::model::virtual_rows::WHOLE_ROWS;
 use crate::timeline::palette::{kind_name, step_name};
-
-/// At most this many rows are rendered in a table.
-const MAX_ROWS: usize = 500;
 
 /// The "The 50 … with the most time, of N. [Show all]" line under a long table (the heaviest
 /// rows first, the rest on request); absent while the table has no more rows than it shows.
@@ -48,15 +47,20 @@ pub fn ShowAllRows(
     }
 }
 
-/// Ops grouped by name or by (name, shape, dtype), sortable by every column.
+/// Ops grouped by name or by (name, shape, dtype), sortable by every column; while a range is
+/// selected on the chart, the ops inside it. A row's click selects and shows the first span
+/// its ops ran in and outlines them all; hovering a row outlines its spans; the rows of the
+/// selected span's ops are marked (`data-linked`) and brought into view.
 #[component]
 pub fn OpTable() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
-    let by_shape = RwSignal::new(false);
-    let sort = RwSignal::new(SortState::new(OpColumn::Total, true));
+    let page = use_context::<PageState>();
+    let states = use_context::<TabStates>().unwrap_or_else(TabStates::new);
+    let (by_shape, sort) = (states.ops_by_shape, states.ops_sort);
     let active: RwSignal<Option<usize>> = RwSignal::new(None);
+    let hover = HoverSpans::new(&ctx);
     let rows = {
         let model = ctx.model.clone();
         Memo::new(move |_| {
@@ -65,7 +69,10 @@ pub fn OpTable() -> impl IntoView {
             } else {
                 OpGrouping::Name
             };
-            let mut rows = op_rows(&model.doc, grouping);
+            let mut rows = match page.and_then(|p| p.time_range()) {
+                Some(r) => op_rows_in(&model.doc, grouping, r),
+                None => op_rows(&model.doc, grouping),
+            };
             let s = sort.get();
             sort_op_rows(&mut rows, s.column, s.descending);
             Arc::new(rows)
@@ -75,8 +82,28 @@ pub fn OpTable() -> impl IntoView {
         rows.track();
         active.set(None);
     });
+    let body = NodeRef::<leptos::html::Tbody>::new();
+    let count = Signal::derive(move || rows.with(|r| r.len()));
+    let window = row_window_of(body, count);
+    // The selected span's rows: marked, and the first brought into view.
+    let selected = ctx.selected;
+    let linked = move |spans: &[u32]| {
+        selected
+            .get()
+            .is_some_and(|s| spans.binary_search(&s).is_ok())
+    };
+    let scroll = use_context::<PanelScroll>();
+    Effect::new(move |_| {
+        let Some(s) = selected.get() else { return };
+        let at = rows.with_untracked(|r| r.iter().position(|r| r.spans.binary_search(&s).is_ok()));
+        if let (Some(i), Some(scroll)) = (at, scroll) {
+            reveal_row_in(scroll, body, i, count.get_untracked());
+        }
+    });
+    let columns = move || if by_shape.get() { 9 } else { 7 };
+    let not_captured = ctx.model.capture.not_captured.ops.clone();
     view! {
-        <section class="op-table" data-testid="op-table">
+        <section class="op-table" data-testid="op-table" data-rows=move || count.get().to_string()>
             <div class="table-bar">
                 <h3>"Ops"</h3>
                 <label>
@@ -89,7 +116,17 @@ pub fn OpTable() -> impl IntoView {
                     " group by shape and dtype"
                 </label>
             </div>
-            <table>
+            {move || (count.get() == 0).then(|| {
+                if page.is_some_and(|p| p.range.get().is_some()) {
+                    view! { <p class="muted" data-testid="op-table-empty">"No op ran inside the range."</p> }.into_any()
+                } else if let Some(text) = not_captured.clone() {
+                    // A source that was off: "not captured", not an empty table.
+                    view! { <NotCapturedNote what="ops" text=text /> }.into_any()
+                } else {
+                    view! { <p class="muted" data-testid="op-table-empty">"No ops."</p> }.into_any()
+                }
+            })}
+            <table class:virtual={move || count.get() > WHOLE_ROWS}>
                 <thead>
                     <tr>
                         {sort_header("op", OpColumn::Name, sort, false, None, false)}
@@ -107,31 +144,46 @@ pub fn OpTable() -> impl IntoView {
                             .collect_view()}
                     </tr>
                 </thead>
-                <tbody>
+                <tbody node_ref=body>
                     {move || {
                         let ctx = ctx.clone();
                         let rows = rows.get();
                         let shape_cols = by_shape.get();
-                        rows.iter()
-                            .take(MAX_ROWS)
+                        let w = window.get();
+                        let long = rows.len() > WHOLE_ROWS;
+                        let built = rows
+                            .iter()
                             .enumerate()
+                            .skip(w.first)
+                            .take(w.end - w.first)
                             .map(|(pos, r)| {
                                 let spans = Arc::new(r.spans.clone());
                                 let ctx = ctx.clone();
+                                let pinned = spans.clone();
                                 let activate = move || {
                                     active.set(Some(pos));
-                                    ctx.highlighted.set(spans.clone());
-                                    if let Some(&first) = spans.first() {
+                                    hover.pin(pinned.clone());
+                                    if let Some(&first) = pinned.first() {
                                         ctx.select_and_show(first);
                                     }
                                 };
                                 let activate_key = activate.clone();
+                                let hovered = spans.clone();
+                                let mine = spans.clone();
                                 view! {
                                     <tr
                                         tabindex="0"
+                                        class:vrow=long
                                         class:active=move || active.get() == Some(pos)
+                                        class:linked=move || linked(&mine)
+                                        data-linked=move || linked(&spans).to_string()
                                         data-testid="op-row"
+                                        data-op=r.op_name.clone()
+                                        data-count=r.count.to_string()
+                                        data-total=r.total_ns.to_string()
                                         on:click=move |_| activate()
+                                        on:mouseenter=move |_| hover.enter(hovered.clone())
+                                        on:mouseleave=move |_| hover.leave()
                                         on:keydown=move |ev: web_sys::KeyboardEvent| {
                                             if ev.key() == "Enter" || ev.key() == " " {
                                                 ev.prevent_default();
@@ -153,7 +205,12 @@ pub fn OpTable() -> impl IntoView {
                                     </tr>
                                 }
                             })
-                            .collect_view()
+                            .collect_view();
+                        view! {
+                            {spacer(w.before_px, columns())}
+                            {built}
+                            {spacer(w.after_px, columns())}
+                        }
                     }}
                 </tbody>
             </table>
@@ -162,13 +219,17 @@ pub fn OpTable() -> impl IntoView {
     .into_any()
 }
 
-/// The top spans by self time or by duration; a click selects and shows the span.
+/// The top spans by self time or by duration; a click selects and shows the span, hovering
+/// outlines it, and the selected span's row is marked. Not shown while a range is selected
+/// (its numbers are the whole run's).
 #[component]
 pub fn SpanTable() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
+    let page = use_context::<PageState>();
     let by_self = RwSignal::new(true);
+    let hover = HoverSpans::new(&ctx);
     let rows = {
         let model = ctx.model.clone();
         Memo::new(move |_| {
@@ -180,7 +241,19 @@ pub fn SpanTable() -> impl IntoView {
             Arc::new(span_rows(&model.doc, order, 50))
         })
     };
-    view! {
+    let body = NodeRef::<leptos::html::Tbody>::new();
+    let selected = ctx.selected;
+    let scroll = use_context::<PanelScroll>();
+    Effect::new(move |_| {
+        let Some(s) = selected.get() else { return };
+        let at = rows.with_untracked(|r| r.iter().position(|r| r.index == s));
+        if let (Some(i), Some(scroll)) = (at, scroll) {
+            reveal_row_in(scroll, body, i, 0);
+        }
+    });
+    let table = move || {
+        let ctx = ctx.clone();
+        view! {
         <section class="span-table" data-testid="span-table">
             <div class="table-bar">
                 <h3>"Top spans"</h3>
@@ -199,7 +272,7 @@ pub fn SpanTable() -> impl IntoView {
                         <th scope="col">"total"</th>
                     </tr>
                 </thead>
-                <tbody>
+                <tbody node_ref=body>
                     {move || {
                         let ctx = ctx.clone();
                         rows.get()
@@ -208,20 +281,23 @@ pub fn SpanTable() -> impl IntoView {
                                 let i = r.index;
                                 let ctx_click = ctx.clone();
                                 let ctx_key = ctx.clone();
-                                let ctx_sel = ctx.clone();
                                 view! {
                                     <tr
                                         tabindex="0"
                                         data-testid="span-row"
-                                        class:active=move || ctx_sel.selected.get() == Some(i)
+                                        data-span=i.to_string()
+                                        class:active=move || selected.get() == Some(i)
+                                        data-linked=move || (selected.get() == Some(i)).to_string()
                                         on:click=move |_| {
-                                            ctx_click.highlighted.set(Arc::new(vec![i]));
+                                            hover.pin(Arc::new(vec![i]));
                                             ctx_click.select_and_show(i);
                                         }
+                                        on:mouseenter=move |_| hover.enter(Arc::new(vec![i]))
+                                        on:mouseleave=move |_| hover.leave()
                                         on:keydown=move |ev: web_sys::KeyboardEvent| {
                                             if ev.key() == "Enter" || ev.key() == " " {
                                                 ev.prevent_default();
-                                                ctx_key.highlighted.set(Arc::new(vec![i]));
+                                                hover.pin(Arc::new(vec![i]));
                                                 ctx_key.select_and_show(i);
                                             }
                                         }
@@ -239,6 +315,11 @@ pub fn SpanTable() -> impl IntoView {
                 </tbody>
             </table>
         </section>
-    }
+        }
+    };
+    (move || {
+        page.is_none_or(|p| p.range.get().is_none())
+            .then(table.clone())
+    })
     .into_any()
 }

@@ -1,7 +1,8 @@
 //! The flame chart, one component for every view: one lane group (a file), several (files on
-//! one axis) or two (a comparison's sides). It paints the display list of
-//! [`crate::timeline::scene`], hands keys, wheel and drags to [`crate::timeline::input`], and
-//! keeps its window and selection in the URL fragment ([`crate::timeline::fragment`]).
+//! one axis) or two (a comparison's sides). It builds the display list of
+//! [`crate::timeline::scene`] for the rows in view and has [`super::chart_paint`] paint it,
+//! hands keys, wheel and drags to [`crate::timeline::input`], and keeps its window,
+//! selection, range and the view's tab in the URL fragment ([`crate::timeline::fragment`]).
 //! Each group is a [`TraceContext`]: its model and its own selection, highlights and focus
 //! requests, so the tables and the details panel of a file talk to the chart as they always did.
 
@@ -11,38 +12,36 @@ use std::time::Duration;
 use leptos::context::Provider;
 use leptos::html::Canvas;
 use leptos::prelude::*;
-use wasm_bindgen::{Clamped, JsCast, JsValue};
-use web_sys::CanvasRenderingContext2d;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
 
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::events::SpanKind;
 
+use super::chart_paint::{paint, paint_memory, paint_minimap, MinimapCache, MEMORY_PX};
 use super::details::SpanDetailsPanel;
-use super::TraceContext;
+use super::{read_fragment, PageState, TraceContext};
 use crate::model::spans::{navigate, SpanMove};
 use crate::timeline::fragment::ChartState;
 use crate::timeline::input::{
-    key_action, reveal, show, to_match, view_after, wheel, Drag, KeyAction, Nav,
+    drag_mode, key_action, range_from_drag, reveal, show, to_match, view_after, wheel, Drag,
+    DragMode, KeyAction, Nav,
 };
 use crate::timeline::lanes::{Lanes, SpanExtent};
-use crate::timeline::layout::{ChartLayout, GROUP_HEADER_PX, LANE_PX};
-use crate::timeline::memory_curve::curve_lines;
-use crate::timeline::minimap::{tooltip_position, view_for_minimap_click, window_on_minimap};
+use crate::timeline::layout::{ChartLayout, AXIS_PX, LANE_PX};
+use crate::timeline::memory_curve::DeviceCurve;
+use crate::timeline::minimap::{tooltip_position, view_for_minimap_click};
 use crate::timeline::palette::{
-    axis_color, colour_key, device_color, highlight_color, kind_name, merged_fill, span_fill,
-    step_name, Theme, STEP_LEGEND,
+    colour_key, device_color, kind_name, merged_fill, span_fill, step_name, Theme, STEP_LEGEND,
 };
-use crate::timeline::raster::{rgb, Raster};
+use crate::timeline::raster::Raster;
 use crate::timeline::scene::{
-    hit, minimap_rects, scene, Marks, Rect, Scene, SpanRef, SpanSource, MINIMAP_PX,
+    hit, scene, scroll_to_lane, Marks, Rows, SpanRef, SpanSource, MINIMAP_PX, SLOP_PX,
 };
 use crate::timeline::search::{matching_spans, merge_by_time, step_match};
-use crate::timeline::viewport::Viewport;
 
 /// Width the tooltip is assumed to have when placing it (its CSS `max-width`).
 const TOOLTIP_PX: f64 = 320.0;
-/// Height of the memory strip.
-const MEMORY_PX: f64 = 48.0;
 /// The URL fragment is written once window and selection have not changed for this long.
 const FRAGMENT_DELAY: Duration = Duration::from_millis(250);
 
@@ -92,7 +91,7 @@ pub struct ChartGroup {
 
 impl ChartGroup {
     /// A group with fresh signals for `model`.
-    pub fn new(label: String, model: Arc<crate::model::TraceModel>, theme: Signal<Theme>) -> Self {
+    pub fn new(label: String, model: Arc<crate::model::TraceModel>) -> Self {
         ChartGroup {
             label,
             ctx: TraceContext {
@@ -100,7 +99,6 @@ impl ChartGroup {
                 selected: RwSignal::new(None),
                 highlighted: RwSignal::new(Arc::new(Vec::new())),
                 focus: RwSignal::new(None),
-                theme,
             },
         }
     }
@@ -154,258 +152,6 @@ impl SpanSource for Source<'_> {
     fn extent(&self, g: usize, span: u32) -> Option<SpanExtent> {
         self.groups.get(g)?.ctx.model.extent(span)
     }
-}
-
-/// The 2D context of a canvas sized to its CSS box times the device pixel ratio, with the
-/// transform set so that drawing uses CSS pixels. Returns the CSS width and the ratio too.
-fn prepare(
-    canvas: &web_sys::HtmlCanvasElement,
-    css_height: f64,
-) -> Option<(CanvasRenderingContext2d, f64, f64)> {
-    let dpr = web_sys::window()
-        .map_or(1.0, |w| w.device_pixel_ratio())
-        .max(1.0);
-    let css_width = f64::from(canvas.client_width()).max(1.0);
-    let (w, h) = (
-        (css_width * dpr).round() as u32,
-        (css_height * dpr).round() as u32,
-    );
-    if canvas.width() != w {
-        canvas.set_width(w);
-    }
-    if canvas.height() != h {
-        canvas.set_height(h);
-    }
-    let ctx: CanvasRenderingContext2d = canvas.get_context("2d").ok()??.dyn_into().ok()?;
-    let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
-    ctx.clear_rect(0.0, 0.0, css_width, css_height);
-    Some((ctx, css_width, dpr))
-}
-
-/// Fill `rects` into `raster`, a band (rectangles of the same rows, as a lane's are) at a
-/// time, each colour read once per change of fill.
-fn raster_rects(raster: &mut Raster, rects: &[Rect]) {
-    let mut current: (&str, [u8; 3]) = ("", [0; 3]);
-    let mut band: Vec<(f64, f64, [u8; 3])> = Vec::new();
-    let mut start = 0;
-    while start < rects.len() {
-        let (y, h) = (rects[start].y, rects[start].h);
-        let len = rects[start..]
-            .iter()
-            .take_while(|r| r.y == y && r.h == h)
-            .count();
-        band.clear();
-        for r in &rects[start..start + len] {
-            if r.fill != current.0 {
-                current = (r.fill, rgb(r.fill).unwrap_or([0x80; 3]));
-            }
-            band.push((r.x, r.w, current.1));
-        }
-        raster.fill_band(y, h, &band);
-        start += len;
-    }
-}
-
-/// Put `raster`'s pixels on the canvas at its place, its first row on the picture's row
-/// `raster.top()` (device pixels: the transform is ignored).
-fn put_raster(ctx: &CanvasRenderingContext2d, raster: &Raster) {
-    if raster.width() == 0 || raster.height() == 0 {
-        return;
-    }
-    if let Ok(image) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
-        Clamped(raster.data()),
-        raster.width() as u32,
-        raster.height() as u32,
-    ) {
-        let _ = ctx.put_image_data(&image, 0.0, raster.top() as f64);
-    }
-}
-
-/// The rectangles' labels.
-fn fill_labels(ctx: &CanvasRenderingContext2d, rects: &[Rect]) {
-    let mut current = "";
-    for r in rects {
-        if let Some((label, colour)) = &r.label {
-            if *colour != current {
-                ctx.set_fill_style_str(colour);
-                current = colour;
-            }
-            let _ = ctx.fill_text(label, r.x + 3.0, r.y + LANE_PX - 7.0);
-        }
-    }
-}
-
-/// Device rows rasterised at a time: the buffer (one for the chart and the memory strip) stays
-/// a strip of 64 rows, about 320 KB at 1246 pixels wide, however tall the chart is (a
-/// 100 000-deep trace makes it two million CSS pixels tall). Wasm memory never shrinks, so the
-/// buffer is kept small rather than the number of `putImageData` calls.
-const STRIP_ROWS: usize = 64;
-/// Rows past this are not rasterised: no browser keeps a canvas taller than this (Chromium's
-/// limit is 32 767 pixels a side), so painting them would only cost time.
-const MAX_RASTER_ROWS: usize = 32_767;
-
-/// Rasterise `canvas`'s picture a strip of rows at a time: `draw` fills each strip (in the
-/// whole picture's CSS coordinates), which is then put on the canvas in its place.
-fn put_in_strips(
-    ctx: &CanvasRenderingContext2d,
-    canvas: &web_sys::HtmlCanvasElement,
-    dpr: f64,
-    raster: &mut Raster,
-    mut draw: impl FnMut(&mut Raster),
-) {
-    let rows = (canvas.height() as usize).min(MAX_RASTER_ROWS);
-    for top in (0..rows).step_by(STRIP_ROWS) {
-        raster.reset_strip(
-            canvas.width() as usize,
-            STRIP_ROWS.min(rows - top),
-            dpr,
-            top,
-        );
-        draw(raster);
-        put_raster(ctx, raster);
-    }
-}
-
-/// Paint a scene: the tick rules, the rectangles and the outlines rasterised in `raster` strip
-/// by strip, then the text on top.
-fn paint(canvas: &web_sys::HtmlCanvasElement, s: &Scene, theme: Theme, raster: &mut Raster) {
-    let Some((ctx, width, dpr)) = prepare(canvas, s.height_px) else {
-        return;
-    };
-    let axis = crate::timeline::layout::AXIS_PX;
-    let axis_rgb = rgb(axis_color(theme)).unwrap_or([0x80; 3]);
-    let highlight = rgb(highlight_color(theme)).unwrap_or([0x80; 3]);
-    // The scene's rectangles go top to bottom (group by group, lane by lane): each strip
-    // takes the run of them that reaches into it.
-    let mut first = 0;
-    put_in_strips(&ctx, canvas, dpr, raster, |raster| {
-        for t in &s.ticks {
-            // A 1 px rule at a quarter opacity from under the label down through the lanes.
-            raster.fill_rect(
-                t.x.round(),
-                axis - 6.0,
-                1.0,
-                s.height_px - (axis - 6.0),
-                axis_rgb,
-                0.25,
-            );
-        }
-        let strip_top = raster.top() as f64 / dpr;
-        let strip_bottom = (raster.top() + raster.height()) as f64 / dpr;
-        while first < s.rects.len() && s.rects[first].y + s.rects[first].h <= strip_top {
-            first += 1;
-        }
-        let reach = s.rects[first..]
-            .iter()
-            .take_while(|r| r.y < strip_bottom)
-            .count();
-        raster_rects(raster, &s.rects[first..first + reach]);
-        // Outlines last, over the rectangles (a search can outline 20 000 spans: stroked on
-        // the canvas, they cost 60 ms a frame).
-        for o in &s.outlines {
-            if o.y + o.h + o.line_px >= strip_top && o.y - o.line_px < strip_bottom {
-                raster.stroke_rect(o.x, o.y, o.w, o.h, o.line_px, highlight);
-            }
-        }
-    });
-    ctx.set_font("11px system-ui, sans-serif");
-    ctx.set_fill_style_str(axis_color(theme));
-    for t in &s.ticks {
-        let _ = ctx.fill_text(&t.label, t.x.round() + 3.5, axis - 8.0);
-    }
-    if !s.headers.is_empty() {
-        ctx.set_font("bold 12px system-ui, sans-serif");
-    }
-    for h in &s.headers {
-        ctx.fill_rect(0.0, h.y, width, 1.0);
-        let _ = ctx.fill_text(&h.label, 4.0, h.y + GROUP_HEADER_PX - 5.0);
-    }
-    ctx.set_font("12px system-ui, sans-serif");
-    fill_labels(&ctx, &s.rects);
-}
-
-/// The minimap's pixels for one width and layout (the minimap always shows everything).
-type MinimapCache = Option<(f64, Arc<ChartLayout>, Theme, Raster)>;
-
-/// Paint the minimap and the visible window on it.
-fn paint_minimap(
-    canvas: &web_sys::HtmlCanvasElement,
-    layout: &Arc<ChartLayout>,
-    src: &Source<'_>,
-    view: &Viewport,
-    cache: StoredValue<MinimapCache>,
-) {
-    let Some((ctx, width, dpr)) = prepare(canvas, MINIMAP_PX) else {
-        return;
-    };
-    let (device_w, device_h) = (canvas.width() as usize, canvas.height() as usize);
-    let stale = cache.with_value(|c| {
-        c.as_ref().is_none_or(|(w, l, t, r)| {
-            (*w - width).abs() > 0.5
-                || !Arc::ptr_eq(l, layout)
-                || *t != src.theme
-                || (r.width(), r.height()) != (device_w, device_h)
-        })
-    });
-    if stale {
-        let rects = minimap_rects(layout, src, width, merged_fill(src.theme));
-        let mut raster = Raster::new();
-        raster.reset(device_w, device_h, dpr);
-        raster_rects(&mut raster, &rects);
-        cache.set_value(Some((width, layout.clone(), src.theme, raster)));
-    }
-    cache.with_value(|c| {
-        if let Some((_, _, _, raster)) = c {
-            put_raster(&ctx, raster);
-        }
-    });
-    let (x0, x1) = window_on_minimap(view, width);
-    ctx.set_stroke_style_str(highlight_color(src.theme));
-    ctx.set_line_width(2.0);
-    ctx.stroke_rect(x0 + 1.0, 1.0, (x1 - x0 - 2.0).max(1.0), MINIMAP_PX - 2.0);
-}
-
-/// Paint every group's devices' live bytes on one scale (the largest peak), rasterised in
-/// `raster` (a canvas stroke of the curve cost about 10 ms a frame).
-fn paint_memory(
-    canvas: &web_sys::HtmlCanvasElement,
-    groups: &[ChartGroup],
-    layout: &ChartLayout,
-    view: &Viewport,
-    theme: Theme,
-    raster: &mut Raster,
-) {
-    let Some((ctx, _, dpr)) = prepare(canvas, MEMORY_PX) else {
-        return;
-    };
-    let curves = groups
-        .iter()
-        .enumerate()
-        .flat_map(|(g, x)| x.ctx.model.memory_curves.iter().map(move |c| (g, c)));
-    let top = curves.clone().map(|(_, c)| c.peak_bytes).max().unwrap_or(0);
-    // Each device's colour and polylines.
-    let lines: Vec<_> = curves
-        .enumerate()
-        .map(|(i, (g, curve))| {
-            (
-                rgb(device_color(i, theme)).unwrap_or([0x80; 3]),
-                curve_lines(curve, &layout.group_view(view, g), top, MEMORY_PX),
-            )
-        })
-        .collect();
-    put_in_strips(&ctx, canvas, dpr, raster, |raster| {
-        for (colour, device_lines) in &lines {
-            for line in device_lines {
-                raster.stroke_steps(line, 1.5, *colour);
-            }
-        }
-    });
-}
-
-/// The page's URL fragment, as chart state.
-fn read_fragment() -> ChartState {
-    let hash = web_sys::window().and_then(|w| w.location().hash().ok());
-    ChartState::parse(&hash.unwrap_or_default())
 }
 
 /// After `delay`, write the chart's state if it has not changed since, else wait for the rest
@@ -462,7 +208,10 @@ struct Hover {
 }
 
 /// The flame chart of one or more lane groups on one time axis, with its search, minimap,
-/// tooltip, memory strip and (optionally) the selected span's details.
+/// tooltip and memory strip, filling its area: the canvas is as high as the area and its
+/// lanes scroll under the time axis. Shift+drag (or a drag on the axis row) selects a range,
+/// kept in the view's [`PageState`] with the open tab; after a click anywhere in the chart
+/// (minimap and memory strip included) its keys work.
 #[component]
 pub fn FlameChart(
     /// The lane groups, top to bottom.
@@ -476,14 +225,18 @@ pub fn FlameChart(
     theme: Signal<Theme>,
     /// The opened files' names: a URL fragment is restored only for the same names.
     files: String,
-    /// Show the selected span's details under the chart (the one-file page shows its own).
+    /// The view's tab, range and active group (kept in the URL fragment with the window and
+    /// the selection).
+    page: PageState,
+    /// More of the toolbar (a legend, a choice).
     #[prop(optional)]
-    details: bool,
+    children: Option<Children>,
 ) -> impl IntoView {
     let keys = keys_of(&groups, &colours);
     let canvas_ref = NodeRef::<Canvas>::new();
     let minimap_ref = NodeRef::<Canvas>::new();
     let memory_ref = NodeRef::<Canvas>::new();
+    let scroll_ref = NodeRef::<leptos::html::Div>::new();
     let layout = {
         let groups = groups.clone();
         Memo::new(move |_| {
@@ -500,9 +253,11 @@ pub fn FlameChart(
     // The axis bounds the view was last given.
     let fitted = StoredValue::new(layout.with_untracked(|l| (l.start_ns, l.end_ns)));
     // The group whose selection the details, F and the arrow keys use.
-    let active = RwSignal::new(0usize);
+    let active = page.active;
     let hover: RwSignal<Option<Hover>> = RwSignal::new(None);
     let drag: StoredValue<Option<Drag>> = StoredValue::new(None);
+    // A range being dragged: the press's canvas x.
+    let range_drag: StoredValue<Option<f64>> = StoredValue::new(None);
     let minimap_drag = StoredValue::new(false);
     let minimap_cache: StoredValue<MinimapCache> = StoredValue::new(None);
     // A strip of the chart's or the memory strip's pixels, kept between frames for its
@@ -511,12 +266,45 @@ pub fn FlameChart(
     // Whether the view has been fitted to the canvas's real width yet.
     let sized = StoredValue::new(false);
     let pending = StoredValue::new(Some(read_fragment()).filter(|s| s.files == files));
+    // The chart's area (its scroll box) and how far its lanes are scrolled.
+    let area_h = RwSignal::new(0.0f64);
+    let scroll_top = RwSignal::new(0.0f64);
     let resize_tick = RwSignal::new(0u32);
-    let resize = window_event_listener(leptos::ev::resize, move |_| {
-        resize_tick.update(|t| *t = t.wrapping_add(1))
-    });
-    // Another file replaces this chart: stop listening then.
-    on_cleanup(move || resize.remove());
+    {
+        // The area changes with the window, the panel's height and the header's wrapping:
+        // one observer sees them all.
+        let observer = StoredValue::new_local(None::<web_sys::ResizeObserver>);
+        Effect::new(move |_| {
+            let Some(el) = scroll_ref.get() else {
+                return;
+            };
+            if observer.with_value(Option::is_some) {
+                return;
+            }
+            let target = el.clone();
+            let callback = Closure::<dyn FnMut(JsValue)>::new(move |_| {
+                let h = f64::from(target.client_height());
+                if (area_h.get_untracked() - h).abs() > 0.5 {
+                    area_h.set(h);
+                }
+                resize_tick.update(|t| *t = t.wrapping_add(1));
+            });
+            if let Ok(ro) = web_sys::ResizeObserver::new(callback.as_ref().unchecked_ref()) {
+                ro.observe(&el);
+                observer.set_value(Some(ro));
+            }
+            callback.forget();
+        });
+        on_cleanup(move || {
+            if let Some(Some(ro)) = observer.try_get_value() {
+                ro.disconnect();
+            }
+        });
+    }
+    let rows = move || {
+        let l = layout.get();
+        Rows::new(&l, scroll_top.get(), area_h.get())
+    };
 
     // The current selection: the active group's, else the first group's that has one.
     let current = {
@@ -552,6 +340,24 @@ pub fn FlameChart(
             let e = groups.get(r.group)?.ctx.model.extent(r.span)?;
             let l = layout.get_untracked();
             Some((l.to_axis(r.group, e.start_ns), l.to_axis(r.group, e.end_ns)))
+        }
+    };
+    // Scroll the lanes so that span `r`'s lane shows.
+    let reveal_lane = {
+        let groups = groups.clone();
+        move |r: SpanRef| {
+            let Some(e) = groups.get(r.group).and_then(|x| x.ctx.model.extent(r.span)) else {
+                return;
+            };
+            let Some(el) = scroll_ref.get_untracked() else {
+                return;
+            };
+            let l = layout.get_untracked();
+            let now = f64::from(el.scroll_top());
+            let to = scroll_to_lane(&l, r.group, e.depth as usize, now, area_h.get_untracked());
+            if (to - now).abs() > 0.5 {
+                el.set_scroll_top(to.round() as i32);
+            }
         }
     };
 
@@ -608,11 +414,22 @@ pub fn FlameChart(
         let colours = colours.clone();
         let keys = keys.clone();
         let select = select.clone();
+        let reveal_lane = reveal_lane.clone();
         Effect::new(move |_| {
             resize_tick.track();
             let (Some(canvas), Some(minimap)) = (canvas_ref.get(), minimap_ref.get()) else {
                 return;
             };
+            let height = area_h.get();
+            if height < 1.0 {
+                // Not laid out yet: the observer reports the area's height first.
+                return;
+            }
+            let css_height = format!("{height}px");
+            let style = web_sys::HtmlElement::style(&canvas);
+            if style.get_property_value("height").ok().as_deref() != Some(css_height.as_str()) {
+                let _ = style.set_property("height", &css_height);
+            }
             let width = f64::from(canvas.client_width()).max(1.0);
             let l = layout.get();
             let view = view_sig.get();
@@ -634,16 +451,21 @@ pub fn FlameChart(
                 return;
             }
             if let Some(state) = pending.get_value() {
-                // The URL's window and selection, once the real width is known.
+                // The URL's window, selection and range, once the real width is known.
                 pending.set_value(None);
                 for (g, id) in &state.selected {
                     let span = groups.get(*g).and_then(|x| x.ctx.model.doc.span_index(id));
                     if let Some(span) = span {
-                        select(Some(SpanRef {
+                        let r = SpanRef {
                             group: *g,
                             span: span as u32,
-                        }));
+                        };
+                        select(Some(r));
+                        reveal_lane(r);
                     }
+                }
+                if state.range.is_some() {
+                    page.range.set(state.range);
                 }
                 if let Some((s, e)) = state.view {
                     view_sig.set(view.show_range(s, e, 0.0));
@@ -669,31 +491,45 @@ pub fn FlameChart(
             let marks = Marks {
                 highlighted: &hl,
                 selected: &selected,
+                range: page.range.get().map(|(s, e)| (s as f64, e as f64)),
             };
-            let s = scene(&l, &src, &labels, &view, marks, merged_fill(theme));
+            let rows = Rows::new(&l, scroll_top.get(), height);
+            let s = scene(&l, &src, &labels, &view, rows, marks, merged_fill(theme));
             raster.update_value(|raster| paint(&canvas, &s, theme, raster));
-            paint_minimap(&minimap, &l, &src, &view, minimap_cache);
+            paint_minimap(&minimap, &l, &src, theme, &view, minimap_cache);
             if let Some(memory) = memory_ref.get() {
+                let curves: Vec<(usize, &DeviceCurve)> = groups
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(g, x)| x.ctx.model.memory_curves.iter().map(move |c| (g, c)))
+                    .collect();
                 raster.update_value(|raster| {
-                    paint_memory(&memory, &groups, &l, &view, theme, raster)
+                    paint_memory(&memory, &curves, &l, &view, theme, raster)
                 });
             }
         });
     }
-    // Show a range when a table, the details or a panel asks for it (in the group's time).
+    // Show a range when a table, the details or a panel asks for it (in the group's time),
+    // and bring the selected span's lane into view.
     for (g, x) in groups.iter().enumerate() {
         let focus = x.ctx.focus;
+        let selected = x.ctx.selected;
+        let reveal_lane = reveal_lane.clone();
         Effect::new(move |_| {
             if let Some((s, e)) = focus.get() {
                 let l = layout.get_untracked();
                 view_sig.update(|v| *v = show(v, l.to_axis(g, s), l.to_axis(g, e)));
                 active.set(g);
                 focus.set(None);
+                if let Some(span) = selected.get_untracked() {
+                    reveal_lane(SpanRef { group: g, span });
+                }
             }
         });
     }
-    // Keep the window and selection in the URL, written once they have not changed for
-    // FRAGMENT_DELAY (during a zoom or a drag: one pending timer, no write, no state built).
+    // Keep the window, selection, range and tab in the URL, written once they have not
+    // changed for FRAGMENT_DELAY (during a zoom or a drag: one pending timer, no write, no
+    // state built).
     {
         let groups = groups.clone();
         let files = files.clone();
@@ -718,10 +554,14 @@ pub fn FlameChart(
                     v.end_ns().max(0.0).round() as u64,
                 )),
                 selected,
+                range: page.range.try_get_untracked().flatten(),
+                tab: page.tab.try_get_untracked().map(|t| t.id().to_string()),
             })
         });
         Effect::new(move |_| {
             view_sig.track();
+            page.range.track();
+            page.tab.track();
             for x in tracked.iter() {
                 x.ctx.selected.track();
             }
@@ -743,7 +583,9 @@ pub fn FlameChart(
                 keys: &keys,
                 theme: Theme::Light,
             };
-            layout.with_untracked(|l| hit(l, &src, &view_sig.get_untracked(), x, y))
+            let l = layout.get_untracked();
+            let rows = Rows::new(&l, scroll_top.get_untracked(), area_h.get_untracked());
+            hit(&l, &src, &view_sig.get_untracked(), rows, x, y)
         }
     };
     let on_wheel = move |ev: web_sys::WheelEvent| {
@@ -752,17 +594,38 @@ pub fn FlameChart(
         view_sig.update(|v| *v = wheel(v, x, ev.delta_x(), ev.delta_y(), ev.ctrl_key()));
     };
     let on_down = move |ev: web_sys::MouseEvent| {
-        if ev.button() == 0 {
-            drag.set_value(Some(Drag::new(
+        if ev.button() != 0 {
+            return;
+        }
+        let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
+        match drag_mode(ev.shift_key(), y) {
+            DragMode::Range => {
+                // No text selection while dragging a range with Shift.
+                ev.prevent_default();
+                if let Some(c) = canvas_ref.get_untracked() {
+                    let _ = c.focus();
+                }
+                range_drag.set_value(Some(x));
+            }
+            DragMode::Pan => drag.set_value(Some(Drag::new(
                 f64::from(ev.client_x()),
                 view_sig.get_untracked(),
-            )));
+            ))),
         }
     };
     let on_move = {
         let span_at = span_at.clone();
         move |ev: web_sys::MouseEvent| {
             let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
+            if let Some(press) = range_drag.get_value() {
+                if (x - press).abs() >= SLOP_PX {
+                    let r = range_from_drag(&view_sig.get_untracked(), press, x);
+                    if page.range.get_untracked() != Some(r) {
+                        page.range.set(Some(r));
+                    }
+                }
+                return;
+            }
             if let Some(mut d) = drag.get_value() {
                 let panned = d.to(f64::from(ev.client_x()));
                 drag.set_value(Some(d));
@@ -781,14 +644,24 @@ pub fn FlameChart(
         let span_at = span_at.clone();
         let select = select.clone();
         move |ev: web_sys::MouseEvent| {
+            let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
+            if let Some(press) = range_drag.get_value() {
+                range_drag.set_value(None);
+                if (x - press).abs() < SLOP_PX {
+                    // A Shift+click without a drag selects as a click does.
+                    select(span_at(x, y));
+                }
+                return;
+            }
             if drag.get_value().is_some_and(|d| d.is_click()) {
-                select(span_at(f64::from(ev.offset_x()), f64::from(ev.offset_y())));
+                select(span_at(x, y));
             }
             drag.set_value(None);
         }
     };
     let on_leave = move |_| {
         drag.set_value(None);
+        range_drag.set_value(None);
         hover.set(None);
     };
     let on_key = {
@@ -796,7 +669,19 @@ pub fn FlameChart(
         let current = current.clone();
         let select = select.clone();
         let extent_axis = extent_axis.clone();
+        let reveal_lane = reveal_lane.clone();
         move |ev: web_sys::KeyboardEvent| {
+            // Keys typed into the search box (or any field) are the field's.
+            if ev
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"))
+            {
+                return;
+            }
+            if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+                return;
+            }
             let Some(action) = key_action(&ev.key()) else {
                 return;
             };
@@ -808,7 +693,20 @@ pub fn FlameChart(
                     let sel = untrack(&current).and_then(&extent_axis);
                     view_sig.set(view_after(k, &v, whole, sel));
                 }
-                KeyAction::Deselect => select(None),
+                KeyAction::Deselect => {
+                    if page.range.get_untracked().is_some() {
+                        page.range.set(None);
+                    } else {
+                        select(None);
+                    }
+                }
+                KeyAction::ScrollLanes(pages) => {
+                    if let Some(el) = scroll_ref.get_untracked() {
+                        let step = (area_h.get_untracked() - AXIS_PX - LANE_PX).max(LANE_PX);
+                        let to = f64::from(el.scroll_top()) + f64::from(pages) * step;
+                        el.set_scroll_top(to.max(0.0).round() as i32);
+                    }
+                }
                 KeyAction::Move(nav) => {
                     // Without a selection, start at the active group's first root.
                     let next = match untrack(&current) {
@@ -833,6 +731,7 @@ pub fn FlameChart(
                     };
                     if let Some(r) = next {
                         select(Some(r));
+                        reveal_lane(r);
                         if let Some((s, e)) = extent_axis(r) {
                             view_sig.set(reveal(&v, s, e));
                         }
@@ -844,12 +743,14 @@ pub fn FlameChart(
     let go_match = {
         let select = select.clone();
         let extent_axis = extent_axis.clone();
+        let reveal_lane = reveal_lane.clone();
         move |forward: bool| {
             let m = matches.get_untracked();
             if let Some(pos) = step_match(m.len(), current_match.get_untracked(), forward) {
                 current_match.set(Some(pos));
                 let r = m[pos];
                 select(Some(r));
+                reveal_lane(r);
                 if let Some((s, e)) = extent_axis(r) {
                     view_sig.update(|v| *v = to_match(v, s, e));
                 }
@@ -869,6 +770,32 @@ pub fn FlameChart(
         if let Some(el) = minimap_ref.get_untracked() {
             let width = f64::from(el.client_width());
             view_sig.update(|v| *v = view_for_minimap_click(v, f64::from(ev.offset_x()), width));
+        }
+    };
+    // A press anywhere in the chart but its fields and buttons gives the canvas the focus,
+    // so the chart's keys work after a click on the minimap or the memory strip too.
+    let focus_chart = move |ev: web_sys::MouseEvent| {
+        let interactive = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .is_some_and(|el| {
+                matches!(
+                    el.tag_name().as_str(),
+                    "INPUT" | "SELECT" | "TEXTAREA" | "BUTTON" | "LABEL"
+                ) || el.closest("button, label").ok().flatten().is_some()
+            });
+        if interactive {
+            return;
+        }
+        if let Some(c) = canvas_ref.get_untracked() {
+            if !ev
+                .target()
+                .is_some_and(|t| JsValue::from(t) == JsValue::from(c.clone()))
+            {
+                // The default would move the focus to the page: keep it on the canvas.
+                ev.prevent_default();
+            }
+            let _ = c.focus();
         }
     };
 
@@ -952,10 +879,15 @@ pub fn FlameChart(
             }
         })
         .collect_view();
+    // Devices are named with their group when several groups have memory.
+    let with_memory = groups
+        .iter()
+        .filter(|x| !x.ctx.model.memory_curves.is_empty())
+        .count();
     let memory_legend: Vec<(usize, String, String)> = groups
         .iter()
         .flat_map(|x| {
-            let prefix = if groups.len() > 1 {
+            let prefix = if with_memory > 1 {
                 format!("{}: ", x.label)
             } else {
                 String::new()
@@ -970,20 +902,24 @@ pub fn FlameChart(
         .enumerate()
         .map(|(i, (device, peak))| (i, device, peak))
         .collect();
-    let details_view = details.then(|| {
+    let wrap_height = move || format!("{}px", layout.with(|l| l.height_px));
+    // How many spans are outlined (search matches, a table row's spans), for tests.
+    let highlighted_count = {
         let groups = groups.clone();
         move || {
-            let g = active.get();
-            groups.get(g).map(|x| {
-                view! {
-                    <Provider value=x.ctx.clone()>
-                        <SpanDetailsPanel />
-                    </Provider>
-                }
-            })
+            groups
+                .iter()
+                .map(|x| x.ctx.highlighted.with(|h| h.len()))
+                .sum::<usize>()
+                .to_string()
         }
-    });
-    let chart_height = move || format!("{}px", layout.with(|l| l.height_px));
+    };
+    let range_attr = move |end: bool| {
+        page.range
+            .get()
+            .map(|(s, e)| if end { e } else { s }.to_string())
+            .unwrap_or_default()
+    };
 
     view! {
         <div
@@ -993,38 +929,46 @@ pub fn FlameChart(
             data-view-start-ns=move || format!("{:.0}", view_sig.get().start_ns)
             data-view-end-ns=move || format!("{:.0}", view_sig.get().end_ns())
             data-selected=selected_id
+            data-range-start-ns=move || range_attr(false)
+            data-range-end-ns=move || range_attr(true)
+            data-lanes-top=move || format!("{:.0}", rows().top_px)
+            data-highlighted=highlighted_count
+            on:keydown=on_key
+            on:mousedown=focus_chart
         >
-            <div class="search" role="search">
-                <input
-                    type="search"
-                    placeholder="Search spans"
-                    aria-label="search spans by name"
-                    data-testid="search-input"
-                    prop:value=move || query.get()
-                    on:input=move |ev| query.set(event_target_value(&ev))
-                    on:keydown={
-                        let go = go_match.clone();
-                        move |ev: web_sys::KeyboardEvent| {
-                            if ev.key() == "Enter" {
-                                go(!ev.shift_key());
+            <div class="chart-toolbar">
+                <div class="search" role="search">
+                    <input
+                        type="search"
+                        placeholder="Search spans"
+                        aria-label="search spans by name"
+                        data-testid="search-input"
+                        prop:value=move || query.get()
+                        on:input=move |ev| query.set(event_target_value(&ev))
+                        on:keydown={
+                            let go = go_match.clone();
+                            move |ev: web_sys::KeyboardEvent| {
+                                if ev.key() == "Enter" {
+                                    go(!ev.shift_key());
+                                }
                             }
                         }
-                    }
-                />
-                <span class="match-count" data-testid="search-count">
-                    {move || {
-                        let n = matches.get().len();
-                        match current_match.get() {
-                            Some(c) if n > 0 => format!("{} / {}", c + 1, n),
-                            _ => format!("{n} matches"),
-                        }
-                    }}
-                </span>
-                <button type="button" on:click={
-                    let go = go_match.clone();
-                    move |_| go(false)
-                } aria-label="previous match">"↑"</button>
-                <button type="button" on:click=move |_| go_match(true) aria-label="next match">"↓"</button>
+                    />
+                    <span class="match-count" data-testid="search-count">
+                        {move || {
+                            let n = matches.get().len();
+                            match current_match.get() {
+                                Some(c) if n > 0 => format!("{} / {}", c + 1, n),
+                                _ => format!("{n} matches"),
+                            }
+                        }}
+                    </span>
+                    <button type="button" on:click={
+                        let go = go_match.clone();
+                        move |_| go(false)
+                    } aria-label="previous match">"↑"</button>
+                    <button type="button" on:click=move |_| go_match(true) aria-label="next match">"↓"</button>
+                </div>
                 <button type="button" data-testid="zoom-selection" on:click=zoom_selection>
                     "Zoom to selection"
                 </button>
@@ -1035,6 +979,14 @@ pub fn FlameChart(
                 >
                     "Fit"
                 </button>
+                {move || page.range.get().is_some().then(|| view! {
+                    <button type="button" data-testid="range-clear-chart" on:click=move |_| page.range.set(None)>
+                        "Clear range"
+                    </button>
+                })}
+                {children.map(|c| c())}
+                <span class="spacer"></span>
+                <span class="chart-hint muted">"Shift+drag: range · ? keys"</span>
             </div>
             <ul class="visually-hidden" aria-label="lane groups">{group_items}</ul>
             <canvas
@@ -1054,25 +1006,35 @@ pub fn FlameChart(
                 on:mouseup=move |_| minimap_drag.set_value(false)
                 on:mouseleave=move |_| minimap_drag.set_value(false)
             ></canvas>
-            <div class="chart-scroll">
-                <div class="chart-wrap">
-                    <canvas
-                        class="chart"
-                        node_ref=canvas_ref
-                        tabindex="0"
-                        role="img"
-                        aria-label="flame chart: W/S zoom, A/D pan, arrow up/down parent/child, [ ] siblings, F zoom to selection, 0 fit"
-                        data-testid="timeline-canvas"
-                        style:height=chart_height
-                        on:wheel=on_wheel
-                        on:mousedown=on_down
-                        on:mousemove=on_move
-                        on:mouseup=on_up
-                        on:mouseleave=on_leave
-                        on:keydown=on_key
-                    ></canvas>
-                    {tooltip}
+            <div class="chart-stage">
+                <div
+                    class="chart-scroll"
+                    node_ref=scroll_ref
+                    data-testid="chart-scroll"
+                    on:scroll=move |_| {
+                        if let Some(el) = scroll_ref.get_untracked() {
+                            scroll_top.set(f64::from(el.scroll_top()));
+                            hover.set(None);
+                        }
+                    }
+                >
+                    <div class="chart-wrap" style:height=wrap_height>
+                        <canvas
+                            class="chart"
+                            node_ref=canvas_ref
+                            tabindex="0"
+                            role="img"
+                            aria-label="flame chart: W/S zoom, A/D pan, Shift+drag selects a range, arrow up/down parent/child, [ ] siblings, F zoom to selection, 0 fit, ? all keys"
+                            data-testid="timeline-canvas"
+                            on:wheel=on_wheel
+                            on:mousedown=on_down
+                            on:mousemove=on_move
+                            on:mouseup=on_up
+                            on:mouseleave=on_leave
+                        ></canvas>
+                    </div>
                 </div>
+                {tooltip}
             </div>
             {(!memory_legend.is_empty()).then(|| {
                 view! {
@@ -1090,11 +1052,27 @@ pub fn FlameChart(
                     </div>
                 }
             })}
-            <p class="timeline-help">
-                "Wheel or W/S to zoom at the cursor, drag or A/D to pan, click a span for details; ↑/↓ parent/child, [ ] siblings, F zooms to the selection, 0 fits the run. The window and selection are kept in the page's address."
-            </p>
-            {details_view}
         </div>
+    }
+}
+
+/// The selected span's details of a chart's active group (the panel's side).
+#[component]
+pub fn ChartDetails(
+    /// The chart's groups.
+    groups: Arc<Vec<ChartGroup>>,
+    /// The view's state (its active group).
+    page: PageState,
+) -> impl IntoView {
+    move || {
+        let g = page.active.get();
+        groups.get(g).map(|x| {
+            view! {
+                <Provider value=x.ctx.clone()>
+                    <SpanDetailsPanel />
+                </Provider>
+            }
+        })
     }
 }
 
@@ -1105,7 +1083,8 @@ pub fn StepLegend(
     theme: Signal<Theme>,
 ) -> impl IntoView {
     view! {
-        <ul class="legend" aria-label="colour legend">
+        <ul class="legend" aria-label="colour legend"
+            title="shade: module light · function · op dark; grey = merged spans of mixed colours">
             {STEP_LEGEND
                 .iter()
                 .map(|(step, label)| {
@@ -1120,35 +1099,7 @@ pub fn StepLegend(
                     }
                 })
                 .collect_view()}
-            <li class="legend-note">"shade: module light · function · op dark; grey = merged spans of mixed colours"</li>
+            <li class="legend-note">"shade: module · function · op; grey: merged"</li>
         </ul>
     }
-}
-
-/// The one-file page's timeline: its context's model as one lane group.
-#[component]
-pub fn Timeline(
-    /// The opened file's name (the URL fragment is kept for it).
-    #[prop(into)]
-    file_name: String,
-) -> impl IntoView {
-    let Some(ctx) = use_context::<TraceContext>() else {
-        return view! { <p>"no trace"</p> }.into_any();
-    };
-    let theme = ctx.theme;
-    let groups = Arc::new(vec![ChartGroup {
-        label: file_name.clone(),
-        ctx,
-    }]);
-    let colours = Colours::by_step(&groups);
-    view! {
-        <section class="timeline" aria-label="timeline">
-            <div class="timeline-bar">
-                <h3>"Timeline"</h3>
-                <StepLegend theme=theme />
-            </div>
-            <FlameChart groups=groups offsets=Signal::derive(|| vec![0]) colours=colours theme=theme files=file_name />
-        </section>
-    }
-    .into_any()
 }

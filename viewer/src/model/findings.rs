@@ -273,7 +273,8 @@ mod tests {
         let doc = step(false);
         let p = panel_of(&doc);
         // By hand: backward 100 µs < 700 µs / 2, at stake 700 − 100 = 600 µs; `attn` 550 µs >
-        // 1000 µs / 2, at stake 550 µs; peak 4096 bytes; 2 parameters without a gradient.
+        // 1000 µs / 2, at stake 550 µs; forward 700 µs > 1000 µs / 2, at stake
+        // 700 − 300 = 400 µs; peak 4096 bytes; 2 parameters without a gradient.
         // Time first (largest first), then bytes, then counts.
         let shown: Vec<(&str, &str, u64, &str)> = p
             .rows
@@ -292,6 +293,7 @@ mod tests {
             [
                 ("backward_short", "ns", 600_000, "600 µs"),
                 ("dominant_module", "ns", 550_000, "550 µs"),
+                ("dominant_phase", "ns", 400_000, "400 µs"),
                 ("memory_peak", "bytes", 4096, "4.00 KiB"),
                 ("gradients_missing", "count", 2, "2 parameter(s)"),
             ]
@@ -310,19 +312,27 @@ mod tests {
         };
         assert_eq!(p.rows[1].target, row("module-row", "data-key", "attn"));
         assert_eq!(p.rows[1].target_text.as_deref(), Some("modules row `attn`"));
-        // The peak's device, not a fixed name.
+        // The dominant phase's row.
         assert_eq!(
             p.rows[2].target,
+            Some(FindingTarget::Row {
+                testid: "phase-forward".into(),
+                attr: None
+            })
+        );
+        // The peak's device, not a fixed name.
+        assert_eq!(
+            p.rows[3].target,
             row("memory-chart", "data-device", "cuda:0")
         );
         // One root: the gradient row is the module as the key has it.
         assert_eq!(
-            p.rows[3].target,
+            p.rows[4].target,
             row("gradient-group", "data-module", "mlp.fc")
         );
         // The schema's words, as they are.
         assert_eq!(
-            p.rows[3].evidence,
+            p.rows[4].evidence,
             ["model.mlp.fc: 2 of 2 parameter(s) missing"]
         );
         assert_eq!(p.left_out, 0);

@@ -31,7 +31,7 @@ pub struct Layer {
     pub category: &'static str,
     /// Closed SVG path (empty when the category is never live). Shared, as the other paths of
     /// a chart are, with the element that draws it: a path is the largest string of the page's
-    /// panels (about 0.5 MB in all for the 10 MB benchmark trace).
+    /// panels.
     pub path: Arc<str>,
 }
 

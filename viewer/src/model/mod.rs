@@ -13,16 +13,21 @@ pub mod latency;
 pub mod memory;
 pub mod memory_chart;
 pub mod missing;
+pub mod module_tree;
 pub mod modules;
 pub mod multi;
 pub mod ops;
+pub mod panel;
 pub mod phases;
 pub mod profile;
+pub mod profile_chart;
 pub mod profile_modules;
+pub mod range;
 pub mod sort;
 pub mod spans;
 pub mod steps;
 pub mod summary;
+pub mod virtual_rows;
 pub mod waterfall;
 
 use std::sync::{Arc, OnceLock};
@@ -156,8 +161,8 @@ impl MemoryViews {
 /// The view models of the panels below the timeline, and the index of ops and allocations by
 /// span (read only when a span is selected). The page builds the panels after the timeline's
 /// first frame, one panel a task (`components::app`), so each is built from the document the
-/// first time it is asked for, not with the rest of the model: on a 100 MB trace they held the
-/// first frame back by about 0.1 s (efficiency alone hashed every tensor id).
+/// first time it is asked for, not with the rest of the model, which they would hold back on a
+/// large trace (efficiency alone hashes every tensor id).
 #[derive(Debug, Clone, Default)]
 struct Later {
     index: OnceLock<SpanIndex>,
@@ -249,6 +254,8 @@ pub struct ProfileModel {
     pub settings: (String, String),
     /// The profile's findings, ranked, with where each shows.
     pub findings: findings::FindingsPanel,
+    /// The requests on the flame chart.
+    pub chart: Arc<profile_chart::ProfileChart>,
 }
 
 impl ProfileModel {
@@ -272,6 +279,7 @@ impl ProfileModel {
             diagnostic_only,
             settings: profile::settings_text(doc),
             findings: findings::FindingsPanel::of_profile(&profile_findings(doc)),
+            chart: Arc::new(profile_chart::ProfileChart::of(doc)),
         }
     }
 }

@@ -1,8 +1,17 @@
 //! The modules panel: module spans by module path or by leaf name, heaviest first — the rows
-//! of `schema::analysis::paths::module_rows`, the same numbers as `candle-trace query --kind modules`.
+//! of `schema::analysis::modules::module_rows`, the same numbers as `candle-trace query --kind modules`.
 
-use candle_trace_schema::analysis::paths::{module_rows, ModuleGrouping, ModulePaths, ModuleRow};
+use std::sync::Arc;
+
+use candle_trace_schema::analysis::coverage::TraceCoverage;
+use candle_trace_schema::analysis::module_tree::{trace_tree, ModuleTree};
+use candle_trace_schema::analysis::modules::{
+    is_module_span, module_rows, ModuleGrouping, ModulePaths, ModuleRow,
+};
+use candle_trace_schema::analysis::range::{module_rows_in, TimeRange};
 use candle_trace_schema::analysis::units::format_ns;
+
+use super::module_tree::share_text;
 use candle_trace_schema::format::document::TraceDocument;
 
 /// Rows shown before "Show all" (the modules table and the module-pairs table).
@@ -10,6 +19,10 @@ pub const SHOWN_ROWS: usize = 50;
 
 /// What the panel says when the trace has no module spans, and how to capture them.
 pub const NO_MODULE_SPANS: &str = "no module spans: install candle-trace before building the model — `Recorder::builder(..).install()`";
+
+/// What the tab says when the backward has no module spans below it.
+pub const BACKWARD_UNSPLIT: &str =
+    "backward is one span with no per-module split (candle's backward opens no spans)";
 
 /// One row of the modules table.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,10 +47,13 @@ pub struct ModuleTableRow {
     pub share: String,
     /// Share in percent for the bar, 0 without a measured total.
     pub share_pct: f64,
+    /// The share as a ratio, `None` without a measured total.
+    pub share_ratio: Option<f64>,
 }
 
 impl ModuleTableRow {
-    fn of(r: &ModuleRow) -> Self {
+    /// The row of the schema's `r`.
+    pub fn of(r: &ModuleRow) -> Self {
         ModuleTableRow {
             key: r.key.clone(),
             calls: r.calls,
@@ -49,35 +65,38 @@ impl ModuleTableRow {
             mean: format_ns(r.mean_ns),
             share: share_text(r.share),
             share_pct: r.share.map_or(0.0, |s| (s * 100.0).clamp(0.0, 100.0)),
+            share_ratio: r.share,
         }
     }
 }
 
-/// A share as the CLI writes it: `12.5%`, or `–` without a measured total.
-pub fn share_text(share: Option<f64>) -> String {
-    share.map_or(String::from("–"), |s| format!("{:.1}%", s * 100.0))
-}
-
-/// The panel: both groupings, built once.
+/// The panel: both groupings, built once, and the links between its rows and the spans.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModulesPanel {
     /// One row per module path, by total time, largest first, then by path.
     pub by_path: Vec<ModuleTableRow>,
     /// One row per leaf name, in the same order.
     pub by_name: Vec<ModuleTableRow>,
+    /// Which spans each row stands for, and each span's row.
+    pub links: super::module_tree::ModuleLinks,
+    /// The schema's module tree of the whole run (time, memory, parameters, gradients).
+    pub tree: Arc<ModuleTree>,
+    /// `modules cover 87% of forward (…)` over every forward span, when there is one.
+    pub coverage: Option<String>,
+    /// Said when the backward is one span with no per-module split.
+    pub backward_note: Option<&'static str>,
+    /// The document's module paths (the rows of a range are grouped by them).
+    paths: ModulePaths,
 }
 
 impl ModulesPanel {
     /// The panel of `doc`.
     pub fn of(doc: &TraceDocument) -> Self {
-        if !doc
-            .spans
-            .iter()
-            .any(|s| s.span_kind == candle_trace_schema::format::events::SpanKind::Module)
-        {
+        if !doc.spans.iter().any(is_module_span) {
             return ModulesPanel::default();
         }
         let paths = ModulePaths::new(doc);
+        let coverage = TraceCoverage::of(doc);
         let rows = |g| {
             module_rows(doc, &paths, g)
                 .iter()
@@ -87,7 +106,29 @@ impl ModulesPanel {
         ModulesPanel {
             by_path: rows(ModuleGrouping::Path),
             by_name: rows(ModuleGrouping::Name),
+            links: super::module_tree::ModuleLinks::of(doc, &paths),
+            tree: Arc::new(trace_tree(doc, &paths)),
+            coverage: coverage.overall.sentence(),
+            backward_note: coverage.backward_unsplit.then_some(BACKWARD_UNSPLIT),
+            paths,
         }
+    }
+
+    /// The rows of one grouping for the part of `doc` (this panel's document) inside `range`
+    /// (`schema::analysis::range::module_rows_in`).
+    pub fn rows_in(
+        &self,
+        doc: &TraceDocument,
+        grouping: ModuleGrouping,
+        range: TimeRange,
+    ) -> Vec<ModuleTableRow> {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        module_rows_in(doc, &self.paths, grouping, range)
+            .iter()
+            .map(ModuleTableRow::of)
+            .collect()
     }
 
     /// The rows of one grouping.
@@ -96,6 +137,11 @@ impl ModulesPanel {
             ModuleGrouping::Path => &self.by_path,
             ModuleGrouping::Name => &self.by_name,
         }
+    }
+
+    /// The document's module paths (empty when it has no module spans).
+    pub fn paths(&self) -> &ModulePaths {
+        &self.paths
     }
 
     /// True when the trace has no module spans.

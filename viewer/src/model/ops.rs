@@ -73,7 +73,28 @@ pub fn rate_text(bytes_per_ns: Option<f64>) -> String {
 
 /// The rows for `doc` with this grouping, in the schema's order (total time, largest first).
 pub fn op_rows(doc: &TraceDocument, grouping: OpGrouping) -> Vec<OpRow> {
-    op_groups(&doc.ops, grouping)
+    rows_of_groups(doc, op_groups(&doc.ops, grouping))
+}
+
+/// The rows for the ops of `doc` inside `range`
+/// (`schema::analysis::range::op_groups_in`), in the schema's order.
+pub fn op_rows_in(
+    doc: &TraceDocument,
+    grouping: OpGrouping,
+    range: candle_trace_schema::analysis::range::TimeRange,
+) -> Vec<OpRow> {
+    rows_of_groups(
+        doc,
+        candle_trace_schema::analysis::range::op_groups_in(&doc.ops, grouping, range),
+    )
+}
+
+/// Op groups of `doc` as rows.
+fn rows_of_groups(
+    doc: &TraceDocument,
+    groups: Vec<candle_trace_schema::analysis::ops::OpGroup>,
+) -> Vec<OpRow> {
+    groups
         .into_iter()
         .map(|g| {
             let mut spans: Vec<u32> = g

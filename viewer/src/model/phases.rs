@@ -78,9 +78,19 @@ fn times(ns: u64, count: u64) -> String {
 impl PhasesPanel {
     /// The panel of `doc`; default (empty) without a measured span.
     pub fn of(doc: &TraceDocument) -> Self {
-        let Some(b) = phase_breakdown(doc) else {
-            return PhasesPanel::default();
-        };
+        match phase_breakdown(doc) {
+            Some(b) => Self::of_parts(doc, &b, module_pairs(doc)),
+            None => PhasesPanel::default(),
+        }
+    }
+
+    /// The panel of a breakdown `b` of `doc` and its module pairs (the whole run's, or a
+    /// range's: `schema::analysis::range`).
+    pub fn of_parts(
+        doc: &TraceDocument,
+        b: &candle_trace_schema::analysis::phases::PhaseBreakdown,
+        pairs: Vec<candle_trace_schema::analysis::phases::ModulePair>,
+    ) -> Self {
         // Shares are of the region, or of the steps' sum when they exceed it.
         // Saturating: spans of a hostile file can sum past u64 (in wasm, without overflow
         // checks, the sum would wrap and the shares explode).
@@ -111,7 +121,6 @@ impl PhasesPanel {
             row
         })
         .collect();
-        let pairs = module_pairs(doc);
         let widest = pairs
             .iter()
             .map(|p| p.forward_ns.max(p.backward_ns))

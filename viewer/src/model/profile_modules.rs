@@ -4,7 +4,7 @@
 //! `candle-trace query PROFILE --kind modules` — and each request's forward calls and module
 //! spans.
 
-use candle_trace_schema::analysis::paths::ModuleGrouping;
+use candle_trace_schema::analysis::modules::ModuleGrouping;
 use candle_trace_schema::analysis::profile_modules::{ProfileModuleRow, RequestModules};
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::events::SpanKind;
@@ -76,7 +76,7 @@ impl RequestModuleCounts {
 }
 
 /// The panel: both groupings and the per-request counts, built once.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ProfileModulesPanel {
     /// One row per module path, by total time, largest first, then by path.
     pub by_path: Vec<ProfileModuleTableRow>,
@@ -84,6 +84,10 @@ pub struct ProfileModulesPanel {
     pub by_name: Vec<ProfileModuleTableRow>,
     /// Requests with module events, in order of first appearance.
     pub requests: Vec<RequestModuleCounts>,
+    /// The schema's module tree of every forward call (time only).
+    pub tree: std::sync::Arc<candle_trace_schema::analysis::module_tree::ModuleTree>,
+    /// `modules cover 90% of forward (…)` over every request's forward calls.
+    pub coverage: Option<String>,
 }
 
 impl ProfileModulesPanel {
@@ -99,9 +103,15 @@ impl ProfileModulesPanel {
                 .map(ProfileModuleTableRow::of)
                 .collect()
         };
+        let per_request: Vec<_> = requests.iter().map(|r| r.coverage()).collect();
+        let coverage = candle_trace_schema::analysis::coverage::Coverage::sum(&per_request);
         ProfileModulesPanel {
             by_path: rows(ModuleGrouping::Path),
             by_name: rows(ModuleGrouping::Name),
+            tree: std::sync::Arc::new(candle_trace_schema::analysis::module_tree::profile_tree(
+                &requests,
+            )),
+            coverage: coverage.sentence(),
             requests: requests.iter().map(RequestModuleCounts::of).collect(),
         }
     }

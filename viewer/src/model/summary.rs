@@ -138,20 +138,8 @@ pub fn profile_cards(s: &ProfileSummary) -> Vec<SummaryCard> {
             count(s.memory_snapshot_count),
         ),
     ];
-    percentile_cards(
-        &mut out,
-        "ttft_us",
-        "time to first token",
-        &s.ttft_us,
-        1_000,
-    );
-    percentile_cards(
-        &mut out,
-        "itl_nanos",
-        "inter-token latency",
-        &s.itl_nanos,
-        1,
-    );
+    percentile_cards(&mut out, "ttft_us", "TTFT", &s.ttft_us, 1_000);
+    percentile_cards(&mut out, "itl_nanos", "ITL", &s.itl_nanos, 1);
     out
 }
 

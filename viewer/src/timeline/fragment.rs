@@ -1,12 +1,14 @@
 //! The chart's state in the page's URL fragment, so that a reload or a shared link shows the
 //! same window and selection of the same file(s):
 //!
-//! `#files=<names>&view=<start_ns>-<end_ns>&sel=<group>:<span id>[&sel=…]`
+//! `#files=<names>&view=<start_ns>-<end_ns>&sel=<group>:<span id>[&sel=…][&range=<s>-<e>][&tab=<id>]`
 //!
 //! `files` are the opened files' names (joined with ` + `, the page's title of a set); a state
 //! is applied only to a document with the same names. `view` is the visible window in the
 //! chart's axis time (whole nanoseconds). Each `sel` is a selected span by group and by its
-//! `id` in the file (stable across reloads of the same file). Values are percent-encoded
+//! `id` in the file (stable across reloads of the same file). `range` is a range selected on
+//! the time axis (axis ns, `s ≤ e`) and `tab` the open tab of the panel below the chart
+//! ([`crate::model::panel::Tab::id`]). Values are percent-encoded
 //! (UTF-8; everything but ASCII letters, digits and `-._~`). Unknown keys and malformed
 //! values are ignored: a fragment never fails to load a page.
 
@@ -19,6 +21,10 @@ pub struct ChartState {
     pub view: Option<(u64, u64)>,
     /// Selected spans: (group, span id).
     pub selected: Vec<(usize, String)>,
+    /// A range selected on the time axis `[start, end]`, axis ns.
+    pub range: Option<(u64, u64)>,
+    /// The open tab's id.
+    pub tab: Option<String>,
 }
 
 impl ChartState {
@@ -30,6 +36,12 @@ impl ChartState {
         }
         for (g, id) in &self.selected {
             out.push_str(&format!("&sel={g}:{}", encode(id)));
+        }
+        if let Some((s, e)) = self.range {
+            out.push_str(&format!("&range={s}-{e}"));
+        }
+        if let Some(tab) = &self.tab {
+            out.push_str(&format!("&tab={}", encode(tab)));
         }
         out
     }
@@ -53,6 +65,13 @@ impl ChartState {
                         .and_then(|(s, e)| Some((s.parse().ok()?, e.parse().ok()?)))
                         .filter(|(s, e)| s < e);
                 }
+                "range" => {
+                    state.range = value
+                        .split_once('-')
+                        .and_then(|(s, e)| Some((s.parse().ok()?, e.parse().ok()?)))
+                        .filter(|(s, e)| s <= e);
+                }
+                "tab" => state.tab = decode(value).filter(|t| !t.is_empty()),
                 "sel" => {
                     let sel = value
                         .split_once(':')
@@ -107,12 +126,14 @@ mod tests {
             files: "base.trace6.jsonl + cand.trace6.jsonl".into(),
             view: Some((1_200, 98_765)),
             selected: vec![(0, "b3o2".into()), (1, "a&b=c #µ".into())],
+            range: Some((2_000, 3_000)),
+            tab: Some("ops".into()),
         };
         let f = state.to_fragment();
         assert_eq!(
             f,
             "#files=base.trace6.jsonl%20%2B%20cand.trace6.jsonl&view=1200-98765\
-             &sel=0:b3o2&sel=1:a%26b%3Dc%20%23%C2%B5"
+             &sel=0:b3o2&sel=1:a%26b%3Dc%20%23%C2%B5&range=2000-3000&tab=ops"
         );
         assert_eq!(ChartState::parse(&f), state);
         assert_eq!(ChartState::parse(&f[1..]), state);
@@ -120,15 +141,20 @@ mod tests {
 
     #[test]
     fn bad_parts_are_ignored() {
-        let s = ChartState::parse("#files=a.jsonl&view=9-3&sel=x:1&sel=0:%ZZ&sel=2:ok&what=1&junk");
+        let s = ChartState::parse(
+            "#files=a.jsonl&view=9-3&sel=x:1&sel=0:%ZZ&sel=2:ok&what=1&junk&range=5-4&tab=",
+        );
         assert_eq!(
             s,
             ChartState {
                 files: "a.jsonl".into(),
                 view: None,
                 selected: vec![(2, "ok".into())],
+                range: None,
+                tab: None,
             }
         );
+        assert_eq!(ChartState::parse("#range=4-4").range, Some((4, 4)));
         assert_eq!(ChartState::parse(""), ChartState::default());
         assert_eq!(ChartState::parse("#view=1-2").view, Some((1, 2)));
         // A truncated escape and invalid UTF-8 are dropped, not panicked on.

@@ -1,7 +1,9 @@
 //! What the flame chart's keys, wheel and drags do to its view: the keymap, the zoom and pan
-//! steps, click-versus-drag, and how far to move to show a span. The canvas component only
+//! steps, click-versus-drag, a range dragged over the time axis, how far to move to show a
+//! span, and the list of every shortcut the page's `?` shows. The canvas component only
 //! forwards events here and stores what comes back.
 
+use super::layout::AXIS_PX;
 use super::scene::SLOP_PX;
 use super::viewport::Viewport;
 
@@ -49,14 +51,17 @@ pub enum KeyAction {
     View(ViewKey),
     /// Select another span of the tree.
     Move(Nav),
-    /// Clear the selection.
+    /// Clear the selected range when there is one, else the selected span.
     Deselect,
+    /// Scroll the lanes by this many canvas heights (Page Up: −1, Page Down: +1).
+    ScrollLanes(i8),
 }
 
 /// The chart's keymap: W/S (or +/−) zoom, A/D (or ←/→) pan, 0 fits, F zooms to the
-/// selection, ↑/↓ parent/child, `[`/`]` siblings, Escape deselects. Other keys: `None`.
+/// selection, ↑/↓ parent/child, `[`/`]` siblings, Page Up/Down scroll the lanes, Escape
+/// clears the range or the selection. Other keys: `None`.
 pub fn key_action(key: &str) -> Option<KeyAction> {
-    use KeyAction::{Deselect, Move, View};
+    use KeyAction::{Deselect, Move, ScrollLanes, View};
     Some(match key {
         "w" | "W" | "+" | "=" => View(ViewKey::ZoomIn),
         "s" | "S" | "-" => View(ViewKey::ZoomOut),
@@ -69,8 +74,68 @@ pub fn key_action(key: &str) -> Option<KeyAction> {
         "[" => Move(Nav::PrevSibling),
         "]" => Move(Nav::NextSibling),
         "Escape" => Deselect,
+        "PageUp" => ScrollLanes(-1),
+        "PageDown" => ScrollLanes(1),
         _ => return None,
     })
+}
+
+/// Every shortcut of the page, as the `?` list shows them: (keys, what they do).
+pub const SHORTCUTS: &[(&str, &str)] = &[
+    (
+        "W / S, + / −, wheel",
+        "zoom in / out (the wheel at the pointer)",
+    ),
+    ("A / D, ← / →, drag", "pan earlier / later"),
+    (
+        "Shift + drag, or drag on the time axis",
+        "select a range: the tabs show its numbers",
+    ),
+    ("Escape", "clear the range, else the selected span"),
+    ("↑ / ↓", "select the parent / first child"),
+    ("[ / ]", "select the previous / next sibling"),
+    ("F", "zoom to the selected span"),
+    ("0", "fit the whole run"),
+    ("Page Up / Page Down", "scroll the lanes"),
+    ("Enter / Shift + Enter in search", "next / previous match"),
+    (
+        "← / →, Home / End on the tabs",
+        "move between tabs; Enter or Space opens one",
+    ),
+    ("↑ / ↓ on the panel's edge", "make the panel taller / lower"),
+    ("?", "show or hide this list"),
+];
+
+/// What a press on the chart starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DragMode {
+    /// Panning the window (or a click, if it does not move).
+    Pan,
+    /// Selecting a range of time.
+    Range,
+}
+
+/// A press with Shift held, or on the time axis row (canvas y above [`AXIS_PX`]), selects a
+/// range; any other press pans.
+pub fn drag_mode(shift: bool, y: f64) -> DragMode {
+    if shift || y < AXIS_PX {
+        DragMode::Range
+    } else {
+        DragMode::Pan
+    }
+}
+
+/// The range (axis ns, in order, whole ns within the view's bounds) dragged on `view` from
+/// canvas x `press_x` to `x`.
+pub fn range_from_drag(view: &Viewport, press_x: f64, x: f64) -> (u64, u64) {
+    let ns = |x: f64| {
+        ns_u64(
+            view.ns_from_x(x.clamp(0.0, view.width_px))
+                .clamp(view.bound_start_ns, view.bound_end_ns),
+        )
+    };
+    let (a, b) = (ns(press_x), ns(x));
+    (a.min(b), a.max(b))
 }
 
 /// The window after `key`: `whole` is the fitted view, `selection` the selected span's
@@ -205,8 +270,56 @@ mod tests {
         assert_eq!(key_action("["), Some(KeyAction::Move(Nav::PrevSibling)));
         assert_eq!(key_action("]"), Some(KeyAction::Move(Nav::NextSibling)));
         assert_eq!(key_action("Escape"), Some(KeyAction::Deselect));
+        assert_eq!(key_action("PageDown"), Some(KeyAction::ScrollLanes(1)));
+        assert_eq!(key_action("PageUp"), Some(KeyAction::ScrollLanes(-1)));
         assert_eq!(key_action("x"), None);
         assert_eq!(key_action("Enter"), None);
+    }
+
+    #[test]
+    fn every_chart_key_is_in_the_shortcut_list() {
+        // Each key the keymap knows is named in the `?` list (as its letter or its arrow).
+        let listed: String = SHORTCUTS
+            .iter()
+            .map(|(k, _)| *k)
+            .collect::<Vec<_>>()
+            .join(" ");
+        for (key, shown) in [
+            ("w", "W"),
+            ("s", "S"),
+            ("+", "+"),
+            ("-", "−"),
+            ("a", "A"),
+            ("d", "D"),
+            ("ArrowLeft", "←"),
+            ("ArrowRight", "→"),
+            ("0", "0"),
+            ("f", "F"),
+            ("ArrowUp", "↑"),
+            ("ArrowDown", "↓"),
+            ("[", "["),
+            ("]", "]"),
+            ("Escape", "Escape"),
+            ("PageUp", "Page Up"),
+            ("PageDown", "Page Down"),
+        ] {
+            assert!(key_action(key).is_some(), "{key}");
+            assert!(listed.contains(shown), "{key} is not listed as {shown}");
+        }
+    }
+
+    #[test]
+    fn ranges_are_dragged_with_shift_or_on_the_axis() {
+        assert_eq!(drag_mode(true, 100.0), DragMode::Range);
+        assert_eq!(drag_mode(false, 10.0), DragMode::Range);
+        assert_eq!(drag_mode(false, 100.0), DragMode::Pan);
+        // 0..1000 ns in 100 px: from x 60 back to x 20 is 200..600.
+        let v = Viewport::fit(0, 1000, 100.0);
+        assert_eq!(range_from_drag(&v, 60.0, 20.0), (200, 600));
+        // Past the canvas's edges: the view's bounds.
+        assert_eq!(range_from_drag(&v, -50.0, 250.0), (0, 1000));
+        let z = v.show_range(500, 1000, 0.0);
+        assert_eq!(range_from_drag(&z, 0.0, 10.0), (500, 550));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The flame chart's rectangles rasterised in wasm: a chart zoomed out over a realistic trace
 //! paints thousands of small rectangles a frame, and one `fillRect` per rectangle (each also
-//! rasterised by the browser) made a frame cost about 4 µs per rectangle. Filling an RGBA
+//! rasterised by the browser) makes a frame cost grow with the rectangles. Filling an RGBA
 //! buffer here and handing it over with one `putImageData` makes a frame cost its pixels.
 //!
 //! Coordinates are CSS pixels; the buffer is in device pixels (`scale` = the device pixel

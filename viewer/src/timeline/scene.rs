@@ -1,10 +1,12 @@
-//! The flame chart's display list: what to paint for a [`ChartLayout`] and a [`Viewport`]
-//! (ticks, group headers, span rectangles with their labels, outlines), and which span is
-//! under a point. The canvas component only walks the lists this returns, so what a chart
-//! shows — level of detail, label elision, colours, hit testing — is checked natively here.
+//! The flame chart's display list: what to paint for a [`ChartLayout`], a [`Viewport`] and
+//! the rows in view ([`Rows`]: the canvas is as high as its area and its lanes scroll under
+//! the time axis) — ticks, group headers, span rectangles with their labels, outlines, a
+//! selected range — and which span is under a point. The canvas component only walks the
+//! lists this returns, so what a chart shows — level of detail, label elision, colours, hit
+//! testing, vertical scrolling — is checked natively here.
 
 use super::lanes::{Lanes, SpanExtent};
-use super::layout::{ChartLayout, AXIS_PX, LANE_PX};
+use super::layout::{ChartLayout, AXIS_PX, GROUP_HEADER_PX, LANE_PX};
 use super::lod::visible_blocks_keyed;
 use super::palette::label_color;
 use super::ticks::{ticks, Tick};
@@ -88,10 +90,87 @@ pub struct Header {
     pub label: String,
 }
 
+/// The rows of the chart in view: the canvas, `height_px` high, shows the time axis on top
+/// and under it the chart's rows from layout y `AXIS_PX + top_px` on (the lanes scrolled up
+/// by `top_px`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rows {
+    /// How far the lanes are scrolled up, CSS pixels.
+    pub top_px: f64,
+    /// The canvas's height.
+    pub height_px: f64,
+}
+
+impl Rows {
+    /// Every row of `layout`, unscrolled, on a canvas as high as the chart.
+    pub fn all(layout: &ChartLayout) -> Self {
+        Rows {
+            top_px: 0.0,
+            height_px: layout.height_px,
+        }
+    }
+
+    /// The rows of `layout` on a canvas `height_px` high scrolled by `top_px`, the scroll
+    /// kept between 0 and [`max_scroll`].
+    pub fn new(layout: &ChartLayout, top_px: f64, height_px: f64) -> Self {
+        let height_px = height_px.max(AXIS_PX);
+        Rows {
+            top_px: top_px.clamp(0.0, max_scroll(layout, height_px)),
+            height_px,
+        }
+    }
+
+    /// Where layout y `y` is on the canvas (below the axis; the axis row itself stays).
+    pub fn display_y(&self, y: f64) -> f64 {
+        if y < AXIS_PX {
+            y
+        } else {
+            y - self.top_px
+        }
+    }
+
+    /// The layout y under canvas y `y`.
+    pub fn layout_y(&self, y: f64) -> f64 {
+        if y < AXIS_PX {
+            y
+        } else {
+            y + self.top_px
+        }
+    }
+}
+
+/// How far the lanes of `layout` can scroll under a canvas `height_px` high.
+pub fn max_scroll(layout: &ChartLayout, height_px: f64) -> f64 {
+    (layout.height_px - height_px).max(0.0)
+}
+
+/// The scroll that shows lane `lane` of group `g` whole on a canvas `height_px` high now
+/// scrolled by `top_px`: unchanged when it is in view, else the lane at the nearest edge.
+pub fn scroll_to_lane(
+    layout: &ChartLayout,
+    g: usize,
+    lane: usize,
+    top_px: f64,
+    height_px: f64,
+) -> f64 {
+    let Some(y) = layout.lane_top(g, lane) else {
+        return top_px;
+    };
+    let (first, last) = (top_px + AXIS_PX, top_px + height_px);
+    let top = if y < first {
+        y - AXIS_PX
+    } else if y + LANE_PX > last {
+        y + LANE_PX - height_px
+    } else {
+        top_px
+    };
+    top.clamp(0.0, max_scroll(layout, height_px))
+}
+
 /// Everything one frame of the chart paints.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Scene {
-    /// Total height, CSS pixels.
+    /// Height of the canvas, CSS pixels.
     pub height_px: f64,
     /// Time-axis ticks (a label above, a rule through the lanes).
     pub ticks: Vec<Tick>,
@@ -101,6 +180,8 @@ pub struct Scene {
     pub rects: Vec<Rect>,
     /// Highlight outlines, then the selections' (drawn last, on top).
     pub outlines: Vec<Outline>,
+    /// A selected range `[x0, x1]`, CSS pixels, clamped to the canvas (shaded over the lanes).
+    pub range_px: Option<(f64, f64)>,
 }
 
 /// What is outlined: per group, the highlighted spans and the selected one.
@@ -110,6 +191,8 @@ pub struct Marks<'a> {
     pub highlighted: &'a [&'a [u32]],
     /// Selected spans.
     pub selected: &'a [SpanRef],
+    /// A range selected on the time axis `[start, end]`, axis ns.
+    pub range: Option<(f64, f64)>,
 }
 
 /// The part of `name` that fits `width_px` (an estimate at 7 px per character, 3 px padding
@@ -129,25 +212,37 @@ pub fn fit_label(name: &str, width_px: f64) -> Option<String> {
     }
 }
 
-/// The scene of `layout` in `view`. `labels` names each group's header row; `merged_fill`
-/// colours merged blocks whose spans have different keys.
+/// The scene of `layout` in `view`, the rows `rows` in view. `labels` names each group's
+/// header row; `merged_fill` colours merged blocks whose spans have different keys. A row cut
+/// by the axis keeps its part below it, without its label.
 pub fn scene(
     layout: &ChartLayout,
     source: &impl SpanSource,
     labels: &[&str],
     view: &Viewport,
+    rows: Rows,
     marks: Marks<'_>,
     merged_fill: &'static str,
 ) -> Scene {
     let mut out = Scene {
-        height_px: layout.height_px,
+        height_px: rows.height_px,
         ticks: ticks(view, TICK_SPACING_PX),
         ..Scene::default()
     };
+    // Whether a row at layout y (height h) shows, and where and how much of it.
+    let place = |y: f64, h: f64| -> Option<(f64, f64, bool)> {
+        let top = rows.display_y(y);
+        if top + h <= AXIS_PX || top >= rows.height_px {
+            return None;
+        }
+        let cut = top < AXIS_PX;
+        let shown_top = top.max(AXIS_PX);
+        Some((shown_top, top + h - shown_top, cut))
+    };
     for (g, row) in layout.groups.iter().enumerate() {
-        if layout.headers {
+        if layout.headers && place(row.top_px, GROUP_HEADER_PX).is_some_and(|(_, _, cut)| !cut) {
             out.headers.push(Header {
-                y: row.top_px,
+                y: rows.display_y(row.top_px),
                 label: labels.get(g).copied().unwrap_or_default().to_string(),
             });
         }
@@ -155,24 +250,42 @@ pub fn scene(
             continue;
         };
         let gv = layout.group_view(view, g);
-        for (depth, lane) in lanes.lanes.iter().enumerate() {
-            let y = row.lanes_top_px + depth as f64 * LANE_PX;
+        // Only the lanes in view.
+        let first = ((rows.top_px + AXIS_PX - row.lanes_top_px) / LANE_PX)
+            .floor()
+            .max(0.0) as usize;
+        let last = ((rows.top_px + rows.height_px - row.lanes_top_px) / LANE_PX)
+            .ceil()
+            .max(0.0) as usize;
+        for (depth, lane) in lanes
+            .lanes
+            .iter()
+            .enumerate()
+            .take(last.min(lanes.lanes.len()))
+            .skip(first)
+        {
+            let Some((y, h, cut)) = place(
+                row.lanes_top_px + depth as f64 * LANE_PX + 1.0,
+                LANE_PX - 2.0,
+            ) else {
+                continue;
+            };
             for b in visible_blocks_keyed(lane, &gv, |i| source.key(g, i)) {
                 let fill = if b.mixed {
                     merged_fill
                 } else {
                     source.fill(g, b.span)
                 };
-                let label = if b.is_merged() {
+                let label = if b.is_merged() || cut {
                     None
                 } else {
                     fit_label(source.name(g, b.span), b.x1 - b.x0).map(|l| (l, label_color(fill)))
                 };
                 out.rects.push(Rect {
                     x: b.x0,
-                    y: y + 1.0,
+                    y,
                     w: (b.x1 - b.x0 - 0.5).max(1.0),
-                    h: LANE_PX - 2.0,
+                    h,
                     fill,
                     span: SpanRef {
                         group: g,
@@ -189,30 +302,38 @@ pub fn scene(
                 layout,
                 source,
                 view,
+                rows,
                 SpanRef { group: g, span },
                 1.5,
             ));
         }
     }
     for &s in marks.selected {
-        out.outlines.extend(outline(layout, source, view, s, 3.0));
+        out.outlines
+            .extend(outline(layout, source, view, rows, s, 3.0));
     }
+    out.range_px = marks.range.and_then(|(s, e)| {
+        let (x0, x1) = (view.x_from_ns(s.min(e)), view.x_from_ns(s.max(e)));
+        (x1 >= 0.0 && x0 <= view.width_px).then(|| (x0.max(0.0), x1.min(view.width_px)))
+    });
     out
 }
 
-/// The outline of span `s`, `None` when it is out of view or unknown.
+/// The outline of span `s`, `None` when it is out of view (across, or scrolled away under
+/// the axis or below the canvas) or unknown.
 pub fn outline(
     layout: &ChartLayout,
     source: &impl SpanSource,
     view: &Viewport,
+    rows: Rows,
     s: SpanRef,
     line_px: f64,
 ) -> Option<Outline> {
     let e = source.extent(s.group, s.span)?;
-    let y = layout.lane_top(s.group, e.depth as usize)?;
+    let y = rows.display_y(layout.lane_top(s.group, e.depth as usize)?);
     let x0 = view.x_from_ns(layout.to_axis(s.group, e.start_ns));
     let x1 = view.x_from_ns(layout.to_axis(s.group, e.end_ns));
-    if x1 < 0.0 || x0 > view.width_px {
+    if x1 < 0.0 || x0 > view.width_px || y < AXIS_PX || y >= rows.height_px {
         return None;
     }
     let (x0, x1) = (x0.max(-2.0), x1.min(view.width_px + 2.0).max(x0 + 1.0));
@@ -225,18 +346,20 @@ pub fn outline(
     })
 }
 
-/// The span under `(x, y)`: an exact hit, else the nearest within [`SLOP_PX`] in that lane.
+/// The span under canvas point `(x, y)` with the rows `rows` in view: an exact hit, else the
+/// nearest within [`SLOP_PX`] in that lane.
 pub fn hit(
     layout: &ChartLayout,
     source: &impl SpanSource,
     view: &Viewport,
+    rows: Rows,
     x: f64,
     y: f64,
 ) -> Option<SpanRef> {
-    if y < AXIS_PX {
+    if y < AXIS_PX || y >= rows.height_px {
         return None;
     }
-    let (g, lane) = layout.lane_at(y)?;
+    let (g, lane) = layout.lane_at(rows.layout_y(y))?;
     let gv = layout.group_view(view, g);
     let span = source
         .lanes(g)?
@@ -373,7 +496,15 @@ mod tests {
         let f = Fake::new(vec![vec![(0, 1000, 0, "step"), (0, 500, 1, "matmul")]]);
         let l = f.layout(&[0]);
         let v = l.fit(100.0);
-        let s = scene(&l, &f, &["a"], &v, Marks::default(), "#888888");
+        let s = scene(
+            &l,
+            &f,
+            &["a"],
+            &v,
+            Rows::all(&l),
+            Marks::default(),
+            "#888888",
+        );
         assert_eq!(s.height_px, 22.0 + 40.0);
         assert!(s.headers.is_empty());
         assert_eq!(s.rects.len(), 2);
@@ -403,7 +534,15 @@ mod tests {
             (6, 7, 1, "mm"),
         ]]);
         let l = f.layout(&[0]);
-        let s = scene(&l, &f, &[], &l.fit(100.0), Marks::default(), "#888888");
+        let s = scene(
+            &l,
+            &f,
+            &[],
+            &l.fit(100.0),
+            Rows::all(&l),
+            Marks::default(),
+            "#888888",
+        );
         let lane1: Vec<&Rect> = s.rects.iter().filter(|r| r.y == 43.0).collect();
         assert_eq!(lane1.len(), 1);
         assert_eq!(lane1[0].fill, "#888888");
@@ -413,7 +552,7 @@ mod tests {
         assert!((lane1[0].w - 1.1).abs() < 1e-9, "{}", lane1[0].w);
         // Zoomed to 2..3 ns at 100 px (0.01 ns per px), "add" alone fills the lane, labelled.
         let z = l.fit(100.0).show_range(2, 3, 0.0);
-        let s = scene(&l, &f, &[], &z, Marks::default(), "#888888");
+        let s = scene(&l, &f, &[], &z, Rows::all(&l), Marks::default(), "#888888");
         let lane1: Vec<&Rect> = s.rects.iter().filter(|r| r.y == 43.0).collect();
         assert_eq!(lane1.len(), 1);
         assert_eq!((lane1[0].x, lane1[0].w), (0.0, 99.5));
@@ -430,6 +569,7 @@ mod tests {
             &f,
             &["base", "cand"],
             &l.fit(200.0),
+            Rows::all(&l),
             Marks::default(),
             "#888",
         );
@@ -467,9 +607,11 @@ mod tests {
             &f,
             &[],
             &v,
+            Rows::all(&l),
             Marks {
                 highlighted: &hl,
                 selected: &sel,
+                range: None,
             },
             "#888",
         );
@@ -501,15 +643,24 @@ mod tests {
             &f,
             &[],
             &z,
+            Rows::all(&l),
             Marks {
                 highlighted: &hl,
                 selected: &[],
+                range: None,
             },
             "#888",
         );
         assert!(s.outlines.is_empty());
         assert_eq!(
-            outline(&l, &f, &v, SpanRef { group: 5, span: 0 }, 1.0),
+            outline(
+                &l,
+                &f,
+                &v,
+                Rows::all(&l),
+                SpanRef { group: 5, span: 0 },
+                1.0
+            ),
             None
         );
     }
@@ -524,35 +675,35 @@ mod tests {
         let v = l.fit(200.0);
         // Rows: axis 0..22, header 22..40, lanes 40..80, header 80..98, b's lane 98..118.
         // Axis row and header rows hit nothing.
-        assert_eq!(hit(&l, &f, &v, 50.0, 10.0), None);
-        assert_eq!(hit(&l, &f, &v, 50.0, 30.0), None);
+        assert_eq!(hit(&l, &f, &v, Rows::all(&l), 50.0, 10.0), None);
+        assert_eq!(hit(&l, &f, &v, Rows::all(&l), 50.0, 30.0), None);
         assert_eq!(
-            hit(&l, &f, &v, 50.0, 45.0),
+            hit(&l, &f, &v, Rows::all(&l), 50.0, 45.0),
             Some(SpanRef { group: 0, span: 0 })
         );
         assert_eq!(
-            hit(&l, &f, &v, 15.0, 65.0),
+            hit(&l, &f, &v, Rows::all(&l), 15.0, 65.0),
             Some(SpanRef { group: 0, span: 1 })
         );
         // 2 px right of c's end is within the 3 px slop; 5 px is not.
         assert_eq!(
-            hit(&l, &f, &v, 22.0, 65.0),
+            hit(&l, &f, &v, Rows::all(&l), 22.0, 65.0),
             Some(SpanRef { group: 0, span: 1 })
         );
-        assert_eq!(hit(&l, &f, &v, 25.0, 65.0), None);
+        assert_eq!(hit(&l, &f, &v, Rows::all(&l), 25.0, 65.0), None);
         // Group b starts at x 100.
-        assert_eq!(hit(&l, &f, &v, 150.0, 85.0), None);
+        assert_eq!(hit(&l, &f, &v, Rows::all(&l), 150.0, 85.0), None);
         assert_eq!(
-            hit(&l, &f, &v, 150.0, 105.0),
+            hit(&l, &f, &v, Rows::all(&l), 150.0, 105.0),
             Some(SpanRef { group: 1, span: 0 })
         );
         // 50 px left of b (before its own time 0) is no hit, nor 2 px inside the slop is.
-        assert_eq!(hit(&l, &f, &v, 50.0, 105.0), None);
+        assert_eq!(hit(&l, &f, &v, Rows::all(&l), 50.0, 105.0), None);
         assert_eq!(
-            hit(&l, &f, &v, 98.0, 105.0),
+            hit(&l, &f, &v, Rows::all(&l), 98.0, 105.0),
             Some(SpanRef { group: 1, span: 0 })
         );
-        assert_eq!(hit(&l, &f, &v, 50.0, 500.0), None);
+        assert_eq!(hit(&l, &f, &v, Rows::all(&l), 50.0, 500.0), None);
     }
 
     #[test]
@@ -569,13 +720,122 @@ mod tests {
             vec![(0, 100, 0, "b"), (5, 50, 1, "f")],
         ]);
         let l = f.layout(&[0, 30]);
-        let s = scene(&l, &f, &["x", "y"], &l.fit(300.0), Marks::default(), "#888");
+        let s = scene(
+            &l,
+            &f,
+            &["x", "y"],
+            &l.fit(300.0),
+            Rows::all(&l),
+            Marks::default(),
+            "#888",
+        );
         assert_eq!(s.rects.len(), 6);
         assert!(
             s.rects.windows(2).all(|w| w[0].y <= w[1].y),
             "{:?}",
             s.rects
         );
+    }
+
+    #[test]
+    fn scrolled_lanes_slide_under_the_axis_and_hits_follow() {
+        // Five nested spans (lanes at layout y 22, 42, 62, 82, 102; the chart 122 high) on a
+        // canvas 62 px high: the axis (22) and two lanes.
+        let f = Fake::new(vec![vec![
+            (0, 100, 0, "a"),
+            (0, 90, 1, "b"),
+            (0, 80, 2, "c"),
+            (0, 70, 3, "d"),
+            (0, 60, 4, "e"),
+        ]]);
+        let l = f.layout(&[0]);
+        let v = l.fit(100.0);
+        assert_eq!(max_scroll(&l, 62.0), 60.0);
+        // Scrolled 30 px: lane 1's rect (layout 43..61) shows at 13..31, cut by the axis to
+        // 22..31, without its label; lane 2's at 33..51; lane 3's at 53..71 runs past the
+        // canvas's bottom (the canvas cuts it); lanes 0 and 4 are out of view.
+        let rows = Rows::new(&l, 30.0, 62.0);
+        let s = scene(&l, &f, &[], &v, rows, Marks::default(), "#888");
+        let placed: Vec<(u32, f64, f64, bool)> = s
+            .rects
+            .iter()
+            .map(|r| (r.span.span, r.y, r.h, r.label.is_some()))
+            .collect();
+        assert_eq!(
+            placed,
+            vec![
+                (1, 22.0, 9.0, false),
+                (2, 33.0, 18.0, true),
+                (3, 53.0, 18.0, true)
+            ]
+        );
+        assert_eq!(s.height_px, 62.0);
+        // A hit at canvas y 40 is layout y 70: lane 2, span c; the axis row hits nothing.
+        assert_eq!(
+            hit(&l, &f, &v, rows, 10.0, 40.0),
+            Some(SpanRef { group: 0, span: 2 })
+        );
+        assert_eq!(hit(&l, &f, &v, rows, 10.0, 10.0), None);
+        assert_eq!(hit(&l, &f, &v, rows, 10.0, 70.0), None);
+        // An outline scrolled under the axis is not drawn; one in view is, moved up.
+        assert_eq!(
+            outline(&l, &f, &v, rows, SpanRef { group: 0, span: 0 }, 1.0),
+            None
+        );
+        let o = outline(&l, &f, &v, rows, SpanRef { group: 0, span: 2 }, 1.0).unwrap();
+        assert_eq!(o.y, 33.0);
+        // The scroll is kept in bounds, and moved as little as needed to show a lane.
+        assert_eq!(Rows::new(&l, 500.0, 62.0).top_px, 60.0);
+        assert_eq!(Rows::new(&l, -5.0, 62.0).top_px, 0.0);
+        assert_eq!(scroll_to_lane(&l, 0, 4, 0.0, 62.0), 60.0);
+        assert_eq!(scroll_to_lane(&l, 0, 0, 60.0, 62.0), 0.0);
+        assert_eq!(scroll_to_lane(&l, 0, 2, 30.0, 62.0), 30.0);
+        assert_eq!(scroll_to_lane(&l, 3, 0, 30.0, 62.0), 30.0);
+        // Every row of a chart shorter than its canvas: nothing to scroll.
+        assert_eq!(Rows::new(&l, 40.0, 500.0).top_px, 0.0);
+    }
+
+    #[test]
+    fn a_selected_range_is_shaded_in_view() {
+        let f = Fake::new(vec![vec![(0, 1000, 0, "a")]]);
+        let l = f.layout(&[0]);
+        let v = l.fit(100.0);
+        let marks = |range| Marks {
+            range,
+            ..Marks::default()
+        };
+        let s = scene(
+            &l,
+            &f,
+            &[],
+            &v,
+            Rows::all(&l),
+            marks(Some((300.0, 200.0))),
+            "#888",
+        );
+        assert_eq!(s.range_px, Some((20.0, 30.0)));
+        // Clamped to the canvas; out of view: none.
+        let z = v.show_range(500, 1000, 0.0);
+        let s = scene(
+            &l,
+            &f,
+            &[],
+            &z,
+            Rows::all(&l),
+            marks(Some((400.0, 600.0))),
+            "#888",
+        );
+        assert_eq!(s.range_px, Some((0.0, 20.0)));
+        let s = scene(
+            &l,
+            &f,
+            &[],
+            &z,
+            Rows::all(&l),
+            marks(Some((0.0, 100.0))),
+            "#888",
+        );
+        assert_eq!(s.range_px, None);
     }
 
     #[test]

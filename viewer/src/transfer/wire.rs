@@ -5,7 +5,8 @@
 //! A table is `n: u64` (rows), `k: u32` (columns), then `k` columns, each `len: u64` and that
 //! many bytes. A column is one of: fixed-width values (`n × width` bytes), a bitmap (`⌈n/8⌉`
 //! bytes, bit `i % 8` of byte `i / 8`), or a list's values (any multiple of the width, indexed
-//! by a `u32` column of each row's end).
+//! by a `u32` column of each row's end). Which columns a table has is its layout's business
+//! ([`columns`](super::columns)).
 
 use std::ops::Range;
 
@@ -20,7 +21,8 @@ pub const NONE: u32 = u32::MAX;
 /// A decoding result.
 pub type Result<T> = std::result::Result<T, TransferError>;
 
-fn broken(what: impl Into<String>) -> TransferError {
+/// The error for bytes that do not fit.
+pub(super) fn broken(what: impl Into<String>) -> TransferError {
     TransferError(what.into())
 }
 
@@ -55,143 +57,23 @@ impl<'d> Strings<'d> {
         self.list.len()
     }
 
-    /// The strings from number `from` on, as a table: a column of each string's end offset
-    /// (from the first of them) and a column of their bytes.
-    pub fn table_from(&self, from: usize) -> Cols {
+    /// The strings from number `from` on, as a table into `out`: a column of each string's
+    /// end offset (from the first of them) and a column of their bytes.
+    pub fn write_table_from(&self, from: usize, out: &mut Out) {
         let list = self.list.get(from..).unwrap_or_default();
-        let mut c = Cols::new(2, list.len());
-        let bytes: usize = list.iter().map(|s| s.len()).sum();
-        c.buf(1).reserve_exact(bytes);
+        let mut ends = Vec::with_capacity(list.len() * 4);
+        let mut end = 0u32;
         for s in list {
-            c.buf(1).extend_from_slice(s.as_bytes());
-            let end = c.buf(1).len() as u32;
-            c.u32(0, end);
+            end += s.len() as u32;
+            ends.extend_from_slice(&end.to_le_bytes());
         }
-        c
-    }
-}
-
-/// The columns of one table being written, row by row.
-pub struct Cols {
-    n: usize,
-    bufs: Vec<Vec<u8>>,
-    bits: Vec<usize>,
-}
-
-impl Cols {
-    /// `k` columns for `n` rows.
-    pub fn new(k: usize, n: usize) -> Self {
-        Cols {
-            n,
-            bufs: (0..k).map(|_| Vec::new()).collect(),
-            bits: vec![0; k],
+        out.table_head(list.len(), 2);
+        out.column(&ends);
+        out.u64(u64::from(end));
+        out.buf.reserve(end as usize);
+        for s in list {
+            out.buf.extend_from_slice(s.as_bytes());
         }
-    }
-
-    /// Column `c` (grown to have it: the encoder names its columns by constants).
-    pub fn buf(&mut self, c: usize) -> &mut Vec<u8> {
-        if c >= self.bufs.len() {
-            self.bufs.resize_with(c + 1, Vec::new);
-            self.bits.resize(c + 1, 0);
-        }
-        if self.bufs[c].capacity() == 0 {
-            // The usual width: one reservation rather than growing.
-            self.bufs[c].reserve(self.n.saturating_mul(4));
-        }
-        &mut self.bufs[c]
-    }
-
-    /// A `u8` into column `c`.
-    pub fn u8(&mut self, c: usize, v: u8) {
-        self.buf(c).push(v);
-    }
-
-    /// A `u32` into column `c`.
-    pub fn u32(&mut self, c: usize, v: u32) {
-        self.buf(c).extend_from_slice(&v.to_le_bytes());
-    }
-
-    /// A `u64` into column `c`.
-    pub fn u64(&mut self, c: usize, v: u64) {
-        self.buf(c).extend_from_slice(&v.to_le_bytes());
-    }
-
-    /// An `i64` into column `c`.
-    pub fn i64(&mut self, c: usize, v: i64) {
-        self.buf(c).extend_from_slice(&v.to_le_bytes());
-    }
-
-    /// An `f64` (its bits) into column `c`.
-    pub fn f64(&mut self, c: usize, v: f64) {
-        self.u64(c, v.to_bits());
-    }
-
-    /// One bit of the bitmap in column `c`.
-    pub fn bit(&mut self, c: usize, v: bool) {
-        self.buf(c);
-        let at = self.bits[c];
-        self.bits[c] += 1;
-        let buf = &mut self.bufs[c];
-        if at % 8 == 0 {
-            buf.push(0);
-        }
-        if v {
-            if let Some(last) = buf.last_mut() {
-                *last |= 1 << (at % 8);
-            }
-        }
-    }
-
-    /// An optional `u64`: presence in bitmap column `c`, the value (0 when absent) in `c + 1`.
-    pub fn opt_u64(&mut self, c: usize, v: Option<u64>) {
-        self.bit(c, v.is_some());
-        self.u64(c + 1, v.unwrap_or(0));
-    }
-
-    /// A list of `u64`: its end in column `c`, its values appended to column `c + 1`.
-    pub fn list_u64(&mut self, c: usize, v: &[u64]) {
-        let pool = self.buf(c + 1);
-        for x in v {
-            pool.extend_from_slice(&x.to_le_bytes());
-        }
-        let end = (pool.len() / 8) as u32;
-        self.u32(c, end);
-    }
-
-    /// A string written in place (ids: nearly every one distinct, so a table of them would
-    /// only cost a hash lookup a row): its end in column `c`, its bytes appended to `c + 1`.
-    pub fn str(&mut self, c: usize, v: &str) {
-        let pool = self.buf(c + 1);
-        pool.extend_from_slice(v.as_bytes());
-        let end = pool.len() as u32;
-        self.u32(c, end);
-    }
-
-    /// An optional string in place: presence in bitmap column `c`, the string (empty when
-    /// absent) in `c + 1` and `c + 2` as [`Cols::str`].
-    pub fn opt_str(&mut self, c: usize, v: Option<&str>) {
-        self.bit(c, v.is_some());
-        self.str(c + 1, v.unwrap_or_default());
-    }
-
-    /// A list of strings in place: the list's end (in strings) in column `c`, each string's
-    /// end in `c + 1`, their bytes in `c + 2`.
-    pub fn list_str<'s>(&mut self, c: usize, v: impl IntoIterator<Item = &'s str>) {
-        for s in v {
-            self.str(c + 1, s);
-        }
-        let end = (self.buf(c + 1).len() / 4) as u32;
-        self.u32(c, end);
-    }
-
-    /// A list of `u32`: its end in column `c`, its values appended to column `c + 1`.
-    pub fn list_u32(&mut self, c: usize, v: impl IntoIterator<Item = u32>) {
-        let pool = self.buf(c + 1);
-        for x in v {
-            pool.extend_from_slice(&x.to_le_bytes());
-        }
-        let end = (pool.len() / 4) as u32;
-        self.u32(c, end);
     }
 }
 
@@ -236,16 +118,16 @@ impl Out {
         }
     }
 
-    /// A finished table.
-    pub fn table(&mut self, cols: Cols) {
-        self.u64(cols.n as u64);
-        self.u32(cols.bufs.len() as u32);
-        let bytes: usize = cols.bufs.iter().map(|b| b.len() + 8).sum();
-        self.buf.reserve(bytes);
-        for b in cols.bufs {
-            self.u64(b.len() as u64);
-            self.buf.extend_from_slice(&b);
-        }
+    /// A table's head: its rows and how many columns follow.
+    pub fn table_head(&mut self, n: usize, k: usize) {
+        self.u64(n as u64);
+        self.u32(k as u32);
+    }
+
+    /// One column of a table: its length, then its bytes.
+    pub fn column(&mut self, bytes: &[u8]) {
+        self.u64(bytes.len() as u64);
+        self.buf.extend_from_slice(bytes);
     }
 }
 
@@ -330,14 +212,16 @@ impl<'b> In<'b> {
         usize::try_from(v).map_err(|_| broken(format!("a length of {v} does not fit")))
     }
 
-    /// A table of `k` columns: where each column lies (checked to lie within the bytes).
-    pub fn table(&mut self, k: usize) -> Result<Table> {
+    /// A table: where each of its columns lies (checked to lie within the bytes). How many
+    /// columns it must have is checked by its layout ([`Table::expect_columns`]).
+    pub fn table(&mut self) -> Result<Table> {
         let start = self.at;
         let n = self.len()?;
-        let found = self.u32()? as usize;
-        if found != k {
+        let k = self.u32()? as usize;
+        // Each column takes at least its length's 8 bytes: a larger count is hostile.
+        if k > (self.bytes.len() - self.at) / 8 {
             return Err(broken(format!(
-                "a table at byte {start} has {found} columns, not {k}"
+                "a table at byte {start} has {k} columns, more than its bytes hold"
             )));
         }
         let mut cols = Vec::with_capacity(k);
@@ -347,7 +231,7 @@ impl<'b> In<'b> {
             self.take(len)?;
             cols.push(from..self.at);
         }
-        Ok(Table { n, cols })
+        Ok(Table { n, start, cols })
     }
 }
 
@@ -356,11 +240,27 @@ impl<'b> In<'b> {
 pub struct Table {
     /// Rows.
     pub n: usize,
+    /// The byte it starts at.
+    start: usize,
     cols: Vec<Range<usize>>,
 }
 
 impl Table {
-    fn raw<'b>(&self, bytes: &'b [u8], c: usize) -> Result<&'b [u8]> {
+    /// An error unless the table has `k` columns (`what`: its layout, for the message).
+    pub fn expect_columns(&self, k: usize, what: &str) -> Result<()> {
+        if self.cols.len() == k {
+            Ok(())
+        } else {
+            Err(broken(format!(
+                "a {what} table at byte {} has {} columns, not {k}",
+                self.start,
+                self.cols.len()
+            )))
+        }
+    }
+
+    /// Column `c`'s bytes.
+    pub fn raw<'b>(&self, bytes: &'b [u8], c: usize) -> Result<&'b [u8]> {
         self.cols
             .get(c)
             .and_then(|r| bytes.get(r.clone()))
@@ -393,7 +293,7 @@ impl Table {
         Ok(Bits { b })
     }
 
-    /// A column of strings written in place ([`Cols::str`]): their ends in column `c`, their
+    /// A column of strings written in place ([`Str`](super::columns::Str)): their ends in column `c`, their
     /// bytes in `c + 1`, checked to be UTF-8 once for the whole table.
     pub fn strs<'b>(&self, bytes: &'b [u8], c: usize) -> Result<Strs<'b>> {
         let ends = self.col(bytes, c, 4)?;
@@ -403,41 +303,10 @@ impl Table {
         })
     }
 
-    /// A column of optional strings in place ([`Cols::opt_str`]).
-    pub fn opt_strs<'b>(&self, bytes: &'b [u8], c: usize) -> Result<OptStrs<'b>> {
-        Ok(OptStrs {
-            has: self.bits(bytes, c)?,
-            strs: self.strs(bytes, c + 1)?,
-        })
-    }
-
-    /// A column of lists of strings in place ([`Cols::list_str`]): each row's range of
-    /// strings, and the strings.
-    pub fn str_lists<'b>(&self, bytes: &'b [u8], c: usize) -> Result<(List<'b>, Strs<'b>)> {
-        let lists = self.list(bytes, c, 4)?;
-        let strs = Strs {
-            ends: lists.pool,
-            pool: self.utf8(bytes, c + 2)?,
-        };
-        Ok((lists, strs))
-    }
-
-    fn utf8<'b>(&self, bytes: &'b [u8], c: usize) -> Result<&'b str> {
+    /// Column `c`'s bytes, checked to be UTF-8.
+    pub fn utf8<'b>(&self, bytes: &'b [u8], c: usize) -> Result<&'b str> {
         std::str::from_utf8(self.raw(bytes, c)?)
             .map_err(|e| broken(format!("column {c} is not UTF-8 ({e})")))
-    }
-
-    /// A list column: the rows' ends in column `c`, their `width`-byte values in `c + 1`.
-    pub fn list<'b>(&self, bytes: &'b [u8], c: usize, width: usize) -> Result<List<'b>> {
-        let ends = self.col(bytes, c, 4)?;
-        let pool = self.raw(bytes, c + 1)?;
-        if pool.len() % width != 0 {
-            return Err(broken(format!("list column {} is cut", c + 1)));
-        }
-        Ok(List {
-            ends,
-            pool: Col { b: pool },
-        })
     }
 }
 
@@ -448,6 +317,14 @@ pub struct Col<'b> {
 }
 
 impl<'b> Col<'b> {
+    /// No values.
+    pub const EMPTY: Col<'static> = Col { b: &[] };
+
+    /// The values in `b`.
+    pub fn of(b: &'b [u8]) -> Self {
+        Col { b }
+    }
+
     fn array<const N: usize>(&self, i: usize) -> Result<[u8; N]> {
         let s = i
             .checked_mul(N)
@@ -516,71 +393,14 @@ impl Bits<'_> {
         Ok(byte & (1 << (i % 8)) != 0)
     }
 
-    /// Row `i` of an optional `u64` written by [`Cols::opt_u64`], with `values` its column.
+    /// Row `i` of an optional `u64` ([`OptU64`](super::columns::OptU64)), with `values` its
+    /// column.
     pub fn opt_u64(&self, values: &Col<'_>, i: usize) -> Result<Option<u64>> {
         Ok(if self.get(i)? {
             Some(values.u64(i)?)
         } else {
             None
         })
-    }
-}
-
-/// A list per row: ends and values.
-#[derive(Clone, Copy)]
-pub struct List<'b> {
-    ends: Col<'b>,
-    pool: Col<'b>,
-}
-
-impl List<'_> {
-    /// Row `i`'s range of values (for a list of strings: which of the strings).
-    pub fn range(&self, i: usize) -> Result<Range<usize>> {
-        let end = self.ends.u32(i)? as usize;
-        let start = match i.checked_sub(1) {
-            Some(p) => self.ends.u32(p)? as usize,
-            None => 0,
-        };
-        if start > end {
-            return Err(broken(format!("row {i}'s list ends before it starts")));
-        }
-        Ok(start..end)
-    }
-
-    /// Row `i`'s values, `width` bytes each: one bounds check for the whole list.
-    fn bytes(&self, i: usize, width: usize) -> Result<&[u8]> {
-        let r = self.range(i)?;
-        r.start
-            .checked_mul(width)
-            .zip(r.end.checked_mul(width))
-            .and_then(|(from, to)| self.pool.b.get(from..to))
-            .ok_or_else(|| broken(format!("row {i}'s list is past its values")))
-    }
-
-    /// Row `i`'s list of `u64`, one at a time.
-    pub fn u64_iter(&self, i: usize) -> Result<impl Iterator<Item = u64> + '_> {
-        Ok(Col {
-            b: self.bytes(i, 8)?,
-        }
-        .all_u64())
-    }
-
-    /// Row `i`'s list of `u64`.
-    pub fn u64s(&self, i: usize) -> Result<Vec<u64>> {
-        Ok(Col {
-            b: self.bytes(i, 8)?,
-        }
-        .all_u64()
-        .collect())
-    }
-
-    /// Row `i`'s list of `u32`.
-    pub fn u32s(&self, i: usize) -> Result<Vec<u32>> {
-        Ok(Col {
-            b: self.bytes(i, 4)?,
-        }
-        .all_u32()
-        .collect())
     }
 }
 
@@ -595,8 +415,9 @@ pub struct StringPool {
 }
 
 impl StringPool {
-    /// Append the strings of a chunk's table `t` in `bytes` (see [`Strings::table_from`]).
+    /// Append the strings of a chunk's table `t` in `bytes` (see [`Strings::write_table_from`]).
     pub fn append(&mut self, t: &Table, bytes: &[u8]) -> Result<()> {
+        t.expect_columns(2, "string")?;
         let ends = t.col(bytes, 0, 4)?;
         let pool = std::str::from_utf8(t.raw(bytes, 1)?)
             .map_err(|e| broken(format!("a string is not UTF-8 ({e})")))?;
@@ -626,24 +447,6 @@ impl StringPool {
     }
 }
 
-/// Optional strings written in place, read.
-#[derive(Clone, Copy)]
-pub struct OptStrs<'b> {
-    has: Bits<'b>,
-    strs: Strs<'b>,
-}
-
-impl<'b> OptStrs<'b> {
-    /// Row `i`'s string, `None` where it was absent.
-    pub fn get(&self, i: usize) -> Result<Option<&'b str>> {
-        Ok(if self.has.get(i)? {
-            Some(self.strs.get(i as u32)?)
-        } else {
-            None
-        })
-    }
-}
-
 /// Strings by number: the string table, or a column of strings written in place.
 #[derive(Clone, Copy)]
 pub struct Strs<'b> {
@@ -652,6 +455,11 @@ pub struct Strs<'b> {
 }
 
 impl<'b> Strs<'b> {
+    /// The strings whose ends (`u32`) are `ends`, cut from `pool`.
+    pub fn new(ends: Col<'b>, pool: &'b str) -> Self {
+        Strs { ends, pool }
+    }
+
     /// String `id`.
     pub fn get(&self, id: u32) -> Result<&'b str> {
         let i = id as usize;

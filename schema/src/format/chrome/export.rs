@@ -8,8 +8,8 @@
 //! # Trace/6
 //! - Every span is an `X` event (pid 1): `ts`/`dur` in µs written with three decimals, so every
 //!   ns survives (import reads them back exactly). `cat` is the span kind; `args` hold `id`,
-//!   `parent_id`, `span_kind`, `step`, `measured` (when true) and `unclosed` (an unclosed span is
-//!   written with `dur` 0).
+//!   `parent_id`, `span_kind`, `step`, `module` (its module name, when it has one), `measured`
+//!   (when true) and `unclosed` (an unclosed span is written with `dur` 0).
 //! - Every `op` is an `X` event (`cat` `op`) nested inside its span, `args` with `span_kind` `op`,
 //!   `span_id`, `shape`, `dtype`, `device`, `output_bytes`.
 //! - Tracks: Chrome nests slices of one (pid, tid) by time, so a span (or op) goes on its
@@ -259,6 +259,9 @@ pub fn trace_to_chrome(doc: &TraceDocument) -> String {
             args.insert("span_kind".into(), Value::from(s.span_kind.as_str()));
             if let Some(step) = s.step {
                 args.insert("step".into(), Value::from(step.as_str()));
+            }
+            if let Some(module) = &s.module {
+                args.insert("module".into(), Value::from(module.as_str()));
             }
             if s.measured {
                 args.insert("measured".into(), Value::Bool(true));

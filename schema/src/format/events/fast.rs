@@ -1,8 +1,8 @@
 //! Hand-written decoder for lines exactly as [`TraceEvent::to_json_line`] writes them.
 //!
 //! The hot kinds (`span_start`, `span_end`, `op`, `tensor`, `memory`) make up nearly every line
-//! of a real trace. Our writer emits their fields in declaration order, without whitespace, with
-//! absent optionals omitted. This decoder accepts exactly that layout, and only strings without
+//! of a real trace. Our writers (serde, and [`line`](super::line) byte for byte the same) emit
+//! their fields in declaration order, without whitespace, with absent optionals omitted. This decoder accepts exactly that layout, and only strings without
 //! escapes and plain unsigned integers; anything else (another key order, an unknown field, an
 //! escape, a float, a `null`) returns `None` and the caller falls back to serde, which decodes
 //! every valid layout and reports every error. So the fast path can never accept a line serde
@@ -14,8 +14,6 @@
 //! part of a `memory` record), straight into the record type it stores.
 
 use alloc::vec::Vec;
-
-use crate::format::table::{Inputs, MemoryRow, OpRow};
 
 use super::{
     CompactString, MemoryAction, MemoryEvent, Op, SpanEnd, SpanKind, SpanStart, Step,
@@ -115,46 +113,33 @@ impl RawSpanStart<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RawOp<'a> {
     pub(crate) span_id: &'a str,
-    op_name: &'a str,
-    inputs: StrList<'a>,
-    output: Option<&'a str>,
-    shape: U64List<'a>,
-    dtype: &'a str,
-    device: &'a str,
-    duration_ns: u64,
-    timestamp_ns: u64,
-    storage_bytes: Option<u64>,
-    input_storage_bytes: u64,
+    pub(crate) op_name: &'a str,
+    pub(crate) inputs: StrList<'a>,
+    pub(crate) output: Option<&'a str>,
+    pub(crate) shape: U64List<'a>,
+    pub(crate) dtype: &'a str,
+    pub(crate) device: &'a str,
+    pub(crate) duration_ns: u64,
+    pub(crate) timestamp_ns: u64,
+    pub(crate) storage_bytes: Option<u64>,
+    pub(crate) input_storage_bytes: u64,
 }
 
-impl<'a> RawOp<'a> {
-    /// The record as a table row (its inputs and shape left empty: they are the two lists
-    /// returned beside it, still text).
-    pub(crate) fn row(self, line: u64) -> (OpRow<'a>, StrList<'a>, U64List<'a>) {
-        let row = OpRow {
-            line,
-            span_id: self.span_id,
-            op_name: self.op_name,
-            inputs: Inputs::NONE,
-            output: self.output,
-            shape: &[],
-            dtype: self.dtype,
-            device: self.device,
+impl RawOp<'_> {
+    /// The record as an owned event.
+    pub(crate) fn to_event(self) -> Op {
+        Op {
+            span_id: self.span_id.into(),
+            op_name: self.op_name.into(),
+            inputs: self.inputs.to_vec(),
+            output: self.output.map(Into::into),
+            shape: self.shape.to_vec(),
+            dtype: self.dtype.into(),
+            device: self.device.into(),
             duration_ns: self.duration_ns,
             timestamp_ns: self.timestamp_ns,
             storage_bytes: self.storage_bytes,
             input_storage_bytes: self.input_storage_bytes,
-        };
-        (row, self.inputs, self.shape)
-    }
-
-    /// The record as an owned event: its row's, with the lists read.
-    pub(crate) fn to_event(self) -> Op {
-        let (row, inputs, shape) = self.row(0);
-        Op {
-            inputs: inputs.to_vec(),
-            shape: shape.to_vec(),
-            ..row.to_event()
         }
     }
 }
@@ -163,13 +148,13 @@ impl<'a> RawOp<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RawTensor<'a> {
     pub(crate) span_id: &'a str,
-    tensor_id: &'a str,
-    shape: U64List<'a>,
-    dtype: &'a str,
-    device: &'a str,
-    requires_grad: bool,
-    storage_bytes: Option<u64>,
-    category: TensorCategory,
+    pub(crate) tensor_id: &'a str,
+    pub(crate) shape: U64List<'a>,
+    pub(crate) dtype: &'a str,
+    pub(crate) device: &'a str,
+    pub(crate) requires_grad: bool,
+    pub(crate) storage_bytes: Option<u64>,
+    pub(crate) category: TensorCategory,
 }
 
 impl RawTensor<'_> {
@@ -193,40 +178,29 @@ pub(crate) struct RawMemory<'a> {
     pub(crate) timestamp_ns: u64,
     pub(crate) tensor_id: &'a str,
     pub(crate) span_id: &'a str,
-    op_name: Option<&'a str>,
+    pub(crate) op_name: Option<&'a str>,
     pub(crate) device: &'a str,
     pub(crate) bytes: u64,
     pub(crate) action: MemoryAction,
-    shape: U64List<'a>,
-    dtype: &'a str,
+    pub(crate) shape: U64List<'a>,
+    pub(crate) dtype: &'a str,
     pub(crate) category: TensorCategory,
 }
 
-impl<'a> RawMemory<'a> {
-    /// The record as a table row (its shape left empty: it is `self.shape`, still text).
-    pub(crate) fn row(self, line: u64) -> (MemoryRow<'a>, U64List<'a>) {
-        let row = MemoryRow {
-            line,
+impl RawMemory<'_> {
+    /// The record as an owned event.
+    pub(crate) fn to_event(self) -> MemoryEvent {
+        MemoryEvent {
             timestamp_ns: self.timestamp_ns,
-            tensor_id: self.tensor_id,
-            span_id: self.span_id,
-            op_name: self.op_name,
-            device: self.device,
+            tensor_id: self.tensor_id.into(),
+            span_id: self.span_id.into(),
+            op_name: self.op_name.map(Into::into),
+            device: self.device.into(),
             bytes: self.bytes,
             action: self.action,
-            shape: &[],
-            dtype: self.dtype,
+            shape: self.shape.to_vec(),
+            dtype: self.dtype.into(),
             category: self.category,
-        };
-        (row, self.shape)
-    }
-
-    /// The record as an owned event: its row's, with the shape read.
-    pub(crate) fn to_event(self) -> MemoryEvent {
-        let (row, shape) = self.row(0);
-        MemoryEvent {
-            shape: shape.to_vec(),
-            ..row.to_event()
         }
     }
 }
@@ -890,14 +864,12 @@ mod tests {
         match raw {
             Raw::Op(o) => {
                 let mut table = crate::format::table::OpTable::new();
-                let (row, inputs, shape) = o.row(7);
-                table.push_written(row, inputs.iter(), shape.text(), shape.iter());
+                table.push_raw(7, o);
                 TraceEvent::Op(table.row(0).to_event())
             }
             Raw::Memory(m) => {
                 let mut table = crate::format::table::MemoryTable::new();
-                let (row, shape) = m.row(7);
-                table.push_written(row, shape.text(), shape.iter());
+                table.push_raw(7, m);
                 TraceEvent::Memory(table.row(0).to_event())
             }
             other => other.to_event(),

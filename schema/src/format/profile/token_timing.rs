@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::attribute;
 use crate::format::events::null_as_default;
 
 /// The only accepted `clock_source`: Rust's `std::time::Instant`.
@@ -140,7 +141,7 @@ impl EngineTokenTiming {
         let u64s = |values: &[u64]| Value::Array(values.iter().map(|&v| Value::from(v)).collect());
 
         if let Some(&first) = commits.first() {
-            put("ttft_us", Value::from(first / 1000));
+            put(attribute::TTFT_US, Value::from(first / 1000));
         }
         let itl = self.itl_nanos();
         let itl_mean = if itl.is_empty() {
@@ -150,29 +151,29 @@ impl EngineTokenTiming {
             // The mean of u64 values fits in u64.
             u64::try_from(sum / itl.len() as u128).unwrap_or(u64::MAX)
         };
-        put("itl_interval_count", Value::from(itl.len() as u64));
-        put("itl_nanos", u64s(&itl));
-        put("itl_us_avg", Value::from(itl_mean / 1000));
-        put("itl_source", Value::from("engine_token_commit"));
+        put(attribute::ITL_INTERVAL_COUNT, Value::from(itl.len() as u64));
+        put(attribute::ITL_NANOS, u64s(&itl));
+        put(attribute::ITL_US_AVG, Value::from(itl_mean / 1000));
+        put(attribute::ITL_SOURCE, Value::from("engine_token_commit"));
 
         put(
-            "engine_token_commit_count",
+            attribute::ENGINE_TOKEN_COMMIT_COUNT,
             Value::from(commits.len() as u64),
         );
         put(
-            "engine_token_commit_nanos_since_request_start",
+            attribute::ENGINE_TOKEN_COMMIT_NANOS_SINCE_REQUEST_START,
             u64s(commits),
         );
         put(
-            "engine_token_clock_source",
+            attribute::ENGINE_TOKEN_CLOCK_SOURCE,
             Value::from(self.clock_source.as_str()),
         );
         put(
-            "engine_token_wall_anchor_unix_nanos",
+            attribute::ENGINE_TOKEN_WALL_ANCHOR_UNIX_NANOS,
             Value::from(self.wall_anchor_unix_nanos),
         );
         put(
-            "clock_conversion_max_error_nanos",
+            attribute::CLOCK_CONVERSION_MAX_ERROR_NANOS,
             Value::from(self.wall_anchor_max_error_nanos),
         );
         let intervals = self
@@ -180,26 +181,29 @@ impl EngineTokenTiming {
             .iter()
             .map(|iv| {
                 let mut o = Map::new();
-                o.insert("stage".into(), Value::from(iv.stage.as_str()));
+                o.insert(attribute::STAGE.into(), Value::from(iv.stage.as_str()));
                 o.insert(
-                    "start_nanos_since_request_start".into(),
+                    attribute::START_NANOS_SINCE_REQUEST_START.into(),
                     Value::from(iv.start_nanos_since_request_start),
                 );
                 o.insert(
-                    "end_nanos_since_request_start".into(),
+                    attribute::END_NANOS_SINCE_REQUEST_START.into(),
                     Value::from(iv.end_nanos_since_request_start),
                 );
                 Value::Object(o)
             })
             .collect();
-        put("engine_decode_stage_intervals", Value::Array(intervals));
         put(
-            "engine_decode_stage_interval_count",
+            attribute::ENGINE_DECODE_STAGE_INTERVALS,
+            Value::Array(intervals),
+        );
+        put(
+            attribute::ENGINE_DECODE_STAGE_INTERVAL_COUNT,
             Value::from(self.decode_stage_intervals.len() as u64),
         );
         if let Some(ready) = self.decode_ready_nanos_since_request_start {
             put(
-                "engine_decode_ready_nanos_since_request_start",
+                attribute::ENGINE_DECODE_READY_NANOS_SINCE_REQUEST_START,
                 Value::from(ready),
             );
         }
@@ -208,16 +212,19 @@ impl EngineTokenTiming {
             Ok(wall) => {
                 let ppm =
                     u128::from(self.wall_anchor_max_error_nanos) * 1_000_000 / u128::from(wall);
-                put("engine_decode_wall_nanos", Value::from(wall));
+                put(attribute::ENGINE_DECODE_WALL_NANOS, Value::from(wall));
                 put(
-                    "clock_conversion_error_ppm",
+                    attribute::CLOCK_CONVERSION_ERROR_PPM,
                     Value::from(u64::try_from(ppm).unwrap_or(u64::MAX)),
                 );
-                put("decode_wall_timing_eligible", Value::Bool(true));
+                put(attribute::DECODE_WALL_TIMING_ELIGIBLE, Value::Bool(true));
             }
             Err(reason) => {
-                put("decode_wall_timing_eligible", Value::Bool(false));
-                put("decode_wall_timing_unavailable_reason", Value::from(reason));
+                put(attribute::DECODE_WALL_TIMING_ELIGIBLE, Value::Bool(false));
+                put(
+                    attribute::DECODE_WALL_TIMING_UNAVAILABLE_REASON,
+                    Value::from(reason),
+                );
             }
         }
         a
@@ -245,10 +252,10 @@ impl EngineTokenTiming {
 /// `engine_token_wall_anchor_unix_nanos`. Entries that are not integers are skipped.
 pub fn token_commits(attributes: &BTreeMap<String, Value>) -> Vec<(i64, i64)> {
     let commits = attributes
-        .get("engine_token_commit_nanos_since_request_start")
+        .get(attribute::ENGINE_TOKEN_COMMIT_NANOS_SINCE_REQUEST_START)
         .and_then(Value::as_array);
     let anchor = attributes
-        .get("engine_token_wall_anchor_unix_nanos")
+        .get(attribute::ENGINE_TOKEN_WALL_ANCHOR_UNIX_NANOS)
         .and_then(Value::as_i64);
     match (commits, anchor) {
         (Some(commits), Some(anchor)) => commits

@@ -1,0 +1,743 @@
+//! Numbers for a time range of a trace (the viewer's range selection): module spans, ops,
+//! training phases, memory events and each device's live-bytes peak, counting only what
+//! happened inside the range.
+//!
+//! Rules (SCHEMA.md defines no range; these are the viewer's, stated once here):
+//! - A **range** is `[start_ns, end_ns]` in the trace's own time (`start_ns ≤ end_ns`).
+//! - A span or op runs over `[start, start + duration]` (an unclosed span has duration 0; an
+//!   op's `timestamp_ns` is its start; the end saturates at `u64::MAX`). Its **time inside**
+//!   the range is the length of the overlap of the two intervals (all of its duration when it
+//!   lies wholly inside). It **counts** in the range when that overlap is positive,
+//!   or, for one of duration 0, when its start lies in the range (ends included).
+//! - Module rows follow [`module_rows`](crate::analysis::modules::module_rows) with every
+//!   duration clipped to the range: by key, `calls` counts the outermost spans of the key that
+//!   count in the range and `total_ns` adds their time inside; by name every such span counts;
+//!   `self_ns` adds, for every counted span of the key, its time inside less the time inside
+//!   of its direct children in the layout tree (saturating at 0). A range covering the whole
+//!   trace gives exactly its rows. `share` is `total_ns` over the measured region's time
+//!   inside the range.
+//! - An op group's `count`, `total_ns`, `mean_ns`, `max_ns` and `min_ns` use the time inside
+//!   of the counted ops; `output_bytes` and `input_bytes` add the whole bytes of each counted
+//!   op (bytes cannot be split). Grouping and order are those of
+//!   [`op_groups`](crate::analysis::ops::op_groups).
+//! - Phases: the breakdown of [`phase_breakdown`](crate::analysis::phases::phase_breakdown)
+//!   with the region's and each outermost stepped span's time inside the range; module pairs
+//!   as [`module_pairs`](crate::analysis::phases::module_pairs) pairs them (the outermost
+//!   spans of each key), counting those that count in the range with their time inside.
+//! - Memory: `alloc` and `free` events whose `timestamp_ns` lies in the range (ends included)
+//!   are counted, and the bytes of the allocs added. A device's **peak in the range** is the
+//!   largest live value of its curve over the range: the value in force when the range starts
+//!   (after the last event before it) and every value after an event inside it.
+
+use alloc::string::ToString;
+use alloc::vec::Vec;
+
+use hashbrown::HashMap;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::modules::{is_module_span, ModuleGrouping, ModulePaths, ModuleRow};
+use crate::analysis::ops::{OpGroup, OpGrouping};
+use crate::analysis::phases::{measured_region, ModulePair, PhaseBreakdown};
+use crate::format::document::TraceDocument;
+use crate::format::events::{MemoryAction, Step};
+use crate::format::table::OpTable;
+
+/// A closed time range, ns in the trace's own time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeRange {
+    /// First ns of the range.
+    pub start_ns: u64,
+    /// Last ns of the range (`≥ start_ns`).
+    pub end_ns: u64,
+}
+
+impl TimeRange {
+    /// The range between two times, in either order.
+    pub fn new(a_ns: u64, b_ns: u64) -> Self {
+        TimeRange {
+            start_ns: a_ns.min(b_ns),
+            end_ns: a_ns.max(b_ns),
+        }
+    }
+
+    /// Every time: the whole trace.
+    pub const ALL: TimeRange = TimeRange {
+        start_ns: 0,
+        end_ns: u64::MAX,
+    };
+
+    /// The range's length.
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns - self.start_ns
+    }
+
+    /// Whether `ns` lies in the range (ends included).
+    pub fn contains(&self, ns: u64) -> bool {
+        self.start_ns <= ns && ns <= self.end_ns
+    }
+
+    /// The time inside the range of something running from `start_ns` for `duration_ns`, and
+    /// whether it counts in the range (see the module docs).
+    pub fn inside(&self, start_ns: u64, duration_ns: u64) -> Option<u64> {
+        let end_ns = start_ns.saturating_add(duration_ns);
+        if duration_ns == 0 {
+            return self.contains(start_ns).then_some(0);
+        }
+        // Wholly inside: all of it (also when its end saturates at u64::MAX).
+        if start_ns >= self.start_ns && end_ns <= self.end_ns {
+            return Some(duration_ns);
+        }
+        let overlap = end_ns
+            .min(self.end_ns)
+            .saturating_sub(start_ns.max(self.start_ns));
+        (overlap > 0).then_some(overlap)
+    }
+}
+
+/// Each span's time inside `range`, `None` for spans that do not count in it.
+fn span_time_inside(doc: &TraceDocument, range: TimeRange) -> Vec<Option<u64>> {
+    doc.spans
+        .iter()
+        .map(|s| range.inside(s.start_ns, s.duration_or_zero()))
+        .collect()
+}
+
+/// Module spans inside `range`, grouped as [`module_rows`](crate::analysis::modules::module_rows)
+/// groups them, with every time clipped to the range (module docs); sorted by total time,
+/// largest first, then by key.
+pub fn module_rows_in(
+    doc: &TraceDocument,
+    paths: &ModulePaths,
+    grouping: ModuleGrouping,
+    range: TimeRange,
+) -> Vec<ModuleRow> {
+    let inside = span_time_inside(doc, range);
+    let measured = doc
+        .spans
+        .iter()
+        .zip(&inside)
+        .filter(|(s, _)| s.measured)
+        .filter_map(|(_, t)| *t)
+        .fold(0u64, u64::saturating_add);
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut rows: Vec<ModuleRow> = Vec::new();
+    for (i, s) in doc.spans.iter().enumerate() {
+        if !is_module_span(s) {
+            continue;
+        }
+        let Some(time) = inside[i] else {
+            continue;
+        };
+        let children = doc
+            .tree
+            .children(i)
+            .iter()
+            .filter_map(|&c| inside.get(c as usize).copied().flatten())
+            .fold(0u64, u64::saturating_add);
+        let key = match grouping {
+            ModuleGrouping::Path => paths.path(i),
+            ModuleGrouping::Name => s.name.as_str(),
+        };
+        let r = *index.entry(key).or_insert_with(|| {
+            rows.push(ModuleRow {
+                key: key.to_string(),
+                calls: 0,
+                total_ns: 0,
+                self_ns: 0,
+                mean_ns: 0,
+                share: None,
+            });
+            rows.len() - 1
+        });
+        let row = &mut rows[r];
+        if grouping == ModuleGrouping::Name || paths.outermost(i) {
+            row.calls += 1;
+            row.total_ns = row.total_ns.saturating_add(time);
+        }
+        row.self_ns = row.self_ns.saturating_add(time.saturating_sub(children));
+    }
+    for row in &mut rows {
+        row.mean_ns = row.total_ns / row.calls.max(1);
+        row.share = (measured > 0).then(|| row.total_ns as f64 / measured as f64);
+    }
+    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.key.cmp(&b.key)));
+    rows
+}
+
+/// (op name, (shape, dtype) when grouping by them), as `op_groups` keys its groups.
+type OpKey<'a> = (&'a str, Option<(&'a [u64], &'a str)>);
+
+/// Ops inside `range`, grouped as [`op_groups`](crate::analysis::ops::op_groups) groups them,
+/// with each op's time clipped to the range (module docs). `op_indices` lists the counted
+/// ops.
+pub fn op_groups_in(ops: &OpTable, grouping: OpGrouping, range: TimeRange) -> Vec<OpGroup> {
+    let mut groups: Vec<OpGroup> = Vec::new();
+    let mut sums: Vec<u128> = Vec::new();
+    let mut index: HashMap<OpKey<'_>, usize> = HashMap::new();
+    for (i, op) in ops.iter().enumerate() {
+        let Some(time) = range.inside(op.timestamp_ns, op.duration_ns) else {
+            continue;
+        };
+        let key = match grouping {
+            OpGrouping::Name => (op.op_name, None),
+            OpGrouping::NameShapeDtype => (op.op_name, Some((op.shape, op.dtype))),
+        };
+        let g = *index.entry(key).or_insert_with(|| {
+            groups.push(OpGroup {
+                op_name: op.op_name.to_string(),
+                shape: key.1.map(|(s, _)| s.to_vec()),
+                dtype: key.1.map(|(_, d)| d.to_string()),
+                count: 0,
+                total_ns: 0,
+                mean_ns: 0,
+                max_ns: 0,
+                min_ns: u64::MAX,
+                output_bytes: 0,
+                input_bytes: 0,
+                op_indices: Vec::new(),
+            });
+            sums.push(0);
+            groups.len() - 1
+        });
+        sums[g] = sums[g].saturating_add(u128::from(time));
+        let group = &mut groups[g];
+        group.count += 1;
+        group.total_ns = group.total_ns.saturating_add(time);
+        group.max_ns = group.max_ns.max(time);
+        group.min_ns = group.min_ns.min(time);
+        group.output_bytes = group.output_bytes.saturating_add(op.output_bytes());
+        group.input_bytes = group.input_bytes.saturating_add(op.input_storage_bytes);
+        group.op_indices.push(i);
+    }
+    for (g, sum) in groups.iter_mut().zip(sums) {
+        g.mean_ns = u64::try_from(sum / u128::from(g.count.max(1))).unwrap_or(u64::MAX);
+    }
+    groups.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.op_name.cmp(&b.op_name))
+    });
+    groups
+}
+
+/// The training-phase breakdown of the measured region inside `range`; `None` without a
+/// measured span (module docs).
+pub fn phases_in(doc: &TraceDocument, range: TimeRange) -> Option<PhaseBreakdown> {
+    let region = measured_region(doc)?;
+    let time = |i: usize| {
+        doc.spans
+            .get(i)
+            .and_then(|s| range.inside(s.start_ns, s.duration_or_zero()))
+            .unwrap_or(0)
+    };
+    let mut b = PhaseBreakdown {
+        region_span: region,
+        region_ns: time(region),
+        ..PhaseBreakdown::default()
+    };
+    // The outermost stepped spans below the region: a stepped span's subtree is not entered.
+    let mut stack: Vec<u32> = doc.tree.children(region).to_vec();
+    while let Some(i) = stack.pop() {
+        let i = i as usize;
+        match doc.spans.get(i).and_then(|s| s.step) {
+            Some(step) => {
+                let t = time(i);
+                match step {
+                    Step::Forward => b.forward_ns = b.forward_ns.saturating_add(t),
+                    Step::Backward => b.backward_ns = b.backward_ns.saturating_add(t),
+                    Step::Optimizer => b.optimizer_ns = b.optimizer_ns.saturating_add(t),
+                }
+            }
+            None => stack.extend_from_slice(doc.tree.children(i)),
+        }
+    }
+    let stepped = b
+        .forward_ns
+        .saturating_add(b.backward_ns)
+        .saturating_add(b.optimizer_ns);
+    b.other_ns = b.region_ns.saturating_sub(stepped);
+    b.overlap_ns = stepped.saturating_sub(b.region_ns);
+    Some(b)
+}
+
+/// Module spans of the measured region inside `range`, paired by module path as
+/// [`module_pairs`](crate::analysis::phases::module_pairs) pairs them (module docs).
+pub fn module_pairs_in(
+    doc: &TraceDocument,
+    paths: &ModulePaths,
+    range: TimeRange,
+) -> Vec<ModulePair> {
+    let Some(region) = measured_region(doc) else {
+        return Vec::new();
+    };
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut rows: Vec<ModulePair> = Vec::new();
+    let mut stack: Vec<u32> = doc.tree.children(region).to_vec();
+    while let Some(i) = stack.pop() {
+        let i = i as usize;
+        stack.extend_from_slice(doc.tree.children(i));
+        let Some(span) = doc.spans.get(i) else {
+            continue;
+        };
+        if !paths.outermost(i) {
+            continue;
+        }
+        let Some(step @ (Step::Forward | Step::Backward)) = span.step else {
+            continue;
+        };
+        let Some(time) = range.inside(span.start_ns, span.duration_or_zero()) else {
+            continue;
+        };
+        let path = paths.path(i);
+        let r = *index.entry(path).or_insert_with(|| {
+            rows.push(ModulePair {
+                path: path.to_string(),
+                forward_count: 0,
+                forward_ns: 0,
+                backward_count: 0,
+                backward_ns: 0,
+            });
+            rows.len() - 1
+        });
+        let row = &mut rows[r];
+        if step == Step::Forward {
+            row.forward_count += 1;
+            row.forward_ns = row.forward_ns.saturating_add(time);
+        } else {
+            row.backward_count += 1;
+            row.backward_ns = row.backward_ns.saturating_add(time);
+        }
+    }
+    rows.sort_by(|a, b| {
+        let ta = a.forward_ns.saturating_add(a.backward_ns);
+        let tb = b.forward_ns.saturating_add(b.backward_ns);
+        tb.cmp(&ta).then_with(|| a.path.cmp(&b.path))
+    });
+    rows
+}
+
+/// Memory events inside a range, over every device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryInRange {
+    /// `alloc` events in the range.
+    pub alloc_count: u64,
+    /// Their bytes.
+    pub alloc_bytes: u64,
+    /// `free` events in the range.
+    pub free_count: u64,
+}
+
+/// The `memory` events of `doc` inside `range` (module docs).
+pub fn memory_in(doc: &TraceDocument, range: TimeRange) -> MemoryInRange {
+    let mut m = MemoryInRange::default();
+    for e in doc.memory.iter() {
+        if !range.contains(e.timestamp_ns) {
+            continue;
+        }
+        match e.action {
+            MemoryAction::Alloc => {
+                m.alloc_count += 1;
+                m.alloc_bytes = m.alloc_bytes.saturating_add(e.bytes);
+            }
+            MemoryAction::Free => m.free_count += 1,
+        }
+    }
+    m
+}
+
+/// The largest live value of one device's curve over `range`, and when it was first reached
+/// (the range's start when it was already in force then); `None` when the curve has no value
+/// in force during the range (no event before its end). `timestamps_ns` (non-decreasing) and
+/// `live_bytes` are the device's curve: its live bytes after each memory event, as
+/// [`MemoryProfile::samples`](crate::format::memory::MemoryProfile::samples) holds them.
+pub fn live_peak_in(
+    timestamps_ns: &[u64],
+    live_bytes: &[u64],
+    range: TimeRange,
+) -> Option<(u64, u64)> {
+    let n = timestamps_ns.len().min(live_bytes.len());
+    let t = &timestamps_ns[..n];
+    // Events before the range: the last one's value is in force when it starts.
+    let first_inside = t.partition_point(|&ts| ts < range.start_ns);
+    let after = t.partition_point(|&ts| ts <= range.end_ns);
+    let mut best: Option<(u64, u64)> = first_inside
+        .checked_sub(1)
+        .map(|i| (live_bytes[i], range.start_ns));
+    for i in first_inside..after {
+        if best.is_none_or(|(b, _)| live_bytes[i] > b) {
+            best = Some((live_bytes[i], t[i]));
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::modules::module_rows;
+    use crate::analysis::ops::op_groups;
+    use crate::analysis::phases::{module_pairs, phase_breakdown};
+    use alloc::vec;
+
+    /// A training step written by hand (times in ns):
+    ///
+    /// ```text
+    /// step      0..1000  function, measured
+    ///   fwd     0..400   function, step forward
+    ///     enc   50..350  module
+    ///       lin 100..300 module        ops: matmul 100..250, add 250..300
+    ///     lin   360..390 module (path `lin`, directly in the forward)   op: matmul 360..390
+    ///   bwd     400..900 function, step backward
+    ///     enc   450..850 module        op: matmul 500..800
+    ///   opt     900..1000 function, step optimizer   op: add 950..950 (0 ns)
+    /// ```
+    ///
+    /// memory on cpu: alloc 100 B at 100, alloc 300 B at 300, free (the 100 B) at 500,
+    /// alloc 50 B at 700 → live 100, 400, 300, 350.
+    const FIXTURE: &str = concat!(
+        r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2026-01-01T00:00:00Z","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"step","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"fwd","parent_id":"step","name":"forward","start_ns":0,"span_kind":"function","step":"forward"}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"enc","parent_id":"fwd","name":"enc","start_ns":50,"span_kind":"module","step":"forward"}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"lin","parent_id":"enc","name":"lin","start_ns":100,"span_kind":"module","step":"forward"}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"lin","duration_ns":200}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"enc","duration_ns":300}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"lin2","parent_id":"fwd","name":"lin","start_ns":360,"span_kind":"module","step":"forward"}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"lin2","duration_ns":30}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"fwd","duration_ns":400}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"bwd","parent_id":"step","name":"backward","start_ns":400,"span_kind":"function","step":"backward"}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"benc","parent_id":"bwd","name":"enc","start_ns":450,"span_kind":"module","step":"backward"}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"benc","duration_ns":400}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"bwd","duration_ns":500}"#,
+        "\n",
+        r#"{"kind":"span_start","id":"opt","parent_id":"step","name":"optimizer","start_ns":900,"span_kind":"function","step":"optimizer"}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"opt","duration_ns":100}"#,
+        "\n",
+        r#"{"kind":"span_end","id":"step","duration_ns":1000}"#,
+        "\n",
+        r#"{"kind":"op","span_id":"lin","op_name":"matmul","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":150,"timestamp_ns":100}"#,
+        "\n",
+        r#"{"kind":"op","span_id":"lin","op_name":"add","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":50,"timestamp_ns":250}"#,
+        "\n",
+        r#"{"kind":"op","span_id":"lin2","op_name":"matmul","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":30,"timestamp_ns":360}"#,
+        "\n",
+        r#"{"kind":"op","span_id":"benc","op_name":"matmul","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":300,"timestamp_ns":500}"#,
+        "\n",
+        r#"{"kind":"op","span_id":"opt","op_name":"add","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":0,"timestamp_ns":950}"#,
+        "\n",
+        r#"{"kind":"memory","timestamp_ns":100,"tensor_id":"a","span_id":"lin","device":"cpu","bytes":100,"action":"alloc","dtype":"u8"}"#,
+        "\n",
+        r#"{"kind":"memory","timestamp_ns":300,"tensor_id":"b","span_id":"lin","device":"cpu","bytes":300,"action":"alloc","dtype":"u8"}"#,
+        "\n",
+        r#"{"kind":"memory","timestamp_ns":500,"tensor_id":"a","span_id":"benc","device":"cpu","bytes":100,"action":"free","dtype":"u8"}"#,
+        "\n",
+        r#"{"kind":"memory","timestamp_ns":700,"tensor_id":"c","span_id":"benc","device":"cpu","bytes":50,"action":"alloc","dtype":"u8"}"#,
+        "\n",
+    );
+
+    fn doc() -> TraceDocument {
+        let d = TraceDocument::from_bytes(FIXTURE.as_bytes());
+        assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
+        d
+    }
+
+    fn rows(rows: &[ModuleRow]) -> Vec<(&str, u64, u64, u64, u64)> {
+        rows.iter()
+            .map(|r| (r.key.as_str(), r.calls, r.total_ns, r.self_ns, r.mean_ns))
+            .collect()
+    }
+
+    #[test]
+    fn the_time_inside_a_range() {
+        let r = TimeRange::new(300, 200);
+        assert_eq!((r.start_ns, r.end_ns, r.duration_ns()), (200, 300, 100));
+        assert_eq!(r.inside(100, 150), Some(50)); // 100..250: 200..250 inside
+        assert_eq!(r.inside(250, 100), Some(50)); // 250..350: 250..300 inside
+        assert_eq!(r.inside(100, 300), Some(100)); // covers it
+        assert_eq!(r.inside(300, 10), None); // starts at its end: no overlap
+        assert_eq!(r.inside(190, 10), None); // ends at its start
+        assert_eq!(r.inside(300, 0), Some(0)); // an instant on its end counts
+        assert_eq!(r.inside(301, 0), None);
+        assert_eq!(TimeRange::ALL.inside(7, 5), Some(5));
+        // Hostile times saturate: wholly inside the whole run, all of the duration counts.
+        assert_eq!(TimeRange::ALL.inside(u64::MAX, u64::MAX), Some(u64::MAX));
+        assert_eq!(r.inside(u64::MAX, 5), None);
+    }
+
+    #[test]
+    fn module_rows_in_a_range_worked_out_by_hand() {
+        let d = doc();
+        let paths = ModulePaths::new(&d);
+        // Range 200..600:
+        // enc (fwd) 50..350 → 150 inside; its child lin 100..300 → 100 inside; self 50.
+        // enc (bwd) 450..850 → 150 inside (450..600), no children: self 150.
+        // Both `enc` spans have path `enc` (their parents fwd/bwd are functions).
+        // enc/lin → 100, self 100. lin (in forward, 360..390) → 30, self 30.
+        // measured step 0..1000 → 400 inside: enc's share 300 / 400.
+        let r = module_rows_in(&d, &paths, ModuleGrouping::Path, TimeRange::new(200, 600));
+        assert_eq!(
+            rows(&r),
+            vec![
+                ("enc", 2, 300, 200, 150),
+                ("enc/lin", 1, 100, 100, 100),
+                ("lin", 1, 30, 30, 30),
+            ]
+        );
+        assert_eq!(r[0].share, Some(0.75));
+        // By name, `lin` adds enc/lin and lin: 2 calls, 130 ns.
+        let r = module_rows_in(&d, &paths, ModuleGrouping::Name, TimeRange::new(200, 600));
+        assert_eq!(
+            rows(&r),
+            vec![("enc", 2, 300, 200, 150), ("lin", 2, 130, 130, 65)]
+        );
+        // 860..1000 holds no module span.
+        assert!(
+            module_rows_in(&d, &paths, ModuleGrouping::Path, TimeRange::new(860, 1000)).is_empty()
+        );
+    }
+
+    #[test]
+    fn a_module_used_twice_counts_its_outermost_call_in_a_range() {
+        // Names mode: `lm` (0..? 100..600) wraps `lin` (200..500); both are named `model.lm`,
+        // so `lin` is no call of its own (its key's outermost span is `lm`).
+        let text = concat!(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2026-01-01T00:00:00Z","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"a","parent_id":"s","name":"lm","start_ns":100,"span_kind":"module","module":"model.lm"}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"b","parent_id":"a","name":"linear","start_ns":200,"span_kind":"module","module":"model.lm"}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"b","duration_ns":300}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"a","duration_ns":500}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"s","duration_ns":1000}"#,
+            "\n",
+        );
+        let d = TraceDocument::from_bytes(text.as_bytes());
+        let paths = ModulePaths::new(&d);
+        assert!(paths.names());
+        // Range 300..1000: lm 300..600 → 300 inside, less its child's 300..500 → self 100;
+        // linear 300..500 → self 200. One call, total 300, self 300.
+        let r = module_rows_in(&d, &paths, ModuleGrouping::Path, TimeRange::new(300, 1000));
+        assert_eq!(rows(&r), vec![("model.lm", 1, 300, 300, 300)]);
+        // By name each span is its own row: lm 300 (self 100), linear 200.
+        let r = module_rows_in(&d, &paths, ModuleGrouping::Name, TimeRange::new(300, 1000));
+        assert_eq!(
+            rows(&r),
+            vec![("lm", 1, 300, 100, 300), ("linear", 1, 200, 200, 200)]
+        );
+    }
+
+    #[test]
+    fn op_groups_in_a_range_worked_out_by_hand() {
+        let d = doc();
+        // Range 200..600: matmul 100..250 → 50, matmul 360..390 → 30, matmul 500..800 → 100;
+        // add 250..300 → 50; add at 950 (0 ns) is outside.
+        let g = op_groups_in(&d.ops, OpGrouping::Name, TimeRange::new(200, 600));
+        let got: Vec<_> = g
+            .iter()
+            .map(|g| {
+                (
+                    g.op_name.as_str(),
+                    g.count,
+                    g.total_ns,
+                    g.mean_ns,
+                    g.max_ns,
+                    g.min_ns,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![("matmul", 3, 180, 60, 100, 30), ("add", 1, 50, 50, 50, 50)]
+        );
+        // Whole bytes of each counted op: 3 matmuls of 2×2 f32 = 3 × 16.
+        assert_eq!(g[0].output_bytes, 48);
+        assert_eq!(g[0].op_indices, vec![0, 2, 3]);
+        // The 0 ns add at 950 counts in 900..1000 with 0 ns.
+        let g = op_groups_in(&d.ops, OpGrouping::Name, TimeRange::new(900, 1000));
+        assert_eq!(
+            g.iter()
+                .map(|g| (g.op_name.as_str(), g.count, g.total_ns))
+                .collect::<Vec<_>>(),
+            vec![("add", 1, 0)]
+        );
+    }
+
+    #[test]
+    fn phases_and_memory_in_a_range_worked_out_by_hand() {
+        let d = doc();
+        // Range 200..600: region 400; forward 0..400 → 200; backward 400..900 → 200; opt 0.
+        let p = phases_in(&d, TimeRange::new(200, 600)).unwrap();
+        assert_eq!(
+            (
+                p.region_ns,
+                p.forward_ns,
+                p.backward_ns,
+                p.optimizer_ns,
+                p.other_ns,
+                p.overlap_ns
+            ),
+            (400, 200, 200, 0, 0, 0)
+        );
+        // Range 850..1000: region 150; backward 850..900 → 50; optimizer 900..1000 → 100.
+        let p = phases_in(&d, TimeRange::new(850, 1000)).unwrap();
+        assert_eq!(
+            (
+                p.region_ns,
+                p.forward_ns,
+                p.backward_ns,
+                p.optimizer_ns,
+                p.other_ns
+            ),
+            (150, 0, 50, 100, 0)
+        );
+        // Module pairs in 200..600: enc forward 150 (50..350), backward 150 (450..600);
+        // enc/lin forward 100; lin forward 30.
+        let paths = ModulePaths::new(&d);
+        let pairs: Vec<_> = module_pairs_in(&d, &paths, TimeRange::new(200, 600))
+            .into_iter()
+            .map(|p| {
+                (
+                    p.path,
+                    p.forward_count,
+                    p.forward_ns,
+                    p.backward_count,
+                    p.backward_ns,
+                )
+            })
+            .collect();
+        assert_eq!(
+            pairs,
+            vec![
+                ("enc".into(), 1, 150, 1, 150),
+                ("enc/lin".into(), 1, 100, 0, 0),
+                ("lin".into(), 1, 30, 0, 0),
+            ]
+        );
+        // Memory in 200..600: alloc 300 B at 300 and the free at 500.
+        assert_eq!(
+            memory_in(&d, TimeRange::new(200, 600)),
+            MemoryInRange {
+                alloc_count: 1,
+                alloc_bytes: 300,
+                free_count: 1
+            }
+        );
+        // The curve: 100 @100, 400 @300, 300 @500, 350 @700.
+        let c = &d.memory_profile;
+        let (t, live): (Vec<u64>, Vec<u64>) = c
+            .samples
+            .iter()
+            .map(|s| (s.timestamp_ns, s.live_bytes))
+            .unzip();
+        assert_eq!(live, vec![100, 400, 300, 350]);
+        // 200..600: 100 in force at 200, then 400 at 300.
+        assert_eq!(
+            live_peak_in(&t, &live, TimeRange::new(200, 600)),
+            Some((400, 300))
+        );
+        // 550..650: 300 in force since 500, nothing inside.
+        assert_eq!(
+            live_peak_in(&t, &live, TimeRange::new(550, 650)),
+            Some((300, 550))
+        );
+        // 600..700 (end included): 300 in force, then 350 at 700.
+        assert_eq!(
+            live_peak_in(&t, &live, TimeRange::new(600, 700)),
+            Some((350, 700))
+        );
+        // Before the first event nothing is live yet.
+        assert_eq!(live_peak_in(&t, &live, TimeRange::new(0, 50)), None);
+        assert_eq!(
+            live_peak_in(&t, &live, TimeRange::new(0, 100)),
+            Some((100, 100))
+        );
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn the_whole_trace_as_a_range_gives_the_whole_trace_numbers() {
+        let root =
+            std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures"));
+        // Every trace/6 fixture, in subdirectories too (the names fixtures, the steps sets).
+        let mut files = Vec::new();
+        let mut dirs = vec![root];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.to_string_lossy().ends_with(".trace6.jsonl") {
+                    files.push(path);
+                }
+            }
+        }
+        let mut checked = 0;
+        for path in files {
+            let d = TraceDocument::from_bytes(&std::fs::read(&path).unwrap());
+            let paths = ModulePaths::new(&d);
+            let name = path.display();
+            for g in [ModuleGrouping::Path, ModuleGrouping::Name] {
+                assert_eq!(
+                    module_rows_in(&d, &paths, g, TimeRange::ALL),
+                    module_rows(&d, &paths, g),
+                    "{name}"
+                );
+            }
+            for g in [OpGrouping::Name, OpGrouping::NameShapeDtype] {
+                assert_eq!(
+                    op_groups_in(&d.ops, g, TimeRange::ALL),
+                    op_groups(&d.ops, g),
+                    "{name}"
+                );
+            }
+            assert_eq!(phases_in(&d, TimeRange::ALL), phase_breakdown(&d), "{name}");
+            assert_eq!(
+                module_pairs_in(&d, &paths, TimeRange::ALL),
+                module_pairs(&d),
+                "{name}"
+            );
+            let m = memory_in(&d, TimeRange::ALL);
+            assert_eq!(
+                (m.alloc_count, m.free_count),
+                (d.memory_profile.alloc_count, d.memory_profile.free_count),
+                "{name}"
+            );
+            for (dev, profile) in d.memory_profile.devices.iter().enumerate() {
+                let (t, live): (Vec<u64>, Vec<u64>) = d
+                    .memory_profile
+                    .samples
+                    .iter()
+                    .filter(|s| s.device as usize == dev)
+                    .map(|s| (s.timestamp_ns, s.live_bytes))
+                    .unzip();
+                if t.is_empty() {
+                    continue;
+                }
+                let (peak, at) = live_peak_in(&t, &live, TimeRange::ALL).unwrap();
+                assert_eq!(peak, profile.peak_bytes, "{name}");
+                assert_eq!(Some(at), profile.peak_timestamp_ns, "{name}");
+            }
+            checked += 1;
+        }
+        assert!(checked > 40, "trace fixtures: {checked}");
+    }
+}

@@ -1,0 +1,429 @@
+// Browser tests of the viewer as an application (issue #40): the chart fills the window in
+// every view, the tab panel under it (each tab by click and by keyboard, with the CLI's
+// numbers), rows and spans linked both ways, a range selection's numbers, the URL keeping tab,
+// view, selection and range, the remembered panel height, and the keyboard.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  useHarness, fixtures, artifacts, cli, openPage, openByPicker, loadSeq, waitNextDocument, openTab,
+} from './harness.mjs';
+
+useHarness();
+
+const TRAIN = join(fixtures, 'train_step.trace6.jsonl');
+const PROFILE = join(fixtures, 'infer_run.profile.jsonl');
+const STEPS = readdirSync(join(fixtures, 'steps_outlier')).sort().map((f) => join(fixtures, 'steps_outlier', f));
+const BASE = join(fixtures, 'compare', 'base.trace6.jsonl');
+const CAND = join(fixtures, 'compare', 'cand.trace6.jsonl');
+
+const attrs = (page, selector, names) => page.$$eval(selector, (els, names) =>
+  els.map((e) => Object.fromEntries(names.map((n) => [n, e.getAttribute(n)]))), names);
+
+/** The chart canvas's box and the document's height. */
+async function geometry(page) {
+  return page.evaluate(() => {
+    const c = document.querySelector('[data-testid=timeline-canvas]').getBoundingClientRect();
+    return {
+      top: c.top, bottom: c.bottom, height: c.height, width: c.width,
+      windowHeight: innerHeight, windowWidth: innerWidth,
+      documentHeight: Math.max(document.documentElement.scrollHeight, document.body.scrollHeight),
+    };
+  });
+}
+
+/** Open each view on `page`; `open` is an async function that opens it. */
+const VIEWS = [
+  ['trace', async (page) => openByPicker(page, TRAIN)],
+  // A header with every capture source and module names (Llama named by its weights).
+  ['trace', async (page) => openByPicker(page, join(fixtures, 'modules', 'llama_modules.trace6.jsonl'))],
+  ['trace', async (page) => openByPicker(page, join(fixtures, 'valid_panels.trace6.jsonl'))],
+  ['profile', async (page) => openByPicker(page, PROFILE)],
+  ['steps', async (page) => {
+    const n = await loadSeq(page);
+    await page.setInputFiles('[data-testid=file-input]', STEPS);
+    await waitNextDocument(page, n);
+  }],
+  ['compare', async (page) => {
+    await page.click('[data-testid=compare-open]');
+    await page.setInputFiles('[data-testid=compare-base-input]', BASE);
+    const n = await loadSeq(page);
+    await page.setInputFiles('[data-testid=compare-cand-input]', CAND);
+    await waitNextDocument(page, n);
+  }],
+  ['multi', async (page) => {
+    const n = await loadSeq(page);
+    await page.setInputFiles('[data-testid=file-input]', [TRAIN, join(fixtures, 'valid_panels.trace6.jsonl')]);
+    await waitNextDocument(page, n);
+  }],
+];
+
+test('in every view the chart fills the window: canvas whole and ≥ 45% high at 1440×900, the document at most the window + 200 px', async () => {
+  for (const [width, height] of [[1440, 900], [1280, 720]]) {
+    for (const [name, open] of VIEWS) {
+      const { page, seen } = await openPage('/', { width, height });
+      await open(page);
+      assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), name, name);
+      const g = await geometry(page);
+      const label = `${name} at ${width}×${height}: ${JSON.stringify(g)}`;
+      assert.ok(g.documentHeight <= height + 200, `document too tall: ${label}`);
+      if (width === 1440) {
+        assert.ok(g.top >= 0 && g.bottom <= g.windowHeight, `canvas not wholly visible: ${label}`);
+        assert.ok(g.height >= 0.45 * height, `canvas under 45% of the window: ${label}`);
+      }
+      // Every tab of the view opens by click, and its panel says which.
+      const tabs = await page.$$eval('[role=tab]', (els) => els.map((e) => e.dataset.tab));
+      assert.ok(tabs.length >= 2, `${name}: tabs ${tabs}`);
+      for (const tab of tabs) {
+        await openTab(page, tab);
+        assert.equal(await page.getAttribute(`[data-testid=tab-${tab}]`, 'aria-selected'), 'true', `${name}: ${tab}`);
+        const after = await geometry(page);
+        assert.ok(after.documentHeight <= height + 200, `${name} ${tab}: document ${after.documentHeight}`);
+      }
+      if (width === 1440) await page.screenshot({ path: join(artifacts, `layout-${name}-${VIEWS.findIndex((v) => v[1] === open)}.png`) });
+      assert.deepEqual(seen.errors, [], name);
+      await page.close();
+    }
+  }
+});
+
+test('every trace tab opens by keyboard and shows the CLI numbers', async () => {
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  const file = join(fixtures, 'valid_panels.trace6.jsonl');
+  await openByPicker(page, file);
+  const tabs = await page.$$eval('[role=tab]', (els) => els.map((e) => e.dataset.tab));
+  assert.deepEqual(tabs, ['findings', 'modules', 'ops', 'memory', 'gradients', 'phases', 'efficiency']);
+  const view = async () => page.getAttribute('[data-testid=flame-chart]', 'data-view-start-ns')
+    + '-' + await page.getAttribute('[data-testid=flame-chart]', 'data-view-end-ns');
+  const before = await view();
+  // Only the open tab is focusable; arrows move the focus along the list, Enter opens.
+  await page.focus('[data-testid=tab-findings]');
+  for (let i = 1; i < tabs.length; i++) {
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.tab), tabs[i]);
+    // Moving the focus does not open the tab.
+    assert.equal(await page.getAttribute(`[data-testid=tab-${tabs[i]}]`, 'aria-selected'), 'false');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector(`[data-testid=tabpanel][data-tab=${tabs[i]}]`, { state: 'attached' });
+    assert.equal(await page.getAttribute(`[data-testid=tab-${tabs[i]}]`, 'aria-selected'), 'true');
+    await checkTab(page, file, tabs[i]);
+    // Checking may have clicked inside the tab: back to its tab.
+    await page.focus(`[data-testid=tab-${tabs[i]}]`);
+  }
+  // Space opens too; Home goes back to the first.
+  await page.keyboard.press('Home');
+  await page.keyboard.press(' ');
+  assert.equal(await page.getAttribute('[data-testid=tab-findings]', 'aria-selected'), 'true');
+  await checkTab(page, file, 'findings');
+  // The arrows went to the tab list only: the chart's window did not move.
+  assert.equal(await view(), before);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+/** The open tab's numbers against the CLI. */
+async function checkTab(page, file, tab) {
+  switch (tab) {
+    case 'findings': {
+      const want = cli('findings', file, '--json');
+      assert.equal(await page.locator('[data-testid=finding]').count(), want.findings.length);
+      assert.equal(await page.getAttribute('[data-testid=findings-count]', 'data-value'), String(want.findings.length));
+      break;
+    }
+    case 'modules': {
+      // The module tree, expanded, node for node in the CLI's order.
+      const want = cli('query', file, '--kind', 'modules', '--json', '--limit', '100000').modules;
+      await page.click('[data-testid=modules-expand-all]');
+      const rows = await attrs(page, '[data-testid=module-row]', ['data-key', 'data-calls', 'data-total', 'data-self', 'data-measured']);
+      assert.deepEqual(rows, want.map((r) => ({ 'data-key': r.key, 'data-calls': String(r.calls),
+        'data-total': String(r.total_ns), 'data-self': String(r.self_ns), 'data-measured': String(r.measured) })));
+      const alloc = await page.$$eval('[data-testid=module-alloc]', (els) => els.map((e) => Number(e.dataset.value)));
+      assert.deepEqual(alloc, want.map((r) => r.alloc_bytes));
+      break;
+    }
+    case 'ops': {
+      const want = cli('query', file, '--kind', 'ops', '--json', '--limit', '100000');
+      const rows = await attrs(page, '[data-testid=op-row]', ['data-op', 'data-count', 'data-total']);
+      assert.deepEqual(rows, want.groups.map((o) => ({ 'data-op': o.op_name, 'data-count': String(o.count), 'data-total': String(o.total_ns) })));
+      break;
+    }
+    case 'memory': {
+      const summary = cli('summary', '--json', file);
+      const peaks = await page.$$eval('[data-testid=memory-device]', (r) => r.map((x) => Number(x.dataset.value)));
+      assert.equal(Math.max(...peaks), summary.peak_bytes);
+      break;
+    }
+    case 'gradients': {
+      const want = cli('query', file, '--kind', 'gradients', '--json');
+      for (const [state, n] of Object.entries(want.counts)) {
+        assert.equal(await page.getAttribute(`[data-testid=gradients-${state}]`, 'data-value'), String(n), state);
+      }
+      break;
+    }
+    case 'phases': {
+      const want = cli('query', file, '--kind', 'phases', '--json');
+      assert.equal(await page.getAttribute('[data-testid=phase-region]', 'data-value'), String(want.phases.region_ns));
+      assert.equal(await page.getAttribute('[data-testid=phase-backward]', 'data-value'), String(want.phases.backward_ns));
+      break;
+    }
+    case 'efficiency': {
+      const want = cli('query', file, '--kind', 'flops', '--json');
+      assert.equal(await page.getAttribute('[data-testid=flops-total]', 'data-value'), String(want.flops));
+      break;
+    }
+    default:
+      throw new Error(`no check for ${tab}`);
+  }
+}
+
+test('the profile tabs show the CLI numbers', async () => {
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  await openByPicker(page, PROFILE);
+  assert.deepEqual(await page.$$eval('[role=tab]', (els) => els.map((e) => e.dataset.tab)),
+    ['findings', 'requests', 'latency', 'modules', 'memory']);
+  // One lane group per request on the chart.
+  const requests = cli('query', PROFILE, '--kind', 'requests', '--json', '--limit', '100000').requests;
+  assert.equal(Number(await page.getAttribute('[data-testid=flame-chart]', 'data-groups')), requests.length);
+  await openTab(page, 'requests');
+  assert.deepEqual((await attrs(page, '[data-testid=request-row]', ['data-request'])).map((r) => r['data-request']),
+    requests.map((r) => r.request_id));
+  await openTab(page, 'latency');
+  const latency = cli('query', PROFILE, '--kind', 'latency', '--json');
+  assert.equal(await page.getAttribute('[data-testid=ttft-line-p50]', 'data-value'), String(latency.ttft_us.p50));
+  await openTab(page, 'memory');
+  const summary = cli('summary', '--json', PROFILE);
+  assert.equal(await page.locator('[data-testid=snapshot-row]').count(), summary.memory_snapshot_count);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('rows and spans are linked both ways', async () => {
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  await openByPicker(page, TRAIN);
+  const chart = page.locator('[data-testid=flame-chart]');
+  // An op row selects a span its ops ran in, shows it, and outlines every such span.
+  await openTab(page, 'ops');
+  const row = page.locator('[data-testid=op-row]').first();
+  const op = await row.getAttribute('data-op');
+  await row.click();
+  const selected = await chart.getAttribute('data-selected');
+  assert.notEqual(selected, '');
+  const opsOfSpan = await page.$$eval('[data-testid=span-details] .ops-in-span tbody td:first-child', (tds) => tds.map((t) => t.textContent));
+  assert.ok(opsOfSpan.includes(op), `${op} in ${opsOfSpan}`);
+  assert.ok(Number(await chart.getAttribute('data-highlighted')) >= 1);
+  assert.equal(await row.getAttribute('data-linked'), 'true');
+  // Hovering another row outlines its spans; leaving puts the clicked row's back.
+  const clicked = await chart.getAttribute('data-highlighted');
+  const other = page.locator('[data-testid=op-row]').nth(1);
+  const otherSpans = await other.getAttribute('data-op');
+  await other.hover();
+  await page.waitForFunction((n) => document.querySelector('[data-testid=flame-chart]').dataset.highlighted !== n || true, clicked);
+  assert.ok(Number(await chart.getAttribute('data-highlighted')) >= 1, otherSpans);
+  await page.mouse.move(5, 5);
+  assert.equal(await chart.getAttribute('data-highlighted'), clicked);
+  // A span selected in the chart marks its row in the open tab: the modules tab's row of the
+  // selected module span, expanded to.
+  await openTab(page, 'modules');
+  const canvas = page.locator('[data-testid=timeline-canvas]');
+  await canvas.focus();
+  await page.keyboard.press('Escape');
+  // train_step → forward → fc1 (a module span).
+  for (const key of ['ArrowDown', 'ArrowDown', 'ArrowDown']) await page.keyboard.press(key);
+  const span = await chart.getAttribute('data-selected');
+  const name = await page.textContent('[data-testid=span-details] dl.fields dd');
+  const linked = await attrs(page, '[data-testid=module-row][data-linked=true]', ['data-key']);
+  assert.equal(linked.length, 1, `span ${span} (${name}): ${JSON.stringify(linked)}`);
+  assert.ok(linked[0]['data-key'].endsWith(name), `${linked[0]['data-key']} is ${name}'s row`);
+  // And another module row selects and shows its span.
+  await page.locator('[data-testid=module-row][data-linked=false]').first().click();
+  assert.notEqual(await chart.getAttribute('data-selected'), span);
+  assert.equal(await page.locator('[data-testid=module-row][data-linked=true]').count(), 1);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+/**
+ * A training step written by hand (times in ns), the fixture of
+ * `schema::analysis::range`'s tests:
+ * step 0..1000 (measured) { forward 0..400 { enc 50..350 { lin 100..300 } lin 360..390 }
+ * backward 400..900 { enc 450..850 } optimizer 900..1000 }, ops matmul 100..250, add
+ * 250..300, matmul 360..390, matmul 500..800, add 950 (0 ns); cpu memory: +100 B at 100,
+ * +300 B at 300, −100 B at 500, +50 B at 700.
+ */
+function rangeFixture() {
+  const lines = [
+    { kind: 'meta', schema: 'candle-graph/trace/6', run_id: 'r', correlation_id: 'c', entrypoint: 'e', phase: 'train', timestamp: '2026-01-01T00:00:00Z', capture_step: 1, warmup_steps: 0, device: 'cpu', timing_mode: 'host', tags: {} },
+    { kind: 'span_start', id: 'step', name: 'step', start_ns: 0, span_kind: 'function', measured: true },
+    { kind: 'span_start', id: 'fwd', parent_id: 'step', name: 'forward', start_ns: 0, span_kind: 'function', step: 'forward' },
+    { kind: 'span_start', id: 'enc', parent_id: 'fwd', name: 'enc', start_ns: 50, span_kind: 'module', step: 'forward' },
+    { kind: 'span_start', id: 'lin', parent_id: 'enc', name: 'lin', start_ns: 100, span_kind: 'module', step: 'forward' },
+    { kind: 'span_end', id: 'lin', duration_ns: 200 },
+    { kind: 'span_end', id: 'enc', duration_ns: 300 },
+    { kind: 'span_start', id: 'lin2', parent_id: 'fwd', name: 'lin', start_ns: 360, span_kind: 'module', step: 'forward' },
+    { kind: 'span_end', id: 'lin2', duration_ns: 30 },
+    { kind: 'span_end', id: 'fwd', duration_ns: 400 },
+    { kind: 'span_start', id: 'bwd', parent_id: 'step', name: 'backward', start_ns: 400, span_kind: 'function', step: 'backward' },
+    { kind: 'span_start', id: 'benc', parent_id: 'bwd', name: 'enc', start_ns: 450, span_kind: 'module', step: 'backward' },
+    { kind: 'span_end', id: 'benc', duration_ns: 400 },
+    { kind: 'span_end', id: 'bwd', duration_ns: 500 },
+    { kind: 'span_start', id: 'opt', parent_id: 'step', name: 'optimizer', start_ns: 900, span_kind: 'function', step: 'optimizer' },
+    { kind: 'span_end', id: 'opt', duration_ns: 100 },
+    { kind: 'span_end', id: 'step', duration_ns: 1000 },
+    { kind: 'op', span_id: 'lin', op_name: 'matmul', shape: [2, 2], dtype: 'f32', device: 'cpu', duration_ns: 150, timestamp_ns: 100 },
+    { kind: 'op', span_id: 'lin', op_name: 'add', shape: [2, 2], dtype: 'f32', device: 'cpu', duration_ns: 50, timestamp_ns: 250 },
+    { kind: 'op', span_id: 'lin2', op_name: 'matmul', shape: [2, 2], dtype: 'f32', device: 'cpu', duration_ns: 30, timestamp_ns: 360 },
+    { kind: 'op', span_id: 'benc', op_name: 'matmul', shape: [2, 2], dtype: 'f32', device: 'cpu', duration_ns: 300, timestamp_ns: 500 },
+    { kind: 'op', span_id: 'opt', op_name: 'add', shape: [2, 2], dtype: 'f32', device: 'cpu', duration_ns: 0, timestamp_ns: 950 },
+    { kind: 'memory', timestamp_ns: 100, tensor_id: 'a', span_id: 'lin', device: 'cpu', bytes: 100, action: 'alloc', dtype: 'u8' },
+    { kind: 'memory', timestamp_ns: 300, tensor_id: 'b', span_id: 'lin', device: 'cpu', bytes: 300, action: 'alloc', dtype: 'u8' },
+    { kind: 'memory', timestamp_ns: 500, tensor_id: 'a', span_id: 'benc', device: 'cpu', bytes: 100, action: 'free', dtype: 'u8' },
+    { kind: 'memory', timestamp_ns: 700, tensor_id: 'c', span_id: 'benc', device: 'cpu', bytes: 50, action: 'alloc', dtype: 'u8' },
+  ];
+  mkdirSync(artifacts, { recursive: true });
+  const file = join(artifacts, 'range-step.trace6.jsonl');
+  writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+  return file;
+}
+
+test('a range selection: the tabs show the numbers of the part inside it, worked out by hand', async () => {
+  const file = rangeFixture();
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  await openByPicker(page, file);
+  // Shift+drag over the chart selects a range (in its time: x 25% to 75% of 0..1000 ns).
+  const canvas = page.locator('[data-testid=timeline-canvas]');
+  const box = await canvas.boundingBox();
+  await page.keyboard.down('Shift');
+  await page.mouse.move(box.x + box.width * 0.25, box.y + 60);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + 60, { steps: 4 });
+  await page.mouse.move(box.x + box.width * 0.75, box.y + 60, { steps: 4 });
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+  const chart = page.locator('[data-testid=flame-chart]');
+  const start = Number(await chart.getAttribute('data-range-start-ns'));
+  const end = Number(await chart.getAttribute('data-range-end-ns'));
+  assert.ok(Math.abs(start - 250) <= 5 && Math.abs(end - 750) <= 5, `dragged ${start}..${end}`);
+  assert.equal(await page.getAttribute('[data-testid=range-bar]', 'data-start-ns'), String(start));
+  // Exactly 200..600 ns through the URL (the fragment keeps the range), for numbers by hand.
+  await page.evaluate(() => { location.hash = '#files=range-step.trace6.jsonl&range=200-600&tab=modules'; });
+  await page.reload();
+  await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  await openByPicker(page, file);
+  await page.waitForSelector('[data-testid=range-bar][data-start-ns="200"][data-end-ns="600"]');
+  assert.equal(await page.getAttribute('[data-testid=tab-modules]', 'aria-selected'), 'true');
+  // Modules (schema::analysis::range::module_rows_in): enc 2 calls, 150 + 150 inside, self
+  // 50 + 150; enc/lin 100; lin 30.
+  await page.click('[data-testid=modules-expand-all]');
+  const modules = await attrs(page, '[data-testid=module-row]', ['data-key', 'data-calls', 'data-total', 'data-self']);
+  assert.deepEqual(modules, [
+    { 'data-key': 'enc', 'data-calls': '2', 'data-total': '300', 'data-self': '200' },
+    { 'data-key': 'enc/lin', 'data-calls': '1', 'data-total': '100', 'data-self': '100' },
+    { 'data-key': 'lin', 'data-calls': '1', 'data-total': '30', 'data-self': '30' },
+  ]);
+  // Ops (op_groups_in): matmul 50 + 30 + 100 in 3 ops, add 50 in one.
+  await openTab(page, 'ops');
+  assert.deepEqual(await attrs(page, '[data-testid=op-row]', ['data-op', 'data-count', 'data-total']), [
+    { 'data-op': 'matmul', 'data-count': '3', 'data-total': '180' },
+    { 'data-op': 'add', 'data-count': '1', 'data-total': '50' },
+  ]);
+  // Memory (live_peak_in, memory_in): 400 B at 300 ns; one alloc of 300 B and one free.
+  await openTab(page, 'memory');
+  const mem = page.locator('[data-testid=memory-range]');
+  assert.equal(await mem.getAttribute('data-alloc-count'), '1');
+  assert.equal(await mem.getAttribute('data-alloc-bytes'), '300');
+  assert.equal(await mem.getAttribute('data-free-count'), '1');
+  assert.deepEqual(await attrs(page, '[data-testid=memory-range-device]', ['data-device', 'data-value', 'data-time']),
+    [{ 'data-device': 'cpu', 'data-value': '400', 'data-time': '300' }]);
+  // Phases (phases_in): region 400, forward 200, backward 200.
+  await openTab(page, 'phases');
+  assert.equal(await page.getAttribute('[data-testid=phase-region]', 'data-value'), '400');
+  assert.equal(await page.getAttribute('[data-testid=phase-forward]', 'data-value'), '200');
+  assert.equal(await page.getAttribute('[data-testid=phase-backward]', 'data-value'), '200');
+  // Tabs that do not follow a range say so.
+  await openTab(page, 'gradients');
+  assert.equal(await page.getAttribute('[data-testid=range-note]', 'data-follows'), 'false');
+  // Clearing the range restores the whole run.
+  await page.click('[data-testid=range-clear]');
+  await openTab(page, 'ops');
+  assert.deepEqual(await attrs(page, '[data-testid=op-row]', ['data-op', 'data-count', 'data-total']), [
+    { 'data-op': 'matmul', 'data-count': '3', 'data-total': '480' },
+    { 'data-op': 'add', 'data-count': '2', 'data-total': '50' },
+  ]);
+  assert.equal(await page.locator('[data-testid=range-bar]').count(), 0);
+  await page.screenshot({ path: join(artifacts, 'layout-range.png') });
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('the URL keeps the tab, the window, the selection and the range; the panel keeps its height', async () => {
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  await openByPicker(page, TRAIN);
+  const chart = page.locator('[data-testid=flame-chart]');
+  await openTab(page, 'phases');
+  await page.locator('[data-testid=timeline-canvas]').focus();
+  for (const key of ['ArrowDown', 'ArrowDown', 'w', 'w']) await page.keyboard.press(key);
+  const before = {
+    start: await chart.getAttribute('data-view-start-ns'),
+    end: await chart.getAttribute('data-view-end-ns'),
+    selected: await chart.getAttribute('data-selected'),
+  };
+  await page.waitForFunction(() => location.hash.includes('&tab=phases') && location.hash.includes('sel=0:'));
+  // Drag the splitter 100 px up: the panel grows by 100 px and stays so after a reload.
+  const splitter = await page.locator('[data-testid=panel-splitter]').boundingBox();
+  const height = Number(await page.getAttribute('[data-testid=tab-panel]', 'data-height'));
+  await page.mouse.move(splitter.x + splitter.width / 2, splitter.y + 3);
+  await page.mouse.down();
+  await page.mouse.move(splitter.x + splitter.width / 2, splitter.y + 3 - 100, { steps: 5 });
+  await page.mouse.up();
+  const grown = Number(await page.getAttribute('[data-testid=tab-panel]', 'data-height'));
+  assert.ok(Math.abs(grown - height - 100) <= 1, `${height} → ${grown}`);
+  await page.waitForTimeout(300);
+  await page.reload();
+  await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  await openByPicker(page, TRAIN);
+  assert.equal(await page.getAttribute('[data-testid=tab-phases]', 'aria-selected'), 'true');
+  const after = {
+    start: await chart.getAttribute('data-view-start-ns'),
+    end: await chart.getAttribute('data-view-end-ns'),
+    selected: await chart.getAttribute('data-selected'),
+  };
+  assert.ok(Math.abs(after.start - before.start) <= 1 && Math.abs(after.end - before.end) <= 1, JSON.stringify({ before, after }));
+  assert.equal(after.selected, before.selected);
+  assert.equal(Number(await page.getAttribute('[data-testid=tab-panel]', 'data-height')), grown);
+  // The splitter answers the keyboard too.
+  await page.focus('[data-testid=panel-splitter]');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(Number(await page.getAttribute('[data-testid=tab-panel]', 'data-height')), grown - 24);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('keys work after a click on the minimap or the memory strip; ? lists every shortcut', async () => {
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  await openByPicker(page, TRAIN);
+  const chart = page.locator('[data-testid=flame-chart]');
+  const width = async () => Number(await chart.getAttribute('data-view-end-ns')) - Number(await chart.getAttribute('data-view-start-ns'));
+  for (const target of ['[data-testid=minimap]', '[data-testid=memory-curve]']) {
+    await page.click(target);
+    const w0 = await width();
+    await page.keyboard.press('w');
+    assert.ok(await width() < w0, `W zooms after a click on ${target}`);
+    await page.keyboard.press('0');
+  }
+  // ? opens the list of shortcuts (also from the chart), Escape closes it.
+  await page.keyboard.press('?');
+  await page.waitForSelector('[data-testid=shortcuts]');
+  const keys = await page.$$eval('[data-testid=shortcut] kbd', (els) => els.map((e) => e.textContent));
+  for (const k of ['W / S', 'A / D', 'Shift + drag', 'Escape', '[ / ]', 'Page Up', '?']) {
+    assert.ok(keys.some((x) => x.includes(k)), `${k} in ${keys}`);
+  }
+  await page.keyboard.press('Escape');
+  assert.equal(await page.locator('[data-testid=shortcuts]').count(), 0);
+  // Typing in the search box is text, not keys of the chart.
+  const w1 = await width();
+  await page.fill('[data-testid=search-input]', 'wsad');
+  assert.equal(await width(), w1);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
