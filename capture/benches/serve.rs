@@ -43,6 +43,10 @@ use candle_transformers::models::llama::{Cache, Llama};
 #[allow(dead_code, unreachable_pub)]
 mod llama;
 
+#[path = "../examples/serve_batched.rs"]
+#[allow(dead_code, unreachable_pub, clippy::duplicate_mod)]
+mod serve_batched;
+
 #[global_allocator]
 static ALLOC: TrackingAllocator = TrackingAllocator::system();
 
@@ -216,6 +220,37 @@ fn next_token(
     logits.argmax(D::Minus1)?.squeeze(0)?.to_scalar::<u32>()
 }
 
+/// How the served-requests measure serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scenario {
+    /// [`THREADS`] threads, each serving [`REQUESTS`] one request at a time.
+    OnePerThread,
+    /// The `serve_batched` example's two engines, each on its own thread, serving its
+    /// requests in waves with a KV-cache budget.
+    Batched,
+}
+
+impl Scenario {
+    fn threads(self) -> usize {
+        match self {
+            Scenario::OnePerThread => THREADS,
+            Scenario::Batched => serve_batched::WORKERS.len(),
+        }
+    }
+
+    fn serve(self, model: &Llama, profiler: &InferenceProfiler, thread: usize, round: usize) {
+        match self {
+            Scenario::OnePerThread => serve_thread(model, profiler, thread, round),
+            Scenario::Batched => {
+                let engine = format!("engine-{thread}-{round}");
+                let served =
+                    serve_batched::serve(profiler, model, &engine, serve_batched::WORKERS[thread]);
+                black_box(served.unwrap_or_else(|e| panic!("serve: {e}")));
+            }
+        }
+    }
+}
+
 /// Serve one thread's requests of round `round` through `profiler`.
 fn serve_thread(model: &Llama, profiler: &InferenceProfiler, thread: usize, round: usize) {
     let cfg = llama::config();
@@ -258,13 +293,13 @@ struct ServeCost {
     dropped: u64,
 }
 
-/// Rounds of [`THREADS`] serving threads, kept for the whole measure as a server keeps its
+/// Rounds of the scenario's serving threads, kept for the whole measure as a server keeps its
 /// workers, alternating an uncaptured and a captured profiler that live as long (a server
 /// builds one). A round's time runs from the barrier that starts it to the last thread's end;
 /// the writer thread works meanwhile, and what it has left at the end is written before the
 /// next round, untimed. The CPU time of the whole process over the same span (every thread,
 /// the writer's included, and the flush's) is measured beside it.
-fn served_requests() -> ServeCost {
+fn served_requests(scenario: Scenario) -> ServeCost {
     let cfg = llama::config();
     let varmap = VarMap::new();
     let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu));
@@ -273,21 +308,25 @@ fn served_requests() -> ServeCost {
     let on = profiler(DetailLevel::Latency);
     let warmup = 2;
     let n = rounds(20);
-    let start = Barrier::new(THREADS + 1);
+    let threads = scenario.threads();
+    let start = Barrier::new(threads + 1);
     let (done_tx, done) = std::sync::mpsc::channel::<()>();
     let times = std::thread::scope(|s| {
         let mut orders = Vec::new();
-        for t in 0..THREADS {
+        for t in 0..threads {
             let (tx, rx) = std::sync::mpsc::channel::<Option<(&InferenceProfiler, usize)>>();
             orders.push(tx);
             let (start, done_tx, model) = (&start, done_tx.clone(), &model);
-            s.spawn(move || {
-                while let Ok(Some((profiler, round))) = rx.recv() {
-                    start.wait();
-                    serve_thread(model, profiler, t, round);
-                    let _ = done_tx.send(());
-                }
-            });
+            std::thread::Builder::new()
+                .name(format!("worker-{t}"))
+                .spawn_scoped(s, move || {
+                    while let Ok(Some((profiler, round))) = rx.recv() {
+                        start.wait();
+                        scenario.serve(model, profiler, t, round);
+                        let _ = done_tx.send(());
+                    }
+                })
+                .unwrap_or_else(|e| panic!("spawn: {e}"));
         }
         let round = |captured: bool, r: usize| -> (Duration, Option<u64>) {
             let profiler = if captured { &on } else { &off };
@@ -298,7 +337,7 @@ fn served_requests() -> ServeCost {
             }
             start.wait();
             let started = Instant::now();
-            for _ in 0..THREADS {
+            for _ in 0..threads {
                 done.recv()
                     .unwrap_or_else(|_| panic!("a serving thread is gone"));
             }
@@ -367,7 +406,7 @@ fn main() {
     // Before any span is created: candle-transformers creates its spans in `Llama::load`.
     candle_trace_capture::install().unwrap_or_else(|e| panic!("subscriber: {e}"));
     // `cargo bench` passes `--bench`; a word names the one measure to run (`module_span`,
-    // `serving`), as criterion's filters do.
+    // `serving` (both scenarios), `batched`, `one_per_thread`), as criterion's filters do.
     let only: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let wanted = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
     let span = wanted("module_span").then(module_span_cost);
@@ -377,11 +416,19 @@ fn main() {
             span.ns_per_span, span.q1, span.q3, span.captured_forward_us, span.uncaptured_forward_us, span.empty_forward_ns, span.dropped
         );
     }
-    let serve = wanted("serving").then(served_requests);
-    if let Some(serve) = &serve {
+    let scenarios = [
+        ("batched", Scenario::Batched),
+        ("one_per_thread", Scenario::OnePerThread),
+    ];
+    let served: Vec<(&str, Scenario, ServeCost)> = scenarios
+        .into_iter()
+        .filter(|(name, _)| wanted("serving") || wanted(name))
+        .map(|(name, scenario)| (name, scenario, served_requests(scenario)))
+        .collect();
+    for (name, scenario, serve) in &served {
         println!(
-            "served requests ({THREADS} threads × {} requests), median of {} paired rounds: uncaptured {:.2} ms, captured {:.2} ms, overhead {:+.1}% (rounds' ratios: quartiles {:+.1}% to {:+.1}%); {} lines a round, {} dropped in all",
-            REQUESTS.len(), serve.rounds, serve.uncaptured_ms, serve.captured_ms, serve.overhead_pct, serve.q1_pct, serve.q3_pct, serve.events_per_round, serve.dropped
+            "served requests, {name} ({} threads), median of {} paired rounds: uncaptured {:.2} ms, captured {:.2} ms, overhead {:+.1}% (rounds' ratios: quartiles {:+.1}% to {:+.1}%); {} lines a round, {} dropped in all",
+            scenario.threads(), serve.rounds, serve.uncaptured_ms, serve.captured_ms, serve.overhead_pct, serve.q1_pct, serve.q3_pct, serve.events_per_round, serve.dropped
         );
         if let Some(cpu) = &serve.cpu {
             println!(
@@ -408,12 +455,11 @@ fn main() {
                 }),
             );
         }
-        if let Some(serve) = serve {
+        for (name, scenario, serve) in served {
             json.insert(
-                String::from("serving"),
+                String::from(name),
                 serde_json::json!({
-                    "threads": THREADS,
-                    "requests_per_thread": REQUESTS.len(),
+                    "threads": scenario.threads(),
                     "rounds": serve.rounds,
                     "uncaptured_ms": serve.uncaptured_ms,
                     "captured_ms": serve.captured_ms,

@@ -115,6 +115,7 @@ pub(crate) struct ForwardSpans {
     pub(crate) start: Instant,
 }
 
+#[cfg(test)]
 impl ForwardSpans {
     /// The `Instant` of the [`span_clock`] reading `raw`.
     pub(crate) fn instant(&self, raw: u64) -> Instant {

@@ -123,17 +123,16 @@ impl Head {
         format!("{}-e{number}", self.correlation_id)
     }
 
-    /// An event of `owner` with the header fields set.
-    fn event(
+    /// An event of `owner` at `ts_unix_nanos` with the header fields set.
+    fn event_at(
         &self,
         owner: &Owner,
         kind: EventKind,
         phase: &str,
         status: Status,
-        at: Instant,
+        ts_unix_nanos: i64,
         number: u64,
     ) -> ProfileEvent {
-        let ts_unix_nanos = owner.anchor.unix_nanos_at(at);
         let mut event = ProfileEvent::new(EventHeader {
             event_kind: kind,
             ts_unix_nanos,
@@ -150,6 +149,20 @@ impl Head {
         event.model.clone_from(&self.model);
         event.shape = owner.shape.clone();
         event
+    }
+
+    /// An event of `owner` with the header fields set.
+    fn event(
+        &self,
+        owner: &Owner,
+        kind: EventKind,
+        phase: &str,
+        status: Status,
+        at: Instant,
+        number: u64,
+    ) -> ProfileEvent {
+        let ts = owner.anchor.unix_nanos_at(at);
+        self.event_at(owner, kind, phase, status, ts, number)
     }
 }
 
@@ -381,6 +394,14 @@ pub(crate) enum ForwardOf {
     Iteration { iteration: u64, start: Instant },
 }
 
+/// A batch's times, in ns from the forward call's start to: (the owner's anchor, the
+/// iteration's start, the forward call's end).
+struct Base {
+    from_anchor: u64,
+    from_iteration: u64,
+    end: u64,
+}
+
 /// The module spans of one forward call.
 pub(crate) struct SpanBatch {
     pub(crate) owner: Arc<Owner>,
@@ -403,19 +424,46 @@ fn kind_str(kind: SpanKind) -> &'static str {
 }
 
 impl SpanBatch {
-    /// A span's start, its duration, and its start in ns since the request (or iteration)
-    /// started.
-    fn times(&self, span: &ModuleSpan) -> (Instant, Duration, u64) {
-        let start = self.forward.instant(span.start);
-        let end = span.end.map_or(self.end, |end| self.forward.instant(end));
-        let duration = end.saturating_duration_since(start);
-        let since = match self.of {
-            ForwardOf::Request { .. } => self.owner.since_start(start),
-            ForwardOf::Iteration { start: first, .. } => {
-                nanos(start.saturating_duration_since(first))
+    /// What every span's times are counted from (integer ns, read once per batch).
+    fn base(&self) -> Base {
+        let start = self.forward.start;
+        Base {
+            from_anchor: nanos(start.saturating_duration_since(self.owner.anchor.instant)),
+            from_iteration: match self.of {
+                ForwardOf::Request { .. } => 0,
+                ForwardOf::Iteration { start: first, .. } => {
+                    nanos(start.saturating_duration_since(first))
+                }
+            },
+            end: nanos(self.end.saturating_duration_since(start)),
+        }
+    }
+
+    /// A span's `ts_unix_nanos`, its duration in ns, and its start in ns since the request (or
+    /// iteration) started.
+    fn times(&self, base: &Base, span: &ModuleSpan) -> (i64, u64, u64) {
+        let clock = crate::subscriber::span_clock();
+        let raw_start = self.forward.raw_start;
+        let rel = |raw: u64| {
+            if raw >= raw_start {
+                clock.delta_as_nanos(raw_start, raw)
+            } else {
+                0
             }
         };
-        (start, duration, since)
+        let start = rel(span.start);
+        let end = span.end.map_or(base.end, rel);
+        let from_anchor = base.from_anchor.saturating_add(start);
+        let ts = self
+            .owner
+            .anchor
+            .unix_nanos
+            .saturating_add(i64::try_from(from_anchor).unwrap_or(i64::MAX));
+        let since = match self.of {
+            ForwardOf::Request { .. } => from_anchor,
+            ForwardOf::Iteration { .. } => base.from_iteration.saturating_add(start),
+        };
+        (ts, end.saturating_sub(start), since)
     }
 
     /// The spans as events, as serde writes them (and the OTLP exporter reads them).
@@ -430,17 +478,17 @@ impl SpanBatch {
     #[cfg(any(test, feature = "otlp"))]
     fn event(&self, i: usize) -> ProfileEvent {
         let span = &self.forward.spans[i];
-        let (start, duration, since) = self.times(span);
+        let (ts, duration, since) = self.times(&self.base(), span);
         let head = &self.owner.head;
-        let mut event = head.event(
+        let mut event = head.event_at(
             &self.owner,
             EventKind::TimedSpan,
             MODULE_PHASE,
             head.ok,
-            start,
+            ts,
             self.first_event + i as u64,
         );
-        event.duration_us = Some(micros(duration));
+        event.duration_us = Some(duration / 1000);
         let mut put = |k: &str, v: Value| {
             event.attributes.insert(String::from(k), v);
         };
@@ -470,7 +518,7 @@ impl SpanBatch {
                 put("start_nanos_since_iteration_start", Value::from(since));
             }
         }
-        put("duration_nanos", Value::from(nanos(duration)));
+        put("duration_nanos", Value::from(duration));
         event
     }
 
@@ -487,12 +535,12 @@ impl SpanBatch {
         let head = &*owner.head;
         let mut n = itoa::Buffer::new();
         out.reserve(self.forward.spans.len() * 640);
+        let base = self.base();
         for (i, span) in self.forward.spans.iter().enumerate() {
             if i > 0 {
                 out.push(b'\n');
             }
-            let (start, duration, since) = self.times(span);
-            let ts = owner.anchor.unix_nanos_at(start);
+            let (ts, duration, since) = self.times(&base, span);
             out.extend_from_slice(
                 br#"{"schema_version":1,"event_kind":"timed_span","ts_unix_nanos":"#,
             );
@@ -506,11 +554,11 @@ impl SpanBatch {
             out.extend_from_slice(br#"","request_id":"#);
             out.extend_from_slice(owner.request_json.as_bytes());
             out.extend_from_slice(head.after_request.as_bytes());
-            out.extend_from_slice(n.format(micros(duration)).as_bytes());
+            out.extend_from_slice(n.format(duration / 1000).as_bytes());
             out.extend_from_slice(br#","shape":"#);
             out.extend_from_slice(owner.shape_json.as_bytes());
             out.extend_from_slice(br#","attributes":{"duration_nanos":"#);
-            out.extend_from_slice(n.format(nanos(duration)).as_bytes());
+            out.extend_from_slice(n.format(duration).as_bytes());
             match self.of {
                 ForwardOf::Request { decode } => {
                     out.extend_from_slice(if decode.is_some() {

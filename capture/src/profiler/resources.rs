@@ -5,7 +5,9 @@
 //! `before` and `after` it and the `capacity`; the scheduler decides, the pool records. Events
 //! belong to the request they concern (`owner_kind` `request`, `owner_id` its id, phase
 //! `schedule`); a request that is not sampled moves the level but writes nothing. Creating the
-//! pool writes a `capacity_snapshot` owned by the engine. Detail `resource` and above.
+//! pool writes a `capacity_snapshot` owned by the engine. Detail `resource` and above. Readers
+//! take a resource kind's events as one pool's: engines with a cache each name their kinds
+//! apart (`kv_blocks:engine-0`).
 //!
 //! | call | action | `amount` | `before` → `after` |
 //! | --- | --- | --- | --- |
