@@ -5,22 +5,13 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use candle_trace_schema::analysis::findings::{
-    profile_findings, trace_findings, Findings, Link, Stake,
+    profile_findings, stake_text, trace_findings, Findings, Link,
 };
-use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::detect::AnyDocument;
 use candle_trace_schema::format::document::TraceDocument;
 
 use super::gate::read_side;
 use super::{write_json, EXIT_OK};
-
-fn stake(s: Stake) -> String {
-    match s {
-        Stake::Ns(ns) => format_ns(ns),
-        Stake::Bytes(b) => format_bytes(b),
-        Stake::Count(n) => format!("{n} parameter(s)"),
-    }
-}
 
 fn link(l: &Link) -> String {
     match l {
@@ -64,7 +55,7 @@ pub(super) fn run(inputs: &[PathBuf], json: bool, out: &mut dyn Write) -> anyhow
             n + 1,
             f.title,
             f.rule,
-            stake(f.stake)
+            stake_text(&f.rule, f.stake)
         )?;
         for e in &f.evidence {
             writeln!(out, "   - {e}")?;

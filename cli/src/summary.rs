@@ -445,6 +445,20 @@ fn profile(
         "{} request(s), {} event(s), {} invalid",
         summary.request_count, summary.event_count, summary.invalid_event_count
     )?;
+    if summary.iteration_count > 0 {
+        let it = doc.iterations();
+        if let (Some(b), Some(d)) = (it.batch_size, it.duration_ns) {
+            writeln!(
+                out,
+                "{} batched forward(s): batch size p50 {}, p90 {}; forward time p50 {}, p90 {} (query --kind iterations)",
+                summary.iteration_count,
+                b.p50,
+                b.p90,
+                format_ns(d.p50),
+                format_ns(d.p90)
+            )?;
+        }
+    }
     writeln!(out)?;
     let mut t = Table::new(&[("event kind", Align::Left), ("count", Align::Right)]);
     for (kind, n) in &summary.events_by_kind {

@@ -106,7 +106,8 @@ pub enum Stake {
     Ns(u64),
     /// Bytes.
     Bytes(u64),
-    /// A count (parameters).
+    /// A count: parameters, or deferrals and rejections, or accounting errors
+    /// ([`stake_text`] says which).
     Count(u64),
 }
 
@@ -116,6 +117,23 @@ impl Stake {
             Stake::Ns(v) => (0, v),
             Stake::Bytes(v) => (1, v),
             Stake::Count(v) => (2, v),
+        }
+    }
+}
+
+/// What a finding's stake says, for reading: `600 µs`, `4.00 KiB`, or a count with what it
+/// counts (`2 parameter(s)`, `3 deferral(s) and rejection(s)`, `2 accounting error(s)`).
+pub fn stake_text(rule: &str, stake: Stake) -> String {
+    match stake {
+        Stake::Ns(ns) => format_ns(ns),
+        Stake::Bytes(b) => format_bytes(b),
+        Stake::Count(n) => {
+            let what = match rule {
+                "kv_pressure" => "deferral(s) and rejection(s)",
+                "resource_accounting" => "accounting error(s)",
+                _ => "parameter(s)",
+            };
+            format!("{n} {what}")
         }
     }
 }

@@ -16,9 +16,8 @@
 //! A link the page cannot follow (a span id not in the document, a table the page lacks) keeps
 //! its text and says so instead of a target.
 
-use candle_trace_schema::analysis::findings::{Finding, Findings, Link, Stake};
+use candle_trace_schema::analysis::findings::{stake_text, Finding, Findings, Link, Stake};
 use candle_trace_schema::analysis::gradients::{gradient_groups, GradientFlow};
-use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 
 use super::gradients::GradientGroupRow;
@@ -76,12 +75,14 @@ pub struct FindingsPanel {
     pub notes: Vec<String>,
 }
 
-/// What the stake says: its unit, value and text (the CLI's wording).
-pub fn stake_parts(s: Stake) -> (&'static str, u64, String) {
+/// What the stake of a finding of `rule` says: its unit, value and text (the CLI's wording,
+/// [`stake_text`]).
+pub fn stake_parts(rule: &str, s: Stake) -> (&'static str, u64, String) {
+    let text = stake_text(rule, s);
     match s {
-        Stake::Ns(ns) => ("ns", ns, format_ns(ns)),
-        Stake::Bytes(b) => ("bytes", b, format_bytes(b)),
-        Stake::Count(n) => ("count", n, format!("{n} parameter(s)")),
+        Stake::Ns(ns) => ("ns", ns, text),
+        Stake::Bytes(b) => ("bytes", b, text),
+        Stake::Count(n) => ("count", n, text),
     }
 }
 
@@ -132,7 +133,7 @@ fn row_of(
     doc: Option<&TraceDocument>,
     gradient_rows: &[GradientGroupRow],
 ) -> FindingRow {
-    let (stake_kind, stake_value, stake) = stake_parts(f.stake);
+    let (stake_kind, stake_value, stake) = stake_parts(&f.rule, f.stake);
     let (target, target_text) = match &f.link {
         None => (None, None),
         Some(Link::Span { id, line }) => {
