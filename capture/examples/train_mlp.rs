@@ -13,12 +13,16 @@
 //! The capture code is the lines marked `// capture` (six, the allocator line included), and
 //! the `use` line that takes `linear` and `Linear` from capture rather than from candle-nn.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Optimizer, VarBuilder, VarMap, SGD};
 use candle_trace_capture::nn::{block, linear, Linear}; // instead of candle_nn::{linear, Linear}
 use candle_trace_capture::prelude::*;
+
+#[path = "common/run.rs"]
+#[allow(dead_code)]
+mod run_args;
 
 // Left out when a test includes this file as a module: the test binary installs its own.
 #[cfg(not(test))]
@@ -99,25 +103,8 @@ pub fn run(out: &Path) -> Result<(CaptureReport, Vec<f32>), Box<dyn std::error::
 
 #[allow(dead_code)] // a test includes this file as a module and calls `run` itself
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut out = PathBuf::from("mlp.trace6.jsonl");
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--out" => out = args.next().map(PathBuf::from).ok_or("--out needs a path")?,
-            other => return Err(format!("unknown argument {other} (use --out PATH)").into()),
-        }
-    }
+    let out = run_args::out_path("mlp.trace6.jsonl")?;
     let (report, losses) = run(&out)?;
-    let losses: Vec<String> = losses.iter().map(|l| format!("{l:.4}")).collect();
-    println!("losses per update: {}", losses.join(", "));
-    println!(
-        "wrote {} ({} lines, {} events dropped)",
-        out.display(),
-        report.events_written,
-        report.events_dropped
-    );
-    for note in &report.notes {
-        println!("note: {note}");
-    }
+    run_args::print_run(&out, &report, &losses);
     Ok(())
 }

@@ -126,9 +126,11 @@ thread_local! {
 
 /// A naming backend is alive while this lives: fetch pairing is on.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "candle"), allow(dead_code))] // the backend is `nn`'s (feature candle)
 pub(crate) struct NamingGuard(());
 
 impl NamingGuard {
+    #[cfg_attr(not(feature = "candle"), allow(dead_code))]
     pub(crate) fn new() -> Self {
         USED.store(true, Ordering::Relaxed);
         ACTIVE.fetch_add(1, Ordering::Relaxed);
@@ -150,6 +152,7 @@ impl Drop for NamingGuard {
 }
 
 /// A weight at `path` was handed out on this thread by a naming `VarBuilder`.
+#[cfg_attr(not(feature = "candle"), allow(dead_code))] // called by `nn` (feature candle)
 pub(crate) fn fetched(path: &str) {
     let Some((module, _)) = path.rsplit_once('.') else {
         return; // a weight at the root belongs to no module

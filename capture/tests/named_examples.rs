@@ -1,7 +1,10 @@
 //! Runs the `train_mistral` and `train_mlp` examples in-process and checks the module names in
 //! their files against the names written by hand from each model's config, and that each
 //! example's capture code stays within seven marked lines.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// test code: a failed expectation is the report
+// Both examples include `examples/common/run.rs`, so this crate loads it twice.
+#![allow(clippy::duplicate_mod)]
 
 #[path = "../examples/train_mistral.rs"]
 #[allow(dead_code)]

@@ -9,11 +9,12 @@ use candle_trace_schema::format::detect::AnyDocument;
 use candle_trace_schema::format::document::TraceDocument;
 use serde::Serialize;
 
+use super::markdown::{self as md, Doc};
 use super::table::{Align, Table};
-use super::{write_json, EXIT_INVALID, EXIT_OK};
+use super::{write_json, write_markdown, OutputFormat, EXIT_INVALID, EXIT_OK};
 
 pub(super) struct Options {
-    pub json: bool,
+    pub format: OutputFormat,
     pub force: bool,
     pub limit: usize,
 }
@@ -75,19 +76,29 @@ pub(super) fn run(
     let cmp = compare(b, c);
     if !cmp.is_comparable() && !opts.force {
         refuse(err, base_path, cand_path, &cmp.mismatches)?;
+        if opts.format == OutputFormat::Markdown {
+            refuse_markdown(out, base_path, cand_path, &cmp.mismatches)?;
+        }
         return Ok(EXIT_INVALID);
     }
-    if opts.json {
-        write_json(
-            out,
-            &CompareJson {
-                base: base_path.display().to_string(),
-                cand: cand_path.display().to_string(),
-                forced: opts.force && !cmp.is_comparable(),
-                comparison: &cmp,
-            },
-        )?;
-        return Ok(EXIT_OK);
+    match opts.format {
+        OutputFormat::Json => {
+            write_json(
+                out,
+                &CompareJson {
+                    base: base_path.display().to_string(),
+                    cand: cand_path.display().to_string(),
+                    forced: opts.force && !cmp.is_comparable(),
+                    comparison: &cmp,
+                },
+            )?;
+            return Ok(EXIT_OK);
+        }
+        OutputFormat::Markdown => {
+            markdown((base_path, b), (cand_path, c), &cmp, opts.limit, out)?;
+            return Ok(EXIT_OK);
+        }
+        OutputFormat::Text => {}
     }
 
     writeln!(
@@ -119,26 +130,9 @@ pub(super) fn run(
     }
 
     writeln!(out, "\nsummary")?;
-    let mut t = Table::new(&[
-        ("metric", Align::Left),
-        ("baseline", Align::Right),
-        ("candidate", Align::Right),
-        ("delta", Align::Right),
-        ("%", Align::Right),
-    ]);
-    for s in &cmp.summary {
-        let unit: fn(u64) -> String = match s.field {
-            "total_ns" => format_ns,
-            "peak_bytes" => format_bytes,
-            _ => count,
-        };
-        t.row(vec![
-            s.field.to_string(),
-            unit(s.base),
-            unit(s.cand),
-            signed(s.delta, unit),
-            pct(s.percent, Presence::Both),
-        ]);
+    let mut t = Table::new(&SUMMARY_COLUMNS);
+    for row in summary_rows(&cmp) {
+        t.row(row);
     }
     write!(out, "{}", t.render())?;
 
@@ -150,15 +144,7 @@ pub(super) fn run(
         }
     };
     writeln!(out, "\nspan paths{}", shown(cmp.paths.len()))?;
-    let mut t = Table::new(&[
-        ("path", Align::Left),
-        ("n base", Align::Right),
-        ("n cand", Align::Right),
-        ("baseline", Align::Right),
-        ("candidate", Align::Right),
-        ("delta", Align::Right),
-        ("%", Align::Right),
-    ]);
+    let mut t = Table::new(&PATH_COLUMNS);
     for p in cmp.paths.iter().take(opts.limit) {
         t.row(vec![
             p.path.clone(),
@@ -199,17 +185,7 @@ pub(super) fn run(
 
     if !cmp.ops.is_empty() {
         writeln!(out, "\nops by (name, shape, dtype){}", shown(cmp.ops.len()))?;
-        let mut t = Table::new(&[
-            ("op", Align::Left),
-            ("shape", Align::Left),
-            ("dtype", Align::Left),
-            ("n base", Align::Right),
-            ("n cand", Align::Right),
-            ("baseline", Align::Right),
-            ("candidate", Align::Right),
-            ("delta", Align::Right),
-            ("%", Align::Right),
-        ]);
+        let mut t = Table::new(&OP_COLUMNS);
         for o in cmp.ops.iter().take(opts.limit) {
             let shape: Vec<String> = o.shape.iter().map(u64::to_string).collect();
             t.row(vec![
@@ -227,7 +203,6 @@ pub(super) fn run(
         write!(out, "{}", t.render())?;
     }
 
-    let m = &cmp.memory;
     writeln!(out, "\nmemory at the peak")?;
     let mut t = Table::new(&[
         ("", Align::Left),
@@ -236,35 +211,10 @@ pub(super) fn run(
         ("delta", Align::Right),
         ("%", Align::Right),
     ]);
-    t.row(vec![
-        "peak".into(),
-        format_bytes(m.base_peak_bytes),
-        format_bytes(m.cand_peak_bytes),
-        signed(m.delta_bytes, format_bytes),
-        pct(m.percent, Presence::Both),
-    ]);
-    let mut categories: Vec<_> = m
-        .by_category
-        .iter()
-        .filter(|c| c.base_bytes > 0 || c.cand_bytes > 0)
-        .collect();
-    categories.sort_by(|a, b| {
-        b.delta_bytes
-            .unsigned_abs()
-            .cmp(&a.delta_bytes.unsigned_abs())
-            .then(a.category.cmp(b.category))
-    });
-    for c in categories {
-        t.row(vec![
-            format!("  {}", c.category),
-            format_bytes(c.base_bytes),
-            format_bytes(c.cand_bytes),
-            signed(c.delta_bytes, format_bytes),
-            pct(
-                candle_trace_schema::analysis::compare::percent(c.base_bytes, c.cand_bytes),
-                Presence::Both,
-            ),
-        ]);
+    for (i, row) in memory_rows(&cmp).into_iter().enumerate() {
+        let [name, base, cand, delta, p] = row;
+        let name = if i == 0 { name } else { format!("  {name}") };
+        t.row(vec![name, base, cand, delta, p]);
     }
     write!(out, "{}", t.render())?;
 
@@ -277,19 +227,299 @@ pub(super) fn run(
             ("baseline", Align::Left),
             ("candidate", Align::Left),
         ]);
-        let state = |s: Option<candle_trace_schema::format::events::GradientState>| {
-            s.map_or("(absent)", |s| s.as_str()).to_string()
-        };
         for g in &cmp.gradients {
             t.row(vec![
                 format!("{}.{}", g.root, g.key),
-                state(g.base),
-                state(g.cand),
+                gradient_state(g.base).to_string(),
+                gradient_state(g.cand).to_string(),
             ]);
         }
         write!(out, "{}", t.render())?;
     }
     Ok(EXIT_OK)
+}
+
+const SUMMARY_COLUMNS: [(&str, Align); 5] = [
+    ("metric", Align::Left),
+    ("baseline", Align::Right),
+    ("candidate", Align::Right),
+    ("delta", Align::Right),
+    ("%", Align::Right),
+];
+
+/// The summary table's rows: metric, baseline, candidate, delta, %.
+fn summary_rows(cmp: &TraceComparison) -> Vec<Vec<String>> {
+    cmp.summary
+        .iter()
+        .map(|s| {
+            let unit: fn(u64) -> String = match s.field {
+                "total_ns" => format_ns,
+                "peak_bytes" => format_bytes,
+                _ => count,
+            };
+            vec![
+                s.field.to_string(),
+                unit(s.base),
+                unit(s.cand),
+                signed(s.delta, unit),
+                pct(s.percent, Presence::Both),
+            ]
+        })
+        .collect()
+}
+
+const PATH_COLUMNS: [(&str, Align); 7] = [
+    ("path", Align::Left),
+    ("n base", Align::Right),
+    ("n cand", Align::Right),
+    ("baseline", Align::Right),
+    ("candidate", Align::Right),
+    ("delta", Align::Right),
+    ("%", Align::Right),
+];
+
+const OP_COLUMNS: [(&str, Align); 9] = [
+    ("op", Align::Left),
+    ("shape", Align::Left),
+    ("dtype", Align::Left),
+    ("n base", Align::Right),
+    ("n cand", Align::Right),
+    ("baseline", Align::Right),
+    ("candidate", Align::Right),
+    ("delta", Align::Right),
+    ("%", Align::Right),
+];
+
+/// The memory table's rows (the peak, then each category either side has, largest |delta|
+/// first): name, baseline, candidate, delta, %.
+fn memory_rows(cmp: &TraceComparison) -> Vec<[String; 5]> {
+    let m = &cmp.memory;
+    let mut rows = vec![[
+        "peak".into(),
+        format_bytes(m.base_peak_bytes),
+        format_bytes(m.cand_peak_bytes),
+        signed(m.delta_bytes, format_bytes),
+        pct(m.percent, Presence::Both),
+    ]];
+    let mut categories: Vec<_> = m
+        .by_category
+        .iter()
+        .filter(|c| c.base_bytes > 0 || c.cand_bytes > 0)
+        .collect();
+    categories.sort_by(|a, b| {
+        b.delta_bytes
+            .unsigned_abs()
+            .cmp(&a.delta_bytes.unsigned_abs())
+            .then(a.category.cmp(b.category))
+    });
+    for c in categories {
+        rows.push([
+            c.category.to_string(),
+            format_bytes(c.base_bytes),
+            format_bytes(c.cand_bytes),
+            signed(c.delta_bytes, format_bytes),
+            pct(
+                candle_trace_schema::analysis::compare::percent(c.base_bytes, c.cand_bytes),
+                Presence::Both,
+            ),
+        ]);
+    }
+    rows
+}
+
+fn gradient_state(s: Option<candle_trace_schema::format::events::GradientState>) -> &'static str {
+    s.map_or("(absent)", |s| s.as_str())
+}
+
+/// `compare --format markdown`.
+fn markdown(
+    (base_path, b): (&Path, &TraceDocument),
+    (cand_path, c): (&Path, &TraceDocument),
+    cmp: &TraceComparison,
+    limit: usize,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let mut doc = Doc::new();
+    doc.heading(
+        3,
+        &format!(
+            "Compare {} → {}",
+            md::code(&base_path.display().to_string()),
+            md::code(&cand_path.display().to_string())
+        ),
+    );
+    if let Some(m) = &b.meta {
+        doc.para(&format!(
+            "entrypoint {} · device {}",
+            md::code(&m.entrypoint),
+            md::text(&m.device)
+        ));
+    }
+    let mut warnings = Vec::new();
+    for m in &cmp.mismatches {
+        warnings.push(format!(
+            "**warning:** {} differs (baseline {}, candidate {}); compared because of `--force`",
+            md::text(m.field),
+            md::code(&m.base),
+            md::code(&m.cand)
+        ));
+    }
+    for (path, d) in [(base_path, b), (cand_path, c)] {
+        let n = d.diagnostic_counts();
+        if n.errors > 0 {
+            warnings.push(format!(
+                "**warning:** {} is untrusted ({} error(s)); see `candle-trace validate`",
+                md::code(&path.display().to_string()),
+                n.errors
+            ));
+        }
+    }
+    if !warnings.is_empty() {
+        doc.list(&warnings, usize::MAX);
+    }
+    doc.heading(4, "summary");
+    let mut t = md::Table::new(&SUMMARY_COLUMNS, usize::MAX);
+    for row in summary_rows(cmp) {
+        t.row(row);
+    }
+    doc.table(&t);
+    doc.heading(4, "span paths — largest \\|delta\\| first");
+    let mut t = md::Table::new(&PATH_COLUMNS, limit);
+    for p in &cmp.paths {
+        t.row(vec![
+            md::code_cell(&p.path),
+            p.base_count.to_string(),
+            p.cand_count.to_string(),
+            format_ns(p.base_ns),
+            format_ns(p.cand_ns),
+            signed(p.delta_ns, format_ns),
+            pct(p.percent, p.presence),
+        ]);
+    }
+    doc.table(&t);
+    if !cmp.modules.is_empty() {
+        doc.heading(4, "modules — largest \\|delta\\| first");
+        let mut t = md::Table::new(
+            &[
+                ("module", Align::Left),
+                ("calls base", Align::Right),
+                ("calls cand", Align::Right),
+                ("baseline", Align::Right),
+                ("candidate", Align::Right),
+                ("delta", Align::Right),
+                ("%", Align::Right),
+            ],
+            limit,
+        );
+        for p in &cmp.modules {
+            t.row(vec![
+                md::code_cell(&p.path),
+                p.base_count.to_string(),
+                p.cand_count.to_string(),
+                format_ns(p.base_ns),
+                format_ns(p.cand_ns),
+                signed(p.delta_ns, format_ns),
+                pct(p.percent, p.presence),
+            ]);
+        }
+        doc.table(&t);
+    }
+    if !cmp.ops.is_empty() {
+        doc.heading(4, "ops by (name, shape, dtype) — largest \\|delta\\| first");
+        let mut t = md::Table::new(&OP_COLUMNS, limit);
+        for o in &cmp.ops {
+            let shape: Vec<String> = o.shape.iter().map(u64::to_string).collect();
+            t.row(vec![
+                md::code_cell(&o.op_name),
+                format!("\\[{}\\]", shape.join(", ")),
+                md::code_cell(&o.dtype),
+                o.base_count.to_string(),
+                o.cand_count.to_string(),
+                format_ns(o.base_ns),
+                format_ns(o.cand_ns),
+                signed(o.delta_ns, format_ns),
+                pct(o.percent, o.presence),
+            ]);
+        }
+        doc.table(&t);
+    }
+    doc.heading(4, "memory at the peak");
+    let mut t = md::Table::new(
+        &[
+            ("", Align::Left),
+            ("baseline", Align::Right),
+            ("candidate", Align::Right),
+            ("delta", Align::Right),
+            ("%", Align::Right),
+        ],
+        limit,
+    );
+    for (i, row) in memory_rows(cmp).into_iter().enumerate() {
+        let [name, base, cand, delta, p] = row;
+        // The categories under the peak, as the text output indents them.
+        let name = if i == 0 {
+            name
+        } else {
+            format!("↳ {}", md::code_cell(&name))
+        };
+        t.row(vec![name, base, cand, delta, p]);
+    }
+    doc.table(&t);
+    doc.heading(4, "gradient state changes");
+    if cmp.gradients.is_empty() {
+        doc.para("none");
+    } else {
+        let mut t = md::Table::new(
+            &[
+                ("parameter", Align::Left),
+                ("baseline", Align::Left),
+                ("candidate", Align::Left),
+            ],
+            limit,
+        );
+        for g in &cmp.gradients {
+            t.row(vec![
+                md::code_cell(&format!("{}.{}", g.root, g.key)),
+                gradient_state(g.base).to_string(),
+                gradient_state(g.cand).to_string(),
+            ]);
+        }
+        doc.table(&t);
+    }
+    write_markdown(out, doc)
+}
+
+/// The refusal in Markdown, on standard output, so that a job summary says why nothing was
+/// compared.
+pub(crate) fn refuse_markdown(
+    out: &mut dyn Write,
+    base: &Path,
+    cand: &Path,
+    mismatches: &[MetaMismatch],
+) -> anyhow::Result<()> {
+    let mut doc = Doc::new();
+    doc.heading(
+        3,
+        &format!(
+            "Not compared: {} and {}",
+            md::code(&base.display().to_string()),
+            md::code(&cand.display().to_string())
+        ),
+    );
+    let why: Vec<String> = mismatches
+        .iter()
+        .map(|m| {
+            format!(
+                "{} differs: baseline {}, candidate {}",
+                md::text(m.field),
+                md::code(&m.base),
+                md::code(&m.cand)
+            )
+        })
+        .collect();
+    doc.list(&why, usize::MAX);
+    doc.para("Pass `--force` to compare anyway.");
+    write_markdown(out, doc)
 }
 
 /// The one-line refusal of two runs whose meta differ (plain `compare` and the gate).

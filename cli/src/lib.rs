@@ -1,22 +1,28 @@
 //! The `candle-trace` command-line tool: read, validate, summarise, query, export and compare
-//! candle-trace files.
+//! candle-trace files, and open them in the viewer it carries (`view`, `report`).
 //!
 //! [`run`] is the whole tool behind a testable signature (arguments in, text out, exit code
 //! back); `src/main.rs` only wires it to the process. Exit codes:
 //! 0 success; 1 `validate` found at least one error-severity diagnostic, `compare` refused two
 //! runs whose meta differ, or a `compare --fail-if` rule was breached; 2 the file could not
 //! be read at all (missing, unreadable, a format candle-trace cannot read), the command line
-//! was wrong (a malformed `--fail-if` rule included), or a rule's metric is not in a file.
+//! was wrong (a malformed `--fail-if` rule included), a rule's metric is not in a file, or
+//! `view` could not listen on its port.
 
 mod compare;
 mod export;
 mod findings;
 mod gate;
+pub mod markdown;
+pub mod page;
 mod query;
+pub mod report;
+pub mod serve;
 mod steps;
 mod summary;
 pub mod table;
 mod validate;
+pub mod view;
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -42,9 +48,12 @@ enum Command {
     Summary {
         /// The file to read.
         file: PathBuf,
-        /// Print one JSON object instead of a table.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: OutputArgs,
+        /// How many rows per table at most (text and Markdown; the JSON output lists every
+        /// row).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
     },
     /// List every problem in a file with its line number. Exit 0 when there is no error
     /// (warnings allowed), 1 when there is at least one, 2 when the file cannot be read.
@@ -81,13 +90,13 @@ enum Command {
         base: PathBuf,
         /// The candidate trace.
         cand: PathBuf,
-        /// Print one JSON object instead of tables.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: OutputArgs,
         /// Compare even when the two runs' meta differ.
         #[arg(long)]
         force: bool,
-        /// How many rows per table at most (the JSON output lists every row).
+        /// How many rows per table at most (text and Markdown; the JSON output lists every
+        /// row).
         #[arg(long, default_value_t = 20)]
         limit: usize,
         /// A regression rule, repeatable: `total>+5%`, `peak_bytes>+10%`, `ttft_p90>+10%`,
@@ -104,10 +113,10 @@ enum Command {
         /// The step files (or directories of them).
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Print one JSON object instead of tables.
-        #[arg(long)]
-        json: bool,
-        /// How many module paths at most (the JSON output lists every one).
+        #[command(flatten)]
+        output: OutputArgs,
+        /// How many module paths at most, and in Markdown how many rows of any table (the
+        /// JSON output lists every one).
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
@@ -118,9 +127,41 @@ enum Command {
         /// The files (or directories of step files).
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Print one JSON object instead of text.
+        #[command(flatten)]
+        output: OutputArgs,
+        /// How many evidence lines and notes at most (text and Markdown; the JSON output lists
+        /// every one).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Open files in the viewer: serves the page (carried inside this binary) and the files on
+    /// 127.0.0.1 only, prints the address, opens the default browser, and runs until Ctrl-C.
+    /// Several files (or a directory's `.jsonl` step files) open together, as when picked
+    /// together in the page.
+    View {
+        /// The files (or directories of step files).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The port on 127.0.0.1 (default: a free one).
         #[arg(long)]
-        json: bool,
+        port: Option<u16>,
+        /// Print the address without opening a browser.
+        #[arg(long)]
+        no_open: bool,
+        /// Serve this built page folder (`web/dist`) instead of the page inside the binary
+        /// (`cargo xtask demo` shows the viewer it just built this way).
+        #[arg(long, value_name = "DIR")]
+        page: Option<PathBuf>,
+    },
+    /// Write the viewer and the file(s) as one self-contained HTML file (compressed) that
+    /// opens from file:// with no server and no network, and shows what `view` shows.
+    Report {
+        /// The files (or directories of step files).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The HTML file to write (replaced whole once it is written).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
     },
     /// Answer one question about a file.
     Query {
@@ -190,6 +231,38 @@ pub enum QueryKind {
     Resources,
 }
 
+/// How `summary`, `findings`, `steps` and `compare` print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned plain-text tables.
+    Text,
+    /// One JSON object.
+    Json,
+    /// GitHub Markdown (a pull-request comment, `$GITHUB_STEP_SUMMARY`): tables and lists of
+    /// at most `--limit` rows, the whole at most 1 MiB.
+    Markdown,
+}
+
+/// `--format` and its synonym `--json`.
+#[derive(Debug, Clone, Copy, clap::Args)]
+struct OutputArgs {
+    /// How to print.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<OutputFormat>,
+    /// The same as `--format json`.
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
+}
+
+impl OutputArgs {
+    fn format(self) -> OutputFormat {
+        match (self.json, self.format) {
+            (true, _) => OutputFormat::Json,
+            (false, format) => format.unwrap_or(OutputFormat::Text),
+        }
+    }
+}
+
 /// What `export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
@@ -246,9 +319,12 @@ where
         }
     };
     let result = match &cli.command {
-        Command::Summary { file, json } => {
-            read_for_summary(file).and_then(|read| summary::run_read(file, &read, *json, out))
-        }
+        Command::Summary {
+            file,
+            output,
+            limit,
+        } => read_for_summary(file)
+            .and_then(|read| summary::run_read(file, &read, output.format(), *limit, out)),
         Command::Validate { file, json } => {
             read(file).and_then(|doc| validate::run(file, &doc, *json, out))
         }
@@ -267,18 +343,29 @@ where
         Command::Compare {
             base,
             cand,
-            json,
+            output,
             force,
             fail_if,
-            ..
+            limit,
         } if !fail_if.is_empty() => match gate::parse_rules(fail_if, err) {
-            Ok(rules) => gate::run(base, cand, &rules, (*json, *force), out, err),
+            Ok(rules) => gate::run(
+                base,
+                cand,
+                &rules,
+                gate::Options {
+                    format: output.format(),
+                    force: *force,
+                    limit: *limit,
+                },
+                out,
+                err,
+            ),
             Err(code) => return code,
         },
         Command::Compare {
             base,
             cand,
-            json,
+            output,
             force,
             limit,
             ..
@@ -290,7 +377,7 @@ where
                         (base, &b),
                         (cand, &c),
                         compare::Options {
-                            json: *json,
+                            format: output.format(),
                             force: *force,
                             limit: *limit,
                         },
@@ -299,8 +386,32 @@ where
                     )
                 })
             }),
-        Command::Steps { files, json, limit } => steps::run(files, *json, *limit, out),
-        Command::Findings { files, json } => findings::run(files, *json, out),
+        Command::Steps {
+            files,
+            output,
+            limit,
+        } => steps::run(files, output.format(), *limit, out),
+        Command::Findings {
+            files,
+            output,
+            limit,
+        } => findings::run(files, output.format(), *limit, out),
+        Command::View {
+            files,
+            port,
+            no_open,
+            page,
+        } => view::run(
+            view::Options {
+                inputs: files,
+                port: port.unwrap_or(0),
+                no_open: *no_open,
+                page_dir: page.as_deref(),
+            },
+            out,
+            err,
+        ),
+        Command::Report { files, output } => report::run(files, output, err),
         Command::Query {
             file,
             kind,
@@ -394,6 +505,12 @@ fn supported(path: &Path, doc: AnyDocument) -> anyhow::Result<AnyDocument> {
         }
         doc => Ok(doc),
     }
+}
+
+/// Write a finished Markdown document.
+fn write_markdown(out: &mut dyn Write, doc: markdown::Doc) -> anyhow::Result<()> {
+    out.write_all(doc.finish().as_bytes())?;
+    Ok(())
 }
 
 /// Write a JSON value and a newline.

@@ -6,6 +6,7 @@ use std::path::Path;
 use candle_trace_schema::analysis::coverage::{Coverage, TraceCoverage};
 use candle_trace_schema::analysis::modules::module_name;
 use candle_trace_schema::analysis::percentiles::Percentiles;
+use candle_trace_schema::analysis::requests::ProfileSummary;
 use candle_trace_schema::analysis::summary::{NotCaptured, TraceSummary};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::detect::{AnyDocument, AnySummary, Format};
@@ -19,8 +20,9 @@ use candle_trace_schema::format::records::Span;
 use candle_trace_schema::format::tracks::ChromeImport;
 use serde::Serialize;
 
+use super::markdown::{self as md, Doc};
 use super::table::{Align, Table};
-use super::{write_json, EXIT_OK};
+use super::{write_json, write_markdown, OutputFormat, EXIT_OK};
 
 /// `summary --json` for a trace: the eight fields at the top level, everything else under
 /// `extra`.
@@ -83,27 +85,29 @@ fn format_name(doc: &TraceDocument) -> &'static str {
 pub(super) fn run_read(
     path: &Path,
     read: &AnySummary,
-    json: bool,
+    format: OutputFormat,
+    limit: usize,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     match read {
         AnySummary::Trace(digest) => {
-            trace(path, &TraceNumbers::of_digest(digest), json, out)?;
+            trace(path, &TraceNumbers::of_digest(digest), format, limit, out)?;
             Ok(EXIT_OK)
         }
-        AnySummary::Document(doc) => run(path, doc, json, out),
+        AnySummary::Document(doc) => run(path, doc, format, limit, out),
     }
 }
 
 pub(super) fn run(
     path: &Path,
     doc: &AnyDocument,
-    json: bool,
+    format: OutputFormat,
+    limit: usize,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     match doc {
-        AnyDocument::Trace(t) => trace(path, &TraceNumbers::of_document(t), json, out)?,
-        AnyDocument::Profile(p) => profile(path, p, json, out)?,
+        AnyDocument::Trace(t) => trace(path, &TraceNumbers::of_document(t), format, limit, out)?,
+        AnyDocument::Profile(p) => profile(path, p, format, limit, out)?,
         AnyDocument::Unsupported { .. } => unreachable_unsupported()?,
     }
     Ok(EXIT_OK)
@@ -169,76 +173,47 @@ impl<'a> TraceNumbers<'a> {
     }
 }
 
-fn trace(
-    path: &Path,
-    doc: &TraceNumbers<'_>,
-    json: bool,
-    out: &mut dyn Write,
-) -> anyhow::Result<()> {
-    let summary = doc.summary;
-    let counts = doc.counts;
-    let profile = doc.profile;
-    if json {
-        return write_json(
-            out,
-            &TraceSummaryJson {
-                summary,
-                extra: Extra {
-                    format: doc.format,
-                    errors: counts.errors,
-                    warnings: counts.warnings,
-                    entrypoint: doc.meta.map(|m| m.entrypoint.as_str()),
-                    peak_device: profile.peak_device.as_deref(),
-                    peak_timestamp_ns: profile.peak_timestamp_ns,
-                    chrome: doc.chrome.map(|c| ChromeExtra {
-                        tracks: c.tracks.len(),
-                        instants: c.instants.len(),
-                        counter_samples: c.counters.len(),
-                        skipped_events: c.skipped_count(),
-                        synthetic_root: c.synthetic_root,
-                    }),
-                    capture_sources: doc.sources,
-                    module_coverage: (!doc.coverage.forwards.is_empty()).then_some(CoverageJson {
-                        overall: doc.coverage.overall,
-                        forwards: doc.coverage.forwards.len(),
-                        backward_unsplit: doc.coverage.backward_unsplit,
-                    }),
-                },
+/// The run header's words (`meta` line): entrypoint, phase, device, timing, measured-region
+/// note, capture step, warm-up steps.
+struct MetaWords<'a> {
+    entrypoint: &'a str,
+    phase: &'static str,
+    device: &'a str,
+    timing: &'static str,
+    synchronized: &'static str,
+    step: u64,
+    warmup: u64,
+}
+
+impl<'a> MetaWords<'a> {
+    fn of(meta: &'a Meta) -> Self {
+        use candle_trace_schema::format::events::{Phase, TimingMode};
+        MetaWords {
+            entrypoint: &meta.entrypoint,
+            phase: match meta.phase {
+                Phase::Train => "train",
+                Phase::Infer => "infer",
             },
-        );
-    }
-    writeln!(out, "{} — {}", path.display(), doc.format)?;
-    if let Some(meta) = doc.meta {
-        let phase = match meta.phase {
-            candle_trace_schema::format::events::Phase::Train => "train",
-            candle_trace_schema::format::events::Phase::Infer => "infer",
-        };
-        let timing = match meta.timing_mode {
-            candle_trace_schema::format::events::TimingMode::Host => "host",
-            candle_trace_schema::format::events::TimingMode::DeviceSynchronized => {
-                "device_synchronized"
-            }
-        };
-        writeln!(
-            out,
-            "{} · {phase} · {} · timing {timing}{} · step {} after {} warm-up",
-            meta.entrypoint,
-            meta.device,
-            if meta.measured_region_device_synchronized {
+            device: &meta.device,
+            timing: match meta.timing_mode {
+                TimingMode::Host => "host",
+                TimingMode::DeviceSynchronized => "device_synchronized",
+            },
+            synchronized: if meta.measured_region_device_synchronized {
                 " (measured region synchronized)"
             } else {
                 ""
             },
-            meta.capture_step,
-            meta.warmup_steps,
-        )?;
+            step: meta.capture_step,
+            warmup: meta.warmup_steps,
+        }
     }
-    writeln!(out)?;
-    let mut t = Table::new(&[
-        ("metric", Align::Left),
-        ("value", Align::Right),
-        ("exact", Align::Right),
-    ]);
+}
+
+/// The rows of the trace summary's table: metric, value, exact value.
+fn trace_rows(doc: &TraceNumbers<'_>) -> Vec<(&'static str, String, String)> {
+    let summary = doc.summary;
+    let profile = doc.profile;
     let peak_at = match (&profile.peak_device, profile.peak_timestamp_ns) {
         (Some(d), Some(ts)) => format!(" on {d} at {}", format_ns(ts)),
         _ => String::new(),
@@ -259,7 +234,7 @@ fn trace(
         Some(why) => why,
         None => doc.gradients.to_string(),
     };
-    let rows = [
+    vec![
         (
             "total (measured)",
             format_ns(summary.total_ns),
@@ -277,22 +252,93 @@ fn trace(
         ("frees", summary.free_count.to_string(), String::new()),
         ("peak memory", peak, peak_exact),
         ("gradients", gradients, String::new()),
-    ];
-    for (name, value, exact) in rows {
+    ]
+}
+
+fn trace(
+    path: &Path,
+    doc: &TraceNumbers<'_>,
+    format: OutputFormat,
+    limit: usize,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let summary = doc.summary;
+    let counts = doc.counts;
+    let profile = doc.profile;
+    match format {
+        OutputFormat::Json => {
+            return write_json(
+                out,
+                &TraceSummaryJson {
+                    summary,
+                    extra: Extra {
+                        format: doc.format,
+                        errors: counts.errors,
+                        warnings: counts.warnings,
+                        entrypoint: doc.meta.map(|m| m.entrypoint.as_str()),
+                        peak_device: profile.peak_device.as_deref(),
+                        peak_timestamp_ns: profile.peak_timestamp_ns,
+                        chrome: doc.chrome.map(|c| ChromeExtra {
+                            tracks: c.tracks.len(),
+                            instants: c.instants.len(),
+                            counter_samples: c.counters.len(),
+                            skipped_events: c.skipped_count(),
+                            synthetic_root: c.synthetic_root,
+                        }),
+                        capture_sources: doc.sources,
+                        module_coverage: (!doc.coverage.forwards.is_empty()).then_some(
+                            CoverageJson {
+                                overall: doc.coverage.overall,
+                                forwards: doc.coverage.forwards.len(),
+                                backward_unsplit: doc.coverage.backward_unsplit,
+                            },
+                        ),
+                    },
+                },
+            );
+        }
+        OutputFormat::Markdown => return trace_markdown(path, doc, limit, out),
+        OutputFormat::Text => {}
+    }
+    writeln!(out, "{} — {}", path.display(), doc.format)?;
+    if let Some(m) = doc.meta.map(MetaWords::of) {
+        writeln!(
+            out,
+            "{} · {} · {} · timing {}{} · step {} after {} warm-up",
+            m.entrypoint, m.phase, m.device, m.timing, m.synchronized, m.step, m.warmup,
+        )?;
+    }
+    writeln!(out)?;
+    let mut t = Table::new(&[
+        ("metric", Align::Left),
+        ("value", Align::Right),
+        ("exact", Align::Right),
+    ]);
+    for (name, value, exact) in trace_rows(doc) {
         t.row(vec![name.to_string(), value, exact]);
     }
     write!(out, "{}", t.render())?;
     writeln!(out)?;
     captured_lines(doc.sources, out)?;
-    module_lines(doc, out)?;
+    for line in module_lines(doc) {
+        writeln!(out, "{line}")?;
+    }
     if let Some(c) = doc.chrome {
         writeln!(out)?;
         let names: Vec<String> = c.tracks.iter().map(|t| t.label()).collect();
-        writeln!(
-            out,
-            "chrome import: {} track(s) ({}), {} instant(s), {} counter sample(s), {} skipped event(s){}",
-            c.tracks.len(),
-            names.join(", "),
+        let (head, tail) = chrome_words(c);
+        writeln!(out, "{head} ({}){tail}", names.join(", "))?;
+    }
+    diagnostics_line(path, counts.errors, counts.warnings, out)
+}
+
+/// What a Chrome import held, one line, around its tracks' labels (which the caller
+/// formats): `chrome import: N track(s)` and `, N instant(s), …`.
+fn chrome_words(c: &ChromeImport) -> (String, String) {
+    (
+        format!("chrome import: {} track(s)", c.tracks.len()),
+        format!(
+            ", {} instant(s), {} counter sample(s), {} skipped event(s){}",
             c.instants.len(),
             c.counters.len(),
             c.skipped_count(),
@@ -301,9 +347,80 @@ fn trace(
             } else {
                 ""
             }
-        )?;
+        ),
+    )
+}
+
+/// `summary --format markdown` of a trace.
+fn trace_markdown(
+    path: &Path,
+    doc: &TraceNumbers<'_>,
+    limit: usize,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let mut md = Doc::new();
+    md.heading(
+        3,
+        &format!(
+            "{} — {}",
+            md::code(&path.display().to_string()),
+            md::text(doc.format)
+        ),
+    );
+    if let Some(m) = doc.meta.map(MetaWords::of) {
+        md.para(&format!(
+            "{} · {} · {} · timing {}{} · step {} after {} warm-up",
+            md::code(m.entrypoint),
+            m.phase,
+            md::text(m.device),
+            m.timing,
+            m.synchronized,
+            m.step,
+            m.warmup,
+        ));
     }
-    diagnostics_line(path, counts.errors, counts.warnings, out)
+    let mut t = md::Table::new(
+        &[
+            ("metric", Align::Left),
+            ("value", Align::Right),
+            ("exact", Align::Right),
+        ],
+        usize::MAX,
+    );
+    for (name, value, exact) in trace_rows(doc) {
+        t.row(vec![name.to_string(), md::text(&value), exact]);
+    }
+    md.table(&t);
+    captured_markdown(doc.sources, limit, &mut md);
+    // These lines hold numbers and this tool's words only.
+    let modules: Vec<String> = module_lines(doc).iter().map(|l| md::prose(l)).collect();
+    if !modules.is_empty() {
+        md.para(&modules.join("<br>"));
+    }
+    if let Some(c) = doc.chrome {
+        let mut names: Vec<String> = c
+            .tracks
+            .iter()
+            .take(limit)
+            .map(|t| md::text(&t.label()))
+            .collect();
+        if c.tracks.len() > limit {
+            names.push(format!("… {} more", c.tracks.len() - limit));
+        }
+        let (head, tail) = chrome_words(c);
+        md.para(&format!(
+            "{} ({}){}",
+            md::prose(&head),
+            names.join(", "),
+            md::prose(&tail)
+        ));
+    }
+    md.para(&diagnostics_markdown(
+        path,
+        doc.counts.errors,
+        doc.counts.warnings,
+    ));
+    write_markdown(out, md)
 }
 
 /// How capture names a model's modules (the summary says it where a trace has no names).
@@ -314,7 +431,8 @@ pub(super) const HOW_TO_NAME: &str = "wrap the VarBuilder with \
 
 /// The module lines: how much of the forward the modules cover, that backward has no
 /// per-module split, and whether module names were captured.
-fn module_lines(doc: &TraceNumbers<'_>, out: &mut dyn Write) -> anyhow::Result<()> {
+fn module_lines(doc: &TraceNumbers<'_>) -> Vec<String> {
+    let mut lines = Vec::new();
     let c = &doc.coverage;
     if let Some(line) = c.overall.sentence() {
         let per = if c.forwards.len() > 1 {
@@ -322,49 +440,39 @@ fn module_lines(doc: &TraceNumbers<'_>, out: &mut dyn Write) -> anyhow::Result<(
         } else {
             String::new()
         };
-        writeln!(out, "{line}{per}")?;
+        lines.push(format!("{line}{per}"));
     }
     if c.backward_unsplit {
-        writeln!(
-            out,
-            "backward is one span with no per-module split (candle's backward opens no spans)"
-        )?;
+        lines.push(String::from(
+            "backward is one span with no per-module split (candle's backward opens no spans)",
+        ));
     }
     // A Chrome import has no module names to capture.
     if doc.chrome.is_some() {
-        return Ok(());
+        return lines;
     }
     let names_source = doc
         .sources
         .and_then(|s| s.sources.iter().find(|x| x.source == source::MODULE_NAMES));
     if doc.named_spans > 0 {
-        writeln!(
-            out,
+        lines.push(format!(
             "module names: {} span(s) named by their weights",
             doc.named_spans
-        )?;
+        ));
     } else if doc.summary.span_count > 0 {
         let why = match names_source {
             Some(x) if x.on => " (no span was named)",
             Some(_) => " (module_names off)",
             None => "",
         };
-        writeln!(out, "module names: not captured{why} — {HOW_TO_NAME}")?;
+        lines.push(format!("module names: not captured{why} — {HOW_TO_NAME}"));
     }
-    Ok(())
+    lines
 }
 
-/// The `captured:` line (each source on/off with its event count), dropped events, and every
-/// warning the capture wrote.
-fn captured_lines(sources: Option<&CaptureSources>, out: &mut dyn Write) -> anyhow::Result<()> {
-    let Some(sources) = sources else {
-        writeln!(
-            out,
-            "captured: not stated (the file has no capture_sources line)"
-        )?;
-        return Ok(());
-    };
-    let parts: Vec<String> = sources
+/// The words of the `captured:` line, each source on/off with its event count.
+fn captured_parts(sources: &CaptureSources) -> Vec<String> {
+    sources
         .sources
         .iter()
         .map(|s| {
@@ -377,7 +485,17 @@ fn captured_lines(sources: Option<&CaptureSources>, out: &mut dyn Write) -> anyh
                 format!("{} off", s.source)
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The `captured:` line (each source on/off with its event count), dropped events, and every
+/// warning the capture wrote.
+fn captured_lines(sources: Option<&CaptureSources>, out: &mut dyn Write) -> anyhow::Result<()> {
+    let Some(sources) = sources else {
+        writeln!(out, "captured: {NOT_STATED}")?;
+        return Ok(());
+    };
+    let parts = captured_parts(sources);
     writeln!(
         out,
         "captured: {}",
@@ -388,16 +506,58 @@ fn captured_lines(sources: Option<&CaptureSources>, out: &mut dyn Write) -> anyh
         }
     )?;
     if sources.events_dropped > 0 {
-        writeln!(
-            out,
-            "events dropped: {} (the writer's rings were full)",
-            sources.events_dropped
-        )?;
+        writeln!(out, "events dropped: {}", dropped_words(sources))?;
     }
     for w in &sources.warnings {
         writeln!(out, "capture warning: {w}")?;
     }
     Ok(())
+}
+
+const NOT_STATED: &str = "not stated (the file has no capture_sources line)";
+
+fn dropped_words(sources: &CaptureSources) -> String {
+    format!("{} (the writer's rings were full)", sources.events_dropped)
+}
+
+/// [`captured_lines`] in Markdown: a paragraph, and the capture's warnings as a list.
+fn captured_markdown(sources: Option<&CaptureSources>, limit: usize, md: &mut Doc) {
+    let Some(sources) = sources else {
+        md.para(&format!("**captured:** {}", md::prose(NOT_STATED)));
+        return;
+    };
+    let parts: Vec<String> = captured_parts(sources)
+        .iter()
+        .take(limit)
+        .map(|p| md::text(p))
+        .collect();
+    let more = sources.sources.len().saturating_sub(limit);
+    let mut line = format!(
+        "**captured:** {}",
+        if parts.is_empty() {
+            String::from("no sources listed")
+        } else {
+            parts.join(", ")
+        }
+    );
+    if more > 0 {
+        line.push_str(&format!(" (… {more} more)"));
+    }
+    if sources.events_dropped > 0 {
+        line.push_str(&format!(
+            "<br>**events dropped:** {}",
+            md::text(&dropped_words(sources))
+        ));
+    }
+    md.para(&line);
+    if !sources.warnings.is_empty() {
+        let items: Vec<String> = sources
+            .warnings
+            .iter()
+            .map(|w| format!("capture warning: {}", md::text(w)))
+            .collect();
+        md.list(&items, limit);
+    }
 }
 
 fn diagnostics_line(
@@ -424,67 +584,28 @@ fn diagnostics_line(
     Ok(())
 }
 
-fn profile(
-    path: &Path,
-    doc: &ProfileDocument,
-    json: bool,
-    out: &mut dyn Write,
-) -> anyhow::Result<()> {
-    let summary = doc.summary();
-    if json {
-        return write_json(out, &summary);
+/// [`diagnostics_line`] in Markdown.
+fn diagnostics_markdown(path: &Path, errors: u64, warnings: u64) -> String {
+    if errors + warnings == 0 {
+        return String::from("no diagnostics");
     }
-    let counts = candle_trace_schema::format::diagnostics::DiagnosticCounts::of(&doc.diagnostics);
-    writeln!(
-        out,
-        "{} — inference profile (schema_version 1)",
-        path.display()
-    )?;
-    writeln!(
-        out,
-        "{} request(s), {} event(s), {} invalid",
-        summary.request_count, summary.event_count, summary.invalid_event_count
-    )?;
-    if summary.iteration_count > 0 {
-        let it = doc.iterations();
-        if let (Some(b), Some(d)) = (it.batch_size, it.duration_ns) {
-            writeln!(
-                out,
-                "{} batched forward(s): batch size p50 {}, p90 {}; forward time p50 {}, p90 {} (query --kind iterations)",
-                summary.iteration_count,
-                b.p50,
-                b.p90,
-                format_ns(d.p50),
-                format_ns(d.p90)
-            )?;
-        }
-    }
-    writeln!(out)?;
-    let mut t = Table::new(&[("event kind", Align::Left), ("count", Align::Right)]);
-    for (kind, n) in &summary.events_by_kind {
-        t.row(vec![kind.clone(), n.to_string()]);
-    }
-    write!(out, "{}", t.render())?;
-    writeln!(out)?;
-    let mut t = Table::new(&[("status", Align::Left), ("count", Align::Right)]);
-    for (status, n) in &summary.events_by_status {
-        t.row(vec![status.clone(), n.to_string()]);
-    }
-    write!(out, "{}", t.render())?;
-    writeln!(out)?;
-    let mut t = Table::new(&[
-        ("latency", Align::Left),
-        ("n", Align::Right),
-        ("p50", Align::Right),
-        ("p90", Align::Right),
-        ("p99", Align::Right),
-        ("max", Align::Right),
-        ("mean", Align::Right),
-    ]);
-    let mut latency_row = |name: &str, p: &Option<Percentiles>, ns_per_unit: u64| {
+    format!(
+        "**{errors} error(s), {warnings} warning(s)**{} — see {}",
+        if errors > 0 {
+            ": the file is untrusted"
+        } else {
+            ""
+        },
+        md::code(&format!("candle-trace validate {}", path.display()))
+    )
+}
+
+/// The rows of a profile's latency table: name, count, p50, p90, p99, max, mean.
+fn latency_rows(summary: &ProfileSummary) -> Vec<[String; 7]> {
+    let row = |name: &str, p: &Option<Percentiles>, ns_per_unit: u64| {
         let f = |v: u64| format_ns(v.saturating_mul(ns_per_unit));
         match p {
-            Some(p) => t.row(vec![
+            Some(p) => [
                 name.into(),
                 p.count.to_string(),
                 f(p.p50),
@@ -492,8 +613,8 @@ fn profile(
                 f(p.p99),
                 f(p.max),
                 f(p.mean),
-            ]),
-            None => t.row(vec![
+            ],
+            None => [
                 name.into(),
                 "0".into(),
                 "–".into(),
@@ -501,13 +622,128 @@ fn profile(
                 "–".into(),
                 "–".into(),
                 "–".into(),
-            ]),
+            ],
         }
     };
-    latency_row("time to first token", &summary.ttft_us, 1_000);
-    latency_row("inter-token latency", &summary.itl_nanos, 1);
+    vec![
+        row("time to first token", &summary.ttft_us, 1_000),
+        row("inter-token latency", &summary.itl_nanos, 1),
+    ]
+}
+
+const LATENCY_COLUMNS: [(&str, Align); 7] = [
+    ("latency", Align::Left),
+    ("n", Align::Right),
+    ("p50", Align::Right),
+    ("p90", Align::Right),
+    ("p99", Align::Right),
+    ("max", Align::Right),
+    ("mean", Align::Right),
+];
+
+fn profile(
+    path: &Path,
+    doc: &ProfileDocument,
+    format: OutputFormat,
+    limit: usize,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let summary = doc.summary();
+    let counts = candle_trace_schema::format::diagnostics::DiagnosticCounts::of(&doc.diagnostics);
+    match format {
+        OutputFormat::Json => return write_json(out, &summary),
+        OutputFormat::Markdown => {
+            return profile_markdown(path, &summary, counts, limit, out);
+        }
+        OutputFormat::Text => {}
+    }
+    writeln!(out, "{} — {PROFILE_FORMAT}", path.display())?;
+    writeln!(out, "{}", profile_counts_line(&summary))?;
+    writeln!(out)?;
+    let mut t = Table::new(&[("event kind", Align::Left), ("count", Align::Right)]);
+    for (kind, n) in summary.events_by_kind.iter().take(limit) {
+        t.row(vec![kind.clone(), n.to_string()]);
+    }
+    write!(out, "{}", t.render())?;
+    text_left_out(summary.events_by_kind.len(), limit, out)?;
+    writeln!(out)?;
+    let mut t = Table::new(&[("status", Align::Left), ("count", Align::Right)]);
+    for (status, n) in summary.events_by_status.iter().take(limit) {
+        t.row(vec![status.clone(), n.to_string()]);
+    }
+    write!(out, "{}", t.render())?;
+    text_left_out(summary.events_by_status.len(), limit, out)?;
+    writeln!(out)?;
+    let mut t = Table::new(&LATENCY_COLUMNS);
+    for row in latency_rows(&summary) {
+        t.row(row.to_vec());
+    }
     write!(out, "{}", t.render())?;
     diagnostics_line(path, counts.errors, counts.warnings, out)
+}
+
+const PROFILE_FORMAT: &str = "inference profile (schema_version 1)";
+
+fn profile_counts_line(summary: &ProfileSummary) -> String {
+    let mut line = format!(
+        "{} request(s), {} event(s), {} invalid",
+        summary.request_count, summary.event_count, summary.invalid_event_count
+    );
+    if summary.iteration_count > 0 {
+        line.push_str(&format!(
+            "; {} batched forward(s) (query --kind iterations)",
+            summary.iteration_count
+        ));
+    }
+    line
+}
+
+/// `(20 of 31 rows shown: --limit 20)` under a text table that the limit cut.
+fn text_left_out(rows: usize, limit: usize, out: &mut dyn Write) -> anyhow::Result<()> {
+    if rows > limit {
+        writeln!(out, "({limit} of {rows} rows shown: --limit {limit})")?;
+    }
+    Ok(())
+}
+
+/// `summary --format markdown` of an inference profile.
+fn profile_markdown(
+    path: &Path,
+    summary: &ProfileSummary,
+    counts: DiagnosticCounts,
+    limit: usize,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let mut md = Doc::new();
+    md.heading(
+        3,
+        &format!(
+            "{} — {}",
+            md::code(&path.display().to_string()),
+            md::prose(PROFILE_FORMAT)
+        ),
+    );
+    md.para(&profile_counts_line(summary));
+    let mut t = md::Table::new(
+        &[("event kind", Align::Left), ("count", Align::Right)],
+        limit,
+    );
+    for (kind, n) in &summary.events_by_kind {
+        t.row(vec![md::code_cell(kind), n.to_string()]);
+    }
+    md.table(&t);
+    let mut t = md::Table::new(&[("status", Align::Left), ("count", Align::Right)], limit);
+    for (status, n) in &summary.events_by_status {
+        t.row(vec![md::code_cell(status), n.to_string()]);
+    }
+    md.table(&t);
+    let mut t = md::Table::new(&LATENCY_COLUMNS, usize::MAX);
+    for row in latency_rows(summary) {
+        t.row(row.to_vec());
+    }
+    md.table(&t);
+    md.para(&diagnostics_markdown(path, counts.errors, counts.warnings));
+    write_markdown(out, md)
 }
 
 #[cfg(test)]
@@ -537,13 +773,13 @@ mod tests {
         }
     }
 
-    fn printed(path: &Path, numbers: &TraceNumbers<'_>, json: bool) -> String {
+    fn printed(path: &Path, numbers: &TraceNumbers<'_>, format: OutputFormat) -> String {
         let mut out = Vec::new();
-        trace(path, numbers, json, &mut out).unwrap();
+        trace(path, numbers, format, 20, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
-    /// `summary` prints the same bytes, table and `--json`, from the digest it reads a trace
+    /// `summary` prints the same bytes, table, `--json` and Markdown, from the digest it reads a trace
     /// into as from the whole document, for every trace/6 file under `tests/fixtures/` and for
     /// each with its lines reversed (every check the reader defers to the end of the file).
     #[test]
@@ -569,10 +805,14 @@ mod tests {
                 let mut reader = TraceDigestReader::with_size_hint(0);
                 reader.push(bytes);
                 let digest = reader.finish();
-                for json in [false, true] {
-                    let whole = printed(path, &TraceNumbers::of_document(&doc), json);
-                    let read = printed(path, &TraceNumbers::of_digest(&digest), json);
-                    assert_eq!(read, whole, "{} (json: {json})", path.display());
+                for format in [
+                    OutputFormat::Text,
+                    OutputFormat::Json,
+                    OutputFormat::Markdown,
+                ] {
+                    let whole = printed(path, &TraceNumbers::of_document(&doc), format);
+                    let read = printed(path, &TraceNumbers::of_digest(&digest), format);
+                    assert_eq!(read, whole, "{} ({format:?})", path.display());
                 }
             }
         }

@@ -8,8 +8,8 @@ use candle_trace_fuzz::{
 };
 use candle_trace_schema::format::chrome::read_chrome;
 use candle_trace_schema::format::detect::{detect, AnyDocument, Detection};
-use candle_trace_schema::format::jsonl::strip_bom;
 use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::jsonl::strip_bom;
 use candle_trace_schema::format::profile::read_profile;
 use libfuzzer_sys::fuzz_target;
 

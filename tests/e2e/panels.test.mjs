@@ -517,7 +517,7 @@ test('sources that were off say "not captured", never 0, as the CLI does; a trac
   assert.equal(await page.locator('[data-testid=capture-warning]').count(), 1);
   await openTab(page, 'modules');
   assert.match(await page.textContent('[data-testid=modules-empty]'),
-    /no module spans: install candle-trace before building the model — `Recorder::builder\(\.\.\)\.install\(\)`/);
+    /no module spans: install candle-trace before building the model \(`Recorder::builder\(\.\.\)\.install\(\)`.*candle_trace_capture::nn::/);
   await shoot(page, 'capture-sources', 'sources-off-captured');
   await page.locator('section.cards').screenshot({ path: join(shots, 'sources-off-cards.png') });
   await shoot(page, 'gradients', 'sources-off-gradients');

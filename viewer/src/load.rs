@@ -1,6 +1,11 @@
 //! Reading a file in the browser: a picked or dropped `File` in `Blob` slices, or a same-origin
 //! URL as a response stream, fed chunk by chunk to [`AnyReader`]. Never one JS string.
 //!
+//! What the page opens at start ([`at_start`]): files its boot handed over
+//! (`window.candleTraceFiles`, the one-file report's traces), else `?url=` — one URL read as a
+//! stream, or several (the parameter given more than once, as `candle-trace view` does for a
+//! directory of step files) fetched whole ([`fetch_files`]) and opened as a picked set.
+//!
 //! [`read`] is the reading loop. It normally runs inside the parsing worker (see
 //! [`crate::worker`]), which also does the whole-file analysis and hands the page the finished
 //! document; on a page without workers it runs on the page itself, yielding to the event loop
@@ -199,6 +204,94 @@ pub fn same_origin(url: &str) -> Result<String, LoadError> {
         )));
     }
     Ok(resolved.href())
+}
+
+/// What the page opens when it starts.
+pub enum AtStart {
+    /// Nothing: the welcome text.
+    Nothing,
+    /// Files the page's boot handed over, opened like files picked together.
+    Files(Vec<web_sys::File>),
+    /// One `?url=`, read as a stream.
+    Url(String),
+    /// Several `?url=`s, fetched whole and opened like files picked together.
+    Urls(Vec<String>),
+}
+
+/// What the page opens when it starts: the files in `window.candleTraceFiles` (an array of
+/// `File`s that a page's own boot script sets before the wasm starts), else every non-empty
+/// `?url=` of the page's address.
+pub fn at_start() -> AtStart {
+    let Some(window) = web_sys::window() else {
+        return AtStart::Nothing;
+    };
+    let handed: Vec<web_sys::File> = Reflect::get(&window, &JsValue::from_str("candleTraceFiles"))
+        .ok()
+        .and_then(|v| v.dyn_into::<js_sys::Array>().ok())
+        .map(|a| a.iter().filter_map(|f| f.dyn_into().ok()).collect())
+        .unwrap_or_default();
+    if !handed.is_empty() {
+        return AtStart::Files(handed);
+    }
+    let mut urls: Vec<String> = window
+        .location()
+        .search()
+        .ok()
+        .and_then(|s| web_sys::UrlSearchParams::new_with_str(&s).ok())
+        .map(|p| {
+            p.get_all("url")
+                .iter()
+                .filter_map(|u| u.as_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    urls.retain(|u| !u.trim().is_empty());
+    match urls.len() {
+        0 => AtStart::Nothing,
+        1 => AtStart::Url(urls.remove(0)),
+        _ => AtStart::Urls(urls),
+    }
+}
+
+/// The last path segment of a URL, percent-decoded (as it is when it does not decode): the
+/// name a `?url=` file is shown under.
+pub fn file_name_of(url: &str) -> String {
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    let last = path.rsplit('/').next().unwrap_or(path);
+    js_sys::decode_uri_component(last)
+        .ok()
+        .and_then(|s| s.as_string())
+        .unwrap_or_else(|| last.to_string())
+}
+
+/// Same-origin URLs fetched whole, in order, each as a `File` named by [`file_name_of`].
+pub async fn fetch_files(urls: &[String]) -> Result<Vec<web_sys::File>, LoadError> {
+    let mut files = Vec::with_capacity(urls.len());
+    for url in urls {
+        let resolved = same_origin(url)?;
+        let response: web_sys::Response = JsFuture::from(fetch(&resolved)?)
+            .await
+            .map_err(|e| js_err(&format!("cannot fetch {url}"), e))?
+            .dyn_into()
+            .map_err(|e| js_err("unexpected fetch result", e))?;
+        if !response.ok() {
+            return Err(LoadError::Failed(format!(
+                "fetching {url} failed with HTTP {}",
+                response.status()
+            )));
+        }
+        let blob = response
+            .blob()
+            .map_err(|e| js_err(&format!("cannot read {url}"), e))?;
+        let blob = JsFuture::from(blob)
+            .await
+            .map_err(|e| js_err(&format!("cannot read {url}"), e))?;
+        let file =
+            web_sys::File::new_with_blob_sequence(&js_sys::Array::of1(&blob), &file_name_of(url))
+                .map_err(|e| js_err(&format!("cannot read {url}"), e))?;
+        files.push(file);
+    }
+    Ok(files)
 }
 
 /// `fetch(url)` on the page or in a worker.

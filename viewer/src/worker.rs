@@ -390,7 +390,12 @@ fn spawn() -> Option<Spawned> {
     let on_error =
         Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
             ev.prevent_default();
-            let _ = to_page.unbounded_send(Heard::Crashed(ev.message()));
+            // A worker whose script did not load fires a plain `Event`, without `message`.
+            let message = Reflect::get(&ev, &"message".into())
+                .ok()
+                .and_then(|m| m.as_string())
+                .unwrap_or_else(|| String::from("its script could not be loaded"));
+            let _ = to_page.unbounded_send(Heard::Crashed(message));
         });
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));

@@ -243,7 +243,8 @@ fn demo_until_served(clone: &Path, tools: &Path, toolchain: &str) -> Result<Demo
         if let Some(step) = parse_done_line(&line) {
             run.steps.push(step);
         }
-        if line.starts_with("viewer: http://") {
+        // `candle-trace view` says so once it listens.
+        if line.starts_with("candle-trace: serving the viewer") {
             served = check_served(port);
             run.served_secs = served.is_ok().then(|| started.elapsed().as_secs_f64());
             break;
@@ -264,12 +265,12 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
-/// GET `/` and the viewer's wasm from the demo's server; both must answer 200.
+/// GET `/`, the viewer's wasm and the trace from the demo's server; each must answer 200.
 fn check_served(port: u16) -> Result<()> {
     for path in [
         "/",
         "/candle-trace-viewer_bg.wasm",
-        "/demo/train.trace6.jsonl",
+        "/files/0/train.trace6.jsonl",
     ] {
         let status = crate::serve::get_status(port, path)?;
         if status != 200 {

@@ -12,6 +12,9 @@
 //!   target in `fuzz/` for 20 s (`SKIPPED` without a nightly toolchain; a crash fails CI).
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]` — seed the fuzz corpora from
 //!   `tests/fixtures` and run the targets (all by default) for N s each (default 20).
+//! - `cargo xtask package` — `cargo package` of every crate meant for crates.io (schema, capture,
+//!   cli; the rest are `publish = false`), each built from its package and checked against
+//!   crates.io's 10 MiB limit ([`package`]); CI runs it after the dependency guard.
 //! - `cargo xtask deps` — only the dependency guard (`deps.rs`: denied crates per package, no
 //!   import circle between the modules of a crate).
 //! - `cargo xtask demo [--port N] [--no-serve]` — capture a fresh training-step trace of a
@@ -19,19 +22,25 @@
 //!   and an inference profile with `serve_batched` (`target/demo/infer.profile.jsonl`: two
 //!   engines serving requests in batches with a KV-cache budget), summarise
 //!   both with the CLI, build
-//!   the viewer and serve it on 127.0.0.1 with the trace preloaded through `?url=`. It adds the
+//!   the viewer and serve it with `candle-trace view --page web/dist` (the same server as any
+//!   `view`) on 127.0.0.1 with the trace open. It adds the
 //!   wasm32 target and installs wasm-opt and wasm-bindgen when missing, and builds the page with
 //!   xtask's builder ([`web`], no trunk); the installs and the viewer's wasm build run on
 //!   background threads beside the examples. Every step prints its time ([`steps`]).
-//! - `cargo xtask page` — only the page, into `web/dist`, with xtask's builder.
+//! - `cargo xtask page [--embed]` — only the page, into `web/dist`, with xtask's builder; with
+//!   `--embed` also into `cli/page/`, the page the CLI carries ([`embed`]). CI's stage
+//!   `embedded page is current` (also `page --check-embed`) rebuilds it with the rustc
+//!   `cli/page/BUILD` names and fails, saying how to refresh it, when a file differs.
 //! - `cargo xtask fresh [--toolchain NAME]` — the cold demo reproduced here (fresh clone, empty
 //!   tools folder, wasm32 target removed), then a warm one, with every step's time ([`fresh`]).
 
 mod bench;
 mod deps;
+mod embed;
 mod fresh;
 mod fuzz;
 mod markers;
+mod package;
 mod serve;
 mod steps;
 mod tools;
@@ -67,14 +76,23 @@ fn main() -> Result<()> {
         Some("demo") => demo(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("fresh") => fresh::run(&args[1..]),
-        // web/dist without trunk (what the demo serves).
-        Some("page") => web::build_viewer(),
+        // What `cargo publish` would upload, built from the packages (CI runs it).
+        Some("package") => package::check(),
+        // web/dist without trunk (what the demo serves); with --embed also into cli/page/,
+        // the page the CLI carries.
+        Some("page") => match args.get(1).map(String::as_str) {
+            None => web::build_viewer(),
+            Some("--embed") => embed::embed(),
+            // CI's check alone: is cli/page/ what a fresh build gives?
+            Some("--check-embed") => embed::check(),
+            Some(other) => bail!("unknown page option {other} (use --embed or --check-embed)"),
+        },
         // Install the pinned web tools and the browser ahead of time (ci and demo do it too).
         Some("bench") => bench::bench(&args[1..]),
         Some("tools") => tools::ensure_web_tools().and_then(|()| tools::ensure_browser()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|deps|demo|fresh|page|fuzz|tools|bench [--big] [--runs N] [--only PARTS] [--tables]>"
+                "usage: cargo xtask <ci|deps|demo|fresh|page [--embed|--check-embed]|package|fuzz|tools|bench [--big] [--runs N] [--only PARTS] [--tables]>"
             );
             std::process::exit(2);
         }
@@ -166,7 +184,9 @@ fn ci() -> Result<()> {
     })?;
     stage("fuzz smoke", &|| fuzz::smoke(fuzz::SMOKE_SECONDS, &[]))?;
     stage("dependency guard", &deps::guard)?;
+    stage("crates ready to publish (cargo package)", &package::check)?;
     stage("viewer build (xtask)", &web::build_viewer)?;
+    stage("embedded page is current (cli/page)", &embed::check)?;
     stage("viewer build (trunk)", &|| {
         if let Some(install) = trunk_install.take() {
             install.join()?;
@@ -359,10 +379,32 @@ fn demo(args: &[String]) -> Result<()> {
         .join()
         .map_err(|_| anyhow::anyhow!("building the page panicked"))??;
     steps.print_summary(started.elapsed().as_secs_f64());
-    serve::serve(&dist, &dir, port, |addr| {
-        eprintln!("\nviewer: http://{addr}/?url=demo/train.trace6.jsonl");
-        eprintln!("(serving web/dist and target/demo on 127.0.0.1 only; Ctrl-C stops)");
-    })
+    // The one way to open a trace: `candle-trace view`, here with the page just built.
+    let cli = web::target_dir()?.join("release").join("candle-trace");
+    let cli = cli.to_str().context("the target path is not UTF-8")?;
+    let dist = dist.to_str().context("the page path is not UTF-8")?;
+    let port = port.to_string();
+    eprintln!("\nviewer: `candle-trace view` serves web/dist and the trace on 127.0.0.1 only (the address follows; Ctrl-C stops)");
+    exec(
+        cli,
+        &["view", train, "--port", &port, "--no-open", "--page", dist],
+    )
+}
+
+/// Become `program` (Unix: the process is replaced, so whoever stops the demo stops the
+/// server); elsewhere run it to its end.
+fn exec(program: &str, args: &[&str]) -> Result<()> {
+    eprintln!("$ {program} {}", args.join(" "));
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt as _;
+        let err = Command::new(program).args(args).exec();
+        Err(err).with_context(|| format!("cannot start {program}"))
+    }
+    #[cfg(not(unix))]
+    {
+        run(program, args)
+    }
 }
 
 fn env_cargo() -> String {

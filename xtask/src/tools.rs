@@ -387,6 +387,28 @@ pub fn ensure_browser() -> Result<()> {
     run("apt-get", &args)
 }
 
+/// The environment every build of the page's wasm gets (xtask's and trunk's alike): the
+/// panic locations the wasm keeps name dependency sources by their absolute path under
+/// `$CARGO_HOME`, so it is remapped to `/cargo` (cargo adds this to `.cargo/config.toml`'s
+/// wasm32 flags) and the page is the same on every machine for a given rustc.
+pub fn wasm_build_env() -> Result<Vec<(&'static str, String)>> {
+    let home = match std::env::var_os("CARGO_HOME") {
+        Some(h) => PathBuf::from(h),
+        None => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .context("neither CARGO_HOME nor HOME is set")?
+            .join(".cargo"),
+    };
+    let home = home.to_str().context("CARGO_HOME is not UTF-8")?;
+    if home.contains(char::is_whitespace) {
+        bail!("CARGO_HOME `{home}` has a space, which cargo's RUSTFLAGS variables cannot carry");
+    }
+    Ok(vec![(
+        "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS",
+        format!("--remap-path-prefix={home}=/cargo"),
+    )])
+}
+
 /// `trunk build --release` in `web/` into `dist` (a path relative to `web/`; offline: `cargo
 /// fetch` first).
 pub fn trunk_build(dist: &str) -> Result<()> {
@@ -396,6 +418,8 @@ pub fn trunk_build(dist: &str) -> Result<()> {
         .args(["build", "--release", "--dist", dist])
         .current_dir("web")
         .env("PATH", path_with_tools())
+        // The same wasm flags as xtask's builder (`web::build_wasm`), so the pages agree.
+        .envs(wasm_build_env()?)
         .status()
         .context("cannot start trunk")?;
     if !status.success() {
@@ -440,6 +464,7 @@ pub fn trunk_serve_check(dist: &str, limit: std::time::Duration) -> Result<()> {
         ])
         .current_dir("web")
         .env("PATH", path_with_tools())
+        .envs(wasm_build_env()?)
         .stdout(out)
         .stderr(err)
         .spawn()

@@ -361,7 +361,7 @@ fn file_name(href: &str) -> Result<String> {
 }
 
 /// Cargo's target folder for this workspace.
-fn target_dir() -> Result<PathBuf> {
+pub(crate) fn target_dir() -> Result<PathBuf> {
     let out = Command::new(crate::env_cargo())
         .args([
             "metadata",
@@ -390,6 +390,11 @@ fn target_dir() -> Result<PathBuf> {
 /// the demo starts it before the tools are installed), cargo's output into `log` when given.
 /// Returns the wasm's path.
 pub fn build_wasm(web: &Path, log: Option<&Path>) -> Result<PathBuf> {
+    build_wasm_with(web, log, None)
+}
+
+/// [`build_wasm`] with the rustup toolchain `toolchain` rather than the active one.
+pub fn build_wasm_with(web: &Path, log: Option<&Path>, toolchain: Option<&str>) -> Result<PathBuf> {
     let (_, _, assets) = read_page(web)?;
     let app = rust_app(&assets)?;
     let manifest = web.join(&app.manifest);
@@ -407,9 +412,18 @@ pub fn build_wasm(web: &Path, log: Option<&Path>) -> Result<PathBuf> {
         "--bin",
         &app.bin,
     ];
+    let env = tools::wasm_build_env()?;
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (program, args): (String, Vec<&str>) = match toolchain {
+        Some(t) => (
+            "rustup".into(),
+            [&["run", t, "cargo"][..], &args[..]].concat(),
+        ),
+        None => (crate::env_cargo(), args.to_vec()),
+    };
     match log {
-        Some(log) => crate::steps::run_logged(Path::new(&crate::env_cargo()), &args, log, &[])?,
-        None => crate::cargo(&args)?,
+        Some(log) => crate::steps::run_logged(Path::new(&program), &args, log, &env)?,
+        None => crate::run_with(&program, &args, &env)?,
     }
     let wasm = target_dir()?
         .join(WASM32)
@@ -604,7 +618,7 @@ pub fn build(web: &Path, dist: &Path) -> Result<()> {
 }
 
 /// Every file under `root`, relative, sorted.
-fn files_under(root: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn files_under(root: &Path) -> Result<Vec<PathBuf>> {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         for entry in
             std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?

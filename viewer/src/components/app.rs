@@ -1,5 +1,6 @@
-//! The app shell: opening files (picker, drop anywhere, `?url=`, the example), progress and
-//! cancel, and the view of whatever was read.
+//! The app shell: opening files (picker, drop anywhere, `?url=` once or several times, files
+//! handed over by the page's boot, the example), progress and cancel, and the view of
+//! whatever was read.
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use super::profile::ProfileView;
 use super::theme::{theme_signals, ThemeToggle};
 use super::trace_view::TraceView;
 use super::LoadSeq;
-use crate::load::{yield_now, LoadError, Source};
+use crate::load::{yield_now, AtStart, LoadError, Source};
 use crate::model::compare::CompareModel;
 use crate::model::diagnostics::DiagnosticsPanel;
 use crate::model::multi::MultiModel;
@@ -327,15 +328,41 @@ pub fn App() -> impl IntoView {
         progress.set(None);
     };
 
-    // `?url=PATH` opens a same-origin file at start.
-    if let Some(url) = web_sys::window()
-        .and_then(|w| w.location().search().ok())
-        .and_then(|s| web_sys::UrlSearchParams::new_with_str(&s).ok())
-        .and_then(|p| p.get("url"))
-        .filter(|u| !u.trim().is_empty())
-    {
-        let name = url.rsplit('/').next().unwrap_or(&url).to_string();
-        open(name, Source::Url(url));
+    // At start: files the page's boot handed over, else `?url=PATH` (same origin; given
+    // more than once, the files are opened together, as when picked together).
+    match crate::load::at_start() {
+        AtStart::Nothing => {}
+        AtStart::Files(mut files) if files.len() == 1 => {
+            let file = files.remove(0);
+            open(file.name(), Source::File(file));
+        }
+        AtStart::Files(files) => open_set(SetMode::Multi, files),
+        AtStart::Url(url) => open(crate::load::file_name_of(&url), Source::Url(url)),
+        AtStart::Urls(urls) => {
+            let at = generation.get_value();
+            progress.set(Some(Progress {
+                phase: "Fetching",
+                name: format!("{} files", urls.len()),
+                bytes_read: 0,
+                total: None,
+                lines: None,
+            }));
+            spawn_local(async move {
+                let fetched = crate::load::fetch_files(&urls).await;
+                // Cancelled (or another file opened) meanwhile.
+                if generation.try_get_value() != Some(at) {
+                    return;
+                }
+                match fetched {
+                    Ok(files) => open_set(SetMode::Multi, files),
+                    Err(LoadError::Failed(msg)) => {
+                        progress.set(None);
+                        error.set(Some(msg));
+                    }
+                    Err(LoadError::Cancelled) => progress.set(None),
+                }
+            });
+        }
     }
 
     // Drop anywhere on the page.

@@ -211,7 +211,7 @@ pub fn ModulesTab() -> impl IntoView {
                 })}
                 <details class="how-to-read">
                     <summary>"how to read"</summary>
-                    "Modules by their place in the model (their weights' names, or the nesting of module spans), as a tree, or every place of a leaf name together; calls and total count a module's outermost spans, self every span; share = total / measured total; memory and gradients include the node's subtree; every level sorts by the column clicked. A group (a level no span has) adds up its children."
+                    "Modules by their place in the model (their weights' names, or the nesting of module spans), as a tree, or every place of a leaf name together; calls and total count a module's outermost spans, self every span; share = total / measured total; memory and gradients include the node's subtree; every level sorts by the column clicked. A group (a level no span has) adds up its children's totals and has no calls or self time of its own."
                 </details>
             </div>
             {move || (count.get() == 0).then(|| view! {
@@ -270,7 +270,7 @@ pub fn ModulesTab() -> impl IntoView {
                             let linked = move || linked_key.with(|k| k.as_deref() == Some(linked_key_of.as_str()));
                             let linked2 = linked.clone();
                             let is_open2 = is_open.clone();
-                            let mean = node.total_ns / node.calls.max(1);
+                            let mean = if node.measured { format_ns(node.total_ns / node.calls.max(1)) } else { String::from("–") };
                             view! {
                                 <tr data-testid="module-row" data-key=key.clone() data-calls=node.calls.to_string()
                                     data-total=node.total_ns.to_string() data-self=node.self_ns.to_string()
@@ -301,12 +301,12 @@ pub fn ModulesTab() -> impl IntoView {
                                             </button>
                                         })}
                                         {node.label.clone()}
-                                        {(!node.measured).then(|| view! { <span class="muted" title="a group: no span has this name; its numbers are its children's sums">" (group)"</span> })}
+                                        {(!node.measured).then(|| view! { <span class="muted" title="a group: no span has this name; its total is its children's">" (group)"</span> })}
                                     </th>
-                                    <td class="num">{node.calls}</td>
+                                    <td class="num">{node.calls_text()}</td>
                                     <td class="num">{node.total_text()}</td>
                                     <td class="num">{node.self_text()}</td>
-                                    <td class="num">{format_ns(mean)}</td>
+                                    <td class="num">{mean}</td>
                                     <td class="num share">
                                         <span class="share-bar" aria-hidden="true"
                                             style:width=format!("{:.2}%", node.share.map_or(0.0, |s| (s * 100.0).clamp(0.0, 100.0)))></span>

@@ -147,9 +147,21 @@ impl Node {
     pub fn total_text(&self) -> String {
         format_ns(self.total_ns)
     }
-    /// Self time, human.
+    /// Self time, human; `–` for a group (no span ran it).
     pub fn self_text(&self) -> String {
-        format_ns(self.self_ns)
+        if self.measured {
+            format_ns(self.self_ns)
+        } else {
+            String::from("–")
+        }
+    }
+    /// Calls; `–` for a group (no span ran it).
+    pub fn calls_text(&self) -> String {
+        if self.measured {
+            self.calls.to_string()
+        } else {
+            String::from("–")
+        }
     }
     /// Share, as the modules table writes it.
     pub fn share_text(&self) -> String {
@@ -233,17 +245,16 @@ impl ModuleTree {
                 node.share = r.share;
             }
         }
-        // Groups add up their children, deepest first (children come after their parents).
+        // Groups add up their children's totals, deepest first (children come after their
+        // parents); no span ran a group, so it has no calls and no self time (the schema's rule).
         for n in (0..t.nodes.len()).rev() {
             if t.nodes[n].measured {
                 continue;
             }
-            let (mut calls, mut total, mut self_ns, mut share) = (0u64, 0u64, 0u64, None);
+            let (calls, mut total, self_ns, mut share) = (0u64, 0u64, 0u64, None);
             for &c in &t.nodes[n].children {
                 let c = &t.nodes[c];
-                calls = calls.saturating_add(c.calls);
                 total = total.saturating_add(c.total_ns);
-                self_ns = self_ns.saturating_add(c.self_ns);
                 share = match (share, c.share) {
                     (None, s) | (s, None) => s,
                     (Some(a), Some(b)) => Some(a + b),
@@ -567,16 +578,16 @@ mod tests {
         ];
         let t = ModuleTree::build(rows, KeyStyle::Names);
         let n = |k: &str| &t.nodes[t.node_of_key(k).unwrap()];
-        // model.layers.0 is a group: its one child mlp's numbers.
+        // model.layers.0 is a group: its one child mlp's total, no calls or self time.
         let l0 = n("model.layers.0");
         assert!(!l0.measured);
         assert_eq!(
             (l0.calls, l0.total_ns, l0.self_ns, l0.label.as_str()),
-            (1, 300, 100, "layers.0")
+            (0, 300, 0, "layers.0")
         );
-        // model: layers.0 (300, self 100) + layers.1 (200, self 200).
+        // model: layers.0 (300) + layers.1 (200).
         let m = n("model");
-        assert_eq!((m.calls, m.total_ns, m.self_ns), (2, 500, 300));
+        assert_eq!((m.calls, m.total_ns, m.self_ns), (0, 500, 0));
         assert_eq!(m.share, Some(0.5));
         // A measured node keeps its own numbers, not its children's sum.
         let mlp = n("model.layers.0.mlp");

@@ -18,7 +18,7 @@ use candle_trace_schema::format::document::TraceDocument;
 pub const SHOWN_ROWS: usize = 50;
 
 /// What the panel says when the trace has no module spans, and how to capture them.
-pub const NO_MODULE_SPANS: &str = "no module spans: install candle-trace before building the model — `Recorder::builder(..).install()`";
+pub const NO_MODULE_SPANS: &str = "no module spans: install candle-trace before building the model (`Recorder::builder(..).install()`; candle-transformers creates its spans when the model is built), and build plain candle-nn layers, which open no span, with `candle_trace_capture::nn::{linear, conv2d, embedding, …}`";
 
 /// What the tab says when the backward has no module spans below it.
 pub const BACKWARD_UNSPLIT: &str =
