@@ -424,6 +424,23 @@ impl ProfilerInner {
         })
     }
 
+    /// An event of an engine, numbered now, with one attribute: `engine`, the engine's id
+    /// (callers append theirs after it); `owner` gives its `request_id` and `shape` (the
+    /// engine's own, or a forward's).
+    fn engine_event(
+        self: &Arc<Self>,
+        engine: &Owner,
+        owner: &Arc<Owner>,
+        kind: EventKind,
+        phase: &'static str,
+        status: Status,
+        at: Instant,
+    ) -> Box<Pending> {
+        let mut event = self.pending(owner, kind, phase, status, at);
+        event.attributes = vec![("engine", Value::from(engine.request_id.as_str()))];
+        event
+    }
+
     /// Queue one event (checked and written by the writer thread).
     fn send(&self, pending: Box<Pending>) {
         if let Some(writer) = &self.writer {

@@ -854,7 +854,9 @@ fn serve_table(v: &Value, at: Option<SystemTime>, run_started: SystemTime, ran: 
         let _ = writeln!(
             md,
             "| {name} | {} paired rounds, wall clock | {} | {} | {}{} | ≤ {}% | {} |",
-            serving["rounds"].as_u64().map_or("–".into(), |n| n.to_string()),
+            serving["rounds"]
+                .as_u64()
+                .map_or("–".into(), |n| n.to_string()),
             ms(serving["uncaptured_ms"].as_f64()),
             ms(serving["captured_ms"].as_f64()),
             pct(overhead),
@@ -1415,12 +1417,20 @@ mod tests {
             "one_per_thread": {"rounds": 20, "uncaptured_ms": 8.0, "captured_ms": 9.2, "overhead_pct": 15.0, "q1_pct": 10.0, "q3_pct": 20.0},
         });
         let t = serve_table(&v, None, SystemTime::now(), true);
-        assert!(t.contains("| ns per module span, serving thread | 120 (100 to 150) | ≤ 300 ns | yes |"), "{t}");
+        assert!(
+            t.contains(
+                "| ns per module span, serving thread | 120 (100 to 150) | ≤ 300 ns | yes |"
+            ),
+            "{t}"
+        );
         assert!(t.contains("| batched (2 engines) | 20 paired rounds, wall clock | 7.00 ms | 7.50 ms | +7.1% (+5.0% to +9.0%) | ≤ 10% | yes |"), "{t}");
         assert!(t.contains("| one request per thread | 20 paired rounds, wall clock | 8.00 ms | 9.20 ms | +15.0% (+10.0% to +20.0%) | ≤ 10% | **no** |"), "{t}");
         // Nothing measured: each goal says so.
         let t = serve_table(&Value::Null, None, SystemTime::now(), false);
         assert!(t.contains(" — not measured"), "{t}");
-        assert!(t.contains("| not measured | ≤ 300 ns | not measured"), "{t}");
+        assert!(
+            t.contains("| not measured | ≤ 300 ns | not measured"),
+            "{t}"
+        );
     }
 }

@@ -80,9 +80,9 @@ pub struct Engine {
 }
 
 pub(super) struct EngineInner {
-    pub(super) profiler: Arc<ProfilerInner>,
+    profiler: Arc<ProfilerInner>,
     /// The engine's id and clock; its own events' `shape` is `{"engine": id}`.
-    pub(super) owner: Arc<Owner>,
+    owner: Arc<Owner>,
     next_iteration: AtomicU64,
 }
 
@@ -95,23 +95,24 @@ impl std::fmt::Debug for EngineInner {
 }
 
 impl EngineInner {
-    pub(super) fn recording(&self) -> bool {
+    fn recording(&self) -> bool {
         !self.profiler.is_finished()
     }
 
     /// An engine event (attribute `engine` set) queued now.
-    pub(super) fn event(
+    fn event(
         &self,
         owner: &Arc<Owner>,
         kind: EventKind,
         phase: &'static str,
         status: Status,
         at: Instant,
-        mut attributes: Vec<(&'static str, Value)>,
+        attributes: Vec<(&'static str, Value)>,
     ) -> Box<super::lines::Pending> {
-        let mut event = self.profiler.pending(owner, kind, phase, status, at);
-        attributes.insert(0, ("engine", Value::from(self.owner.request_id.as_str())));
-        event.attributes = attributes;
+        let mut event = self
+            .profiler
+            .engine_event(&self.owner, owner, kind, phase, status, at);
+        event.attributes.extend(attributes);
         event
     }
 }
@@ -149,7 +150,11 @@ impl Engine {
     /// The pool of a resource this engine's scheduler hands out (`kv_blocks` …) with
     /// `capacity` units: see [`ResourcePool`]. Writes a `capacity_snapshot`.
     pub fn resource_pool(&self, resource_kind: impl Into<String>, capacity: u64) -> ResourcePool {
-        ResourcePool::new(self.inner.clone(), resource_kind.into(), capacity)
+        let engine = self
+            .inner
+            .as_ref()
+            .map(|e| (Arc::clone(&e.profiler), Arc::clone(&e.owner)));
+        ResourcePool::new(engine, resource_kind.into(), capacity)
     }
 
     /// A resource accounting step of the engine itself (not of a request; detail `resource`

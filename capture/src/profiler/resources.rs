@@ -23,20 +23,31 @@ use candle_trace_schema::format::profile::{
     DetailLevel, EventKind, ResourceAction, ResourceTraceEvent,
 };
 
-use super::batch::EngineInner;
-use super::{lock, RequestHandle};
+use super::lines::Owner;
+use super::{lock, ProfilerInner, RequestHandle};
 
 /// The phase of a pool's events on a request.
 const PHASE: &str = "schedule";
 
 /// A resource a scheduler hands out; made by [`Engine::resource_pool`](super::Engine::resource_pool).
 /// See the [module docs](self).
-#[derive(Debug)]
 pub struct ResourcePool {
-    engine: Option<Arc<EngineInner>>,
+    /// The profiler and the engine's own owner (its id and clock); `None` when inert.
+    engine: Option<(Arc<ProfilerInner>, Arc<Owner>)>,
     resource_kind: String,
     capacity: u64,
     level: Mutex<u64>,
+}
+
+impl std::fmt::Debug for ResourcePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourcePool")
+            .field("engine", &self.engine.as_ref().map(|(_, o)| &o.request_id))
+            .field("resource_kind", &self.resource_kind)
+            .field("capacity", &self.capacity)
+            .field("level", &*lock(&self.level))
+            .finish()
+    }
 }
 
 fn signed(v: u64) -> i64 {
@@ -45,7 +56,7 @@ fn signed(v: u64) -> i64 {
 
 impl ResourcePool {
     pub(super) fn new(
-        engine: Option<Arc<EngineInner>>,
+        engine: Option<(Arc<ProfilerInner>, Arc<Owner>)>,
         resource_kind: String,
         capacity: u64,
     ) -> ResourcePool {
@@ -55,23 +66,22 @@ impl ResourcePool {
             capacity,
             level: Mutex::new(0),
         };
-        if let Some(engine) = pool.recording() {
+        if let Some((p, owner)) = pool.recording() {
             let mut r = ResourceTraceEvent::new(
                 "engine",
-                engine.owner.request_id.as_str(),
+                owner.request_id.as_str(),
                 pool.resource_kind.as_str(),
                 ResourceAction::CapacitySnapshot,
             );
             r.capacity = Some(signed(capacity));
             r.after = Some(0);
-            let p = &engine.profiler;
-            let mut event = engine.event(
-                &engine.owner,
+            let mut event = p.engine_event(
+                owner,
+                owner,
                 EventKind::Resource,
                 PHASE,
                 p.head.ok,
                 Instant::now(),
-                Vec::new(),
             );
             event.resource = Some(r);
             p.send(event);
@@ -79,10 +89,11 @@ impl ResourcePool {
         pool
     }
 
-    fn recording(&self) -> Option<&Arc<EngineInner>> {
+    fn recording(&self) -> Option<(&Arc<ProfilerInner>, &Arc<Owner>)> {
         self.engine
             .as_ref()
-            .filter(|e| e.recording() && e.profiler.detail >= DetailLevel::Resource)
+            .filter(|(p, _)| !p.is_finished() && p.detail >= DetailLevel::Resource)
+            .map(|(p, o)| (p, o))
     }
 
     /// The units the pool can hand out.
