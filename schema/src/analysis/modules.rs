@@ -430,6 +430,12 @@ fn measured_total(doc: &TraceDocument) -> u64 {
 }
 
 /// Group rows by key in first-seen order, then sort by `total` descending, ties by key.
+/// Module rows by total time, largest first, then by key (also a range's rows:
+/// [`crate::analysis::range`]).
+pub(crate) fn sort_module_rows(rows: &mut [ModuleRow]) {
+    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.key.cmp(&b.key)));
+}
+
 fn rows_by_key<R>(mut rows: Vec<R>, total: impl Fn(&R) -> u64, key: impl Fn(&R) -> &str) -> Vec<R> {
     rows.sort_by(|a, b| total(b).cmp(&total(a)).then_with(|| key(a).cmp(key(b))));
     rows
@@ -495,7 +501,8 @@ pub fn module_rows(
         row.mean_ns = row.total_ns / row.calls.max(1);
         row.share = (measured > 0).then(|| row.total_ns as f64 / measured as f64);
     }
-    rows_by_key(rows, |r| r.total_ns, |r| &r.key)
+    sort_module_rows(&mut rows);
+    rows
 }
 
 /// Ops grouped by the module key of the span they ran in.

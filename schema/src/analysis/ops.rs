@@ -98,12 +98,19 @@ pub fn op_groups(ops: &OpTable, grouping: OpGrouping) -> Vec<OpGroup> {
         g.mean_ns = u64::try_from(sum / u128::from(g.count.max(1))).unwrap_or(u64::MAX);
     }
     // Stable sort keeps first-use order among equal keys.
+    sort_groups(&mut groups);
+    groups
+}
+
+/// Op groups by total time, largest first, ties by name then first use (also a range's
+/// groups: [`crate::analysis::range`]).
+pub(crate) fn sort_groups(groups: &mut [OpGroup]) {
+    // Stable: first-use order among equal keys.
     groups.sort_by(|a, b| {
         b.total_ns
             .cmp(&a.total_ns)
             .then_with(|| a.op_name.cmp(&b.op_name))
     });
-    groups
 }
 
 /// Op indices sorted by output bytes, largest first (ties by file order), at most `limit`.

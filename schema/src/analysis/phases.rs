@@ -184,12 +184,18 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
             row
         })
         .collect();
+    sort_pairs(&mut rows);
+    rows
+}
+
+/// Module pairs by forward + backward time, largest first, then by path (also a range's pairs:
+/// [`crate::analysis::range`]).
+pub(crate) fn sort_pairs(rows: &mut [ModulePair]) {
     rows.sort_by(|a, b| {
         let ta = a.forward_ns.saturating_add(a.backward_ns);
         let tb = b.forward_ns.saturating_add(b.backward_ns);
         tb.cmp(&ta).then_with(|| a.path.cmp(&b.path))
     });
-    rows
 }
 
 #[cfg(test)]

@@ -35,9 +35,11 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::modules::{is_module_span, ModuleGrouping, ModulePaths, ModuleRow};
-use crate::analysis::ops::{OpGroup, OpGrouping};
-use crate::analysis::phases::{measured_region, ModulePair, PhaseBreakdown};
+use crate::analysis::modules::{
+    is_module_span, sort_module_rows, ModuleGrouping, ModulePaths, ModuleRow,
+};
+use crate::analysis::ops::{sort_groups, OpGroup, OpGrouping};
+use crate::analysis::phases::{measured_region, sort_pairs, ModulePair, PhaseBreakdown};
 use crate::format::document::TraceDocument;
 use crate::format::events::{MemoryAction, Step};
 use crate::format::table::OpTable;
@@ -160,7 +162,7 @@ pub fn module_rows_in(
         row.mean_ns = row.total_ns / row.calls.max(1);
         row.share = (measured > 0).then(|| row.total_ns as f64 / measured as f64);
     }
-    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.key.cmp(&b.key)));
+    sort_module_rows(&mut rows);
     rows
 }
 
@@ -212,11 +214,7 @@ pub fn op_groups_in(ops: &OpTable, grouping: OpGrouping, range: TimeRange) -> Ve
     for (g, sum) in groups.iter_mut().zip(sums) {
         g.mean_ns = u64::try_from(sum / u128::from(g.count.max(1))).unwrap_or(u64::MAX);
     }
-    groups.sort_by(|a, b| {
-        b.total_ns
-            .cmp(&a.total_ns)
-            .then_with(|| a.op_name.cmp(&b.op_name))
-    });
+    sort_groups(&mut groups);
     groups
 }
 
@@ -308,11 +306,7 @@ pub fn module_pairs_in(
             row.backward_ns = row.backward_ns.saturating_add(time);
         }
     }
-    rows.sort_by(|a, b| {
-        let ta = a.forward_ns.saturating_add(a.backward_ns);
-        let tb = b.forward_ns.saturating_add(b.backward_ns);
-        tb.cmp(&ta).then_with(|| a.path.cmp(&b.path))
-    });
+    sort_pairs(&mut rows);
     rows
 }
 

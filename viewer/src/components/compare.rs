@@ -189,6 +189,17 @@ fn PathDeltas(
             path_order(&c.paths, s.column, s.descending)
         })
     };
+    // A row's click (or Enter, Space) picks its path.
+    let pick = {
+        let c = c.clone();
+        move |ev: &web_sys::Event| {
+            if let Some(p) = super::rows::row_of(ev).and_then(|i| c.paths.get(i)) {
+                on_pick.run(p.path.clone());
+            }
+        }
+    };
+    let pick = StoredValue::new(pick);
+    let pick = move |ev: &web_sys::Event| pick.with_value(|f| f(ev));
     let header = move |column: PathSort, label: &'static str, numeric: bool| {
         // Every column starts largest (or last) first.
         sort_header(
@@ -212,23 +223,26 @@ fn PathDeltas(
                     {header(PathSort::Percent, "%", true)}
                     {header(PathSort::AbsDelta, "|change|", true)}
                 </tr></thead>
-                <tbody>
+                <tbody
+                    on:click=move |ev| pick(&ev)
+                    on:keydown=move |ev: web_sys::KeyboardEvent| {
+                        if ev.key() == "Enter" || ev.key() == " " {
+                            ev.prevent_default();
+                            pick(&ev);
+                        }
+                    }
+                >
                     {move || {
                         let c = c.clone();
+                        let marked = picked.get();
                         order.get().into_iter().filter_map(move |i| {
                             let p = c.paths.get(i)?.clone();
-                            let (path_click, path_key, path_mark) = (p.path.clone(), p.path.clone(), p.path.clone());
+                            let active = marked.as_deref() == Some(p.path.as_str());
                             Some(view! {
                                 <tr
                                     tabindex="0"
-                                    class:active=move || picked.with(|x| x.as_deref() == Some(path_mark.as_str()))
-                                    on:click=move |_| on_pick.run(path_click.clone())
-                                    on:keydown=move |ev: web_sys::KeyboardEvent| {
-                                        if ev.key() == "Enter" || ev.key() == " " {
-                                            ev.prevent_default();
-                                            on_pick.run(path_key.clone());
-                                        }
-                                    }
+                                    class:active=active
+                                    data-row=i.to_string()
                                     data-testid="path-delta"
                                     data-path=p.path.clone()
                                     data-presence=p.presence.as_str()

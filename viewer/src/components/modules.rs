@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 use hashbrown::HashSet;
 
 use candle_trace_schema::analysis::modules::ModuleGrouping;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
-use super::rows::{reveal_row_in, row_window_of, spacer, HoverSpans, PanelScroll};
+use super::rows::{reveal_row_in, row_of, row_window_of, spacer, HoverSpans, PanelScroll};
 use super::sortable::sort_header;
 use super::tables::ShowAllRows;
 use super::{PageState, TabStates, TraceContext};
@@ -166,7 +167,48 @@ pub fn ModulesTab() -> impl IntoView {
             }
         });
     }
-    let by_name = move || by.get() == ModuleGrouping::Name;
+    // The spans a visible row (by its place) stands for: its node's subtree's.
+    let spans_at = {
+        let model = model.clone();
+        move |pos: usize| -> Vec<u32> {
+            let t = tree.get_untracked();
+            let Some(n) = visible.with_untracked(|v| v.get(pos).copied()) else {
+                return Vec::new();
+            };
+            let keys: Vec<&str> = t
+                .subtree(n)
+                .iter()
+                .map(|&x| t.nodes[x].key.as_str())
+                .collect();
+            let by_name = by.get_untracked() == ModuleGrouping::Name;
+            model.modules().links.spans_of(keys, by_name)
+        }
+    };
+    // A row's click (or Enter, Space): select and show its first span, outline them all.
+    let activate = {
+        let spans_at = spans_at.clone();
+        let ctx = ctx.clone();
+        Callback::new(move |pos: usize| {
+            let spans = Arc::new(spans_at(pos));
+            hover.pin(spans.clone());
+            if let Some(&first) = spans.first() {
+                ctx.select_and_show(first);
+            }
+        })
+    };
+    // The toggle of a visible row (by its place).
+    let toggle = Callback::new(move |pos: usize| {
+        let t = tree.get_untracked();
+        let Some(key) = visible.with_untracked(|v| v.get(pos).map(|&n| t.nodes[n].key.clone()))
+        else {
+            return;
+        };
+        expanded.update(|e| {
+            if !e.remove(&key) {
+                e.insert(key);
+            }
+        });
+    });
     // Memory and gradient columns: the schema's tree (the whole run, by path) has them.
     let extras = move || tree.with(|t| t.nodes.first().is_some_and(|n| n.extras.is_some()));
     let notes = {
@@ -211,7 +253,7 @@ pub fn ModulesTab() -> impl IntoView {
                 })}
                 <details class="how-to-read">
                     <summary>"how to read"</summary>
-                    "Modules by their place in the model (their weights' names, or the nesting of module spans), as a tree, or every place of a leaf name together; calls and total count a module's outermost spans, self every span; share = total / measured total; memory and gradients include the node's subtree; every level sorts by the column clicked. A group (a level no span has) adds up its children's totals and has no calls or self time of its own."
+                    "Modules by their place in the model (their weights' names, or the nesting of module spans), as a tree, or every place of a leaf name together; calls and total count a module's outermost spans, self every span; share = total / measured total; memory and gradients include the node's subtree; every level sorts by the column clicked. A group (a level no span has) adds up its children."
                 </details>
             </div>
             {move || (count.get() == 0).then(|| view! {
@@ -232,81 +274,85 @@ pub fn ModulesTab() -> impl IntoView {
                         {header("grad norm", TreeColumn::Norm, true, true)}
                     })}
                 </tr></thead>
-                <tbody node_ref=body>
+                <tbody
+                    node_ref=body
+                    on:click=move |ev: web_sys::MouseEvent| {
+                        let Some(pos) = row_of(&ev) else { return };
+                        let on_toggle = ev
+                            .target()
+                            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                            .and_then(|el| el.closest("button.tree-toggle").ok().flatten())
+                            .is_some();
+                        if on_toggle {
+                            toggle.run(pos);
+                        } else {
+                            activate.run(pos);
+                        }
+                    }
+                    on:keydown=move |ev: web_sys::KeyboardEvent| {
+                        if ev.key() == "Enter" || ev.key() == " " {
+                            // A key on the toggle button is the button's (its click).
+                            let on_row = ev
+                                .target()
+                                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                                .is_some_and(|el| el.tag_name() == "TR");
+                            if let (true, Some(pos)) = (on_row, row_of(&ev)) {
+                                ev.prevent_default();
+                                activate.run(pos);
+                            }
+                        }
+                    }
+                    on:mouseover=move |ev| {
+                        if let Some(pos) = row_of(&ev) {
+                            hover.enter(Arc::new(spans_at(pos)));
+                        }
+                    }
+                    on:mouseleave=move |_| hover.leave()
+                >
                     {move || {
                         let t = tree.get();
                         let v = visible.get();
                         let w = window.get();
                         let long = v.len() > WHOLE_ROWS;
-                        let by_name = by_name();
+                        // Expansion and the selected span's row are part of each row as built
+                        // (the rows are built again when they change: no closure per row).
+                        let open = expanded.get();
+                        let linked_to = linked_key.get();
                         let columns = if t.nodes.first().is_some_and(|n| n.extras.is_some()) { 11 } else { 6 };
-                        let built = v[w.first.min(v.len())..w.end.min(v.len())].iter().map(|&n| {
+                        let first = w.first.min(v.len());
+                        let built = v[first..w.end.min(v.len())].iter().enumerate().map(|(k, &n)| {
                             let node = &t.nodes[n];
-                            let key = node.key.clone();
-                            let keys: Vec<String> = t.subtree(n).iter().map(|&x| t.nodes[x].key.clone()).collect();
-                            let spans = Arc::new(model.modules().links.spans_of(keys.iter().map(String::as_str), by_name));
                             let has_children = !node.children.is_empty();
-                            let open_key = key.clone();
-                            let is_open = move || expanded.with(|e| e.contains(&open_key));
-                            let toggle_key = key.clone();
-                            let toggle = move |_| {
-                                expanded.update(|e| {
-                                    if !e.remove(&toggle_key) {
-                                        e.insert(toggle_key.clone());
-                                    }
-                                })
-                            };
-                            let ctx = ctx.clone();
-                            let pinned = spans.clone();
-                            let activate = move || {
-                                hover.pin(pinned.clone());
-                                if let Some(&first) = pinned.first() {
-                                    ctx.select_and_show(first);
-                                }
-                            };
-                            let activate_key = activate.clone();
-                            let hovered = spans.clone();
-                            let linked_key_of = key.clone();
-                            let linked = move || linked_key.with(|k| k.as_deref() == Some(linked_key_of.as_str()));
-                            let linked2 = linked.clone();
-                            let is_open2 = is_open.clone();
-                            let mean = if node.measured { format_ns(node.total_ns / node.calls.max(1)) } else { String::from("–") };
+                            let is_open = has_children.then(|| open.contains(&node.key).to_string());
+                            let linked = linked_to.as_deref() == Some(node.key.as_str());
+                            let mean = node.total_ns / node.calls.max(1);
                             view! {
-                                <tr data-testid="module-row" data-key=key.clone() data-calls=node.calls.to_string()
+                                <tr data-testid="module-row" data-row=(first + k).to_string() data-key=node.key.clone()
+                                    data-calls=node.calls.to_string()
                                     data-total=node.total_ns.to_string() data-self=node.self_ns.to_string()
-                                    data-depth=node.depth.to_string() data-measured=node.measured.to_string()
-                                    data-expanded=move || has_children.then(|| is_open2().to_string())
-                                    data-linked=move || linked2().to_string()
+                                    data-measured=node.measured.to_string()
+                                    data-expanded=is_open.clone()
+                                    data-linked=linked.to_string()
                                     attr:aria-level=(node.depth + 1).to_string()
-                                    aria-expanded=move || has_children.then(|| is_open().to_string())
+                                    aria-expanded=is_open.clone()
                                     tabindex="0"
                                     class:vrow=long
                                     class:linked=linked
-                                    class:group=!node.measured
-                                    on:click=move |_| activate()
-                                    on:mouseenter=move |_| hover.enter(hovered.clone())
-                                    on:mouseleave=move |_| hover.leave()
-                                    on:keydown=move |ev: web_sys::KeyboardEvent| {
-                                        if ev.key() == "Enter" || ev.key() == " " {
-                                            ev.prevent_default();
-                                            activate_key();
-                                        }
-                                    }>
+                                    class:group=!node.measured>
                                     <th scope="row" class="name" style:padding-left=format!("{}px", 8 + node.depth * 16)>
                                         {has_children.then(|| view! {
                                             <button type="button" class="tree-toggle" data-testid="module-toggle"
-                                                aria-label=format!("expand or collapse {}", node.label)
-                                                on:click=move |ev: web_sys::MouseEvent| { ev.stop_propagation(); toggle(ev) }>
-                                                {let k = key.clone(); move || if expanded.with(|e| e.contains(&k)) { "▾" } else { "▸" }}
+                                                aria-label=format!("expand or collapse {}", node.label)>
+                                                {if open.contains(&node.key) { "▾" } else { "▸" }}
                                             </button>
                                         })}
                                         {node.label.clone()}
-                                        {(!node.measured).then(|| view! { <span class="muted" title="a group: no span has this name; its total is its children's">" (group)"</span> })}
+                                        {(!node.measured).then(|| view! { <span class="muted" title="a group: no span ran it; its total adds up its children's">" (group)"</span> })}
                                     </th>
                                     <td class="num">{node.calls_text()}</td>
                                     <td class="num">{node.total_text()}</td>
                                     <td class="num">{node.self_text()}</td>
-                                    <td class="num">{mean}</td>
+                                    <td class="num">{if node.measured { format_ns(mean) } else { "–".to_string() }}</td>
                                     <td class="num share">
                                         <span class="share-bar" aria-hidden="true"
                                             style:width=format!("{:.2}%", node.share.map_or(0.0, |s| (s * 100.0).clamp(0.0, 100.0)))></span>
@@ -427,6 +473,7 @@ fn ProfileModuleTree(
     tree: ModuleTree,
 ) -> impl IntoView {
     let tree = Arc::new(tree);
+    let tree_click = tree.clone();
     let sort = RwSignal::new(SortState::new(TreeColumn::Total, true));
     let expanded: RwSignal<HashSet<String>> = RwSignal::new(tree.keys_to_depth(0));
     let header =
@@ -456,14 +503,32 @@ fn ProfileModuleTree(
                 {header("self", TreeColumn::SelfTime, true, true)}
                 <th scope="col" class="num">"mean"</th>
             </tr></thead>
-            <tbody>
+            <tbody on:click=move |ev: web_sys::MouseEvent| {
+                    // The toggle names its node (`data-row`: its index in the tree).
+                    let Some(n) = ev
+                        .target()
+                        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                        .and_then(|el| el.closest("button[data-row]").ok().flatten())
+                        .and_then(|b| b.get_attribute("data-row"))
+                        .and_then(|v| v.parse::<usize>().ok())
+                    else {
+                        return;
+                    };
+                    let key = tree_click.nodes.get(n).map(|n| n.key.clone());
+                    if let Some(key) = key {
+                        expanded.update(|e| {
+                            if !e.remove(&key) {
+                                e.insert(key);
+                            }
+                        });
+                    }
+                }>
                 {move || {
                     let open = expanded.get();
                     tree.visible(&open, sort.get()).into_iter().map(|n| {
                         let node = &tree.nodes[n];
                         let has_children = !node.children.is_empty();
-                        let key = node.key.clone();
-                        let is_open = open.contains(&key);
+                        let is_open = open.contains(&node.key);
                         view! {
                             <tr data-testid="profile-module-row" data-key=node.key.clone() data-calls=node.calls.to_string()
                                 data-total=node.total_ns.to_string() data-self=node.self_ns.to_string()
@@ -474,21 +539,17 @@ fn ProfileModuleTree(
                                 <th scope="row" class="name" style:padding-left=format!("{}px", 8 + node.depth * 16)>
                                     {has_children.then(|| view! {
                                         <button type="button" class="tree-toggle" data-testid="profile-module-toggle"
-                                            aria-label=format!("expand or collapse {}", node.label)
-                                            on:click=move |_| expanded.update(|e| {
-                                                if !e.remove(&key) {
-                                                    e.insert(key.clone());
-                                                }
-                                            })>
+                                            data-row=n.to_string()
+                                            aria-label=format!("expand or collapse {}", node.label)>
                                             {if is_open { "▾" } else { "▸" }}
                                         </button>
                                     })}
                                     {node.label.clone()}
                                 </th>
-                                <td class="num">{node.calls}</td>
+                                <td class="num">{node.calls_text()}</td>
                                 <td class="num">{node.total_text()}</td>
                                 <td class="num">{node.self_text()}</td>
-                                <td class="num">{format_ns(node.total_ns / node.calls.max(1))}</td>
+                                <td class="num">{if node.measured { format_ns(node.total_ns / node.calls.max(1)) } else { "–".to_string() }}</td>
                             </tr>
                         }
                     }).collect_view()

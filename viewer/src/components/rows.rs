@@ -52,6 +52,19 @@ pub fn row_window_of(body: NodeRef<Tbody>, rows: Signal<usize>) -> Memo<RowWindo
     })
 }
 
+/// The `data-row` index of the table row an event happened in (tables take their rows' events
+/// on the `<tbody>`: one handler, not one per row).
+pub fn row_of(ev: &web_sys::Event) -> Option<usize> {
+    ev.target()?
+        .dyn_into::<web_sys::Element>()
+        .ok()?
+        .closest("tr[data-row]")
+        .ok()??
+        .get_attribute("data-row")?
+        .parse()
+        .ok()
+}
+
 /// A spacer row standing in for `px` of rows not built.
 pub fn spacer(px: f64, columns: usize) -> impl IntoView {
     (px > 0.0).then(|| {

@@ -8,7 +8,7 @@ use candle_trace_schema::analysis::ops::OpGrouping;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
 use super::capture::NotCapturedNote;
-use super::rows::{reveal_row_in, row_window_of, spacer, HoverSpans, PanelScroll};
+use super::rows::{reveal_row_in, row_of, row_window_of, spacer, HoverSpans, PanelScroll};
 use super::sortable::sort_header;
 use super::{PageState, TabStates, TraceContext};
 use crate::model::modules::{rows_shown_text, SHOWN_ROWS};
@@ -87,11 +87,6 @@ pub fn OpTable() -> impl IntoView {
     let window = row_window_of(body, count);
     // The selected span's rows: marked, and the first brought into view.
     let selected = ctx.selected;
-    let linked = move |spans: &[u32]| {
-        selected
-            .get()
-            .is_some_and(|s| spans.binary_search(&s).is_ok())
-    };
     let scroll = use_context::<PanelScroll>();
     Effect::new(move |_| {
         let Some(s) = selected.get() else { return };
@@ -102,6 +97,23 @@ pub fn OpTable() -> impl IntoView {
     });
     let columns = move || if by_shape.get() { 9 } else { 7 };
     let not_captured = ctx.model.capture.not_captured.ops.clone();
+    // A row's click (or Enter, Space): select and show the first span its ops ran in, and
+    // outline them all.
+    let activate = {
+        let ctx = ctx.clone();
+        Callback::new(move |pos: usize| {
+            let Some(spans) =
+                rows.with_untracked(|r| r.get(pos).map(|r| Arc::new(r.spans.clone())))
+            else {
+                return;
+            };
+            active.set(Some(pos));
+            hover.pin(spans.clone());
+            if let Some(&first) = spans.first() {
+                ctx.select_and_show(first);
+            }
+        })
+    };
     view! {
         <section class="op-table" data-testid="op-table" data-rows=move || count.get().to_string()>
             <div class="table-bar">
@@ -144,52 +156,58 @@ pub fn OpTable() -> impl IntoView {
                             .collect_view()}
                     </tr>
                 </thead>
-                <tbody node_ref=body>
+                <tbody
+                    node_ref=body
+                    on:click=move |ev| {
+                        if let Some(pos) = row_of(&ev) {
+                            activate.run(pos);
+                        }
+                    }
+                    on:keydown=move |ev: web_sys::KeyboardEvent| {
+                        if ev.key() == "Enter" || ev.key() == " " {
+                            if let Some(pos) = row_of(&ev) {
+                                ev.prevent_default();
+                                activate.run(pos);
+                            }
+                        }
+                    }
+                    on:mouseover=move |ev| {
+                        if let Some(pos) = row_of(&ev) {
+                            if let Some(spans) = rows.with_untracked(|r| r.get(pos).map(|r| Arc::new(r.spans.clone()))) {
+                                hover.enter(spans);
+                            }
+                        }
+                    }
+                    on:mouseleave=move |_| hover.leave()
+                >
                     {move || {
-                        let ctx = ctx.clone();
                         let rows = rows.get();
                         let shape_cols = by_shape.get();
                         let w = window.get();
                         let long = rows.len() > WHOLE_ROWS;
+                        // The rows of the selected span's ops are marked; these change on a
+                        // click, so the rows are built again then (no closure per row).
+                        let sel = selected.get();
+                        let clicked = active.get();
                         let built = rows
                             .iter()
                             .enumerate()
                             .skip(w.first)
                             .take(w.end - w.first)
                             .map(|(pos, r)| {
-                                let spans = Arc::new(r.spans.clone());
-                                let ctx = ctx.clone();
-                                let pinned = spans.clone();
-                                let activate = move || {
-                                    active.set(Some(pos));
-                                    hover.pin(pinned.clone());
-                                    if let Some(&first) = pinned.first() {
-                                        ctx.select_and_show(first);
-                                    }
-                                };
-                                let activate_key = activate.clone();
-                                let hovered = spans.clone();
-                                let mine = spans.clone();
+                                let linked = sel.is_some_and(|s| r.spans.binary_search(&s).is_ok());
                                 view! {
                                     <tr
                                         tabindex="0"
                                         class:vrow=long
-                                        class:active=move || active.get() == Some(pos)
-                                        class:linked=move || linked(&mine)
-                                        data-linked=move || linked(&spans).to_string()
+                                        class:active={clicked == Some(pos)}
+                                        class:linked=linked
+                                        data-row=pos.to_string()
+                                        data-linked=linked.to_string()
                                         data-testid="op-row"
                                         data-op=r.op_name.clone()
                                         data-count=r.count.to_string()
                                         data-total=r.total_ns.to_string()
-                                        on:click=move |_| activate()
-                                        on:mouseenter=move |_| hover.enter(hovered.clone())
-                                        on:mouseleave=move |_| hover.leave()
-                                        on:keydown=move |ev: web_sys::KeyboardEvent| {
-                                            if ev.key() == "Enter" || ev.key() == " " {
-                                                ev.prevent_default();
-                                                activate_key();
-                                            }
-                                        }
                                     >
                                         <td>{r.op_name.clone()}</td>
                                         {shape_cols.then(|| view! {
@@ -251,8 +269,14 @@ pub fn SpanTable() -> impl IntoView {
             reveal_row_in(scroll, body, i, 0);
         }
     });
+    // A row's click (or Enter, Space): select and show its span, and outline it.
+    let activate = Callback::new(move |pos: usize| {
+        if let Some(i) = rows.with_untracked(|r| r.get(pos).map(|r| r.index)) {
+            hover.pin(Arc::new(vec![i]));
+            ctx.select_and_show(i);
+        }
+    });
     let table = move || {
-        let ctx = ctx.clone();
         view! {
         <section class="span-table" data-testid="span-table">
             <div class="table-bar">
@@ -272,35 +296,43 @@ pub fn SpanTable() -> impl IntoView {
                         <th scope="col">"total"</th>
                     </tr>
                 </thead>
-                <tbody node_ref=body>
+                <tbody
+                    node_ref=body
+                    on:click=move |ev| {
+                        if let Some(pos) = row_of(&ev) {
+                            activate.run(pos);
+                        }
+                    }
+                    on:keydown=move |ev: web_sys::KeyboardEvent| {
+                        if ev.key() == "Enter" || ev.key() == " " {
+                            if let Some(pos) = row_of(&ev) {
+                                ev.prevent_default();
+                                activate.run(pos);
+                            }
+                        }
+                    }
+                    on:mouseover=move |ev| {
+                        if let Some(i) = row_of(&ev).and_then(|pos| rows.with_untracked(|r| r.get(pos).map(|r| r.index))) {
+                            hover.enter(Arc::new(vec![i]));
+                        }
+                    }
+                    on:mouseleave=move |_| hover.leave()
+                >
                     {move || {
-                        let ctx = ctx.clone();
+                        let sel = selected.get();
                         rows.get()
                             .iter()
-                            .map(|r| {
-                                let i = r.index;
-                                let ctx_click = ctx.clone();
-                                let ctx_key = ctx.clone();
+                            .enumerate()
+                            .map(|(pos, r)| {
+                                let linked = sel == Some(r.index);
                                 view! {
                                     <tr
                                         tabindex="0"
                                         data-testid="span-row"
-                                        data-span=i.to_string()
-                                        class:active=move || selected.get() == Some(i)
-                                        data-linked=move || (selected.get() == Some(i)).to_string()
-                                        on:click=move |_| {
-                                            hover.pin(Arc::new(vec![i]));
-                                            ctx_click.select_and_show(i);
-                                        }
-                                        on:mouseenter=move |_| hover.enter(Arc::new(vec![i]))
-                                        on:mouseleave=move |_| hover.leave()
-                                        on:keydown=move |ev: web_sys::KeyboardEvent| {
-                                            if ev.key() == "Enter" || ev.key() == " " {
-                                                ev.prevent_default();
-                                                hover.pin(Arc::new(vec![i]));
-                                                ctx_key.select_and_show(i);
-                                            }
-                                        }
+                                        data-row=pos.to_string()
+                                        data-span=r.index.to_string()
+                                        class:active=linked
+                                        data-linked=linked.to_string()
                                     >
                                         <td title=r.path.clone()>{r.name.clone()}</td>
                                         <td>{kind_name(r.kind)}</td>
@@ -317,9 +349,5 @@ pub fn SpanTable() -> impl IntoView {
         </section>
         }
     };
-    (move || {
-        page.is_none_or(|p| p.range.get().is_none())
-            .then(table.clone())
-    })
-    .into_any()
+    (move || page.is_none_or(|p| p.range.get().is_none()).then(table)).into_any()
 }

@@ -3,6 +3,7 @@
 //! orders the path table, and classifies each candidate span by its path's delta for the
 //! timeline coloured by change.
 
+use super::sort::sort_indices;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -208,7 +209,7 @@ pub fn path_order(paths: &[PathDelta], key: PathSort, descending: bool) -> Vec<u
             PathSort::Path => a.path.cmp(&b.path),
         }
     };
-    order.sort_by(|&i, &j| {
+    sort_indices(&mut order, &|i, j| {
         let (a, b) = (&paths[i], &paths[j]);
         let o = cmp(a, b);
         let o = if descending { o.reverse() } else { o };

@@ -1,5 +1,6 @@
 //! The gradient panel: counts per state and the parameters worth a look first.
 
+use super::sort::sort_indices;
 use candle_trace_schema::analysis::gradients::{
     gradient_finding, gradient_groups, gradients_for_review, norm_histogram, GradientCounts,
     GradientFlow,
@@ -241,19 +242,21 @@ impl GradientTable {
         match sort {
             GradientSort::Review if descending => order.reverse(),
             GradientSort::Review => {}
-            GradientSort::Parameter => {
-                order.sort_by(|&a, &b| dir(rows[a].parameter.cmp(&rows[b].parameter)))
-            }
-            GradientSort::State => {
-                order.sort_by(|&a, &b| dir(rows[a].state_rank.cmp(&rows[b].state_rank)))
-            }
-            // Rows without a norm last, whichever way.
-            GradientSort::Norm => order.sort_by(|&a, &b| match (rows[a].norm, rows[b].norm) {
-                (Some(x), Some(y)) => dir(x.total_cmp(&y)),
-                (Some(_), None) => core::cmp::Ordering::Less,
-                (None, Some(_)) => core::cmp::Ordering::Greater,
-                (None, None) => core::cmp::Ordering::Equal,
+            GradientSort::Parameter => sort_indices(&mut order, &|a, b| {
+                dir(rows[a].parameter.cmp(&rows[b].parameter))
             }),
+            GradientSort::State => sort_indices(&mut order, &|a, b| {
+                dir(rows[a].state_rank.cmp(&rows[b].state_rank))
+            }),
+            // Rows without a norm last, whichever way.
+            GradientSort::Norm => {
+                sort_indices(&mut order, &|a, b| match (rows[a].norm, rows[b].norm) {
+                    (Some(x), Some(y)) => dir(x.total_cmp(&y)),
+                    (Some(_), None) => core::cmp::Ordering::Less,
+                    (None, Some(_)) => core::cmp::Ordering::Greater,
+                    (None, None) => core::cmp::Ordering::Equal,
+                })
+            }
         }
         order
     }

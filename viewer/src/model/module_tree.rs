@@ -15,7 +15,7 @@ use candle_trace_schema::analysis::modules::{is_module_span, level_ends, ModuleP
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 
-use super::sort::SortState;
+use super::sort::{sort_indices, SortState};
 
 /// How keys split into tree levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,20 +147,21 @@ impl Node {
     pub fn total_text(&self) -> String {
         format_ns(self.total_ns)
     }
-    /// Self time, human; `–` for a group (no span ran it).
+    /// Self time, human; `–` for a group (no span ran it), as the CLI shows it.
     pub fn self_text(&self) -> String {
         if self.measured {
             format_ns(self.self_ns)
         } else {
-            String::from("–")
+            "–".to_string()
         }
     }
-    /// Calls; `–` for a group (no span ran it).
+
+    /// Calls; `–` for a group.
     pub fn calls_text(&self) -> String {
         if self.measured {
             self.calls.to_string()
         } else {
-            String::from("–")
+            "–".to_string()
         }
     }
     /// Share, as the modules table writes it.
@@ -246,12 +247,12 @@ impl ModuleTree {
             }
         }
         // Groups add up their children's totals, deepest first (children come after their
-        // parents); no span ran a group, so it has no calls and no self time (the schema's rule).
+        // parents); no span ran a group, so it has no calls and no self time.
         for n in (0..t.nodes.len()).rev() {
             if t.nodes[n].measured {
                 continue;
             }
-            let (calls, mut total, self_ns, mut share) = (0u64, 0u64, 0u64, None);
+            let (mut total, mut share) = (0u64, None);
             for &c in &t.nodes[n].children {
                 let c = &t.nodes[c];
                 total = total.saturating_add(c.total_ns);
@@ -261,9 +262,7 @@ impl ModuleTree {
                 };
             }
             let node = &mut t.nodes[n];
-            node.calls = calls;
             node.total_ns = total;
-            node.self_ns = self_ns;
             node.share = share;
         }
         t
@@ -343,7 +342,7 @@ impl ModuleTree {
 
     fn sorted(&self, list: &[usize], sort: SortState<TreeColumn>) -> Vec<usize> {
         let mut v = list.to_vec();
-        v.sort_by(|&a, &b| {
+        sort_indices(&mut v, &|a, b| {
             let (x, y) = (&self.nodes[a], &self.nodes[b]);
             let dir = |o: core::cmp::Ordering| if sort.descending { o.reverse() } else { o };
             // Absent values after present ones, whichever the direction (the schema's rule).

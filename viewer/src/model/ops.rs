@@ -1,6 +1,7 @@
 //! The op table: op groups (by name, or by name + shape + dtype) as rows, sortable by any
 //! column, with the spans each group ran in for the timeline's click-through.
 
+use super::sort::sort_indices;
 use core::cmp::Ordering;
 
 use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
@@ -127,8 +128,10 @@ fn name_key(r: &OpRow) -> (&str, Option<&str>, Option<&str>) {
 
 /// Sort rows by `column` (descending when `descending`); ties by name, shape and dtype
 /// ascending, so the order is total and stable across sorts.
-pub fn sort_op_rows(rows: &mut [OpRow], column: OpColumn, descending: bool) {
-    rows.sort_by(|a, b| {
+pub fn sort_op_rows(rows: &mut Vec<OpRow>, column: OpColumn, descending: bool) {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    sort_indices(&mut order, &|a, b| {
+        let (a, b) = (&rows[a], &rows[b]);
         let primary = match column {
             OpColumn::Name => name_key(a).cmp(&name_key(b)),
             OpColumn::Count => a.count.cmp(&b.count),
@@ -151,6 +154,12 @@ pub fn sort_op_rows(rows: &mut [OpRow], column: OpColumn, descending: bool) {
         };
         primary.then_with(|| name_key(a).cmp(&name_key(b)))
     });
+    let mut taken: Vec<Option<OpRow>> = core::mem::take(rows).into_iter().map(Some).collect();
+    rows.extend(
+        order
+            .into_iter()
+            .filter_map(|i| taken.get_mut(i).and_then(Option::take)),
+    );
 }
 
 #[cfg(test)]

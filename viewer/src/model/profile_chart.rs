@@ -22,6 +22,7 @@ use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::SpanKind;
 use candle_trace_schema::format::profile::ProfileDocument;
 
+use super::sort::sort_indices;
 use super::TraceModel;
 use crate::timeline::memory_curve::DeviceCurve;
 
@@ -61,13 +62,17 @@ fn kind_name(kind: SpanKind) -> &'static str {
 }
 
 /// The trace/6 text of `items` (times relative to the earliest), nested by containment.
-fn trace_text(request: &str, items: &mut [Item]) -> String {
+fn trace_text(request: &str, items: &[Item]) -> String {
     let earliest = items.iter().map(|i| i.start_ns).min().unwrap_or(0);
-    items.sort_by(|a, b| {
+    // By start, the longest first when two start together.
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    sort_indices(&mut order, &|a, b| {
+        let (a, b) = (&items[a], &items[b]);
         a.start_ns
             .cmp(&b.start_ns)
             .then(b.duration_ns.cmp(&a.duration_ns))
     });
+    let items: Vec<&Item> = order.iter().map(|&i| &items[i]).collect();
     // Names come from the file: written as JSON strings.
     let text = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".to_string());
     let request = text(request);
