@@ -339,12 +339,7 @@ impl<'e> Forward<'e> {
         shape.insert(String::from("batch_size"), Value::from(batch_size));
         shape.insert(String::from("prefill_tokens"), Value::from(prefill));
         shape.insert(String::from("decode_tokens"), Value::from(decode));
-        let owner = Arc::new(Owner::new(
-            &p.head,
-            engine.owner.request_id.clone(),
-            shape,
-            engine.owner.anchor,
-        ));
+        let owner = Arc::new(engine.owner.with_shape(shape));
         let duration = end.saturating_duration_since(start);
         let status = if result.is_ok() {
             p.head.ok

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use candle_trace_schema::format::events::SpanKind;
 use candle_trace_schema::format::profile::{
-    validate_event, EngineTokenTiming, Entrypoint, EventHeader, EventKind, JsonMap, MemorySnapshot,
-    ProfileError, ProfileEvent, ResourceTraceEvent, Status, MODULE_PHASE,
+    validate_event, validate_resource, EngineTokenTiming, Entrypoint, EventHeader, EventKind,
+    JsonMap, MemorySnapshot, ProfileError, ProfileEvent, ResourceTraceEvent, Status, MODULE_PHASE,
 };
 use serde_json::Value;
 
@@ -181,7 +181,8 @@ pub(crate) struct Owner {
     shape_json: String,
     /// The §2 rules that this owner's header fields break (found on the writer thread at its
     /// first line): every event whose other fields capture writes itself breaks these only.
-    header: OnceLock<Vec<String>>,
+    /// Shared by the owners [`with_shape`](Owner::with_shape) makes.
+    header: Arc<OnceLock<Vec<String>>>,
 }
 
 impl Owner {
@@ -199,7 +200,27 @@ impl Owner {
             request_id,
             shape,
             anchor,
-            header: OnceLock::new(),
+            header: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The same owner with another `shape` (a batched forward's composition, on its engine):
+    /// its header breaks the same rules, found once for both (the only rule on a shape is that
+    /// it has an entry, so an empty one is checked on its own).
+    pub(crate) fn with_shape(&self, shape: JsonMap) -> Owner {
+        Owner {
+            head: Arc::clone(&self.head),
+            request_id: self.request_id.clone(),
+            request_json: self.request_json.clone(),
+            // Serializing a map with string keys cannot fail.
+            shape_json: serde_json::to_string(&shape).unwrap_or_default(),
+            header: if shape.is_empty() || self.shape.is_empty() {
+                Arc::new(OnceLock::new())
+            } else {
+                Arc::clone(&self.header)
+            },
+            shape,
+            anchor: self.anchor,
         }
     }
 
@@ -292,15 +313,18 @@ impl Pending {
 }
 
 impl Pending {
-    /// Whether the event can break no rule but its header's: no resource, error, derived
-    /// timing or batch, a status of the profiler's own, a non-blank phase, a duration if it
-    /// is a timed span, a memory snapshot only if capture made it, a time after 1970. Such events are written by
-    /// [`encode`](Pending::encode); the others are built and checked whole.
+    /// Whether the event can break no rule but its header's: no error or derived timing, a
+    /// resource that breaks no rule of its own, a status of the profiler's own, a non-blank
+    /// phase, a duration if it is a timed span, a memory snapshot only if capture made it, a
+    /// time after 1970 (a batch's entries are capture's numbers and ids, under no rule).
+    /// Such events are written by [`encode`](Pending::encode); the others are built and
+    /// checked whole.
     fn is_plain(&self) -> bool {
-        self.resource.is_none()
+        self.resource
+            .as_ref()
+            .is_none_or(|r| validate_resource(r).is_empty())
             && self.error.is_none()
             && self.timing.is_none()
-            && self.batch.is_empty()
             && self.status == self.owner.head.ok
             && (self.memory.is_none() || self.memory_checked)
             && !self.phase.trim().is_empty()
@@ -341,14 +365,25 @@ impl Pending {
             // Writing into a Vec cannot fail.
             let _ = serde_json::to_writer(&mut *out, memory);
         }
+        if let Some(resource) = &self.resource {
+            out.extend_from_slice(br#","resource":"#);
+            // Writing into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut *out, resource);
+        }
         out.extend_from_slice(br#","shape":"#);
         out.extend_from_slice(owner.shape_json.as_bytes());
         out.extend_from_slice(br#","attributes":{"#);
-        // A map's keys in order, the last of equal keys kept, as a `BTreeMap` holds them.
+        // A map's keys in order, the last of equal keys kept, as a `BTreeMap` holds them; a
+        // batch's `requests` comes last among equal keys, as `build` inserts it last.
+        let requests = self.attributes.len();
+        let key = |i: usize| self.attributes.get(i).map_or("requests", |a| a.0);
         let mut order: Vec<usize> = (0..self.attributes.len()).collect();
-        order.sort_by_key(|&i| self.attributes[i].0);
+        if !self.batch.is_empty() {
+            order.push(requests);
+        }
+        order.sort_by_key(|&i| key(i));
         order.dedup_by(|later, earlier| {
-            let same = self.attributes[*later].0 == self.attributes[*earlier].0;
+            let same = key(*later) == key(*earlier);
             if same {
                 *earlier = *later;
             }
@@ -358,12 +393,36 @@ impl Pending {
             if k > 0 {
                 out.push(b',');
             }
-            let (key, value) = &self.attributes[i];
-            json_str(out, key);
+            json_str(out, key(i));
             out.push(b':');
-            let _ = serde_json::to_writer(&mut *out, value);
+            match self.attributes.get(i) {
+                Some((_, value)) => {
+                    let _ = serde_json::to_writer(&mut *out, value);
+                }
+                None => self.encode_requests(out, &mut n),
+            }
         }
         out.extend_from_slice(b"}}");
+    }
+
+    /// The batch as [`BatchEntry::to_json`]'s objects in an array, as serde writes them.
+    fn encode_requests(&self, out: &mut Vec<u8>, n: &mut itoa::Buffer) {
+        out.push(b'[');
+        for (k, entry) in self.batch.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(br#"{"committed_tokens":"#);
+            out.extend_from_slice(n.format(entry.committed_tokens).as_bytes());
+            out.extend_from_slice(br#","decode_tokens":"#);
+            out.extend_from_slice(n.format(entry.decode_tokens).as_bytes());
+            out.extend_from_slice(br#","prefill_tokens":"#);
+            out.extend_from_slice(n.format(entry.prefill_tokens).as_bytes());
+            out.extend_from_slice(br#","request_id":"#);
+            out.extend_from_slice(entry.owner.request_json.as_bytes());
+            out.push(b'}');
+        }
+        out.push(b']');
     }
 }
 
@@ -692,7 +751,7 @@ impl Encode for Line {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_trace_schema::format::profile::{read_profile, DetailLevel};
+    use candle_trace_schema::format::profile::{read_profile, DetailLevel, ResourceAction};
     use proptest::prelude::*;
 
     fn head(model: Option<&str>, ok: Status) -> Arc<Head> {
@@ -814,8 +873,10 @@ mod tests {
             model in proptest::option::of("[a-z\"]{1,6}"),
             after_ns in 0..u32::MAX,
             number in 1..u64::MAX,
+            batch in proptest::collection::vec(("[ -~é]{1,6}", 0..1u64 << 40, 0..9u64, 0..9u64), 0..4),
+            resource in proptest::option::of((0..8usize, "[a-z_ ]{0,6}", proptest::option::of(-3..1i64 << 40), proptest::option::of("[ a-z]{0,5}"))),
         ) {
-            const KEYS: [&str; 5] = ["wave", "thread", "iteration", "engine", "batch_size"];
+            const KEYS: [&str; 6] = ["wave", "thread", "iteration", "engine", "batch_size", "requests"];
             let anchor = WallAnchor::now();
             let mut shape = JsonMap::new();
             shape.insert(String::from("prompt_tokens"), Value::from(9));
@@ -838,13 +899,32 @@ mod tests {
                     available_bytes: None,
                 }),
                 memory_checked: true,
-                resource: None,
+                // Any action, kind and amount, a reason or none: some break the resource's
+                // rules, and those events are not plain.
+                resource: resource.map(|(action, kind, amount, reason)| {
+                    let mut r = ResourceTraceEvent::new(
+                        "request",
+                        "r1",
+                        kind,
+                        ResourceAction::ALL[action % ResourceAction::ALL.len()],
+                    );
+                    (r.amount, r.before, r.after, r.reason) = (amount, amount, Some(0), reason);
+                    r
+                }),
                 error: None,
                 attributes: attributes
                     .into_iter()
                     .map(|(k, v)| (KEYS[k], Value::from(v)))
                     .collect(),
-                batch: Vec::new(),
+                batch: batch
+                    .into_iter()
+                    .map(|(id, prefill, decode, committed)| BatchEntry {
+                        owner: Arc::new(Owner::new(&head(None, Status::Ok), id, JsonMap::new(), anchor)),
+                        prefill_tokens: prefill,
+                        decode_tokens: decode,
+                        committed_tokens: committed,
+                    })
+                    .collect(),
                 timing: None,
             };
             prop_assume!(pending.is_plain());
