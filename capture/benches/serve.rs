@@ -18,8 +18,11 @@
 //!    3 requests are in flight at any time. A round serves them uncaptured (detail `off`:
 //!    every handle inert) and then captured (detail `latency`, every request sampled, module
 //!    spans, writing to `io::sink()` through the profiler's writer thread), each from a
-//!    barrier to the last thread's end; a fresh profiler for each, built and finished
-//!    untimed. The overhead is the median of the rounds' ratios.
+//!    barrier to the last thread's end; the two profilers and the threads live for the whole
+//!    measure, as a server's do. The same rounds serve the `serve_batched` example's two
+//!    engines, each on a thread (`batched`). The overhead is the median of the rounds' ratios. Beside it: the CPU time of
+//!    the whole process in the same rounds, and of the profile's writer thread alone in each
+//!    captured round (its flush included), as a share of the paired uncaptured round's.
 //!
 //! ```text
 //! RAYON_NUM_THREADS=2 cargo bench -p candle-trace-capture --features candle --bench serve
@@ -143,6 +146,20 @@ fn process_cpu_ns() -> Option<u64> {
         let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
         let ns = stat.split_whitespace().next()?.parse::<u64>().ok()?;
         total += ns;
+    }
+    Some(total)
+}
+
+/// CPU time so far of the profilers' writer threads (`candle-trace-profile-writer`, which
+/// Linux shortens to its first 15 bytes), ns; `None` where it cannot be read.
+fn writer_cpu_ns() -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
+        if "candle-trace-profile-writer".starts_with(comm.trim_end()) {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+            total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+        }
     }
     Some(total)
 }
@@ -279,6 +296,10 @@ struct CpuCost {
     overhead_pct: f64,
     q1_pct: f64,
     q3_pct: f64,
+    /// The writer thread's CPU time in a captured round (its flush after the round included):
+    /// the median, and as a share of the paired uncaptured round's CPU time (median, quartiles).
+    writer_ms: Option<f64>,
+    writer_pct: Option<(f64, f64, f64)>,
 }
 
 struct ServeCost {
@@ -328,9 +349,10 @@ fn served_requests(scenario: Scenario) -> ServeCost {
                 })
                 .unwrap_or_else(|e| panic!("spawn: {e}"));
         }
-        let round = |captured: bool, r: usize| -> (Duration, Option<u64>) {
+        let round = |captured: bool, r: usize| -> (Duration, Option<u64>, Option<u64>) {
             let profiler = if captured { &on } else { &off };
             let cpu_before = process_cpu_ns();
+            let writer_before = writer_cpu_ns();
             for tx in &orders {
                 tx.send(Some((profiler, r)))
                     .unwrap_or_else(|_| panic!("a serving thread is gone"));
@@ -353,7 +375,10 @@ fn served_requests(scenario: Scenario) -> ServeCost {
             let cpu = process_cpu_ns()
                 .zip(cpu_before)
                 .map(|(after, before)| after.saturating_sub(before));
-            (took, cpu)
+            let writer = writer_cpu_ns()
+                .zip(writer_before)
+                .map(|(after, before)| after.saturating_sub(before));
+            (took, cpu, writer)
         };
         let mut times = Vec::new();
         for r in 0..warmup + n {
@@ -372,7 +397,8 @@ fn served_requests(scenario: Scenario) -> ServeCost {
     off.finish().unwrap_or_else(|e| panic!("finish: {e}"));
     let (mut a_ms, mut b_ms, mut ratios) = (vec![], vec![], vec![]);
     let (mut a_cpu, mut b_cpu, mut cpu_ratios) = (vec![], vec![], vec![]);
-    for ((a, a_ns), (b, b_ns)) in &times {
+    let (mut writer_ms, mut writer_shares) = (vec![], vec![]);
+    for ((a, a_ns, _), (b, b_ns, writer_ns)) in &times {
         a_ms.push(a.as_secs_f64() * 1e3);
         b_ms.push(b.as_secs_f64() * 1e3);
         ratios.push(b.as_secs_f64() / a.as_secs_f64());
@@ -380,6 +406,10 @@ fn served_requests(scenario: Scenario) -> ServeCost {
             a_cpu.push(*a_ns as f64 / 1e6);
             b_cpu.push(*b_ns as f64 / 1e6);
             cpu_ratios.push(*b_ns as f64 / (*a_ns).max(1) as f64);
+            if let Some(w) = writer_ns {
+                writer_ms.push(*w as f64 / 1e6);
+                writer_shares.push(*w as f64 / (*a_ns).max(1) as f64 * 100.0);
+            }
         }
     }
     let cpu = (!cpu_ratios.is_empty()).then(|| CpuCost {
@@ -388,6 +418,14 @@ fn served_requests(scenario: Scenario) -> ServeCost {
         overhead_pct: (median(&mut cpu_ratios) - 1.0) * 100.0,
         q1_pct: (quantile(&mut cpu_ratios, 0.25) - 1.0) * 100.0,
         q3_pct: (quantile(&mut cpu_ratios, 0.75) - 1.0) * 100.0,
+        writer_ms: (!writer_ms.is_empty()).then(|| median(&mut writer_ms)),
+        writer_pct: (!writer_shares.is_empty()).then(|| {
+            (
+                median(&mut writer_shares),
+                quantile(&mut writer_shares, 0.25),
+                quantile(&mut writer_shares, 0.75),
+            )
+        }),
     });
     ServeCost {
         uncaptured_ms: median(&mut a_ms),
@@ -435,6 +473,11 @@ fn main() {
                 "  CPU time of the process a round: uncaptured {:.2} ms, captured {:.2} ms, overhead {:+.1}% (quartiles {:+.1}% to {:+.1}%)",
                 cpu.uncaptured_ms, cpu.captured_ms, cpu.overhead_pct, cpu.q1_pct, cpu.q3_pct
             );
+            if let (Some(ms), Some((pct, q1, q3))) = (cpu.writer_ms, cpu.writer_pct) {
+                println!(
+                    "  of which the writer thread: {ms:.2} ms a captured round, {pct:+.1}% of the uncaptured round's CPU time (quartiles {q1:+.1}% to {q3:+.1}%)"
+                );
+            }
         }
     }
     if let Ok(path) = std::env::var("CANDLE_TRACE_BENCH_OUT") {
@@ -474,6 +517,10 @@ fn main() {
                         "overhead_pct": c.overhead_pct,
                         "q1_pct": c.q1_pct,
                         "q3_pct": c.q3_pct,
+                        "writer_ms": c.writer_ms,
+                        "writer_pct": c.writer_pct.map(|w| w.0),
+                        "writer_q1_pct": c.writer_pct.map(|w| w.1),
+                        "writer_q3_pct": c.writer_pct.map(|w| w.2),
                     })),
                 }),
             );

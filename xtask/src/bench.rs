@@ -834,7 +834,7 @@ fn serve_table(v: &Value, at: Option<SystemTime>, run_started: SystemTime, ran: 
             .as_f64()
             .map_or("–".into(), |v| format!("{v:.0}"))
     );
-    let _ = writeln!(md, "Served requests, in two ways: **batched**, the `serve_batched` example (the demo's profile): two engines, each on a thread of its own, serving its requests in waves with a KV-cache budget through `Engine::forward` (54 forwards in all, batches of 1 to 3); and **one request per thread**: {THREADS_ONE} threads each serving 2 requests one after the other (prefill, then 8 decode steps, through `InferenceProfiler::request`, `prefill_step` and `decode_step`). In each paired round the threads serve uncaptured (detail `off`) and then captured (detail `latency`: module spans, host memory, token timing, written by the profiler's writer thread), each from a common start to the last thread's end; profilers and threads live for the whole run, as a server's do. The overhead is the median of the rounds' ratios (quartiles in brackets); what the writer has left at a round's end is written before the next round, and the process's CPU time (every thread, the writer's included) is beside it. The tiny model's forward is 0.1–0.5 ms for 30 module spans, so the share of capture is far larger than on a real model.\n");
+    let _ = writeln!(md, "Served requests, in two ways: **batched**, the `serve_batched` example (the demo's profile): two engines, each on a thread of its own, serving its requests in waves with a KV-cache budget through `Engine::forward` (54 forwards in all, batches of 1 to 3); and **one request per thread**: {THREADS_ONE} threads each serving 2 requests one after the other (prefill, then 8 decode steps, through `InferenceProfiler::request`, `prefill_step` and `decode_step`). In each paired round the threads serve uncaptured (detail `off`) and then captured (detail `latency`: module spans, host memory, token timing, written by the profiler's writer thread), each from a common start to the last thread's end; profilers and threads live for the whole run, as a server's do. The overhead is the median of the rounds' ratios (quartiles in brackets); what the writer has left at a round's end is written before the next round, and the process's CPU time (every thread, the writer's included) is beside it, with the writer thread's part (its CPU time in the captured round, the flush after it included, as a share of the paired uncaptured round's CPU time): on this 2-core machine the model's threads fill both cores, so the writer's time is taken from them. The tiny model's forward is 0.1–0.5 ms for 30 module spans, so the share of capture is far larger than on a real model.\n");
     let _ = writeln!(
         md,
         "| scenario | measure | uncaptured | captured | overhead | goal | met? |\n| --- | --- | ---: | ---: | ---: | --- | --- |"
@@ -873,6 +873,17 @@ fn serve_table(v: &Value, at: Option<SystemTime>, run_started: SystemTime, ran: 
             pct(cpu["overhead_pct"].as_f64()),
             range(cpu),
         );
+        if let Some(writer) = cpu["writer_ms"].as_f64() {
+            let share = match (cpu["writer_q1_pct"].as_f64(), cpu["writer_q3_pct"].as_f64()) {
+                (Some(a), Some(b)) => format!(" ({a:+.1}% to {b:+.1}%)"),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                md,
+                "| {name} | of that, the profile's writer thread | – | {writer:.2} ms | {}{share} | (context) |  |",
+                pct(cpu["writer_pct"].as_f64()),
+            );
+        }
     }
     md.push('\n');
     md
@@ -1414,7 +1425,9 @@ mod tests {
             "module_span": {"ns_per_span": 120.4, "q1_ns": 100.0, "q3_ns": 150.0, "rounds": 30, "spans_per_forward": 144, "decode_step_ns": 800.0},
             "batched": {"rounds": 20, "uncaptured_ms": 7.0, "captured_ms": 7.5, "overhead_pct": 7.1, "q1_pct": 5.0, "q3_pct": 9.0,
                         "cpu": {"uncaptured_ms": 7.2, "captured_ms": 7.9, "overhead_pct": 9.7, "q1_pct": 8.0, "q3_pct": 11.0}},
-            "one_per_thread": {"rounds": 20, "uncaptured_ms": 8.0, "captured_ms": 9.2, "overhead_pct": 15.0, "q1_pct": 10.0, "q3_pct": 20.0},
+            "one_per_thread": {"rounds": 20, "uncaptured_ms": 8.0, "captured_ms": 9.2, "overhead_pct": 15.0, "q1_pct": 10.0, "q3_pct": 20.0,
+                "cpu": {"uncaptured_ms": 10.0, "captured_ms": 12.0, "overhead_pct": 20.0, "q1_pct": 18.0, "q3_pct": 22.0,
+                        "writer_ms": 0.5, "writer_pct": 5.0, "writer_q1_pct": 4.0, "writer_q3_pct": 6.5}},
         });
         let t = serve_table(&v, None, SystemTime::now(), true);
         assert!(
@@ -1425,6 +1438,10 @@ mod tests {
         );
         assert!(t.contains("| batched (2 engines) | 20 paired rounds, wall clock | 7.00 ms | 7.50 ms | +7.1% (+5.0% to +9.0%) | ≤ 10% | yes |"), "{t}");
         assert!(t.contains("| one request per thread | 20 paired rounds, wall clock | 8.00 ms | 9.20 ms | +15.0% (+10.0% to +20.0%) | ≤ 10% | **no** |"), "{t}");
+        assert!(t.contains("| one request per thread | the same rounds, CPU time of the process | 10.00 ms | 12.00 ms | +20.0% (+18.0% to +22.0%) | (context) |  |"), "{t}");
+        assert!(t.contains("| one request per thread | of that, the profile's writer thread | – | 0.50 ms | +5.0% (+4.0% to +6.5%) | (context) |  |"), "{t}");
+        // No writer figure measured (results of an older run): no row.
+        assert_eq!(t.matches("writer thread |").count(), 1, "{t}");
         // Nothing measured: each goal says so.
         let t = serve_table(&Value::Null, None, SystemTime::now(), false);
         assert!(t.contains(" — not measured"), "{t}");
