@@ -3,9 +3,13 @@
 //! what it measured into a ring slot.
 //!
 //! - [`Pending`]: one event (a request's open, phases, snapshots, its close with the derived
-//!   token timing; a batched forward). The writer thread builds the [`ProfileEvent`], checks
-//!   it with [`validate_event`] (an event that breaks a rule is counted in the report and not
-//!   written), offers it to the live OTLP exporter and writes it with serde.
+//!   token timing; a batched forward; a resource step). One that can break no rule but its
+//!   owner's header's (`Pending::is_plain`: nearly all, a batched forward and a valid
+//!   resource step included) is written by hand, as serde writes it (a test checks it byte
+//!   for byte); the others (a request's close, an error, a resource step that breaks a rule)
+//!   are built as a [`ProfileEvent`] and checked with [`validate_event`] (an event that breaks
+//!   a rule is counted in the report and not written), then written with serde. Either is
+//!   offered to the live OTLP exporter as its [`ProfileEvent`].
 //! - [`SpanBatch`]: every module span of one forward call, one item in the ring. The writer
 //!   thread writes one line per span by hand ([`SpanBatch::encode`]); the same events built
 //!   as [`ProfileEvent`]s ([`SpanBatch::events`]) are what serde would write, byte for byte (a
