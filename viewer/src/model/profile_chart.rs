@@ -233,9 +233,9 @@ impl ProfileChart {
         let groups: Vec<RequestGroup> = placed
             .into_iter()
             .filter(|(_, items)| !items.is_empty())
-            .map(|(label, mut items)| {
+            .map(|(label, items)| {
                 let offset_ns = items.iter().map(|i| i.start_ns).min().unwrap_or(0);
-                let text = trace_text(&label, &mut items);
+                let text = trace_text(&label, &items);
                 RequestGroup {
                     label,
                     model: TraceModel::without_findings(TraceDocument::from_bytes(text.as_bytes())),
