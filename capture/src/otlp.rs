@@ -29,6 +29,10 @@
 //!   `SpanExporter` (HTTP, binary protobuf) — one attempt, no retries, bounded by
 //!   [`OtlpConfig::export_timeout`]. A failed or timed-out export is counted
 //!   ([`OtlpReport::requests_failed`], the first error kept) and its spans are dropped.
+//! - A batched forward ([`Engine`](crate::profiler::Engine)) is exported as a trace of its own
+//!   (its span and its module spans) once its engine's next forward starts, or at
+//!   [`finish`](crate::InferenceProfiler::finish); a request's spans link to the forwards that
+//!   served it among the latest `queue_capacity` (`candle_trace_schema::analysis::otlp`).
 //! - A request some of whose events were dropped is exported with the events that arrived; at
 //!   most `queue_capacity` requests wait for their closing event (the oldest is then given up
 //!   and counted in [`OtlpReport::requests_incomplete`], as are requests still open at
@@ -56,11 +60,14 @@ use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant, SystemTime};
 
 use candle_trace_schema::analysis::otlp::{
-    request_spans, AttributeValue, OtlpSpan, OtlpSpanKind, LINE_ATTRIBUTE, SCOPE_NAME,
+    iteration_spans, request_spans, AttributeValue, OtlpSpan, OtlpSpanKind, LINE_ATTRIBUTE,
+    SCOPE_NAME,
 };
-use candle_trace_schema::format::profile::{ProfileDocument, ProfileEvent, ProfileRecord};
+use candle_trace_schema::format::profile::{
+    attribute, ProfileDocument, ProfileEvent, ProfileRecord, ITERATION_PHASE,
+};
 use opentelemetry::trace::{
-    Event, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+    Event, Link, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
 use opentelemetry::{InstrumentationScope, KeyValue, Value};
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
@@ -140,6 +147,9 @@ pub struct OtlpReport {
     pub events_dropped: u64,
     /// Requests given up before their closing event arrived.
     pub requests_incomplete: u64,
+    /// Batched forwards the collector accepted (each a trace of its own, with its module
+    /// spans; their spans are counted in `spans_exported`).
+    pub forwards_exported: u64,
     /// The first export error.
     pub first_error: Option<String>,
     /// True when `finish` stopped waiting before the queue was exported.
@@ -149,6 +159,7 @@ pub struct OtlpReport {
 #[derive(Debug, Default)]
 struct Counters {
     requests_exported: AtomicU64,
+    forwards_exported: AtomicU64,
     spans_exported: AtomicU64,
     requests_failed: AtomicU64,
     events_dropped: AtomicU64,
@@ -250,15 +261,29 @@ impl OtlpExporter {
             requests_failed: c.requests_failed.load(Ordering::Relaxed),
             events_dropped: c.events_dropped.load(Ordering::Relaxed),
             requests_incomplete: c.requests_incomplete.load(Ordering::Relaxed),
+            forwards_exported: c.forwards_exported.load(Ordering::Relaxed),
             first_error: c.first_error.lock().ok().and_then(|e| e.clone()),
             finish_timed_out: timed_out,
         }
     }
 }
 
-/// The export thread: group events by request, export each closed request.
+/// An engine's event: (engine, iteration) when it belongs to a batched forward.
+fn forward_of(event: &ProfileEvent) -> Option<(String, u64)> {
+    let a = &event.attributes;
+    let engine = a.get(attribute::ENGINE)?.as_str()?.to_string();
+    Some((engine, a.get(attribute::ITERATION)?.as_u64()?))
+}
+
+/// The export thread: group events by request, export each closed request; group an engine's
+/// events by batched forward, export each forward once the engine's next one starts (or at the
+/// end), and keep the latest forwards' events to link the requests they served.
 fn run(exporter: &SpanExporter, rx: &Receiver<ProfileEvent>, c: &Counters, max_pending: usize) {
     let mut pending: VecDeque<(String, Vec<ProfileEvent>)> = VecDeque::new();
+    // Forwards not exported yet: (engine, iteration) and their events.
+    let mut forwards: VecDeque<((String, u64), Vec<ProfileEvent>)> = VecDeque::new();
+    // The latest forwards' own events (phase `iteration`), for the requests they served.
+    let mut recent: VecDeque<ProfileEvent> = VecDeque::new();
     loop {
         let event = match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(event) => event,
@@ -266,6 +291,38 @@ fn run(exporter: &SpanExporter, rx: &Receiver<ProfileEvent>, c: &Counters, max_p
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => break,
         };
+        if event.attributes.contains_key(attribute::ENGINE) {
+            let Some(key) = forward_of(&event) else {
+                continue;
+            };
+            if event.phase.as_deref() == Some(ITERATION_PHASE) {
+                // The engine's earlier forwards are whole: their module spans came before.
+                while let Some(i) = forwards
+                    .iter()
+                    .position(|((e, n), _)| *e == key.0 && *n < key.1)
+                {
+                    if let Some((_, events)) = forwards.remove(i) {
+                        export_forward(exporter, events, c);
+                    }
+                }
+                if recent.len() >= max_pending {
+                    recent.pop_front();
+                }
+                recent.push_back(event.clone());
+            }
+            match forwards.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, events)) => events.push(event),
+                None => {
+                    if forwards.len() >= max_pending {
+                        if let Some((_, events)) = forwards.pop_front() {
+                            export_forward(exporter, events, c);
+                        }
+                    }
+                    forwards.push_back((key, vec![event]));
+                }
+            }
+            continue;
+        }
         let request_id = event.request_id.clone().unwrap_or_default();
         let closes = event.event_kind.as_deref() == Some("timed_span")
             && event.phase.as_deref() == Some("request");
@@ -276,23 +333,41 @@ fn run(exporter: &SpanExporter, rx: &Receiver<ProfileEvent>, c: &Counters, max_p
                     pending.pop_front();
                     c.requests_incomplete.fetch_add(1, Ordering::Relaxed);
                 }
-                pending.push_back((request_id, Vec::new()));
+                pending.push_back((request_id.clone(), Vec::new()));
                 pending.len() - 1
             }
         };
         pending[slot].1.push(event);
         if closes {
-            if let Some((_, events)) = pending.remove(slot) {
+            if let Some((_, mut events)) = pending.remove(slot) {
+                // The forwards that served it, for its links to them.
+                events.extend(recent.iter().filter(|it| lists(it, &request_id)).cloned());
                 export_request(exporter, events, c);
             }
         }
+    }
+    for (_, events) in forwards {
+        export_forward(exporter, events, c);
     }
     c.requests_incomplete
         .fetch_add(pending.len() as u64, Ordering::Relaxed);
 }
 
-fn export_request(exporter: &SpanExporter, events: Vec<ProfileEvent>, c: &Counters) {
-    let doc = ProfileDocument {
+/// Whether a batched forward's event lists `request_id` among its requests.
+fn lists(iteration: &ProfileEvent, request_id: &str) -> bool {
+    iteration
+        .attributes
+        .get(attribute::REQUESTS)
+        .and_then(|r| r.as_array())
+        .is_some_and(|r| {
+            r.iter().any(|e| {
+                e.get(attribute::REQUEST_ID).and_then(|id| id.as_str()) == Some(request_id)
+            })
+        })
+}
+
+fn document(events: Vec<ProfileEvent>) -> ProfileDocument {
+    ProfileDocument {
         records: events
             .into_iter()
             .enumerate()
@@ -303,14 +378,14 @@ fn export_request(exporter: &SpanExporter, events: Vec<ProfileEvent>, c: &Counte
             })
             .collect(),
         diagnostics: Vec::new(),
-    };
-    let batch: Vec<SpanData> = request_spans(&doc).iter().map(span_data).collect();
-    let n = batch.len() as u64;
+    }
+}
+
+/// Send `batch`; true when the collector took it (a failure is counted and its first error
+/// kept).
+fn send(exporter: &SpanExporter, batch: Vec<SpanData>, c: &Counters) -> bool {
     match block_on(exporter.export(batch)) {
-        Ok(()) => {
-            c.requests_exported.fetch_add(1, Ordering::Relaxed);
-            c.spans_exported.fetch_add(n, Ordering::Relaxed);
-        }
+        Ok(()) => true,
         Err(e) => {
             c.requests_failed.fetch_add(1, Ordering::Relaxed);
             let detail = c.client_error.lock().ok().and_then(|mut d| d.take());
@@ -320,7 +395,35 @@ fn export_request(exporter: &SpanExporter, events: Vec<ProfileEvent>, c: &Counte
                     None => e.to_string(),
                 });
             }
+            false
         }
+    }
+}
+
+fn export_request(exporter: &SpanExporter, events: Vec<ProfileEvent>, c: &Counters) {
+    let batch: Vec<SpanData> = request_spans(&document(events))
+        .iter()
+        .map(span_data)
+        .collect();
+    let n = batch.len() as u64;
+    if send(exporter, batch, c) {
+        c.requests_exported.fetch_add(1, Ordering::Relaxed);
+        c.spans_exported.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+fn export_forward(exporter: &SpanExporter, events: Vec<ProfileEvent>, c: &Counters) {
+    let batch: Vec<SpanData> = iteration_spans(&document(events))
+        .iter()
+        .map(span_data)
+        .collect();
+    if batch.is_empty() {
+        return;
+    }
+    let n = batch.len() as u64;
+    if send(exporter, batch, c) {
+        c.forwards_exported.fetch_add(1, Ordering::Relaxed);
+        c.spans_exported.fetch_add(n, Ordering::Relaxed);
     }
 }
 
@@ -381,7 +484,27 @@ fn span_data(s: &OtlpSpan) -> SpanData {
         attributes: attributes(&s.attributes),
         dropped_attributes_count: 0,
         events,
-        links: SpanLinks::default(),
+        links: {
+            let mut links = SpanLinks::default();
+            links.links = s
+                .links
+                .iter()
+                .map(|l| {
+                    Link::new(
+                        SpanContext::new(
+                            TraceId::from_bytes(l.trace_id),
+                            SpanId::from_bytes(l.span_id),
+                            TraceFlags::SAMPLED,
+                            false,
+                            TraceState::default(),
+                        ),
+                        attributes(&l.attributes),
+                        0,
+                    )
+                })
+                .collect();
+            links
+        },
         status: match &s.error {
             Some(message) => Status::error(message.clone()),
             None => Status::Unset,

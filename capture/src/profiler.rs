@@ -61,50 +61,55 @@
 //!   id is sampled in every run and every process.
 //! - Every event of a request carries the `shape` given to
 //!   [`request_open`](InferenceProfiler::request_open) (§2 requires at least one entry).
-//! - Times come from one `Instant` per request, anchored once to the wall clock when the
-//!   request opens (`wall_anchor_max_error_nanos` is the width of the two monotonic reads that
-//!   bracket the wall-clock read). A timed span's `ts_unix_nanos` is its start.
+//! - Times are read on the monotonic clock (`Instant`) and converted to the wall clock through
+//!   one pairing of the two, made when the profiler is built (`wall_anchor_max_error_nanos` is
+//!   the width of the two monotonic reads that bracket its wall-clock read): every request's
+//!   anchor (its open) and every event's `ts_unix_nanos` are on that one conversion, so the
+//!   events of all requests and engines lie on one time axis, in the order they happened. A
+//!   timed span's `ts_unix_nanos` is its start.
 //! - `decode_ready` is the first decode wave's start unless set with
 //!   [`RequestHandle::decode_ready`]; each decode wave is also a `decode_execution` interval.
-//! - Every event is checked with [`validate_event`] before it is written; one that breaks a
-//!   rule is not written, and is counted (with its first messages) in the [`ProfileReport`].
+//! - The serving thread only queues what it measured; the writer thread turns it into lines
+//!   (a forward call's module spans are one item: see `profiler/lines.rs`). Every event is
+//!   checked with [`validate_event`] before it is written; one that breaks a rule is not
+//!   written, and is counted (with its first messages) in the [`ProfileReport`].
+//! - Batched serving: [`Engine`] (forward calls that serve several requests, recorded once)
+//!   and [`ResourcePool`] (a scheduler's KV-cache blocks or other resources); their events are
+//!   owned by the engine (attribute `engine`), not by a request.
 //! - A [`RequestHandle`] dropped without being closed closes the request as a `failure` with
 //!   error kind `request_not_closed`.
 //! - When the queue dropped events, a last line
 //!   `{"schema_version":1,"event_kind":"capture_stats","events_dropped":N,...}` says so
 //!   (readers skip an unknown `event_kind` with a warning).
 
+use std::borrow::Cow;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use candle_trace_schema::format::events::SpanKind;
 use candle_trace_schema::format::profile::{
-    validate_event, DecodeStage, DecodeStageInterval, DetailLevel, EngineTokenTiming, Entrypoint,
-    EventHeader, EventKind, JsonMap, MemorySnapshot, ProfileError, ProfileEvent, ProfilingConfig,
-    ResourceTraceEvent, Status,
+    DetailLevel, EngineTokenTiming, Entrypoint, EventKind, JsonMap, ProfilingConfig, Status,
 };
 use serde_json::Value;
 
 use crate::error::CaptureError;
+use crate::sync::DeviceSync;
 use crate::wallclock::{self, WallAnchor};
-use crate::writer::{Encode, Framing, Target, Writer, DEFAULT_QUEUE_CAPACITY};
+use crate::writer::{Framing, Target, Writer, DEFAULT_QUEUE_CAPACITY};
 
-/// How many messages of invalid events the report keeps.
-const KEPT_INVALID_MESSAGES: usize = 16;
+mod batch;
+mod lines;
+mod request;
+mod resources;
 
-struct Line(ProfileEvent);
+pub use batch::{Accepted, Engine, Forward};
+pub use request::{DecodeWave, RequestHandle};
+pub use resources::ResourcePool;
 
-impl Encode for Line {
-    type State = ();
-    crate::writer::local_rings!(Line);
-    fn encode(&self, out: &mut Vec<u8>, _: &mut ()) {
-        // Serializing into a Vec cannot fail: every map key is a string.
-        let _ = serde_json::to_writer(&mut *out, &self.0);
-    }
-}
+use lines::{Head, Line, Owner, Pending, SpanBatch};
+use request::{Live, RequestState};
 
 /// What [`InferenceProfiler::finish`] reports.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -133,7 +138,8 @@ pub struct ProfileReport {
 /// Configures an [`InferenceProfiler`]. Made by [`InferenceProfiler::builder`].
 ///
 /// Defaults: entrypoint `run`, backend `cpu`, runtime preset hash `unspecified`, no model,
-/// correlation id generated from the time and the process id, outputs from the config.
+/// correlation id generated from the time and the process id, outputs from the config, forward
+/// calls timed on the host clock.
 #[must_use]
 pub struct ProfilerBuilder {
     config: ProfilingConfig,
@@ -144,6 +150,7 @@ pub struct ProfilerBuilder {
     correlation_id: Option<String>,
     writer: Option<Box<dyn io::Write + Send>>,
     queue_capacity: usize,
+    sync: Option<Arc<dyn DeviceSync>>,
     #[cfg(feature = "otlp")]
     otlp: Option<crate::otlp::OtlpConfig>,
 }
@@ -195,10 +202,20 @@ impl ProfilerBuilder {
         self
     }
 
-    /// How many of one thread's events may wait for the writer thread before that thread's
-    /// new ones are dropped (each recording thread gets a ring of this many slots).
+    /// How many of one thread's items may wait for the writer thread before that thread's
+    /// new ones are dropped (each recording thread gets a ring of this many slots; the module
+    /// spans of one forward call are one item).
     pub fn queue_capacity(mut self, events: usize) -> Self {
         self.queue_capacity = events;
+        self
+    }
+
+    /// Time forward calls after a device synchronization (`device_synchronized`): `sync` is
+    /// called before a forward call's start and before its end are read, so a device that
+    /// queues work (CUDA, Metal) is timed doing it, not launching it. Each request's
+    /// `request_open` says `timing_mode` (`host` or `device_synchronized`).
+    pub fn device_sync(mut self, sync: impl DeviceSync + 'static) -> Self {
+        self.sync = Some(Arc::new(sync));
         self
     }
 
@@ -214,8 +231,9 @@ impl ProfilerBuilder {
 
     /// [`build`](ProfilerBuilder::build) the profiler and route the program's `tracing` spans
     /// into it: the module spans (candle-transformers' layers) of each request's forward calls
-    /// run through [`RequestHandle::prefill_step`] and [`RequestHandle::decode_step`] are
-    /// written with the request. Call it before building the model; see [`crate::subscriber`].
+    /// run through [`RequestHandle::prefill_step`], [`RequestHandle::decode_step`] and
+    /// [`Forward::run`] are written with the request or the batched forward. Call it before
+    /// building the model; see [`crate::subscriber`].
     pub fn install(self) -> Result<InferenceProfiler, CaptureError> {
         let profiler = self.build()?;
         crate::subscriber::install()?;
@@ -256,32 +274,42 @@ impl ProfilerBuilder {
                 "candle-trace-profile-writer",
             )?)
         };
-        #[cfg(feature = "otlp")]
-        let otlp = match self.otlp {
-            Some(config) if writer.is_some() => Some(crate::otlp::OtlpExporter::spawn(config)?),
-            _ => None,
-        };
         let correlation_id = self.correlation_id.unwrap_or_else(|| {
             format!("{:x}-{:x}", wallclock::unix_nanos_now(), std::process::id())
         });
+        let ok = if self.config.detail.is_diagnostic_only() {
+            Status::DiagnosticOnly
+        } else {
+            Status::Ok
+        };
+        #[allow(unused_mut)] // the OTLP exporter is set only with feature `otlp`
+        let mut head = Head::new(
+            correlation_id,
+            self.entrypoint,
+            self.backend,
+            self.runtime_preset_hash,
+            self.model,
+            ok,
+        );
+        #[cfg(feature = "otlp")]
+        {
+            head.otlp = match self.otlp {
+                Some(config) if writer.is_some() => Some(crate::otlp::OtlpExporter::spawn(config)?),
+                _ => None,
+            };
+        }
         Ok(InferenceProfiler {
             inner: Arc::new(ProfilerInner {
                 detail: self.config.detail,
                 sample_rate: self.config.sample_rate,
-                entrypoint: self.entrypoint,
-                backend: self.backend,
-                runtime_preset_hash: self.runtime_preset_hash,
-                model: self.model,
-                correlation_id,
+                head: Arc::new(head),
                 next_event: AtomicU64::new(1),
-                invalid: AtomicU64::new(0),
-                invalid_messages: Mutex::new(Vec::new()),
                 sampled: AtomicU64::new(0),
                 skipped: AtomicU64::new(0),
                 finished: AtomicBool::new(false),
                 writer,
-                #[cfg(feature = "otlp")]
-                otlp,
+                sync: self.sync,
+                anchor: WallAnchor::now(),
             }),
         })
     }
@@ -311,23 +339,19 @@ impl std::fmt::Debug for InferenceProfiler {
     }
 }
 
-struct ProfilerInner {
+pub(crate) struct ProfilerInner {
     detail: DetailLevel,
     sample_rate: f64,
-    entrypoint: Entrypoint,
-    backend: String,
-    runtime_preset_hash: String,
-    model: Option<String>,
-    correlation_id: String,
+    head: Arc<Head>,
     next_event: AtomicU64,
-    invalid: AtomicU64,
-    invalid_messages: Mutex<Vec<String>>,
     sampled: AtomicU64,
     skipped: AtomicU64,
     finished: AtomicBool,
     writer: Option<Writer<Line>>,
-    #[cfg(feature = "otlp")]
-    otlp: Option<crate::otlp::OtlpExporter>,
+    sync: Option<Arc<dyn DeviceSync>>,
+    /// The one pairing of the monotonic clock with the wall clock that every event's
+    /// `ts_unix_nanos` is converted on, so the events of all requests share one time axis.
+    anchor: WallAnchor,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -349,45 +373,119 @@ fn sample_point(request_id: &str) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+/// The calling thread's name, else its id (`ThreadId(3)`): the `thread` attribute.
+fn thread_label() -> String {
+    let thread = std::thread::current();
+    match thread.name() {
+        Some(name) => String::from(name),
+        None => format!("{:?}", thread.id()),
+    }
 }
 
 impl ProfilerInner {
-    fn ok_status(&self) -> Status {
-        if self.detail.is_diagnostic_only() {
-            Status::DiagnosticOnly
-        } else {
-            Status::Ok
+    /// An anchor at the monotonic time now, on the profiler's one anchor.
+    fn anchor_now(&self) -> WallAnchor {
+        let instant = Instant::now();
+        WallAnchor {
+            instant,
+            unix_nanos: self.anchor.unix_nanos_at(instant),
+            max_error_nanos: self.anchor.max_error_nanos,
         }
     }
 
-    /// Validate and queue one event.
-    fn write(&self, event: ProfileEvent) {
-        let Some(writer) = &self.writer else {
-            return;
-        };
-        let broken = validate_event(&event);
-        if broken.is_empty() {
-            #[cfg(feature = "otlp")]
-            if let Some(otlp) = &self.otlp {
-                otlp.offer(&event);
-            }
-            writer.send(Line(event));
+    fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Relaxed)
+    }
+
+    /// An event of `owner`, numbered now; its line is made on the writer thread.
+    fn pending(
+        self: &Arc<Self>,
+        owner: &Arc<Owner>,
+        kind: EventKind,
+        phase: impl Into<Cow<'static, str>>,
+        status: Status,
+        at: Instant,
+    ) -> Box<Pending> {
+        Box::new(Pending {
+            owner: Arc::clone(owner),
+            kind,
+            phase: phase.into(),
+            status,
+            at,
+            number: self.next_event.fetch_add(1, Ordering::Relaxed),
+            duration: None,
+            memory: None,
+            memory_checked: false,
+            resource: None,
+            error: None,
+            attributes: Vec::new(),
+            batch: Vec::new(),
+            timing: None,
+        })
+    }
+
+    /// An event of an engine, numbered now, with one attribute: `engine`, the engine's id
+    /// (callers append theirs after it); `owner` gives its `request_id` and `shape` (the
+    /// engine's own, or a forward's).
+    fn engine_event(
+        self: &Arc<Self>,
+        engine: &Owner,
+        owner: &Arc<Owner>,
+        kind: EventKind,
+        phase: &'static str,
+        status: Status,
+        at: Instant,
+    ) -> Box<Pending> {
+        let mut event = self.pending(owner, kind, phase, status, at);
+        event.attributes = vec![("engine", Value::from(engine.request_id.as_str()))];
+        event
+    }
+
+    /// Queue one event (checked and written by the writer thread).
+    fn send(&self, pending: Box<Pending>) {
+        if let Some(writer) = &self.writer {
+            writer.send(Line::Event(pending));
+        }
+    }
+
+    /// Queue the module spans of one forward call as one item; `first_span` is the `span_id`
+    /// of the first.
+    fn send_spans(
+        &self,
+        owner: &Arc<Owner>,
+        of: lines::ForwardOf,
+        first_span: u64,
+        end: Instant,
+        forward: crate::subscriber::ForwardSpans,
+    ) {
+        let Some(writer) = &self.writer else { return };
+        if forward.spans.is_empty() {
             return;
         }
-        self.invalid.fetch_add(1, Ordering::Relaxed);
-        let mut kept = lock(&self.invalid_messages);
-        for message in broken {
-            if kept.len() >= KEPT_INVALID_MESSAGES {
-                break;
-            }
-            let id = event.event_id.as_deref().unwrap_or("?");
-            kept.push(format!("event {id}: {message}"));
+        let n = forward.spans.len() as u64;
+        let batch = SpanBatch {
+            owner: Arc::clone(owner),
+            of,
+            first_event: self.next_event.fetch_add(n, Ordering::Relaxed),
+            first_span,
+            end,
+            forward,
+        };
+        writer.send_counted(Line::Spans(Arc::new(batch)), n);
+    }
+
+    /// Wait for the device, when forward calls are timed `device_synchronized`.
+    fn synchronize(&self) {
+        if let Some(sync) = &self.sync {
+            sync.synchronize();
+        }
+    }
+
+    fn timing_mode(&self) -> &'static str {
+        if self.sync.is_some() {
+            "device_synchronized"
+        } else {
+            "host"
         }
     }
 }
@@ -404,6 +502,7 @@ impl InferenceProfiler {
             correlation_id: None,
             writer: None,
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
+            sync: None,
             #[cfg(feature = "otlp")]
             otlp: None,
         }
@@ -466,52 +565,51 @@ impl InferenceProfiler {
     /// describes the work (`batch`, `prompt_tokens` ...) and needs at least one entry.
     pub fn request_open(&self, request_id: impl Into<String>, shape: JsonMap) -> RequestHandle {
         let request_id = request_id.into();
-        if self.inner.finished.load(Ordering::Relaxed) || !self.is_sampled(&request_id) {
-            self.inner.skipped.fetch_add(1, Ordering::Relaxed);
+        let inner = &self.inner;
+        if inner.is_finished() || !self.is_sampled(&request_id) {
+            inner.skipped.fetch_add(1, Ordering::Relaxed);
             return RequestHandle { live: None };
         }
-        self.inner.sampled.fetch_add(1, Ordering::Relaxed);
-        let anchor = WallAnchor::now();
-        let timing = self
-            .inner
+        inner.sampled.fetch_add(1, Ordering::Relaxed);
+        let anchor = inner.anchor_now();
+        let timing = inner
             .detail
             .captures_engine_token_timing()
             .then(|| EngineTokenTiming::new(anchor.unix_nanos, anchor.max_error_nanos));
-        let handle = RequestHandle {
-            live: Some(Live {
-                profiler: Arc::clone(&self.inner),
+        let owner = Arc::new(Owner::new(&inner.head, request_id, shape, anchor));
+        let mut open = inner.pending(
+            &owner,
+            EventKind::Instant,
+            "request_open",
+            inner.head.ok,
+            anchor.instant,
+        );
+        open.attributes = vec![
+            ("detail_level", Value::from(inner.detail.as_str())),
+            ("sample_rate", Value::from(inner.sample_rate)),
+            ("timing_mode", Value::from(inner.timing_mode())),
+            ("thread", Value::from(thread_label())),
+        ];
+        inner.send(open);
+        RequestHandle {
+            live: Some(Arc::new(Live {
+                profiler: Arc::clone(inner),
+                owner,
                 state: Mutex::new(RequestState {
-                    request_id,
-                    shape,
-                    anchor,
                     timing,
                     waves: 0,
                     module_spans: 0,
                     closed: false,
                 }),
-            }),
-        };
-        if let Some(live) = &handle.live {
-            let st = lock(&live.state);
-            let status = live.profiler.ok_status();
-            let mut event = live.event(
-                &st,
-                EventKind::Instant,
-                "request_open",
-                status,
-                anchor.instant,
-            );
-            event.attributes.insert(
-                String::from("detail_level"),
-                Value::from(live.profiler.detail.as_str()),
-            );
-            event.attributes.insert(
-                String::from("sample_rate"),
-                Value::from(live.profiler.sample_rate),
-            );
-            live.profiler.write(event);
+            })),
         }
-        handle
+    }
+
+    /// An engine that serves several requests per forward call (continuous or wave
+    /// batching): see [`Engine`]. `engine_id` names it in the file (the `request_id` and
+    /// `engine` attribute of its events; non-blank).
+    pub fn engine(&self, engine_id: impl Into<String>) -> Engine {
+        Engine::new(&self.inner, engine_id.into())
     }
 
     /// Block until everything queued so far is written and flushed, or `timeout` passes.
@@ -527,8 +625,6 @@ impl InferenceProfiler {
             return Err(CaptureError::AlreadyFinished);
         }
         let mut report = ProfileReport {
-            events_invalid: inner.invalid.load(Ordering::Relaxed),
-            invalid_messages: lock(&inner.invalid_messages).clone(),
             requests_sampled: inner.sampled.load(Ordering::Relaxed),
             requests_skipped: inner.skipped.load(Ordering::Relaxed),
             ..ProfileReport::default()
@@ -540,464 +636,18 @@ impl InferenceProfiler {
             report.bytes_written = w.bytes_written;
             report.paths = w.paths;
         }
+        // After the writer thread, which checks each event before writing it.
+        report.events_invalid = inner.head.invalid.load(Ordering::Relaxed);
+        report.invalid_messages = lock(&inner.head.invalid_messages).clone();
         #[cfg(feature = "otlp")]
         {
-            report.otlp = inner.otlp.as_ref().map(crate::otlp::OtlpExporter::finish);
+            report.otlp = inner
+                .head
+                .otlp
+                .as_ref()
+                .map(crate::otlp::OtlpExporter::finish);
         }
         Ok(report)
-    }
-}
-
-/// One request being profiled, from [`InferenceProfiler::request_open`] to
-/// [`request_close`](RequestHandle::request_close). Inert when the request is not sampled.
-///
-/// Methods take `&self` (the state is behind a mutex), so token commits can be recorded
-/// inside a [`decode_wave`](RequestHandle::decode_wave); the handle is `Send + Sync`.
-#[derive(Debug)]
-pub struct RequestHandle {
-    live: Option<Live>,
-}
-
-struct Live {
-    profiler: Arc<ProfilerInner>,
-    state: Mutex<RequestState>,
-}
-
-impl std::fmt::Debug for Live {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Live")
-            .field("request_id", &lock(&self.state).request_id)
-            .finish_non_exhaustive()
-    }
-}
-
-struct RequestState {
-    request_id: String,
-    shape: JsonMap,
-    anchor: WallAnchor,
-    timing: Option<EngineTokenTiming>,
-    waves: u64,
-    /// Module spans written so far (their ids continue from here).
-    module_spans: u64,
-    closed: bool,
-}
-
-impl RequestState {
-    fn since_start(&self, t: Instant) -> u64 {
-        nanos(t.saturating_duration_since(self.anchor.instant))
-    }
-}
-
-impl Live {
-    fn event(
-        &self,
-        st: &RequestState,
-        kind: EventKind,
-        phase: &str,
-        status: Status,
-        at: Instant,
-    ) -> ProfileEvent {
-        let p = &self.profiler;
-        let ts_unix_nanos = st.anchor.unix_nanos_at(at);
-        let n = p.next_event.fetch_add(1, Ordering::Relaxed);
-        let mut event = ProfileEvent::new(EventHeader {
-            event_kind: kind,
-            ts_unix_nanos,
-            timestamp: wallclock::rfc3339_from_unix_nanos(ts_unix_nanos),
-            event_id: format!("{}-e{n}", p.correlation_id),
-            request_id: st.request_id.clone(),
-            correlation_id: p.correlation_id.clone(),
-            entrypoint: p.entrypoint,
-            backend: p.backend.clone(),
-            runtime_preset_hash: p.runtime_preset_hash.clone(),
-            phase: String::from(phase),
-            status,
-        });
-        event.model.clone_from(&p.model);
-        event.shape = st.shape.clone();
-        event
-    }
-
-    /// Run `f` on the open request's state; nothing once closed or after `finish()`.
-    fn with_open(&self, f: impl FnOnce(&Live, &mut RequestState)) {
-        if self.profiler.finished.load(Ordering::Relaxed) {
-            return;
-        }
-        let mut st = lock(&self.state);
-        if !st.closed {
-            f(self, &mut st);
-        }
-    }
-
-    fn close(&self, error: Option<ProfileError>) {
-        self.with_open(|live, st| {
-            st.closed = true;
-            let now = Instant::now();
-            let status = if error.is_some() {
-                Status::Failure
-            } else {
-                live.profiler.ok_status()
-            };
-            let mut event = live.event(
-                st,
-                EventKind::TimedSpan,
-                "request",
-                status,
-                st.anchor.instant,
-            );
-            event.duration_us = Some(micros(now.saturating_duration_since(st.anchor.instant)));
-            event.error = error;
-            if let Some(timing) = &mut st.timing {
-                timing
-                    .decode_stage_intervals
-                    .sort_by_key(|iv| iv.start_nanos_since_request_start);
-                event.attributes.extend(timing.derived_attributes());
-            }
-            live.profiler.write(event);
-        });
-    }
-}
-
-impl RequestHandle {
-    /// True when this request is sampled and still open.
-    pub fn is_recording(&self) -> bool {
-        self.live
-            .as_ref()
-            .is_some_and(|l| !lock(&l.state).closed && !l.profiler.finished.load(Ordering::Relaxed))
-    }
-
-    /// The prefill just finished and took `duration`: a `timed_span` of phase `prefill`.
-    pub fn prefill(&self, duration: Duration) {
-        let Some(live) = &self.live else { return };
-        live.with_open(|live, st| {
-            let now = Instant::now();
-            let start = now.checked_sub(duration).unwrap_or(st.anchor.instant);
-            let status = live.profiler.ok_status();
-            let mut event = live.event(st, EventKind::TimedSpan, "prefill", status, start);
-            event.duration_us = Some(micros(duration));
-            live.profiler.write(event);
-        });
-    }
-
-    /// Run the prefill `forward` (the prompt through the model and the choice of the first
-    /// token): a `timed_span` of phase `prefill` over it, the module spans it entered (detail
-    /// `latency` and above; see [`RequestHandle::decode_step`]), with
-    /// [`TrackingAllocator`](crate::alloc::TrackingAllocator) installed a host memory snapshot
-    /// (detail `resource` and above: live bytes before and after, the process-wide high water
-    /// during the call) and, when it succeeds, one token commit at the moment it returned. Its result is
-    /// returned unchanged.
-    pub fn prefill_step<T, E>(&self, forward: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-        self.forward_step(None, forward)
-    }
-
-    /// Run one decode `forward` (one token through the model and the choice of the next): a
-    /// decode wave ([`decode_wave`](RequestHandle::decode_wave)), the module spans it entered
-    /// and, when it succeeds, one token commit at its end.
-    ///
-    /// Module spans are `timed_span` events of phase `module` with attributes `span_id`
-    /// (unique in the request), `parent_span_id` (absent at the top of a forward call),
-    /// `name`, `module` (when the layer was named by its weights: [`crate::nn::name_modules`]),
-    /// `span_kind`, `forward` (`prefill` / `decode`), `forward_index` (0 = prefill,
-    /// n = n-th decode step), `start_nanos_since_request_start` and `duration_nanos`.
-    pub fn decode_step<T, E>(&self, forward: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
-        let wave = self.decode_wave();
-        let index = wave.live.map(|(_, i)| i + 1);
-        let result = self.forward_step(Some(index.unwrap_or(0)), forward);
-        drop(wave);
-        result
-    }
-
-    /// Run a forward call; `decode` is the decode step index (None = prefill).
-    fn forward_step<T, E>(
-        &self,
-        decode: Option<u64>,
-        forward: impl FnOnce() -> Result<T, E>,
-    ) -> Result<T, E> {
-        let Some(live) = self.live.as_ref().filter(|_| self.is_recording()) else {
-            return forward();
-        };
-        let with_modules = live.profiler.detail >= DetailLevel::Latency;
-        // Host memory around the call, measured by the counting allocator when installed.
-        let memory = crate::alloc::installed() && live.profiler.detail >= DetailLevel::Resource;
-        let before_bytes = crate::alloc::live_bytes();
-        if memory {
-            crate::alloc::reset_peak();
-        }
-        let start = Instant::now();
-        let (result, spans) = if with_modules {
-            crate::subscriber::with_forward(forward)
-        } else {
-            (forward(), Vec::new())
-        };
-        let end = Instant::now();
-        if memory {
-            let after_bytes = crate::alloc::live_bytes();
-            let snapshot = MemorySnapshot {
-                scope: Some(String::from("host")),
-                backend: Some(live.profiler.backend.clone()),
-                before_bytes: Some(before_bytes),
-                after_bytes: Some(after_bytes),
-                current_bytes: Some(after_bytes),
-                high_water_bytes: Some(crate::alloc::peak_bytes().max(after_bytes)),
-                // Not read here: `/proc/meminfo` would cost the serving thread a file read
-                // per token.
-                available_bytes: None,
-            };
-            let phase = if decode.is_some() {
-                "decode"
-            } else {
-                "prefill"
-            };
-            live.with_open(|live, st| {
-                let status = live.profiler.ok_status();
-                let mut event = live.event(st, EventKind::Memory, phase, status, end);
-                event.memory = Some(snapshot);
-                live.profiler.write(event);
-            });
-        }
-        if decode.is_none() {
-            live.with_open(|live, st| {
-                let status = live.profiler.ok_status();
-                let mut event = live.event(st, EventKind::TimedSpan, "prefill", status, start);
-                event.duration_us = Some(micros(end.saturating_duration_since(start)));
-                live.profiler.write(event);
-            });
-        }
-        live.with_open(|live, st| {
-            let first = st.module_spans;
-            st.module_spans += spans.len() as u64;
-            for span in &spans {
-                let span_end = span.end.unwrap_or(end);
-                let status = live.profiler.ok_status();
-                let mut event = live.event(st, EventKind::TimedSpan, "module", status, span.start);
-                event.duration_us = Some(micros(span_end.saturating_duration_since(span.start)));
-                let mut put = |k: &str, v: Value| {
-                    event.attributes.insert(String::from(k), v);
-                };
-                put("span_id", Value::from(first + span.id));
-                if let Some(parent) = span.parent {
-                    put("parent_span_id", Value::from(first + parent));
-                }
-                put("name", Value::from(span.name));
-                if let Some(module) = span.module {
-                    put("module", Value::from(module));
-                }
-                put(
-                    "span_kind",
-                    Value::from(match span.kind {
-                        SpanKind::Module => "module",
-                        SpanKind::Op => "op",
-                        SpanKind::Function => "function",
-                    }),
-                );
-                put(
-                    "forward",
-                    Value::from(if decode.is_some() {
-                        "decode"
-                    } else {
-                        "prefill"
-                    }),
-                );
-                put("forward_index", Value::from(decode.unwrap_or(0)));
-                put(
-                    "start_nanos_since_request_start",
-                    Value::from(st.since_start(span.start)),
-                );
-                put(
-                    "duration_nanos",
-                    Value::from(nanos(span_end.saturating_duration_since(span.start))),
-                );
-                live.profiler.write(event);
-            }
-        });
-        if result.is_ok() {
-            // The token was chosen when `forward` returned, before the events above were built.
-            let at = end;
-            live.with_open(|_, st| {
-                let at = st.since_start(at);
-                if let Some(timing) = &mut st.timing {
-                    timing.token_commit_nanos_since_request_start.push(at);
-                }
-            });
-        }
-        result
-    }
-
-    /// Decoding is ready to run now (`decode_ready_nanos_since_request_start`). Without this
-    /// call, the first decode wave's start is used.
-    pub fn decode_ready(&self) {
-        let Some(live) = &self.live else { return };
-        live.with_open(|_, st| {
-            let at = st.since_start(Instant::now());
-            if let Some(timing) = &mut st.timing {
-                timing.decode_ready_nanos_since_request_start = Some(at);
-            }
-        });
-    }
-
-    /// Start a decode wave; when the returned guard is dropped, a `timed_span` of phase
-    /// `decode` (attribute `wave`: its zero-based index) is written, and with token timing the
-    /// wave is a `decode_execution` interval.
-    pub fn decode_wave(&self) -> DecodeWave<'_> {
-        let start = Instant::now();
-        let Some(live) = &self.live else {
-            return DecodeWave { live: None, start };
-        };
-        let mut index = None;
-        live.with_open(|_, st| {
-            let at = st.since_start(start);
-            if let Some(timing) = &mut st.timing {
-                timing
-                    .decode_ready_nanos_since_request_start
-                    .get_or_insert(at);
-            }
-            index = Some(st.waves);
-            st.waves += 1;
-        });
-        DecodeWave {
-            live: index.map(|i| (live, i)),
-            start,
-        }
-    }
-
-    /// Record a decode stage that ran from `start` to `end` (with token timing only).
-    pub fn decode_stage(&self, stage: DecodeStage, start: Instant, end: Instant) {
-        let Some(live) = &self.live else { return };
-        live.with_open(|_, st| {
-            let interval = DecodeStageInterval {
-                stage,
-                start_nanos_since_request_start: st.since_start(start),
-                end_nanos_since_request_start: st.since_start(end),
-            };
-            if let Some(timing) = &mut st.timing {
-                timing.decode_stage_intervals.push(interval);
-            }
-        });
-    }
-
-    /// One output token was committed now (with token timing only).
-    pub fn record_token_commit(&self) {
-        let now = Instant::now();
-        let Some(live) = &self.live else { return };
-        live.with_open(|_, st| {
-            let at = st.since_start(now);
-            if let Some(timing) = &mut st.timing {
-                timing.token_commit_nanos_since_request_start.push(at);
-            }
-        });
-    }
-
-    /// A memory snapshot taken during `phase` (detail `resource` and above).
-    pub fn memory(&self, phase: &str, snapshot: MemorySnapshot) {
-        let Some(live) = &self.live else { return };
-        if live.profiler.detail < DetailLevel::Resource {
-            return;
-        }
-        live.with_open(|live, st| {
-            let status = live.profiler.ok_status();
-            let mut event = live.event(st, EventKind::Memory, phase, status, Instant::now());
-            event.memory = Some(snapshot);
-            live.profiler.write(event);
-        });
-    }
-
-    /// A resource accounting step during `phase` (detail `resource` and above).
-    pub fn resource(&self, phase: &str, resource: ResourceTraceEvent) {
-        let Some(live) = &self.live else { return };
-        if live.profiler.detail < DetailLevel::Resource {
-            return;
-        }
-        live.with_open(|live, st| {
-            let status = live.profiler.ok_status();
-            let mut event = live.event(st, EventKind::Resource, phase, status, Instant::now());
-            event.resource = Some(resource);
-            live.profiler.write(event);
-        });
-    }
-
-    /// An error during `phase`: an `error` event with status `failure`. `blocking` says whether
-    /// it stopped the request (close it with [`request_fail`](RequestHandle::request_fail)).
-    pub fn error(&self, phase: &str, kind: &str, message: &str, blocking: bool) {
-        let Some(live) = &self.live else { return };
-        live.with_open(|live, st| {
-            let mut event =
-                live.event(st, EventKind::Error, phase, Status::Failure, Instant::now());
-            let mut error = ProfileError::new(kind, message);
-            error.blocking = blocking;
-            event.error = Some(error);
-            live.profiler.write(event);
-        });
-    }
-
-    /// The engine token timing collected so far (`None` when inert or the detail level does
-    /// not capture it).
-    pub fn token_timing(&self) -> Option<EngineTokenTiming> {
-        self.live
-            .as_ref()
-            .and_then(|l| lock(&l.state).timing.clone())
-    }
-
-    /// Close the request: a `timed_span` of phase `request` over the whole request, carrying
-    /// the derived token-timing attributes.
-    pub fn request_close(self) {
-        if let Some(live) = &self.live {
-            live.close(None);
-        }
-    }
-
-    /// Close the request as failed with `kind` and `message` (a blocking error).
-    pub fn request_fail(self, kind: &str, message: &str) {
-        if let Some(live) = &self.live {
-            let mut error = ProfileError::new(kind, message);
-            error.blocking = true;
-            live.close(Some(error));
-        }
-    }
-}
-
-impl Drop for RequestHandle {
-    fn drop(&mut self) {
-        if let Some(live) = &self.live {
-            live.close(Some(ProfileError::new(
-                "request_not_closed",
-                "the request handle was dropped without request_close",
-            )));
-        }
-    }
-}
-
-/// A decode wave in progress; see [`RequestHandle::decode_wave`].
-#[must_use = "the wave ends when the guard is dropped"]
-#[derive(Debug)]
-pub struct DecodeWave<'h> {
-    live: Option<(&'h Live, u64)>,
-    start: Instant,
-}
-
-impl Drop for DecodeWave<'_> {
-    fn drop(&mut self) {
-        let Some((live, index)) = self.live else {
-            return;
-        };
-        let start = self.start;
-        live.with_open(|live, st| {
-            let end = Instant::now();
-            let interval = DecodeStageInterval {
-                stage: DecodeStage::DecodeExecution,
-                start_nanos_since_request_start: st.since_start(start),
-                end_nanos_since_request_start: st.since_start(end),
-            };
-            if let Some(timing) = &mut st.timing {
-                timing.decode_stage_intervals.push(interval);
-            }
-            let status = live.profiler.ok_status();
-            let mut event = live.event(st, EventKind::TimedSpan, "decode", status, start);
-            event.duration_us = Some(micros(end.saturating_duration_since(start)));
-            event
-                .attributes
-                .insert(String::from("wave"), Value::from(index));
-            live.profiler.write(event);
-        });
     }
 }
 

@@ -39,8 +39,8 @@ use crate::naming::ModuleSlot;
 use crate::routed::{Cache, Routed};
 use crate::state::Inner;
 
-/// Spans entered while something was recording and not exited yet: `exit` returns after one
-/// load when zero.
+/// Threads with spans entered while something was recording and not exited yet: `exit`
+/// returns after one load when zero.
 static OPEN: AtomicUsize = AtomicUsize::new(0);
 /// Whether [`install`] has set the global subscriber.
 static INSTALLED: AtomicBool = AtomicBool::new(false);
@@ -89,7 +89,8 @@ struct OpenTrace {
     mark: Option<crate::sync::TimerMark>,
 }
 
-/// A module span of an inference forward call, as the profiler writes it.
+/// A module span of an inference forward call, as the profiler writes it. Its times are
+/// [`span_clock`] readings (see [`ForwardSpans`]).
 #[derive(Debug, Clone)]
 pub(crate) struct ModuleSpan {
     pub(crate) id: u64,
@@ -98,8 +99,41 @@ pub(crate) struct ModuleSpan {
     /// The module it runs, when its layer was named ([`crate::naming`]).
     pub(crate) module: Option<&'static str>,
     pub(crate) kind: SpanKind,
+    pub(crate) start: u64,
+    /// `None` while open (a span still open when the forward call ended).
+    pub(crate) end: Option<u64>,
+}
+
+/// The module spans of one forward call, and the clock reading of its start beside the
+/// monotonic clock's, to turn span times into `Instant`s.
+#[derive(Debug, Clone)]
+pub(crate) struct ForwardSpans {
+    pub(crate) spans: Vec<ModuleSpan>,
+    /// [`span_clock`]'s raw reading when the forward call started.
+    pub(crate) raw_start: u64,
+    /// `Instant::now()` read at the same moment.
     pub(crate) start: Instant,
-    pub(crate) end: Option<Instant>,
+}
+
+#[cfg(test)]
+impl ForwardSpans {
+    /// The `Instant` of the [`span_clock`] reading `raw`.
+    pub(crate) fn instant(&self, raw: u64) -> Instant {
+        let after = if raw >= self.raw_start {
+            span_clock().delta_as_nanos(self.raw_start, raw)
+        } else {
+            0
+        };
+        self.start + std::time::Duration::from_nanos(after)
+    }
+}
+
+/// The clock of module spans: the CPU's time-stamp counter where it is invariant (quanta
+/// calibrates it against the OS monotonic clock, once per process), else the OS monotonic
+/// clock. A span reads it twice; `Instant::now()` cost about three times a TSC read there.
+pub(crate) fn span_clock() -> &'static quanta::Clock {
+    static CLOCK: std::sync::OnceLock<quanta::Clock> = std::sync::OnceLock::new();
+    CLOCK.get_or_init(quanta::Clock::new)
 }
 
 thread_local! {
@@ -110,6 +144,12 @@ thread_local! {
     static STACK: RefCell<Vec<Entered>> = const { RefCell::new(Vec::new()) };
     /// The module spans of the inference forward call running on this thread, if any.
     static FORWARD: RefCell<Option<Vec<ModuleSpan>>> = const { RefCell::new(None) };
+    /// How many module spans this thread's last forward call had: the next one's vector is
+    /// made that large at once (grown span by span, its copies cost a tenth of a span).
+    static FORWARD_HINT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Spans on [`STACK`] (mirrors its length): [`OPEN`] counts threads with any, so a span
+    /// of a thread that already has one touches no shared counter.
+    static OPEN_HERE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Read or write a lock whatever a panic elsewhere left in it: the data stays consistent.
@@ -333,7 +373,7 @@ fn enter_slow(tracing_id: u64) {
                 name,
                 module: label,
                 kind,
-                start: Instant::now(),
+                start: span_clock().raw(),
                 end: None,
             });
             Some(spans.len() - 1)
@@ -355,7 +395,7 @@ fn enter_slow(tracing_id: u64) {
             name,
             has_child: false,
         });
-        OPEN.fetch_add(1, Ordering::Relaxed);
+        opened();
     });
 }
 
@@ -372,7 +412,7 @@ fn exit_slow(tracing_id: u64) {
     let Some(entered) = entered else {
         return;
     };
-    OPEN.fetch_sub(1, Ordering::Relaxed);
+    closed();
     if let Some(open) = entered.trace {
         with_routed(|recorder| {
             // Entered in one step, exited in the next: the span stays open in its own step's
@@ -390,7 +430,7 @@ fn exit_slow(tracing_id: u64) {
         });
     }
     if let Some(index) = entered.module {
-        let end = Instant::now();
+        let end = span_clock().raw();
         let _ = FORWARD.try_with(|forward| {
             if let Ok(mut forward) = forward.try_borrow_mut() {
                 if let Some(span) = forward.as_mut().and_then(|spans| spans.get_mut(index)) {
@@ -399,6 +439,27 @@ fn exit_slow(tracing_id: u64) {
             }
         });
     }
+}
+
+/// A span was pushed on this thread's stack.
+fn opened() {
+    let _ = OPEN_HERE.try_with(|n| {
+        if n.get() == 0 {
+            OPEN.fetch_add(1, Ordering::Relaxed);
+        }
+        n.set(n.get() + 1);
+    });
+}
+
+/// A span was taken off this thread's stack.
+fn closed() {
+    let _ = OPEN_HERE.try_with(|n| {
+        let left = n.get().saturating_sub(1);
+        n.set(left);
+        if left == 0 {
+            OPEN.fetch_sub(1, Ordering::Relaxed);
+        }
+    });
 }
 
 /// Set [`CaptureSubscriber`] as the global default `tracing` subscriber (once per process;
@@ -467,16 +528,19 @@ pub(crate) fn detach_recorder(key: u64) {
 }
 
 /// Collect the module spans of an inference forward call run by `f` on this thread.
-pub(crate) fn with_forward<R>(f: impl FnOnce() -> R) -> (R, Vec<ModuleSpan>) {
+pub(crate) fn with_forward<R>(f: impl FnOnce() -> R) -> (R, ForwardSpans) {
+    let hint = FORWARD_HINT.try_with(std::cell::Cell::get).unwrap_or(0);
     let outer = FORWARD
         .try_with(|forward| {
             forward
                 .try_borrow_mut()
                 .ok()
-                .map(|mut fw| fw.replace(Vec::new()))
+                .map(|mut fw| fw.replace(Vec::with_capacity(hint)))
         })
         .ok()
         .flatten();
+    let clock = span_clock();
+    let (raw_start, start) = (clock.raw(), Instant::now());
     crate::active::activate();
     // Restored on the way out, by a panic in `f` too: left active, every later span of the
     // process went through the slow path, and this thread's spans piled up in a forward call
@@ -486,7 +550,15 @@ pub(crate) fn with_forward<R>(f: impl FnOnce() -> R) -> (R, Vec<ModuleSpan>) {
     };
     let result = f();
     let spans = restore.restore().unwrap_or_default();
-    (result, spans)
+    let _ = FORWARD_HINT.try_with(|h| h.set(spans.len()));
+    (
+        result,
+        ForwardSpans {
+            spans,
+            raw_start,
+            start,
+        },
+    )
 }
 
 /// What [`with_forward`] puts back when it ends, however it ends.
@@ -562,19 +634,27 @@ mod tests {
             let linear = tracing::trace_span!("linear");
             // Outside a forward call nothing is collected.
             let (_, none) = with_forward(|| ());
-            assert!(none.is_empty());
-            let ((), spans) = with_forward(|| {
+            assert!(none.spans.is_empty());
+            let ((), forward) = with_forward(|| {
                 let _b = block.enter();
                 for _ in 0..2 {
                     let _l = linear.enter();
                 }
             });
+            let spans = &forward.spans;
             assert_eq!(spans.len(), 3);
             assert_eq!((spans[0].name, spans[0].parent), ("block", None));
             assert_eq!((spans[1].name, spans[1].parent), ("linear", Some(0)));
             assert_eq!((spans[2].name, spans[2].parent), ("linear", Some(0)));
             assert!(spans.iter().all(|s| s.end.is_some_and(|e| e >= s.start)));
+            assert!(forward.instant(spans[0].start) >= forward.start);
             assert!(STACK.with(|stack| stack.borrow().is_empty()));
+            assert_eq!(OPEN_HERE.with(std::cell::Cell::get), 0);
+            // The next forward call's vector is made as large as this one's was.
+            let ((), next) = with_forward(|| {
+                assert!(FORWARD.with(|f| f.borrow().as_ref().is_some_and(|v| v.capacity() >= 3)))
+            });
+            assert!(next.spans.is_empty());
         });
     }
 }

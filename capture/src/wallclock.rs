@@ -59,18 +59,82 @@ impl WallAnchor {
 /// RFC 3339 / ISO-8601 UTC spelling of Unix nanoseconds, with nanosecond precision:
 /// `2026-01-01T00:00:00.000000000Z`. Negative values are clamped to the epoch.
 pub(crate) fn rfc3339_from_unix_nanos(unix_nanos: i64) -> String {
+    let mut out = Vec::with_capacity(30);
+    write_rfc3339(&mut out, unix_nanos);
+    // Only ASCII digits and separators were written.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Append [`rfc3339_from_unix_nanos`]'s spelling to `out` (the profile writer's lines).
+pub(crate) fn write_rfc3339(out: &mut Vec<u8>, unix_nanos: i64) {
     let nanos = unix_nanos.max(0);
     let secs = nanos / 1_000_000_000;
     let frac = nanos % 1_000_000_000;
     let days = secs / 86_400;
     let rem = secs % 86_400;
     let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{frac:09}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    // Each value is non-negative and below 10^width, except a year past 9999 (written whole).
+    let digits = |out: &mut Vec<u8>, v: i64, width: u32| {
+        let start = out.len();
+        let mut v = v;
+        for _ in 0..width {
+            out.push(b'0' + (v % 10) as u8);
+            v /= 10;
+        }
+        while v > 0 {
+            out.push(b'0' + (v % 10) as u8);
+            v /= 10;
+        }
+        out[start..].reverse();
+    };
+    digits(out, year, 4);
+    out.push(b'-');
+    digits(out, i64::from(month), 2);
+    out.push(b'-');
+    digits(out, i64::from(day), 2);
+    out.push(b'T');
+    digits(out, rem / 3600, 2);
+    out.push(b':');
+    digits(out, (rem % 3600) / 60, 2);
+    out.push(b':');
+    digits(out, rem % 60, 2);
+    out.push(b'.');
+    digits(out, frac, 9);
+    out.push(b'Z');
+}
+
+/// [`write_rfc3339`] for a writer of many lines a second apart at most: the date and time of
+/// day are spelled once per second, the nanoseconds per line.
+#[derive(Debug, Default)]
+pub(crate) struct Rfc3339Cache {
+    /// The second spelled in `prefix` (`None` before the first line).
+    second: Option<i64>,
+    /// `YYYY-MM-DDTHH:MM:SS.` of that second.
+    prefix: Vec<u8>,
+}
+
+impl Rfc3339Cache {
+    /// Append the spelling of `unix_nanos` to `out`, as [`write_rfc3339`] does.
+    pub(crate) fn write(&mut self, out: &mut Vec<u8>, unix_nanos: i64) {
+        let nanos = unix_nanos.max(0);
+        let second = nanos / 1_000_000_000;
+        if self.second != Some(second) {
+            self.prefix.clear();
+            write_rfc3339(&mut self.prefix, second * 1_000_000_000);
+            // Keep `…SS.`: drop the nine zeros and the `Z`.
+            self.prefix.truncate(self.prefix.len() - 10);
+            self.second = Some(second);
+        }
+        out.extend_from_slice(&self.prefix);
+        let mut frac = nanos % 1_000_000_000;
+        let mut digits = [b'0'; 10];
+        digits[9] = b'Z';
+        for d in digits[..9].iter_mut().rev() {
+            *d = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        out.extend_from_slice(&digits);
+    }
 }
 
 /// Proleptic Gregorian (year, month, day) of a day count since 1970-01-01 (Howard Hinnant's
@@ -123,6 +187,45 @@ mod tests {
             assert!(is_rfc3339(&s), "{s}");
         }
         assert!(is_rfc3339(&rfc3339_from_unix_nanos(unix_nanos_now())));
+    }
+
+    #[test]
+    fn the_byte_writer_spells_as_format_does() {
+        let formatted = |nanos: i64| {
+            let nanos = nanos.max(0);
+            let (secs, frac) = (nanos / 1_000_000_000, nanos % 1_000_000_000);
+            let (year, month, day) = civil_from_days(secs / 86_400);
+            let rem = secs % 86_400;
+            format!(
+                "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{frac:09}Z",
+                rem / 3600,
+                (rem % 3600) / 60,
+                rem % 60
+            )
+        };
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let nanos = (x >> 1) as i64;
+            assert_eq!(rfc3339_from_unix_nanos(nanos), formatted(nanos));
+        }
+        assert_eq!(rfc3339_from_unix_nanos(i64::MAX), formatted(i64::MAX));
+        // The cache, over times close together and far apart, spells the same.
+        let mut cache = Rfc3339Cache::default();
+        let mut t: i64 = 1_767_225_599_999_999_990;
+        for step in [1, 7, 999_999, 1_000_000_000, 86_400_000_000_000, 3] {
+            for _ in 0..40 {
+                t += step;
+                let mut out = Vec::new();
+                cache.write(&mut out, t);
+                assert_eq!(String::from_utf8(out).unwrap(), formatted(t));
+            }
+        }
+        let mut out = Vec::new();
+        cache.write(&mut out, -1);
+        assert_eq!(String::from_utf8(out).unwrap(), formatted(0));
     }
 
     #[test]

@@ -557,6 +557,26 @@ impl<T: Encode> Writer<T> {
         }
     }
 
+    /// [`send`](Writer::send) an item that stands for `events` events (an inference forward
+    /// call's module spans, one line each): when this thread's ring is full they are all
+    /// counted as dropped.
+    pub(crate) fn send_counted(&self, item: T, events: u64) {
+        let shared = &*self.shared;
+        if shared.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        let pushed = self
+            .with_ring(|producer| producer.push(item).is_ok())
+            .unwrap_or(false);
+        if !pushed {
+            shared.counters.dropped.fetch_add(events, Ordering::Relaxed);
+            return;
+        }
+        if shared.sleeping.load(Ordering::Relaxed) {
+            self.wake();
+        }
+    }
+
     /// Wake the writer thread, unless another push already did.
     #[cold]
     #[inline(never)]
@@ -828,7 +848,17 @@ fn run<T: Encode>(
             idle_polls += 1;
         }
         if idle_polls < IDLE_POLLS {
-            std::thread::sleep(POLL_INTERVAL);
+            // Waiting on the control channel rather than sleeping: a `flush` (or `finish`) is
+            // answered at once, not at the end of the poll interval.
+            match rx.recv_timeout(POLL_INTERVAL) {
+                Ok(msg) => {
+                    if !control!(msg) {
+                        break 'run;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break 'run,
+            }
             continue;
         }
         shared.sleeping.store(true, Ordering::SeqCst);

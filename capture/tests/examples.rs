@@ -15,6 +15,10 @@ mod train_llama;
 #[allow(dead_code)]
 mod serve_llama;
 
+#[path = "../examples/serve_batched.rs"]
+#[allow(dead_code)]
+mod serve_batched;
+
 mod common;
 
 use std::path::Path;
@@ -301,6 +305,158 @@ fn serve_llama_profile_carries_module_spans_and_token_timing() {
     }
     // The refused request ran no forward call.
     assert!(modules.iter().all(|m| m.request_id != "req-4-too-long"));
+}
+
+/// The batch sizes of one engine's forwards in `serve_batched`, worked out from its scheduler
+/// (blocks of 8 tokens, 7 a pool, at most 4 a wave; a wave decodes until its longest request
+/// is done, listing only the requests that still want tokens).
+fn batched_waves_by_hand(engine: &str) -> Vec<u64> {
+    let wave = |prefill: u64, decodes: &[(u64, usize)]| {
+        let mut sizes = vec![prefill];
+        for &(size, n) in decodes {
+            sizes.extend(std::iter::repeat_n(size, n));
+        }
+        sizes
+    };
+    match engine {
+        // r1 r2 r3 (6 tokens; r6, r8 deferred: 1 block free); r4 r5 (12; r7 deferred);
+        // r6 r8; r7 alone.
+        "engine-0" => [
+            wave(3, &[(3, 5), (2, 2)]),
+            wave(2, &[(2, 5), (1, 4)]),
+            wave(2, &[(2, 3), (1, 4)]),
+            wave(1, &[(1, 7)]),
+        ]
+        .concat(),
+        // r1 r2 r3 (9 tokens; r4 deferred: 0 free); r4; r5 (5 tokens).
+        _ => [
+            wave(3, &[(3, 3), (2, 2), (1, 2)]),
+            wave(1, &[(1, 5)]),
+            wave(1, &[(1, 5)]),
+        ]
+        .concat(),
+    }
+}
+
+#[test]
+fn serve_batched_profile_has_batched_forwards_deferrals_and_one_time_axis() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = common::temp_dir("example-serve-batched");
+    let out = dir.join("infer.profile.jsonl");
+    let outcome = serve_batched::run(&out).unwrap();
+    let report = &outcome.report;
+    assert_eq!(report.events_dropped, 0);
+    assert_eq!(report.events_invalid, 0, "{:?}", report.invalid_messages);
+    assert_eq!(report.requests_sampled, 14);
+    let mut lengths: Vec<(String, Option<usize>)> = outcome
+        .outputs
+        .iter()
+        .map(|(id, t)| (id.clone(), t.as_ref().map(Vec::len)))
+        .collect();
+    lengths.sort();
+    let want: Vec<(String, Option<usize>)> = serve_batched::WORKERS
+        .iter()
+        .flat_map(|w| w.iter())
+        .map(|&(id, prompt, wanted)| (id.to_string(), (prompt + wanted <= 64).then_some(wanted)))
+        .collect();
+    let mut want = want;
+    want.sort();
+    assert_eq!(lengths, want);
+
+    assert_cli_validates_clean(&out, "inference profile (schema_version 1)");
+    let AnyDocument::Profile(doc) = read_any(&out) else {
+        panic!("not a profile")
+    };
+    let requests = doc.requests();
+    assert_eq!(requests.len(), 14);
+    assert!(requests.iter().all(|r| r.request_id.starts_with('w')));
+    let iterations = doc.iterations();
+    assert_eq!(iterations.iterations.len(), 54);
+    for engine in ["engine-0", "engine-1"] {
+        let sizes: Vec<u64> = iterations
+            .iterations
+            .iter()
+            .filter(|i| i.engine == engine)
+            .map(|i| i.batch_size)
+            .collect();
+        assert_eq!(sizes, batched_waves_by_hand(engine), "{engine}");
+    }
+    // Every request's tokens were committed by the forwards that list it.
+    for r in &requests {
+        let committed: u64 = iterations
+            .iterations
+            .iter()
+            .flat_map(|i| &i.requests)
+            .filter(|p| p.request_id == r.request_id)
+            .map(|p| p.committed_tokens)
+            .sum();
+        assert_eq!(
+            Some(committed).filter(|&c| c > 0),
+            r.output_tokens,
+            "{}",
+            r.request_id
+        );
+    }
+
+    let resources = doc.resources();
+    let kinds: Vec<(&str, u64, u64, Option<i64>)> = resources
+        .kinds
+        .iter()
+        .map(|k| {
+            (
+                k.resource_kind.as_str(),
+                k.deferrals,
+                k.rejections,
+                k.peak.as_ref().map(|p| p.level),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds.iter().find(|k| k.0 == "kv_blocks:engine-0"),
+        Some(&("kv_blocks:engine-0", 3, 1, Some(6)))
+    );
+    assert_eq!(
+        kinds.iter().find(|k| k.0 == "kv_blocks:engine-1"),
+        Some(&("kv_blocks:engine-1", 1, 0, Some(7)))
+    );
+    assert!(resources
+        .kinds
+        .iter()
+        .all(|k| k.underflows.is_empty() && k.leaks.is_empty() && k.capacity == Some(7)));
+
+    // One time axis: a group per worker thread, a lane per engine; w0-r7 waited three waves.
+    let axis = doc.request_axis();
+    let groups: Vec<(Option<&str>, usize)> = axis
+        .groups
+        .iter()
+        .map(|g| (g.thread.as_deref(), g.requests.len()))
+        .collect();
+    assert!(groups.contains(&(Some("worker-0"), 9)), "{groups:?}");
+    assert!(groups.contains(&(Some("worker-1"), 5)), "{groups:?}");
+    assert_eq!(axis.engines.len(), 2);
+    let r7 = axis
+        .groups
+        .iter()
+        .flat_map(|g| &g.requests)
+        .find(|r| r.request_id == "w0-r7")
+        .unwrap();
+    assert_eq!(r7.forwards.len(), 8);
+    assert!(r7.queue.is_some_and(|q| q.end_ns > q.start_ns));
+
+    // Module spans: once per forward, under its engine, 30 per forward.
+    let modules = doc.module_spans();
+    let owners: Vec<(&str, usize)> = modules
+        .iter()
+        .map(|m| (m.request_id.as_str(), m.forwards.len()))
+        .collect();
+    assert_eq!(owners.len(), 2, "{owners:?}");
+    assert!(owners.contains(&("engine-0", 34)) && owners.contains(&("engine-1", 20)));
+    for forward in modules.iter().flat_map(|m| &m.forwards) {
+        assert_eq!(forward.forward, "iteration");
+        let mut paths: Vec<String> = forward.spans.iter().map(|s| s.path.clone()).collect();
+        paths.sort();
+        assert_eq!(paths, llama_paths_by_hand());
+    }
 }
 
 #[test]

@@ -365,3 +365,74 @@ fn stuck_collector_drops_events_instead_of_blocking_serving() {
     let doc = read_profile(&out.0.lock().unwrap());
     assert_eq!(doc.requests().len(), 100);
 }
+
+#[test]
+fn a_batched_forward_reaches_the_collector_linked_from_the_requests_it_served() {
+    let (endpoint, received) = receiver();
+    let out = Shared::default();
+    let profiler = InferenceProfiler::builder(config())
+        .writer(out.clone())
+        .correlation_id("live")
+        .otlp(OtlpConfig::new(&endpoint))
+        .build()
+        .unwrap();
+    let engine = profiler.engine("engine-0");
+    let (a, b) = (
+        profiler.request_open("a", shape()),
+        profiler.request_open("b", shape()),
+    );
+    engine
+        .forward()
+        .prefill(&a, 3)
+        .prefill(&b, 3)
+        .run(|| Ok::<_, String>(()))
+        .unwrap();
+    engine
+        .forward()
+        .decode(&a)
+        .decode(&b)
+        .run(|| Ok::<_, String>(()))
+        .unwrap();
+    a.request_close();
+    b.request_close();
+    let report = profiler.finish().unwrap();
+    let otlp = report.otlp.expect("otlp report");
+    assert_eq!(
+        (otlp.requests_exported, otlp.forwards_exported),
+        (2, 2),
+        "{otlp:?}"
+    );
+    let mut spans: Vec<Span> = Vec::new();
+    while let Ok((_, req)) = received.recv_timeout(Duration::from_secs(2)) {
+        for rs in req.resource_spans {
+            for ss in rs.scope_spans {
+                spans.extend(ss.spans);
+            }
+        }
+        if spans.len() >= 8 {
+            break;
+        }
+    }
+    // 2 forward spans, and per request its span and its 2 parts.
+    assert_eq!(spans.len(), 8);
+    let forwards: Vec<&Span> = spans.iter().filter(|s| s.name == "iteration").collect();
+    assert_eq!(forwards.len(), 2);
+    let linked: Vec<&Span> = spans.iter().filter(|s| !s.links.is_empty()).collect();
+    assert_eq!(linked.len(), 4);
+    for part in linked {
+        let target = &part.links[0];
+        assert!(
+            forwards
+                .iter()
+                .any(|f| f.span_id == target.span_id && f.trace_id == target.trace_id),
+            "a link to a forward that was exported"
+        );
+    }
+    // The same spans as the file's export.
+    let doc = read_profile(&out.0.lock().unwrap());
+    let from_file = candle_trace_schema::analysis::otlp::iteration_spans(&doc);
+    assert_eq!(from_file.len(), 2);
+    assert!(from_file
+        .iter()
+        .all(|f| forwards.iter().any(|s| s.span_id == f.span_id.to_vec())));
+}

@@ -5,23 +5,14 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use candle_trace_schema::analysis::findings::{
-    profile_findings, trace_findings, Findings, Link, Stake,
+    profile_findings, stake_text, trace_findings, Findings, Link,
 };
-use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::detect::AnyDocument;
 use candle_trace_schema::format::document::TraceDocument;
 
 use super::gate::read_side;
 use super::markdown::{self as md, Doc};
 use super::{write_json, write_markdown, OutputFormat, EXIT_OK};
-
-fn stake(s: Stake) -> String {
-    match s {
-        Stake::Ns(ns) => format_ns(ns),
-        Stake::Bytes(b) => format_bytes(b),
-        Stake::Count(n) => format!("{n} parameter(s)"),
-    }
-}
 
 fn link(l: &Link) -> String {
     match l {
@@ -80,7 +71,7 @@ fn text(findings: &Findings, limit: usize, out: &mut dyn Write) -> anyhow::Resul
             n + 1,
             f.title,
             f.rule,
-            stake(f.stake)
+            stake_text(&f.rule, f.stake)
         )?;
         for e in f.evidence.iter().take(limit) {
             writeln!(out, "   - {e}")?;
@@ -132,7 +123,7 @@ fn markdown(
                 n + 1,
                 md::text(&f.title),
                 md::code(&f.rule),
-                md::text(&stake(f.stake))
+                md::text(&stake_text(&f.rule, f.stake))
             ));
             for e in f.evidence.iter().take(limit) {
                 list.push_str(&format!("   - {}\n", md::text(e)));

@@ -221,6 +221,14 @@ pub enum QueryKind {
     /// the tree of every request's forward calls and of each request, with each call's
     /// coverage.
     Modules,
+    /// Inference profiles: batched forwards in time order (engine, iteration, start, duration,
+    /// `batch_size`, prefill / decode / committed tokens, tokens/s), and p50/p90 of batch size
+    /// and forward time.
+    Iterations,
+    /// Inference profiles: per resource kind (KV-cache blocks …), occupancy over time against
+    /// capacity, reserve / commit / release per request, deferrals and rejections with their
+    /// reasons, underflows and reservations never released.
+    Resources,
 }
 
 /// How `summary`, `findings`, `steps` and `compare` print.
@@ -260,7 +268,8 @@ impl OutputArgs {
 pub enum ExportFormat {
     /// Chrome Trace Event JSON (object form), for Perfetto and chrome://tracing.
     Chrome,
-    /// OTLP/JSON `ExportTraceServiceRequest`: one trace per request (inference profiles).
+    /// OTLP/JSON `ExportTraceServiceRequest`: one trace per request, and one per batched
+    /// forward, linked from the requests it served (inference profiles).
     Otlp,
 }
 

@@ -61,17 +61,25 @@ pub(super) fn run(
     }
     match (doc, opts.kind) {
         (AnyDocument::Profile(p), QueryKind::Requests) => requests(p, &opts, out)?,
+        (AnyDocument::Profile(p), QueryKind::Iterations) => iterations(p, &opts, out)?,
+        (AnyDocument::Profile(p), QueryKind::Resources) => resources(p, &opts, out)?,
         (AnyDocument::Profile(p), QueryKind::Latency) => latency(p, &opts, out)?,
         (AnyDocument::Profile(p), QueryKind::Modules) => match module_grouping {
             ModuleGrouping::Path => profile_module_tree(p, &opts, out)?,
             ModuleGrouping::Name => profile_modules(p, &opts, module_grouping, out)?,
         },
         (AnyDocument::Profile(_), kind) => bail!(
-            "{}: `--kind {}` needs a trace/6 file; this is an inference profile (try `--kind requests`, `--kind latency` or `--kind modules`)",
+            "{}: `--kind {}` needs a trace/6 file; this is an inference profile (try `--kind requests`, `--kind latency`, `--kind modules`, `--kind iterations` or `--kind resources`)",
             path.display(),
             kind_name(kind)
         ),
-        (AnyDocument::Trace(_), kind @ (QueryKind::Requests | QueryKind::Latency)) => bail!(
+        (
+            AnyDocument::Trace(_),
+            kind @ (QueryKind::Requests
+            | QueryKind::Latency
+            | QueryKind::Iterations
+            | QueryKind::Resources),
+        ) => bail!(
             "{}: `--kind {}` needs an inference profile; this is a trace/6 file",
             path.display(),
             kind_name(kind)
@@ -95,7 +103,10 @@ pub(super) fn run(
                 QueryKind::Phases => phases(t, opts.limit),
                 QueryKind::Flops => flops(t, opts.limit),
                 QueryKind::Reconcile => reconciliation(t, opts.limit),
-                QueryKind::Requests | QueryKind::Latency => unreachable_requests()?,
+                QueryKind::Requests
+                | QueryKind::Latency
+                | QueryKind::Iterations
+                | QueryKind::Resources => unreachable_requests()?,
             };
             if opts.json {
                 write_json(out, &value)?;
@@ -115,9 +126,9 @@ pub(super) fn run(
     Ok(EXIT_OK)
 }
 
-/// The `(Trace, Requests | Latency)` pairs are answered above.
+/// The `(Trace, Requests | Latency | Iterations | Resources)` pairs are answered above.
 fn unreachable_requests() -> anyhow::Result<(Value, Table, String)> {
-    bail!("`--kind requests` and `--kind latency` need an inference profile")
+    bail!("`--kind requests`, `latency`, `iterations` and `resources` need an inference profile")
 }
 
 fn kind_name(kind: QueryKind) -> &'static str {
@@ -135,6 +146,8 @@ fn kind_name(kind: QueryKind) -> &'static str {
         QueryKind::Reconcile => "reconcile",
         QueryKind::Latency => "latency",
         QueryKind::Modules => "modules",
+        QueryKind::Iterations => "iterations",
+        QueryKind::Resources => "resources",
     }
 }
 
@@ -980,6 +993,209 @@ fn requests(doc: &ProfileDocument, opts: &Options, out: &mut dyn Write) -> anyho
         ]);
     }
     write!(out, "{}", table.render())?;
+    Ok(())
+}
+
+fn iterations(doc: &ProfileDocument, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()> {
+    let all = doc.iterations();
+    if opts.json {
+        let rows: Vec<&_> = all.iterations.iter().take(opts.limit).collect();
+        return write_json(
+            out,
+            &json!({
+                "iterations": rows,
+                "count": all.iterations.len(),
+                "batch_size": all.batch_size,
+                "duration_ns": all.duration_ns,
+                "unreadable": all.unreadable,
+            }),
+        );
+    }
+    if all.iterations.is_empty() {
+        writeln!(
+            out,
+            "no batched forwards (an engine's `iteration` events: capture's `Engine::forward`)"
+        )?;
+        return Ok(());
+    }
+    match (&all.batch_size, &all.duration_ns) {
+        (Some(b), Some(d)) => writeln!(
+            out,
+            "{} forward(s): batch size p50 {}, p90 {}; forward time p50 {}, p90 {}",
+            all.iterations.len(),
+            b.p50,
+            b.p90,
+            format_ns(d.p50),
+            format_ns(d.p90)
+        )?,
+        _ => writeln!(out, "{} forward(s)", all.iterations.len())?,
+    }
+    let origin = all.iterations[0].start_unix_nanos;
+    let mut table = Table::new(&[
+        ("engine", Align::Left),
+        ("iteration", Align::Right),
+        ("start", Align::Right),
+        ("duration", Align::Right),
+        ("batch", Align::Right),
+        ("prefill", Align::Right),
+        ("decode", Align::Right),
+        ("committed", Align::Right),
+        ("tokens/s", Align::Right),
+        ("status", Align::Left),
+    ]);
+    for it in all.iterations.iter().take(opts.limit) {
+        let start = u64::try_from(it.start_unix_nanos.saturating_sub(origin)).unwrap_or(0);
+        table.row(vec![
+            it.engine.clone(),
+            it.iteration.to_string(),
+            format!("+{}", format_ns(start)),
+            format_ns(it.duration_ns),
+            it.batch_size.to_string(),
+            it.prefill_tokens.to_string(),
+            it.decode_tokens.to_string(),
+            it.committed_tokens.to_string(),
+            it.tokens_per_s.map_or(String::from("–"), |t| t.to_string()),
+            it.status.clone(),
+        ]);
+    }
+    write!(out, "{}", table.render())?;
+    if all.iterations.len() > opts.limit {
+        writeln!(
+            out,
+            "… {} more (--limit)",
+            all.iterations.len() - opts.limit
+        )?;
+    }
+    if all.unreadable > 0 {
+        writeln!(
+            out,
+            "{} iteration event(s) could not be placed",
+            all.unreadable
+        )?;
+    }
+    Ok(())
+}
+
+fn resources(doc: &ProfileDocument, opts: &Options, out: &mut dyn Write) -> anyhow::Result<()> {
+    let all = doc.resources();
+    if opts.json {
+        return write_json(
+            out,
+            &json!({ "resources": all.kinds, "unreadable": all.unreadable }),
+        );
+    }
+    if all.kinds.is_empty() {
+        writeln!(out, "no resource events")?;
+        return Ok(());
+    }
+    for usage in &all.kinds {
+        let capacity = usage
+            .capacity
+            .map_or(String::from("capacity not stated"), |c| {
+                format!("capacity {c}")
+            });
+        let peak = usage
+            .peak
+            .as_ref()
+            .map_or(String::from("no level stated"), |p| {
+                format!("peak {}", p.level)
+            });
+        writeln!(
+            out,
+            "{}: {capacity}, {peak}; {} deferral(s), {} rejection(s), {} underflow(s), {} never released",
+            usage.resource_kind,
+            usage.deferrals,
+            usage.rejections,
+            usage.underflows.len(),
+            usage.leaks.len()
+        )?;
+        let origin = usage.occupancy.iter().filter_map(|p| p.at_unix_nanos).min();
+        if !usage.occupancy.is_empty() {
+            writeln!(out, "\noccupancy")?;
+            let mut table = Table::new(&[
+                ("at", Align::Right),
+                ("level", Align::Right),
+                ("capacity", Align::Right),
+                ("action", Align::Left),
+                ("request", Align::Left),
+                ("line", Align::Right),
+            ]);
+            for p in usage.occupancy.iter().take(opts.limit) {
+                let at = match (p.at_unix_nanos, origin) {
+                    (Some(t), Some(o)) => {
+                        format!("+{}", format_ns(u64::try_from(t - o).unwrap_or(0)))
+                    }
+                    _ => String::from("–"),
+                };
+                table.row(vec![
+                    at,
+                    p.level.to_string(),
+                    p.capacity.map_or(String::from("–"), |c| c.to_string()),
+                    p.action.as_str().to_string(),
+                    p.holder.clone(),
+                    p.line.to_string(),
+                ]);
+            }
+            write!(out, "{}", table.render())?;
+            if usage.occupancy.len() > opts.limit {
+                writeln!(
+                    out,
+                    "… {} more (--limit)",
+                    usage.occupancy.len() - opts.limit
+                )?;
+            }
+        }
+        if !usage.holders.is_empty() {
+            writeln!(out, "\nper request")?;
+            let mut table = Table::new(&[
+                ("request", Align::Left),
+                ("reserved", Align::Right),
+                ("committed", Align::Right),
+                ("released", Align::Right),
+                ("rolled back", Align::Right),
+                ("held at end", Align::Right),
+                ("deferred", Align::Right),
+                ("rejected", Align::Right),
+            ]);
+            for h in usage.holders.iter().take(opts.limit) {
+                table.row(vec![
+                    h.holder.clone(),
+                    h.reserved.to_string(),
+                    h.committed.to_string(),
+                    h.released.to_string(),
+                    h.rolled_back.to_string(),
+                    h.held.to_string(),
+                    h.deferrals.to_string(),
+                    h.rejections.to_string(),
+                ]);
+            }
+            write!(out, "{}", table.render())?;
+        }
+        if !usage.reasons.is_empty() {
+            writeln!(out, "\nreasons")?;
+            for r in &usage.reasons {
+                writeln!(out, "  {} × {}: {}", r.count, r.action, r.reason)?;
+            }
+        }
+        for u in &usage.underflows {
+            writeln!(
+                out,
+                "UNDERFLOW line {}: {} went {} below 0 ({})",
+                u.line, u.holder, u.amount, u.kind
+            )?;
+        }
+        for l in &usage.leaks {
+            writeln!(out, "NEVER RELEASED: {} still holds {}", l.holder, l.held)?;
+        }
+        writeln!(out)?;
+    }
+    if all.unreadable > 0 {
+        writeln!(
+            out,
+            "{} resource event(s) without a kind or a known action",
+            all.unreadable
+        )?;
+    }
     Ok(())
 }
 

@@ -685,10 +685,17 @@ fn profile(
 const PROFILE_FORMAT: &str = "inference profile (schema_version 1)";
 
 fn profile_counts_line(summary: &ProfileSummary) -> String {
-    format!(
+    let mut line = format!(
         "{} request(s), {} event(s), {} invalid",
         summary.request_count, summary.event_count, summary.invalid_event_count
-    )
+    );
+    if summary.iteration_count > 0 {
+        line.push_str(&format!(
+            "; {} batched forward(s) (query --kind iterations)",
+            summary.iteration_count
+        ));
+    }
+    line
 }
 
 /// `(20 of 31 rows shown: --limit 20)` under a text table that the limit cut.

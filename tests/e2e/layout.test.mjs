@@ -181,7 +181,7 @@ test('the profile tabs show the CLI numbers', async () => {
   const { page, seen } = await openPage('/', { width: 1440, height: 900 });
   await openByPicker(page, PROFILE);
   assert.deepEqual(await page.$$eval('[role=tab]', (els) => els.map((e) => e.dataset.tab)),
-    ['findings', 'requests', 'latency', 'modules', 'memory']);
+    ['findings', 'requests', 'iterations', 'resources', 'latency', 'modules', 'memory']);
   // One lane group per request on the chart.
   const requests = cli('query', PROFILE, '--kind', 'requests', '--json', '--limit', '100000').requests;
   assert.equal(Number(await page.getAttribute('[data-testid=flame-chart]', 'data-groups')), requests.length);

@@ -152,7 +152,9 @@ fn rules_with_too_little_data_say_so() {
         v["notes"],
         json!([
             "ttft_tail: 1 request(s) with a TTFT, the rule needs 3",
-            "itl_drift: no request has the 4 inter-token intervals the rule needs"
+            "itl_drift: no request has the 4 inter-token intervals the rule needs",
+            // Its prefill starts after its open: it queued, but one request is too few.
+            "queueing_ttft: 1 request(s) with a TTFT and a place on the time axis, the rule needs 3"
         ])
     );
     // Two steps are too few for outliers; a trace without gradient records says so.

@@ -6,7 +6,10 @@
 //!    1M-span file for panning, and a 400 MB file for the CLI's `summary`.
 //! 2. Runs the criterion benches: parse throughput (`tests/benches/parse.rs`), span costs
 //!    (`capture/benches/spans.rs`), a captured training update (`capture/benches/train_step.rs`,
-//!    whose paired rounds, on which its goal is judged, it writes to `target/bench/train.json`).
+//!    whose paired rounds, on which its goal is judged, it writes to `target/bench/train.json`),
+//!    and serving (`capture/benches/serve.rs`: ns per module span on the serving thread, and
+//!    served requests captured beside uncaptured in paired rounds, written to
+//!    `target/bench/serve.json`).
 //! 3. Times `candle-trace summary` on the 400 MB file under `/usr/bin/time` (wall clock and
 //!    peak resident set).
 //! 4. Builds the page and runs `tests/e2e/bench.mjs`: open time and memory of the viewer beside
@@ -17,7 +20,7 @@
 //!    (judged by [`goals`] from measured numbers only), the machine, the date and this
 //!    command. Prose around the markers is left alone.
 //!
-//! `--only parse,spans,train,summary,browser` (or `native` for the first four) measures only
+//! `--only parse,spans,train,serve,summary,browser` (or `native` for all but `browser`) measures only
 //! those parts; the tables of the others are rewritten from their last results, each marked
 //! with the time it was measured. `--tables` measures nothing.
 
@@ -46,6 +49,8 @@ struct Parts {
     spans: bool,
     /// `capture/benches/train_step.rs`: a captured Llama update (builds candle).
     train: bool,
+    /// `capture/benches/serve.rs`: a module span's cost, served requests (builds candle).
+    serve: bool,
     /// `candle-trace summary` on the 400 MB trace: wall time and peak RSS.
     summary: bool,
     /// `tests/e2e/bench.mjs`: open time, memory, worker parse, frames; and the wasm size.
@@ -57,6 +62,7 @@ impl Parts {
         parse: true,
         spans: true,
         train: true,
+        serve: true,
         summary: true,
         browser: true,
     };
@@ -64,6 +70,7 @@ impl Parts {
         parse: false,
         spans: false,
         train: false,
+        serve: false,
         summary: false,
         browser: false,
     };
@@ -74,16 +81,18 @@ impl Parts {
             "parse" => self.parse = true,
             "spans" => self.spans = true,
             "train" => self.train = true,
+            "serve" => self.serve = true,
             "summary" => self.summary = true,
             "browser" => self.browser = true,
             "native" => {
                 self.parse = true;
                 self.spans = true;
                 self.train = true;
+                self.serve = true;
                 self.summary = true;
             }
             other => bail!(
-                "unknown part {other} for --only (use parse, spans, train, summary, native, browser)"
+                "unknown part {other} for --only (use parse, spans, train, serve, summary, native, browser)"
             ),
         }
         Ok(())
@@ -120,9 +129,9 @@ fn options(args: &[String]) -> Result<Options> {
             // Rewrite the tables from the last results only.
             "--tables" => only = Some(only.unwrap_or(Parts::NONE)),
             "--only" => {
-                let list = it
-                    .next()
-                    .context("--only needs a list: parse,spans,train,summary,native,browser")?;
+                let list = it.next().context(
+                    "--only needs a list: parse,spans,train,serve,summary,native,browser",
+                )?;
                 let parts = only.get_or_insert(Parts::NONE);
                 for word in list.split(',').filter(|w| !w.is_empty()) {
                     parts.add(word)?;
@@ -410,8 +419,32 @@ pub fn bench(args: &[String]) -> Result<()> {
             &[("CANDLE_TRACE_BENCH_OUT", &train_json.to_string_lossy())],
         )?;
     }
+    let serve_json = dir.join("serve.json");
+    if parts.serve {
+        run_with(
+            &env_cargo(),
+            &[
+                "bench",
+                "-p",
+                "candle-trace-capture",
+                "--features",
+                "candle",
+                "--bench",
+                "serve",
+            ],
+            &[
+                ("CANDLE_TRACE_BENCH_OUT", &serve_json.to_string_lossy()),
+                // candle's CPU pool on the 2-core machine, as the other candle figures.
+                ("RAYON_NUM_THREADS", "2"),
+            ],
+        )?;
+    }
     let results = criterion_results(&target);
     let paired: Value = match std::fs::read(&train_json) {
+        Ok(b) => serde_json::from_slice(&b)?,
+        Err(_) => Value::Null,
+    };
+    let served: Value = match std::fs::read(&serve_json) {
         Ok(b) => serde_json::from_slice(&b)?,
         Err(_) => Value::Null,
     };
@@ -462,6 +495,12 @@ pub fn bench(args: &[String]) -> Result<()> {
         started.elapsed().as_secs_f64() / 60.0
     );
     md.push_str(&native_tables(&results, &paired, run_started, parts));
+    md.push_str(&serve_table(
+        &served,
+        modified(&serve_json),
+        run_started,
+        parts.serve,
+    ));
     md.push_str(&summary_table(
         &summary,
         modified(&summary_json),
@@ -757,6 +796,101 @@ fn train_table(
     );
     md
 }
+
+/// The serving table (`serve.json`, written by `capture/benches/serve.rs`): a module span's cost
+/// on the serving thread, and served requests captured beside uncaptured in paired rounds, on
+/// whose wall-clock median ratio the goal is judged (the process's CPU time beside it).
+fn serve_table(v: &Value, at: Option<SystemTime>, run_started: SystemTime, ran: bool) -> String {
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "### Serving (`capture/benches/serve.rs`: a module span at detail `latency`, and the examples' tiny Llama serving requests on several threads){}\n",
+        reused(at, run_started, ran)
+    );
+    let span = &v["module_span"];
+    let _ = writeln!(md, "A module span: a forward call of {} `tracing` spans (no work inside) through `decode_step` of a recorded request, beside the same call uncaptured and a captured call of no span; the cost per span is the median over {} paired rounds of ((captured − captured with no span) − (uncaptured − uncaptured with no span)) / spans, quartiles in brackets. The serving thread only queues what it measured; the lines are made on the writer thread (its work is in the served-requests figure, not here).\n",
+        span["spans_per_forward"].as_u64().map_or("–".into(), |n| n.to_string()),
+        span["rounds"].as_u64().map_or("–".into(), |n| n.to_string()));
+    let _ = writeln!(
+        md,
+        "| measure | value | goal | met? |\n| --- | ---: | --- | --- |"
+    );
+    let ns = span["ns_per_span"].as_f64();
+    let quartiles = match (span["q1_ns"].as_f64(), span["q3_ns"].as_f64()) {
+        (Some(a), Some(b)) => format!(" ({a:.0} to {b:.0})"),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        md,
+        "| ns per module span, serving thread | {}{quartiles} | ≤ {} ns | {} |",
+        ns.map_or("not measured".into(), |v| format!("{v:.0}")),
+        goals::MODULE_SPAN_NS,
+        goals::at_most(ns, goals::MODULE_SPAN_NS).cell()
+    );
+    let _ = writeln!(
+        md,
+        "| decode_step around the call, beyond the spans | {} ns | (context) |  |\n",
+        span["decode_step_ns"]
+            .as_f64()
+            .map_or("–".into(), |v| format!("{v:.0}"))
+    );
+    let _ = writeln!(md, "Served requests, in two ways: **batched**, the `serve_batched` example (the demo's profile): two engines, each on a thread of its own, serving its requests in waves with a KV-cache budget through `Engine::forward` (54 forwards in all, batches of 1 to 3); and **one request per thread**: {THREADS_ONE} threads each serving 2 requests one after the other (prefill, then 8 decode steps, through `InferenceProfiler::request`, `prefill_step` and `decode_step`). In each paired round the threads serve uncaptured (detail `off`) and then captured (detail `latency`: module spans, host memory, token timing, written by the profiler's writer thread), each from a common start to the last thread's end; profilers and threads live for the whole run, as a server's do. The overhead is the median of the rounds' ratios (quartiles in brackets); what the writer has left at a round's end is written before the next round, and the process's CPU time (every thread, the writer's included) is beside it, with the writer thread's part (its CPU time in the captured round, the flush after it included, as a share of the paired uncaptured round's CPU time): on this 2-core machine the model's threads fill both cores, so the writer's time is taken from them. The tiny model's forward is 0.1–0.5 ms for 30 module spans, so the share of capture is far larger than on a real model.\n");
+    let _ = writeln!(
+        md,
+        "| scenario | measure | uncaptured | captured | overhead | goal | met? |\n| --- | --- | ---: | ---: | ---: | --- | --- |"
+    );
+    let ms = |x: Option<f64>| x.map_or("not measured".into(), |v| format!("{v:.2} ms"));
+    let pct = |x: Option<f64>| x.map_or("—".into(), |v| format!("{v:+.1}%"));
+    let range = |o: &Value| match (o["q1_pct"].as_f64(), o["q3_pct"].as_f64()) {
+        (Some(a), Some(b)) => format!(" ({a:+.1}% to {b:+.1}%)"),
+        _ => String::new(),
+    };
+    for (key, name) in [
+        ("batched", "batched (2 engines)"),
+        ("one_per_thread", "one request per thread"),
+    ] {
+        let serving = &v[key];
+        let overhead = serving["overhead_pct"].as_f64();
+        let _ = writeln!(
+            md,
+            "| {name} | {} paired rounds, wall clock | {} | {} | {}{} | ≤ {}% | {} |",
+            serving["rounds"]
+                .as_u64()
+                .map_or("–".into(), |n| n.to_string()),
+            ms(serving["uncaptured_ms"].as_f64()),
+            ms(serving["captured_ms"].as_f64()),
+            pct(overhead),
+            range(serving),
+            goals::SERVE_OVERHEAD_PCT,
+            goals::at_most(overhead, goals::SERVE_OVERHEAD_PCT).cell()
+        );
+        let cpu = &serving["cpu"];
+        let _ = writeln!(
+            md,
+            "| {name} | the same rounds, CPU time of the process | {} | {} | {}{} | (context) |  |",
+            ms(cpu["uncaptured_ms"].as_f64()),
+            ms(cpu["captured_ms"].as_f64()),
+            pct(cpu["overhead_pct"].as_f64()),
+            range(cpu),
+        );
+        if let Some(writer) = cpu["writer_ms"].as_f64() {
+            let share = match (cpu["writer_q1_pct"].as_f64(), cpu["writer_q3_pct"].as_f64()) {
+                (Some(a), Some(b)) => format!(" ({a:+.1}% to {b:+.1}%)"),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                md,
+                "| {name} | of that, the profile's writer thread | – | {writer:.2} ms | {}{share} | (context) |  |",
+                pct(cpu["writer_pct"].as_f64()),
+            );
+        }
+    }
+    md.push('\n');
+    md
+}
+
+/// Threads of the serve bench's one-request-per-thread scenario (`capture/benches/serve.rs`).
+const THREADS_ONE: usize = 3;
 
 /// The span-cost row of tracing's dispatch to a subscriber that does nothing.
 const IDLE_SUBSCRIBER: &str = "tracing + a subscriber doing nothing, built spans";
@@ -1283,5 +1417,37 @@ mod tests {
         assert_eq!(reused(Some(earlier), now, true), "");
         assert!(reused(Some(earlier), now, false).contains("not measured in this run"));
         assert_eq!(reused(None, now, false), " — not measured");
+    }
+
+    #[test]
+    fn the_serve_table_judges_each_figure_on_its_own_goal() {
+        let v = serde_json::json!({
+            "module_span": {"ns_per_span": 120.4, "q1_ns": 100.0, "q3_ns": 150.0, "rounds": 30, "spans_per_forward": 144, "decode_step_ns": 800.0},
+            "batched": {"rounds": 20, "uncaptured_ms": 7.0, "captured_ms": 7.5, "overhead_pct": 7.1, "q1_pct": 5.0, "q3_pct": 9.0,
+                        "cpu": {"uncaptured_ms": 7.2, "captured_ms": 7.9, "overhead_pct": 9.7, "q1_pct": 8.0, "q3_pct": 11.0}},
+            "one_per_thread": {"rounds": 20, "uncaptured_ms": 8.0, "captured_ms": 9.2, "overhead_pct": 15.0, "q1_pct": 10.0, "q3_pct": 20.0,
+                "cpu": {"uncaptured_ms": 10.0, "captured_ms": 12.0, "overhead_pct": 20.0, "q1_pct": 18.0, "q3_pct": 22.0,
+                        "writer_ms": 0.5, "writer_pct": 5.0, "writer_q1_pct": 4.0, "writer_q3_pct": 6.5}},
+        });
+        let t = serve_table(&v, None, SystemTime::now(), true);
+        assert!(
+            t.contains(
+                "| ns per module span, serving thread | 120 (100 to 150) | ≤ 300 ns | yes |"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("| batched (2 engines) | 20 paired rounds, wall clock | 7.00 ms | 7.50 ms | +7.1% (+5.0% to +9.0%) | ≤ 10% | yes |"), "{t}");
+        assert!(t.contains("| one request per thread | 20 paired rounds, wall clock | 8.00 ms | 9.20 ms | +15.0% (+10.0% to +20.0%) | ≤ 10% | **no** |"), "{t}");
+        assert!(t.contains("| one request per thread | the same rounds, CPU time of the process | 10.00 ms | 12.00 ms | +20.0% (+18.0% to +22.0%) | (context) |  |"), "{t}");
+        assert!(t.contains("| one request per thread | of that, the profile's writer thread | – | 0.50 ms | +5.0% (+4.0% to +6.5%) | (context) |  |"), "{t}");
+        // No writer figure measured (results of an older run): no row.
+        assert_eq!(t.matches("writer thread |").count(), 1, "{t}");
+        // Nothing measured: each goal says so.
+        let t = serve_table(&Value::Null, None, SystemTime::now(), false);
+        assert!(t.contains(" — not measured"), "{t}");
+        assert!(
+            t.contains("| not measured | ≤ 300 ns | not measured"),
+            "{t}"
+        );
     }
 }

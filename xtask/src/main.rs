@@ -19,7 +19,8 @@
 //!   import circle between the modules of a crate).
 //! - `cargo xtask demo [--port N] [--no-serve]` — capture a fresh training-step trace of a
 //!   candle-transformers Llama with the `train_llama` example (`target/demo/train.trace6.jsonl`)
-//!   and an inference profile with `serve_llama` (`target/demo/infer.profile.jsonl`), summarise
+//!   and an inference profile with `serve_batched` (`target/demo/infer.profile.jsonl`: two
+//!   engines serving requests in batches with a KV-cache budget), summarise
 //!   both with the CLI, build
 //!   the viewer and serve it with `candle-trace view --page web/dist` (the same server as any
 //!   `view`) on 127.0.0.1 with the trace open. It adds the
@@ -331,7 +332,7 @@ fn demo(args: &[String]) -> Result<()> {
     let train = train.to_str().context("the demo path is not UTF-8")?;
     let infer = dir.join("infer.profile.jsonl");
     let infer = infer.to_str().context("the demo path is not UTF-8")?;
-    for (example, out) in [("train_llama", train), ("serve_llama", infer)] {
+    for (example, out) in [("train_llama", train), ("serve_batched", infer)] {
         steps.run(&format!("build and run the {example} example"), || {
             cargo(&[
                 "run",
@@ -358,7 +359,10 @@ fn demo(args: &[String]) -> Result<()> {
             vec!["query", train, "--kind", "gradients", "--limit", "4"],
             vec!["summary", infer],
             vec!["query", infer, "--kind", "requests"],
+            vec!["query", infer, "--kind", "iterations", "--limit", "12"],
+            vec!["query", infer, "--kind", "resources", "--limit", "8"],
             vec!["query", infer, "--kind", "modules", "--limit", "8"],
+            vec!["findings", infer],
         ] {
             let mut all: Vec<&str> = cli.to_vec();
             all.extend(args);

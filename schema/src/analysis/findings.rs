@@ -33,6 +33,19 @@
 //!   element of an odd count is left out). At stake: (second − first mean) × the second half's
 //!   count. Needs at least 4 intervals in a request.
 //!
+//! - `batch_underfill` — [`Iterations`](crate::analysis::iterations::Iterations): batched
+//!   forwards whose batch size is at most half the p50 batch size (p50 ≥ 2, at least
+//!   [`MIN_ITERATIONS`] forwards). At stake: per such forward, its duration × (p50 − its
+//!   size) / p50 (integer), summed: the forward time that served no one it could have.
+//! - `queueing_ttft` — [`RequestAxis`](crate::analysis::request_axis::RequestAxis): over the
+//!   requests with a TTFT (at least [`MIN_REQUESTS`]), their queueing (open → first forward)
+//!   sums to more than half their TTFT. At stake: the queueing summed.
+//! - `kv_pressure` — [`Resources`](crate::analysis::resources::Resources): per resource kind
+//!   with deferrals or rejections; evidence: the peak against the capacity, each reason's count,
+//!   the requests that waited. At stake: deferrals + rejections (a count).
+//! - `resource_accounting` — the same, per kind with underflows or reservations never released.
+//!   At stake: their number.
+//!
 //! Ranking: by the time at stake (largest first), then by the bytes at stake, then the rest
 //! (by their count); at most [`MAX_FINDINGS`]. A rule that cannot decide says why in
 //! [`Findings::notes`] instead of guessing.
@@ -58,8 +71,12 @@ pub const MAX_FINDINGS: usize = 5;
 /// The gradient finding lists at most this many modules (then how many more).
 pub const EVIDENCE_LINES: usize = 5;
 
-/// The TTFT tail and ITL drift rules need this many requests (tail) or intervals (drift).
+/// The TTFT tail and ITL drift rules need this many requests (tail) or intervals (drift); so
+/// does the queueing rule.
 pub const MIN_REQUESTS: usize = 3;
+
+/// The batch under-fill rule needs this many batched forwards.
+pub const MIN_ITERATIONS: usize = 4;
 
 /// Where a finding shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,7 +106,8 @@ pub enum Stake {
     Ns(u64),
     /// Bytes.
     Bytes(u64),
-    /// A count (parameters).
+    /// A count: parameters, or deferrals and rejections, or accounting errors
+    /// ([`stake_text`] says which).
     Count(u64),
 }
 
@@ -99,6 +117,23 @@ impl Stake {
             Stake::Ns(v) => (0, v),
             Stake::Bytes(v) => (1, v),
             Stake::Count(v) => (2, v),
+        }
+    }
+}
+
+/// What a finding's stake says, for reading: `600 µs`, `4.00 KiB`, or a count with what it
+/// counts (`2 parameter(s)`, `3 deferral(s) and rejection(s)`, `2 accounting error(s)`).
+pub fn stake_text(rule: &str, stake: Stake) -> String {
+    match stake {
+        Stake::Ns(ns) => format_ns(ns),
+        Stake::Bytes(b) => format_bytes(b),
+        Stake::Count(n) => {
+            let what = match rule {
+                "kv_pressure" => "deferral(s) and rejection(s)",
+                "resource_accounting" => "accounting error(s)",
+                _ => "parameter(s)",
+            };
+            format!("{n} {what}")
         }
     }
 }
@@ -554,7 +589,234 @@ pub fn profile_findings(doc: &ProfileDocument) -> Findings {
             "itl_drift: no request has the 4 inter-token intervals the rule needs",
         ));
     }
+    serving_findings(doc, &requests, &mut found, &mut notes);
     Findings::ranked(found, notes)
+}
+
+/// The serving rules: `batch_underfill`, `queueing_ttft`, `kv_pressure`, `resource_accounting`.
+fn serving_findings(
+    doc: &ProfileDocument,
+    requests: &[crate::analysis::requests::RequestSummary],
+    found: &mut Vec<Finding>,
+    notes: &mut Vec<String>,
+) {
+    let iterations = doc.iterations();
+    let forwards = &iterations.iterations;
+    match iterations.batch_size {
+        Some(sizes) if forwards.len() >= MIN_ITERATIONS && sizes.p50 >= 2 => {
+            let usual = sizes.p50;
+            let under: Vec<_> = forwards
+                .iter()
+                .filter(|f| f.batch_size.saturating_mul(2) <= usual)
+                .collect();
+            if !under.is_empty() {
+                let total: u64 = forwards.iter().map(|f| f.duration_ns).sum();
+                let under_ns: u64 = under.iter().map(|f| f.duration_ns).sum();
+                let at_stake: u64 = under
+                    .iter()
+                    .map(|f| {
+                        let missing = u128::from(usual - f.batch_size);
+                        let ns = u128::from(f.duration_ns) * missing / u128::from(usual);
+                        u64::try_from(ns).unwrap_or(u64::MAX)
+                    })
+                    .sum();
+                let mut evidence = alloc::vec![
+                    format!(
+                        "batch size p50 {usual}, p90 {} over {} forward(s)",
+                        sizes.p90,
+                        forwards.len()
+                    ),
+                    format!(
+                        "{} forward(s) with at most {} request(s) take {} of {} forward time",
+                        under.len(),
+                        usual / 2,
+                        format_ns(under_ns),
+                        format_ns(total)
+                    ),
+                ];
+                for f in under.iter().take(EVIDENCE_LINES) {
+                    evidence.push(format!(
+                        "{} iteration {}: {} request(s), {}",
+                        f.engine,
+                        f.iteration,
+                        f.batch_size,
+                        format_ns(f.duration_ns)
+                    ));
+                }
+                if under.len() > EVIDENCE_LINES {
+                    evidence.push(format!("… and {} more", under.len() - EVIDENCE_LINES));
+                }
+                found.push(Finding {
+                    rule: String::from("batch_underfill"),
+                    title: format!(
+                        "{} of {} forwards ran at most half the usual batch of {usual}",
+                        under.len(),
+                        forwards.len()
+                    ),
+                    stake: Stake::Ns(at_stake),
+                    evidence,
+                    link: under
+                        .first()
+                        .and_then(|f| row("iterations", &iteration_key(&f.engine, f.iteration))),
+                });
+            }
+        }
+        Some(_) if forwards.len() < MIN_ITERATIONS => notes.push(format!(
+            "batch_underfill: {} batched forward(s), the rule needs {MIN_ITERATIONS}",
+            forwards.len()
+        )),
+        _ => {}
+    }
+
+    // Queueing against time to first token, over the requests that have both.
+    let axis = doc.request_axis();
+    let mut queued: Vec<(&str, u64, u64)> = Vec::new();
+    for lane in axis.groups.iter().flat_map(|g| &g.requests) {
+        let Some(ttft_us) = requests
+            .iter()
+            .find(|r| r.request_id == lane.request_id)
+            .and_then(|r| r.ttft_us)
+        else {
+            continue;
+        };
+        let queue = lane.queue.map_or(0, |q| q.end_ns - q.start_ns);
+        queued.push((
+            lane.request_id.as_str(),
+            queue,
+            ttft_us.saturating_mul(1000),
+        ));
+    }
+    let any_queue = queued.iter().any(|q| q.1 > 0);
+    if queued.len() >= MIN_REQUESTS && any_queue {
+        let queue_ns: u64 = queued.iter().map(|q| q.1).sum();
+        let ttft_ns: u64 = queued.iter().map(|q| q.2).sum();
+        if queue_ns.saturating_mul(2) > ttft_ns {
+            let mut sorted: Vec<u64> = queued.iter().map(|q| q.1).collect();
+            sorted.sort_unstable();
+            let mut ttfts: Vec<u64> = queued.iter().map(|q| q.2).collect();
+            ttfts.sort_unstable();
+            let p50 = |v: &[u64]| crate::analysis::percentiles::nearest_rank(v, 50).unwrap_or(0);
+            let mut evidence = alloc::vec![
+                format!(
+                    "queued {} of {} time to first token over {} request(s)",
+                    format_ns(queue_ns),
+                    format_ns(ttft_ns),
+                    queued.len()
+                ),
+                format!(
+                    "queue p50 {}, TTFT p50 {}",
+                    format_ns(p50(&sorted)),
+                    format_ns(p50(&ttfts))
+                ),
+            ];
+            queued.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            for (id, queue, ttft) in queued.iter().take(3) {
+                evidence.push(format!(
+                    "{id}: queued {} of its {} TTFT",
+                    format_ns(*queue),
+                    format_ns(*ttft)
+                ));
+            }
+            found.push(Finding {
+                rule: String::from("queueing_ttft"),
+                title: format!(
+                    "requests wait in the queue for {} of their time to first token",
+                    percent(queue_ns, ttft_ns)
+                ),
+                stake: Stake::Ns(queue_ns),
+                evidence,
+                link: queued.first().and_then(|(id, _, _)| row("requests", id)),
+            });
+        }
+    } else if any_queue {
+        notes.push(format!(
+            "queueing_ttft: {} request(s) with a TTFT and a place on the time axis, the rule needs {MIN_REQUESTS}",
+            queued.len()
+        ));
+    }
+
+    for usage in doc.resources().kinds {
+        let kind = &usage.resource_kind;
+        let refused = usage.deferrals + usage.rejections;
+        if refused > 0 {
+            let mut evidence = Vec::new();
+            match (&usage.peak, usage.capacity) {
+                (Some(peak), Some(capacity)) => evidence.push(format!(
+                    "peak {} of {capacity} in use{}",
+                    peak.level,
+                    percent_of(peak.level, capacity)
+                )),
+                (Some(peak), None) => evidence.push(format!("peak {} in use", peak.level)),
+                _ => {}
+            }
+            for r in &usage.reasons {
+                evidence.push(format!("{} × {}: {}", r.count, r.action, r.reason));
+            }
+            let waited: Vec<&str> = usage
+                .holders
+                .iter()
+                .filter(|h| h.deferrals + h.rejections > 0)
+                .map(|h| h.holder.as_str())
+                .collect();
+            evidence.push(format!(
+                "{} request(s) waited or were refused: {}",
+                waited.len(),
+                waited
+                    .iter()
+                    .take(EVIDENCE_LINES)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            found.push(Finding {
+                rule: String::from("kv_pressure"),
+                title: format!(
+                    "{kind}: {} deferral(s) and {} rejection(s) for want of capacity",
+                    usage.deferrals, usage.rejections
+                ),
+                stake: Stake::Count(refused),
+                evidence,
+                link: row("resources", kind),
+            });
+        }
+        let errors = usage.underflows.len() as u64 + usage.leaks.len() as u64;
+        if errors > 0 {
+            let mut evidence = Vec::new();
+            for u in usage.underflows.iter().take(EVIDENCE_LINES) {
+                evidence.push(format!(
+                    "line {}: {} went {} below 0 ({})",
+                    u.line, u.holder, u.amount, u.kind
+                ));
+            }
+            for l in usage.leaks.iter().take(EVIDENCE_LINES) {
+                evidence.push(format!("{} still holds {} at the end", l.holder, l.held));
+            }
+            found.push(Finding {
+                rule: String::from("resource_accounting"),
+                title: format!(
+                    "{kind}: {} underflow(s) and {} reservation(s) never released",
+                    usage.underflows.len(),
+                    usage.leaks.len()
+                ),
+                stake: Stake::Count(errors),
+                evidence,
+                link: row("resources", kind),
+            });
+        }
+    }
+}
+
+/// The key of a batched forward's row in the iterations table: `engine/iteration`.
+pub fn iteration_key(engine: &str, iteration: u64) -> String {
+    format!("{engine}/{iteration}")
+}
+
+/// ` (N%)` of `part` in `whole`, rounded down; nothing when `whole` is not positive.
+fn percent_of(part: i64, whole: i64) -> String {
+    if whole <= 0 {
+        return String::new();
+    }
+    format!(" ({}%)", i128::from(part) * 100 / i128::from(whole))
 }
 
 /// `shape.prompt_tokens` of the request's first event that has it.
@@ -734,5 +996,177 @@ mod tests {
     #[test]
     fn no_documents_no_findings() {
         assert_eq!(trace_findings(&[]), Findings::default());
+    }
+
+    fn profile_rules(doc: &ProfileDocument) -> Vec<(String, Stake)> {
+        profile_findings(doc)
+            .findings
+            .into_iter()
+            .map(|f| (f.rule, f.stake))
+            .collect()
+    }
+
+    #[test]
+    fn batch_underfill_by_hand() {
+        use crate::analysis::iterations::tests::iteration_line;
+        // Batch sizes 4, 4, 2, 1, 4, 4 of 1 ms each: sorted [1, 2, 4, 4, 4, 4], p50 (rank 3) 4.
+        // At most half of it: the 2 (1 ms × 2/4 = 0.5 ms at stake) and the 1 (0.75 ms).
+        let ids = ["a", "b", "c", "d"];
+        let text: String = [4usize, 4, 2, 1, 4, 4]
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let parts: Vec<(&str, u64, u64, u64)> =
+                    ids[..n].iter().map(|id| (*id, 0, 1, 1)).collect();
+                iteration_line(
+                    "e",
+                    i as u64,
+                    1_767_225_600_000_000_000 + i as i64 * 1_000_000,
+                    1_000_000,
+                    &parts,
+                )
+            })
+            .collect();
+        let doc = crate::format::profile::read_profile(text.as_bytes());
+        let f = profile_findings(&doc);
+        let under = f
+            .findings
+            .iter()
+            .find(|x| x.rule == "batch_underfill")
+            .unwrap();
+        assert_eq!(under.stake, Stake::Ns(1_250_000));
+        assert_eq!(
+            under.title,
+            "2 of 6 forwards ran at most half the usual batch of 4"
+        );
+        assert_eq!(
+            under.evidence[0],
+            "batch size p50 4, p90 4 over 6 forward(s)"
+        );
+        assert_eq!(under.evidence[2], "e iteration 2: 2 request(s), 1.00 ms");
+        assert_eq!(
+            under.link,
+            Some(Link::Row {
+                table: "iterations".into(),
+                key: "e/2".into()
+            })
+        );
+        // Three forwards: too few, a note.
+        let three: String = text.lines().take(3).map(|l| format!("{l}\n")).collect();
+        let f = profile_findings(&crate::format::profile::read_profile(three.as_bytes()));
+        assert!(f
+            .notes
+            .iter()
+            .any(|n| n.starts_with("batch_underfill: 3 batched forward(s)")));
+    }
+
+    #[test]
+    fn queueing_that_dominates_ttft_by_hand() {
+        use crate::analysis::iterations::tests::iteration_line;
+        use crate::analysis::request_axis::tests::{request, T0};
+        // a queues 2 ms (TTFT 3 ms), b 1 ms (TTFT 2 ms), c 1.5 ms (TTFT 2.5 ms): 4.5 of 7.5 ms.
+        let ms: i64 = 1_000_000;
+        let ums: u64 = 1_000_000;
+        let text = [
+            request("a", 0, "main", 4000, &[3 * ums, 4 * ums]),
+            request("b", ms, "main", 3000, &[2 * ums, 3 * ums]),
+            request("c", 3 * ms / 2, "main", 3000, &[5 * ums / 2, 3 * ums]),
+            iteration_line("e", 0, T0 + 2 * ms, ums, &[("a", 4, 0, 1), ("b", 4, 0, 1)]),
+            iteration_line(
+                "e",
+                1,
+                T0 + 3 * ms,
+                ums,
+                &[("a", 0, 1, 1), ("b", 0, 1, 1), ("c", 4, 0, 1)],
+            ),
+            iteration_line("e", 2, T0 + 4 * ms, ums / 2, &[("c", 0, 1, 1)]),
+        ]
+        .concat();
+        let doc = crate::format::profile::read_profile(text.as_bytes());
+        let f = profile_findings(&doc);
+        let q = f
+            .findings
+            .iter()
+            .find(|x| x.rule == "queueing_ttft")
+            .unwrap();
+        assert_eq!(q.stake, Stake::Ns(4_500_000));
+        assert_eq!(
+            q.title,
+            "requests wait in the queue for 60% of their time to first token"
+        );
+        assert_eq!(
+            q.evidence[0],
+            "queued 4.50 ms of 7.50 ms time to first token over 3 request(s)"
+        );
+        assert_eq!(q.evidence[1], "queue p50 1.50 ms, TTFT p50 2.50 ms");
+        assert_eq!(q.evidence[2], "a: queued 2.00 ms of its 3.00 ms TTFT");
+        assert_eq!(
+            q.link,
+            Some(Link::Row {
+                table: "requests".into(),
+                key: "a".into()
+            })
+        );
+    }
+
+    #[test]
+    fn kv_pressure_and_accounting_errors_by_hand() {
+        use crate::analysis::resources::tests::resource_line;
+        let step = |r: &str, at: i64, action: &str, amount: i64, before: i64, after: i64| {
+            resource_line(
+                r,
+                at,
+                "request",
+                &format!(
+                    r#""action":"{action}","amount":{amount},"before":{before},"after":{after},"capacity":10"#
+                ),
+            )
+        };
+        let defer = |r: &str, at: i64| {
+            resource_line(
+                r,
+                at,
+                "request",
+                r#""action":"defer","amount":6,"before":6,"after":6,"capacity":10,"reason":"kv_blocks: 6 needed, 4 free""#,
+            )
+        };
+        let text = [
+            step("a", 10, "reserve", 6, 0, 6),
+            defer("b", 20),
+            defer("b", 30),
+            step("a", 40, "release", 8, 6, 0),
+            step("b", 50, "reserve", 6, 0, 6),
+        ]
+        .concat();
+        let doc = crate::format::profile::read_profile(text.as_bytes());
+        assert_eq!(
+            profile_rules(&doc),
+            [
+                ("kv_pressure".to_string(), Stake::Count(2)),
+                ("resource_accounting".to_string(), Stake::Count(2))
+            ]
+        );
+        let f = profile_findings(&doc);
+        let kv = &f.findings[0];
+        assert_eq!(
+            kv.title,
+            "kv_blocks: 2 deferral(s) and 0 rejection(s) for want of capacity"
+        );
+        assert_eq!(
+            kv.evidence,
+            [
+                "peak 6 of 10 in use (60%)",
+                "2 × defer: kv_blocks: 6 needed, 4 free",
+                "1 request(s) waited or were refused: b",
+            ]
+        );
+        // a released 8 of its 6; b never released its 6.
+        assert_eq!(
+            f.findings[1].evidence,
+            [
+                "line 4: a went 2 below 0 (release_exceeds_holding)",
+                "b still holds 6 at the end"
+            ]
+        );
     }
 }

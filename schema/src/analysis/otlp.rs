@@ -39,6 +39,15 @@
 //!   is the module span `parent_span_id`; at the top of a forward call, the forward's phase
 //!   span (`forward` `prefill` → the first `prefill` span; `decode` with `forward_index` n →
 //!   the n-th `decode` span by start), else the request span.
+//! - **Batched forwards** (SCHEMA.md §4, events of an engine): each forward is a trace of its
+//!   own: a root span `iteration` (kind `INTERNAL`, from its event's start and duration,
+//!   attributes `candle_trace.engine`, `.iteration`, `.batch_size`, `.prefill_tokens`,
+//!   `.decode_tokens`, `.committed_tokens`, `.requests` (the ids, comma-separated), `.thread`;
+//!   status `ERROR` when it failed) with its module spans under it ([`iteration_spans`]). Every
+//!   request it lists gets a child of its request span for its part (named `prefill` when the
+//!   forward ran its prompt tokens, else `decode`; same times; its own token counts) carrying
+//!   an OTLP span link to the forward's span (link attribute `candle_trace.link` =
+//!   `batched_forward`).
 //! - **Span events on the request span**: one `token` per engine token commit (at
 //!   `engine_token_wall_anchor_unix_nanos` + commit, attribute `candle_trace.token.index`,
 //!   1-based); one `exception` per `error` (`exception.type`, `exception.message`); every other
@@ -63,7 +72,12 @@
 //! from the FNV offset basis XOR `seed`). With `key` = (`correlation_id` of the request's first
 //! event, `request_id`): trace id = `h(1, key)` ‖ `h(2, key)` (big-endian, 16 bytes); request
 //! span id = `h(3, key + "request")`; phase span id = `h(3, key + "event" + event_id)`; module
-//! span id = `h(3, key + "module" + span_id)` (its decimal `span_id`, unique in the request). So
+//! span id = `h(3, key + "module" + span_id)` (its decimal `span_id`, unique in the request); a
+//! request's part in a batched forward `h(3, key + "forward" + engine + iteration)`. A batched
+//! forward's trace id is `h(1, f)` ‖ `h(2, f)` with `f` = (`correlation_id`, engine,
+//! `"iteration"`, iteration), its span id `h(3, (correlation_id, engine, "iteration",
+//! iteration))`, its module spans' `h(3, (correlation_id, engine, "iteration", iteration,
+//! "module", span_id))`. So
 //! a profile exported twice, or exported and sent live, gives the same ids; an id that comes
 //! out all zero (invalid in OTLP) becomes 1.
 //!
@@ -82,7 +96,11 @@ use alloc::vec::Vec;
 
 use serde_json::{json, Map, Value};
 
-use crate::format::profile::{attribute, ProfileDocument, ProfileRecord, Status, MODULE_PHASE};
+use crate::analysis::iterations::Iteration;
+use crate::analysis::requests::RequestSummary;
+use crate::format::profile::{
+    attribute, engine_of, ProfileDocument, ProfileRecord, Status, ITERATION_PHASE, MODULE_PHASE,
+};
 
 /// The instrumentation scope name written with every span.
 pub const SCOPE_NAME: &str = "candle-trace";
@@ -150,6 +168,19 @@ pub struct OtlpSpan {
     pub events: Vec<OtlpEvent>,
     /// `Some(message)` when the span's status is `ERROR`; `None` leaves it unset.
     pub error: Option<String>,
+    /// Links to spans of other traces (a request's part in a batched forward → the forward).
+    pub links: Vec<OtlpLink>,
+}
+
+/// A link from a span to a span of another trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpLink {
+    /// The linked span's trace.
+    pub trace_id: [u8; 16],
+    /// The linked span.
+    pub span_id: [u8; 8],
+    /// The link's attributes.
+    pub attributes: Vec<Attribute>,
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -237,12 +268,213 @@ pub fn request_spans(doc: &ProfileDocument) -> Vec<OtlpSpan> {
             .or_default()
             .push(r);
     }
+    let iterations = doc.iterations().iterations;
     let mut out = Vec::new();
     for summary in &summaries {
         let Some(records) = by_request.get(summary.request_id.as_str()) else {
             continue;
         };
-        out.extend(spans_of_request(summary, records));
+        let mut spans = spans_of_request(summary, records);
+        spans.extend(forward_parts(&spans[0], summary, &iterations));
+        out.extend(spans);
+    }
+    out
+}
+
+/// The trace id of an engine's batched forward (module docs).
+pub fn iteration_trace_id(correlation_id: &str, engine: &str, iteration: u64) -> [u8; 16] {
+    let n = iteration.to_string();
+    let parts = [correlation_id, engine, "iteration", n.as_str()];
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&id_hash(1, &parts).to_be_bytes());
+    id[8..].copy_from_slice(&id_hash(2, &parts).to_be_bytes());
+    if id == [0; 16] {
+        id[15] = 1;
+    }
+    id
+}
+
+/// The span id of an engine's batched forward (module docs).
+pub fn iteration_span_id(correlation_id: &str, engine: &str, iteration: u64) -> [u8; 8] {
+    span_id(
+        correlation_id,
+        engine,
+        &["iteration", &iteration.to_string()],
+    )
+}
+
+fn forward_attributes(it: &Iteration) -> Vec<Attribute> {
+    let int = |k: &str, v: u64| {
+        (
+            String::from(k),
+            AttributeValue::Int(i64::try_from(v).unwrap_or(i64::MAX)),
+        )
+    };
+    alloc::vec![
+        s("candle_trace.engine", &it.engine),
+        int("candle_trace.iteration", it.iteration),
+        int("candle_trace.batch_size", it.batch_size),
+    ]
+}
+
+/// A request's part in each batched forward that lists it: a child of its request span
+/// (named `prefill` when it ran the request's prompt tokens, else `decode`), linked to the
+/// forward's span.
+fn forward_parts(
+    root: &OtlpSpan,
+    summary: &RequestSummary,
+    iterations: &[Iteration],
+) -> Vec<OtlpSpan> {
+    let request_id = summary.request_id.as_str();
+    let correlation = root
+        .attributes
+        .iter()
+        .find_map(|(k, v)| match v {
+            AttributeValue::String(s) if k == "candle_trace.correlation_id" => Some(s.as_str()),
+            _ => None,
+        })
+        .unwrap_or("");
+    let mut out = Vec::new();
+    for it in iterations {
+        let Some(part) = it.requests.iter().find(|r| r.request_id == request_id) else {
+            continue;
+        };
+        let start = unix(it.start_unix_nanos);
+        let iteration = it.iteration.to_string();
+        let int = |k: &str, v: u64| {
+            (
+                String::from(k),
+                AttributeValue::Int(i64::try_from(v).unwrap_or(i64::MAX)),
+            )
+        };
+        let mut attributes = forward_attributes(it);
+        attributes.push(int("candle_trace.prefill_tokens", part.prefill_tokens));
+        attributes.push(int("candle_trace.decode_tokens", part.decode_tokens));
+        attributes.push(int("candle_trace.committed_tokens", part.committed_tokens));
+        attributes.push((
+            String::from(LINE_ATTRIBUTE),
+            AttributeValue::Int(i64::try_from(it.line).unwrap_or(i64::MAX)),
+        ));
+        out.push(OtlpSpan {
+            trace_id: root.trace_id,
+            span_id: span_id(
+                correlation,
+                request_id,
+                &["forward", &it.engine, &iteration],
+            ),
+            parent_span_id: Some(root.span_id),
+            name: String::from(if part.prefill_tokens > 0 {
+                "prefill"
+            } else {
+                "decode"
+            }),
+            kind: OtlpSpanKind::Internal,
+            start_unix_nanos: start,
+            end_unix_nanos: end_of(start, it.duration_ns),
+            attributes,
+            events: Vec::new(),
+            error: None,
+            links: alloc::vec![OtlpLink {
+                trace_id: iteration_trace_id(correlation, &it.engine, it.iteration),
+                span_id: iteration_span_id(correlation, &it.engine, it.iteration),
+                attributes: alloc::vec![s("candle_trace.link", "batched_forward")],
+            }],
+        });
+    }
+    out
+}
+
+/// The spans of every batched forward of `doc` (SCHEMA.md §4): per forward, a trace of its
+/// own with the forward's span (kind `INTERNAL`, name `iteration`) and its module spans under
+/// it, in time order.
+pub fn iteration_spans(doc: &ProfileDocument) -> Vec<OtlpSpan> {
+    let iterations = doc.iterations().iterations;
+    // (engine, iteration) → the records of its module spans.
+    let mut modules: BTreeMap<(&str, u64), Vec<&ProfileRecord>> = BTreeMap::new();
+    for r in &doc.records {
+        let Some(engine) = engine_of(r) else { continue };
+        if r.event.phase.as_deref() != Some(MODULE_PHASE) {
+            continue;
+        }
+        if let Some(n) = r
+            .event
+            .attributes
+            .get(attribute::ITERATION)
+            .and_then(Value::as_u64)
+        {
+            modules.entry((engine, n)).or_default().push(r);
+        }
+    }
+    let mut out = Vec::new();
+    for it in &iterations {
+        let Some(record) = doc.records.iter().find(|r| r.line == it.line) else {
+            continue;
+        };
+        let correlation = record.event.correlation_id.as_deref().unwrap_or("");
+        let trace = iteration_trace_id(correlation, &it.engine, it.iteration);
+        let root = iteration_span_id(correlation, &it.engine, it.iteration);
+        let start = unix(it.start_unix_nanos);
+        let mut attributes = forward_attributes(it);
+        for (key, v) in [
+            ("candle_trace.prefill_tokens", it.prefill_tokens),
+            ("candle_trace.decode_tokens", it.decode_tokens),
+            ("candle_trace.committed_tokens", it.committed_tokens),
+        ] {
+            attributes.push((
+                String::from(key),
+                AttributeValue::Int(i64::try_from(v).unwrap_or(i64::MAX)),
+            ));
+        }
+        let ids: Vec<&str> = it.requests.iter().map(|r| r.request_id.as_str()).collect();
+        attributes.push(s("candle_trace.requests", &ids.join(",")));
+        if let Some(thread) = &it.thread {
+            attributes.push(s("candle_trace.thread", thread));
+        }
+        attributes.extend(event_attributes(record));
+        out.push(OtlpSpan {
+            trace_id: trace,
+            span_id: root,
+            parent_span_id: None,
+            name: String::from(ITERATION_PHASE),
+            kind: OtlpSpanKind::Internal,
+            start_unix_nanos: start,
+            end_unix_nanos: end_of(start, it.duration_ns),
+            attributes,
+            events: Vec::new(),
+            error: (it.status == "failure").then(|| {
+                record
+                    .event
+                    .error
+                    .as_ref()
+                    .and_then(|e| e.message.clone())
+                    .unwrap_or_default()
+            }),
+            links: Vec::new(),
+        });
+        let iteration = it.iteration.to_string();
+        let module_id = |n: u64| {
+            span_id(
+                correlation,
+                &it.engine,
+                &["iteration", &iteration, "module", &n.to_string()],
+            )
+        };
+        for r in modules
+            .get(&(it.engine.as_str(), it.iteration))
+            .into_iter()
+            .flatten()
+        {
+            let a = &r.event.attributes;
+            let own = a
+                .get(attribute::SPAN_ID)
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            let parent = a
+                .get(attribute::PARENT_SPAN_ID)
+                .and_then(Value::as_u64)
+                .map_or(root, module_id);
+            out.push(module_span(r, trace, module_id(own), parent));
+        }
     }
     out
 }
@@ -410,6 +642,7 @@ fn spans_of_request(
         attributes: attrs,
         events,
         error: failed.then(|| error.unwrap_or_default()),
+        links: Vec::new(),
     }];
 
     // Phase spans, then module spans (which may point at them).
@@ -440,6 +673,7 @@ fn spans_of_request(
             attributes: event_attributes(r),
             events: Vec::new(),
             error: None,
+            links: Vec::new(),
         });
     }
     decodes.sort_by_key(|d| (d.0, d.1));
@@ -474,44 +708,58 @@ fn spans_of_request(
                 phase_span.unwrap_or(root_id)
             }
         };
-        let start = unix(e.ts_unix_nanos.unwrap_or(0));
-        let d = a
-            .get(attribute::DURATION_NANOS)
-            .and_then(Value::as_u64)
-            .unwrap_or_else(|| e.duration_us.unwrap_or(0).saturating_mul(1000));
-        let name = a
-            .get(attribute::NAME)
-            .and_then(Value::as_str)
-            .unwrap_or(MODULE_PHASE);
-        let mut attributes = event_attributes(r);
-        attributes.push(s("candle_trace.module.name", name));
-        for (key, field) in [
-            ("candle_trace.module.span_kind", attribute::SPAN_KIND),
-            ("candle_trace.module.forward", attribute::FORWARD),
-            (
-                "candle_trace.module.forward_index",
-                attribute::FORWARD_INDEX,
-            ),
-            ("candle_trace.module", attribute::MODULE),
-        ] {
-            if let Some(v) = a.get(field) {
-                attributes.push((String::from(key), to_attribute(v)));
-            }
-        }
-        spans.push(OtlpSpan {
-            trace_id: trace,
-            span_id: span_id(correlation, request_id, &["module", &own]),
-            parent_span_id: Some(parent),
-            name: String::from(name),
-            kind: OtlpSpanKind::Internal,
-            start_unix_nanos: start,
-            end_unix_nanos: end_of(start, d),
-            attributes,
-            events: Vec::new(),
-            error: None,
-        });
+        spans.push(module_span(
+            r,
+            trace,
+            span_id(correlation, request_id, &["module", &own]),
+            parent,
+        ));
     }
     spans
+}
+
+/// A module span's span (name, times, attributes) with the given ids.
+fn module_span(r: &ProfileRecord, trace: [u8; 16], id: [u8; 8], parent: [u8; 8]) -> OtlpSpan {
+    let e = &r.event;
+    let a = &e.attributes;
+    let start = unix(e.ts_unix_nanos.unwrap_or(0));
+    let d = a
+        .get(attribute::DURATION_NANOS)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| e.duration_us.unwrap_or(0).saturating_mul(1000));
+    let name = a
+        .get(attribute::NAME)
+        .and_then(Value::as_str)
+        .unwrap_or(MODULE_PHASE);
+    let mut attributes = event_attributes(r);
+    attributes.push(s("candle_trace.module.name", name));
+    for (key, field) in [
+        ("candle_trace.module.span_kind", attribute::SPAN_KIND),
+        ("candle_trace.module.forward", attribute::FORWARD),
+        (
+            "candle_trace.module.forward_index",
+            attribute::FORWARD_INDEX,
+        ),
+        ("candle_trace.module.iteration", attribute::ITERATION),
+        ("candle_trace.module", attribute::MODULE),
+    ] {
+        if let Some(v) = a.get(field) {
+            attributes.push((String::from(key), to_attribute(v)));
+        }
+    }
+    OtlpSpan {
+        trace_id: trace,
+        span_id: id,
+        parent_span_id: Some(parent),
+        name: String::from(name),
+        kind: OtlpSpanKind::Internal,
+        start_unix_nanos: start,
+        end_unix_nanos: end_of(start, d),
+        attributes,
+        events: Vec::new(),
+        error: None,
+        links: Vec::new(),
+    }
 }
 
 /// `candle_trace.event_id`, `.phase`, `.line` of one event.
@@ -592,6 +840,20 @@ fn span_json(span: &OtlpSpan) -> Value {
             .collect();
         m.insert("events".into(), Value::Array(events));
     }
+    if !span.links.is_empty() {
+        let links = span
+            .links
+            .iter()
+            .map(|l| {
+                json!({
+                    "traceId": hex(&l.trace_id),
+                    "spanId": hex(&l.span_id),
+                    "attributes": attributes_json(&l.attributes),
+                })
+            })
+            .collect();
+        m.insert("links".into(), Value::Array(links));
+    }
     if let Some(message) = &span.error {
         // STATUS_CODE_ERROR = 2.
         m.insert("status".into(), json!({ "code": 2, "message": message }));
@@ -621,7 +883,9 @@ pub fn to_otlp_json(spans: &[OtlpSpan], service_name: &str) -> String {
 
 /// [`request_spans`] of `doc` encoded by [`to_otlp_json`].
 pub fn profile_to_otlp(doc: &ProfileDocument, service_name: &str) -> String {
-    to_otlp_json(&request_spans(doc), service_name)
+    let mut spans = request_spans(doc);
+    spans.extend(iteration_spans(doc));
+    to_otlp_json(&spans, service_name)
 }
 
 #[cfg(test)]
@@ -669,5 +933,72 @@ mod tests {
             value_json(&AttributeValue::Int(-7)),
             json!({"intValue": "-7"})
         );
+    }
+
+    #[test]
+    fn a_batched_forward_is_a_span_linked_from_every_request_it_served() {
+        use crate::analysis::iterations::tests::iteration_line;
+        use crate::analysis::request_axis::tests::{request, T0};
+        let ums: u64 = 1_000_000;
+        let module = concat!(
+            r#"{"schema_version":1,"event_kind":"timed_span","ts_unix_nanos":1767225600002000100,"#,
+            r#""timestamp":"2026-01-01T00:00:00Z","event_id":"m0","request_id":"e","#,
+            r#""correlation_id":"c","entrypoint":"serve","backend":"cpu","runtime_preset_hash":"h","#,
+            r#""phase":"module","status":"ok","duration_us":500,"shape":{"batch_size":2},"#,
+            r#""attributes":{"engine":"e","iteration":0,"span_id":0,"name":"block","span_kind":"module","#,
+            r#""start_nanos_since_iteration_start":100,"duration_nanos":500000}}"#,
+            "\n"
+        );
+        let text = [
+            request("a", 0, "main", 4000, &[3 * ums]),
+            request("b", 0, "main", 4000, &[3 * ums]),
+            iteration_line(
+                "e",
+                0,
+                T0 + 2_000_000,
+                ums,
+                &[("a", 4, 0, 1), ("b", 0, 1, 1)],
+            ),
+            String::from(module),
+        ]
+        .concat();
+        let doc = crate::format::profile::read_profile(text.as_bytes());
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let forwards = iteration_spans(&doc);
+        assert_eq!(forwards.len(), 2);
+        let forward = &forwards[0];
+        assert_eq!(forward.name, "iteration");
+        assert_eq!(forward.trace_id, iteration_trace_id("c", "e", 0));
+        assert_eq!(forward.span_id, iteration_span_id("c", "e", 0));
+        assert_eq!(forward.end_unix_nanos - forward.start_unix_nanos, 1_000_000);
+        // Its module span is under it, in its trace.
+        assert_eq!(forwards[1].parent_span_id, Some(forward.span_id));
+        assert_eq!(forwards[1].trace_id, forward.trace_id);
+        let spans = request_spans(&doc);
+        let parts: Vec<&OtlpSpan> = spans.iter().filter(|s| !s.links.is_empty()).collect();
+        assert_eq!(parts.len(), 2, "one per request it served");
+        let names: Vec<&str> = parts.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["prefill", "decode"]);
+        for part in &parts {
+            assert_eq!(part.links[0].trace_id, forward.trace_id);
+            assert_eq!(part.links[0].span_id, forward.span_id);
+            assert_eq!(part.start_unix_nanos, forward.start_unix_nanos);
+        }
+        assert_eq!(parts[0].trace_id, trace_id("c", "a"));
+        assert_eq!(
+            parts[0].parent_span_id,
+            Some(span_id("c", "a", &["request"]))
+        );
+        // The engine is not exported as a request.
+        assert!(spans.iter().all(|s| s.trace_id != trace_id("c", "e")));
+        let json = profile_to_otlp(&doc, "svc");
+        let v: Value = serde_json::from_str(&json).unwrap();
+        let all = v["resourceSpans"][0]["scopeSpans"][0]["spans"]
+            .as_array()
+            .unwrap();
+        let linked = all.iter().filter(|s| s.get("links").is_some()).count();
+        assert_eq!(linked, 2);
+        let first = all.iter().find(|s| s.get("links").is_some()).unwrap();
+        assert_eq!(first["links"][0]["spanId"], hex(&forward.span_id));
     }
 }

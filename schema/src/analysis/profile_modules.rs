@@ -13,6 +13,10 @@
 //! Rules where SCHEMA.md is silent:
 //! - Events are grouped by `request_id` (absent: the empty id), then by `forward_index`; both
 //!   in order of first appearance. A forward call's `forward` is that of its first event.
+//! - A batched forward's module spans (SCHEMA.md §4) are its engine's: they are grouped under
+//!   the engine's id (their `request_id`), by `iteration`, as forward calls of `forward`
+//!   `iteration` timed by the iteration event's duration, so a forward that served several
+//!   requests counts its spans once; a row's `requests` then counts the engine as one.
 //! - Within a forward call the spans are laid out by [`SpanTree`] (a `parent_span_id` naming no
 //!   span of the call, or a cycle, makes the span a root; siblings are ordered by start time,
 //!   then file order) and keyed by [`ModulePaths`] (names mode when a span of that call has a
@@ -41,7 +45,8 @@ use crate::analysis::coverage::{union_ns, Coverage};
 use crate::analysis::modules::{is_module_span, ModuleGrouping, ModulePaths};
 use crate::format::events::{CompactString, SpanKind};
 use crate::format::profile::{
-    attribute, is_module_event, EventKind, ProfileDocument, ProfileRecord,
+    attribute, engine_of, is_module_event, EventKind, ProfileDocument, ProfileRecord,
+    ITERATION_PHASE,
 };
 use crate::format::records::Span;
 use crate::format::spans::SpanTree;
@@ -77,9 +82,10 @@ pub struct ModuleSpan {
 /// One forward call of a request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ForwardCall {
-    /// `prefill` or `decode` (as written; empty when absent).
+    /// `prefill` or `decode` (as written; empty when absent), or `iteration` for an engine's
+    /// batched forward.
     pub forward: String,
-    /// 0 = prefill, n = the n-th decode step.
+    /// 0 = prefill, n = the n-th decode step; a batched forward's `iteration`.
     pub forward_index: u64,
     /// Its spans in file order.
     pub spans: Vec<ModuleSpan>,
@@ -98,7 +104,7 @@ pub struct ProfileModuleRow {
     pub total_ns: u64,
     /// `total_ns / calls`, integer division.
     pub mean_ns: u64,
-    /// Requests with at least one span in the group.
+    /// Requests (or engines, for batched forwards) with at least one span in the group.
     pub requests: u64,
 }
 
@@ -131,6 +137,8 @@ struct PhaseSpans {
     prefill_ns: Option<u64>,
     /// (start, file position, duration ns), sorted.
     decodes: Vec<(i64, usize, u64)>,
+    /// An engine's batched forwards: iteration → duration ns.
+    iterations: HashMap<u64, u64>,
 }
 
 /// A module span: `span_kind = module`, or a module name.
@@ -142,10 +150,13 @@ fn attr_u64(attributes: &crate::format::profile::JsonMap, name: &str) -> Option<
     attributes.get(name).and_then(Value::as_u64)
 }
 
-/// A module event as a (forward, index, span) triple; `None` when it cannot be placed.
+/// A module event as a (forward, index, span) triple; `None` when it cannot be placed. A
+/// batched forward's span (an engine's: [`engine_of`]) is placed by its `iteration`, as forward
+/// `iteration`, its start since the iteration's.
 fn read_span(record: &ProfileRecord) -> Option<(String, u64, ModuleSpan)> {
     let e = &record.event;
     let a = &e.attributes;
+    let batched = engine_of(record).is_some();
     let span_kind = match a.get(attribute::SPAN_KIND)?.as_str()? {
         "module" => SpanKind::Module,
         "function" => SpanKind::Function,
@@ -155,14 +166,25 @@ fn read_span(record: &ProfileRecord) -> Option<(String, u64, ModuleSpan)> {
     let duration_ns = attr_u64(a, attribute::DURATION_NANOS)
         .or_else(|| e.duration_us.map(|us| us.saturating_mul(1000)))
         .unwrap_or(0);
-    let forward = a
-        .get(attribute::FORWARD)
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let (forward, index, start) = if batched {
+        (
+            String::from(ITERATION_PHASE),
+            attr_u64(a, attribute::ITERATION)?,
+            attr_u64(a, attribute::START_NANOS_SINCE_ITERATION_START)?,
+        )
+    } else {
+        (
+            a.get(attribute::FORWARD)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            attr_u64(a, attribute::FORWARD_INDEX)?,
+            attr_u64(a, attribute::START_NANOS_SINCE_REQUEST_START)?,
+        )
+    };
     Some((
         forward,
-        attr_u64(a, attribute::FORWARD_INDEX)?,
+        index,
         ModuleSpan {
             span_id: attr_u64(a, attribute::SPAN_ID)?,
             parent_span_id: attr_u64(a, attribute::PARENT_SPAN_ID),
@@ -172,7 +194,7 @@ fn read_span(record: &ProfileRecord) -> Option<(String, u64, ModuleSpan)> {
                 .get(attribute::MODULE)
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            start_ns: attr_u64(a, attribute::START_NANOS_SINCE_REQUEST_START)?,
+            start_ns: start,
             duration_ns,
             path: String::new(),
             self_ns: 0,
@@ -307,7 +329,9 @@ impl ProfileDocument {
             for call in &mut request.forwards {
                 let covered = name_paths(&mut call.spans);
                 let phase_ns = phases.and_then(|p| {
-                    if call.forward_index == 0 {
+                    if call.forward == ITERATION_PHASE {
+                        p.iterations.get(&call.forward_index).copied()
+                    } else if call.forward_index == 0 {
                         p.prefill_ns
                     } else {
                         let n = usize::try_from(call.forward_index - 1).ok()?;
@@ -343,6 +367,11 @@ impl ProfileDocument {
                 .or_default();
             let ns = us.saturating_mul(1000);
             match e.phase.as_deref() {
+                Some(ITERATION_PHASE) => {
+                    if let Some(it) = crate::analysis::iterations::read_iteration(r) {
+                        p.iterations.entry(it.iteration).or_insert(it.duration_ns);
+                    }
+                }
                 Some("prefill") if p.prefill_ns.is_none() => p.prefill_ns = Some(ns),
                 Some("decode") => p.decodes.push((e.ts_unix_nanos.unwrap_or(0), i, ns)),
                 _ => {}
@@ -582,5 +611,65 @@ mod tests {
         assert_eq!(m[0].forwards[0].spans.len(), 6);
         let empty: Vec<RequestModules> = read_profile(request_line("z").as_bytes()).module_spans();
         assert!(empty.is_empty());
+    }
+
+    /// A batched forward's module span, as capture's engine writes it.
+    fn batched(
+        engine: &str,
+        iteration: u64,
+        id: u64,
+        parent: Option<u64>,
+        name: &str,
+        start: u64,
+        nanos: u64,
+    ) -> String {
+        module(engine, 0, id, parent, name, "module", start, nanos)
+            .replace(
+                r#""forward":"prefill","forward_index":0,"start_nanos_since_request_start""#,
+                &format!(r#""engine":"{engine}","iteration":{iteration},"start_nanos_since_iteration_start""#),
+            )
+            .replace(&format!(r#""event_id":"{engine}-0-"#), &format!(r#""event_id":"{engine}-{iteration}-"#))
+    }
+
+    #[test]
+    fn module_spans_of_a_batched_forward_are_counted_once() {
+        // One forward served a, b and c (the iteration event lists them, 1 ms); its spans
+        // (`block` 800 µs > `linear` 300 µs) were written once, for the engine.
+        let text = [
+            crate::analysis::iterations::tests::iteration_line(
+                "e",
+                4,
+                1_767_225_600_000_000_000,
+                1_000_000,
+                &[("a", 0, 1, 1), ("b", 0, 1, 1), ("c", 0, 1, 1)],
+            ),
+            batched("e", 4, 0, None, "block", 100, 800_000),
+            batched("e", 4, 1, Some(0), "linear", 200, 300_000),
+        ]
+        .concat();
+        let doc = read_profile(text.as_bytes());
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let spans = doc.module_spans();
+        assert_eq!(spans.len(), 1);
+        assert_eq!(spans[0].request_id, "e");
+        let call = &spans[0].forwards[0];
+        assert_eq!(
+            (call.forward.as_str(), call.forward_index, call.spans.len()),
+            ("iteration", 4, 2)
+        );
+        assert_eq!(call.spans[1].path, "block/linear");
+        // Timed by the iteration: 800 µs of its 1 ms are inside `block`.
+        assert_eq!(
+            (call.coverage.forward_ns, call.coverage.covered_ns),
+            (1_000_000, 800_000)
+        );
+        let rows = doc.module_rows(ModuleGrouping::Name);
+        let linear = rows.iter().find(|r| r.key == "linear").unwrap();
+        assert_eq!(
+            (linear.calls, linear.total_ns, linear.requests),
+            (1, 300_000, 1)
+        );
+        // Not a request, and no request shows them.
+        assert!(doc.requests().iter().all(|r| r.request_id != "e"));
     }
 }

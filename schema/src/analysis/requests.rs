@@ -7,7 +7,9 @@ use alloc::vec::Vec;
 use serde::Serialize;
 
 use crate::analysis::percentiles::Percentiles;
-use crate::format::profile::{attribute, EventKind, ProfileDocument, ProfileRecord, Status};
+use crate::format::profile::{
+    attribute, engine_of, EventKind, ProfileDocument, ProfileRecord, Status,
+};
 
 /// One request: its events folded together.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -57,7 +59,7 @@ pub struct LatencyStats {
 /// The headline numbers of an inference profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProfileSummary {
-    /// Number of distinct `request_id`s.
+    /// Number of distinct `request_id`s of requests (an engine's events are not a request's).
     pub request_count: u64,
     /// Number of kept events.
     pub event_count: u64,
@@ -77,6 +79,13 @@ pub struct ProfileSummary {
     pub error_count: u64,
     /// Events carrying a `memory` snapshot.
     pub memory_snapshot_count: u64,
+    /// Batched forwards ([`crate::analysis::iterations`]); left out of the JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub iteration_count: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// An event's `error`, with where it was found.
@@ -114,12 +123,17 @@ pub struct MemorySnapshotEntry {
 }
 
 impl ProfileDocument {
-    /// One summary per `request_id`, in order of first appearance.
+    /// One summary per `request_id`, in order of first appearance; an engine's events
+    /// ([`engine_of`]) are left out.
     pub fn requests(&self) -> Vec<RequestSummary> {
         let mut out: Vec<RequestSummary> = Vec::new();
         let mut outcome: Vec<(bool, bool)> = Vec::new(); // (any failure, any ok) per request
         let mut index: BTreeMap<&str, usize> = BTreeMap::new();
         for record in &self.records {
+            // An engine's events (batched forwards …) are no request's.
+            if engine_of(record).is_some() {
+                continue;
+            }
             let e = &record.event;
             let id = e.request_id.as_deref().unwrap_or("");
             let i = *index.entry(id).or_insert_with(|| {
@@ -218,9 +232,10 @@ impl ProfileDocument {
         let latency = latency_of(requests);
         let mut events_by_kind = BTreeMap::new();
         let mut events_by_status = BTreeMap::new();
-        let (mut invalid, mut errors, mut memory) = (0, 0, 0);
+        let (mut invalid, mut errors, mut memory, mut iterations) = (0, 0, 0, 0);
         for record in &self.records {
             let e = &record.event;
+            iterations += u64::from(crate::analysis::iterations::is_iteration_event(record));
             if let Some(kind) = &e.event_kind {
                 *events_by_kind.entry(kind.clone()).or_insert(0) += 1;
             }
@@ -241,6 +256,7 @@ impl ProfileDocument {
             itl_nanos: latency.itl_nanos,
             error_count: errors,
             memory_snapshot_count: memory,
+            iteration_count: iterations,
         }
     }
 

@@ -13,6 +13,9 @@
 //!   array elements that are not unsigned integers (or malformed intervals) are skipped.
 //! - Requests are in order of first appearance; events without `request_id` form the request
 //!   with the empty id. Times are ns relative to the origin, signed (an event may precede it).
+//! - An engine's events ([`engine_of`]) are no request's: they have no waterfall. A request's
+//!   [`forwards`](Waterfall::forwards) are the batched forwards whose `requests` list it
+//!   ([`crate::analysis::iterations`]), placed on its time axis by their `ts_unix_nanos`.
 //! - Module-span events (phase `module`, see [`RequestModules`](crate::analysis::profile_modules::RequestModules)) are left out: they
 //!   are drawn by no bar or marker and set no origin; a request with nothing else has no
 //!   waterfall.
@@ -25,7 +28,8 @@ use alloc::vec::Vec;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::format::profile::{attribute, ProfileDocument, Status};
+use crate::analysis::iterations::Iteration;
+use crate::format::profile::{attribute, engine_of, ProfileDocument, Status};
 
 /// A `timed_span` bar.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -68,6 +72,27 @@ pub struct StageBar {
     pub end_ns: u64,
 }
 
+/// A batched forward the request took part in (an engine's `iteration` event that lists it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ForwardBar {
+    /// The engine that ran it.
+    pub engine: String,
+    /// Its number within the engine.
+    pub iteration: u64,
+    /// Start relative to the request's origin.
+    pub start_ns: i64,
+    /// Its duration.
+    pub duration_ns: u64,
+    /// Requests in it.
+    pub batch_size: u64,
+    /// This request's prompt tokens in it.
+    pub prefill_tokens: u64,
+    /// This request's decode tokens in it.
+    pub decode_tokens: u64,
+    /// Line of the iteration event.
+    pub line: u64,
+}
+
 /// One request's waterfall.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Waterfall {
@@ -85,6 +110,8 @@ pub struct Waterfall {
     pub stages: Vec<StageBar>,
     /// When decoding was ready.
     pub decode_ready_ns: Option<u64>,
+    /// The batched forwards that served it, by start.
+    pub forwards: Vec<ForwardBar>,
     /// Largest end of anything drawn (0 when nothing is).
     pub extent_ns: i64,
 }
@@ -104,13 +131,38 @@ fn u64s(v: Option<&Value>) -> Vec<u64> {
         .unwrap_or_default()
 }
 
+impl Waterfall {
+    /// Add the batched forwards among `iterations` that list this request.
+    fn add_forwards(&mut self, iterations: &[Iteration]) {
+        let origin = self.origin_unix_nanos.unwrap_or(0);
+        for it in iterations {
+            let Some(part) = it.requests.iter().find(|r| r.request_id == self.request_id) else {
+                continue;
+            };
+            let start_ns = it.start_unix_nanos.saturating_sub(origin);
+            self.forwards.push(ForwardBar {
+                engine: it.engine.clone(),
+                iteration: it.iteration,
+                start_ns,
+                duration_ns: it.duration_ns,
+                batch_size: it.batch_size,
+                prefill_tokens: part.prefill_tokens,
+                decode_tokens: part.decode_tokens,
+                line: it.line,
+            });
+            let end = start_ns.saturating_add(i64::try_from(it.duration_ns).unwrap_or(i64::MAX));
+            self.extent_ns = self.extent_ns.max(end);
+        }
+    }
+}
+
 impl ProfileDocument {
     /// One waterfall per request, in order of first appearance.
     pub fn waterfalls(&self) -> Vec<Waterfall> {
         let mut order: Vec<&str> = Vec::new();
         let mut members: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, r) in self.records.iter().enumerate() {
-            if crate::format::profile::is_module_event(r) {
+            if crate::format::profile::is_module_event(r) || engine_of(r).is_some() {
                 continue;
             }
             let id = r.event.request_id.as_deref().unwrap_or("");
@@ -122,9 +174,14 @@ impl ProfileDocument {
                 })
                 .push(i);
         }
+        let iterations = self.iterations().iterations;
         order
             .into_iter()
-            .map(|id| self.waterfall(id, members.get(id).map_or(&[][..], Vec::as_slice)))
+            .map(|id| {
+                let mut w = self.waterfall(id, members.get(id).map_or(&[][..], Vec::as_slice));
+                w.add_forwards(&iterations);
+                w
+            })
             .collect()
     }
 
@@ -146,6 +203,7 @@ impl ProfileDocument {
             commits_ns: Vec::new(),
             stages: Vec::new(),
             decode_ready_ns: None,
+            forwards: Vec::new(),
             extent_ns: 0,
         };
         for r in events() {
@@ -268,5 +326,40 @@ mod tests {
         );
         assert!(r1.extent_ns >= 2_985_000);
         assert_eq!(doc.settings().detail_level.as_deref(), Some("kernel"));
+    }
+
+    #[test]
+    fn a_request_s_waterfall_shows_the_batched_forwards_that_served_it() {
+        use crate::analysis::iterations::tests::iteration_line;
+        use crate::analysis::request_axis::tests::{request, T0};
+        // a opens at T0 + 1 ms; forward 3 (2–2.5 ms) ran its prompt with b.
+        let text = [
+            request("a", 1_000_000, "main", 2000, &[1_500_000]),
+            iteration_line(
+                "e",
+                3,
+                T0 + 2_000_000,
+                500_000,
+                &[("b", 0, 1, 1), ("a", 5, 0, 1)],
+            ),
+        ]
+        .concat();
+        let doc = read_profile(text.as_bytes());
+        let w = doc.waterfalls();
+        // The engine has no waterfall.
+        assert_eq!(w.len(), 1);
+        let f = &w[0].forwards;
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (
+                f[0].iteration,
+                f[0].start_ns,
+                f[0].duration_ns,
+                f[0].batch_size,
+                f[0].prefill_tokens
+            ),
+            (3, 1_000_000, 500_000, 2, 5)
+        );
+        assert!(w[0].extent_ns >= 1_500_000);
     }
 }

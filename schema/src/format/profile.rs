@@ -149,7 +149,7 @@ pub use timestamp::is_rfc3339;
 pub use token_timing::{
     token_commits, DecodeStage, DecodeStageInterval, EngineTokenTiming, RUST_STD_INSTANT,
 };
-pub use validate::{validate_event, violations, Violation};
+pub use validate::{validate_event, validate_resource, violations, Violation};
 
 /// The `phase` of module-span events (see
 /// [`RequestModules`](crate::analysis::profile_modules::RequestModules) for their attributes).
@@ -218,13 +218,60 @@ pub mod attribute {
     pub const FORWARD: &str = "forward";
     /// A module span's forward call's number (0 for the prefill, n for the n-th decode).
     pub const FORWARD_INDEX: &str = "forward_index";
-    /// A module span's duration, ns.
+    /// A module span's duration, ns (also a batched forward's).
     pub const DURATION_NANOS: &str = "duration_nanos";
+    /// The engine an event belongs to (its id, also the event's `request_id`): an event
+    /// with it is the engine's, not a request's.
+    pub const ENGINE: &str = "engine";
+    /// A batched forward's number within its engine (its event's, its module spans').
+    pub const ITERATION: &str = "iteration";
+    /// A batched forward's module span's start, ns since the forward started.
+    pub const START_NANOS_SINCE_ITERATION_START: &str = "start_nanos_since_iteration_start";
+    /// Requests in a batched forward.
+    pub const BATCH_SIZE: &str = "batch_size";
+    /// Prompt tokens a forward ran (in all, or for one request).
+    pub const PREFILL_TOKENS: &str = "prefill_tokens";
+    /// Decode tokens a forward ran (in all, or for one request).
+    pub const DECODE_TOKENS: &str = "decode_tokens";
+    /// Tokens a forward committed (in all, or for one request).
+    pub const COMMITTED_TOKENS: &str = "committed_tokens";
+    /// A batched forward's requests, each `{request_id, prefill_tokens, decode_tokens,
+    /// committed_tokens}`.
+    pub const REQUESTS: &str = "requests";
+    /// A batched forward's request entry's id.
+    pub const REQUEST_ID: &str = "request_id";
+    /// The thread that ran a forward or opened a request (its name, else its id).
+    pub const THREAD: &str = "thread";
+    /// How forwards were timed: `host` or `device_synchronized` (a `request_open` event's).
+    pub const TIMING_MODE: &str = "timing_mode";
+    /// Why a request was preempted (a `preempted` event's).
+    pub const REASON: &str = "reason";
+    /// A decode wave's number within its request.
+    pub const WAVE: &str = "wave";
 }
+
+/// The `phase` of a batched forward's event (see
+/// [`Iterations`](crate::analysis::iterations::Iterations)).
+pub const ITERATION_PHASE: &str = "iteration";
+
+/// The `phase` of the event that says a request was preempted.
+pub const PREEMPTED_PHASE: &str = "preempted";
 
 /// True when `record` is a module-span event (`phase` = [`MODULE_PHASE`]).
 pub fn is_module_event(record: &ProfileRecord) -> bool {
     record.event.phase.as_deref() == Some(MODULE_PHASE)
+}
+
+/// The engine `record` belongs to: its `attributes.engine` when that is a non-blank string.
+/// Such an event (a batched forward, its module spans, a scheduler's own resource event) is
+/// no request's, whatever its `request_id` (which names the engine, as §2 requires one).
+pub fn engine_of(record: &ProfileRecord) -> Option<&str> {
+    record
+        .event
+        .attributes
+        .get(attribute::ENGINE)
+        .and_then(Value::as_str)
+        .filter(|e| !e.trim().is_empty())
 }
 
 /// The only `schema_version` this module reads and writes.

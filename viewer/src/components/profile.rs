@@ -1,6 +1,7 @@
-//! An inference profile: headline cards, diagnostics, its requests on the flame chart, and
-//! tabs with the request table, per-request waterfalls, errors and diagnostic-only events
-//! listed apart, TTFT / ITL histograms, module spans and memory snapshots.
+//! An inference profile: headline cards, diagnostics, its engines and requests on the flame
+//! chart, and tabs with the request table, per-request waterfalls, errors and diagnostic-only
+//! events listed apart, batched forwards, resources, TTFT / ITL histograms, module spans and
+//! memory snapshots.
 
 use std::sync::Arc;
 
@@ -15,9 +16,11 @@ use super::panel::TabPanel;
 use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart};
 use super::PageState;
 use crate::model::findings::FindingsPanel;
+use crate::model::iterations::IterationsPanel;
 use crate::model::latency::{HistogramChart, HIST_H, HIST_W};
 use crate::model::panel::{Tab, ViewKind};
 use crate::model::profile::{EventRow, SNAPSHOT_H, SNAPSHOT_W};
+use crate::model::resources::{ResourcesPanel, RESOURCE_H, RESOURCE_W};
 use crate::model::waterfall::{LANE_H, WATERFALL_W};
 use crate::model::ProfileModel;
 use crate::timeline::palette::Theme;
@@ -95,10 +98,135 @@ fn EventList(
     }
 }
 
-/// An inference profile as an application: a compact header, its requests on the flame chart
-/// (one lane group each, on one time axis, the memory snapshots as the memory lane), and the
-/// tabs Findings, Requests (the table, each request's waterfall, errors and diagnostic-only
-/// events), Latency, Modules and Memory.
+/// The batched forwards of a profile: the distribution, then one row per forward.
+#[component]
+fn IterationsView(
+    /// The tab's numbers.
+    panel: IterationsPanel,
+) -> impl IntoView {
+    let opt = |v: Option<(u64, u64)>, i: usize| {
+        v.map(|p| if i == 0 { p.0 } else { p.1 }.to_string())
+            .unwrap_or_default()
+    };
+    view! {
+        <section class="iterations panel" data-testid="iterations" data-value=panel.rows.len().to_string()
+            data-batch-p50=opt(panel.batch_size, 0) data-batch-p90=opt(panel.batch_size, 1)
+            data-duration-p50=opt(panel.duration_ns, 0) data-duration-p90=opt(panel.duration_ns, 1)>
+            <h3>"Batched forwards"</h3>
+            <p data-testid="iterations-headline">{panel.headline.clone()}</p>
+            {(!panel.rows.is_empty()).then(|| view! {
+                <table>
+                    <thead>
+                        <tr>
+                            <th scope="col">"engine"</th>
+                            <th scope="col">"iteration"</th>
+                            <th scope="col">"start"</th>
+                            <th scope="col">"duration"</th>
+                            <th scope="col">"batch"</th>
+                            <th scope="col">"prefill"</th>
+                            <th scope="col">"decode"</th>
+                            <th scope="col">"committed"</th>
+                            <th scope="col">"tokens/s"</th>
+                            <th scope="col">"requests"</th>
+                            <th scope="col">"status"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {panel.rows.iter().map(|r| view! {
+                            <tr data-testid="iteration-row" data-key=r.key.clone() data-batch-size=r.batch_size.to_string()
+                                data-prefill=r.prefill_tokens.to_string() data-decode=r.decode_tokens.to_string()
+                                data-duration=r.duration_ns.to_string() data-line=r.line.to_string()
+                                class:problem=r.status == "failure">
+                                <td>{r.engine.clone()}</td>
+                                <td class="num">{r.iteration}</td>
+                                <td class="num">{r.start.clone()}</td>
+                                <td class="num">{r.duration.clone()}</td>
+                                <td class="num">{r.batch_size}</td>
+                                <td class="num">{r.prefill_tokens}</td>
+                                <td class="num">{r.decode_tokens}</td>
+                                <td class="num">{r.committed_tokens}</td>
+                                <td class="num">{r.tokens_per_s.clone()}</td>
+                                <td>{r.requests.clone()}</td>
+                                <td>{r.status.clone()}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            })}
+        </section>
+    }
+}
+
+/// The resources of a profile: per kind, occupancy against capacity, holders, reasons and the
+/// accounting errors flagged.
+#[component]
+fn ResourcesView(
+    /// The tab's numbers.
+    panel: ResourcesPanel,
+) -> impl IntoView {
+    view! {
+        <section class="resources panel" data-testid="resources" data-value=panel.kinds.len().to_string()>
+            <h3>"Resources"</h3>
+            {panel.kinds.is_empty().then(|| view! { <p class="muted">"No resource events (a scheduler's `ResourcePool`, or `resource` events)."</p> })}
+            {(panel.unreadable > 0).then(|| view! { <p class="muted">{format!("{} resource event(s) without a kind or a known action.", panel.unreadable)}</p> })}
+            {panel.kinds.iter().map(|k| view! {
+                <figure class="resource-kind" data-testid="resource-kind" data-kind=k.kind.clone()
+                    data-capacity=k.capacity.map(|c| c.to_string()).unwrap_or_default()
+                    data-peak=k.peak.map(|p| p.to_string()).unwrap_or_default()
+                    data-deferrals=k.deferrals.to_string() data-rejections=k.rejections.to_string()>
+                    <figcaption><strong>{k.kind.clone()}</strong>": "{k.summary.clone()}</figcaption>
+                    <ul class="legend"><li><span class="swatch res-level"></span>"in use"</li><li><span class="swatch res-capacity"></span>"capacity"</li></ul>
+                    <svg class="chart" viewBox=format!("0 0 {RESOURCE_W} {RESOURCE_H}") preserveAspectRatio="none" role="img"
+                        aria-label=format!("{} in use over time against its capacity", k.kind)>
+                        {k.capacity_y.clone().map(|y| view! {
+                            <line class="res-capacity" x1="0" x2=RESOURCE_W.to_string() y1=y.clone() y2=y></line>
+                        })}
+                        <path class="res-level" d=k.path.clone()></path>
+                    </svg>
+                    <div class="chart-axis" aria-hidden="true"><span>"0"</span><span>{format!("top {}", k.axis.0)}</span><span>{k.axis.1.clone()}</span></div>
+                    {(!k.problems.is_empty()).then(|| view! {
+                        <ul class="resource-problems">
+                            {k.problems.iter().map(|p| view! {
+                                <li class="problem" data-testid="resource-problem" data-kind=p.kind data-holder=p.holder.clone()>
+                                    <strong>{p.kind}": "</strong>{p.text.clone()}
+                                </li>
+                            }).collect_view()}
+                        </ul>
+                    })}
+                    {(!k.reasons.is_empty()).then(|| view! {
+                        <ul class="resource-reasons">
+                            {k.reasons.iter().map(|r| view! { <li data-testid="resource-reason">{r.clone()}</li> }).collect_view()}
+                        </ul>
+                    })}
+                    <table>
+                        <thead><tr><th scope="col">"request"</th><th scope="col">"reserved"</th><th scope="col">"committed"</th><th scope="col">"released"</th><th scope="col">"rolled back"</th><th scope="col">"held at end"</th><th scope="col">"deferred"</th><th scope="col">"rejected"</th></tr></thead>
+                        <tbody>
+                            {k.holders.iter().map(|h| view! {
+                                <tr data-testid="resource-holder" data-holder=h.holder.clone() data-held=h.held.to_string()
+                                    data-deferrals=h.deferrals.to_string() class:problem=h.leaked>
+                                    <td>{h.holder.clone()}</td>
+                                    <td class="num">{h.reserved}</td>
+                                    <td class="num">{h.committed}</td>
+                                    <td class="num">{h.released}</td>
+                                    <td class="num">{h.rolled_back}</td>
+                                    <td class="num">{h.held}</td>
+                                    <td class="num">{h.deferrals}</td>
+                                    <td class="num">{h.rejections}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </figure>
+            }).collect_view()}
+        </section>
+    }
+}
+
+/// An inference profile as an application: a compact header, every request and engine on the
+/// flame chart (a lane group per engine's batched forwards, then one per request by worker
+/// thread, on one time axis, the memory snapshots as the memory lane), and the tabs Findings,
+/// Requests (the table, each request's waterfall, errors and diagnostic-only events),
+/// Iterations, Resources, Latency, Modules and Memory.
 #[component]
 pub fn ProfileView(
     /// The profile's view models.
@@ -148,12 +276,12 @@ pub fn ProfileView(
             </header>
             <div class="chart-area">
                 {if groups.is_empty() {
-                    view! { <p class="muted chart-empty" data-testid="profile-chart-empty">"No request has a timed span, stage or module span to draw."</p> }.into_any()
+                    view! { <p class="muted chart-empty" data-testid="profile-chart-empty">"Nothing to draw: no request or engine has a timed span, stage or module span."</p> }.into_any()
                 } else {
                     view! {
                         <FlameChart groups=groups.clone() offsets=Signal::derive(move || offsets.clone()) colours=colours theme=theme
                             files=file_name.clone() page=page>
-                            <span class="muted">"one lane group per request"</span>
+                            <span class="muted">"engines' forwards, then one lane group per request, by thread"</span>
                         </FlameChart>
                     }.into_any()
                 }}
@@ -269,6 +397,8 @@ fn profile_tab(tab: Tab, model: &Arc<ProfileModel>, findings: &Arc<FindingsPanel
             </div>
         }
         .into_any(),
+        Tab::Iterations => view! { <IterationsView panel=model.iterations.clone() /> }.into_any(),
+        Tab::Resources => view! { <ResourcesView panel=model.resources.clone() /> }.into_any(),
         Tab::Latency => view! {
             <section class="latency panel" data-testid="latency">
                 <h3>"Latency distributions"</h3>

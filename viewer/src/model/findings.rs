@@ -11,14 +11,15 @@
 //!   module in file order that lacks gradients and has that key (the group the rule names);
 //!   `memory` `peak` → the memory chart of the peak's device (`memory-chart`, `data-device`);
 //!   `steps` → the steps table's row (`step-row`, `data-step`); `requests` → the request
-//!   table's row (`request-row`, `data-request`); `phases` → the phase row (`phase-<key>`).
+//!   table's row (`request-row`, `data-request`); `iterations` → the iteration table's row
+//!   (`iteration-row`, `data-key` `engine/iteration`); `resources` → the resource kind's block
+//!   (`resource-kind`, `data-kind`); `phases` → the phase row (`phase-<key>`).
 //!
 //! A link the page cannot follow (a span id not in the document, a table the page lacks) keeps
 //! its text and says so instead of a target.
 
-use candle_trace_schema::analysis::findings::{Finding, Findings, Link, Stake};
+use candle_trace_schema::analysis::findings::{stake_text, Finding, Findings, Link, Stake};
 use candle_trace_schema::analysis::gradients::{gradient_groups, GradientFlow};
-use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 
 use super::gradients::GradientGroupRow;
@@ -76,12 +77,14 @@ pub struct FindingsPanel {
     pub notes: Vec<String>,
 }
 
-/// What the stake says: its unit, value and text (the CLI's wording).
-pub fn stake_parts(s: Stake) -> (&'static str, u64, String) {
+/// What the stake of a finding of `rule` says: its unit, value and text (the CLI's wording,
+/// [`stake_text`]).
+pub fn stake_parts(rule: &str, s: Stake) -> (&'static str, u64, String) {
+    let text = stake_text(rule, s);
     match s {
-        Stake::Ns(ns) => ("ns", ns, format_ns(ns)),
-        Stake::Bytes(b) => ("bytes", b, format_bytes(b)),
-        Stake::Count(n) => ("count", n, format!("{n} parameter(s)")),
+        Stake::Ns(ns) => ("ns", ns, text),
+        Stake::Bytes(b) => ("bytes", b, text),
+        Stake::Count(n) => ("count", n, text),
     }
 }
 
@@ -119,6 +122,8 @@ fn row_target(
         }
         "steps" => row("step-row", "data-step", key.to_string()),
         "requests" => row("request-row", "data-request", key.to_string()),
+        "iterations" => row("iteration-row", "data-key", key.to_string()),
+        "resources" => row("resource-kind", "data-kind", key.to_string()),
         "phases" => Some(FindingTarget::Row {
             testid: format!("phase-{key}"),
             attr: None,
@@ -132,7 +137,7 @@ fn row_of(
     doc: Option<&TraceDocument>,
     gradient_rows: &[GradientGroupRow],
 ) -> FindingRow {
-    let (stake_kind, stake_value, stake) = stake_parts(f.stake);
+    let (stake_kind, stake_value, stake) = stake_parts(&f.rule, f.stake);
     let (target, target_text) = match &f.link {
         None => (None, None),
         Some(Link::Span { id, line }) => {
@@ -424,5 +429,36 @@ mod tests {
             FindingsPanel::default().empty_text(),
             "No findings: no rule applies to this run."
         );
+    }
+
+    #[test]
+    fn serving_findings_link_to_the_iterations_and_resources_tabs() {
+        let doc = candle_trace_schema::format::profile::read_profile(include_bytes!(
+            "../../../tests/fixtures/serving/batched.profile.jsonl"
+        ));
+        let panel = FindingsPanel::of_profile(&candle_trace_schema::profile_findings(&doc));
+        let target = |rule: &str| {
+            panel
+                .rows
+                .iter()
+                .find(|r| r.rule == rule)
+                .and_then(|r| r.target.clone())
+        };
+        assert_eq!(
+            target("batch_underfill"),
+            Some(FindingTarget::Row {
+                testid: "iteration-row".into(),
+                attr: Some(("data-key", "engine-0/4".into())),
+            })
+        );
+        assert_eq!(
+            target("kv_pressure"),
+            Some(FindingTarget::Row {
+                testid: "resource-kind".into(),
+                attr: Some(("data-kind", "kv_blocks".into())),
+            })
+        );
+        let kv = panel.rows.iter().find(|r| r.rule == "kv_pressure").unwrap();
+        assert_eq!(kv.stake, "3 deferral(s) and rejection(s)");
     }
 }

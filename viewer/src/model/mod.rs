@@ -9,6 +9,7 @@ pub mod efficiency;
 pub mod findings;
 pub mod gradients;
 pub mod header;
+pub mod iterations;
 pub mod latency;
 pub mod memory;
 pub mod memory_chart;
@@ -23,6 +24,7 @@ pub mod profile;
 pub mod profile_chart;
 pub mod profile_modules;
 pub mod range;
+pub mod resources;
 pub mod sort;
 pub mod spans;
 pub mod steps;
@@ -256,6 +258,10 @@ pub struct ProfileModel {
     pub findings: findings::FindingsPanel,
     /// The requests on the flame chart.
     pub chart: Arc<profile_chart::ProfileChart>,
+    /// The batched forwards (Iterations tab).
+    pub iterations: iterations::IterationsPanel,
+    /// The resources (Resources tab).
+    pub resources: resources::ResourcesPanel,
 }
 
 impl ProfileModel {
@@ -280,6 +286,8 @@ impl ProfileModel {
             settings: profile::settings_text(doc),
             findings: findings::FindingsPanel::of_profile(&profile_findings(doc)),
             chart: Arc::new(profile_chart::ProfileChart::of(doc)),
+            iterations: iterations::IterationsPanel::of(doc),
+            resources: resources::ResourcesPanel::of(doc),
         }
     }
 }

@@ -23,6 +23,10 @@ pub enum Tab {
     Requests,
     /// TTFT and ITL distributions.
     Latency,
+    /// An inference profile's batched forwards.
+    Iterations,
+    /// An inference profile's resources (KV-cache blocks …).
+    Resources,
     /// The steps of one run: totals, spreads, outliers, shape churn.
     Steps,
     /// A comparison's summary deltas.
@@ -37,7 +41,7 @@ pub enum Tab {
 
 impl Tab {
     /// Every tab.
-    pub const ALL: [Tab; 14] = [
+    pub const ALL: [Tab; 16] = [
         Tab::Findings,
         Tab::Modules,
         Tab::Ops,
@@ -47,6 +51,8 @@ impl Tab {
         Tab::Efficiency,
         Tab::Requests,
         Tab::Latency,
+        Tab::Iterations,
+        Tab::Resources,
         Tab::Steps,
         Tab::Summary,
         Tab::Paths,
@@ -66,6 +72,8 @@ impl Tab {
             Tab::Efficiency => "efficiency",
             Tab::Requests => "requests",
             Tab::Latency => "latency",
+            Tab::Iterations => "iterations",
+            Tab::Resources => "resources",
             Tab::Steps => "steps",
             Tab::Summary => "summary",
             Tab::Paths => "paths",
@@ -86,6 +94,8 @@ impl Tab {
             Tab::Efficiency => "Efficiency",
             Tab::Requests => "Requests",
             Tab::Latency => "Latency",
+            Tab::Iterations => "Iterations",
+            Tab::Resources => "Resources",
             Tab::Steps => "Steps",
             Tab::Summary => "Summary",
             Tab::Paths => "Span paths",
@@ -137,6 +147,8 @@ impl ViewKind {
             ViewKind::Profile => &[
                 Tab::Findings,
                 Tab::Requests,
+                Tab::Iterations,
+                Tab::Resources,
                 Tab::Latency,
                 Tab::Modules,
                 Tab::Memory,
@@ -206,6 +218,8 @@ pub fn tab_of_row(testid: &str) -> Option<Tab> {
         "gradient-group" | "gradient-row" => Tab::Gradients,
         "memory-chart" | "memory-device" => Tab::Memory,
         "request-row" => Tab::Requests,
+        "iteration-row" => Tab::Iterations,
+        "resource-kind" => Tab::Resources,
         "step-row" => Tab::Steps,
         "op-row" => Tab::Ops,
         "module-pair" => Tab::Phases,
@@ -283,7 +297,15 @@ mod tests {
                 .iter()
                 .map(|t| t.id())
                 .collect::<Vec<_>>(),
-            ["findings", "requests", "latency", "modules", "memory"]
+            [
+                "findings",
+                "requests",
+                "iterations",
+                "resources",
+                "latency",
+                "modules",
+                "memory"
+            ]
         );
         for t in Tab::ALL {
             assert_eq!(Tab::of_id(t.id()), Some(t));

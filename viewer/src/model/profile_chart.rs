@@ -1,20 +1,22 @@
-//! An inference profile on the flame chart: one lane group per request, each at its place on
-//! one time axis, with the request's timed spans (`request`, `prefill`, `decode` …), its
-//! decode-stage intervals and its forward calls' module spans nested by time; and the memory
-//! snapshots' current bytes as the memory lane.
+//! An inference profile on the flame chart: every request and every engine on one wall-clock
+//! axis (`schema::analysis::request_axis`). First a lane group per engine: its batched forwards
+//! (`forward N · batch B`) with their module spans nested; then one lane group per request,
+//! ordered by worker thread (then by open), with its queueing, the forwards that ran its prompt
+//! and its decode tokens, its decode-stage intervals and its own forward calls' module spans;
+//! and the memory snapshots' current bytes as the memory lane.
 //!
 //! Rules (the profile has no span tree; these are the chart's):
-//! - Times are the waterfall's (`schema::analysis::waterfall`): a request's bars relative to
-//!   its origin, its decode stages and module spans relative to its start, taken as the same
-//!   origin. A request sits at `origin + its earliest time − the earliest of all requests`
-//!   (a request without an origin at 0).
-//! - Within a request, things are taken by start (the longest first when two start together);
+//! - Times are the axis's: each group sits at its earliest item's place on it.
+//! - A request's items: `request` from its open to its close (else to its last item); `queued`
+//!   from its open to its first forward; each forward that ran its prompt or decode tokens as
+//!   `prefill` or `decode`, named after the token commits it holds (`decode → token 3`,
+//!   `decode → tokens 4–6`: a commit belongs to the last forward that started before it);
+//!   decode-stage intervals and module spans at the request's start plus their offsets.
+//! - Within a group, things are taken by start (the longest first when two start together);
 //!   each is drawn under the last one still running when it starts (lying inside it, or
-//!   overlapping its end: never over it), or as a root when none is. Bars and
-//!   forward calls' function spans are `function` spans, decode stages `op` spans, module
-//!   spans `module` spans, named as in the profile (a bar by its phase).
-//! - The memory lane is the snapshots' `current_bytes` over time, drawn with the earliest
-//!   request's group.
+//!   overlapping its end: never over it), or as a root when none is. Forwards, bars and
+//!   function spans are `function` spans, decode stages `op` spans, module spans `module` spans.
+//! - The memory lane is the snapshots' `current_bytes` over time, drawn with the earliest group.
 
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::SpanKind;
@@ -113,73 +115,149 @@ fn trace_text(request: &str, items: &[Item]) -> String {
 impl ProfileChart {
     /// The chart of `doc`.
     pub fn of(doc: &ProfileDocument) -> Self {
+        let axis = doc.request_axis();
+        let Some(origin) = axis.origin_unix_nanos else {
+            return ProfileChart::default();
+        };
         let modules = doc.module_spans();
-        let mut placed: Vec<(String, Vec<Item>, Option<i64>)> = doc
-            .waterfalls()
-            .into_iter()
-            .map(|w| {
-                let mut items: Vec<Item> = w
-                    .bars
+        let waterfalls = doc.waterfalls();
+        let at = |ns: u64| i64::try_from(ns).unwrap_or(i64::MAX);
+        let mut placed: Vec<(String, Vec<Item>)> = Vec::new();
+        for engine in &axis.engines {
+            let mut items: Vec<Item> = engine
+                .forwards
+                .iter()
+                .map(|f| Item {
+                    name: format!("forward {} · batch {}", f.iteration, f.batch_size),
+                    kind: "function",
+                    start_ns: at(f.at.start_ns),
+                    duration_ns: f.at.end_ns - f.at.start_ns,
+                })
+                .collect();
+            if let Some(m) = modules.iter().find(|m| m.request_id == engine.engine) {
+                for call in &m.forwards {
+                    let Some(slot) = engine
+                        .forwards
+                        .iter()
+                        .find(|f| f.iteration == call.forward_index)
+                    else {
+                        continue;
+                    };
+                    items.extend(call.spans.iter().map(|s| Item {
+                        name: s.name.clone(),
+                        kind: kind_name(s.span_kind),
+                        start_ns: at(slot.at.start_ns.saturating_add(s.start_ns)),
+                        duration_ns: s.duration_ns,
+                    }));
+                }
+            }
+            placed.push((format!("engine {}", engine.engine), items));
+        }
+        for group in &axis.groups {
+            for lane in &group.requests {
+                let mut items = Vec::new();
+                let mut segments: Vec<(&str, u64, u64)> = lane
+                    .prefill
                     .iter()
-                    .map(|b| Item {
-                        name: b.phase.clone(),
-                        kind: "function",
-                        start_ns: b.start_ns,
-                        duration_ns: b.duration_ns,
-                    })
+                    .map(|i| ("prefill", i.start_ns, i.end_ns))
+                    .chain(lane.decode.iter().map(|i| ("decode", i.start_ns, i.end_ns)))
                     .collect();
-                items.extend(w.stages.iter().map(|s| Item {
-                    name: s.stage.clone(),
-                    kind: "op",
-                    start_ns: i64::try_from(s.start_ns).unwrap_or(i64::MAX),
-                    duration_ns: s.end_ns.saturating_sub(s.start_ns),
-                }));
-                if let Some(m) = modules.iter().find(|m| m.request_id == w.request_id) {
-                    for f in &m.forwards {
-                        items.extend(f.spans.iter().map(|s| Item {
+                segments.sort_by_key(|s| (s.1, s.2));
+                // The commits each segment holds (1-based token numbers).
+                let mut held: Vec<Vec<usize>> = vec![Vec::new(); segments.len()];
+                for (k, &c) in lane.commits_ns.iter().enumerate() {
+                    if let Some(i) = segments.iter().rposition(|s| s.1 < c) {
+                        held[i].push(k + 1);
+                    }
+                }
+                for (s, tokens) in segments.iter().zip(&held) {
+                    let name = match tokens.as_slice() {
+                        [] => String::from(s.0),
+                        [k] => format!("{} → token {k}", s.0),
+                        [k, .., last] => format!("{} → tokens {k}–{last}", s.0),
+                    };
+                    items.push(Item {
+                        name,
+                        kind: "function",
+                        start_ns: at(s.1),
+                        duration_ns: s.2 - s.1,
+                    });
+                }
+                if let Some(q) = lane.queue {
+                    items.push(Item {
+                        name: String::from("queued"),
+                        kind: "function",
+                        start_ns: at(q.start_ns),
+                        duration_ns: q.end_ns - q.start_ns,
+                    });
+                }
+                if let Some(w) = waterfalls.iter().find(|w| w.request_id == lane.request_id) {
+                    items.extend(w.stages.iter().map(|st| Item {
+                        name: st.stage.clone(),
+                        kind: "op",
+                        start_ns: at(lane.open_ns.saturating_add(st.start_ns)),
+                        duration_ns: st.end_ns.saturating_sub(st.start_ns),
+                    }));
+                }
+                if let Some(m) = modules.iter().find(|m| m.request_id == lane.request_id) {
+                    for call in &m.forwards {
+                        items.extend(call.spans.iter().map(|s| Item {
                             name: s.name.clone(),
                             kind: kind_name(s.span_kind),
-                            start_ns: i64::try_from(s.start_ns).unwrap_or(i64::MAX),
+                            start_ns: at(lane.open_ns.saturating_add(s.start_ns)),
                             duration_ns: s.duration_ns,
                         }));
                     }
                 }
-                (w.request_id, items, w.origin_unix_nanos)
-            })
-            .filter(|(_, items, _)| !items.is_empty())
-            .collect();
-        // Each request's earliest time on the wall clock.
-        let wall = |items: &[Item], origin: Option<i64>| -> Option<i128> {
-            let earliest = items.iter().map(|i| i.start_ns).min()?;
-            origin.map(|o| i128::from(o) + i128::from(earliest))
-        };
-        let first = placed
-            .iter()
-            .filter_map(|(_, items, origin)| wall(items, *origin))
-            .min();
-        let groups = placed
-            .iter_mut()
-            .map(|(id, items, origin)| {
-                let offset_ns = match (wall(items, *origin), first) {
-                    (Some(w), Some(f)) => i64::try_from(w - f).unwrap_or(i64::MAX),
-                    _ => 0,
+                let end = lane.close_ns.unwrap_or_else(|| {
+                    items
+                        .iter()
+                        .map(|i| u64::try_from(i.start_ns).unwrap_or(0) + i.duration_ns)
+                        .chain(lane.commits_ns.iter().copied())
+                        .max()
+                        .unwrap_or(lane.open_ns)
+                });
+                items.push(Item {
+                    name: String::from("request"),
+                    kind: "function",
+                    start_ns: at(lane.open_ns),
+                    duration_ns: end.saturating_sub(lane.open_ns),
+                });
+                let label = match &group.thread {
+                    Some(thread) => format!("request {} · {thread}", lane.request_id),
+                    None => format!("request {}", lane.request_id),
                 };
-                let text = trace_text(id, items);
+                placed.push((label, items));
+            }
+        }
+        let groups: Vec<RequestGroup> = placed
+            .into_iter()
+            .filter(|(_, items)| !items.is_empty())
+            .map(|(label, items)| {
+                let offset_ns = items.iter().map(|i| i.start_ns).min().unwrap_or(0);
+                let text = trace_text(&label, &items);
                 RequestGroup {
-                    label: format!("request {id}"),
+                    label,
                     model: TraceModel::without_findings(TraceDocument::from_bytes(text.as_bytes())),
                     offset_ns,
                 }
             })
-            .collect::<Vec<_>>();
+            .collect();
         let mut chart = ProfileChart { groups };
-        chart.add_snapshots(doc, first);
+        chart.add_snapshots(doc, origin);
         chart
     }
 
-    /// The snapshots' current bytes as the memory lane of the earliest group.
-    fn add_snapshots(&mut self, doc: &ProfileDocument, first: Option<i128>) {
-        let Some(g) = self.groups.iter().position(|g| g.offset_ns == 0) else {
+    /// The snapshots' current bytes as the memory lane of the earliest group (`origin`: the
+    /// axis's time 0, Unix ns).
+    fn add_snapshots(&mut self, doc: &ProfileDocument, origin: i64) {
+        let Some((g, first)) = self
+            .groups
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, g)| g.offset_ns)
+            .map(|(i, g)| (i, g.offset_ns))
+        else {
             return;
         };
         let mut snaps: Vec<(i64, u64)> = doc
@@ -191,7 +269,7 @@ impl ProfileChart {
             return;
         }
         snaps.sort_unstable();
-        let base = first.unwrap_or_else(|| i128::from(snaps[0].0));
+        let base = i128::from(origin) + i128::from(first);
         let mut curve = DeviceCurve {
             device: "memory snapshots (current)".to_string(),
             timestamp_ns: Vec::with_capacity(snaps.len()),
@@ -287,6 +365,8 @@ mod tests {
             spans,
             vec![
                 ("request", 0, 10_000, 0),
+                // Opened at 0 (its earliest event), its prefill at 1 µs.
+                ("queued", 0, 1_000, 1),
                 ("prefill", 1_000, 3_000, 1),
                 ("decode", 4_000, 5_000, 1),
             ]
@@ -305,5 +385,76 @@ mod tests {
         assert_eq!(curve.timestamp_ns, vec![0, 1_000_000]);
         assert_eq!(curve.live_bytes, vec![100, 300]);
         assert!(chart.groups[1].model.memory_curves.is_empty());
+    }
+
+    #[test]
+    fn engines_and_requests_of_a_batched_profile_on_one_axis() {
+        // `tests/fixtures/serving/make.py`: a opens at 0, b at 0.2 ms, c at 0.4 ms, d at 1.5 ms;
+        // engine-0's forwards at 1–3, 3–4, 4–5, 5.5–7, 7–8 ms; forward 1's module spans.
+        let doc = read_profile(include_bytes!(
+            "../../../tests/fixtures/serving/batched.profile.jsonl"
+        ));
+        let chart = ProfileChart::of(&doc);
+        let labels: Vec<(&str, i64)> = chart
+            .groups
+            .iter()
+            .map(|g| (g.label.as_str(), g.offset_ns))
+            .collect();
+        // Requests by thread: a, b, c ran on the engine's thread; d (rejected) only opened.
+        assert_eq!(
+            labels,
+            vec![
+                ("engine engine-0", 1_000_000),
+                ("request a · engine", 0),
+                ("request b · engine", 200_000),
+                ("request c · engine", 400_000),
+                ("request d · main", 1_500_000),
+            ]
+        );
+        let spans = |g: usize| -> Vec<(String, u64, u64, u32)> {
+            let m = &chart.groups[g].model;
+            m.doc
+                .spans
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    (
+                        s.name.to_string(),
+                        s.start_ns,
+                        s.duration_or_zero(),
+                        m.doc.tree.depth[i],
+                    )
+                })
+                .collect()
+        };
+        let engine = spans(0);
+        assert_eq!(
+            engine[0],
+            ("forward 0 · batch 2".to_string(), 0, 2_000_000, 0)
+        );
+        // Forward 1 (2 ms after the first) holds its module spans: block 10 µs in, linear 20 µs.
+        assert_eq!(
+            engine[1],
+            ("forward 1 · batch 2".to_string(), 2_000_000, 1_000_000, 0)
+        );
+        assert_eq!(engine[2], ("block".to_string(), 2_010_000, 800_000, 1));
+        assert_eq!(engine[3], ("linear".to_string(), 2_020_000, 300_000, 2));
+        assert_eq!(engine.len(), 7);
+        // a: queued 0–1 ms, its prompt in forward 0 (token 1 at 3 ms), then two decodes.
+        let ms = 1_000_000;
+        assert_eq!(
+            spans(1),
+            vec![
+                ("request".to_string(), 0, 5_200_000, 0),
+                ("queued".to_string(), 0, ms, 1),
+                ("prefill → token 1".to_string(), ms, 2 * ms, 1),
+                ("decode → token 2".to_string(), 3 * ms, ms, 1),
+                ("decode → token 3".to_string(), 4 * ms, ms, 1),
+            ]
+        );
+        // c queued from 0.4 to 5.5 ms (5.1 ms), relative to its own group.
+        assert_eq!(spans(3)[1], ("queued".to_string(), 0, 5_100_000, 1));
+        // d: only its request.
+        assert_eq!(spans(4), vec![("request".to_string(), 0, 200_000, 0)]);
     }
 }

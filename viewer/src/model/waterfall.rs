@@ -1,6 +1,6 @@
 //! Per-request waterfalls: one lane per phase of the request's timed spans (`request` first,
-//! the others in order of first appearance), a lane of
-//! decode-stage intervals, a lane of token commits, markers for instants / memory / resource /
+//! the others in order of first appearance), a lane of the batched forwards that served it, a
+//! lane of decode-stage intervals, a lane of token commits, markers for instants / memory / resource /
 //! error events, on the request's own time axis (0 = its origin, see
 //! `candle_trace_schema::analysis::waterfall::Waterfall`).
 
@@ -127,6 +127,39 @@ pub fn waterfalls(doc: &ProfileDocument) -> Vec<WaterfallChart> {
                     ),
                 });
             }
+            if !w.forwards.is_empty() {
+                let lane = lane_of("batched forwards");
+                for f in &w.forwards {
+                    let end = f
+                        .start_ns
+                        .saturating_add(i64::try_from(f.duration_ns).unwrap_or(i64::MAX));
+                    let (x0, x1) = (x.px(f.start_ns as f64), x.px(end as f64));
+                    let part = if f.prefill_tokens > 0 {
+                        format!("{} prompt tokens", f.prefill_tokens)
+                    } else {
+                        format!("{} decode token(s)", f.decode_tokens)
+                    };
+                    blocks.push(Block {
+                        lane,
+                        x: x0,
+                        w: (x1 - x0).max(1.0),
+                        class: class_of(if f.prefill_tokens > 0 {
+                            "prefill"
+                        } else {
+                            "decode"
+                        }),
+                        label: format!(
+                            "{} forward {}: {part} of a batch of {}, {} at {} (line {})",
+                            f.engine,
+                            f.iteration,
+                            f.batch_size,
+                            format_ns(f.duration_ns),
+                            format_ns(f.start_ns.max(0) as u64),
+                            f.line
+                        ),
+                    });
+                }
+            }
             let mut ticks = Vec::new();
             if !w.stages.is_empty() {
                 let lane = lane_of("decode stages");
@@ -222,5 +255,36 @@ mod tests {
             .all(|b| b.x >= 0.0 && b.x + b.w <= WATERFALL_W + 0.001));
         assert_eq!(r1.height, LANE_H * r1.lanes.len() as f64);
         assert_eq!(class_of("decode_execution"), "ph-decode-execution");
+    }
+
+    #[test]
+    fn a_batched_request_shows_the_forwards_that_served_it() {
+        // `tests/fixtures/serving/make.py`: a took part in forwards 0, 1, 2 (its prompt, then
+        // two decodes); d was rejected before any.
+        let doc = candle_trace_schema::format::profile::read_profile(include_bytes!(
+            "../../../tests/fixtures/serving/batched.profile.jsonl"
+        ));
+        let w = waterfalls(&doc);
+        let a = w.iter().find(|w| w.request_id == "a").unwrap();
+        let lane = a
+            .lanes
+            .iter()
+            .position(|l| l == "batched forwards")
+            .unwrap();
+        let blocks: Vec<&str> = a
+            .blocks
+            .iter()
+            .filter(|b| b.lane == lane)
+            .map(|b| b.class.as_str())
+            .collect();
+        assert_eq!(blocks, ["ph-prefill", "ph-decode", "ph-decode"]);
+        assert!(a.blocks.iter().any(|b| {
+            b.label
+            == "engine-0 forward 0: 5 prompt tokens of a batch of 2, 2.00 ms at 1.00 ms (line 11)"
+        }));
+        let d = w.iter().find(|w| w.request_id == "d").unwrap();
+        assert!(!d.lanes.iter().any(|l| l == "batched forwards"));
+        // The engine has no waterfall.
+        assert!(w.iter().all(|w| !w.request_id.starts_with("engine")));
     }
 }

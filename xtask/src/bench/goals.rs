@@ -16,6 +16,10 @@ pub(crate) const SPAN_VS_PUFFIN: f64 = 0.7;
 pub(crate) const SPAN_OFF_NS: f64 = 2.0;
 /// A captured training update: at most this many percent over the uncaptured one.
 pub(crate) const TRAIN_OVERHEAD_PCT: f64 = 5.0;
+/// A module span at detail `latency`: ns on the serving thread.
+pub(crate) const MODULE_SPAN_NS: f64 = 300.0;
+/// Served requests of the tiny Llama: at most this many percent over uncaptured.
+pub(crate) const SERVE_OVERHEAD_PCT: f64 = 10.0;
 /// CLI `summary` of the 400 MB trace: MB/s, wall clock.
 pub(crate) const SUMMARY_MB_S: f64 = 400.0;
 /// ... with a peak resident set of at most this many times the file.

@@ -26,6 +26,15 @@ pub fn validate_event(event: &ProfileEvent) -> Vec<String> {
     violations(event).into_iter().map(|v| v.message).collect()
 }
 
+/// The rules of a `resource` object alone that `res` breaks, as messages: those
+/// [`validate_event`] reports for an event that carries it (a writer that makes every other
+/// field itself checks only this part).
+pub fn validate_resource(res: &ResourceTraceEvent) -> Vec<String> {
+    let mut r = Rules::default();
+    r.resource(res);
+    r.out.into_iter().map(|v| v.message).collect()
+}
+
 /// Every §2 rule `event` breaks, with the diagnostic category of each.
 pub fn violations(event: &ProfileEvent) -> Vec<Violation> {
     let mut r = Rules::default();
@@ -513,9 +522,17 @@ mod tests {
     #[test]
     fn resource_rules() {
         let check = |r: ResourceTraceEvent| {
+            let mut alone = validate_resource(&r);
+            alone.sort();
             let mut e = good();
             e.resource = Some(r);
-            broken(&e)
+            let found = broken(&e);
+            // The object alone breaks what the event that carries it breaks (`good` breaks
+            // nothing).
+            let mut messages: Vec<String> = found.iter().map(|(_, m)| m.clone()).collect();
+            messages.sort();
+            assert_eq!(alone, messages);
+            found
         };
         let open =
             ResourceTraceEvent::new("request", "r1", "kv_blocks", ResourceAction::RequestOpen);
