@@ -438,12 +438,16 @@ pub fn bench(args: &[String]) -> Result<()> {
         Ok(b) => serde_json::from_slice(&b)?,
         Err(_) => Value::Null,
     };
-    let wasm = std::fs::read_dir("web/dist").ok().and_then(|entries| {
-        entries
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|x| x == "wasm"))
-    });
+    let mut wasm: Vec<PathBuf> = std::fs::read_dir("web/dist")
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+                .collect()
+        })
+        .unwrap_or_default();
+    wasm.sort();
 
     // 5. Tables.
     let mut md = String::new();
@@ -472,7 +476,7 @@ pub fn bench(args: &[String]) -> Result<()> {
         &browser,
         reused(modified(&browser_json), run_started, parts.browser),
     ));
-    md.push_str(&wasm_table(wasm.as_deref(), run_started, parts.browser)?);
+    md.push_str(&wasm_table(&wasm, run_started, parts.browser)?);
     let _ = writeln!(md, "{END}");
     let path = Path::new("BENCHMARKS.md");
     let old = std::fs::read_to_string(path).unwrap_or_default();
@@ -844,39 +848,60 @@ fn summary_table(s: &Value, at: Option<SystemTime>, run_started: SystemTime, ran
     md
 }
 
-fn wasm_table(wasm: Option<&Path>, run_started: SystemTime, ran: bool) -> Result<String> {
+/// The page's own wasm, the one loaded before its first frame (the parsing worker's loads in
+/// its worker beside it).
+const PAGE_WASM: &str = "candle-trace-viewer_bg.wasm";
+
+fn wasm_table(wasms: &[PathBuf], run_started: SystemTime, ran: bool) -> Result<String> {
     let mut md = String::new();
     let _ = writeln!(
         md,
         "### Wasm bundle (`web/dist`, built by `cargo xtask page`){}\n",
-        reused(wasm.and_then(modified), run_started, ran)
+        reused(
+            wasms.iter().filter_map(|w| modified(w)).max(),
+            run_started,
+            ran
+        )
+    );
+    let _ = writeln!(
+        md,
+        "The page's wasm is loaded before its first frame; the parsing worker's loads in the worker, beside it, and has no goal of its own.\n"
     );
     let _ = writeln!(
         md,
         "| file | raw | gzip -9 | goal | met? |\n| --- | ---: | ---: | --- | --- |"
     );
-    let Some(wasm) = wasm else {
+    let goal = format!("≤ {:.0} KB gzip", goals::WASM_GZIP_BYTES / 1e3);
+    if !wasms.iter().any(|w| w.ends_with(PAGE_WASM)) {
         let _ = writeln!(
             md,
-            "| no .wasm in web/dist | — | — | ≤ {:.0} KB gzip | {} |\n",
-            goals::WASM_GZIP_BYTES / 1e3,
+            "| no {PAGE_WASM} in web/dist | — | — | {goal} | {} |",
             goals::Verdict::NotMeasured("no page built".into()).cell()
         );
-        return Ok(md);
-    };
-    let raw = std::fs::metadata(wasm)?.len() as f64;
-    let gz = gzip_len(wasm)? as f64;
-    let _ = writeln!(
-        md,
-        "| {} | {:.0} KB | {:.0} KB | ≤ {:.0} KB gzip | {} |\n",
-        wasm.file_name()
+    }
+    for wasm in wasms {
+        let raw = std::fs::metadata(wasm)?.len() as f64;
+        let gz = gzip_len(wasm)? as f64;
+        let name = wasm
+            .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        raw / 1e3,
-        gz / 1e3,
-        goals::WASM_GZIP_BYTES / 1e3,
-        goals::at_most(Some(gz), goals::WASM_GZIP_BYTES).cell()
-    );
+            .unwrap_or_default();
+        let (goal, met) = if name == PAGE_WASM {
+            (
+                goal.clone(),
+                goals::at_most(Some(gz), goals::WASM_GZIP_BYTES).cell(),
+            )
+        } else {
+            ("(none: the worker's)".to_string(), String::new())
+        };
+        let _ = writeln!(
+            md,
+            "| {name} | {:.0} KB | {:.0} KB | {goal} | {met} |",
+            raw / 1e3,
+            gz / 1e3,
+        );
+    }
+    md.push('\n');
     Ok(md)
 }
 
