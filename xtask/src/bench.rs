@@ -2,8 +2,10 @@
 //! BENCHMARKS.md, measured again.
 //!
 //! 1. Generates the inputs under `target/bench/`: realistic trace/6 files of 10 and 100 MB
-//!    (and 1 GB with `--big`), each exported to Chrome JSON by `candle-trace export`, a
-//!    1M-span file for panning, and a 400 MB file for the CLI's `summary`.
+//!    (and 1 GB with `--big`), memory- and op-heavy ones of 10 and 100 MB and a span-heavy one
+//!    of 100 MB (mixes the realistic generator does not make), each exported to Chrome JSON by
+//!    `candle-trace export`, a 1M-span file for panning, and a 400 MB file for the CLI's
+//!    `summary`.
 //! 2. Runs the criterion benches: parse throughput (`tests/benches/parse.rs`), span costs
 //!    (`capture/benches/spans.rs`), a captured training update (`capture/benches/train_step.rs`,
 //!    whose paired rounds, on which its goal is judged, it writes to `target/bench/train.json`).
@@ -314,6 +316,9 @@ const FLOOR_TRACE: &str = "tests/fixtures/train_step.trace6.jsonl";
 /// `candle-trace summary` runs timed on the 400 MB trace.
 const SUMMARY_RUNS: usize = 3;
 
+/// Spans of the span-heavy file (`gen_trace --spans`): about 100 MB.
+const SPAN_HEAVY_SPANS: u64 = 530_000;
+
 pub fn bench(args: &[String]) -> Result<()> {
     let o = options(args)?;
     let parts = o.parts;
@@ -381,6 +386,31 @@ pub fn bench(args: &[String]) -> Result<()> {
             // on the object form (`{"traceEvents": ...}`) that `export` writes.
             let chrome = dir.join(format!("gen-{mb}mb.trace-events.json"));
             generate(&trace, &[&mb.to_string()])?;
+            export_chrome(&trace, &chrome)?;
+            pairs.push((trace, chrome));
+        }
+        // Mixes the realistic generator does not make (issue #40), so that no figure holds
+        // for one shape only: memory- and op-heavy (4 800 span, 14 400 op and 28 800 memory
+        // lines per 10 MB, as the issue's held-out files), and span-heavy (spans only).
+        let mut mixes: Vec<(String, Vec<String>)> = [10u64, 100]
+            .iter()
+            .map(|mb| {
+                (
+                    format!("heavy-{mb}mb"),
+                    vec!["--memory-heavy".to_string(), mb.to_string()],
+                )
+            })
+            .collect();
+        // About 189 bytes a span: 100 MB.
+        mixes.push((
+            "spans-100mb".into(),
+            vec!["--spans".into(), SPAN_HEAVY_SPANS.to_string()],
+        ));
+        for (name, args) in &mixes {
+            let trace = dir.join(format!("{name}.trace6.jsonl"));
+            let chrome = dir.join(format!("{name}.trace-events.json"));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            generate(&trace, &args)?;
             export_chrome(&trace, &chrome)?;
             pairs.push((trace, chrome));
         }
