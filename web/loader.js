@@ -11,6 +11,24 @@ const SIMD_PROBE = new Uint8Array([
   253, 98, 11,
 ]);
 
+// For a page that cannot start a parsing worker: the worker's wasm run on the page itself,
+// behind an object the page talks to as to a worker (viewer/src/worker.rs, `worker_here`).
+window.candleTraceWorkerHere = async () => {
+  const worker = await import('./candle-trace-worker.js');
+  await worker.default({ module_or_path: new URL('./candle-trace-worker_bg.wasm', import.meta.url) });
+  const channel = new MessageChannel();
+  worker.serve_port(channel.port2);
+  const port = channel.port1;
+  return {
+    postMessage: (message, transfer) => port.postMessage(message, transfer ?? []),
+    set onmessage(handler) {
+      port.onmessage = handler;
+    },
+    set onerror(_handler) {},
+    terminate: () => port.close(),
+  };
+};
+
 function showLoadError(message) {
   const p = document.createElement('p');
   p.setAttribute('role', 'alert');

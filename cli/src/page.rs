@@ -73,13 +73,16 @@ mod tests {
             "style.css",
             "candle-trace-viewer.js",
             "candle-trace-viewer_bg.wasm",
+            "candle-trace-worker.js",
+            "candle-trace-worker_bg.wasm",
             "assets/example.trace6.jsonl",
         ] {
             let bytes = read(path).unwrap();
             assert!(!bytes.is_empty(), "{path}");
         }
-        let wasm = read("candle-trace-viewer_bg.wasm").unwrap();
-        assert_eq!(&wasm[..4], b"\0asm");
+        for wasm in ["candle-trace-viewer_bg.wasm", "candle-trace-worker_bg.wasm"] {
+            assert_eq!(&read(wasm).unwrap()[..4], b"\0asm", "{wasm}");
+        }
         let index = String::from_utf8(read("index.html").unwrap()).unwrap();
         assert!(index.contains("loader.js"));
         let mut paths: Vec<&str> = FILES.iter().map(|f| f.path).collect();

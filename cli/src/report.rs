@@ -4,11 +4,13 @@
 //! On a `file://` page the served page's module script, its wasm fetch and its module worker
 //! all fail (the page's origin is opaque; Chromium does not even start a module worker from a
 //! `blob:` URL there), so the report boots on its own: one inline classic script holds the
-//! wasm-bindgen glue (its ES module syntax taken out: [`classic_glue`]) and a boot that
-//! decompresses the wasm and the files (gzip, base64 in `<script
-//! type="application/octet-stream">` data blocks) with `DecompressionStream`, compiles the wasm
-//! once, starts the parsing workers as classic workers from a `blob:` URL of that same script
-//! (each handed the compiled module as its first message), and hands the files to the page as
+//! page's wasm-bindgen glue (its ES module syntax taken out: [`classic_glue`]) and a boot that
+//! decompresses the two wasm binaries (the page's and its parsing worker's) and the files (gzip,
+//! base64 in `<script type="application/octet-stream">` data blocks) with
+//! `DecompressionStream`, compiles each wasm once, starts the parsing workers as classic
+//! workers from a `blob:` URL of the worker's glue and boot (a `<script type="text/plain">`
+//! the page never runs; each worker is handed its compiled module as its first message), and
+//! hands the files to the page as
 //! `File`s (`window.candleTraceFiles`), which it opens as if they had been picked together. Its Content-Security-Policy allows exactly that script and that style
 //! (by their SHA-256), wasm compilation, `blob:` workers and `data:` images; nothing is
 //! fetched. The file is written next to its destination and renamed over it once whole.
@@ -23,20 +25,24 @@ use sha2::Digest as _;
 use crate::page;
 use crate::view::{display_name, input_files};
 
-/// The report's own boot, after the wasm-bindgen glue in the same classic script. In the
-/// page it starts everything; in a parsing worker (the same script from a `blob:` URL) it
-/// waits for the compiled wasm.
+/// The parsing worker's boot, after the worker's wasm-bindgen glue in the same classic script
+/// (a `blob:` URL of the text of a `<script type="text/plain">`, which the page never runs):
+/// it waits for the compiled wasm, which the page posts first.
+const WORKER_BOOT_JS: &str = r#"
+// candle-trace report: a parsing worker.
+self.onmessage = (event) => {
+  self.onmessage = null;
+  __wbg_init({ module_or_path: event.data.candleTraceWasm }).catch((err) => {
+    self.postMessage({ type: 'failed', message: 'the parsing worker could not start: ' + err });
+  });
+};
+"#;
+
+/// The report's own boot, after the page's wasm-bindgen glue in the same classic script: it
+/// starts everything.
 const BOOT_JS: &str = r#"
 // candle-trace report: everything below comes from this file; nothing is fetched.
-if (typeof document === 'undefined') {
-  // A parsing worker: the page posts the compiled wasm first.
-  self.onmessage = (event) => {
-    self.onmessage = null;
-    __wbg_init({ module_or_path: event.data.candleTraceWasm }).catch((err) => {
-      self.postMessage({ type: 'failed', message: 'the parsing worker could not start: ' + err });
-    });
-  };
-} else {
+{
   const showLoadError = (message) => {
     const p = document.createElement('p');
     p.setAttribute('role', 'alert');
@@ -71,17 +77,18 @@ if (typeof document === 'undefined') {
     );
   } else {
     (async () => {
-      const wasm = await WebAssembly.compile(await gunzip(bytesOf(document.getElementById('candle-trace-wasm'))));
-      const source = document.getElementById('candle-trace-boot').textContent;
+      const compile = async (id) => WebAssembly.compile(await gunzip(bytesOf(document.getElementById(id))));
+      const [wasm, workerWasm] = await Promise.all([compile('candle-trace-wasm'), compile('candle-trace-worker-wasm')]);
+      const source = document.getElementById('candle-trace-worker-boot').textContent;
       const workerUrl = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
       // The viewer starts its parsing workers as `new Worker('./worker.js', {type: 'module'})`,
-      // which a file:// page cannot load: here each is this script as a classic worker,
-      // handed the compiled wasm.
+      // which a file:// page cannot load: here each is the worker's script as a classic
+      // worker, handed its compiled wasm.
       const PageWorker = globalThis.Worker;
       globalThis.Worker = class extends PageWorker {
         constructor(_url, options) {
           super(workerUrl, { ...options, type: 'classic' });
-          this.postMessage({ candleTraceWasm: wasm });
+          this.postMessage({ candleTraceWasm: workerWasm });
         }
       };
       const files = [];
@@ -208,11 +215,17 @@ pub fn html(files: &[(String, Vec<u8>)]) -> anyhow::Result<String> {
         .context("the embedded candle-trace-viewer.js is not UTF-8")?;
     let css = String::from_utf8(page::read("style.css")?)
         .context("the embedded style.css is not UTF-8")?;
+    let worker_glue = String::from_utf8(page::read("candle-trace-worker.js")?)
+        .context("the embedded candle-trace-worker.js is not UTF-8")?;
     let wasm = page::file("candle-trace-viewer_bg.wasm")
         .context("this candle-trace was built without the viewer page")?;
+    let worker_wasm = page::file("candle-trace-worker_bg.wasm")
+        .context("this candle-trace was built without the viewer page")?;
     check_inline("candle-trace-viewer.js", &glue, "</script")?;
+    check_inline("candle-trace-worker.js", &worker_glue, "</script")?;
     check_inline("style.css", &css, "</style")?;
     let script = format!("{}{BOOT_JS}", classic_glue(&glue)?);
+    let worker_script = format!("{}{WORKER_BOOT_JS}", classic_glue(&worker_glue)?);
     let style = format!("{css}{REPORT_CSS}");
     let csp = format!(
         "default-src 'none'; script-src {} 'wasm-unsafe-eval'; worker-src blob:; style-src {}; img-src data:; base-uri 'none'; form-action 'none'",
@@ -222,7 +235,12 @@ pub fn html(files: &[(String, Vec<u8>)]) -> anyhow::Result<String> {
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     let payload: usize = files.iter().map(|(_, b)| b.len() * 4 / 3 + 128).sum();
     let mut out = String::with_capacity(
-        script.len() + style.len() + wasm.gzip.len() * 4 / 3 + payload + 4096,
+        script.len()
+            + worker_script.len()
+            + style.len()
+            + (wasm.gzip.len() + worker_wasm.gzip.len()) * 4 / 3
+            + payload
+            + 4096,
     );
     out.push_str("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\" />\n");
@@ -239,6 +257,13 @@ pub fn html(files: &[(String, Vec<u8>)]) -> anyhow::Result<String> {
     out.push_str("<script type=\"application/octet-stream\" id=\"candle-trace-wasm\">");
     out.push_str(&b64.encode(wasm.gzip));
     out.push_str("</script>\n");
+    out.push_str("<script type=\"application/octet-stream\" id=\"candle-trace-worker-wasm\">");
+    out.push_str(&b64.encode(worker_wasm.gzip));
+    out.push_str("</script>\n");
+    // The parsing workers' script: text the page makes a `blob:` worker of, never runs itself.
+    out.push_str(&format!(
+        "<script type=\"text/plain\" id=\"candle-trace-worker-boot\">{worker_script}</script>\n"
+    ));
     for (name, gzip) in files {
         out.push_str(&format!(
             "<script type=\"application/octet-stream\" data-candle-trace-file data-name=\"{}\">",
@@ -364,6 +389,10 @@ mod tests {
         let embedded = String::from_utf8(page::read("candle-trace-viewer.js").unwrap()).unwrap();
         let classic = classic_glue(&embedded).unwrap();
         assert!(classic.contains("async function __wbg_init("));
+        let worker = String::from_utf8(page::read("candle-trace-worker.js").unwrap()).unwrap();
+        let classic = classic_glue(&worker).unwrap();
+        assert!(classic.contains("async function __wbg_init("));
+        assert!(classic.contains("function serve_port("));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 // view, selection and range, the remembered panel height, and the keyboard.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   useHarness, fixtures, artifacts, cli, openPage, openByPicker, loadSeq, waitNextDocument, openTab,
@@ -177,11 +177,21 @@ async function checkTab(page, file, tab) {
   }
 }
 
-test('the profile tabs show the CLI numbers', async () => {
+test('the profile tabs open by keyboard and show the CLI numbers', async () => {
   const { page, seen } = await openPage('/', { width: 1440, height: 900 });
   await openByPicker(page, PROFILE);
-  assert.deepEqual(await page.$$eval('[role=tab]', (els) => els.map((e) => e.dataset.tab)),
+  const tabs = await page.$$eval('[role=tab]', (els) => els.map((e) => e.dataset.tab));
+  assert.deepEqual(tabs,
     ['findings', 'requests', 'iterations', 'resources', 'latency', 'modules', 'memory']);
+  // By keyboard, as the trace's: the arrows move the focus, Enter opens.
+  await page.focus('[data-testid=tab-findings]');
+  for (const tab of tabs.slice(1)) {
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.tab), tab);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector(`[data-testid=tabpanel][data-tab=${tab}]`, { state: 'attached' });
+    assert.equal(await page.getAttribute(`[data-testid=tab-${tab}]`, 'aria-selected'), 'true', tab);
+  }
   // One lane group per request on the chart.
   const requests = cli('query', PROFILE, '--kind', 'requests', '--json', '--limit', '100000').requests;
   assert.equal(Number(await page.getAttribute('[data-testid=flame-chart]', 'data-groups')), requests.length);
@@ -213,15 +223,21 @@ test('rows and spans are linked both ways', async () => {
   assert.ok(opsOfSpan.includes(op), `${op} in ${opsOfSpan}`);
   assert.ok(Number(await chart.getAttribute('data-highlighted')) >= 1);
   assert.equal(await row.getAttribute('data-linked'), 'true');
-  // Hovering another row outlines its spans; leaving puts the clicked row's back.
+  // The spans an op ran in, read from the file itself.
+  const lines = readFileSync(TRAIN, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+  const spansOf = (name) => new Set(lines.filter((l) => l.kind === 'op' && l.op_name === name).map((l) => l.span_id)).size;
   const clicked = await chart.getAttribute('data-highlighted');
-  const other = page.locator('[data-testid=op-row]').nth(1);
-  const otherSpans = await other.getAttribute('data-op');
+  assert.equal(Number(clicked), spansOf(op), `${op}'s spans outlined`);
+  // Hovering another row outlines its spans instead; leaving puts the clicked row's back.
+  // The first row whose count differs from the clicked row's, so the two are told apart.
+  const names = (await attrs(page, '[data-testid=op-row]', ['data-op'])).map((r) => r['data-op']);
+  const otherOp = names.find((n) => spansOf(n) !== spansOf(op));
+  assert.ok(otherOp, `an op with another number of spans than ${op}: ${names}`);
+  const other = page.locator(`[data-testid=op-row][data-op="${otherOp}"]`);
   await other.hover();
-  await page.waitForFunction((n) => document.querySelector('[data-testid=flame-chart]').dataset.highlighted !== n || true, clicked);
-  assert.ok(Number(await chart.getAttribute('data-highlighted')) >= 1, otherSpans);
+  await page.waitForFunction((n) => document.querySelector('[data-testid=flame-chart]').dataset.highlighted === String(n), spansOf(otherOp));
   await page.mouse.move(5, 5);
-  assert.equal(await chart.getAttribute('data-highlighted'), clicked);
+  await page.waitForFunction((n) => document.querySelector('[data-testid=flame-chart]').dataset.highlighted === n, clicked);
   // A span selected in the chart marks its row in the open tab: the modules tab's row of the
   // selected module span, expanded to.
   await openTab(page, 'modules');

@@ -1460,6 +1460,67 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
     Ok(g.finish())
 }
 
+/// The ops of each block of [`write_memory_heavy`]: name, output shape, dtype.
+const HEAVY_OPS: [(&str, &[u64], &str); 6] = [
+    ("matmul", &[BATCH, SEQ, HIDDEN], "bf16"),
+    ("add", &[BATCH, SEQ, HIDDEN], "bf16"),
+    ("silu", &[BATCH, SEQ, INTERMEDIATE], "bf16"),
+    ("mul", &[BATCH, SEQ, INTERMEDIATE], "bf16"),
+    ("softmax", &[BATCH, HEADS, SEQ, SEQ], "f32"),
+    ("to_dtype", &[BATCH, SEQ, HIDDEN], "f32"),
+];
+
+/// A trace of about `target_bytes` whose mix is memory- and op-heavy, unlike
+/// [`write_trace`]'s: per block, one `module` span (2 span lines) holding 6 ops, each
+/// allocating its output, and the 6 frees of the block before (12 memory lines): the 4 800
+/// span, 14 400 op and 28 800 memory lines per 10 MB of issue #40's held-out files, in
+/// proportion. One device (`cuda:0`), a measured root; every allocation is freed by the end.
+pub fn write_memory_heavy(target_bytes: u64, out: &mut impl Write) -> io::Result<GenStats> {
+    let mut g = Gen::new(out, 0x4ea7, 2);
+    g.meta(1)?;
+    g.step = Some(Step::Forward);
+    g.open("train_step", SpanKind::Function, true)?;
+    let mut held: Vec<Alloc> = Vec::new();
+    let mut block = 0u64;
+    while g.stats.bytes < target_bytes {
+        g.open(&format!("layers.{}", block % 32), SpanKind::Module, false)?;
+        let mut made = Vec::with_capacity(HEAVY_OPS.len());
+        for (i, (name, shape, dtype)) in HEAVY_OPS.iter().enumerate() {
+            // The output is allocated while the op runs; its line follows.
+            let output = g.alloc(
+                1,
+                shape.to_vec(),
+                dtype,
+                TensorCategory::Activation,
+                Some(name),
+            )?;
+            let input = held.get(i).map(|a| a.tensor_id.as_str());
+            let duration_ns = g.rng.range(2_000, 90_000);
+            g.op(OpLine {
+                op_name: name,
+                inputs: input.as_slice(),
+                output: Some(&output.tensor_id),
+                shape,
+                dtype,
+                device: 1,
+                duration_ns,
+            })?;
+            made.push(output);
+        }
+        for a in held.drain(..) {
+            g.free(&a)?;
+        }
+        held = made;
+        g.close()?;
+        block += 1;
+    }
+    for a in held.drain(..) {
+        g.free(&a)?;
+    }
+    g.close()?;
+    Ok(g.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1590,6 +1651,33 @@ mod tests {
                 o.line
             );
         }
+    }
+
+    #[test]
+    fn memory_heavy_has_the_held_out_mix() {
+        let mut bytes = Vec::new();
+        let stats = write_memory_heavy(2_000_000, &mut bytes).unwrap();
+        // Per block: 1 span, 6 ops, 6 allocs and 6 frees; the root adds one span.
+        let blocks = stats.spans - 1;
+        assert_eq!(stats.ops, 6 * blocks);
+        assert_eq!((stats.allocs, stats.frees), (6 * blocks, 6 * blocks));
+        let doc = read_chunked(&bytes, 1 << 16);
+        assert!(
+            doc.diagnostics.is_empty(),
+            "{:?}",
+            &doc.diagnostics[..3.min(doc.diagnostics.len())]
+        );
+        let summary = doc.summary();
+        assert_eq!(summary.op_count, stats.ops);
+        assert_eq!(summary.span_count, stats.spans);
+        assert_eq!(summary.total_ns, stats.total_ns);
+        assert_eq!(summary.peak_bytes, stats.peak_bytes());
+        assert_eq!(stats.device_peaks[1].final_live_bytes, 0);
+        // About the issue's lines per 10 MB (4 800 span, 14 400 op, 28 800 memory).
+        let per_10mb = |n: u64| n as f64 * 1e7 / stats.bytes as f64;
+        let span_lines = per_10mb(2 * stats.spans);
+        assert!((3_500.0..6_000.0).contains(&span_lines), "{span_lines}");
+        assert!((10_500.0..18_000.0).contains(&per_10mb(stats.ops)));
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! - [`transfer`]: how the parsing worker hands a read document to the page.
 //!
 //! In the browser (`target_arch = "wasm32"`) the `components` module renders them with Leptos
-//! and [`start`] mounts the app. Natively the crate is just the models:
+//! and `start` mounts the app; the parsing worker is a binary of its own (`start_worker`), so
+//! the page's wasm holds no reader and the worker's no Leptos. Natively the crate is just the models:
 //!
 //! ```
 //! use candle_trace_viewer::model::TraceModel;
@@ -50,19 +51,33 @@ mod load;
 #[cfg(target_arch = "wasm32")]
 mod worker;
 
-/// Start in the browser: on the page, mount the app on `<body>`; inside the parsing worker
-/// (`web/worker.js` runs this same wasm), serve parse requests instead.
+/// Start the page in the browser: mount the app on `<body>`, and start the first parsing
+/// worker (`web/worker.js` runs the `candle-trace-worker` binary's wasm, see [`start_worker`]).
 #[cfg(target_arch = "wasm32")]
 pub fn start() {
+    leptos::mount::mount_to_body(components::app::App);
+    // A worker loads its wasm while the user picks a file, and if the user takes a
+    // moment, the page and that worker warm the engine (`warm`).
+    worker::prepare();
+    worker::warm_page_when_idle();
+}
+
+/// Start the parsing worker's wasm (the `candle-trace-worker` binary): inside a dedicated
+/// worker, serve parse requests; elsewhere (the page running it itself, when it cannot start
+/// a worker) nothing until [`serve_port`] is called.
+#[cfg(target_arch = "wasm32")]
+pub fn start_worker() {
     use wasm_bindgen::JsCast;
-    match js_sys::global().dyn_into::<web_sys::DedicatedWorkerGlobalScope>() {
-        Ok(scope) => worker::serve(scope),
-        Err(_) => {
-            leptos::mount::mount_to_body(components::app::App);
-            // A worker loads its wasm while the user picks a file, and if the user takes a
-            // moment, the page and that worker warm the engine (`warm`).
-            worker::prepare();
-            worker::warm_page_when_idle();
-        }
+    if let Ok(scope) = js_sys::global().dyn_into::<web_sys::DedicatedWorkerGlobalScope>() {
+        let name = scope.name();
+        // A worker's global scope takes and posts messages as a port does.
+        worker::serve(scope.unchecked_into(), &name);
     }
+}
+
+/// Serve parse requests arriving on `port` (the page's end of a `MessageChannel` is its
+/// worker then), on whatever thread this wasm runs.
+#[cfg(target_arch = "wasm32")]
+pub fn serve_port(port: web_sys::MessagePort) {
+    worker::serve(port, "");
 }

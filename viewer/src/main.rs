@@ -1,4 +1,5 @@
-//! The viewer's entry point: in the browser it mounts the app; natively it only explains itself.
+//! The viewer page's entry point: in the browser it mounts the app (the parsing worker is the
+//! `candle-trace-worker` binary, `src/bin/worker.rs`); natively it only explains itself.
 
 fn main() {
     #[cfg(target_arch = "wasm32")]

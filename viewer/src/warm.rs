@@ -60,9 +60,14 @@ pub fn worker_round() {
     });
 }
 
+/// The sample's encoding ([`crate::transfer::encode`]: one chunk), as the page receives a
+/// trace from its worker. Kept as a file because the page's wasm holds no reader or encoder
+/// to make it; a test checks it is the encoder's output (`UPDATE_GOLDEN=1` rewrites it).
+const SAMPLE_ENCODED: &[u8] = include_bytes!("warm_sample.bin");
+
 /// The sample's encoding, as the page receives a trace from its worker.
 pub fn page_input() -> Vec<Vec<u8>> {
-    crate::transfer::encode_all(&sample_document())
+    vec![SAMPLE_ENCODED.to_vec()]
 }
 
 /// One round of the page's part: decode `chunks` ([`page_input`]) and build the view models,
@@ -122,6 +127,23 @@ mod tests {
         assert!(!doc.memory.is_empty() && !doc.gradients.is_empty() && !doc.edges.is_empty());
         assert!(!doc.device_memory.is_empty());
         assert!(page_round(&page_input()));
+    }
+
+    #[test]
+    fn the_page_input_is_the_samples_encoding() {
+        let chunks = crate::transfer::encode_all(&sample_document());
+        assert_eq!(chunks.len(), 1, "the sample no longer fits one chunk");
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/warm_sample.bin");
+            if let Err(e) = std::fs::write(path, &chunks[0]) {
+                panic!("cannot write {path}: {e}");
+            }
+            return;
+        }
+        assert!(
+            page_input() == chunks,
+            "src/warm_sample.bin is not the sample's encoding: rerun with UPDATE_GOLDEN=1"
+        );
     }
 
     #[test]

@@ -101,20 +101,21 @@ fn set(m: &Object, key: &str, value: JsValue) {
     let _ = Reflect::set(m, &key.into(), &value);
 }
 
-/// Start serving parse requests (called by `main` when the wasm runs in a worker).
-pub fn serve(scope: web_sys::DedicatedWorkerGlobalScope) {
-    let handler_scope = scope.clone();
+/// Start serving parse requests arriving on `port` (a worker's global scope, or the page's
+/// channel when it reads files itself); `name` is the worker's.
+pub fn serve(port: web_sys::MessagePort, name: &str) {
+    let handler_port = port.clone();
     let on_message =
         Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
             crate::warm::stop();
-            let scope = handler_scope.clone();
-            wasm_bindgen_futures::spawn_local(async move { parse(scope, ev.data()).await });
+            let port = handler_port.clone();
+            wasm_bindgen_futures::spawn_local(async move { parse(port, ev.data()).await });
         });
-    scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    port.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     // The handler lives as long as the worker.
     on_message.forget();
-    let _ = scope.post_message(&message("ready"));
-    if scope.name() == crate::warm::WARM_WORKER {
+    let _ = port.post_message(&message("ready"));
+    if name == crate::warm::WARM_WORKER {
         // At once: a file chosen as soon as the page can take it then meets code that has
         // begun to tier up (faster than when the worker waited as the page does;
         // BENCHMARKS.md, one-offs).
@@ -158,9 +159,9 @@ fn source_of(data: &JsValue) -> Option<Source> {
         .map(Source::Url)
 }
 
-async fn parse(scope: web_sys::DedicatedWorkerGlobalScope, data: JsValue) {
+async fn parse(port: web_sys::MessagePort, data: JsValue) {
     let post = |m: &Object| {
-        let _ = scope.post_message(m);
+        let _ = port.post_message(m);
     };
     let fail = |text: String| {
         let m = message("failed");
@@ -207,8 +208,8 @@ async fn parse(scope: web_sys::DedicatedWorkerGlobalScope, data: JsValue) {
         let array = Uint8Array::from(&chunk[..]);
         let m = message("chunk");
         set(&m, "bytes", array.buffer().into());
-        posted &= scope
-            .post_message_with_transfer(&m, &Array::of1(&array.buffer()))
+        posted &= port
+            .post_message_with_transferable(&m, &Array::of1(&array.buffer()))
             .is_ok();
     });
     if !posted {
@@ -378,6 +379,11 @@ fn spawn() -> Option<Spawned> {
         options.set_name(crate::warm::WARM_WORKER);
     }
     let worker = web_sys::Worker::new_with_options(WORKER_SCRIPT, &options).ok()?;
+    Some(listen(worker))
+}
+
+/// The worker's messages, and its death, as [`Heard`]s.
+fn listen(worker: web_sys::Worker) -> Spawned {
     let (tx, rx) = mpsc::unbounded();
     let to_page = tx.clone();
     let on_message =
@@ -399,7 +405,7 @@ fn spawn() -> Option<Spawned> {
         });
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-    Some(Spawned {
+    Spawned {
         running: Running {
             worker,
             heard: tx,
@@ -407,7 +413,38 @@ fn spawn() -> Option<Spawned> {
             _on_error: on_error,
         },
         heard: rx,
-    })
+    }
+}
+
+/// The parsing worker's wasm run on the page itself, for a page that cannot start a worker:
+/// `web/loader.js`'s `candleTraceWorkerHere` loads it and hands back an object that the page
+/// talks to as to a worker (`postMessage`, `onmessage`, `onerror`, `terminate`) over a
+/// `MessageChannel`. `None` where there is no such function (the `report`'s page) or it fails.
+async fn worker_here() -> Option<(web_sys::Worker, mpsc::UnboundedReceiver<Heard>)> {
+    let start = Reflect::get(&js_sys::global(), &"candleTraceWorkerHere".into())
+        .ok()?
+        .dyn_into::<js_sys::Function>()
+        .ok()?;
+    let promise = start
+        .call0(&JsValue::UNDEFINED)
+        .ok()?
+        .dyn_into::<js_sys::Promise>()
+        .ok()?;
+    let here = match wasm_bindgen_futures::JsFuture::from(promise).await {
+        Ok(here) => here,
+        Err(e) => {
+            web_sys::console::warn_1(
+                &format!("the page could not run the parsing worker's code itself: {e:?}").into(),
+            );
+            return None;
+        }
+    };
+    // Not a `Worker`, but it answers to every method the page calls on one.
+    let Spawned { running, heard } = listen(here.unchecked_into());
+    cancel();
+    let worker = running.worker.clone();
+    RUNNING.with(|r| *r.borrow_mut() = Some(running));
+    Some((worker, heard))
 }
 
 /// The spare worker (or a new one) as the current load's, after cancelling any other load.
@@ -462,13 +499,14 @@ pub async fn open(
     if let Source::Url(url) = &source {
         same_origin(url)?;
     }
-    let here = |source, stage, is_current| async move {
-        open_here(source, stage, is_current)
-            .await
-            .map(|(doc, timings)| (doc, timings, Pending { worker: None }))
-    };
-    let Some((mut worker, mut rx)) = take_worker() else {
-        return here(source, stage, is_current).await;
+    // Where no worker starts, the page runs the worker's code itself.
+    let mut in_worker = true;
+    let (mut worker, mut rx) = match take_worker() {
+        Some(w) => w,
+        None => {
+            in_worker = false;
+            worker_here().await.ok_or_else(no_worker)?
+        }
     };
     let request = Object::new();
     match &source {
@@ -478,7 +516,7 @@ pub async fn open(
     set(&request, "findings", findings.into());
     let started = js_sys::Date::now();
     let mut timings = LoadTimings {
-        in_worker: true,
+        in_worker,
         ..LoadTimings::default()
     };
     // A worker that fails before it is ready (its wasm did not start: a spare that broke while
@@ -556,14 +594,18 @@ pub async fn open(
                     &format!("the parsing worker did not start: {text}").into(),
                 );
                 release(&worker);
-                if fresh_tried {
-                    return here(source, stage, is_current).await;
+                if !timings.in_worker {
+                    break Err(no_worker());
                 }
+                let next = if fresh_tried { None } else { take_worker() };
                 fresh_tried = true;
-                match take_worker() {
-                    Some((w, r)) => (worker, rx) = (w, r),
-                    None => return here(source, stage, is_current).await,
-                }
+                (worker, rx) = match next {
+                    Some(w) => w,
+                    None => {
+                        timings.in_worker = false;
+                        worker_here().await.ok_or_else(no_worker)?
+                    }
+                };
             }
             Heard::Failed(text) => break Err(LoadError::Failed(text)),
             Heard::Crashed(text) => {
@@ -628,38 +670,9 @@ async fn receive(
     Ok(())
 }
 
-/// The same work on the page itself (no worker available).
-async fn open_here(
-    source: Source,
-    stage: impl Fn(Stage),
-    is_current: impl Fn() -> bool,
-) -> Result<(AnyDocument, LoadTimings), LoadError> {
-    let started = js_sys::Date::now();
-    let bytes = std::cell::Cell::new(0u64);
-    let reader = read(
-        source,
-        |read, total, lines| {
-            bytes.set(read);
-            stage(Stage::Reading { read, total, lines })
-        },
-        &is_current,
+/// Neither a worker nor the page itself could run the parsing worker's code.
+fn no_worker() -> LoadError {
+    LoadError::Failed(
+        "no parsing worker could start, and the page could not read the file itself".into(),
     )
-    .await?;
-    stage(Stage::Analysing);
-    crate::load::yield_now().await;
-    if !is_current() {
-        return Err(LoadError::Cancelled);
-    }
-    let analysing_since = js_sys::Date::now();
-    let doc = reader.finish();
-    Ok((
-        doc,
-        LoadTimings {
-            in_worker: false,
-            bytes: bytes.get(),
-            read_ms: analysing_since - started,
-            analyse_ms: js_sys::Date::now() - analysing_since,
-            ..LoadTimings::default()
-        },
-    ))
 }

@@ -237,9 +237,9 @@ pub fn check() -> Result<()> {
     let toolchain = toolchain_for(&recorded)?;
     crate::tools::ensure_page_tools()?;
     let web = Path::new("web");
-    let wasm = crate::web::build_wasm_with(web, None, toolchain.as_deref())?;
+    let wasms = crate::web::build_wasm_with(web, None, toolchain.as_deref())?;
     let dist: PathBuf = crate::web::target_dir()?.join("embed-check").join("dist");
-    crate::web::assemble(web, &wasm, &dist)?;
+    crate::web::assemble(web, &wasms, &dist)?;
     let diffs = differences(&present(page_dir)?, &expected(&dist)?);
     if !diffs.is_empty() {
         bail!(

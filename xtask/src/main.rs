@@ -306,7 +306,7 @@ fn demo(args: &[String]) -> Result<()> {
             "install wasm-opt and wasm-bindgen",
             tools::ensure_page_tools,
         );
-        let wasm = steps.spawn("build the viewer's wasm (cargo)", || {
+        let wasms = steps.spawn("build the viewer's wasm (cargo)", || {
             web::build_wasm(
                 std::path::Path::new("web"),
                 Some(&steps::log_path("viewer-wasm")),
@@ -315,11 +315,11 @@ fn demo(args: &[String]) -> Result<()> {
         let assembler = steps.clone();
         Some(std::thread::spawn(move || -> Result<std::path::PathBuf> {
             page_tools.join()?;
-            let wasm = wasm.join()?;
+            let wasms = wasms.join()?;
             let web_dir = std::path::Path::new("web");
             let dist = web_dir.join("dist");
             assembler.run("assemble the page (wasm-bindgen, wasm-opt, assets)", || {
-                web::assemble(web_dir, &wasm, &dist)
+                web::assemble(web_dir, &wasms, &dist)
             })?;
             Ok(dist)
         }))

@@ -5,7 +5,9 @@
 //! For each tag, in order, like trunk 0.21:
 //! - `rel="rust"`: `cargo build --target wasm32-unknown-unknown --profile P --bin B`,
 //!   `wasm-bindgen --target=web --out-name=B --no-typescript`, `wasm-opt -OLEVEL PARAMS`; the
-//!   tag stays in the page (Trunk.toml's `inject_scripts = false`: `loader.js` starts the wasm);
+//!   page's tag stays in the page (Trunk.toml's `inject_scripts = false`: `loader.js` starts the
+//!   wasm), a worker's (`data-type="worker"`, which must say `data-bindgen-target="web"`) is
+//!   removed (`worker.js` starts it); one cargo build makes every binary;
 //! - `rel="css"`: the file copied, the tag replaced by a stylesheet link with trunk's sha384
 //!   `integrity`;
 //! - `rel="copy-file"` / `rel="copy-dir"`: copied, the tag removed.
@@ -157,6 +159,8 @@ pub struct RustApp {
     pub opt_level: String,
     /// wasm-opt's extra parameters.
     pub opt_params: Vec<String>,
+    /// A worker's wasm (`data-type="worker"`): its tag leaves the page.
+    pub worker: bool,
 }
 
 /// One step of the page's build, from one tag.
@@ -181,6 +185,8 @@ const RUST_ATTRS: &[&str] = &[
     "data-cargo-profile-release",
     "data-wasm-opt",
     "data-wasm-opt-params",
+    "data-type",
+    "data-bindgen-target",
 ];
 
 /// What each tag asks for; any attribute or `rel` this builder does not implement is an error
@@ -217,7 +223,22 @@ pub fn plan(file: &str, links: &[TrunkLink]) -> Result<Vec<Asset>> {
                         .map(str::to_string)
                         .with_context(|| format!("{}: the rel=\"rust\" tag needs {name}", at()))
                 };
+                let worker = match link.get("data-type") {
+                    None | Some("main") => false,
+                    Some("worker") => true,
+                    Some(other) => bail!("{}: unknown data-type=\"{other}\"", at()),
+                };
+                // Trunk binds a worker as `no-modules` unless told otherwise; this builder
+                // writes ES modules only.
+                match (link.get("data-bindgen-target"), worker) {
+                    (Some("web"), _) | (None, false) => {}
+                    (target, _) => bail!(
+                        "{}: xtask's page builder binds with --target=web only (data-bindgen-target={target:?}); a worker must say data-bindgen-target=\"web\"",
+                        at()
+                    ),
+                }
                 RustApp {
+                    worker,
                     manifest: href()?,
                     bin: need("data-bin")?,
                     profile: need("data-cargo-profile-release")?,
@@ -243,11 +264,22 @@ pub fn plan(file: &str, links: &[TrunkLink]) -> Result<Vec<Asset>> {
     }
     if assets
         .iter()
-        .filter(|a| matches!(a, Asset::Rust(_)))
+        .filter(|a| matches!(a, Asset::Rust(app) if !app.worker))
         .count()
         != 1
     {
-        bail!("{file}: the page needs exactly one rel=\"rust\" tag");
+        bail!("{file}: the page needs exactly one rel=\"rust\" tag that is not a worker's");
+    }
+    let mut bins: Vec<&str> = rust_apps(&assets).map(|a| a.bin.as_str()).collect();
+    bins.sort_unstable();
+    if bins.windows(2).any(|w| w[0] == w[1]) {
+        bail!("{file}: two rel=\"rust\" tags build the same binary");
+    }
+    let first = rust_apps(&assets).next();
+    if rust_apps(&assets)
+        .any(|a| first.is_some_and(|f| (&f.manifest, &f.profile) != (&a.manifest, &a.profile)))
+    {
+        bail!("{file}: xtask's page builder builds every rel=\"rust\" tag in one cargo build: they need the same href and data-cargo-profile-release");
     }
     Ok(assets)
 }
@@ -335,6 +367,7 @@ pub fn rewrite_html(
         out.push_str(&html[at..link.span.start]);
         let original = &html[link.span.clone()];
         match asset {
+            Asset::Rust(app) if app.worker => {}
             Asset::Rust(_) => out.push_str(&tag_with_id(link, id, original.ends_with("/>"))),
             Asset::Css(href) => {
                 let file = file_name(href)?;
@@ -386,22 +419,26 @@ pub(crate) fn target_dir() -> Result<PathBuf> {
         .context("cargo metadata has no target_directory")
 }
 
-/// Build the viewer's wasm with cargo (the part of the page's build that needs no web tools;
-/// the demo starts it before the tools are installed), cargo's output into `log` when given.
-/// Returns the wasm's path.
-pub fn build_wasm(web: &Path, log: Option<&Path>) -> Result<PathBuf> {
+/// Build the viewer's wasm binaries with cargo, in one build (the part of the page's build
+/// that needs no web tools; the demo starts it before the tools are installed), cargo's output
+/// into `log` when given. Returns each `rel="rust"` tag's wasm, in the page's order.
+pub fn build_wasm(web: &Path, log: Option<&Path>) -> Result<Vec<PathBuf>> {
     build_wasm_with(web, log, None)
 }
 
 /// [`build_wasm`] with the rustup toolchain `toolchain` rather than the active one.
-pub fn build_wasm_with(web: &Path, log: Option<&Path>, toolchain: Option<&str>) -> Result<PathBuf> {
+pub fn build_wasm_with(
+    web: &Path,
+    log: Option<&Path>,
+    toolchain: Option<&str>,
+) -> Result<Vec<PathBuf>> {
     let (_, _, assets) = read_page(web)?;
     let app = rust_app(&assets)?;
     let manifest = web.join(&app.manifest);
     let manifest_str = manifest
         .to_str()
         .context("the manifest path is not UTF-8")?;
-    let args = [
+    let mut args = vec![
         "build",
         "--target",
         WASM32,
@@ -409,9 +446,10 @@ pub fn build_wasm_with(web: &Path, log: Option<&Path>, toolchain: Option<&str>) 
         manifest_str,
         "--profile",
         &app.profile,
-        "--bin",
-        &app.bin,
     ];
+    for app in rust_apps(&assets) {
+        args.extend(["--bin", app.bin.as_str()]);
+    }
     let env = tools::wasm_build_env()?;
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let (program, args): (String, Vec<&str>) = match toolchain {
@@ -425,14 +463,16 @@ pub fn build_wasm_with(web: &Path, log: Option<&Path>, toolchain: Option<&str>) 
         Some(log) => crate::steps::run_logged(Path::new(&program), &args, log, &env)?,
         None => crate::run_with(&program, &args, &env)?,
     }
-    let wasm = target_dir()?
-        .join(WASM32)
-        .join(&app.profile)
-        .join(format!("{}.wasm", app.bin));
-    if !wasm.is_file() {
-        bail!("cargo built no {}", wasm.display());
-    }
-    Ok(wasm)
+    let out = target_dir()?.join(WASM32).join(&app.profile);
+    rust_apps(&assets)
+        .map(|app| {
+            let wasm = out.join(format!("{}.wasm", app.bin));
+            if !wasm.is_file() {
+                bail!("cargo built no {}", wasm.display());
+            }
+            Ok(wasm)
+        })
+        .collect()
 }
 
 fn read_page(web: &Path) -> Result<(String, Vec<TrunkLink>, Vec<Asset>)> {
@@ -449,23 +489,34 @@ fn read_page(web: &Path) -> Result<(String, Vec<TrunkLink>, Vec<Asset>)> {
     Ok((html, links, assets))
 }
 
+/// The page's own `rel="rust"` tag (not a worker's).
 fn rust_app(assets: &[Asset]) -> Result<&RustApp> {
-    assets
-        .iter()
-        .find_map(|a| match a {
-            Asset::Rust(app) => Some(app),
-            _ => None,
-        })
+    rust_apps(assets)
+        .find(|app| !app.worker)
         .context("the page has no rel=\"rust\" tag")
 }
 
-/// Build the page from `web/index.html` into `dist`, with the wasm from [`build_wasm`] and the
-/// tools from [`tools::ensure_page_tools`].
-pub fn assemble(web: &Path, wasm: &Path, dist: &Path) -> Result<()> {
+/// Every `rel="rust"` tag, in the page's order.
+fn rust_apps(assets: &[Asset]) -> impl Iterator<Item = &RustApp> {
+    assets.iter().filter_map(|a| match a {
+        Asset::Rust(app) => Some(app),
+        _ => None,
+    })
+}
+
+/// Build the page from `web/index.html` into `dist`, with the wasm binaries from
+/// [`build_wasm`] and the tools from [`tools::ensure_page_tools`].
+pub fn assemble(web: &Path, wasms: &[PathBuf], dist: &Path) -> Result<()> {
     let (html, links, assets) = read_page(web)?;
-    let app = rust_app(&assets)?;
+    let apps: Vec<&RustApp> = rust_apps(&assets).collect();
+    if apps.len() != wasms.len() {
+        bail!(
+            "{} wasm binaries for {} rel=\"rust\" tags",
+            wasms.len(),
+            apps.len()
+        );
+    }
     let work = target_dir()?.join("xtask-page");
-    let (js, bg) = bind_and_optimise(app, wasm, &work)?;
 
     let staging = dist.with_extension("staging");
     if staging.exists() {
@@ -474,11 +525,20 @@ pub fn assemble(web: &Path, wasm: &Path, dist: &Path) -> Result<()> {
     }
     std::fs::create_dir_all(&staging)
         .with_context(|| format!("cannot create {}", staging.display()))?;
-    copy(&js, &staging.join(format!("{}.js", app.bin)))?;
-    copy(&bg, &staging.join(format!("{}_bg.wasm", app.bin)))?;
-    let snippets = work.join("wasm-bindgen").join("snippets");
-    if snippets.is_dir() {
-        copy_dir(&snippets, &staging.join("snippets"))?;
+    for (app, wasm) in apps.iter().zip(wasms) {
+        // The page's own work folder is where it always was; a worker's is named after it.
+        let work = if app.worker {
+            work.join(&app.bin)
+        } else {
+            work.clone()
+        };
+        let (js, bg) = bind_and_optimise(app, wasm, &work)?;
+        copy(&js, &staging.join(format!("{}.js", app.bin)))?;
+        copy(&bg, &staging.join(format!("{}_bg.wasm", app.bin)))?;
+        let snippets = work.join("wasm-bindgen").join("snippets");
+        if snippets.is_dir() {
+            copy_dir(&snippets, &staging.join("snippets"))?;
+        }
     }
     let mut integrity = BTreeMap::new();
     for asset in &assets {
@@ -613,8 +673,8 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 pub fn build(web: &Path, dist: &Path) -> Result<()> {
     tools::ensure_wasm32_target()?;
     tools::ensure_page_tools()?;
-    let wasm = build_wasm(web, None)?;
-    assemble(web, &wasm, dist)
+    let wasms = build_wasm(web, None)?;
+    assemble(web, &wasms, dist)
 }
 
 /// Every file under `root`, relative, sorted.
@@ -705,6 +765,7 @@ mod tests {
                     profile: "wasm-release".into(),
                     opt_level: "z".into(),
                     opt_params: vec!["--enable-bulk-memory".into(), "--enable-sign-ext".into()],
+                    worker: false,
                 }),
                 Asset::Css("style.css".into()),
                 Asset::CopyFile("loader.js".into()),
@@ -782,6 +843,40 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_tag_is_built_and_leaves_the_page() -> Result<()> {
+        let rust = PAGE
+            .lines()
+            .find(|l| l.contains("rel=\"rust\""))
+            .context("no rust tag")?;
+        let worker = rust.replace(
+            "data-bin=\"v\"",
+            "data-bin=\"w\" data-type=\"worker\" data-bindgen-target=\"web\"",
+        );
+        let page = PAGE.replace(rust, &format!("{rust}\n{worker}"));
+        let links = trunk_links(&page)?;
+        let assets = plan("index.html", &links)?;
+        let apps: Vec<(&str, bool)> = rust_apps(&assets)
+            .map(|a| (a.bin.as_str(), a.worker))
+            .collect();
+        assert_eq!(apps, [("v", false), ("w", true)]);
+        assert_eq!(rust_app(&assets)?.bin, "v");
+        let integrity = BTreeMap::from([("style.css".to_string(), "sha384-X".to_string())]);
+        let out = rewrite_html(&page, &links, &assets, &integrity)?;
+        assert!(out.contains("data-bin=\"v\""));
+        assert!(!out.contains("data-bin=\"w\""));
+        assert!(out.contains("data-trunk-id=\"0\""));
+        // Trunk binds a worker as no-modules unless told: the builder refuses to guess.
+        let bare = page.replace(" data-bindgen-target=\"web\"", "");
+        assert!(plan("index.html", &trunk_links(&bare)?).is_err());
+        // Two page tags, or two tags of one binary, are refused.
+        let two = page.replace(" data-type=\"worker\"", "");
+        assert!(plan("index.html", &trunk_links(&two)?).is_err());
+        let same = page.replace("data-bin=\"w\"", "data-bin=\"v\"");
+        assert!(plan("index.html", &trunk_links(&same)?).is_err());
+        Ok(())
+    }
+
+    #[test]
     fn the_repository_page_is_one_the_builder_implements() -> Result<()> {
         let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("web");
         let (_, links, assets) = read_page(&web)?;
@@ -789,6 +884,11 @@ mod tests {
         let app = rust_app(&assets)?;
         assert_eq!(app.bin, "candle-trace-viewer");
         assert_eq!(app.profile, "wasm-release");
+        let workers: Vec<&str> = rust_apps(&assets)
+            .filter(|a| a.worker)
+            .map(|a| a.bin.as_str())
+            .collect();
+        assert_eq!(workers, ["candle-trace-worker"]);
         assert!(assets.contains(&Asset::CopyFile("loader.js".into())));
         assert!(assets.contains(&Asset::CopyFile("worker.js".into())));
         Ok(())

@@ -138,14 +138,10 @@ impl TraceDocument {
 }
 
 impl TraceDocument {
-    /// A document from already-decoded parts (the Chrome importer): span index, tree (with its
-    /// diagnostics), the measured-span warnings of SCHEMA.md, sorted diagnostics. Span ids must be
-    /// unique.
-    pub(crate) fn assemble(
-        meta: Lined<Meta>,
-        spans: Vec<Span>,
-        mut diagnostics: Vec<Diagnostic>,
-    ) -> Self {
+    /// A document from already-decoded parts (the Chrome importer, the viewer's per-request
+    /// charts of a profile): span index, tree (with its diagnostics), the measured-span
+    /// warnings of SCHEMA.md, sorted diagnostics. Span ids must be unique.
+    pub fn assemble(meta: Lined<Meta>, spans: Vec<Span>, mut diagnostics: Vec<Diagnostic>) -> Self {
         let mut doc = TraceDocument {
             spans,
             ..TraceDocument::default()

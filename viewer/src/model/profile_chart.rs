@@ -19,8 +19,9 @@
 //! - The memory lane is the snapshots' `current_bytes` over time, drawn with the earliest group.
 
 use candle_trace_schema::format::document::TraceDocument;
-use candle_trace_schema::format::events::SpanKind;
+use candle_trace_schema::format::events::{Meta, Phase, SpanKind, TimingMode, TRACE_SCHEMA};
 use candle_trace_schema::format::profile::ProfileDocument;
+use candle_trace_schema::format::records::{Lined, Span};
 
 use super::sort::sort_indices;
 use super::TraceModel;
@@ -30,7 +31,7 @@ use crate::timeline::memory_curve::DeviceCurve;
 #[derive(Debug, Clone, PartialEq)]
 struct Item {
     name: String,
-    kind: &'static str,
+    kind: SpanKind,
     start_ns: i64,
     duration_ns: u64,
 }
@@ -53,16 +54,10 @@ pub struct ProfileChart {
     pub groups: Vec<RequestGroup>,
 }
 
-fn kind_name(kind: SpanKind) -> &'static str {
-    match kind {
-        SpanKind::Module => "module",
-        SpanKind::Op => "op",
-        SpanKind::Function => "function",
-    }
-}
-
-/// The trace/6 text of `items` (times relative to the earliest), nested by containment.
-fn trace_text(request: &str, items: &[Item]) -> String {
+/// The trace of `items` (times relative to the earliest), nested by containment: a meta
+/// (line 1) and, for each item, a span whose start and end stand on the lines they would in the
+/// trace/6 text of it (2 and 3 for the first), so its diagnostics name the same lines.
+fn request_document(request: &str, items: &[Item]) -> TraceDocument {
     let earliest = items.iter().map(|i| i.start_ns).min().unwrap_or(0);
     // By start, the longest first when two start together.
     let mut order: Vec<usize> = (0..items.len()).collect();
@@ -72,17 +67,25 @@ fn trace_text(request: &str, items: &[Item]) -> String {
             .cmp(&b.start_ns)
             .then(b.duration_ns.cmp(&a.duration_ns))
     });
-    let items: Vec<&Item> = order.iter().map(|&i| &items[i]).collect();
-    // Names come from the file: written as JSON strings.
-    let text = |v: &str| serde_json::to_string(v).unwrap_or_else(|_| "\"\"".to_string());
-    let request = text(request);
-    let mut out = format!(
-        r#"{{"kind":"meta","schema":"candle-graph/trace/6","run_id":{request},"correlation_id":{request},"entrypoint":{request},"phase":"infer","timestamp":"1970-01-01T00:00:00Z","capture_step":0,"warmup_steps":0,"device":"","timing_mode":"host","tags":{{}}}}"#
-    );
-    out.push('\n');
+    let meta = Meta {
+        schema: TRACE_SCHEMA.into(),
+        run_id: request.into(),
+        correlation_id: request.into(),
+        entrypoint: request.into(),
+        phase: Phase::Infer,
+        timestamp: "1970-01-01T00:00:00Z".into(),
+        capture_step: 0,
+        warmup_steps: 0,
+        device: String::new(),
+        measured_region_device_synchronized: false,
+        timing_mode: TimingMode::Host,
+        tags: Default::default(),
+        candle_version: None,
+    };
+    let mut spans = Vec::with_capacity(items.len());
     // Open items: (index, end).
     let mut open: Vec<(usize, i128)> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
+    for (i, item) in order.iter().map(|&i| &items[i]).enumerate() {
         let start = i128::from(item.start_ns);
         let end = start + i128::from(item.duration_ns);
         // The open items that ended before this one starts are done.
@@ -92,24 +95,23 @@ fn trace_text(request: &str, items: &[Item]) -> String {
         {
             open.pop();
         }
-        let parent = open
-            .last()
-            .map_or_else(String::new, |&(p, _)| format!(r#","parent_id":"s{p}""#));
-        let start_ns = u64::try_from(item.start_ns - earliest).unwrap_or(0);
-        out.push_str(&format!(
-            r#"{{"kind":"span_start","id":"s{i}"{parent},"name":{},"start_ns":{start_ns},"span_kind":"{}"}}"#,
-            text(&item.name),
-            item.kind
-        ));
-        out.push('\n');
-        out.push_str(&format!(
-            r#"{{"kind":"span_end","id":"s{i}","duration_ns":{}}}"#,
-            item.duration_ns
-        ));
-        out.push('\n');
+        let line = 2 + 2 * i as u64;
+        spans.push(Span {
+            id: format!("s{i}").into(),
+            parent_id: open.last().map(|&(p, _)| format!("s{p}").into()),
+            name: item.name.as_str().into(),
+            start_ns: u64::try_from(item.start_ns - earliest).unwrap_or(0),
+            span_kind: item.kind,
+            measured: false,
+            step: None,
+            module: None,
+            duration_ns: Some(item.duration_ns),
+            line,
+            end_line: Some(line + 1),
+        });
         open.push((i, end));
     }
-    out
+    TraceDocument::assemble(Lined::new(1, meta), spans, Vec::new())
 }
 
 impl ProfileChart {
@@ -129,7 +131,7 @@ impl ProfileChart {
                 .iter()
                 .map(|f| Item {
                     name: format!("forward {} · batch {}", f.iteration, f.batch_size),
-                    kind: "function",
+                    kind: SpanKind::Function,
                     start_ns: at(f.at.start_ns),
                     duration_ns: f.at.end_ns - f.at.start_ns,
                 })
@@ -145,7 +147,7 @@ impl ProfileChart {
                     };
                     items.extend(call.spans.iter().map(|s| Item {
                         name: s.name.clone(),
-                        kind: kind_name(s.span_kind),
+                        kind: s.span_kind,
                         start_ns: at(slot.at.start_ns.saturating_add(s.start_ns)),
                         duration_ns: s.duration_ns,
                     }));
@@ -178,7 +180,7 @@ impl ProfileChart {
                     };
                     items.push(Item {
                         name,
-                        kind: "function",
+                        kind: SpanKind::Function,
                         start_ns: at(s.1),
                         duration_ns: s.2 - s.1,
                     });
@@ -186,7 +188,7 @@ impl ProfileChart {
                 if let Some(q) = lane.queue {
                     items.push(Item {
                         name: String::from("queued"),
-                        kind: "function",
+                        kind: SpanKind::Function,
                         start_ns: at(q.start_ns),
                         duration_ns: q.end_ns - q.start_ns,
                     });
@@ -194,7 +196,7 @@ impl ProfileChart {
                 if let Some(w) = waterfalls.iter().find(|w| w.request_id == lane.request_id) {
                     items.extend(w.stages.iter().map(|st| Item {
                         name: st.stage.clone(),
-                        kind: "op",
+                        kind: SpanKind::Op,
                         start_ns: at(lane.open_ns.saturating_add(st.start_ns)),
                         duration_ns: st.end_ns.saturating_sub(st.start_ns),
                     }));
@@ -203,7 +205,7 @@ impl ProfileChart {
                     for call in &m.forwards {
                         items.extend(call.spans.iter().map(|s| Item {
                             name: s.name.clone(),
-                            kind: kind_name(s.span_kind),
+                            kind: s.span_kind,
                             start_ns: at(lane.open_ns.saturating_add(s.start_ns)),
                             duration_ns: s.duration_ns,
                         }));
@@ -219,7 +221,7 @@ impl ProfileChart {
                 });
                 items.push(Item {
                     name: String::from("request"),
-                    kind: "function",
+                    kind: SpanKind::Function,
                     start_ns: at(lane.open_ns),
                     duration_ns: end.saturating_sub(lane.open_ns),
                 });
@@ -235,10 +237,10 @@ impl ProfileChart {
             .filter(|(_, items)| !items.is_empty())
             .map(|(label, items)| {
                 let offset_ns = items.iter().map(|i| i.start_ns).min().unwrap_or(0);
-                let text = trace_text(&label, &items);
+                let model = TraceModel::without_findings(request_document(&label, &items));
                 RequestGroup {
                     label,
-                    model: TraceModel::without_findings(TraceDocument::from_bytes(text.as_bytes())),
+                    model,
                     offset_ns,
                 }
             })
