@@ -4,13 +4,15 @@
 //! A target is one file in `fuzz_targets/` (plus its `[[bin]]` entry in `Cargo.toml`); it calls
 //! these helpers so every target checks the same things.
 
-use candle_trace_schema::analysis::spans::{edges_by_duration, slowest_spans, span_path, spans_by_self_time};
 use candle_trace_schema::analysis::coverage::{Coverage, TraceCoverage};
 use candle_trace_schema::analysis::gradients::{gradients_for_review, GradientCounts};
 use candle_trace_schema::analysis::module_tree::{profile_tree, trace_tree, ModuleTree};
 use candle_trace_schema::analysis::modules::{module_rows, ModuleGrouping, ModulePaths};
 use candle_trace_schema::analysis::ops::{heaviest_ops, op_groups, OpGrouping};
 use candle_trace_schema::analysis::percentiles::Percentiles;
+use candle_trace_schema::analysis::spans::{
+    edges_by_duration, slowest_spans, span_path, spans_by_self_time,
+};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
 use candle_trace_schema::format::diagnostics::{sort_diagnostics, Diagnostic};
