@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use candle_trace_schema::format::events::{
-    DeviceMemory, MemoryAction, MemoryEvent, Step, TensorCategory, TraceEvent,
+    DeviceMemory, MemoryAction, MemoryEvent, Pass, TensorCategory, TraceEvent,
 };
 
 use crate::routed::{Cache, Routed};
@@ -57,7 +57,7 @@ static FREE_COUNT: AtomicU64 = AtomicU64::new(0);
 pub(crate) trait HostSink: Send + Sync {
     fn key(&self) -> u64;
     fn threshold_bytes(&self) -> u64;
-    fn host_alloc(&self, ptr: u64, bytes: u64, span: u64, step: Option<Step>);
+    fn host_alloc(&self, ptr: u64, bytes: u64, span: u64, step: Option<Pass>);
     fn host_free(&self, ptr: u64, span: u64);
 }
 
@@ -73,7 +73,7 @@ struct ThreadCounters {
     /// Innermost open span of the host sink's recorder on this thread (0 = none).
     span: Cell<u64>,
     /// Its training step.
-    step: Cell<Option<Step>>,
+    step: Cell<Option<Pass>>,
     /// Open attribution scopes on this thread (0 = attribution off).
     depth: Cell<u32>,
     /// Set while this thread is inside the allocator's bookkeeping.
@@ -290,7 +290,7 @@ pub(crate) fn detach_host_sink(key: u64) {
 
 /// The span stack of recorder `key` on this thread changed: its innermost span is now `span`
 /// (0 = none) in `step`. Only the host sink's recorder is followed.
-pub(crate) fn set_current_span(key: u64, span: u64, step: Option<Step>) {
+pub(crate) fn set_current_span(key: u64, span: u64, step: Option<Pass>) {
     if HOST_KEY.load(Ordering::Relaxed) != key {
         return;
     }

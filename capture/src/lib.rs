@@ -7,7 +7,7 @@
 //! ```
 //! use candle_trace_capture::{Recorder, Sink};
 //! use candle_trace_schema::format::document::TraceDocument;
-//! use candle_trace_schema::format::events::Step;
+//! use candle_trace_schema::format::events::Pass;
 //! # use std::sync::{Arc, Mutex};
 //! # #[derive(Clone, Default)]
 //! # struct Shared(Arc<Mutex<Vec<u8>>>);
@@ -28,11 +28,11 @@
 //!     let _step = recorder.begin_step(); // only step 2 records
 //!     let _total = recorder.measured("update");
 //!     {
-//!         let _fwd = recorder.step(Step::Forward);
+//!         let _fwd = recorder.pass(Pass::Forward);
 //!         let _linear = recorder.module("Linear");
 //!         // ... model code; candle helpers emit ops and memory through `Sink` ...
 //!     }
-//!     let _bwd = recorder.step(Step::Backward);
+//!     let _bwd = recorder.pass(Pass::Backward);
 //! }
 //! let report = recorder.finish()?;
 //! assert_eq!(report.events_dropped, 0);
@@ -135,7 +135,7 @@ pub use steps::{StepRecorders, StepTokens};
 pub use sync::DeviceSync;
 pub use writer::CaptureReport;
 
-pub use candle_trace_schema::format::events::{Phase, SpanKind, Step, TensorCategory, TimingMode};
+pub use candle_trace_schema::format::events::{Pass, Phase, SpanKind, TensorCategory, TimingMode};
 pub use candle_trace_schema::format::profile::{
     DetailLevel, Entrypoint, MemorySnapshot, ProfilingConfig,
 };
@@ -167,7 +167,7 @@ pub mod prelude {
     pub use crate::nn::name_modules;
     pub use crate::{
         CaptureError, CaptureReport, DetailLevel, Entrypoint, InferenceProfiler, MemorySnapshot,
-        Phase, ProfileReport, ProfilingConfig, Recorder, RequestHandle, Sink, SpanGuard, SpanKind,
-        Step, TensorCategory, TimingMode, TraceLayer,
+        Pass, Phase, ProfileReport, ProfilingConfig, Recorder, RequestHandle, Sink, SpanGuard,
+        SpanKind, TensorCategory, TimingMode, TraceLayer,
     };
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use candle_trace_schema::format::events::line::{self, MemoryLine, OpLine, SpanStartLine, Text};
 use candle_trace_schema::format::events::{
-    MemoryAction, SpanKind, Step, TensorCategory, TraceEvent,
+    MemoryAction, Pass, SpanKind, TensorCategory, TraceEvent,
 };
 
 use crate::intern::{NameId, NameTable, Names};
@@ -29,7 +29,7 @@ pub(crate) enum Record {
         name: NameId,
         kind: SpanKind,
         measured: bool,
-        step: Option<Step>,
+        step: Option<Pass>,
     },
     SpanEnd {
         id: u64,
@@ -150,7 +150,7 @@ pub(crate) struct NamedSpanStart {
     pub(crate) start_ns: u64,
     pub(crate) kind: SpanKind,
     pub(crate) measured: bool,
-    pub(crate) step: Option<Step>,
+    pub(crate) step: Option<Pass>,
 }
 
 /// A host allocation with a span number above `u32::MAX` (see [`Record::WideHostAlloc`]).
@@ -304,7 +304,7 @@ fn span_start_line(
     start_ns: u64,
     kind: SpanKind,
     measured: bool,
-    step: Option<Step>,
+    step: Option<Pass>,
     module: Option<&str>,
 ) {
     line::span_start(

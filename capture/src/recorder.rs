@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use candle_trace_schema::format::events::{SpanKind, Step, TraceEvent};
+use candle_trace_schema::format::events::{Pass, SpanKind, TraceEvent};
 
 use crate::error::CaptureError;
 use crate::gating::StepToken;
@@ -104,14 +104,14 @@ impl Recorder {
         self.span(name, SpanKind::Op)
     }
 
-    /// A span for a training step (named `forward`, `backward` or `optimizer`, with `step`
-    /// set); spans opened inside it inherit the step.
+    /// A span for one pass of a training update (named `forward`, `backward` or `optimizer`,
+    /// with the file's `step` key set); spans opened inside it inherit the pass.
     #[inline]
     ///
     /// A `device_memory` checkpoint is written at both edges: the driver's numbers on a CUDA
     /// device (feature `cuda`), else host memory (the counting allocator's live bytes when it
     /// is installed, the process's resident set otherwise; none where neither is known).
-    pub fn step(&self, step: Step) -> SpanGuard<'_> {
+    pub fn pass(&self, pass: Pass) -> SpanGuard<'_> {
         if !self.inner.is_recording() {
             return SpanGuard::inert();
         }
@@ -119,10 +119,10 @@ impl Recorder {
         self.inner.checkpoint();
         SpanGuard::open(
             &self.inner,
-            Cow::Borrowed(step.as_str()),
+            Cow::Borrowed(pass.as_str()),
             SpanKind::Function,
             false,
-            Some(step),
+            Some(pass),
             sync,
         )
         .with_checkpoint()
@@ -304,7 +304,7 @@ mod tests {
         start_ns: u64,
         kind: SpanKind,
         measured: bool,
-        step: Option<Step>,
+        step: Option<Pass>,
         module: Option<&str>,
     ) -> [String; 2] {
         let table = Arc::new(NameTable::default());
@@ -345,7 +345,7 @@ mod tests {
             (None, None, false, SpanKind::Function, None),
             (
                 Some(3),
-                Some(Step::Backward),
+                Some(Pass::Backward),
                 true,
                 SpanKind::Module,
                 Some("model.layers.0.mlp.\"q\"\\é"),
@@ -415,12 +415,12 @@ mod tests {
         ]
     }
 
-    fn steps() -> impl Strategy<Value = Option<Step>> {
+    fn steps() -> impl Strategy<Value = Option<Pass>> {
         prop_oneof![
             Just(None),
-            Just(Some(Step::Forward)),
-            Just(Some(Step::Backward)),
-            Just(Some(Step::Optimizer))
+            Just(Some(Pass::Forward)),
+            Just(Some(Pass::Backward)),
+            Just(Some(Pass::Optimizer))
         ]
     }
 

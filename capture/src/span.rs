@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use candle_trace_schema::format::events::Step;
+use candle_trace_schema::format::events::Pass;
 
 use crate::stack::span_id;
 use crate::state::Inner;
@@ -61,7 +61,7 @@ impl<'r> SpanGuard<'r> {
         name: Cow<'static, str>,
         kind: candle_trace_schema::format::events::SpanKind,
         measured: bool,
-        step: Option<Step>,
+        step: Option<Pass>,
         sync: bool,
     ) -> Self {
         let (id, start_ns) = inner.open_span(name, None, kind, measured, step, None, sync);

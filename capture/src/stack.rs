@@ -1,7 +1,7 @@
 //! The per-thread parent stacks: every thread keeps, per recorder, a stack of the spans open on
 //! it. A new span's parent is the top of the calling thread's stack, so spans opened on any
 //! thread nest correctly without locks. A child span inherits the `step` of its parent when it
-//! has none of its own, so an op inside `recorder.step(Step::Backward)` belongs to the backward
+//! has none of its own, so an op inside `recorder.pass(Pass::Backward)` belongs to the backward
 //! step. The allocator hook is told the top span at every push and pop.
 //!
 //! Beside each stack lives the thread's [`NameCache`] for that recorder, so interning a span's
@@ -19,7 +19,7 @@ use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use candle_trace_schema::format::events::Step;
+use candle_trace_schema::format::events::Pass;
 
 use crate::intern::{Label, NameCache, NameId, NameTable};
 
@@ -27,7 +27,7 @@ use crate::intern::{Label, NameCache, NameId, NameTable};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Frame {
     pub(crate) id: u64,
-    pub(crate) step: Option<Step>,
+    pub(crate) step: Option<Pass>,
 }
 
 /// How many span numbers a thread takes from its recorder's counter at once.
@@ -99,7 +99,7 @@ pub(crate) struct Pushed {
 pub(crate) fn push(
     recorder: u64,
     counter: &AtomicU64,
-    step: Option<Step>,
+    step: Option<Pass>,
     name: Option<Label>,
     names: &NameTable,
 ) -> Pushed {
@@ -196,7 +196,7 @@ mod tests {
     fn push_plain(
         recorder: u64,
         counter: &AtomicU64,
-        step: Option<Step>,
+        step: Option<Pass>,
     ) -> (Option<Frame>, Frame) {
         let p = push(
             recorder,
@@ -222,7 +222,7 @@ mod tests {
         assert_eq!(top(900), None);
         assert_eq!(top(901), Some(f(1)));
         // A child inherits its parent's step unless it has its own.
-        let backward = Some(Step::Backward);
+        let backward = Some(Pass::Backward);
         assert_eq!(
             push_plain(901, &c901, backward).1,
             Frame {
@@ -238,8 +238,8 @@ mod tests {
             }
         );
         assert_eq!(
-            push_plain(901, &c901, Some(Step::Optimizer)).1.step,
-            Some(Step::Optimizer)
+            push_plain(901, &c901, Some(Pass::Optimizer)).1.step,
+            Some(Pass::Optimizer)
         );
         for id in [4, 3, 2, 1] {
             pop(901, id);

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use candle_trace_schema::format::events::{
-    source, CaptureSource, CaptureSources, SpanKind, Step, TensorCategory, TimingMode, TraceEvent,
+    source, CaptureSource, CaptureSources, Pass, SpanKind, TensorCategory, TimingMode, TraceEvent,
 };
 
 use crate::alloc::HostSink;
@@ -196,7 +196,7 @@ impl Inner {
         module: Option<&'static str>,
         kind: SpanKind,
         measured: bool,
-        step: Option<Step>,
+        step: Option<Pass>,
         parent: Option<u64>,
         sync: bool,
     ) -> (u64, u64) {
@@ -478,12 +478,12 @@ impl HostSink for Inner {
         self.host_threshold_bytes
     }
 
-    fn host_alloc(&self, ptr: u64, bytes: u64, span: u64, step: Option<Step>) {
+    fn host_alloc(&self, ptr: u64, bytes: u64, span: u64, step: Option<Pass>) {
         self.counts.host_memory.fetch_add(1, Ordering::Relaxed);
         let category = match step {
-            Some(Step::Forward) => TensorCategory::Activation,
-            Some(Step::Backward) => TensorCategory::Gradient,
-            Some(Step::Optimizer) => TensorCategory::Optimizer,
+            Some(Pass::Forward) => TensorCategory::Activation,
+            Some(Pass::Backward) => TensorCategory::Gradient,
+            Some(Pass::Optimizer) => TensorCategory::Optimizer,
             None => TensorCategory::Other,
         };
         let at_ns = self.now_ns();

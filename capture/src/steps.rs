@@ -13,7 +13,7 @@
 //! program's `tracing` spans go to the recorder of each captured step as it begins.
 //!
 //! ```no_run
-//! use candle_trace_capture::{Recorder, Step};
+//! use candle_trace_capture::{Recorder, Pass};
 //!
 //! let dir = std::env::temp_dir().join("steps");
 //! std::fs::create_dir_all(&dir)?;
@@ -22,7 +22,7 @@
 //!     let _step = steps.begin_step();
 //!     let rec = steps.recorder();
 //!     let _total = rec.measured("train_step");
-//!     let _forward = rec.step(Step::Forward);
+//!     let _forward = rec.pass(Pass::Forward);
 //! }
 //! let reports = steps.finish()?; // step-2, step-3 and step-4.trace6.jsonl
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use candle_trace_capture::{CaptureError, Recorder, Sink, SpanKind, Step, TimingMode};
+use candle_trace_capture::{CaptureError, Pass, Recorder, Sink, SpanKind, TimingMode};
 use candle_trace_schema::format::diagnostics::Category;
 use candle_trace_schema::format::events::{Edge, Op, TraceEvent};
 use common::{errors, parent_name, span_names, temp_dir, Gate, SharedBuf};
@@ -191,7 +191,7 @@ fn a_panic_inside_spans_closes_them_and_ends_the_step() {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let _step = rec.begin_step();
         let _total = rec.measured("update");
-        let _fwd = rec.step(Step::Forward);
+        let _fwd = rec.pass(Pass::Forward);
         let _linear = rec.module("Linear");
         panic!("boom inside a span");
     }));
@@ -203,7 +203,7 @@ fn a_panic_inside_spans_closes_them_and_ends_the_step() {
     assert_eq!(span_names(&doc), ["update", "forward", "Linear"]);
     assert!(doc.spans.iter().all(|s| s.duration_ns.is_some()));
     // The module inherits the step of the span it is in.
-    assert_eq!(doc.spans[2].step, Some(Step::Forward));
+    assert_eq!(doc.spans[2].step, Some(Pass::Forward));
     assert_eq!(doc.spans[0].step, None);
 }
 

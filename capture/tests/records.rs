@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use candle_trace_capture::{Recorder, SpanKind, Step};
+use candle_trace_capture::{Pass, Recorder, SpanKind};
 use common::SharedBuf;
 
 /// 300 distinct `'static` names (more than a thread's name cache has slots, so slots are
@@ -43,7 +43,7 @@ fn interned_and_owned_names_read_back_as_opened() {
                         let root = format!("thread {t}");
                         let _root = rec.span(root.clone(), SpanKind::Function);
                         mine.push((root.clone(), None, "function", None));
-                        let _backward = rec.step(Step::Backward);
+                        let _backward = rec.pass(Pass::Backward);
                         mine.push((
                             "backward".to_string(),
                             Some(root),
@@ -93,7 +93,7 @@ fn interned_and_owned_names_read_back_as_opened() {
                     .as_ref()
                     .map(|p| doc.span(p).unwrap().name.to_string()),
                 s.span_kind.as_str(),
-                s.step.map(Step::as_str),
+                s.step.map(Pass::as_str),
             )
         })
         .collect();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use candle_trace_capture::{Recorder, Sink, Step};
+use candle_trace_capture::{Pass, Recorder, Sink};
 use candle_trace_schema::analysis::steps::StepSet;
 use candle_trace_schema::format::document::TraceDocument;
 use common::{errors, span_names, temp_dir};
@@ -25,10 +25,10 @@ fn three_captured_steps_write_three_files_of_one_run() {
         assert_eq!(rec.is_recording(), (2..=4).contains(&n), "step {n}");
         let _total = rec.measured("train_step");
         {
-            let _forward = rec.step(Step::Forward);
+            let _forward = rec.pass(Pass::Forward);
             let _enc = rec.module(format!("enc{n}"));
         }
-        let _backward = rec.step(Step::Backward);
+        let _backward = rec.pass(Pass::Backward);
     }
     assert!(steps.capture_done());
     let reports = steps.finish().unwrap();

@@ -23,7 +23,7 @@ use candle_trace_schema::analysis::reconcile::reconcile;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::detect::AnyDocument;
 use candle_trace_schema::format::document::TraceDocument;
-use candle_trace_schema::format::events::{SpanKind, Step, TensorCategory};
+use candle_trace_schema::format::events::{Pass, SpanKind, TensorCategory};
 use candle_trace_schema::format::profile::{attribute, ProfileDocument};
 use serde_json::{json, Value};
 
@@ -159,8 +159,8 @@ fn span_kind_name(kind: SpanKind) -> &'static str {
     }
 }
 
-fn step_name(step: Option<Step>) -> &'static str {
-    step.map_or("", Step::as_str)
+fn pass_name(step: Option<Pass>) -> &'static str {
+    step.map_or("", Pass::as_str)
 }
 
 fn shape_text(shape: &[u64]) -> String {
@@ -196,7 +196,7 @@ fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, String) {
         }
         cells.extend([
             span_kind_name(s.span_kind).into(),
-            step_name(s.step).into(),
+            pass_name(s.step).into(),
             format_ns(s.duration_or_zero()),
             format_ns(self_ns),
             format_ns(s.start_ns),
@@ -206,7 +206,7 @@ fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, String) {
         rows.push(json!({
             "id": s.id, "name": s.name, "path": path, "module": s.module,
             "span_kind": span_kind_name(s.span_kind),
-            "step": s.step.map(|st| step_name(Some(st))), "start_ns": s.start_ns,
+            "step": s.step.map(|st| pass_name(Some(st))), "start_ns": s.start_ns,
             "duration_ns": s.duration_ns, "self_ns": self_ns, "depth": doc.tree.depth[i], "line": s.line,
         }));
     }

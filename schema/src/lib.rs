@@ -64,7 +64,7 @@ pub use format::chrome::ChromeReader;
 pub use format::detect::{AnyDocument, AnyReader};
 pub use format::diagnostics::{Category, Diagnostic, Severity};
 pub use format::document::{TraceDocument, TraceReader};
-pub use format::events::{Meta, SpanKind, Step, TraceEvent};
+pub use format::events::{Meta, Pass, SpanKind, TraceEvent};
 pub use format::memory::MemoryProfile;
 pub use format::profile::{ProfileDocument, ProfileReader};
 pub use format::records::{Lined, Span};

@@ -81,9 +81,9 @@ fn event() -> impl Strategy<Value = TraceEvent> {
         prop::sample::select(vec![SpanKind::Function, SpanKind::Op, SpanKind::Module]),
         any::<bool>(),
         prop::option::of(prop::sample::select(vec![
-            Step::Forward,
-            Step::Backward,
-            Step::Optimizer,
+            Pass::Forward,
+            Pass::Backward,
+            Pass::Optimizer,
         ])),
         prop::option::of(ctext()),
     )

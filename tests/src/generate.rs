@@ -41,7 +41,7 @@ use std::io::{self, Write};
 
 use candle_trace_schema::format::events::{
     derived_storage_bytes, CompactString, DeviceMemory, Edge, Gradient, GradientState,
-    MemoryAction, MemoryEvent, Meta, Op, Phase, SpanEnd, SpanKind, SpanStart, Step, TensorCategory,
+    MemoryAction, MemoryEvent, Meta, Op, Pass, Phase, SpanEnd, SpanKind, SpanStart, TensorCategory,
     TensorEvent, TimingMode, TraceEvent, TRACE_SCHEMA,
 };
 
@@ -222,7 +222,7 @@ struct Gen<'w, W: Write> {
     stack: Vec<OpenSpan>,
     next_span: u64,
     next_tensor: u64,
-    step: Option<Step>,
+    step: Option<Pass>,
     stats: GenStats,
     devices: Vec<String>,
     live: Vec<u64>,
@@ -887,7 +887,7 @@ impl<'w, W: Write> Gen<'w, W> {
         self.close()?;
         let mut saved: Vec<Alloc> = Vec::new();
 
-        self.step = Some(Step::Forward);
+        self.step = Some(Pass::Forward);
         let forward_id = self.open("forward", SpanKind::Function, false)?;
         self.open("model", SpanKind::Module, false)?;
         let ids = self.op_span(
@@ -985,7 +985,7 @@ impl<'w, W: Write> Gen<'w, W> {
         let forward_end = self.now;
 
         // Backward: layers in reverse, activations freed, gradients allocated.
-        self.step = Some(Step::Backward);
+        self.step = Some(Pass::Backward);
         let backward_id = self.open("backward", SpanKind::Function, false)?;
         let backward_start = self.now;
         if n % 10 == 0 {
@@ -1064,7 +1064,7 @@ impl<'w, W: Write> Gen<'w, W> {
         self.close()?; // backward
 
         // Optimizer: AdamW per parameter; state allocated on the first step, kept to the end.
-        self.step = Some(Step::Optimizer);
+        self.step = Some(Pass::Optimizer);
         self.open("optimizer", SpanKind::Function, false)?;
         // Gradient clipping: the global norm goes through the host.
         self.open("clip_grad_norm", SpanKind::Op, false)?;
@@ -1411,7 +1411,7 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
     let blocks = (spans - 1).div_ceil(100);
     let (mut made, mut t) = (1u64, 0u64);
     for b in 0..blocks {
-        let step = [Step::Forward, Step::Backward, Step::Optimizer][(b * 3 / blocks) as usize];
+        let step = [Pass::Forward, Pass::Backward, Pass::Optimizer][(b * 3 / blocks) as usize];
         let block_start = t;
         g.emit(&TraceEvent::SpanStart(SpanStart {
             id: format!("b{b}").into(),
@@ -1478,7 +1478,7 @@ const HEAVY_OPS: [(&str, &[u64], &str); 6] = [
 pub fn write_memory_heavy(target_bytes: u64, out: &mut impl Write) -> io::Result<GenStats> {
     let mut g = Gen::new(out, 0x4ea7, 2);
     g.meta(1)?;
-    g.step = Some(Step::Forward);
+    g.step = Some(Pass::Forward);
     g.open("train_step", SpanKind::Function, true)?;
     let mut held: Vec<Alloc> = Vec::new();
     let mut block = 0u64;
@@ -1627,7 +1627,7 @@ mod tests {
         }
         assert!(doc.ops.iter().any(|o| o.storage_bytes.is_some()));
         assert!(doc.ops.iter().any(|o| o.storage_bytes.is_none()));
-        for step in [Step::Forward, Step::Backward, Step::Optimizer] {
+        for step in [Pass::Forward, Pass::Backward, Pass::Optimizer] {
             assert!(doc.spans.iter().any(|s| s.step == Some(step)), "{step:?}");
         }
         // Children lie inside their parents.

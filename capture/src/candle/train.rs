@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use candle_core::backprop::GradStore;
 use candle_core::{Device, Tensor};
 use candle_nn::{Optimizer, VarMap};
-use candle_trace_schema::format::events::Step;
+use candle_trace_schema::format::events::Pass;
 
 use super::gradients::record_varmap_gradients;
 use super::graph::record_graph_in;
@@ -77,7 +77,7 @@ impl Recorder {
                 *train = Some(TrainStep { captured, measured });
             }
         }
-        let forward = self.step(Step::Forward);
+        let forward = self.pass(Pass::Forward);
         let first = forward.number().and_then(|_| inner.tensor_clock());
         let result = f();
         // Tensors made in forward outside any traced layer belong to the forward span.
@@ -129,7 +129,7 @@ impl Recorder {
     /// `loss.backward()` as the `backward` span. In the captured step, the autograd graph's
     /// tensors are first recorded in it ([`record_graph`](super::graph::record_graph)).
     pub fn backward(&self, loss: &Tensor) -> candle_core::Result<GradStore> {
-        let backward = self.step(Step::Backward);
+        let backward = self.pass(Pass::Backward);
         if self.is_recording() {
             let counts = &self.inner.counts;
             counts.graph_on.store(true, Ordering::Relaxed);
@@ -155,7 +155,7 @@ impl Recorder {
         varmap: &VarMap,
     ) -> candle_core::Result<()> {
         let stepped = {
-            let _optimizer = self.step(Step::Optimizer);
+            let _optimizer = self.pass(Pass::Optimizer);
             optimizer.step(grads)
         };
         let inner = &self.inner;

@@ -31,7 +31,7 @@ use crate::analysis::modules::is_module_span;
 use crate::analysis::units::format_ns;
 use crate::format::digest::TraceDigest;
 use crate::format::document::TraceDocument;
-use crate::format::events::Step;
+use crate::format::events::Pass;
 use crate::format::records::Span;
 use crate::format::spans::SpanTree;
 
@@ -153,15 +153,15 @@ impl TraceCoverage {
             let Some(span) = spans.get(i) else { continue };
             match span.step {
                 None => stack.extend(tree.children(i).iter().rev()),
-                Some(Step::Forward) => forwards.push(SpanCoverage {
+                Some(Pass::Forward) => forwards.push(SpanCoverage {
                     span: i,
                     coverage: Coverage::new(span.duration_or_zero(), covered_below(spans, tree, i)),
                 }),
-                Some(Step::Backward) => {
+                Some(Pass::Backward) => {
                     backward_spans += 1;
                     backward_modules += modules_below(spans, tree, i);
                 }
-                Some(Step::Optimizer) => {}
+                Some(Pass::Optimizer) => {}
             }
         }
         let overall = Coverage::sum(forwards.iter().map(|f| &f.coverage));

@@ -62,7 +62,7 @@ use crate::analysis::phases::phase_breakdown;
 use crate::analysis::steps::StepSet;
 use crate::analysis::units::{format_bytes, format_ns};
 use crate::format::document::TraceDocument;
-use crate::format::events::{Step, TensorCategory};
+use crate::format::events::{Pass, TensorCategory};
 use crate::format::profile::ProfileDocument;
 
 /// At most this many findings are shown.
@@ -276,7 +276,7 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
             "backward_short/backward_long: no forward time to compare with",
         )),
         // An inference trace, or a capture without the backward step: nothing to call short.
-        Some(_) if !doc.spans.iter().any(|s| s.step == Some(Step::Backward)) => notes.push(
+        Some(_) if !doc.spans.iter().any(|s| s.step == Some(Pass::Backward)) => notes.push(
             String::from("backward_short/backward_long: no backward span to compare with"),
         ),
         Some(b) => {
@@ -315,9 +315,9 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
     // One phase taking most of the step.
     if let Some(b) = phase_breakdown(doc).filter(|b| b.region_ns > 0) {
         let phases = [
-            (Step::Forward, b.forward_ns),
-            (Step::Backward, b.backward_ns),
-            (Step::Optimizer, b.optimizer_ns),
+            (Pass::Forward, b.forward_ns),
+            (Pass::Backward, b.backward_ns),
+            (Pass::Optimizer, b.optimizer_ns),
         ];
         // A training step (two phases with time): an inference forward is all forward.
         let timed = phases.iter().filter(|(_, ns)| *ns > 0).count();
@@ -483,9 +483,9 @@ fn step_at(doc: &TraceDocument, ts: u64) -> Option<&'static str> {
         .min_by_key(|(i, _)| doc.tree.depth.get(*i).copied().unwrap_or(u32::MAX))
         .and_then(|(_, s)| s.step)
         .map(|s| match s {
-            Step::Forward => "forward",
-            Step::Backward => "backward",
-            Step::Optimizer => "optimizer",
+            Pass::Forward => "forward",
+            Pass::Backward => "backward",
+            Pass::Optimizer => "optimizer",
         })
 }
 

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::modules::ModulePaths;
 use crate::format::document::TraceDocument;
-use crate::format::events::Step;
+use crate::format::events::Pass;
 
 /// Time per training step inside the measured region.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,11 +50,11 @@ pub struct PhaseBreakdown {
 
 impl PhaseBreakdown {
     /// The time of one step.
-    pub fn get(&self, step: Step) -> u64 {
+    pub fn get(&self, step: Pass) -> u64 {
         match step {
-            Step::Forward => self.forward_ns,
-            Step::Backward => self.backward_ns,
-            Step::Optimizer => self.optimizer_ns,
+            Pass::Forward => self.forward_ns,
+            Pass::Backward => self.backward_ns,
+            Pass::Optimizer => self.optimizer_ns,
         }
     }
 }
@@ -81,9 +81,9 @@ pub fn measured_region(doc: &TraceDocument) -> Option<usize> {
 
 /// Preorder of the spans below `root` (root excluded), each with its nearest stepped ancestor
 /// below the root. Iterative.
-fn walk(doc: &TraceDocument, root: usize, mut visit: impl FnMut(usize, Option<Step>)) {
+fn walk(doc: &TraceDocument, root: usize, mut visit: impl FnMut(usize, Option<Pass>)) {
     // (span, step of nearest stepped ancestor strictly between root and span)
-    let mut stack: Vec<(u32, Option<Step>)> = doc
+    let mut stack: Vec<(u32, Option<Pass>)> = doc
         .tree
         .children(root)
         .iter()
@@ -113,9 +113,9 @@ pub fn phase_breakdown(doc: &TraceDocument) -> Option<PhaseBreakdown> {
         if let (None, Some(step)) = (inherited, span.step) {
             let d = span.duration_or_zero();
             match step {
-                Step::Forward => b.forward_ns = b.forward_ns.saturating_add(d),
-                Step::Backward => b.backward_ns = b.backward_ns.saturating_add(d),
-                Step::Optimizer => b.optimizer_ns = b.optimizer_ns.saturating_add(d),
+                Pass::Forward => b.forward_ns = b.forward_ns.saturating_add(d),
+                Pass::Backward => b.backward_ns = b.backward_ns.saturating_add(d),
+                Pass::Optimizer => b.optimizer_ns = b.optimizer_ns.saturating_add(d),
             }
         }
     });
@@ -142,7 +142,7 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
         if !paths.outermost(i) {
             return;
         }
-        let Some(step @ (Step::Forward | Step::Backward)) = span.step else {
+        let Some(step @ (Pass::Forward | Pass::Backward)) = span.step else {
             return;
         };
         let path = paths.path_id(i);
@@ -165,7 +165,7 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
         }
         let row = &mut sums[row_of[p] as usize].1;
         let d = span.duration_or_zero();
-        if step == Step::Forward {
+        if step == Pass::Forward {
             row.forward_count += 1;
             row.forward_ns = row.forward_ns.saturating_add(d);
         } else {

@@ -41,7 +41,7 @@ use crate::analysis::modules::{
 use crate::analysis::ops::{sort_groups, OpGroup, OpGrouping};
 use crate::analysis::phases::{measured_region, sort_pairs, ModulePair, PhaseBreakdown};
 use crate::format::document::TraceDocument;
-use crate::format::events::{MemoryAction, Step};
+use crate::format::events::{MemoryAction, Pass};
 use crate::format::table::OpTable;
 
 /// A closed time range, ns in the trace's own time.
@@ -241,9 +241,9 @@ pub fn phases_in(doc: &TraceDocument, range: TimeRange) -> Option<PhaseBreakdown
             Some(step) => {
                 let t = time(i);
                 match step {
-                    Step::Forward => b.forward_ns = b.forward_ns.saturating_add(t),
-                    Step::Backward => b.backward_ns = b.backward_ns.saturating_add(t),
-                    Step::Optimizer => b.optimizer_ns = b.optimizer_ns.saturating_add(t),
+                    Pass::Forward => b.forward_ns = b.forward_ns.saturating_add(t),
+                    Pass::Backward => b.backward_ns = b.backward_ns.saturating_add(t),
+                    Pass::Optimizer => b.optimizer_ns = b.optimizer_ns.saturating_add(t),
                 }
             }
             None => stack.extend_from_slice(doc.tree.children(i)),
@@ -280,7 +280,7 @@ pub fn module_pairs_in(
         if !paths.outermost(i) {
             continue;
         }
-        let Some(step @ (Step::Forward | Step::Backward)) = span.step else {
+        let Some(step @ (Pass::Forward | Pass::Backward)) = span.step else {
             continue;
         };
         let Some(time) = range.inside(span.start_ns, span.duration_or_zero()) else {
@@ -298,7 +298,7 @@ pub fn module_pairs_in(
             rows.len() - 1
         });
         let row = &mut rows[r];
-        if step == Step::Forward {
+        if step == Pass::Forward {
             row.forward_count += 1;
             row.forward_ns = row.forward_ns.saturating_add(time);
         } else {

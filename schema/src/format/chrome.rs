@@ -76,7 +76,7 @@ use serde_json::Value;
 use crate::format::diagnostics::{classify_json_error, Category, Diagnostic};
 use crate::format::document::TraceDocument;
 use crate::format::events::CompactString;
-use crate::format::events::{Meta, Phase, SpanKind, Step, TimingMode, TRACE_SCHEMA};
+use crate::format::events::{Meta, Pass, Phase, SpanKind, TimingMode, TRACE_SCHEMA};
 use crate::format::records::{Lined, Span};
 
 pub mod export;
@@ -156,7 +156,7 @@ struct RawSpan {
     /// `None` while open (and for a `B` never closed).
     duration: Option<i64>,
     measured: bool,
-    step: Option<Step>,
+    step: Option<Pass>,
     kind: SpanKind,
     /// `args.module`.
     module: Option<CompactString>,
@@ -413,7 +413,7 @@ impl ReadState {
                     start: ts,
                     duration,
                     measured: args.and_then(|a| a.get("measured")) == Some(&Value::Bool(true)),
-                    step: arg_str("step").and_then(parse_step),
+                    step: arg_str("step").and_then(parse_pass),
                     kind: arg_str("span_kind")
                         .and_then(parse_kind)
                         .unwrap_or(SpanKind::Function),
@@ -727,11 +727,11 @@ fn is_supported(ph: &str) -> bool {
     matches!(ph, "X" | "B" | "E" | "i" | "I" | "C" | "M")
 }
 
-fn parse_step(s: &str) -> Option<Step> {
+fn parse_pass(s: &str) -> Option<Pass> {
     match s {
-        "forward" => Some(Step::Forward),
-        "backward" => Some(Step::Backward),
-        "optimizer" => Some(Step::Optimizer),
+        "forward" => Some(Pass::Forward),
+        "backward" => Some(Pass::Backward),
+        "optimizer" => Some(Pass::Optimizer),
         _ => None,
     }
 }
@@ -919,7 +919,7 @@ not json,
         assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
         let s = doc.summary();
         assert_eq!((s.span_count, s.total_ns, s.max_depth), (2, 10_000, 1));
-        assert_eq!(doc.spans[0].step, Some(Step::Forward));
+        assert_eq!(doc.spans[0].step, Some(Pass::Forward));
         assert_eq!(doc.spans[0].span_kind, SpanKind::Module);
         assert_eq!(doc.chrome.as_ref().unwrap().form, ChromeForm::Object);
     }

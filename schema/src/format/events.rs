@@ -80,10 +80,11 @@ impl SpanKind {
     }
 }
 
-/// The training step a span belongs to.
+/// The part of a training update a span belongs to (the `step` key's values; a training
+/// iteration is a *step* elsewhere, as in `capture_step`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Step {
+pub enum Pass {
     /// Forward pass.
     Forward,
     /// Backward pass.
@@ -92,16 +93,16 @@ pub enum Step {
     Optimizer,
 }
 
-impl Step {
-    /// Every step, in training order.
-    pub const ALL: [Step; 3] = [Step::Forward, Step::Backward, Step::Optimizer];
+impl Pass {
+    /// Every pass, in training order.
+    pub const ALL: [Pass; 3] = [Pass::Forward, Pass::Backward, Pass::Optimizer];
 
     /// The snake_case spelling, as in the file (the serde name).
     pub const fn as_str(self) -> &'static str {
         match self {
-            Step::Forward => "forward",
-            Step::Backward => "backward",
-            Step::Optimizer => "optimizer",
+            Pass::Forward => "forward",
+            Pass::Backward => "backward",
+            Pass::Optimizer => "optimizer",
         }
     }
 }
@@ -258,7 +259,7 @@ pub struct SpanStart {
     pub measured: bool,
     /// Training step the span belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step: Option<Step>,
+    pub step: Option<Pass>,
     /// The module it runs, named by the weights it loaded (`model.layers.0.self_attn.q_proj`;
     /// SCHEMA.md §4, "Module names").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -715,7 +716,7 @@ mod tests {
             let json = serde_json::to_string(&kind).unwrap();
             assert_eq!(json, alloc::format!("\"{}\"", kind.as_str()));
         }
-        for step in Step::ALL {
+        for step in Pass::ALL {
             let json = serde_json::to_string(&step).unwrap();
             assert_eq!(json, alloc::format!("\"{}\"", step.as_str()));
         }

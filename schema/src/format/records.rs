@@ -7,7 +7,7 @@ use core::ops::Deref;
 
 use serde::{Deserialize, Serialize};
 
-use crate::format::events::{CompactString, MemoryAction, SpanKind, Step, TensorCategory};
+use crate::format::events::{CompactString, MemoryAction, Pass, SpanKind, TensorCategory};
 
 /// A record together with the 1-based line it was read from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,7 +48,7 @@ pub struct Span {
     /// Whether this is the run's measured region.
     pub measured: bool,
     /// Training step.
-    pub step: Option<Step>,
+    pub step: Option<Pass>,
     /// The module it runs, named by its weights, when the capture named it.
     pub module: Option<CompactString>,
     /// Duration from its `span_end`; `None` while (or if never) closed.

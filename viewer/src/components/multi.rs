@@ -101,7 +101,7 @@ pub fn MultiView(
             .map(|f| ChartGroup::new(f.name.clone(), f.model.clone()))
             .collect(),
     );
-    let colours = Colours::by_step(&groups);
+    let colours = Colours::by_pass(&groups);
     let files = model
         .files
         .iter()

@@ -248,7 +248,7 @@ pub fn ProfileView(
             .collect(),
     );
     let offsets: Vec<i64> = model.chart.groups.iter().map(|g| g.offset_ns).collect();
-    let colours = Colours::by_step(&groups);
+    let colours = Colours::by_pass(&groups);
     let findings = Arc::new(model.findings.clone());
     let content = {
         let model = model.clone();

@@ -15,7 +15,7 @@ use crate::model::modules::{rows_shown_text, SHOWN_ROWS};
 use crate::model::ops::{op_rows, op_rows_in, rate_text, sort_op_rows, OpColumn};
 use crate::model::spans::{span_rows, SpanOrder};
 use crate::model::virtual_rows::WHOLE_ROWS;
-use crate::timeline::palette::{kind_name, step_name};
+use crate::timeline::palette::{kind_name, pass_name};
 
 /// The "The 50 … with the most time, of N. [Show all]" line under a long table (the heaviest
 /// rows first, the rest on request); absent while the table has no more rows than it shows.
@@ -336,7 +336,7 @@ pub fn SpanTable() -> impl IntoView {
                                     >
                                         <td title=r.path.clone()>{r.name.clone()}</td>
                                         <td>{kind_name(r.kind)}</td>
-                                        <td>{step_name(r.step)}</td>
+                                        <td>{pass_name(r.step)}</td>
                                         <td class="num">{format_ns(r.self_ns)}</td>
                                         <td class="num">{format_ns(r.duration_ns)}</td>
                                     </tr>

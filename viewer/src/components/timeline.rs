@@ -32,7 +32,7 @@ use crate::timeline::layout::{ChartLayout, AXIS_PX, LANE_PX};
 use crate::timeline::memory_curve::DeviceCurve;
 use crate::timeline::minimap::{tooltip_position, view_for_minimap_click};
 use crate::timeline::palette::{
-    colour_key, device_color, kind_name, merged_fill, span_fill, step_name, Theme, STEP_LEGEND,
+    colour_key, device_color, kind_name, merged_fill, pass_name, span_fill, Theme, PASS_LEGEND,
 };
 use crate::timeline::raster::Raster;
 use crate::timeline::scene::{
@@ -60,8 +60,8 @@ pub struct Colours {
 }
 
 impl Colours {
-    /// By step (hue) and kind (shade), the page's usual colours.
-    pub fn by_step(groups: &Arc<Vec<ChartGroup>>) -> Self {
+    /// By pass (hue) and kind (shade), the page's usual colours.
+    pub fn by_pass(groups: &Arc<Vec<ChartGroup>>) -> Self {
         let (a, b) = (groups.clone(), groups.clone());
         Colours {
             fill: Arc::new(move |g, i, theme| {
@@ -835,7 +835,7 @@ pub fn FlameChart(
                         {group.map(|g| view! { <div>{g}</div> })}
                         <div>
                             {s.module.is_some().then(|| format!("{} · ", s.name))}
-                            {kind_name(s.span_kind)} " · step " {step_name(s.step)}
+                            {kind_name(s.span_kind)} " · step " {pass_name(s.step)}
                         </div>
                         <div>"duration " {duration}</div>
                         <div>"self " {format_ns(self_ns)}</div>
@@ -1093,7 +1093,7 @@ pub fn StepLegend(
     view! {
         <ul class="legend" aria-label="colour legend"
             title="shade: module light · function · op dark; grey = merged spans of mixed colours">
-            {STEP_LEGEND
+            {PASS_LEGEND
                 .iter()
                 .map(|(step, label)| {
                     view! {

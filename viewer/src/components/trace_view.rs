@@ -63,7 +63,7 @@ pub fn TraceView(
         label: file_name.clone(),
         ctx,
     }]);
-    let colours = Colours::by_step(&groups);
+    let colours = Colours::by_pass(&groups);
     let format = if steps.is_some() { "steps" } else { "trace" };
     // A step set's header names the step shown in detail.
     let header_name = steps

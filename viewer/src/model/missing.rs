@@ -42,7 +42,7 @@ impl Panel {
     /// How to capture it.
     pub fn how(self) -> &'static str {
         match self {
-            Panel::Phases => "Mark the region with recorder.measured(\"step\") and its phases with recorder.forward(…), recorder.backward(…) and recorder.optimizer_step(…), or wrap your own code in recorder.step(Step::Forward) (Backward, Optimizer).",
+            Panel::Phases => "Mark the region with recorder.measured(\"step\") and its phases with recorder.forward(…), recorder.backward(…) and recorder.optimizer_step(…), or wrap your own code in recorder.pass(Pass::Forward) (Backward, Optimizer).",
             Panel::Ops => "Op rows come from candle's traced leaf layers (source layer_ops): install the recorder (Recorder::builder(…).install()) before the model is built.",
             Panel::Memory => "Host allocations of the captured step are recorded with TrackingAllocator as the global allocator (source allocator); recorder.forward/backward/optimizer_step add device checkpoints (source device_memory).",
             Panel::Gradients => "recorder.optimizer_step(&mut optimizer, &grads, &varmap) records one gradient event per VarMap variable (source gradients).",

@@ -3,7 +3,7 @@
 
 use candle_trace_schema::analysis::spans::{slowest_spans, span_path, spans_by_self_time};
 use candle_trace_schema::format::document::TraceDocument;
-use candle_trace_schema::format::events::{MemoryAction, SpanKind, Step};
+use candle_trace_schema::format::events::{MemoryAction, Pass, SpanKind};
 
 use super::ops::shape_text;
 
@@ -27,8 +27,8 @@ pub struct SpanRow {
     pub path: String,
     /// Kind.
     pub kind: SpanKind,
-    /// Step.
-    pub step: Option<Step>,
+    /// Pass.
+    pub step: Option<Pass>,
     /// Duration (0 while unclosed).
     pub duration_ns: u64,
     /// Self time.
@@ -235,7 +235,7 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
         ),
         (
             "step",
-            super::super::timeline::palette::step_name(s.step).into(),
+            super::super::timeline::palette::pass_name(s.step).into(),
         ),
         ("measured", s.measured.to_string()),
         ("start_ns", s.start_ns.to_string()),

@@ -2,7 +2,7 @@
 //! the span kind the shade (module light, function medium, op dark), so colour-blind readers
 //! still get the kind from the shade and the legend.
 
-use candle_trace_schema::format::events::{SpanKind, Step};
+use candle_trace_schema::format::events::{Pass, SpanKind};
 
 /// Light or dark page theme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,17 +13,17 @@ pub enum Theme {
     Dark,
 }
 
-/// The legend's step categories, in display order.
-pub const STEP_LEGEND: [(Option<Step>, &str); 4] = [
-    (Some(Step::Forward), Step::Forward.as_str()),
-    (Some(Step::Backward), Step::Backward.as_str()),
-    (Some(Step::Optimizer), Step::Optimizer.as_str()),
+/// The legend's pass categories, in display order.
+pub const PASS_LEGEND: [(Option<Pass>, &str); 4] = [
+    (Some(Pass::Forward), Pass::Forward.as_str()),
+    (Some(Pass::Backward), Pass::Backward.as_str()),
+    (Some(Pass::Optimizer), Pass::Optimizer.as_str()),
     (None, "no step"),
 ];
 
 /// The fill colour of a span block as a CSS colour.
-pub fn span_fill(step: Option<Step>, kind: SpanKind, theme: Theme) -> &'static str {
-    // [module, function, op] shades per step, for light and dark backgrounds.
+pub fn span_fill(pass: Option<Pass>, kind: SpanKind, theme: Theme) -> &'static str {
+    // [module, function, op] shades per pass, for light and dark backgrounds.
     const LIGHT: [[&str; 3]; 4] = [
         ["#9cc3f5", "#5b9be6", "#2f6fc0"], // forward: blue
         ["#f7c08c", "#ee9550", "#c86a1f"], // backward: orange
@@ -36,10 +36,10 @@ pub fn span_fill(step: Option<Step>, kind: SpanKind, theme: Theme) -> &'static s
         ["#3e8f50", "#2f733f", "#22552e"],
         ["#6b717a", "#555a62", "#41454b"],
     ];
-    let row = match step {
-        Some(Step::Forward) => 0,
-        Some(Step::Backward) => 1,
-        Some(Step::Optimizer) => 2,
+    let row = match pass {
+        Some(Pass::Forward) => 0,
+        Some(Pass::Backward) => 1,
+        Some(Pass::Optimizer) => 2,
         None => 3,
     };
     let col = match kind {
@@ -54,18 +54,18 @@ pub fn span_fill(step: Option<Step>, kind: SpanKind, theme: Theme) -> &'static s
 }
 
 /// What picks a span's colour, as a small integer for level-of-detail merging: equal keys
-/// have equal fills ([`span_fill`]): `step × 4 + kind`.
-pub fn colour_key(step: Option<Step>, kind: SpanKind) -> u32 {
-    let step = match step {
+/// have equal fills ([`span_fill`]): `pass × 4 + kind`.
+pub fn colour_key(pass: Option<Pass>, kind: SpanKind) -> u32 {
+    let pass = match pass {
         None => 0,
-        Some(Step::Forward) => 1,
-        Some(Step::Backward) => 2,
-        Some(Step::Optimizer) => 3,
+        Some(Pass::Forward) => 1,
+        Some(Pass::Backward) => 2,
+        Some(Pass::Optimizer) => 3,
     };
-    step * 4 + kind as u32
+    pass * 4 + kind as u32
 }
 
-/// Colour of a block that merges several narrow spans (their steps may differ).
+/// Colour of a block that merges several narrow spans (their passes may differ).
 pub fn merged_fill(theme: Theme) -> &'static str {
     match theme {
         Theme::Light => "#8a8f98",
@@ -135,9 +135,9 @@ pub fn device_color(i: usize, theme: Theme) -> &'static str {
     }
 }
 
-/// Short name of a step for tooltips and tables.
-pub fn step_name(step: Option<Step>) -> &'static str {
-    step.map_or("—", Step::as_str)
+/// Short name of a pass for tooltips and tables.
+pub fn pass_name(pass: Option<Pass>) -> &'static str {
+    pass.map_or("—", Pass::as_str)
 }
 
 /// Short name of a span kind.
@@ -150,28 +150,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_step_and_kind_has_a_distinct_colour_per_theme() {
+    fn every_pass_and_kind_has_a_distinct_colour_per_theme() {
         for theme in [Theme::Light, Theme::Dark] {
             let mut seen = Vec::new();
-            for (step, _) in STEP_LEGEND {
+            for (pass, _) in PASS_LEGEND {
                 for kind in [SpanKind::Module, SpanKind::Function, SpanKind::Op] {
-                    let c = span_fill(step, kind, theme);
+                    let c = span_fill(pass, kind, theme);
                     assert!(c.starts_with('#') && c.len() == 7);
                     assert!(!seen.contains(&c));
                     seen.push(c);
                 }
             }
         }
-        assert_eq!(step_name(Some(Step::Backward)), "backward");
+        assert_eq!(pass_name(Some(Pass::Backward)), "backward");
     }
 
     #[test]
     fn colour_keys_follow_the_fills() {
         let all = [
             None,
-            Some(Step::Forward),
-            Some(Step::Backward),
-            Some(Step::Optimizer),
+            Some(Pass::Forward),
+            Some(Pass::Backward),
+            Some(Pass::Optimizer),
         ];
         let kinds = [SpanKind::Module, SpanKind::Function, SpanKind::Op];
         for a in all {
@@ -193,9 +193,9 @@ mod tests {
         assert!((contrast("#000000", "#ffffff") - 21.0).abs() < 1e-9);
         assert_eq!(contrast("nope", "#ffffff"), 1.0);
         for theme in [Theme::Light, Theme::Dark] {
-            for (step, _) in STEP_LEGEND {
+            for (pass, _) in PASS_LEGEND {
                 for kind in [SpanKind::Module, SpanKind::Function, SpanKind::Op] {
-                    let fill = span_fill(step, kind, theme);
+                    let fill = span_fill(pass, kind, theme);
                     let ratio = contrast(fill, label_color(fill));
                     assert!(ratio >= 4.5, "{fill}: {ratio}");
                 }

@@ -4,7 +4,7 @@
 use candle_trace_schema::format::detect::Format;
 use candle_trace_schema::format::diagnostics::{Category, Severity};
 use candle_trace_schema::format::events::{
-    GradientState, MemoryAction, Phase, SpanKind, Step, TensorCategory, TimingMode,
+    GradientState, MemoryAction, Pass, Phase, SpanKind, TensorCategory, TimingMode,
 };
 use candle_trace_schema::format::tracks::ChromeForm;
 
@@ -63,7 +63,7 @@ coded!(
     [Format::Trace, Format::Profile, Format::Chrome]
 );
 coded!(SpanKind, "span kind", SpanKind::ALL);
-coded!(Step, "step", Step::ALL);
+coded!(Pass, "step", Pass::ALL);
 coded!(TensorCategory, "tensor category", TensorCategory::ALL);
 coded!(GradientState, "gradient state", GradientState::ALL);
 
@@ -95,7 +95,7 @@ mod tests {
         each_code_names_one_variant::<ChromeForm>();
         each_code_names_one_variant::<Format>();
         each_code_names_one_variant::<SpanKind>();
-        each_code_names_one_variant::<Step>();
+        each_code_names_one_variant::<Pass>();
         each_code_names_one_variant::<TensorCategory>();
         each_code_names_one_variant::<GradientState>();
         // Every category is listed: each `as_str` once.
@@ -103,6 +103,6 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), 15);
-        assert_eq!(opt_code(Some(&Step::Optimizer)), 3);
+        assert_eq!(opt_code(Some(&Pass::Optimizer)), 3);
     }
 }

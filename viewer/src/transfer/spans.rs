@@ -1,7 +1,7 @@
 //! The spans part: a row per span, in document order, indexed by id as each block arrives.
 
 use candle_trace_schema::format::document::TraceDocument;
-use candle_trace_schema::format::events::{CompactString, SpanKind, Step};
+use candle_trace_schema::format::events::{CompactString, Pass, SpanKind};
 use candle_trace_schema::format::records::Span;
 
 use super::columns::{
@@ -18,7 +18,7 @@ columns! {
         start_ns: U64,
         span_kind: Code<SpanKind>,
         measured: Bit,
-        step: OptCode<Step>,
+        step: OptCode<Pass>,
         duration_ns: OptU64,
         line: U64,
         end_line: OptU64,

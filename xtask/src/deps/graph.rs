@@ -468,7 +468,7 @@ mod tests {
     /// its child `fast`, which it names as `fast::`; `table` names `records`, which names
     /// `events`.
     const FORMAT_AT_8C17D2B: &[(&str, &str)] = &[
-        ("", "pub mod format; pub use format::events::Step;"),
+        ("", "pub mod format; pub use format::events::Pass;"),
         (
             "format",
             "pub mod events; pub mod records; pub mod table; pub mod diagnostics;",
@@ -478,13 +478,13 @@ mod tests {
             "format::events",
             "mod fast; use crate::format::diagnostics::Category;\n\
              pub(crate) use fast::Raw;\n\
-             pub enum Step { Forward }\n\
+             pub enum Pass { Forward }\n\
              fn decode(line: &[u8]) -> Option<Raw<'_>> { fast::decode(line) }",
         ),
         (
             "format::events::fast",
             "use crate::format::table::{Inputs, OpRow};\n\
-             use super::{Step, TraceEvent};\n\
+             use super::{Pass, TraceEvent};\n\
              pub(crate) enum Raw<'a> { Op(OpRow<'a>) }",
         ),
         (
@@ -494,7 +494,7 @@ mod tests {
         ),
         (
             "format::records",
-            "use crate::format::events::{CompactString, MemoryAction, Step};\n\
+            "use crate::format::events::{CompactString, MemoryAction, Pass};\n\
              pub struct Lined<T> { pub line: u64, pub value: T }",
         ),
     ];
@@ -525,7 +525,7 @@ mod tests {
         // The fix made in the schema: `fast` names only its parent; `table` builds its rows
         // from `fast`'s records.
         let mut files = FORMAT_AT_8C17D2B.to_vec();
-        files[4].1 = "use super::{Step, TraceEvent}; pub(crate) struct RawOp<'a>(&'a str);";
+        files[4].1 = "use super::{Pass, TraceEvent}; pub(crate) struct RawOp<'a>(&'a str);";
         files[5].1 = "use crate::format::records::Lined;\n\
                       use crate::format::events::RawOp;\n\
                       pub struct OpRow<'a> { pub name: &'a str }";

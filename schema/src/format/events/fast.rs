@@ -16,7 +16,7 @@
 use alloc::vec::Vec;
 
 use super::{
-    CompactString, MemoryAction, MemoryEvent, Op, SpanEnd, SpanKind, SpanStart, Step,
+    CompactString, MemoryAction, MemoryEvent, Op, Pass, SpanEnd, SpanKind, SpanStart,
     TensorCategory, TensorEvent, TraceEvent,
 };
 
@@ -90,7 +90,7 @@ pub(crate) struct RawSpanStart<'a> {
     pub(crate) start_ns: u64,
     pub(crate) span_kind: SpanKind,
     pub(crate) measured: bool,
-    pub(crate) step: Option<Step>,
+    pub(crate) step: Option<Pass>,
     pub(crate) module: Option<&'a str>,
 }
 
@@ -414,11 +414,11 @@ fn span_kind(s: &str) -> Option<SpanKind> {
     })
 }
 
-fn step(s: &str) -> Option<Step> {
+fn pass(s: &str) -> Option<Pass> {
     Some(match s {
-        "forward" => Step::Forward,
-        "backward" => Step::Backward,
-        "optimizer" => Step::Optimizer,
+        "forward" => Pass::Forward,
+        "backward" => Pass::Backward,
+        "optimizer" => Pass::Optimizer,
         _ => return None,
     })
 }
@@ -475,7 +475,7 @@ pub(crate) fn decode<'a, R>(
             c.literal(b",\"measured\":")?;
             let measured = c.bool()?;
             let step = if c.optional_literal(b",\"step\":") {
-                Some(step(c.str()?)?)
+                Some(pass(c.str()?)?)
             } else {
                 None
             };
@@ -648,7 +648,7 @@ mod tests {
                 start_ns: 10,
                 span_kind: SpanKind::Module,
                 measured: false,
-                step: Some(Step::Forward),
+                step: Some(Pass::Forward),
                 module: Some("model.layers.0.mlp.fc1".into()),
             }),
             TraceEvent::SpanStart(SpanStart {

@@ -31,7 +31,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::{
-    MemoryAction, MemoryEvent, Op, SpanEnd, SpanKind, SpanStart, Step, TensorCategory, TensorEvent,
+    MemoryAction, MemoryEvent, Op, Pass, SpanEnd, SpanKind, SpanStart, TensorCategory, TensorEvent,
     TraceEvent,
 };
 
@@ -120,7 +120,7 @@ pub struct SpanStartLine<'a> {
     /// The run's measured region.
     pub measured: bool,
     /// Training step the span belongs to.
-    pub step: Option<Step>,
+    pub step: Option<Pass>,
     /// The module it runs, named by the weights it loaded.
     pub module: Option<&'a str>,
 }
@@ -605,7 +605,7 @@ mod tests {
             (
                 span_kind(),
                 any::<bool>(),
-                prop::option::of(prop::sample::select(Step::ALL.to_vec())),
+                prop::option::of(prop::sample::select(Pass::ALL.to_vec())),
                 prop::option::of(compact()),
             ),
         )
