@@ -57,7 +57,7 @@ static FREE_COUNT: AtomicU64 = AtomicU64::new(0);
 pub(crate) trait HostSink: Send + Sync {
     fn key(&self) -> u64;
     fn threshold_bytes(&self) -> u64;
-    fn host_alloc(&self, ptr: u64, bytes: u64, span: u64, step: Option<Pass>);
+    fn host_alloc(&self, ptr: u64, bytes: u64, span: u64, pass: Option<Pass>);
     fn host_free(&self, ptr: u64, span: u64);
 }
 
@@ -73,7 +73,7 @@ struct ThreadCounters {
     /// Innermost open span of the host sink's recorder on this thread (0 = none).
     span: Cell<u64>,
     /// Its training step.
-    step: Cell<Option<Pass>>,
+    pass: Cell<Option<Pass>>,
     /// Open attribution scopes on this thread (0 = attribution off).
     depth: Cell<u32>,
     /// Set while this thread is inside the allocator's bookkeeping.
@@ -92,7 +92,7 @@ thread_local! {
     static THREAD: ThreadCounters = const {
         ThreadCounters {
             span: Cell::new(0),
-            step: Cell::new(None),
+            pass: Cell::new(None),
             depth: Cell::new(0),
             busy: Cell::new(false),
             allocated_bytes: Cell::new(0),
@@ -117,10 +117,10 @@ fn to_host_sink(ptr: u64, bytes: u64, alloc: bool) {
             return;
         }
         t.busy.set(true);
-        let (span, step) = (t.span.get(), t.step.get());
+        let (span, pass) = (t.span.get(), t.pass.get());
         // Never waiting for the lock: nothing may block inside the allocator.
         HOST_SINK.with(&CACHED_SINK, false, |sink| match sink {
-            Some(sink) if alloc => sink.host_alloc(ptr, bytes, span, step),
+            Some(sink) if alloc => sink.host_alloc(ptr, bytes, span, pass),
             Some(sink) => sink.host_free(ptr, span),
             None => {}
         });
@@ -290,13 +290,13 @@ pub(crate) fn detach_host_sink(key: u64) {
 
 /// The span stack of recorder `key` on this thread changed: its innermost span is now `span`
 /// (0 = none) in `step`. Only the host sink's recorder is followed.
-pub(crate) fn set_current_span(key: u64, span: u64, step: Option<Pass>) {
+pub(crate) fn set_current_span(key: u64, span: u64, pass: Option<Pass>) {
     if HOST_KEY.load(Ordering::Relaxed) != key {
         return;
     }
     let _ = THREAD.try_with(|t| {
         t.span.set(span);
-        t.step.set(step);
+        t.pass.set(pass);
     });
 }
 

@@ -29,7 +29,7 @@ pub(crate) enum Record {
         name: NameId,
         kind: SpanKind,
         measured: bool,
-        step: Option<Pass>,
+        pass: Option<Pass>,
     },
     SpanEnd {
         id: u64,
@@ -150,7 +150,7 @@ pub(crate) struct NamedSpanStart {
     pub(crate) start_ns: u64,
     pub(crate) kind: SpanKind,
     pub(crate) measured: bool,
-    pub(crate) step: Option<Pass>,
+    pub(crate) pass: Option<Pass>,
 }
 
 /// A host allocation with a span number above `u32::MAX` (see [`Record::WideHostAlloc`]).
@@ -304,7 +304,7 @@ fn span_start_line(
     start_ns: u64,
     kind: SpanKind,
     measured: bool,
-    step: Option<Pass>,
+    pass: Option<Pass>,
     module: Option<&str>,
 ) {
     line::span_start(
@@ -316,7 +316,7 @@ fn span_start_line(
             start_ns,
             span_kind: kind,
             measured,
-            step,
+            pass,
             module,
         },
     );
@@ -445,7 +445,7 @@ impl Encode for Record {
                 start_ns,
                 kind,
                 measured,
-                step,
+                pass,
             } => {
                 let label = host.names.label(*name, &host.name_table);
                 let parent = (*parent != 0).then_some(*parent);
@@ -457,12 +457,12 @@ impl Encode for Record {
                     *start_ns,
                     *kind,
                     *measured,
-                    *step,
+                    *pass,
                     label.module,
                 );
             }
             Record::NamedSpanStart(s) => span_start_line(
-                out, s.id, s.parent, &s.name, s.start_ns, s.kind, s.measured, s.step, s.module,
+                out, s.id, s.parent, &s.name, s.start_ns, s.kind, s.measured, s.pass, s.module,
             ),
             Record::SpanEnd { id, duration_ns } => {
                 line::span_end(out, Text::Numbered("s", *id), *duration_ns);

@@ -304,7 +304,7 @@ mod tests {
         start_ns: u64,
         kind: SpanKind,
         measured: bool,
-        step: Option<Pass>,
+        pass: Option<Pass>,
         module: Option<&str>,
     ) -> [String; 2] {
         let table = Arc::new(NameTable::default());
@@ -324,7 +324,7 @@ mod tests {
             start_ns,
             kind,
             measured,
-            step,
+            pass,
         };
         let owned = Record::NamedSpanStart(Box::new(NamedSpanStart {
             id,
@@ -334,7 +334,7 @@ mod tests {
             start_ns,
             kind,
             measured,
-            step,
+            pass,
         }));
         [encoded_with(&interned, &mut host), encoded(&owned)]
     }
@@ -352,7 +352,7 @@ mod tests {
             ),
             (Some(1), None, false, SpanKind::Op, Some("lm_head")),
         ];
-        for (parent, step, measured, kind, module) in cases {
+        for (parent, pass, measured, kind, module) in cases {
             let name = "quote\" back\\slash \u{1} é";
             let want = TraceEvent::SpanStart(SpanStart {
                 id: "s7".into(),
@@ -361,10 +361,10 @@ mod tests {
                 start_ns: 42,
                 span_kind: kind,
                 measured,
-                step,
+                pass,
                 module: module.map(Into::into),
             });
-            for line in both_encodings(7, parent, name, 42, kind, measured, step, module) {
+            for line in both_encodings(7, parent, name, 42, kind, measured, pass, module) {
                 assert_eq!(line, want.to_json_line());
             }
         }
@@ -415,7 +415,7 @@ mod tests {
         ]
     }
 
-    fn steps() -> impl Strategy<Value = Option<Pass>> {
+    fn passes() -> impl Strategy<Value = Option<Pass>> {
         prop_oneof![
             Just(None),
             Just(Some(Pass::Forward)),
@@ -545,7 +545,7 @@ mod tests {
             start_ns in any::<u64>(),
             kind in kinds(),
             measured in any::<bool>(),
-            step in steps(),
+            pass in passes(),
             duration_ns in any::<u64>(),
             module in proptest::option::of(any::<String>()),
         ) {
@@ -558,10 +558,10 @@ mod tests {
                 start_ns,
                 span_kind: kind,
                 measured,
-                step,
+                pass,
                 module: module.as_deref().map(Into::into),
             });
-            for line in both_encodings(id, parent, &name, start_ns, kind, measured, step, module.as_deref()) {
+            for line in both_encodings(id, parent, &name, start_ns, kind, measured, pass, module.as_deref()) {
                 prop_assert_eq!(&line, &want.to_json_line());
                 prop_assert_eq!(decode_line(line.as_bytes()).ok(), Some(want.clone()));
             }

@@ -61,10 +61,10 @@ impl<'r> SpanGuard<'r> {
         name: Cow<'static, str>,
         kind: candle_trace_schema::format::events::SpanKind,
         measured: bool,
-        step: Option<Pass>,
+        pass: Option<Pass>,
         sync: bool,
     ) -> Self {
-        let (id, start_ns) = inner.open_span(name, None, kind, measured, step, None, sync);
+        let (id, start_ns) = inner.open_span(name, None, kind, measured, pass, None, sync);
         // The measured region keeps the host clock between synchronizations.
         let mark = if measured { None } else { inner.timer_start() };
         SpanGuard {

@@ -27,7 +27,7 @@ use crate::intern::{Label, NameCache, NameId, NameTable};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Frame {
     pub(crate) id: u64,
-    pub(crate) step: Option<Pass>,
+    pub(crate) pass: Option<Pass>,
 }
 
 /// How many span numbers a thread takes from its recorder's counter at once.
@@ -99,7 +99,7 @@ pub(crate) struct Pushed {
 pub(crate) fn push(
     recorder: u64,
     counter: &AtomicU64,
-    step: Option<Pass>,
+    pass: Option<Pass>,
     name: Option<Label>,
     names: &NameTable,
 ) -> Pushed {
@@ -111,7 +111,7 @@ pub(crate) fn push(
             let parent = stack.frames.last().copied();
             let frame = Frame {
                 id,
-                step: step.or(parent.and_then(|p| p.step)),
+                pass: pass.or(parent.and_then(|p| p.pass)),
             };
             stack.frames.push(frame);
             Some(Pushed {
@@ -126,11 +126,11 @@ pub(crate) fn push(
             parent: None,
             frame: Frame {
                 id: counter.fetch_add(ID_BLOCK, Ordering::Relaxed),
-                step,
+                pass,
             },
             name: None,
         });
-    crate::alloc::set_current_span(recorder, pushed.frame.id, pushed.frame.step);
+    crate::alloc::set_current_span(recorder, pushed.frame.id, pushed.frame.pass);
     pushed
 }
 
@@ -165,7 +165,7 @@ pub(crate) fn pop(recorder: u64, id: u64) {
             frames.remove(i);
         }
         let top = frames.last().copied();
-        crate::alloc::set_current_span(recorder, top.map_or(0, |f| f.id), top.and_then(|f| f.step));
+        crate::alloc::set_current_span(recorder, top.map_or(0, |f| f.id), top.and_then(|f| f.pass));
     });
 }
 
@@ -196,12 +196,12 @@ mod tests {
     fn push_plain(
         recorder: u64,
         counter: &AtomicU64,
-        step: Option<Pass>,
+        pass: Option<Pass>,
     ) -> (Option<Frame>, Frame) {
         let p = push(
             recorder,
             counter,
-            step,
+            pass,
             Some(Label::plain("x")),
             &NameTable::default(),
         );
@@ -211,7 +211,7 @@ mod tests {
     #[test]
     fn stacks_are_per_recorder_and_tolerate_out_of_order_pops() {
         let (c900, c901, c902) = (AtomicU64::new(1), AtomicU64::new(1), AtomicU64::new(1));
-        let f = |id| Frame { id, step: None };
+        let f = |id| Frame { id, pass: None };
         assert_eq!(push_plain(900, &c900, None), (None, f(1)));
         assert_eq!(push_plain(900, &c900, None), (Some(f(1)), f(2)));
         assert_eq!(push_plain(901, &c901, None), (None, f(1)));
@@ -227,18 +227,18 @@ mod tests {
             push_plain(901, &c901, backward).1,
             Frame {
                 id: 2,
-                step: backward
+                pass: backward
             }
         );
         assert_eq!(
             push_plain(901, &c901, None).1,
             Frame {
                 id: 3,
-                step: backward
+                pass: backward
             }
         );
         assert_eq!(
-            push_plain(901, &c901, Some(Pass::Optimizer)).1.step,
+            push_plain(901, &c901, Some(Pass::Optimizer)).1.pass,
             Some(Pass::Optimizer)
         );
         for id in [4, 3, 2, 1] {

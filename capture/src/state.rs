@@ -196,7 +196,7 @@ impl Inner {
         module: Option<&'static str>,
         kind: SpanKind,
         measured: bool,
-        step: Option<Pass>,
+        pass: Option<Pass>,
         parent: Option<u64>,
         sync: bool,
     ) -> (u64, u64) {
@@ -204,14 +204,14 @@ impl Inner {
             Cow::Borrowed(name) => Some(Label { name, module }),
             Cow::Owned(_) => None,
         };
-        let pushed = span::push(self.key, &self.next_span, step, static_name, &self.names);
+        let pushed = span::push(self.key, &self.next_span, pass, static_name, &self.names);
         let id = pushed.frame.id;
         if sync {
             self.synchronize();
         }
         let start_ns = self.now_ns();
         let parent = parent.or(pushed.parent.map(|f| f.id));
-        let step = pushed.frame.step;
+        let pass = pushed.frame.pass;
         if module.is_some() {
             self.counts.module_names.fetch_add(1, Ordering::Relaxed);
         }
@@ -223,7 +223,7 @@ impl Inner {
                 name,
                 kind,
                 measured,
-                step,
+                pass,
             }),
             None => self
                 .writer
@@ -235,7 +235,7 @@ impl Inner {
                     start_ns,
                     kind,
                     measured,
-                    step,
+                    pass,
                 }))),
         }
         (id, start_ns)
@@ -478,9 +478,9 @@ impl HostSink for Inner {
         self.host_threshold_bytes
     }
 
-    fn host_alloc(&self, ptr: u64, bytes: u64, span: u64, step: Option<Pass>) {
+    fn host_alloc(&self, ptr: u64, bytes: u64, span: u64, pass: Option<Pass>) {
         self.counts.host_memory.fetch_add(1, Ordering::Relaxed);
-        let category = match step {
+        let category = match pass {
             Some(Pass::Forward) => TensorCategory::Activation,
             Some(Pass::Backward) => TensorCategory::Gradient,
             Some(Pass::Optimizer) => TensorCategory::Optimizer,

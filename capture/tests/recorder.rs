@@ -203,8 +203,8 @@ fn a_panic_inside_spans_closes_them_and_ends_the_step() {
     assert_eq!(span_names(&doc), ["update", "forward", "Linear"]);
     assert!(doc.spans.iter().all(|s| s.duration_ns.is_some()));
     // The module inherits the step of the span it is in.
-    assert_eq!(doc.spans[2].step, Some(Pass::Forward));
-    assert_eq!(doc.spans[0].step, None);
+    assert_eq!(doc.spans[2].pass, Some(Pass::Forward));
+    assert_eq!(doc.spans[0].pass, None);
 }
 
 /// Errors once `limit` bytes have been written: first "first failure", then "later failure".

@@ -93,7 +93,7 @@ fn interned_and_owned_names_read_back_as_opened() {
                     .as_ref()
                     .map(|p| doc.span(p).unwrap().name.to_string()),
                 s.span_kind.as_str(),
-                s.step.map(Pass::as_str),
+                s.pass.map(Pass::as_str),
             )
         })
         .collect();

@@ -196,7 +196,7 @@ fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, String) {
         }
         cells.extend([
             span_kind_name(s.span_kind).into(),
-            pass_name(s.step).into(),
+            pass_name(s.pass).into(),
             format_ns(s.duration_or_zero()),
             format_ns(self_ns),
             format_ns(s.start_ns),
@@ -206,7 +206,7 @@ fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, String) {
         rows.push(json!({
             "id": s.id, "name": s.name, "path": path, "module": s.module,
             "span_kind": span_kind_name(s.span_kind),
-            "step": s.step.map(|st| pass_name(Some(st))), "start_ns": s.start_ns,
+            "step": s.pass.map(|st| pass_name(Some(st))), "start_ns": s.start_ns,
             "duration_ns": s.duration_ns, "self_ns": self_ns, "depth": doc.tree.depth[i], "line": s.line,
         }));
     }

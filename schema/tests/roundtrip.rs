@@ -96,7 +96,7 @@ fn event() -> impl Strategy<Value = TraceEvent> {
                     start_ns,
                     span_kind,
                     measured,
-                    step,
+                    pass: step,
                     module,
                 })
             },

@@ -222,7 +222,7 @@ struct Gen<'w, W: Write> {
     stack: Vec<OpenSpan>,
     next_span: u64,
     next_tensor: u64,
-    step: Option<Pass>,
+    pass: Option<Pass>,
     stats: GenStats,
     devices: Vec<String>,
     live: Vec<u64>,
@@ -259,7 +259,7 @@ impl<'w, W: Write> Gen<'w, W> {
             stack: Vec::new(),
             next_span: 0,
             next_tensor: 0,
-            step: None,
+            pass: None,
             live: vec![0; devices.len()],
             devices,
             stats,
@@ -353,7 +353,7 @@ impl<'w, W: Write> Gen<'w, W> {
             start_ns,
             span_kind,
             measured,
-            step: self.step,
+            pass: self.pass,
             module: None,
         }))?;
         self.stack.push(OpenSpan {
@@ -887,7 +887,7 @@ impl<'w, W: Write> Gen<'w, W> {
         self.close()?;
         let mut saved: Vec<Alloc> = Vec::new();
 
-        self.step = Some(Pass::Forward);
+        self.pass = Some(Pass::Forward);
         let forward_id = self.open("forward", SpanKind::Function, false)?;
         self.open("model", SpanKind::Module, false)?;
         let ids = self.op_span(
@@ -985,7 +985,7 @@ impl<'w, W: Write> Gen<'w, W> {
         let forward_end = self.now;
 
         // Backward: layers in reverse, activations freed, gradients allocated.
-        self.step = Some(Pass::Backward);
+        self.pass = Some(Pass::Backward);
         let backward_id = self.open("backward", SpanKind::Function, false)?;
         let backward_start = self.now;
         if n % 10 == 0 {
@@ -1064,7 +1064,7 @@ impl<'w, W: Write> Gen<'w, W> {
         self.close()?; // backward
 
         // Optimizer: AdamW per parameter; state allocated on the first step, kept to the end.
-        self.step = Some(Pass::Optimizer);
+        self.pass = Some(Pass::Optimizer);
         self.open("optimizer", SpanKind::Function, false)?;
         // Gradient clipping: the global norm goes through the host.
         self.open("clip_grad_norm", SpanKind::Op, false)?;
@@ -1144,7 +1144,7 @@ impl<'w, W: Write> Gen<'w, W> {
             self.free(g)?;
         }
         self.close()?; // optimizer
-        self.step = None;
+        self.pass = None;
         self.close()?; // step.N
 
         // Device checkpoints: live bytes plus framework overhead.
@@ -1323,7 +1323,7 @@ pub fn write_deep_chain(depth: u64, out: &mut impl Write) -> io::Result<GenStats
             start_ns: i,
             span_kind: SpanKind::Op,
             measured: i == 0,
-            step: None,
+            pass: None,
             module: None,
         };
         g.emit(&TraceEvent::SpanStart(start))?;
@@ -1358,7 +1358,7 @@ pub fn write_wide(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
         start_ns: 0,
         span_kind: SpanKind::Op,
         measured: true,
-        step: None,
+        pass: None,
         module: None,
     }))?;
     for i in 1..spans {
@@ -1369,7 +1369,7 @@ pub fn write_wide(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
             start_ns: 2 * i - 1,
             span_kind: SpanKind::Op,
             measured: false,
-            step: None,
+            pass: None,
             module: None,
         }))?;
         g.emit(&TraceEvent::SpanEnd(SpanEnd {
@@ -1405,13 +1405,13 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
         start_ns: 0,
         span_kind: SpanKind::Function,
         measured: true,
-        step: None,
+        pass: None,
         module: None,
     }))?;
     let blocks = (spans - 1).div_ceil(100);
     let (mut made, mut t) = (1u64, 0u64);
     for b in 0..blocks {
-        let step = [Pass::Forward, Pass::Backward, Pass::Optimizer][(b * 3 / blocks) as usize];
+        let pass = [Pass::Forward, Pass::Backward, Pass::Optimizer][(b * 3 / blocks) as usize];
         let block_start = t;
         g.emit(&TraceEvent::SpanStart(SpanStart {
             id: format!("b{b}").into(),
@@ -1420,7 +1420,7 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
             start_ns: block_start,
             span_kind: SpanKind::Module,
             measured: false,
-            step: Some(step),
+            pass: Some(pass),
             module: None,
         }))?;
         made += 1;
@@ -1434,7 +1434,7 @@ pub fn write_blocks(spans: u64, out: &mut impl Write) -> io::Result<GenStats> {
                 start_ns: t,
                 span_kind: SpanKind::Op,
                 measured: false,
-                step: Some(step),
+                pass: Some(pass),
                 module: None,
             }))?;
             g.emit(&TraceEvent::SpanEnd(SpanEnd {
@@ -1478,7 +1478,7 @@ const HEAVY_OPS: [(&str, &[u64], &str); 6] = [
 pub fn write_memory_heavy(target_bytes: u64, out: &mut impl Write) -> io::Result<GenStats> {
     let mut g = Gen::new(out, 0x4ea7, 2);
     g.meta(1)?;
-    g.step = Some(Pass::Forward);
+    g.pass = Some(Pass::Forward);
     g.open("train_step", SpanKind::Function, true)?;
     let mut held: Vec<Alloc> = Vec::new();
     let mut block = 0u64;
@@ -1627,8 +1627,8 @@ mod tests {
         }
         assert!(doc.ops.iter().any(|o| o.storage_bytes.is_some()));
         assert!(doc.ops.iter().any(|o| o.storage_bytes.is_none()));
-        for step in [Pass::Forward, Pass::Backward, Pass::Optimizer] {
-            assert!(doc.spans.iter().any(|s| s.step == Some(step)), "{step:?}");
+        for pass in [Pass::Forward, Pass::Backward, Pass::Optimizer] {
+            assert!(doc.spans.iter().any(|s| s.pass == Some(pass)), "{pass:?}");
         }
         // Children lie inside their parents.
         for (i, s) in doc.spans.iter().enumerate() {

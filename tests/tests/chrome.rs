@@ -250,8 +250,8 @@ fn exported_traces_are_valid_for_perfetto_and_import_back_unchanged() {
                 })
                 .unwrap();
             assert_eq!(
-                (back.spans[j].step, back.spans[j].span_kind),
-                (s.step, s.span_kind)
+                (back.spans[j].pass, back.spans[j].span_kind),
+                (s.pass, s.span_kind)
             );
         }
     }

@@ -740,7 +740,7 @@ mod tests {
         let sources = &t.capture_sources.as_ref().unwrap().sources;
         assert!(sources.iter().all(|s| s.threshold_bytes.is_some()));
         assert_eq!(t.spans.len(), 2);
-        assert!(t.spans.iter().all(|s| s.step.is_some()
+        assert!(t.spans.iter().all(|s| s.pass.is_some()
             && s.module.is_some()
             && s.duration_ns.is_some()
             && s.end_line.is_some()));

@@ -151,7 +151,7 @@ impl TraceCoverage {
         while let Some(i) = stack.pop() {
             let i = i as usize;
             let Some(span) = spans.get(i) else { continue };
-            match span.step {
+            match span.pass {
                 None => stack.extend(tree.children(i).iter().rev()),
                 Some(Pass::Forward) => forwards.push(SpanCoverage {
                     span: i,

@@ -276,7 +276,7 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
             "backward_short/backward_long: no forward time to compare with",
         )),
         // An inference trace, or a capture without the backward step: nothing to call short.
-        Some(_) if !doc.spans.iter().any(|s| s.step == Some(Pass::Backward)) => notes.push(
+        Some(_) if !doc.spans.iter().any(|s| s.pass == Some(Pass::Backward)) => notes.push(
             String::from("backward_short/backward_long: no backward span to compare with"),
         ),
         Some(b) => {
@@ -479,9 +479,9 @@ fn step_at(doc: &TraceDocument, ts: u64) -> Option<&'static str> {
     doc.spans
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.step.is_some() && s.start_ns <= ts && ts < s.end_ns())
+        .filter(|(_, s)| s.pass.is_some() && s.start_ns <= ts && ts < s.end_ns())
         .min_by_key(|(i, _)| doc.tree.depth.get(*i).copied().unwrap_or(u32::MAX))
-        .and_then(|(_, s)| s.step)
+        .and_then(|(_, s)| s.pass)
         .map(|s| match s {
             Pass::Forward => "forward",
             Pass::Backward => "backward",

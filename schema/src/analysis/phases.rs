@@ -50,8 +50,8 @@ pub struct PhaseBreakdown {
 
 impl PhaseBreakdown {
     /// The time of one step.
-    pub fn get(&self, step: Pass) -> u64 {
-        match step {
+    pub fn get(&self, pass: Pass) -> u64 {
+        match pass {
             Pass::Forward => self.forward_ns,
             Pass::Backward => self.backward_ns,
             Pass::Optimizer => self.optimizer_ns,
@@ -93,7 +93,7 @@ fn walk(doc: &TraceDocument, root: usize, mut visit: impl FnMut(usize, Option<Pa
     while let Some((i, inherited)) = stack.pop() {
         let span = &doc.spans[i as usize];
         visit(i as usize, inherited);
-        let next_step = inherited.or(span.step);
+        let next_step = inherited.or(span.pass);
         for &c in doc.tree.children(i as usize).iter().rev() {
             stack.push((c, next_step));
         }
@@ -110,9 +110,9 @@ pub fn phase_breakdown(doc: &TraceDocument) -> Option<PhaseBreakdown> {
     };
     walk(doc, region, |i, inherited| {
         let span = &doc.spans[i];
-        if let (None, Some(step)) = (inherited, span.step) {
+        if let (None, Some(pass)) = (inherited, span.pass) {
             let d = span.duration_or_zero();
-            match step {
+            match pass {
                 Pass::Forward => b.forward_ns = b.forward_ns.saturating_add(d),
                 Pass::Backward => b.backward_ns = b.backward_ns.saturating_add(d),
                 Pass::Optimizer => b.optimizer_ns = b.optimizer_ns.saturating_add(d),
@@ -142,7 +142,7 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
         if !paths.outermost(i) {
             return;
         }
-        let Some(step @ (Pass::Forward | Pass::Backward)) = span.step else {
+        let Some(pass @ (Pass::Forward | Pass::Backward)) = span.pass else {
             return;
         };
         let path = paths.path_id(i);
@@ -165,7 +165,7 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
         }
         let row = &mut sums[row_of[p] as usize].1;
         let d = span.duration_or_zero();
-        if step == Pass::Forward {
+        if pass == Pass::Forward {
             row.forward_count += 1;
             row.forward_ns = row.forward_ns.saturating_add(d);
         } else {

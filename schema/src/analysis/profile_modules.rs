@@ -216,7 +216,7 @@ fn name_paths(spans: &mut [ModuleSpan]) -> u64 {
             start_ns: s.start_ns,
             span_kind: s.span_kind,
             measured: false,
-            step: None,
+            pass: None,
             module: s.module.as_deref().map(CompactString::from),
             duration_ns: Some(s.duration_ns),
             line: s.line,

@@ -237,7 +237,7 @@ pub fn phases_in(doc: &TraceDocument, range: TimeRange) -> Option<PhaseBreakdown
     let mut stack: Vec<u32> = doc.tree.children(region).to_vec();
     while let Some(i) = stack.pop() {
         let i = i as usize;
-        match doc.spans.get(i).and_then(|s| s.step) {
+        match doc.spans.get(i).and_then(|s| s.pass) {
             Some(step) => {
                 let t = time(i);
                 match step {
@@ -280,7 +280,7 @@ pub fn module_pairs_in(
         if !paths.outermost(i) {
             continue;
         }
-        let Some(step @ (Pass::Forward | Pass::Backward)) = span.step else {
+        let Some(step @ (Pass::Forward | Pass::Backward)) = span.pass else {
             continue;
         };
         let Some(time) = range.inside(span.start_ns, span.duration_or_zero()) else {

@@ -156,7 +156,7 @@ struct RawSpan {
     /// `None` while open (and for a `B` never closed).
     duration: Option<i64>,
     measured: bool,
-    step: Option<Pass>,
+    pass: Option<Pass>,
     kind: SpanKind,
     /// `args.module`.
     module: Option<CompactString>,
@@ -413,7 +413,7 @@ impl ReadState {
                     start: ts,
                     duration,
                     measured: args.and_then(|a| a.get("measured")) == Some(&Value::Bool(true)),
-                    step: arg_str("step").and_then(parse_pass),
+                    pass: arg_str("step").and_then(parse_pass),
                     kind: arg_str("span_kind")
                         .and_then(parse_kind)
                         .unwrap_or(SpanKind::Function),
@@ -639,7 +639,7 @@ impl ReadState {
                 start_ns: 0,
                 span_kind: SpanKind::Function,
                 measured: true,
-                step: None,
+                pass: None,
                 module: None,
                 duration_ns: Some(rel(latest)),
                 line: 1,
@@ -665,7 +665,7 @@ impl ReadState {
                 start_ns: rel(s.start),
                 span_kind: s.kind,
                 measured: s.measured,
-                step: s.step,
+                pass: s.pass,
                 module: s.module.clone(),
                 duration_ns: s.duration.map(|d| d.max(0) as u64),
                 line: s.line,
@@ -919,7 +919,7 @@ not json,
         assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
         let s = doc.summary();
         assert_eq!((s.span_count, s.total_ns, s.max_depth), (2, 10_000, 1));
-        assert_eq!(doc.spans[0].step, Some(Pass::Forward));
+        assert_eq!(doc.spans[0].pass, Some(Pass::Forward));
         assert_eq!(doc.spans[0].span_kind, SpanKind::Module);
         assert_eq!(doc.chrome.as_ref().unwrap().form, ChromeForm::Object);
     }

@@ -257,9 +257,9 @@ pub struct SpanStart {
     /// True only for the caller-controlled region that is the run's performance total.
     #[serde(default, deserialize_with = "null_as_default")]
     pub measured: bool,
-    /// Training step the span belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step: Option<Pass>,
+    /// The pass (forward, backward, optimizer) the span belongs to: the file's `step` key.
+    #[serde(rename = "step", default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<Pass>,
     /// The module it runs, named by the weights it loaded (`model.layers.0.self_attn.q_proj`;
     /// SCHEMA.md §4, "Module names").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -770,7 +770,7 @@ mod tests {
             TraceEvent::SpanStart(s) => {
                 assert_eq!(s.parent_id, None);
                 assert!(!s.measured);
-                assert_eq!(s.step, None);
+                assert_eq!(s.pass, None);
             }
             other => panic!("{other:?}"),
         }

@@ -47,8 +47,9 @@ pub struct Span {
     pub span_kind: SpanKind,
     /// Whether this is the run's measured region.
     pub measured: bool,
-    /// Training step.
-    pub step: Option<Pass>,
+    /// The pass (forward, backward, optimizer): the file's `step` key.
+    #[serde(rename = "step")]
+    pub pass: Option<Pass>,
     /// The module it runs, named by its weights, when the capture named it.
     pub module: Option<CompactString>,
     /// Duration from its `span_end`; `None` while (or if never) closed.

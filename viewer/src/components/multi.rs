@@ -11,7 +11,7 @@ use candle_trace_schema::format::detect::AnyDocument;
 use candle_trace_schema::format::document::TraceDocument;
 
 use super::panel::TabPanel;
-use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart, StepLegend};
+use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart, PassLegend};
 use super::PageState;
 use crate::load::{LoadError, Source};
 use crate::model::multi::{offset_ns_of_us_text, total_rule, us_text_of_offset_ns, MultiModel};
@@ -239,7 +239,7 @@ pub fn MultiView(
             </header>
             <div class="chart-area">
                 <FlameChart groups=groups offsets=offsets colours=colours theme=theme files=files page=page>
-                    <StepLegend theme=theme />
+                    <PassLegend theme=theme />
                 </FlameChart>
             </div>
             <TabPanel page=page content=content details=details />

@@ -336,7 +336,7 @@ pub fn SpanTable() -> impl IntoView {
                                     >
                                         <td title=r.path.clone()>{r.name.clone()}</td>
                                         <td>{kind_name(r.kind)}</td>
-                                        <td>{pass_name(r.step)}</td>
+                                        <td>{pass_name(r.pass)}</td>
                                         <td class="num">{format_ns(r.self_ns)}</td>
                                         <td class="num">{format_ns(r.duration_ns)}</td>
                                     </tr>

@@ -68,13 +68,13 @@ impl Colours {
                 a.get(g)
                     .and_then(|x| x.ctx.model.doc.spans.get(i as usize))
                     .map_or(merged_fill(theme), |s| {
-                        span_fill(s.step, s.span_kind, theme)
+                        span_fill(s.pass, s.span_kind, theme)
                     })
             }),
             key: Arc::new(move |g, i| {
                 b.get(g)
                     .and_then(|x| x.ctx.model.doc.spans.get(i as usize))
-                    .map_or(0, |s| colour_key(s.step, s.span_kind))
+                    .map_or(0, |s| colour_key(s.pass, s.span_kind))
             }),
         }
     }
@@ -835,7 +835,7 @@ pub fn FlameChart(
                         {group.map(|g| view! { <div>{g}</div> })}
                         <div>
                             {s.module.is_some().then(|| format!("{} · ", s.name))}
-                            {kind_name(s.span_kind)} " · step " {pass_name(s.step)}
+                            {kind_name(s.span_kind)} " · step " {pass_name(s.pass)}
                         </div>
                         <div>"duration " {duration}</div>
                         <div>"self " {format_ns(self_ns)}</div>
@@ -1084,9 +1084,9 @@ pub fn ChartDetails(
     }
 }
 
-/// The step colour legend.
+/// The pass colour legend (forward, backward, optimizer, none).
 #[component]
-pub fn StepLegend(
+pub fn PassLegend(
     /// Light or dark.
     theme: Signal<Theme>,
 ) -> impl IntoView {
@@ -1095,12 +1095,12 @@ pub fn StepLegend(
             title="shade: module light · function · op dark; grey = merged spans of mixed colours">
             {PASS_LEGEND
                 .iter()
-                .map(|(step, label)| {
+                .map(|(pass, label)| {
                     view! {
                         <li>
                             <span
                                 class="swatch"
-                                style:background=move || span_fill(*step, SpanKind::Function, theme.get())
+                                style:background=move || span_fill(*pass, SpanKind::Function, theme.get())
                             ></span>
                             {*label}
                         </li>

@@ -20,7 +20,7 @@ use super::panel::TabPanel;
 use super::phases::PhasesView;
 use super::steps::{StepsHeading, StepsView};
 use super::tables::{OpTable, SpanTable};
-use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart, StepLegend};
+use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart, PassLegend};
 use super::{PageState, TabStates, TraceContext};
 use crate::model::findings::FindingsPanel;
 use crate::model::panel::{Tab, ViewKind};
@@ -106,7 +106,7 @@ pub fn TraceView(
             <div class="chart-area">
                 <FlameChart groups=groups.clone() offsets=Signal::derive(|| vec![0]) colours=colours theme=theme
                     files=file_name.clone() page=page>
-                    <StepLegend theme=theme />
+                    <PassLegend theme=theme />
                 </FlameChart>
             </div>
             <TabPanel page=page content=content details=details />

@@ -103,7 +103,7 @@ fn request_document(request: &str, items: &[Item]) -> TraceDocument {
             start_ns: u64::try_from(item.start_ns - earliest).unwrap_or(0),
             span_kind: item.kind,
             measured: false,
-            step: None,
+            pass: None,
             module: None,
             duration_ns: Some(item.duration_ns),
             line,

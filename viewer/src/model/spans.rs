@@ -27,8 +27,8 @@ pub struct SpanRow {
     pub path: String,
     /// Kind.
     pub kind: SpanKind,
-    /// Pass.
-    pub step: Option<Pass>,
+    /// Pass (forward, backward, optimizer).
+    pub pass: Option<Pass>,
     /// Duration (0 while unclosed).
     pub duration_ns: u64,
     /// Self time.
@@ -50,7 +50,7 @@ pub fn span_rows(doc: &TraceDocument, order: SpanOrder, limit: usize) -> Vec<Spa
                 name: s.name.to_string(),
                 path: span_path(doc, i),
                 kind: s.span_kind,
-                step: s.step,
+                pass: s.pass,
                 duration_ns: s.duration_or_zero(),
                 self_ns: doc.tree.self_ns.get(i).copied().unwrap_or(0),
             }
@@ -235,7 +235,7 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
         ),
         (
             "step",
-            super::super::timeline::palette::pass_name(s.step).into(),
+            super::super::timeline::palette::pass_name(s.pass).into(),
         ),
         ("measured", s.measured.to_string()),
         ("start_ns", s.start_ns.to_string()),

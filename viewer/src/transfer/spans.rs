@@ -18,7 +18,7 @@ columns! {
         start_ns: U64,
         span_kind: Code<SpanKind>,
         measured: Bit,
-        step: OptCode<Pass>,
+        pass: OptCode<Pass>,
         duration_ns: OptU64,
         line: U64,
         end_line: OptU64,
@@ -35,7 +35,7 @@ pub(super) fn write<'d>(c: &mut Spans<Write>, s: &mut Strings<'d>, x: &'d Span) 
     c.start_ns.u64(x.start_ns);
     c.span_kind.put(&x.span_kind);
     c.measured.put(x.measured);
-    c.step.put(x.step.as_ref());
+    c.pass.put(x.pass.as_ref());
     c.duration_ns.u64(x.duration_ns);
     c.line.u64(x.line);
     c.end_line.u64(x.end_line);
@@ -54,7 +54,7 @@ pub(super) fn read(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> R
             start_ns: c.start_ns.get(i)?,
             span_kind: c.span_kind.get(i)?,
             measured: c.measured.get(i)?,
-            step: c.step.get(i)?,
+            pass: c.pass.get(i)?,
             module: c.module.opt(i)?.map(CompactString::new),
             duration_ns: c.duration_ns.u64(i)?,
             line: c.line.get(i)?,

@@ -257,7 +257,7 @@ pub fn trace_to_chrome(doc: &TraceDocument) -> String {
                 args.insert("parent_id".into(), Value::from(p.as_str()));
             }
             args.insert("span_kind".into(), Value::from(s.span_kind.as_str()));
-            if let Some(step) = s.step {
+            if let Some(step) = s.pass {
                 args.insert("step".into(), Value::from(step.as_str()));
             }
             if let Some(module) = &s.module {

@@ -221,7 +221,7 @@ impl TraceReader {
             start_ns: s.start_ns,
             span_kind: s.span_kind,
             measured: s.measured,
-            step: s.step,
+            pass: s.pass,
             module: s.module,
             duration_ns: None,
             line: number,

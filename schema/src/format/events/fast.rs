@@ -90,7 +90,7 @@ pub(crate) struct RawSpanStart<'a> {
     pub(crate) start_ns: u64,
     pub(crate) span_kind: SpanKind,
     pub(crate) measured: bool,
-    pub(crate) step: Option<Pass>,
+    pub(crate) pass: Option<Pass>,
     pub(crate) module: Option<&'a str>,
 }
 
@@ -103,7 +103,7 @@ impl RawSpanStart<'_> {
             start_ns: self.start_ns,
             span_kind: self.span_kind,
             measured: self.measured,
-            step: self.step,
+            pass: self.pass,
             module: self.module.map(CompactString::from),
         }
     }
@@ -474,7 +474,7 @@ pub(crate) fn decode<'a, R>(
             let span_kind = span_kind(c.str()?)?;
             c.literal(b",\"measured\":")?;
             let measured = c.bool()?;
-            let step = if c.optional_literal(b",\"step\":") {
+            let pass = if c.optional_literal(b",\"step\":") {
                 Some(pass(c.str()?)?)
             } else {
                 None
@@ -492,7 +492,7 @@ pub(crate) fn decode<'a, R>(
                 start_ns,
                 span_kind,
                 measured,
-                step,
+                pass,
                 module,
             })))
         }
@@ -648,7 +648,7 @@ mod tests {
                 start_ns: 10,
                 span_kind: SpanKind::Module,
                 measured: false,
-                step: Some(Pass::Forward),
+                pass: Some(Pass::Forward),
                 module: Some("model.layers.0.mlp.fc1".into()),
             }),
             TraceEvent::SpanStart(SpanStart {
@@ -658,7 +658,7 @@ mod tests {
                 start_ns: 0,
                 span_kind: SpanKind::Function,
                 measured: true,
-                step: None,
+                pass: None,
                 module: None,
             }),
             TraceEvent::SpanEnd(SpanEnd {

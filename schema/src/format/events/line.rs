@@ -119,8 +119,8 @@ pub struct SpanStartLine<'a> {
     pub span_kind: SpanKind,
     /// The run's measured region.
     pub measured: bool,
-    /// Training step the span belongs to.
-    pub step: Option<Pass>,
+    /// The pass the span belongs to (the `step` key).
+    pub pass: Option<Pass>,
     /// The module it runs, named by the weights it loaded.
     pub module: Option<&'a str>,
 }
@@ -135,7 +135,7 @@ impl<'a> SpanStartLine<'a> {
             start_ns,
             span_kind,
             measured: false,
-            step: None,
+            pass: None,
             module: None,
         }
     }
@@ -149,7 +149,7 @@ impl<'a> SpanStartLine<'a> {
             start_ns: s.start_ns,
             span_kind: s.span_kind,
             measured: s.measured,
-            step: s.step,
+            pass: s.pass,
             module: s.module.as_deref(),
         }
     }
@@ -300,9 +300,9 @@ pub fn span_start(out: &mut impl LineBuf, l: &SpanStartLine<'_>) {
     } else {
         r#"","measured":false"#
     });
-    if let Some(step) = l.step {
+    if let Some(pass) = l.pass {
         out.push_str(r#","step":""#);
-        out.push_str(step.as_str());
+        out.push_str(pass.as_str());
         out.push_str("\"");
     }
     if let Some(module) = l.module {
@@ -610,7 +610,7 @@ mod tests {
             ),
         )
             .prop_map(
-                |((id, parent_id, name, start_ns), (span_kind, measured, step, module))| {
+                |((id, parent_id, name, start_ns), (span_kind, measured, pass, module))| {
                     SpanStart {
                         id,
                         parent_id,
@@ -618,7 +618,7 @@ mod tests {
                         start_ns,
                         span_kind,
                         measured,
-                        step,
+                        pass,
                         module,
                     }
                 },
