@@ -13,7 +13,7 @@
 //! program's `tracing` spans go to the recorder of each captured step as it begins.
 //!
 //! ```no_run
-//! use candle_trace_capture::{Recorder, Pass};
+//! use candle_trace_capture::{Pass, Recorder};
 //!
 //! let dir = std::env::temp_dir().join("steps");
 //! std::fs::create_dir_all(&dir)?;
