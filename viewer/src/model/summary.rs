@@ -5,6 +5,7 @@ use candle_trace_schema::analysis::percentiles::Percentiles;
 use candle_trace_schema::analysis::requests::ProfileSummary;
 use candle_trace_schema::analysis::summary::{NotCaptured, TraceSummary};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::format::profile::attribute;
 
 /// One card.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,8 +139,8 @@ pub fn profile_cards(s: &ProfileSummary) -> Vec<SummaryCard> {
             count(s.memory_snapshot_count),
         ),
     ];
-    percentile_cards(&mut out, "ttft_us", "TTFT", &s.ttft_us, 1_000);
-    percentile_cards(&mut out, "itl_nanos", "ITL", &s.itl_nanos, 1);
+    percentile_cards(&mut out, attribute::TTFT_US, "TTFT", &s.ttft_us, 1_000);
+    percentile_cards(&mut out, attribute::ITL_NANOS, "ITL", &s.itl_nanos, 1);
     out
 }
 
