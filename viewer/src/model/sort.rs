@@ -42,7 +42,7 @@ impl<C: Copy + PartialEq> SortState<C> {
 }
 
 /// Sort indices by `cmp` (stable). One sorting routine for every caller: each `sort_by` with a
-/// closure of its own is compiled into the page's wasm again (about 4 KB each).
+/// closure of its own would be compiled into the page's wasm again.
 pub fn sort_indices(v: &mut [usize], cmp: &dyn Fn(usize, usize) -> core::cmp::Ordering) {
     v.sort_by(|&a, &b| cmp(a, b));
 }
