@@ -1,18 +1,20 @@
-//! Span names as numbers: a recorder's table of the [`Label`]s its spans used (a `&'static str`
+//! Span names as numbers: the process's table of the [`Label`]s spans used (a `&'static str`
 //! name and, for a layer named by its weights, the module it runs), so that a span's record in
 //! the ring carries a 4-byte [`NameId`] instead of two string references (a span's two records
 //! then fill one 64-byte cache line; see `record::Record`).
 //!
-//! The table belongs to the recorder and is shared by every recording thread and the writer
-//! thread. A thread asks it only the first time it sees a label (its [`NameCache`], kept with its
-//! span stack, answers after that, without a lock); the writer thread copies the labels it does
-//! not know yet. A label's id is handed out under the table's lock before the record that uses
-//! it is pushed, and the ring's push/pop pair orders the two, so the writer always finds it.
+//! One table ([`NameTable::shared`]) serves every recorder of the process, every recording
+//! thread and every writer thread: labels are `&'static str`s, so their ids can outlive a
+//! recorder, and a thread's [`NameCache`] (kept with its span stacks) stays valid when a new
+//! recorder starts. A thread asks the table only the first time it sees a label; the cache
+//! answers after that, without a lock; a writer thread copies the labels it does not know yet.
+//! A label's id is handed out under the table's lock before the record that uses it is pushed,
+//! and the ring's push/pop pair orders the two, so the writer always finds it.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-/// The number of a label in a recorder's [`NameTable`].
+/// The number of a label in a [`NameTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct NameId(u32);
 
@@ -33,7 +35,7 @@ impl Label {
     }
 }
 
-/// Every label a recorder's spans used, in the order they were first seen.
+/// Every label spans used, in the order they were first seen.
 #[derive(Debug, Default)]
 pub(crate) struct NameTable {
     inner: Mutex<Table>,
@@ -43,9 +45,18 @@ pub(crate) struct NameTable {
 struct Table {
     labels: Vec<Label>,
     ids: HashMap<Label, NameId>,
+    /// How many times a thread asked (the tests count a cache's misses).
+    #[cfg(test)]
+    asked: u64,
 }
 
 impl NameTable {
+    /// The process's table, which every recorder uses (see the module docs).
+    pub(crate) fn shared() -> Arc<NameTable> {
+        static SHARED: OnceLock<Arc<NameTable>> = OnceLock::new();
+        Arc::clone(SHARED.get_or_init(Arc::default))
+    }
+
     fn lock(&self) -> MutexGuard<'_, Table> {
         // The table stays consistent after a panic elsewhere (one push, one insert).
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
@@ -57,9 +68,19 @@ impl NameTable {
         self.label_id(Label::plain(name))
     }
 
+    /// How many times a thread asked the table.
+    #[cfg(test)]
+    pub(crate) fn asked(&self) -> u64 {
+        self.lock().asked
+    }
+
     /// The id of `label`, added when new; `None` once `u32::MAX` labels are in the table.
     pub(crate) fn label_id(&self, label: Label) -> Option<NameId> {
         let mut table = self.lock();
+        #[cfg(test)]
+        {
+            table.asked += 1;
+        }
         if let Some(&id) = table.ids.get(&label) {
             return Some(id);
         }
@@ -112,10 +133,12 @@ impl Names {
 const CACHE_SLOTS: usize = 64;
 const _: () = assert!(CACHE_SLOTS.is_power_of_two());
 
-/// One thread's answers for one recorder: name address and length and module address → id,
+/// One thread's answers from one table: name address and length and module address → id,
 /// direct-mapped by address. Two labels that share a slot just ask the table again when they
-/// alternate.
+/// alternate. Asked about another table than the one it holds answers from, it forgets them.
 pub(crate) struct NameCache {
+    /// The address of the table the answers are from (0: none yet).
+    table: usize,
     slots: [(usize, usize, usize, NameId); CACHE_SLOTS],
 }
 
@@ -123,6 +146,7 @@ impl NameCache {
     pub(crate) fn new() -> Self {
         // Address 0 is no name's: an empty slot never matches.
         NameCache {
+            table: 0,
             slots: [(0, 0, 0, NameId(0)); CACHE_SLOTS],
         }
     }
@@ -149,6 +173,11 @@ impl NameCache {
     /// The id of `label`, from the cache or else the table.
     #[inline]
     pub(crate) fn label_id(&mut self, label: Label, table: &NameTable) -> Option<NameId> {
+        let at = std::ptr::from_ref(table) as usize;
+        if self.table != at {
+            *self = NameCache::new();
+            self.table = at;
+        }
         let (ptr, len) = (label.name.as_ptr() as usize, label.name.len());
         let module = label.module.map_or(0, |m| m.as_ptr() as usize);
         let slot = &mut self.slots[Self::slot(ptr ^ module.rotate_left(17), len)];
@@ -164,6 +193,18 @@ impl NameCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cache_forgets_the_answers_of_another_table() {
+        let (a, b) = (NameTable::default(), NameTable::default());
+        let mut cache = NameCache::new();
+        assert_eq!(cache.id_of("x", &a), Some(NameId(0)));
+        // In `b`, "x" is the second label: the cache must not answer with `a`'s id.
+        assert_eq!(b.id_of("y"), Some(NameId(0)));
+        assert_eq!(cache.id_of("x", &b), Some(NameId(1)));
+        assert_eq!(cache.id_of("x", &b), Some(NameId(1)));
+        assert_eq!(b.asked(), 2);
+    }
 
     #[test]
     fn ids_are_per_content_and_the_writer_copy_follows() {

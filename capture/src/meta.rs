@@ -349,7 +349,7 @@ impl RecorderBuilder {
             }
         };
         let closing = Arc::default();
-        let names = Arc::new(crate::intern::NameTable::default());
+        let names = crate::intern::NameTable::shared();
         let framing = Framing {
             header: Some(TraceEvent::Meta(meta).to_json_line().into_bytes()),
             closing: Arc::clone(&closing),

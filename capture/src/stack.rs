@@ -4,8 +4,9 @@
 //! has none of its own, so an op inside `recorder.pass(Pass::Backward)` belongs to the backward
 //! step. The allocator hook is told the top span at every push and pop.
 //!
-//! Beside each stack lives the thread's [`NameCache`] for that recorder, so interning a span's
-//! name costs no second thread-local lookup, and the block of span numbers the thread hands
+//! Beside each stack lives the thread's [`NameCache`] (passed on to the next recorder's stack,
+//! as the name table is the process's), so interning a span's name costs no second
+//! thread-local lookup, and the block of span numbers the thread hands
 //! out: it takes [`ID_BLOCK`] numbers at a time from the recorder's counter, so opening a span
 //! costs no atomic read-modify-write (a locked instruction, which waits for every store before
 //! it to reach the cache, among them the ring writes of the spans before). Numbers stay unique
@@ -65,11 +66,21 @@ fn stack_of(stacks: &mut Vec<Stack>, recorder: u64) -> &mut Stack {
     let at = match stacks.iter().position(|s| s.recorder == recorder) {
         Some(at) => at,
         None => {
-            stacks.retain(|s| !s.frames.is_empty());
+            // The name cache of a dropped stack is kept: its answers come from the process's
+            // name table, which the new recorder shares.
+            let mut names = None;
+            let mut k = 0;
+            while k < stacks.len() {
+                if stacks[k].frames.is_empty() {
+                    names.get_or_insert(stacks.swap_remove(k).names);
+                } else {
+                    k += 1;
+                }
+            }
             stacks.push(Stack {
                 recorder,
                 frames: Vec::with_capacity(16),
-                names: Box::new(NameCache::new()),
+                names: names.unwrap_or_else(|| Box::new(NameCache::new())),
                 ids: 0..0,
             });
             stacks.len() - 1
@@ -296,5 +307,20 @@ mod tests {
         for id in [3, 2, 1] {
             pop(903, id);
         }
+    }
+
+    #[test]
+    fn a_new_recorder_keeps_the_threads_name_cache() {
+        let names = NameTable::default();
+        let counter = AtomicU64::new(1);
+        let label = Some(Label::plain("layer"));
+        let first = push(905, &counter, None, label, &names);
+        pop(905, first.frame.id);
+        assert_eq!(names.asked(), 1);
+        // The next recorder's first span on this thread finds the name in the cache.
+        let second = push(906, &counter, None, label, &names);
+        pop(906, second.frame.id);
+        assert_eq!(second.name, first.name);
+        assert_eq!(names.asked(), 1);
     }
 }
