@@ -14,12 +14,16 @@
 //! prefill and closed as failed. The capture code is the lines marked `// capture` (seven, the
 //! allocator line included; `name_modules` names each layer's spans after its weights).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use candle_core::{DType, Device, Tensor, D};
 use candle_nn::{VarBuilder, VarMap};
 use candle_trace_capture::prelude::*;
 use candle_transformers::models::llama::{Cache, Llama};
+
+#[path = "common/run.rs"]
+#[allow(dead_code)] // the training examples' printing is not used here
+mod run;
 
 #[path = "common/llama.rs"]
 mod llama;
@@ -120,14 +124,7 @@ pub fn run(out: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
 
 #[allow(dead_code)] // a test includes this file as a module and calls `run` itself
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut out = PathBuf::from("infer.profile.jsonl");
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--out" => out = args.next().map(PathBuf::from).ok_or("--out needs a path")?,
-            other => return Err(format!("unknown argument {other} (use --out PATH)").into()),
-        }
-    }
+    let out = run::out_path("infer.profile.jsonl")?;
     let Outcome { outputs, report } = run(&out)?;
     for (id, tokens) in &outputs {
         match tokens {

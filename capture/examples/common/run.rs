@@ -1,4 +1,4 @@
-//! The command line the training examples share: `--out PATH`, then what the run wrote.
+//! The command line the examples share: `--out PATH`; then what a training run wrote.
 
 use std::path::PathBuf;
 
