@@ -103,16 +103,7 @@ fn markdown(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let mut doc = Doc::new();
-    let names: Vec<String> = inputs
-        .iter()
-        .take(limit)
-        .map(|p| md::code(&p.display().to_string()))
-        .collect();
-    let mut heading = format!("Findings — {}", names.join(", "));
-    if inputs.len() > limit {
-        heading.push_str(&format!(" and {} more", inputs.len() - limit));
-    }
-    doc.heading(3, &heading);
+    doc.heading(3, &md::files_heading("Findings", inputs, limit));
     if findings.findings.is_empty() {
         doc.para("no findings");
     } else {

@@ -78,6 +78,20 @@ pub fn code_cell(s: &str) -> String {
     code_span(s, true)
 }
 
+/// A heading naming the first `limit` of `inputs` as code (`Findings — `a`, `b` and 3 more`).
+pub fn files_heading(title: &str, inputs: &[std::path::PathBuf], limit: usize) -> String {
+    let names: Vec<String> = inputs
+        .iter()
+        .take(limit)
+        .map(|p| code(&p.display().to_string()))
+        .collect();
+    let mut heading = format!("{title} — {}", names.join(", "));
+    if inputs.len() > limit {
+        heading.push_str(&format!(" and {} more", inputs.len() - limit));
+    }
+    heading
+}
+
 fn code_span(s: &str, in_table: bool) -> String {
     let s = bounded(s);
     if s.is_empty() {

@@ -187,16 +187,7 @@ fn markdown(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let mut doc = Doc::new();
-    let names: Vec<String> = inputs
-        .iter()
-        .take(limit)
-        .map(|p| md::code(&p.display().to_string()))
-        .collect();
-    let mut heading = format!("Steps — {}", names.join(", "));
-    if inputs.len() > limit {
-        heading.push_str(&format!(" and {} more", inputs.len() - limit));
-    }
-    doc.heading(3, &heading);
+    doc.heading(3, &md::files_heading("Steps", inputs, limit));
     if set.run_ids.len() > 1 {
         let ids: Vec<String> = set
             .run_ids
