@@ -392,7 +392,9 @@ fn spawn() -> Option<Spawned> {
 fn started_by_loader() -> Option<Spawned> {
     let global = js_sys::global();
     let key = JsValue::from_str("candleTraceFirstWorker");
-    let first = Reflect::get(&global, &key).ok().filter(JsValue::is_object)?;
+    let first = Reflect::get(&global, &key)
+        .ok()
+        .filter(JsValue::is_object)?;
     let _ = Reflect::delete_property(&global, &key);
     let worker: web_sys::Worker = Reflect::get(&first, &"worker".into())
         .ok()?
