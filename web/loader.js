@@ -29,6 +29,25 @@ window.candleTraceWorkerHere = async () => {
   };
 };
 
+// The page's first parsing worker, started before the page's own wasm so that it fetches and
+// compiles its wasm (and starts warming the engine, viewer/src/warm.rs) meanwhile, rather than
+// once the page has started. What it says before the page listens is kept for the page
+// (viewer/src/worker.rs, `started_by_loader`). Its name is `WARM_WORKER` (viewer/src/warm.rs).
+function startFirstWorker() {
+  try {
+    const worker = new Worker('./worker.js', { type: 'module', name: 'warm' });
+    const heard = [];
+    worker.onmessage = (event) => heard.push(event);
+    worker.onerror = (event) => {
+      event.preventDefault();
+      heard.push(event);
+    };
+    window.candleTraceFirstWorker = { worker, heard };
+  } catch {
+    // No worker here: the page tries itself, then reads files on its own thread.
+  }
+}
+
 function showLoadError(message) {
   const p = document.createElement('p');
   p.setAttribute('role', 'alert');
@@ -44,6 +63,7 @@ if (typeof WebAssembly !== 'object' || !WebAssembly.validate(SIMD_PROBE)) {
     'The viewer needs WebAssembly with SIMD, which this browser does not offer (Chrome and Edge 91, Firefox 89 and Safari 16.4 onwards have it).',
   );
 } else {
+  startFirstWorker();
   init({ module_or_path: new URL('./candle-trace-viewer_bg.wasm', import.meta.url) })
     .then((wasm) => {
       // The wasm memory (every byte the viewer's Rust code holds), for the benchmarks' memory

@@ -238,7 +238,9 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
     }
 
     /// A part of rows in blocks: the row count, then tables of at most [`BATCH`] rows of the
-    /// layout `L`, each filled by `row`, a chunk possibly cut after each.
+    /// layout `L`, each filled by `row`, a chunk possibly cut after each. A function of its own
+    /// for each part (see [`Decoder::step`]).
+    #[inline(never)]
     fn blocks<L: Layout, R>(
         &mut self,
         mut rows: impl ExactSizeIterator<Item = R>,
@@ -390,6 +392,14 @@ impl Decoder {
     }
 
     /// Decode the next step (at most one block of [`BATCH`] rows, or one small part).
+    ///
+    /// Each part is read (and written, [`Enc::blocks`]) by a function of its own, never inlined
+    /// here: V8 runs a wasm function in its baseline tier until it has run enough, then
+    /// compiles the whole function with its optimizing tier on a background thread, so one
+    /// function holding every part's reader (47 KB of wasm when they were inlined) was
+    /// compiled whole for the few parts a document has, and ran in the baseline tier until
+    /// then. (`web/index.html` also tells wasm-opt not to inline large functions into their
+    /// one caller, `-ocimfs`, which would undo this.)
     pub fn step(&mut self) -> Result<Stepped> {
         if self.done {
             return Ok(Stepped::Done);

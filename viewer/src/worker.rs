@@ -16,8 +16,9 @@
 //! A worker serves one file. The page starts the next one ahead of need ([`prepare`], at mount
 //! and two seconds after each load): while the user picks a file, a spare worker loads its
 //! wasm, so opening does not wait for that. The page's first worker (named
-//! [`WARM_WORKER`](crate::warm::WARM_WORKER)) also warms the engine from its start until a
-//! file comes (see [`crate::warm`]).
+//! [`WARM_WORKER`](crate::warm::WARM_WORKER)) is started by `web/loader.js` before the page's
+//! own wasm, where it can, and the page takes it over at mount; it also warms the engine from
+//! its start until a file comes (see [`crate::warm`]).
 //!
 //! Cancelling (or opening another file) terminates the worker: nothing it was doing reaches
 //! the page. A worker that dies (out of memory on a huge file, for one) takes only itself
@@ -376,10 +377,62 @@ fn spawn() -> Option<Spawned> {
     // The page's first worker warms the engine while the user picks a file (`warm`); later
     // ones find it warm.
     if !SPAWNED_ONE.with(|s| s.replace(true)) {
+        if let Some(first) = started_by_loader() {
+            return Some(first);
+        }
         options.set_name(crate::warm::WARM_WORKER);
     }
     let worker = web_sys::Worker::new_with_options(WORKER_SCRIPT, &options).ok()?;
     Some(listen(worker))
+}
+
+/// The page's first worker, when `web/loader.js` started it before the page's wasm
+/// (`window.candleTraceFirstWorker`: the worker, named [`WARM_WORKER`](crate::warm::WARM_WORKER),
+/// and the events it fired until now), listened to from here on with what it said so far.
+fn started_by_loader() -> Option<Spawned> {
+    let global = js_sys::global();
+    let key = JsValue::from_str("candleTraceFirstWorker");
+    let first = Reflect::get(&global, &key)
+        .ok()
+        .filter(JsValue::is_object)?;
+    let _ = Reflect::delete_property(&global, &key);
+    let worker: web_sys::Worker = Reflect::get(&first, &"worker".into())
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    let early: Array = Reflect::get(&first, &"heard".into())
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    let spawned = listen(worker);
+    // In the order fired; whatever comes next reaches `listen`'s handlers after these.
+    for event in early.iter() {
+        let is_error = Reflect::get(&event, &"type".into())
+            .ok()
+            .and_then(|t| t.as_string())
+            .is_some_and(|t| t == "error");
+        let heard = if is_error {
+            Some(crashed(&event))
+        } else {
+            Reflect::get(&event, &"data".into())
+                .ok()
+                .and_then(|data| heard_of(&data))
+        };
+        if let Some(h) = heard {
+            let _ = spawned.running.heard.unbounded_send(h);
+        }
+    }
+    Some(spawned)
+}
+
+/// A worker's `error` event as what the page hears.
+fn crashed(event: &JsValue) -> Heard {
+    // A worker whose script did not load fires a plain `Event`, without `message`.
+    let message = Reflect::get(event, &"message".into())
+        .ok()
+        .and_then(|m| m.as_string())
+        .unwrap_or_else(|| String::from("its script could not be loaded"));
+    Heard::Crashed(message)
 }
 
 /// The worker's messages, and its death, as [`Heard`]s.
@@ -396,12 +449,7 @@ fn listen(worker: web_sys::Worker) -> Spawned {
     let on_error =
         Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
             ev.prevent_default();
-            // A worker whose script did not load fires a plain `Event`, without `message`.
-            let message = Reflect::get(&ev, &"message".into())
-                .ok()
-                .and_then(|m| m.as_string())
-                .unwrap_or_else(|| String::from("its script could not be loaded"));
-            let _ = to_page.unbounded_send(Heard::Crashed(message));
+            let _ = to_page.unbounded_send(crashed(&ev));
         });
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));

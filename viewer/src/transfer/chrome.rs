@@ -174,6 +174,7 @@ pub(super) fn write<'d>(out: &mut Out, s: &mut Strings<'d>, x: &'d ChromeImport)
 }
 
 /// The import.
+#[inline(never)]
 pub(super) fn read(r: &mut In<'_>, b: &[u8], s: Strs<'_>) -> Result<ChromeImport> {
     let form: ChromeForm = variant(r.u8()?)?;
     let element_count = r.u64()?;

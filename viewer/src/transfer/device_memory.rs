@@ -35,6 +35,7 @@ pub(super) fn write<'d>(
 }
 
 /// A block of device memory records, appended to `v`.
+#[inline(never)]
 pub(super) fn read(
     v: &mut Vec<Lined<DeviceMemory>>,
     t: &Table,

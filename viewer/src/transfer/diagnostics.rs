@@ -25,6 +25,7 @@ pub(super) fn write<'d>(c: &mut Diagnostics<Write>, s: &mut Strings<'d>, d: &'d 
 }
 
 /// A block of diagnostics, appended to `v`.
+#[inline(never)]
 pub(super) fn read(v: &mut Vec<Diagnostic>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let c = Diagnostics::<Read<'_>>::from(t, b, s)?;
     for i in 0..t.n {

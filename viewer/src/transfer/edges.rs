@@ -26,6 +26,7 @@ pub(super) fn write<'d>(c: &mut Edges<Write>, s: &mut Strings<'d>, x: &'d Lined<
 }
 
 /// A block of edge records, appended to `v`.
+#[inline(never)]
 pub(super) fn read(v: &mut Vec<Lined<Edge>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let c = Edges::<Read<'_>>::from(t, b, s)?;
     for i in 0..t.n {

@@ -33,6 +33,7 @@ pub(super) fn write<'d>(c: &mut Gradients<Write>, s: &mut Strings<'d>, x: &'d Li
 }
 
 /// A block of gradient records, appended to `v`.
+#[inline(never)]
 pub(super) fn read(v: &mut Vec<Lined<Gradient>>, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let c = Gradients::<Read<'_>>::from(t, b, s)?;
     for i in 0..t.n {

@@ -25,6 +25,7 @@ pub(super) fn write<'d>(out: &mut Out, s: &mut Strings<'d>, t: &'d TraceDocument
 }
 
 /// A trace with its head read and nothing else.
+#[inline(never)]
 pub(super) fn read(r: &mut In<'_>, s: Strs<'_>) -> Result<TraceDocument> {
     let mut d = TraceDocument::default();
     d.skipped_unknown = r.u64()?;

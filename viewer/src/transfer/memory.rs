@@ -40,6 +40,7 @@ pub(super) fn write<'d>(c: &mut Memory<Write>, s: &mut Strings<'d>, x: MemoryRow
 }
 
 /// A block of memory records, appended to `v`.
+#[inline(never)]
 pub(super) fn read(v: &mut MemoryTable, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let c = Memory::<Read<'_>>::from(t, b, s)?;
     for i in 0..t.n {

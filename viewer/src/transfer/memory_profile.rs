@@ -84,6 +84,7 @@ pub(super) fn write_head<'d>(out: &mut Out, s: &mut Strings<'d>, m: &'d MemoryPr
 }
 
 /// The head part, into `m`.
+#[inline(never)]
 pub(super) fn read_head(
     m: &mut MemoryProfile,
     r: &mut In<'_>,
@@ -145,6 +146,7 @@ pub(super) fn write_sample(c: &mut Samples<Write>, _: &mut Strings<'_>, x: &Memo
 }
 
 /// A block of samples, appended to `v`.
+#[inline(never)]
 pub(super) fn read_samples(
     v: &mut Vec<MemorySample>,
     t: &Table,

@@ -41,6 +41,7 @@ pub(super) fn write<'d>(c: &mut Ops<Write>, s: &mut Strings<'d>, x: OpRow<'d>) {
 }
 
 /// A block of ops, appended to `v`.
+#[inline(never)]
 pub(super) fn read(v: &mut OpTable, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let c = Ops::<Read<'_>>::from(t, b, s)?;
     // A row's inputs, checked before the row is stored.

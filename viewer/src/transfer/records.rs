@@ -29,6 +29,7 @@ pub(super) fn write<'d>(
 }
 
 /// A block of records, appended to `p`.
+#[inline(never)]
 pub(super) fn read(p: &mut ProfileDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let c = Records::<Read<'_>>::from(t, b, s)?;
     for i in 0..t.n {

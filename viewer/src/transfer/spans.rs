@@ -43,6 +43,7 @@ pub(super) fn write<'d>(c: &mut Spans<Write>, s: &mut Strings<'d>, x: &'d Span) 
 }
 
 /// A block of spans, appended to `d`.
+#[inline(never)]
 pub(super) fn read(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let c = Spans::<Read<'_>>::from(t, b, s)?;
     let first = d.spans.len();

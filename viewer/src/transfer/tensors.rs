@@ -37,6 +37,7 @@ pub(super) fn write<'d>(c: &mut Tensors<Write>, s: &mut Strings<'d>, x: &'d Line
 }
 
 /// A block of tensor records, appended to `v`.
+#[inline(never)]
 pub(super) fn read(
     v: &mut Vec<Lined<TensorEvent>>,
     t: &Table,

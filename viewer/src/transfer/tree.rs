@@ -44,6 +44,7 @@ pub(super) fn write(out: &mut Out, t: &SpanTree) {
 }
 
 /// The tree, into `d` (whose spans are decoded).
+#[inline(never)]
 pub(super) fn read(d: &mut TraceDocument, r: &mut In<'_>, b: &[u8], s: Strs<'_>) -> Result<()> {
     let max_depth = r.u32()?;
     let t = r.table()?;
