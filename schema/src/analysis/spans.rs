@@ -1,4 +1,8 @@
-//! Spans ranked by duration or self time, edges ranked by duration, and a span's name path.
+//! Self time, spans ranked by duration or self time, edges ranked by duration, and a span's name
+//! path.
+//!
+//! Self time = duration − sum of the direct children's durations in the layout tree, saturating
+//! at 0; an unclosed span has duration 0.
 //!
 //! Every ranking is largest first with ties in file order (a total order), and a limited ranking
 //! is exactly the head of the full one.
@@ -6,9 +10,37 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use crate::format::diagnostics::Diagnostic;
 use crate::format::document::TraceDocument;
 use crate::format::events::Edge;
-use crate::format::records::Lined;
+use crate::format::records::{Lined, Span};
+use crate::format::spans::SpanTree;
+
+/// The span tree of `spans` with every span's self time; `resolve(i, parent_id)` resolves span
+/// `i`'s `parent_id` to an index (`None` when no span has that id). Returns the diagnostics for
+/// dangling parents and cycles.
+pub fn span_tree(
+    spans: &[Span],
+    resolve: impl Fn(usize, &str) -> Option<usize>,
+) -> (SpanTree, Vec<Diagnostic>) {
+    let (mut tree, diagnostics) = SpanTree::layout(spans, resolve);
+    tree.self_ns = self_times(spans, &tree);
+    (tree, diagnostics)
+}
+
+/// Self time of each span of `spans` laid out as `tree` (see the [module](self)).
+pub fn self_times(spans: &[Span], tree: &SpanTree) -> Vec<u64> {
+    (0..spans.len())
+        .map(|i| {
+            let children: u64 = tree
+                .children(i)
+                .iter()
+                .map(|&c| spans[c as usize].duration_or_zero())
+                .fold(0u64, u64::saturating_add);
+            spans[i].duration_or_zero().saturating_sub(children)
+        })
+        .collect()
+}
 
 /// An `edge` with its endpoints resolved to span indices.
 #[derive(Debug, Clone, Copy, PartialEq)]
