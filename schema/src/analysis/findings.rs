@@ -57,7 +57,7 @@
 //! [`StepSet`]: crate::analysis::steps::StepSet
 
 use alloc::format;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde::{Deserialize, Serialize};
@@ -205,6 +205,7 @@ fn percent(part: u64, whole: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::string::ToString;
     use crate::format::document::TraceDocument;
     use crate::format::profile::ProfileDocument;
 

@@ -14,10 +14,9 @@ use crate::format::profile::{
 };
 
 use super::{
-    end_of, id_hash, s, span_id, unix, Attribute, AttributeValue, OtlpLink, OtlpSpan, OtlpSpanKind,
-    LINE_ATTRIBUTE,
+    end_of, event_attributes, id_hash, module_span, s, span_id, unix, Attribute, AttributeValue,
+    OtlpLink, OtlpSpan, OtlpSpanKind, LINE_ATTRIBUTE,
 };
-use super::{request::event_attributes, request::module_span};
 
 /// The trace id of an engine's batched forward (module docs).
 pub fn iteration_trace_id(correlation_id: &str, engine: &str, iteration: u64) -> [u8; 16] {

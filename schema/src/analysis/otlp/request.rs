@@ -12,8 +12,8 @@ use crate::format::profile::{attribute, ProfileDocument, ProfileRecord, Status, 
 
 use super::batch::forward_parts;
 use super::{
-    end_of, s, span_id, to_attribute, trace_id, unix, Attribute, AttributeValue, OtlpEvent,
-    OtlpSpan, OtlpSpanKind, LINE_ATTRIBUTE,
+    end_of, event_attributes, module_span, s, span_id, to_attribute, trace_id, unix, Attribute,
+    AttributeValue, OtlpEvent, OtlpSpan, OtlpSpanKind,
 };
 
 /// The spans of every request of `doc`, request by request (request span first, then the
@@ -277,69 +277,4 @@ fn spans_of_request(
         ));
     }
     spans
-}
-
-/// A module span's span (name, times, attributes) with the given ids.
-pub(super) fn module_span(
-    r: &ProfileRecord,
-    trace: [u8; 16],
-    id: [u8; 8],
-    parent: [u8; 8],
-) -> OtlpSpan {
-    let e = &r.event;
-    let a = &e.attributes;
-    let start = unix(e.ts_unix_nanos.unwrap_or(0));
-    let d = a
-        .get(attribute::DURATION_NANOS)
-        .and_then(Value::as_u64)
-        .unwrap_or_else(|| e.duration_us.unwrap_or(0).saturating_mul(1000));
-    let name = a
-        .get(attribute::NAME)
-        .and_then(Value::as_str)
-        .unwrap_or(MODULE_PHASE);
-    let mut attributes = event_attributes(r);
-    attributes.push(s("candle_trace.module.name", name));
-    for (key, field) in [
-        ("candle_trace.module.span_kind", attribute::SPAN_KIND),
-        ("candle_trace.module.forward", attribute::FORWARD),
-        (
-            "candle_trace.module.forward_index",
-            attribute::FORWARD_INDEX,
-        ),
-        ("candle_trace.module.iteration", attribute::ITERATION),
-        ("candle_trace.module", attribute::MODULE),
-    ] {
-        if let Some(v) = a.get(field) {
-            attributes.push((String::from(key), to_attribute(v)));
-        }
-    }
-    OtlpSpan {
-        trace_id: trace,
-        span_id: id,
-        parent_span_id: Some(parent),
-        name: String::from(name),
-        kind: OtlpSpanKind::Internal,
-        start_unix_nanos: start,
-        end_unix_nanos: end_of(start, d),
-        attributes,
-        events: Vec::new(),
-        error: None,
-        links: Vec::new(),
-    }
-}
-
-/// `candle_trace.event_id`, `.phase`, `.line` of one event.
-pub(super) fn event_attributes(r: &ProfileRecord) -> Vec<Attribute> {
-    let mut out = Vec::new();
-    if let Some(id) = &r.event.event_id {
-        out.push(s("candle_trace.event_id", id));
-    }
-    if let Some(phase) = &r.event.phase {
-        out.push(s("candle_trace.phase", phase));
-    }
-    out.push((
-        String::from(LINE_ATTRIBUTE),
-        AttributeValue::Int(i64::try_from(r.line).unwrap_or(i64::MAX)),
-    ));
-    out
 }
