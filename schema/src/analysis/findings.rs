@@ -205,9 +205,9 @@ fn percent(part: u64, whole: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloc::string::ToString;
     use crate::format::document::TraceDocument;
     use crate::format::profile::ProfileDocument;
+    use alloc::string::ToString;
 
     /// A step of `forward_ns`, then `backward_ns`, lasting twice their sum (so that neither
     /// takes more than half of it).

@@ -123,30 +123,10 @@ pub fn span_path(doc: &TraceDocument, i: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_lines::{end, read, start, META};
     use alloc::format;
     use alloc::string::ToString;
     use alloc::vec;
-
-    const META: &str = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":2,"warmup_steps":1,"device":"cpu","timing_mode":"host","tags":{}}"#;
-
-    fn start(id: &str, parent: Option<&str>, start_ns: u64, measured: bool) -> String {
-        let parent = parent
-            .map(|p| format!(r#""parent_id":"{p}","#))
-            .unwrap_or_default();
-        format!(
-            r#"{{"kind":"span_start","id":"{id}",{parent}"name":"n{id}","start_ns":{start_ns},"span_kind":"function","measured":{measured}}}"#
-        )
-    }
-
-    fn end(id: &str, duration_ns: u64) -> String {
-        format!(r#"{{"kind":"span_end","id":"{id}","duration_ns":{duration_ns}}}"#)
-    }
-
-    fn read(lines: &[String]) -> TraceDocument {
-        let mut text = lines.join("\n");
-        text.push('\n');
-        TraceDocument::from_bytes(text.as_bytes())
-    }
 
     #[test]
     fn top_spans_are_the_head_of_a_full_sort() {

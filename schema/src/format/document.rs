@@ -298,23 +298,9 @@ mod tests {
     use super::*;
     use crate::analysis::spans::span_path;
     use crate::format::events::TensorCategory;
+    use crate::test_lines::{end, read, start, META};
     use alloc::string::{String, ToString};
     use alloc::vec;
-
-    const META: &str = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":2,"warmup_steps":1,"device":"cpu","timing_mode":"host","tags":{}}"#;
-
-    fn start(id: &str, parent: Option<&str>, start_ns: u64, measured: bool) -> String {
-        let parent = parent
-            .map(|p| format!(r#""parent_id":"{p}","#))
-            .unwrap_or_default();
-        format!(
-            r#"{{"kind":"span_start","id":"{id}",{parent}"name":"n{id}","start_ns":{start_ns},"span_kind":"function","measured":{measured}}}"#
-        )
-    }
-
-    fn end(id: &str, duration_ns: u64) -> String {
-        format!(r#"{{"kind":"span_end","id":"{id}","duration_ns":{duration_ns}}}"#)
-    }
 
     fn mem(
         ts: u64,
@@ -327,12 +313,6 @@ mod tests {
         format!(
             r#"{{"kind":"memory","timestamp_ns":{ts},"tensor_id":"{tensor}","span_id":"root","device":"{device}","bytes":{bytes},"action":"{action}","dtype":"f32","category":"{category}"}}"#
         )
-    }
-
-    fn read(lines: &[String]) -> TraceDocument {
-        let mut text = lines.join("\n");
-        text.push('\n');
-        TraceDocument::from_bytes(text.as_bytes())
     }
 
     fn lines_of(doc: &TraceDocument) -> Vec<(u64, Severity, Category)> {
