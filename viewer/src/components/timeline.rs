@@ -24,8 +24,7 @@ use super::{read_fragment, PageState, TraceContext};
 use crate::model::spans::{navigate, SpanMove};
 use crate::timeline::fragment::ChartState;
 use crate::timeline::input::{
-    drag_mode, key_action, range_from_drag, reveal, show, to_match, view_after, wheel, Drag,
-    DragMode, KeyAction, Nav,
+    key_action, reveal, show, to_match, view_after, wheel, DragMode, KeyAction, Nav,
 };
 use crate::timeline::lanes::{Lanes, SpanExtent};
 use crate::timeline::layout::{ChartLayout, AXIS_PX, LANE_PX};
@@ -34,11 +33,13 @@ use crate::timeline::minimap::{tooltip_position, view_for_minimap_click};
 use crate::timeline::palette::{
     colour_key, device_color, kind_name, merged_fill, pass_name, span_fill, Theme, PASS_LEGEND,
 };
+use crate::timeline::pointer::{Moved, Pointer};
 use crate::timeline::raster::Raster;
 use crate::timeline::scene::{
-    hit, scene, scroll_to_lane, Marks, Rows, SpanRef, SpanSource, MINIMAP_PX, SLOP_PX,
+    hit, scene, scroll_to_lane, Marks, Rows, SpanRef, SpanSource, MINIMAP_PX,
 };
 use crate::timeline::search::{matching_spans, merge_by_time, step_match};
+use crate::timeline::settle::Settle;
 
 /// Width the tooltip is assumed to have when placing it (its CSS `max-width`).
 const TOOLTIP_PX: f64 = 320.0;
@@ -250,21 +251,20 @@ pub fn FlameChart(
         })
     };
     let view_sig = RwSignal::new(layout.get_untracked().fit(1000.0));
-    // The axis bounds the view was last given.
-    let fitted = StoredValue::new(layout.with_untracked(|l| (l.start_ns, l.end_ns)));
+    // The axis bounds and width the window was last settled on.
+    let settle = StoredValue::new(Settle::new(
+        layout.with_untracked(|l| (l.start_ns, l.end_ns)),
+    ));
     // The group whose selection the details, F and the arrow keys use.
     let active = page.active;
     let hover: RwSignal<Option<Hover>> = RwSignal::new(None);
-    let drag: StoredValue<Option<Drag>> = StoredValue::new(None);
-    // A range being dragged: the press's canvas x.
-    let range_drag: StoredValue<Option<f64>> = StoredValue::new(None);
+    // A press, a drag or a range drag on the canvas.
+    let pointer = StoredValue::new(Pointer::default());
     let minimap_drag = StoredValue::new(false);
     let minimap_cache: StoredValue<MinimapCache> = StoredValue::new(None);
     // A strip of the chart's or the memory strip's pixels, kept between frames for its
     // allocation.
     let raster = StoredValue::new(Raster::new());
-    // Whether the view has been fitted to the canvas's real width yet.
-    let sized = StoredValue::new(false);
     let pending = StoredValue::new(Some(read_fragment()).filter(|s| s.files == files));
     // The chart's area (its scroll box) and how far its lanes are scrolled.
     let area_h = RwSignal::new(0.0f64);
@@ -438,21 +438,13 @@ pub fn FlameChart(
             let width = f64::from(canvas.client_width()).max(1.0);
             let l = layout.get();
             let view = view_sig.get();
-            if fitted.get_value() != (l.start_ns, l.end_ns) {
-                // An offset moved: the same window on the new axis (or all of it).
-                fitted.set_value((l.start_ns, l.end_ns));
-                view_sig.set(view.rebound(l.start_ns, l.end_ns));
-                return;
-            }
-            if !sized.get_value() {
-                // The first real width: the whole axis in it; this effect runs again.
-                sized.set_value(true);
-                view_sig.set(l.fit(width));
-                return;
-            }
-            if (view.width_px - width).abs() > 0.5 {
-                // Adopt a new width; this effect runs again with it.
-                view_sig.set(view.resized(width));
+            let bounds = (l.start_ns, l.end_ns);
+            if let Some(next) = settle
+                .try_update_value(|s| s.next(&view, bounds, width))
+                .flatten()
+            {
+                // A moved axis, the first real width or a new one: this effect runs again.
+                view_sig.set(next);
                 return;
             }
             if let Some(state) = pending.get_value() {
@@ -603,46 +595,39 @@ pub fn FlameChart(
             return;
         }
         let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
-        match drag_mode(ev.shift_key(), y) {
-            DragMode::Range => {
-                // No text selection while dragging a range with Shift.
-                ev.prevent_default();
-                if let Some(c) = canvas_ref.get_untracked() {
-                    let _ = c.focus();
-                }
-                range_drag.set_value(Some(x));
+        let (client_x, view) = (f64::from(ev.client_x()), view_sig.get_untracked());
+        let mode = pointer
+            .try_update_value(|p| p.down(ev.shift_key(), x, y, client_x, view))
+            .unwrap_or(DragMode::Pan);
+        if mode == DragMode::Range {
+            // No text selection while dragging a range with Shift.
+            ev.prevent_default();
+            if let Some(c) = canvas_ref.get_untracked() {
+                let _ = c.focus();
             }
-            DragMode::Pan => drag.set_value(Some(Drag::new(
-                f64::from(ev.client_x()),
-                view_sig.get_untracked(),
-            ))),
         }
     };
     let on_move = {
         let span_at = span_at.clone();
         move |ev: web_sys::MouseEvent| {
             let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
-            if let Some(press) = range_drag.get_value() {
-                if (x - press).abs() >= SLOP_PX {
-                    let r = range_from_drag(&view_sig.get_untracked(), press, x);
+            let view = view_sig.get_untracked();
+            let moved = pointer.try_update_value(|p| p.moved(x, f64::from(ev.client_x()), &view));
+            match moved {
+                Some(Moved::Range(Some(r))) => {
                     if page.range.get_untracked() != Some(r) {
                         page.range.set(Some(r));
                     }
                 }
-                return;
-            }
-            if let Some(mut d) = drag.get_value() {
-                let panned = d.to(f64::from(ev.client_x()));
-                drag.set_value(Some(d));
-                if let Some(v) = panned {
+                Some(Moved::Range(None)) | None => {}
+                Some(Moved::Panned(v)) => {
                     view_sig.set(v);
                     if hover.get_untracked().is_some() {
                         hover.set(None);
                     }
-                    return;
                 }
+                Some(Moved::Hover) => hover.set(span_at(x, y).map(|span| Hover { x, y, span })),
             }
-            hover.set(span_at(x, y).map(|span| Hover { x, y, span }));
         }
     };
     let on_up = {
@@ -650,23 +635,13 @@ pub fn FlameChart(
         let select = select.clone();
         move |ev: web_sys::MouseEvent| {
             let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
-            if let Some(press) = range_drag.get_value() {
-                range_drag.set_value(None);
-                if (x - press).abs() < SLOP_PX {
-                    // A Shift+click without a drag selects as a click does.
-                    select(span_at(x, y));
-                }
-                return;
-            }
-            if drag.get_value().is_some_and(|d| d.is_click()) {
+            if pointer.try_update_value(|p| p.up(x)) == Some(true) {
                 select(span_at(x, y));
             }
-            drag.set_value(None);
         }
     };
     let on_leave = move |_| {
-        drag.set_value(None);
-        range_drag.set_value(None);
+        pointer.update_value(Pointer::leave);
         hover.set(None);
     };
     let on_key = {
