@@ -13,7 +13,7 @@ use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::chart_paint::{paint, paint_memory, paint_minimap, MinimapCache, MEMORY_PX};
+use super::chart_paint::{MinimapCache, MEMORY_PX};
 use super::{read_fragment, PageState};
 use crate::model::spans::{navigate, SpanMove};
 use crate::timeline::input::{
@@ -21,19 +21,20 @@ use crate::timeline::input::{
 };
 use crate::timeline::lanes::Lanes;
 use crate::timeline::layout::{ChartLayout, AXIS_PX, LANE_PX};
-use crate::timeline::memory_curve::DeviceCurve;
 use crate::timeline::minimap::view_for_minimap_click;
-use crate::timeline::palette::{device_color, merged_fill, Theme};
+use crate::timeline::palette::{device_color, Theme};
 use crate::timeline::pointer::{Moved, Pointer};
 use crate::timeline::raster::Raster;
-use crate::timeline::scene::{hit, scene, scroll_to_lane, Marks, Rows, SpanRef, MINIMAP_PX};
+use crate::timeline::scene::{hit, scroll_to_lane, Rows, SpanRef, MINIMAP_PX};
 use crate::timeline::search::{matching_spans, merge_by_time, step_match};
 use crate::timeline::settle::Settle;
 
+mod frame;
 mod groups;
 mod legend;
 mod url;
 
+use frame::{paint_frame, Frame};
 use groups::{keys_of, Source};
 pub use groups::{ChartGroup, Colours};
 use legend::{memory_legend, tooltip};
@@ -318,13 +319,6 @@ pub fn FlameChart(
                     return;
                 }
             }
-            let theme = theme.get();
-            let src = Source {
-                groups: &groups,
-                colours: &colours,
-                keys: &keys,
-                theme,
-            };
             let selected: Vec<SpanRef> = groups
                 .iter()
                 .enumerate()
@@ -333,26 +327,27 @@ pub fn FlameChart(
             let highlighted: Vec<Arc<Vec<u32>>> =
                 groups.iter().map(|x| x.ctx.highlighted.get()).collect();
             let hl: Vec<&[u32]> = highlighted.iter().map(|h| h.as_slice()).collect();
-            let labels: Vec<&str> = groups.iter().map(|x| x.label.as_str()).collect();
-            let marks = Marks {
-                highlighted: &hl,
+            let frame = Frame {
+                groups: &groups,
+                colours: &colours,
+                keys: &keys,
+                theme: theme.get(),
+                layout: &l,
+                view: &view,
+                rows: Rows::new(&l, scroll_top.get(), height),
                 selected: &selected,
-                range: page.range.get().map(|(s, e)| (s as f64, e as f64)),
+                highlighted: &hl,
+                range: page.range.get(),
             };
-            let rows = Rows::new(&l, scroll_top.get(), height);
-            let s = scene(&l, &src, &labels, &view, rows, marks, merged_fill(theme));
-            raster.update_value(|raster| paint(&canvas, &s, theme, raster));
-            paint_minimap(&minimap, &l, &src, theme, &view, minimap_cache);
-            if let Some(memory) = memory_ref.get() {
-                let curves: Vec<(usize, &DeviceCurve)> = groups
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(g, x)| x.ctx.model.memory_curves.iter().map(move |c| (g, c)))
-                    .collect();
-                raster.update_value(|raster| {
-                    paint_memory(&memory, &curves, &l, &view, theme, raster)
-                });
-            }
+            let memory = memory_ref.get();
+            paint_frame(
+                &frame,
+                &canvas,
+                &minimap,
+                memory.as_ref(),
+                raster,
+                minimap_cache,
+            );
         });
     }
     // Show a range when a table, the details or a panel asks for it (in the group's time),
