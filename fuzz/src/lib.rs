@@ -17,7 +17,7 @@ use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
 use candle_trace_schema::format::diagnostics::{sort_diagnostics, Diagnostic};
 use candle_trace_schema::format::document::TraceDocument;
-use candle_trace_schema::format::profile::ProfileDocument;
+use candle_trace_schema::format::profile::{engine_of, ProfileDocument};
 
 /// Most split points a chunked input may ask for.
 pub const MAX_CUTS: usize = 8;
@@ -211,8 +211,14 @@ pub fn exercise_profile(doc: &ProfileDocument, file: &[u8]) {
     assert_eq!(summary.request_count, requests.len() as u64);
     assert_eq!(summary.event_count, doc.records.len() as u64);
     assert!(summary.invalid_event_count <= summary.event_count);
+    // Every event is one request's or, when it names an engine, the engine's.
+    let engine_events = doc
+        .records
+        .iter()
+        .filter(|r| engine_of(r).is_some())
+        .count() as u64;
     assert_eq!(
-        requests.iter().map(|r| r.event_count).sum::<u64>(),
+        requests.iter().map(|r| r.event_count).sum::<u64>() + engine_events,
         summary.event_count
     );
     let latency = doc.latency();

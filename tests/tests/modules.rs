@@ -780,3 +780,100 @@ fn span_queries_name_each_span_by_its_module() {
     let (_, text, _) = cli(&["query", &plain.to_string_lossy(), "--kind", "slowest"]);
     assert!(!text.lines().next().unwrap().contains("module"), "{text}");
 }
+
+#[test]
+fn span_queries_key_a_weightless_module_span_by_what_it_holds() {
+    // A Llama-style layer: `block` > (`attn` > q_proj, k_proj), `mlp` > up_proj, down_proj; only
+    // the linears own weights. block is keyed `model.layers.3` (the common prefix, by whole
+    // segments, of its linears), attn `model.layers.3.self_attn`, mlp `model.layers.3.mlp`.
+    let span = |id: &str, parent: &str, name: &str, start: u64, module: Option<&str>| {
+        let module = module.map_or(String::new(), |m| format!(r#","module":"{m}""#));
+        format!(
+            r#"{{"kind":"span_start","id":"{id}","name":"{name}","start_ns":{start},"span_kind":"module","parent_id":"{parent}","step":"forward"{module}}}"#
+        )
+    };
+    let end = |id: &str, d: u64| format!(r#"{{"kind":"span_end","id":"{id}","duration_ns":{d}}}"#);
+    let lines = [
+        String::from(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2026-01-01T00:00:00Z","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+        ),
+        String::from(
+            r#"{"kind":"span_start","id":"f","name":"forward","start_ns":0,"span_kind":"function","step":"forward","measured":true}"#,
+        ),
+        span("b", "f", "block", 10, None),
+        span("a", "b", "attn", 20, None),
+        span(
+            "q",
+            "a",
+            "linear",
+            30,
+            Some("model.layers.3.self_attn.q_proj"),
+        ),
+        span(
+            "k",
+            "a",
+            "linear",
+            60,
+            Some("model.layers.3.self_attn.k_proj"),
+        ),
+        span("m", "b", "mlp", 100, None),
+        span("u", "m", "linear", 105, Some("model.layers.3.mlp.up_proj")),
+        span(
+            "d",
+            "m",
+            "linear",
+            120,
+            Some("model.layers.3.mlp.down_proj"),
+        ),
+        end("d", 40),
+        end("u", 10),
+        end("m", 60),
+        end("k", 20),
+        end("q", 20),
+        end("a", 70),
+        end("b", 900),
+        end("f", 1000),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("block.trace6.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let trace = path.to_string_lossy();
+    let v = json_of(&["query", &trace, "--kind", "slowest", "--json"]);
+    let module: Vec<(&str, Value)> = v["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["module"].clone()))
+        .collect();
+    // Slowest first: forward 1000 (no module: a function span), block 900, attn 70, mlp 60,
+    // down_proj 40, then q_proj and k_proj (20 each, by start), up_proj 10.
+    assert_eq!(
+        module,
+        [
+            ("forward", Value::Null),
+            ("block", json!("model.layers.3")),
+            ("attn", json!("model.layers.3.self_attn")),
+            ("mlp", json!("model.layers.3.mlp")),
+            ("linear", json!("model.layers.3.mlp.down_proj")),
+            ("linear", json!("model.layers.3.self_attn.q_proj")),
+            ("linear", json!("model.layers.3.self_attn.k_proj")),
+            ("linear", json!("model.layers.3.mlp.up_proj")),
+        ]
+    );
+    // The table shows the same keys, `–` only for the function span.
+    let (code, text, err) = cli(&["query", &trace, "--kind", "self"]);
+    assert_eq!(code, 0, "{err}");
+    let row = |first: &str| {
+        text.lines()
+            .find(|l| l.starts_with(first))
+            .unwrap_or_else(|| panic!("no {first} row in {text}"))
+            .to_string()
+    };
+    // block's self: 900 − 70 − 60 = 770 ns.
+    let block = row("forward/block ");
+    assert!(
+        block.contains(" model.layers.3 ") && block.contains("770 ns"),
+        "{block}"
+    );
+    assert!(row("forward ").contains(" – "), "{text}");
+}

@@ -1,5 +1,6 @@
 //! `query --kind slowest | self | edges | phases`: spans, their edges, and the phases they sum to.
 
+use candle_trace_schema::analysis::modules::{is_module_span, ModulePaths};
 use candle_trace_schema::analysis::phases::{module_pairs, phase_breakdown};
 use candle_trace_schema::analysis::spans::{edges_by_duration, span_path};
 use candle_trace_schema::analysis::units::format_ns;
@@ -22,9 +23,19 @@ fn pass_name(step: Option<Pass>) -> &'static str {
 }
 
 pub(super) fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, String) {
-    // A trace whose capture named modules by their weights shows each span's module beside
-    // its path (a `linear` span is `model.layers.1.self_attn.q_proj`).
+    // A trace whose capture named modules by their weights shows each module span's module
+    // beside its path, keyed as the modules query keys it: a `linear` span is
+    // `model.layers.1.self_attn.q_proj`, a `block` that owns no weight the common prefix of
+    // what it holds (`model.layers.1`).
     let named = doc.spans.iter().any(|s| s.module.is_some());
+    let paths = named.then(|| ModulePaths::new(doc));
+    let module_of = |i: usize| -> Option<&str> {
+        let s = &doc.spans[i];
+        s.module.as_deref().or_else(|| {
+            let key = paths.as_ref()?.path(i);
+            (is_module_span(s) && !key.is_empty()).then_some(key)
+        })
+    };
     let mut columns = vec![("span", Align::Left)];
     if named {
         columns.push(("module", Align::Left));
@@ -44,8 +55,9 @@ pub(super) fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, Stri
         let self_ns = doc.tree.self_ns[i];
         let path = span_path(doc, i);
         let mut cells = vec![path.clone()];
+        let module = module_of(i);
         if named {
-            cells.push(s.module.as_deref().unwrap_or("–").to_string());
+            cells.push(module.unwrap_or("–").to_string());
         }
         cells.extend([
             span_kind_name(s.span_kind).into(),
@@ -57,7 +69,7 @@ pub(super) fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, Stri
         ]);
         table.row(cells);
         rows.push(json!({
-            "id": s.id, "name": s.name, "path": path, "module": s.module,
+            "id": s.id, "name": s.name, "path": path, "module": module,
             "span_kind": span_kind_name(s.span_kind),
             "step": s.pass.map(|st| pass_name(Some(st))), "start_ns": s.start_ns,
             "duration_ns": s.duration_ns, "self_ns": self_ns, "depth": doc.tree.depth[i], "line": s.line,
