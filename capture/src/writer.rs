@@ -27,18 +27,27 @@
 //! the error. Producers never see it.
 
 use std::cell::RefCell;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rtrb::{Consumer, Producer, RingBuffer};
+use rtrb::{Producer, RingBuffer};
 
 use crate::error::CaptureError;
+
+mod output;
+mod rings;
+mod thread;
+
+pub use output::temporary_path;
+use output::Output;
+pub(crate) use output::Target;
+use rings::{Padded, Shared};
+use thread::run;
 
 /// Default number of events one thread's ring holds before new ones are dropped.
 pub const DEFAULT_QUEUE_CAPACITY: usize = 65_536;
@@ -113,124 +122,6 @@ pub(crate) trait Encode: Send + 'static {
         Self: Sized;
 }
 
-/// Where lines go, as configured by a builder.
-pub(crate) enum Target {
-    /// A file; with `atomic`, written as `path.tmp` and renamed by `finish()`.
-    Path { path: PathBuf, atomic: bool },
-    /// A caller-supplied writer.
-    Writer(Box<dyn Write + Send>),
-}
-
-impl std::fmt::Debug for Target {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Target::Path { path, atomic } => f
-                .debug_struct("Path")
-                .field("path", path)
-                .field("atomic", atomic)
-                .finish(),
-            Target::Writer(_) => f.write_str("Writer(..)"),
-        }
-    }
-}
-
-/// `P.tmp` for `P`: the name an atomic capture is written under until `finish()`.
-pub fn temporary_path(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_os_string();
-    name.push(".tmp");
-    PathBuf::from(name)
-}
-
-enum Output {
-    File {
-        file: BufWriter<File>,
-        /// The path being written.
-        written: PathBuf,
-        /// Where to rename it on `finish()`, for atomic captures.
-        publish_to: Option<PathBuf>,
-    },
-    Writer(BufWriter<Box<dyn Write + Send>>),
-}
-
-impl Output {
-    fn open(target: Target) -> Result<Output, CaptureError> {
-        match target {
-            Target::Path { path, atomic } => {
-                let written = if atomic {
-                    temporary_path(&path)
-                } else {
-                    path.clone()
-                };
-                let file = File::create(&written).map_err(|source| CaptureError::Open {
-                    path: written.clone(),
-                    source,
-                })?;
-                Ok(Output::File {
-                    file: BufWriter::with_capacity(BUFFER_BYTES, file),
-                    written,
-                    publish_to: atomic.then_some(path),
-                })
-            }
-            Target::Writer(w) => Ok(Output::Writer(BufWriter::with_capacity(BUFFER_BYTES, w))),
-        }
-    }
-
-    fn name(&self) -> String {
-        match self {
-            Output::File { written, .. } => written.display().to_string(),
-            Output::Writer(_) => String::from("writer"),
-        }
-    }
-
-    fn final_path(&self) -> Option<PathBuf> {
-        match self {
-            Output::File {
-                written,
-                publish_to,
-                ..
-            } => Some(publish_to.clone().unwrap_or_else(|| written.clone())),
-            Output::Writer(_) => None,
-        }
-    }
-
-    fn write_all(&mut self, line: &[u8]) -> io::Result<()> {
-        match self {
-            Output::File { file, .. } => file.write_all(line),
-            Output::Writer(w) => w.write_all(line),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Output::File { file, .. } => file.flush(),
-            Output::Writer(w) => w.flush(),
-        }
-    }
-
-    /// Make the bytes durable and, for an atomic capture, rename `P.tmp` to `P`.
-    fn publish(self) -> Result<(), CaptureError> {
-        let Output::File {
-            file,
-            written,
-            publish_to: Some(to),
-        } = self
-        else {
-            return Ok(());
-        };
-        let publish_error = |source| CaptureError::Publish {
-            from: written.clone(),
-            to: to.clone(),
-            source,
-        };
-        let file = file
-            .into_inner()
-            .map_err(|e| publish_error(e.into_error()))?;
-        file.sync_all().map_err(publish_error)?;
-        drop(file);
-        std::fs::rename(&written, &to).map_err(publish_error)
-    }
-}
-
 /// What producers and `flush()`/`finish()` tell the writer thread, besides the items
 /// themselves (those go through the rings).
 enum Msg {
@@ -296,150 +187,6 @@ macro_rules! local_rings {
     };
 }
 pub(crate) use local_rings;
-
-/// What the producers and the writer thread share. Producers read the first cache line on
-/// every push; the writer thread writes `counters` on every line, so they live apart (sharing
-/// one line made `closed`'s load cost more than the rest of a span).
-#[repr(C)]
-struct Shared<T> {
-    /// Distinguishes this writer's ring in a thread's [`LocalRings`].
-    id: u64,
-    /// Most items one thread's ring holds before new ones are dropped.
-    capacity: usize,
-    /// The writer thread is (about to be) blocked on the control channel: the next push must
-    /// wake it.
-    sleeping: AtomicBool,
-    /// `finish()` or drop has begun: pushes are discarded.
-    closed: AtomicBool,
-    /// The owner is in a region it measures: the writer thread leaves items in the rings (see
-    /// [`Writer::hold`]).
-    held: AtomicBool,
-    /// Consumer halves of rings that threads made since the writer thread last looked.
-    new_rings: Mutex<Vec<Consumer<T>>>,
-    counters: Padded<Counters>,
-}
-
-/// Starts on a cache-line pair of its own.
-#[repr(align(128))]
-#[derive(Debug, Default)]
-struct Padded<T>(T);
-
-impl<T> std::ops::Deref for Padded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-/// The writer thread's side: every thread's ring, drained in turn.
-struct Rings<T> {
-    consumers: Vec<HeldRing<T>>,
-    /// When the writer first left items in a ring because the writer is held (see
-    /// [`Writer::hold`]); `None` when it holds none.
-    holding_since: Option<Instant>,
-}
-
-/// One thread's ring on the writer thread's side.
-struct HeldRing<T> {
-    ring: Consumer<T>,
-    /// Items at the front of the ring already passed to [`Encode::sample`] and left there.
-    sampled: usize,
-}
-
-impl<T: Encode> Rings<T> {
-    fn new() -> Self {
-        Rings {
-            consumers: Vec::new(),
-            holding_since: None,
-        }
-    }
-
-    /// Take the consumer halves of rings that threads made since the last look.
-    ///
-    /// The list is taken out and the lock let go before anything allocates: growing
-    /// `consumers` frees its old block, a free the allocator may hand to the recorder from
-    /// this thread, whose first event makes a ring, which takes this lock. Held across the
-    /// growth, the lock deadlocked the writer, and then every thread freeing a host block.
-    fn adopt(&mut self, shared: &Shared<T>) {
-        let new = std::mem::take(
-            &mut *shared
-                .new_rings
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        );
-        self.consumers
-            .extend(new.into_iter().map(|ring| HeldRing { ring, sampled: 0 }));
-    }
-
-    /// Pass every item waiting in any ring to `each`, oldest first within each ring; forget
-    /// the rings of threads that have ended once they are empty. Returns how many there were.
-    fn drain(&mut self, shared: &Shared<T>, s: &mut State<'_>, encoder: &mut T::State) -> usize {
-        self.adopt(shared);
-        self.holding_since = None;
-        let mut n = 0;
-        self.consumers.retain_mut(|held| {
-            let ring = &mut held.ring;
-            held.sampled = 0;
-            let slots = ring.slots();
-            if slots > 0 {
-                if let Ok(chunk) = ring.read_chunk(slots) {
-                    n += slots;
-                    chunk
-                        .into_iter()
-                        .for_each(|item| s.write_item(item, encoder));
-                }
-            }
-            // The producer is dropped with its thread; what it pushed before is taken above.
-            !(ring.is_abandoned() && ring.is_empty())
-        });
-        T::pass_done(encoder);
-        n
-    }
-
-    /// One look at the rings while events flow: drain them (as [`drain`](Rings::drain)) unless
-    /// the writer is held, a ring is not yet [`HOLD_FRACTION`] full and the oldest item left
-    /// has waited less than [`HOLD_LIMIT`]. Items left in the rings are
-    /// [sampled](Encode::sample) once, when first seen; items drained because they had waited
-    /// [`HOLD_LIMIT`] are flushed at once. Returns how many items there were.
-    fn poll(&mut self, shared: &Shared<T>, s: &mut State<'_>, encoder: &mut T::State) -> usize {
-        self.adopt(shared);
-        let limit = (shared.capacity / HOLD_FRACTION).max(1);
-        let held = shared.held.load(Ordering::Acquire);
-        let too_full = self.consumers.iter().any(|h| h.ring.slots() >= limit);
-        let waited = self
-            .holding_since
-            .is_some_and(|since| since.elapsed() >= HOLD_LIMIT);
-        if !held || too_full || waited {
-            let n = self.drain(shared, s, encoder);
-            if held && waited {
-                s.flush();
-            }
-            return n;
-        }
-        let mut n = 0;
-        for held in &mut self.consumers {
-            let slots = held.ring.slots();
-            n += slots;
-            if slots <= held.sampled {
-                continue;
-            }
-            if let Ok(mut chunk) = held.ring.read_chunk(slots) {
-                // Not committed: the items stay in the ring for the drain.
-                let (first, second) = chunk.as_mut_slices();
-                first
-                    .iter_mut()
-                    .chain(second.iter_mut())
-                    .skip(held.sampled)
-                    .for_each(|item| item.sample(encoder));
-                held.sampled = slots;
-            }
-        }
-        if n > 0 && self.holding_since.is_none() {
-            self.holding_since = Some(Instant::now());
-        }
-        n
-    }
-}
 
 /// The producer side of a background writer.
 ///
@@ -726,209 +473,14 @@ impl<T: Encode> Drop for Writer<T> {
     }
 }
 
-struct State<'a> {
-    outputs: Vec<Output>,
-    error: Option<(String, io::Error)>,
-    counters: &'a Counters,
-    line: Vec<u8>,
-    dirty: bool,
-    last_flush: Instant,
-}
-
-impl State<'_> {
-    /// Write `line`, which holds `lines` lines (the last without its `\n`), and count them.
-    fn write_line(&mut self, lines: u64) {
-        self.line.push(b'\n');
-        if self.error.is_none() {
-            for output in &mut self.outputs {
-                if let Err(e) = output.write_all(&self.line) {
-                    self.error = Some((output.name(), e));
-                    break;
-                }
-            }
-            if self.error.is_none() {
-                self.counters.written.fetch_add(lines, Ordering::Relaxed);
-                self.counters
-                    .bytes
-                    .fetch_add(self.line.len() as u64, Ordering::Relaxed);
-                self.dirty = true;
-            }
-        }
-        self.line.clear();
-    }
-
-    fn write_item<T: Encode>(&mut self, item: T, state: &mut T::State) {
-        item.encode(&mut self.line, state);
-        if !self.line.is_empty() {
-            self.write_line(1 + T::extra_lines(state));
-        }
-    }
-
-    fn flush_if_due(&mut self) {
-        if self.dirty && self.last_flush.elapsed() >= FLUSH_INTERVAL {
-            self.flush();
-        }
-    }
-
-    fn flush(&mut self) {
-        self.dirty = false;
-        self.last_flush = Instant::now();
-        if self.error.is_some() {
-            return;
-        }
-        for output in &mut self.outputs {
-            if let Err(e) = output.flush() {
-                self.error = Some((output.name(), e));
-                return;
-            }
-        }
-    }
-}
-
-fn run<T: Encode>(
-    rx: Receiver<Msg>,
-    outputs: Vec<Output>,
-    framing: Framing,
-    shared: &Shared<T>,
-    mut encoder: T::State,
-) -> ThreadEnd {
-    let counters = &shared.counters;
-    let mut s = State {
-        outputs,
-        error: None,
-        counters,
-        line: Vec::with_capacity(512),
-        dirty: false,
-        last_flush: Instant::now(),
-    };
-    if let Some(header) = framing.header {
-        s.line = header;
-        s.write_line(1);
-        // The header is on disk before any event: a reader can identify the file at once.
-        s.flush();
-    }
-    let mut rings = Rings::new();
-    // Acts on one control message; false on `Shutdown`.
-    macro_rules! control {
-        ($msg:expr) => {
-            match $msg {
-                Msg::Wake => true,
-                Msg::Flush(ack) => {
-                    rings.drain(shared, &mut s, &mut encoder);
-                    s.flush();
-                    let _ = ack.send(());
-                    true
-                }
-                Msg::Shutdown => false,
-            }
-        };
-    }
-    // Polling while events flow: a producer never has a sleeping thread to wake (a futex call
-    // costing more than the span itself). After `IDLE_POLLS` empty polls the thread says it is
-    // sleeping, looks at the rings once more, and blocks on the control channel until a push
-    // wakes it (or the next flush is due), so an idle recorder costs nothing.
-    let mut idle_polls = 0u32;
-    'run: loop {
-        loop {
-            match rx.try_recv() {
-                Ok(msg) => {
-                    if !control!(msg) {
-                        break 'run;
-                    }
-                }
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => break 'run,
-            }
-        }
-        let received = rings.poll(shared, &mut s, &mut encoder);
-        s.flush_if_due();
-        if received > 0 {
-            idle_polls = 0;
-        } else {
-            idle_polls += 1;
-        }
-        if idle_polls < IDLE_POLLS {
-            // Waiting on the control channel rather than sleeping: a `flush` (or `finish`) is
-            // answered at once, not at the end of the poll interval.
-            match rx.recv_timeout(POLL_INTERVAL) {
-                Ok(msg) => {
-                    if !control!(msg) {
-                        break 'run;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break 'run,
-            }
-            continue;
-        }
-        shared.sleeping.store(true, Ordering::SeqCst);
-        std::sync::atomic::fence(Ordering::SeqCst);
-        // A producer that pushed while the store above was on its way may not have seen it and
-        // will not wake us. The first wait is therefore short: the drain after it takes such an
-        // event. Any push after that sees `sleeping` (or finds it already cleared by a push that
-        // sent `Wake`).
-        let mut waits = 0u32;
-        let msg = loop {
-            if rings.poll(shared, &mut s, &mut encoder) > 0 {
-                break None;
-            }
-            s.flush_if_due();
-            let flush_due = s
-                .dirty
-                .then(|| FLUSH_INTERVAL.saturating_sub(s.last_flush.elapsed()));
-            let wait = if waits == 0 {
-                Some(flush_due.map_or(NAP, |due| due.min(NAP)))
-            } else {
-                flush_due
-            };
-            waits += 1;
-            let Some(wait) = wait else {
-                match rx.recv() {
-                    Ok(msg) => break Some(msg),
-                    Err(_) => break 'run,
-                }
-            };
-            match rx.recv_timeout(wait) {
-                Ok(msg) => break Some(msg),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break 'run,
-            }
-        };
-        shared.sleeping.store(false, Ordering::Relaxed);
-        idle_polls = 0;
-        if let Some(msg) = msg {
-            if !control!(msg) {
-                break;
-            }
-        }
-    }
-    // Everything pushed before `closed` was set (and possibly a little after) is written.
-    rings.drain(shared, &mut s, &mut encoder);
-    let closing = framing
-        .closing
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .take();
-    if let Some(closing) = closing {
-        s.line = closing;
-        s.write_line(1);
-    }
-    let dropped = counters.dropped.load(Ordering::Relaxed);
-    let written = counters.written.load(Ordering::Relaxed);
-    if let Some(trailer) = (framing.trailer)(dropped, written) {
-        s.line = trailer;
-        s.write_line(1);
-    }
-    s.flush();
-    ThreadEnd {
-        outputs: s.outputs,
-        error: s.error,
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::output::State;
+    use super::rings::Rings;
     use super::*;
+    use std::io::BufWriter;
+    use std::io::Write;
+    use std::path::Path;
 
     struct Text(&'static str);
     impl Encode for Text {

@@ -6,7 +6,6 @@
 use candle_trace_fuzz::{
     assert_same_trace, chunks, exercise_profile, exercise_trace, read_any, split_input,
 };
-use candle_trace_schema::format::chrome::read_chrome;
 use candle_trace_schema::format::detect::{detect, AnyDocument, Detection};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::jsonl::strip_bom;
@@ -24,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
     match (&streamed, &whole) {
         (AnyDocument::Trace(s), AnyDocument::Trace(w)) if s.chrome.is_some() => {
             assert_same_trace(s, w);
-            assert_eq!(s.diagnostics, read_chrome(strip_bom(file)).diagnostics);
+            assert_eq!(s.diagnostics, TraceDocument::from_chrome(strip_bom(file)).diagnostics);
             exercise_trace(s, strip_bom(file));
         }
         (AnyDocument::Trace(s), AnyDocument::Trace(w)) => {

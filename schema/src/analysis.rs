@@ -7,11 +7,13 @@
 pub mod compare;
 pub mod coverage;
 pub mod findings;
+pub mod finish;
 pub mod flops;
 pub mod gate;
 pub mod gradients;
 pub mod histogram;
 pub mod iterations;
+pub mod memory;
 pub mod module_tree;
 pub mod modules;
 pub mod ops;

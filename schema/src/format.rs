@@ -1,10 +1,12 @@
 //! The formats as written: the trace/6 events and the inference profile's events, the JSONL
 //! framing, the readers that keep every valid line and report every bad one with its line
-//! number, the documents they build (with the span tree and the memory timeline assembled while
-//! reading), format detection, and the Chrome Trace Event JSON import and export.
+//! number, the documents they build (with the span tree laid out while reading), format
+//! detection, and the Chrome Trace Event JSON import and export.
 //!
 //! Nothing here names [`analysis`](crate::analysis): the analyses read these documents, never the
-//! reverse (`cargo xtask deps` checks it).
+//! reverse (`cargo xtask deps` checks it). The numbers a document carries from the moment it is
+//! read (self time, the memory profile) are computed by the readers' `finish`, which
+//! [`analysis::finish`](crate::analysis::finish) defines.
 
 pub mod chrome;
 pub mod detect;

@@ -51,6 +51,8 @@ extern crate std;
 
 pub mod analysis;
 pub mod format;
+#[cfg(test)]
+mod test_lines;
 
 // The types most programs need, at the root; the two trees hold the rest.
 pub use analysis::compare::{compare, TraceComparison};

@@ -6,7 +6,7 @@
 
 use candle_trace_schema::analysis::spans::span_path;
 use candle_trace_schema::format::chrome::export::trace_to_chrome;
-use candle_trace_schema::format::chrome::{read_chrome, ChromeReader};
+use candle_trace_schema::format::chrome::ChromeReader;
 use candle_trace_schema::format::document::TraceDocument;
 use proptest::prelude::*;
 
@@ -92,7 +92,7 @@ proptest! {
         let mut bytes = b"[".to_vec();
         bytes.extend_from_slice(&tail);
         let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
-        let doc = read_chrome(&bytes);
+        let doc = TraceDocument::from_chrome(&bytes);
         prop_assert!(doc.diagnostics.iter().all(|d| d.line >= 1 && d.line <= lines));
     }
 
@@ -106,7 +106,7 @@ proptest! {
         let text = trace_to_chrome(&doc);
         // Cut the file anywhere: the import of a prefix must not depend on chunk boundaries.
         let bytes = &text.as_bytes()[..cut.min(text.len())];
-        let whole = read_chrome(bytes);
+        let whole = TraceDocument::from_chrome(bytes);
         let mut r = ChromeReader::new();
         for c in bytes.chunks(chunk) {
             r.push(c);

@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, HashMap};
 
 use candle_trace_cli::run;
 use candle_trace_schema::format::chrome::export::{profile_to_chrome, trace_to_chrome};
-use candle_trace_schema::format::chrome::read_chrome;
 use candle_trace_schema::format::detect::{AnyDocument, AnyReader};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::profile::read_profile;
@@ -219,7 +218,7 @@ fn exported_traces_are_valid_for_perfetto_and_import_back_unchanged() {
         let text = trace_to_chrome(&doc);
         let problems = perfetto_problems(&text);
         assert!(problems.is_empty(), "{name}: {problems:#?}");
-        let back = read_chrome(text.as_bytes());
+        let back = TraceDocument::from_chrome(text.as_bytes());
         assert!(!back.is_untrusted(), "{name}: {:?}", back.diagnostics);
         assert_eq!(
             back.meta.as_ref().map(|m| &m.event),
@@ -267,7 +266,7 @@ fn imported_chrome_files_export_and_import_back() {
         let doc = trace(name);
         let text = trace_to_chrome(&doc);
         assert!(perfetto_problems(&text).is_empty(), "{name}");
-        let back = read_chrome(text.as_bytes());
+        let back = TraceDocument::from_chrome(text.as_bytes());
         assert_eq!(slices(&back, 0), slices(&doc, 0), "{name}");
         assert_eq!(back.summary(), doc.summary(), "{name}");
     }
@@ -293,7 +292,7 @@ fn overlapping_spans_go_to_overflow_tracks() {
         text.contains(r#""name":"thread_name","args":{"name":"spans (overlap 1)"}"#),
         "{text}"
     );
-    let back = read_chrome(text.as_bytes());
+    let back = TraceDocument::from_chrome(text.as_bytes());
     assert_eq!(slices(&back, 0), slices(&doc, 0));
 }
 
@@ -303,7 +302,7 @@ fn exported_profiles_are_valid_for_perfetto() {
     let text = profile_to_chrome(&doc);
     let problems = perfetto_problems(&text);
     assert!(problems.is_empty(), "{problems:#?}");
-    let back = read_chrome(text.as_bytes());
+    let back = TraceDocument::from_chrome(text.as_bytes());
     assert!(!back.is_untrusted(), "{:?}", back.diagnostics);
     let c = back.chrome.as_ref().unwrap();
     let labels: Vec<String> = c.tracks.iter().map(|t| t.label()).collect();

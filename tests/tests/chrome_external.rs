@@ -5,7 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
-use candle_trace_schema::format::chrome::read_chrome;
 use candle_trace_schema::format::diagnostics::{Category, Severity};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::tracks::SkippedPhase;
@@ -13,7 +12,7 @@ use candle_trace_tests::fixtures_dir;
 
 fn read(name: &str) -> TraceDocument {
     let path = fixtures_dir().join("chrome_external").join(name);
-    read_chrome(&std::fs::read(path).unwrap())
+    TraceDocument::from_chrome(&std::fs::read(path).unwrap())
 }
 
 fn spans(doc: &TraceDocument) -> Vec<(&str, u64, Option<u64>, Option<&str>)> {

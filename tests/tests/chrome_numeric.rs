@@ -3,8 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expectation is the report
 
-use candle_trace_schema::format::chrome::read_chrome;
 use candle_trace_schema::format::diagnostics::{Category, Severity};
+use candle_trace_schema::TraceDocument;
 use candle_trace_tests::fixtures_dir;
 
 /// `chrome_numeric_strings.chrome.json`, worked by hand: the earliest event is `step` at
@@ -15,7 +15,7 @@ use candle_trace_tests::fixtures_dir;
 #[test]
 fn chrome_numeric_strings_are_microseconds_and_other_strings_errors() {
     let bytes = std::fs::read(fixtures_dir().join("chrome_numeric_strings.chrome.json")).unwrap();
-    let doc = read_chrome(&bytes);
+    let doc = TraceDocument::from_chrome(&bytes);
     let by_name = |n: &str| doc.spans.iter().find(|s| s.name == n).unwrap();
     let step = by_name("step");
     assert_eq!((step.start_ns, step.duration_ns), (0, Some(400_500)));

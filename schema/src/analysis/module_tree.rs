@@ -613,9 +613,8 @@ pub fn profile_tree(requests: &[RequestModules]) -> ModuleTree {
 mod tests {
     use super::*;
     use crate::format::profile::read_profile;
+    use crate::test_lines::META;
     use alloc::format;
-
-    const META: &str = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#;
 
     /// Lines of a trace: spans get ids `s0`, `s1` … and start 10 ns apart.
     struct Lines {

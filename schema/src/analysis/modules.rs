@@ -556,9 +556,8 @@ pub fn op_rows_by_path(doc: &TraceDocument, paths: &ModulePaths) -> Vec<OpPathRo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_lines::META;
     use alloc::format;
-
-    const META: &str = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#;
 
     /// A document builder: spans get ids `s0`, `s1` ... in call order, start times increasing.
     struct Doc {

@@ -201,35 +201,12 @@ pub(crate) fn sort_pairs(rows: &mut [ModulePair]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_lines::{end, read, start_named as start, META};
 
     fn doc(lines: &[&str]) -> TraceDocument {
-        let mut text = String::from(concat!(
-            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","#,
-            r#""entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"#,
-            r#""device":"cpu","timing_mode":"host","tags":{}}"#,
-            "\n"
-        ));
-        for l in lines {
-            text.push_str(l);
-            text.push('\n');
-        }
-        TraceDocument::from_bytes(text.as_bytes())
-    }
-
-    fn start(id: &str, parent: Option<&str>, name: &str, kind: &str, step: Option<&str>) -> String {
-        let mut s = alloc::format!(
-            r#"{{"kind":"span_start","id":"{id}","name":"{name}","start_ns":0,"span_kind":"{kind}""#
-        );
-        if let Some(p) = parent {
-            s.push_str(&alloc::format!(r#","parent_id":"{p}""#));
-        } else {
-            s.push_str(r#","measured":true"#);
-        }
-        if let Some(st) = step {
-            s.push_str(&alloc::format!(r#","step":"{st}""#));
-        }
-        s.push('}');
-        s
+        let mut all = alloc::vec![META];
+        all.extend_from_slice(lines);
+        read(&all)
     }
 
     /// (path, forward count, forward ns, backward count, backward ns) per row.
@@ -239,10 +216,6 @@ mod tests {
             (p.path.as_str(), fc, fns, p.backward_count, p.backward_ns)
         }
         pairs.iter().map(row).collect()
-    }
-
-    fn end(id: &str, ns: u64) -> String {
-        alloc::format!(r#"{{"kind":"span_end","id":"{id}","duration_ns":{ns}}}"#)
     }
 
     #[test]

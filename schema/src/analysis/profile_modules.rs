@@ -17,7 +17,7 @@
 //!   the engine's id (their `request_id`), by `iteration`, as forward calls of `forward`
 //!   `iteration` timed by the iteration event's duration, so a forward that served several
 //!   requests counts its spans once; a row's `requests` then counts the engine as one.
-//! - Within a forward call the spans are laid out by [`SpanTree`] (a `parent_span_id` naming no
+//! - Within a forward call the spans are laid out by [`SpanTree`](crate::format::spans::SpanTree) (a `parent_span_id` naming no
 //!   span of the call, or a cycle, makes the span a root; siblings are ordered by start time,
 //!   then file order) and keyed by [`ModulePaths`] (names mode when a span of that call has a
 //!   `module`), so every forward call of one model gives the same keys and its calls add up per
@@ -43,13 +43,13 @@ use serde_json::Value;
 
 use crate::analysis::coverage::{union_ns, Coverage};
 use crate::analysis::modules::{is_module_span, ModuleGrouping, ModulePaths};
+use crate::analysis::spans::span_tree;
 use crate::format::events::{CompactString, SpanKind};
 use crate::format::profile::{
     attribute, engine_of, is_module_event, EventKind, ProfileDocument, ProfileRecord,
     ITERATION_PHASE,
 };
 use crate::format::records::Span;
-use crate::format::spans::SpanTree;
 
 /// One module span of a forward call, with its module key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -227,7 +227,7 @@ fn name_paths(spans: &mut [ModuleSpan]) -> u64 {
     for (i, s) in as_spans.iter().enumerate() {
         index.entry(s.id.as_str()).or_insert(i);
     }
-    let (tree, _) = SpanTree::build(&as_spans, |_, id| index.get(id).copied());
+    let (tree, _) = span_tree(&as_spans, |_, id| index.get(id).copied());
     let paths = ModulePaths::of_tree(&as_spans, &tree);
     for (i, s) in spans.iter_mut().enumerate() {
         s.path = paths.path(i).to_string();

@@ -1,4 +1,8 @@
-//! Spans ranked by duration or self time, edges ranked by duration, and a span's name path.
+//! Self time, spans ranked by duration or self time, edges ranked by duration, and a span's name
+//! path.
+//!
+//! Self time = duration − sum of the direct children's durations in the layout tree, saturating
+//! at 0; an unclosed span has duration 0.
 //!
 //! Every ranking is largest first with ties in file order (a total order), and a limited ranking
 //! is exactly the head of the full one.
@@ -6,9 +10,37 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use crate::format::diagnostics::Diagnostic;
 use crate::format::document::TraceDocument;
 use crate::format::events::Edge;
-use crate::format::records::Lined;
+use crate::format::records::{Lined, Span};
+use crate::format::spans::SpanTree;
+
+/// The span tree of `spans` with every span's self time; `resolve(i, parent_id)` resolves span
+/// `i`'s `parent_id` to an index (`None` when no span has that id). Returns the diagnostics for
+/// dangling parents and cycles.
+pub fn span_tree(
+    spans: &[Span],
+    resolve: impl Fn(usize, &str) -> Option<usize>,
+) -> (SpanTree, Vec<Diagnostic>) {
+    let (mut tree, diagnostics) = SpanTree::layout(spans, resolve);
+    tree.self_ns = self_times(spans, &tree);
+    (tree, diagnostics)
+}
+
+/// Self time of each span of `spans` laid out as `tree` (see the [module](self)).
+pub fn self_times(spans: &[Span], tree: &SpanTree) -> Vec<u64> {
+    (0..spans.len())
+        .map(|i| {
+            let children: u64 = tree
+                .children(i)
+                .iter()
+                .map(|&c| spans[c as usize].duration_or_zero())
+                .fold(0u64, u64::saturating_add);
+            spans[i].duration_or_zero().saturating_sub(children)
+        })
+        .collect()
+}
 
 /// An `edge` with its endpoints resolved to span indices.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,30 +123,10 @@ pub fn span_path(doc: &TraceDocument, i: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_lines::{end, read, start, META};
     use alloc::format;
     use alloc::string::ToString;
     use alloc::vec;
-
-    const META: &str = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":2,"warmup_steps":1,"device":"cpu","timing_mode":"host","tags":{}}"#;
-
-    fn start(id: &str, parent: Option<&str>, start_ns: u64, measured: bool) -> String {
-        let parent = parent
-            .map(|p| format!(r#""parent_id":"{p}","#))
-            .unwrap_or_default();
-        format!(
-            r#"{{"kind":"span_start","id":"{id}",{parent}"name":"n{id}","start_ns":{start_ns},"span_kind":"function","measured":{measured}}}"#
-        )
-    }
-
-    fn end(id: &str, duration_ns: u64) -> String {
-        format!(r#"{{"kind":"span_end","id":"{id}","duration_ns":{duration_ns}}}"#)
-    }
-
-    fn read(lines: &[String]) -> TraceDocument {
-        let mut text = lines.join("\n");
-        text.push('\n');
-        TraceDocument::from_bytes(text.as_bytes())
-    }
 
     #[test]
     fn top_spans_are_the_head_of_a_full_sort() {

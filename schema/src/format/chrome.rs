@@ -200,8 +200,9 @@ impl ChromeReader {
         self.scanner.push(chunk, &mut |s| state.scanned(s));
     }
 
-    /// End of file: B/E matching, nesting, the synthetic meta and root, the document.
-    pub fn finish(self) -> TraceDocument {
+    /// End of file: B/E matching, nesting, the synthetic meta and root, the document with its
+    /// span tree laid out ([`ChromeReader::finish`] adds self time).
+    pub(crate) fn read_to_end(self) -> TraceDocument {
         let ChromeReader { scanner, mut state } = self;
         let form = scanner.form().unwrap_or(ChromeForm::Array);
         let bytes_read = scanner.bytes_seen();
@@ -716,7 +717,7 @@ impl ReadState {
             origin_ns: origin,
             synthetic_root,
         };
-        let mut doc = TraceDocument::assemble(Lined::new(1, meta), spans, self.diagnostics);
+        let mut doc = TraceDocument::assemble_layout(Lined::new(1, meta), spans, self.diagnostics);
         doc.bytes_read = bytes_read;
         doc.chrome = Some(Box::new(import));
         doc
@@ -771,13 +772,6 @@ pub fn phase_name(ph: &str) -> &'static str {
         "V" | "v" => "memory dump",
         _ => "unknown phase",
     }
-}
-
-/// Read a whole in-memory Chrome JSON file.
-pub fn read_chrome(bytes: &[u8]) -> TraceDocument {
-    let mut r = ChromeReader::new();
-    r.push(bytes);
-    r.finish()
 }
 
 #[cfg(test)]
@@ -842,7 +836,7 @@ mod tests {
 {"ph":"X","name":"parent","ts":0.0004,"dur":1.0002,"pid":1,"tid":1},
 {"ph":"X","name":"child","ts":0.9,"dur":0.1006,"pid":1,"tid":1}
 ]"#;
-        let doc = read_chrome(text.as_bytes());
+        let doc = TraceDocument::from_chrome(text.as_bytes());
         assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
         let (parent, child) = (doc.span_index("e1").unwrap(), doc.span_index("e2").unwrap());
         assert_eq!(doc.spans[parent].duration_ns, Some(1001));
@@ -857,7 +851,7 @@ mod tests {
 {"ph":"B","name":"a","ts":-9000000000000000,"pid":1,"tid":1},
 {"ph":"E","ts":9000000000000000,"pid":1,"tid":1}
 ]"#;
-        let doc = read_chrome(text.as_bytes());
+        let doc = TraceDocument::from_chrome(text.as_bytes());
         let a = doc.span_index("e1").unwrap();
         assert_eq!(doc.spans[a].duration_ns, Some(i64::MAX as u64));
     }
@@ -877,7 +871,7 @@ not json,
 {"ph":"C","name":"mem","ts":7,"args":{"bytes":10,"label":"x"}},
 {"name":"noph"},
 {"ph":"X","name":"cut","ts":8,"dur":"#;
-        let doc = read_chrome(text.as_bytes());
+        let doc = TraceDocument::from_chrome(text.as_bytes());
         assert_eq!(
             diags(&doc),
             vec![
@@ -915,7 +909,7 @@ not json,
 {"ph":"X","name":"step","ts":0,"dur":10,"pid":1,"tid":1,"args":{"measured":true,"step":"forward","span_kind":"module"}},
 {"ph":"X","name":"mm","ts":1,"dur":2,"pid":1,"tid":1}
 ],"displayTimeUnit":"ns"}"#;
-        let doc = read_chrome(text.as_bytes());
+        let doc = TraceDocument::from_chrome(text.as_bytes());
         assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
         let s = doc.summary();
         assert_eq!((s.span_count, s.total_ns, s.max_depth), (2, 10_000, 1));
@@ -939,7 +933,7 @@ not json,
     fn partial_overlap_is_a_warning() {
         let text =
             r#"[{"ph":"X","name":"a","ts":0,"dur":10},{"ph":"X","name":"b","ts":5,"dur":10}]"#;
-        let doc = read_chrome(text.as_bytes());
+        let doc = TraceDocument::from_chrome(text.as_bytes());
         assert_eq!(
             diags(&doc),
             vec![(1, Severity::Warning, Category::InvalidValue)]

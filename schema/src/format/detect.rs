@@ -14,7 +14,7 @@
 //! - A UTF-8 byte-order mark is skipped.
 
 use crate::format::digest::TraceDigest;
-use crate::format::document::{Dropped, Keep};
+use crate::format::document::Keep;
 use crate::format::jsonl::strip_bom;
 use crate::format::jsonl::BOM;
 use serde::de::IgnoredAny;
@@ -293,13 +293,14 @@ impl Default for AnyReader {
     }
 }
 
-/// A finished read: a trace's document with what its reader counted instead of keeping, or
-/// any other document.
-enum Finished {
-    Trace(
-        alloc::boxed::Box<crate::format::document::TraceDocument>,
-        Dropped,
-    ),
+/// A file read to its end: a trace's read before its numbers are computed, or any other
+/// document.
+pub(crate) enum Finished {
+    /// A trace/6 file, its numbers not yet computed.
+    Trace(alloc::boxed::Box<crate::format::document::ReadOut>),
+    /// A Chrome JSON file, its span tree laid out.
+    Chrome(alloc::boxed::Box<crate::format::document::TraceDocument>),
+    /// Any other file, finished.
     Other(AnyDocument),
 }
 
@@ -394,24 +395,19 @@ impl AnyReader {
         };
     }
 
-    /// End of file.
-    pub fn finish(self) -> AnyDocument {
-        match self.finish_inner() {
-            Finished::Trace(doc, _) => AnyDocument::Trace(doc),
-            Finished::Other(doc) => doc,
-        }
-    }
-
-    fn finish_inner(mut self) -> Finished {
+    /// End of file, before [`analysis::finish`](crate::analysis::finish) computes the numbers
+    /// of a trace.
+    pub(crate) fn read_to_end(mut self) -> Finished {
         use crate::format::diagnostics::{Category, Diagnostic};
         self.decide(true);
         Finished::Other(match self.state {
             ReaderState::Trace(r) => {
-                let (doc, dropped) = r.finish_keeping();
-                return Finished::Trace(alloc::boxed::Box::new(doc), dropped);
+                return Finished::Trace(alloc::boxed::Box::new(r.read_to_end()))
             }
             ReaderState::Profile(r) => AnyDocument::Profile(r.finish()),
-            ReaderState::Chrome(r) => AnyDocument::Trace(alloc::boxed::Box::new(r.finish())),
+            ReaderState::Chrome(r) => {
+                return Finished::Chrome(alloc::boxed::Box::new(r.read_to_end()))
+            }
             ReaderState::Rejected(format, empty) => {
                 let message = match (format, empty) {
                     (_, true) => "the file is empty",
@@ -449,7 +445,7 @@ pub enum AnySummary {
 /// summary needs ([`crate::format::digest`]), every other format as [`AnyReader`] reads it.
 #[derive(Debug)]
 pub struct AnySummaryReader {
-    reader: AnyReader,
+    pub(crate) reader: AnyReader,
 }
 
 impl AnySummaryReader {
@@ -471,16 +467,6 @@ impl AnySummaryReader {
     /// Feed the next chunk.
     pub fn push(&mut self, chunk: &[u8]) {
         self.reader.push(chunk);
-    }
-
-    /// End of file.
-    pub fn finish(self) -> AnySummary {
-        match self.reader.finish_inner() {
-            Finished::Trace(doc, dropped) => {
-                AnySummary::Trace(alloc::boxed::Box::new(TraceDigest::new(*doc, dropped)))
-            }
-            Finished::Other(doc) => AnySummary::Document(doc),
-        }
     }
 }
 

@@ -21,7 +21,7 @@ use crate::format::spans::SpanTree;
 /// [`finish`](TraceDigestReader::finish).
 #[derive(Debug)]
 pub struct TraceDigestReader {
-    reader: TraceReader,
+    pub(crate) reader: TraceReader,
 }
 
 impl TraceDigestReader {
@@ -41,13 +41,6 @@ impl TraceDigestReader {
     /// Bytes pushed so far.
     pub fn bytes_read(&self) -> u64 {
         self.reader.bytes_read()
-    }
-
-    /// End of file: the same cross-record checks, span tree and memory profile as
-    /// [`TraceReader::finish`].
-    pub fn finish(self) -> TraceDigest {
-        let (doc, dropped) = self.reader.finish_keeping();
-        TraceDigest::new(doc, dropped)
     }
 }
 

@@ -34,11 +34,9 @@ use crate::format::events::{
 };
 use crate::format::jsonl::LineSplitter;
 use crate::format::memory::MemoryProfile;
+use crate::format::records::{Lined, MemoryFacts, Span};
 use crate::format::spans::SpanTree;
 use crate::format::table::{MemoryTable, OpTable};
-
-use crate::format::records::MemoryFacts;
-use crate::format::records::{Lined, Span};
 
 mod finish;
 mod growth;
@@ -71,9 +69,11 @@ pub struct TraceDocument {
     /// sources were on and how many events each produced. `None` for files written before it
     /// existed and for Chrome imports, which then say nothing about what was captured.
     pub capture_sources: Option<Lined<CaptureSources>>,
-    /// Parent/child layout, depth and self time of `spans`.
+    /// Parent/child layout, depth and self time of `spans` (self time computed by
+    /// [`analysis::spans::self_times`](crate::analysis::spans::self_times) at end of file).
     pub tree: SpanTree,
-    /// Memory profile of `memory` (and capacities from `device_memory`).
+    /// Memory profile of `memory` (and capacities from `device_memory`), computed by
+    /// [`analysis::memory`](crate::analysis::memory) at end of file.
     pub memory_profile: MemoryProfile,
     /// Everything wrong with the file, sorted by line.
     pub diagnostics: Vec<Diagnostic>,
@@ -88,13 +88,6 @@ pub struct TraceDocument {
 }
 
 impl TraceDocument {
-    /// Read a whole in-memory file.
-    pub fn from_bytes(bytes: &[u8]) -> Self {
-        let mut reader = TraceReader::new();
-        reader.push(bytes);
-        reader.finish()
-    }
-
     /// Make room for `n` more spans (and their ids) before appending them in batches.
     pub fn reserve_spans(&mut self, n: usize) {
         self.spans.reserve(n);
@@ -138,10 +131,13 @@ impl TraceDocument {
 }
 
 impl TraceDocument {
-    /// A document from already-decoded parts (the Chrome importer, the viewer's per-request
-    /// charts of a profile): span index, tree (with its diagnostics), the measured-span
-    /// warnings of SCHEMA.md, sorted diagnostics. Span ids must be unique.
-    pub fn assemble(meta: Lined<Meta>, spans: Vec<Span>, mut diagnostics: Vec<Diagnostic>) -> Self {
+    /// [`TraceDocument::assemble`] but for the span tree's self time, which
+    /// [`analysis::finish`](crate::analysis::finish) computes.
+    pub(crate) fn assemble_layout(
+        meta: Lined<Meta>,
+        spans: Vec<Span>,
+        mut diagnostics: Vec<Diagnostic>,
+    ) -> Self {
         let mut doc = TraceDocument {
             spans,
             ..TraceDocument::default()
@@ -166,7 +162,7 @@ impl TraceDocument {
         }
         let (tree, tree_diags) = {
             let resolve = doc.span_index.resolver(&doc.spans);
-            SpanTree::build(&doc.spans, |_, id| resolve(id))
+            SpanTree::layout(&doc.spans, |_, id| resolve(id))
         };
         doc.tree = tree;
         diagnostics.extend(tree_diags);
@@ -281,10 +277,19 @@ impl TraceReader {
         splitter.push(chunk, |line| self.line(line));
         self.splitter = splitter;
     }
-    /// End of file: cross-record checks, span tree, memory profile.
-    pub fn finish(self) -> TraceDocument {
-        self.finish_keeping().0
-    }
+}
+
+/// What a [`TraceReader`] read by the end of its file, before
+/// [`analysis::finish`](crate::analysis::finish) computes the numbers a document carries (self
+/// time, the memory profile) and sorts the diagnostics.
+#[derive(Debug)]
+pub(crate) struct ReadOut {
+    /// The document: every check done, the span tree laid out; diagnostics not yet sorted.
+    pub(crate) doc: TraceDocument,
+    /// What a [`Keep::Summary`] reader counted instead of keeping.
+    pub(crate) dropped: Dropped,
+    /// The `memory` records of a [`Keep::Summary`] reader; `None` when the document keeps them.
+    pub(crate) memory_facts: Option<Vec<MemoryFacts>>,
 }
 
 #[cfg(test)]
@@ -293,23 +298,9 @@ mod tests {
     use super::*;
     use crate::analysis::spans::span_path;
     use crate::format::events::TensorCategory;
+    use crate::test_lines::{end, read, start, META};
     use alloc::string::{String, ToString};
     use alloc::vec;
-
-    const META: &str = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":2,"warmup_steps":1,"device":"cpu","timing_mode":"host","tags":{}}"#;
-
-    fn start(id: &str, parent: Option<&str>, start_ns: u64, measured: bool) -> String {
-        let parent = parent
-            .map(|p| format!(r#""parent_id":"{p}","#))
-            .unwrap_or_default();
-        format!(
-            r#"{{"kind":"span_start","id":"{id}",{parent}"name":"n{id}","start_ns":{start_ns},"span_kind":"function","measured":{measured}}}"#
-        )
-    }
-
-    fn end(id: &str, duration_ns: u64) -> String {
-        format!(r#"{{"kind":"span_end","id":"{id}","duration_ns":{duration_ns}}}"#)
-    }
 
     fn mem(
         ts: u64,
@@ -322,12 +313,6 @@ mod tests {
         format!(
             r#"{{"kind":"memory","timestamp_ns":{ts},"tensor_id":"{tensor}","span_id":"root","device":"{device}","bytes":{bytes},"action":"{action}","dtype":"f32","category":"{category}"}}"#
         )
-    }
-
-    fn read(lines: &[String]) -> TraceDocument {
-        let mut text = lines.join("\n");
-        text.push('\n');
-        TraceDocument::from_bytes(text.as_bytes())
     }
 
     fn lines_of(doc: &TraceDocument) -> Vec<(u64, Severity, Category)> {

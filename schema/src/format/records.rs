@@ -85,7 +85,7 @@ pub(crate) struct MemoryFacts {
     pub(crate) category: TensorCategory,
 }
 
-/// What the memory replay (`memory::MemoryProfile`) reads of a `memory` record: a row of a
+/// What the memory replay ([`analysis::memory`](crate::analysis::memory)) reads of a `memory` record: a row of a
 /// document's [`MemoryTable`](crate::format::table::MemoryTable), or the [`MemoryFacts`] a
 /// summary read keeps. Strings live as long as the records they came from.
 pub(crate) trait MemoryRecord<'a> {

@@ -1,4 +1,6 @@
-//! The span tree: parents, children, depth and self time, built without recursion.
+//! The span tree's layout: parents, children and depth, built without recursion. Self time,
+//! the number a tree carries for each span, is computed by
+//! [`analysis::spans::self_times`](crate::analysis::spans::self_times) when a reader finishes.
 //!
 //! Layout rules where SCHEMA.md is silent:
 //! - A span whose `parent_id` names no span is an error and is laid out as a root (depth 0). It
@@ -7,8 +9,6 @@
 //!   member that appears first in the file; that member is laid out as a root and the rest of
 //!   the cycle hangs below it.
 //! - Children are ordered by `start_ns`, then by file order.
-//! - Self time = duration − sum of the direct children's durations, saturating at 0; an
-//!   unclosed span has duration 0.
 //!
 //! Everything is iterative, so a 100k-deep chain of spans needs no stack.
 
@@ -30,7 +30,7 @@ pub struct SpanTree {
     pub parent: Vec<Option<u32>>,
     /// Depth of each span: a root is 0, its child 1 ...
     pub depth: Vec<u32>,
-    /// Self time of each span in ns.
+    /// Self time of each span in ns ([`analysis::spans::self_times`](crate::analysis::spans::self_times)).
     pub self_ns: Vec<u64>,
     /// Spans laid out as roots, ordered by start time.
     pub roots: Vec<u32>,
@@ -60,10 +60,11 @@ pub struct SpanTreeParts {
 }
 
 impl SpanTree {
-    /// Build the tree; `resolve(i, parent_id)` resolves span `i`'s `parent_id` to an index
+    /// Lay the tree out; `resolve(i, parent_id)` resolves span `i`'s `parent_id` to an index
     /// (`None` when no span has that id). Returns the diagnostics for dangling parents and
-    /// cycles.
-    pub fn build(
+    /// cycles. `self_ns` is left empty for
+    /// [`analysis::spans::span_tree`](crate::analysis::spans::span_tree) to fill.
+    pub(crate) fn layout(
         spans: &[Span],
         resolve: impl Fn(usize, &str) -> Option<usize>,
     ) -> (Self, Vec<Diagnostic>) {
@@ -138,22 +139,11 @@ impl SpanTree {
             }
         }
 
-        let self_ns = (0..n)
-            .map(|i| {
-                let children: u64 = child_list
-                    [child_start[i] as usize..child_start[i + 1] as usize]
-                    .iter()
-                    .map(|&c| spans[c as usize].duration_or_zero())
-                    .fold(0u64, u64::saturating_add);
-                spans[i].duration_or_zero().saturating_sub(children)
-            })
-            .collect();
-
         (
             SpanTree {
                 parent,
                 depth,
-                self_ns,
+                self_ns: Vec::new(),
                 roots,
                 max_depth,
                 child_start,

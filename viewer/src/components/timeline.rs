@@ -7,188 +7,39 @@
 //! requests, so the tables and the details panel of a file talk to the chart as they always did.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use leptos::context::Provider;
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
-use candle_trace_schema::analysis::units::{format_bytes, format_ns};
-use candle_trace_schema::format::events::SpanKind;
-
-use super::chart_paint::{paint, paint_memory, paint_minimap, MinimapCache, MEMORY_PX};
-use super::details::SpanDetailsPanel;
-use super::{read_fragment, PageState, TraceContext};
+use super::chart_paint::{MinimapCache, MEMORY_PX};
+use super::{read_fragment, PageState};
 use crate::model::spans::{navigate, SpanMove};
-use crate::timeline::fragment::ChartState;
 use crate::timeline::input::{
-    drag_mode, key_action, range_from_drag, reveal, show, to_match, view_after, wheel, Drag,
-    DragMode, KeyAction, Nav,
+    key_action, reveal, show, to_match, view_after, wheel, DragMode, KeyAction, Nav,
 };
-use crate::timeline::lanes::{Lanes, SpanExtent};
+use crate::timeline::lanes::Lanes;
 use crate::timeline::layout::{ChartLayout, AXIS_PX, LANE_PX};
-use crate::timeline::memory_curve::DeviceCurve;
-use crate::timeline::minimap::{tooltip_position, view_for_minimap_click};
-use crate::timeline::palette::{
-    colour_key, device_color, kind_name, merged_fill, pass_name, span_fill, Theme, PASS_LEGEND,
-};
+use crate::timeline::minimap::view_for_minimap_click;
+use crate::timeline::palette::{device_color, Theme};
+use crate::timeline::pointer::{Moved, Pointer};
 use crate::timeline::raster::Raster;
-use crate::timeline::scene::{
-    hit, scene, scroll_to_lane, Marks, Rows, SpanRef, SpanSource, MINIMAP_PX, SLOP_PX,
-};
+use crate::timeline::scene::{hit, scroll_to_lane, Rows, SpanRef, MINIMAP_PX};
 use crate::timeline::search::{matching_spans, merge_by_time, step_match};
+use crate::timeline::settle::Settle;
 
-/// Width the tooltip is assumed to have when placing it (its CSS `max-width`).
-const TOOLTIP_PX: f64 = 320.0;
-/// The URL fragment is written once window and selection have not changed for this long.
-const FRAGMENT_DELAY: Duration = Duration::from_millis(250);
+mod frame;
+mod groups;
+mod legend;
+mod url;
 
-/// A span's fill: (group, span index, theme) → CSS colour.
-pub type FillFn = Arc<dyn Fn(usize, u32, Theme) -> &'static str + Send + Sync>;
-/// A span's colour key for level-of-detail merging: (group, span index) → key.
-pub type KeyFn = Arc<dyn Fn(usize, u32) -> u32 + Send + Sync>;
-
-/// How a chart colours spans.
-#[derive(Clone)]
-pub struct Colours {
-    /// Each span's fill.
-    pub fill: FillFn,
-    /// Each span's colour key: merged blocks of different keys are drawn grey.
-    pub key: KeyFn,
-}
-
-impl Colours {
-    /// By pass (hue) and kind (shade), the page's usual colours.
-    pub fn by_pass(groups: &Arc<Vec<ChartGroup>>) -> Self {
-        let (a, b) = (groups.clone(), groups.clone());
-        Colours {
-            fill: Arc::new(move |g, i, theme| {
-                a.get(g)
-                    .and_then(|x| x.ctx.model.doc.spans.get(i as usize))
-                    .map_or(merged_fill(theme), |s| {
-                        span_fill(s.pass, s.span_kind, theme)
-                    })
-            }),
-            key: Arc::new(move |g, i| {
-                b.get(g)
-                    .and_then(|x| x.ctx.model.doc.spans.get(i as usize))
-                    .map_or(0, |s| colour_key(s.pass, s.span_kind))
-            }),
-        }
-    }
-}
-
-/// One lane group: a name (its header row when there are several) and the file's context.
-#[derive(Clone)]
-pub struct ChartGroup {
-    /// Shown above the group's lanes.
-    pub label: String,
-    /// The file's model, selection, highlights and focus requests.
-    pub ctx: TraceContext,
-}
-
-impl ChartGroup {
-    /// A group with fresh signals for `model`.
-    pub fn new(label: String, model: Arc<crate::model::TraceModel>) -> Self {
-        ChartGroup {
-            label,
-            ctx: TraceContext {
-                model,
-                selected: RwSignal::new(None),
-                highlighted: RwSignal::new(Arc::new(Vec::new())),
-                focus: RwSignal::new(None),
-            },
-        }
-    }
-}
-
-/// Each group's spans' colour keys, computed once: level of detail asks for a key per span
-/// in view, a million times a frame when a million spans are in view.
-type Keys = Arc<Vec<Vec<u8>>>;
-
-fn keys_of(groups: &[ChartGroup], colours: &Colours) -> Keys {
-    Arc::new(
-        groups
-            .iter()
-            .enumerate()
-            .map(|(g, x)| {
-                (0..x.ctx.model.doc.spans.len() as u32)
-                    .map(|i| u8::try_from((colours.key)(g, i)).unwrap_or(u8::MAX))
-                    .collect()
-            })
-            .collect(),
-    )
-}
-
-/// The groups as [`SpanSource`] for one frame.
-struct Source<'a> {
-    groups: &'a [ChartGroup],
-    colours: &'a Colours,
-    keys: &'a [Vec<u8>],
-    theme: Theme,
-}
-
-impl SpanSource for Source<'_> {
-    fn lanes(&self, g: usize) -> Option<&Lanes> {
-        self.groups.get(g).map(|x| &x.ctx.model.lanes)
-    }
-    fn name(&self, g: usize, span: u32) -> &str {
-        self.groups
-            .get(g)
-            .and_then(|x| x.ctx.model.doc.spans.get(span as usize))
-            .map_or("", |s| s.module.as_deref().unwrap_or(&s.name))
-    }
-    fn fill(&self, g: usize, span: u32) -> &'static str {
-        (self.colours.fill)(g, span, self.theme)
-    }
-    fn key(&self, g: usize, span: u32) -> u32 {
-        self.keys
-            .get(g)
-            .and_then(|k| k.get(span as usize))
-            .map_or(0, |&k| u32::from(k))
-    }
-    fn extent(&self, g: usize, span: u32) -> Option<SpanExtent> {
-        self.groups.get(g)?.ctx.model.extent(span)
-    }
-}
-
-/// After `delay`, write the chart's state if it has not changed since, else wait for the rest
-/// of [`FRAGMENT_DELAY`]. Nothing is written once the chart is gone (another file opened).
-fn write_when_still(
-    changed_ms: StoredValue<f64>,
-    timer: StoredValue<bool>,
-    state: Arc<dyn Fn() -> Option<ChartState>>,
-    delay: Duration,
-) {
-    set_timeout(
-        move || {
-            let Some(changed) = changed_ms.try_get_value() else {
-                return;
-            };
-            let quiet_ms = js_sys::Date::now() - changed;
-            let wanted_ms = FRAGMENT_DELAY.as_secs_f64() * 1000.0;
-            if quiet_ms + 1.0 < wanted_ms {
-                let rest = Duration::from_secs_f64(((wanted_ms - quiet_ms) / 1000.0).max(0.001));
-                write_when_still(changed_ms, timer, state, rest);
-            } else {
-                let _ = timer.try_set_value(false);
-                if let Some(state) = state() {
-                    write_fragment(&state.to_fragment());
-                }
-            }
-        },
-        delay,
-    );
-}
-
-/// Replace the URL fragment without a history entry or a scroll.
-fn write_fragment(fragment: &str) {
-    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(fragment));
-    }
-}
+use frame::{paint_frame, Frame};
+use groups::{keys_of, Source};
+pub use groups::{ChartGroup, Colours};
+use legend::{memory_legend, tooltip};
+pub use legend::{ChartDetails, PassLegend};
+use url::keep_in_url;
 
 fn span_move(nav: Nav) -> SpanMove {
     match nav {
@@ -250,21 +101,20 @@ pub fn FlameChart(
         })
     };
     let view_sig = RwSignal::new(layout.get_untracked().fit(1000.0));
-    // The axis bounds the view was last given.
-    let fitted = StoredValue::new(layout.with_untracked(|l| (l.start_ns, l.end_ns)));
+    // The axis bounds and width the window was last settled on.
+    let settle = StoredValue::new(Settle::new(
+        layout.with_untracked(|l| (l.start_ns, l.end_ns)),
+    ));
     // The group whose selection the details, F and the arrow keys use.
     let active = page.active;
     let hover: RwSignal<Option<Hover>> = RwSignal::new(None);
-    let drag: StoredValue<Option<Drag>> = StoredValue::new(None);
-    // A range being dragged: the press's canvas x.
-    let range_drag: StoredValue<Option<f64>> = StoredValue::new(None);
+    // A press, a drag or a range drag on the canvas.
+    let pointer = StoredValue::new(Pointer::default());
     let minimap_drag = StoredValue::new(false);
     let minimap_cache: StoredValue<MinimapCache> = StoredValue::new(None);
     // A strip of the chart's or the memory strip's pixels, kept between frames for its
     // allocation.
     let raster = StoredValue::new(Raster::new());
-    // Whether the view has been fitted to the canvas's real width yet.
-    let sized = StoredValue::new(false);
     let pending = StoredValue::new(Some(read_fragment()).filter(|s| s.files == files));
     // The chart's area (its scroll box) and how far its lanes are scrolled.
     let area_h = RwSignal::new(0.0f64);
@@ -438,21 +288,13 @@ pub fn FlameChart(
             let width = f64::from(canvas.client_width()).max(1.0);
             let l = layout.get();
             let view = view_sig.get();
-            if fitted.get_value() != (l.start_ns, l.end_ns) {
-                // An offset moved: the same window on the new axis (or all of it).
-                fitted.set_value((l.start_ns, l.end_ns));
-                view_sig.set(view.rebound(l.start_ns, l.end_ns));
-                return;
-            }
-            if !sized.get_value() {
-                // The first real width: the whole axis in it; this effect runs again.
-                sized.set_value(true);
-                view_sig.set(l.fit(width));
-                return;
-            }
-            if (view.width_px - width).abs() > 0.5 {
-                // Adopt a new width; this effect runs again with it.
-                view_sig.set(view.resized(width));
+            let bounds = (l.start_ns, l.end_ns);
+            if let Some(next) = settle
+                .try_update_value(|s| s.next(&view, bounds, width))
+                .flatten()
+            {
+                // A moved axis, the first real width or a new one: this effect runs again.
+                view_sig.set(next);
                 return;
             }
             if let Some(state) = pending.get_value() {
@@ -477,13 +319,6 @@ pub fn FlameChart(
                     return;
                 }
             }
-            let theme = theme.get();
-            let src = Source {
-                groups: &groups,
-                colours: &colours,
-                keys: &keys,
-                theme,
-            };
             let selected: Vec<SpanRef> = groups
                 .iter()
                 .enumerate()
@@ -492,26 +327,27 @@ pub fn FlameChart(
             let highlighted: Vec<Arc<Vec<u32>>> =
                 groups.iter().map(|x| x.ctx.highlighted.get()).collect();
             let hl: Vec<&[u32]> = highlighted.iter().map(|h| h.as_slice()).collect();
-            let labels: Vec<&str> = groups.iter().map(|x| x.label.as_str()).collect();
-            let marks = Marks {
-                highlighted: &hl,
+            let frame = Frame {
+                groups: &groups,
+                colours: &colours,
+                keys: &keys,
+                theme: theme.get(),
+                layout: &l,
+                view: &view,
+                rows: Rows::new(&l, scroll_top.get(), height),
                 selected: &selected,
-                range: page.range.get().map(|(s, e)| (s as f64, e as f64)),
+                highlighted: &hl,
+                range: page.range.get(),
             };
-            let rows = Rows::new(&l, scroll_top.get(), height);
-            let s = scene(&l, &src, &labels, &view, rows, marks, merged_fill(theme));
-            raster.update_value(|raster| paint(&canvas, &s, theme, raster));
-            paint_minimap(&minimap, &l, &src, theme, &view, minimap_cache);
-            if let Some(memory) = memory_ref.get() {
-                let curves: Vec<(usize, &DeviceCurve)> = groups
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(g, x)| x.ctx.model.memory_curves.iter().map(move |c| (g, c)))
-                    .collect();
-                raster.update_value(|raster| {
-                    paint_memory(&memory, &curves, &l, &view, theme, raster)
-                });
-            }
+            let memory = memory_ref.get();
+            paint_frame(
+                &frame,
+                &canvas,
+                &minimap,
+                memory.as_ref(),
+                raster,
+                minimap_cache,
+            );
         });
     }
     // Show a range when a table, the details or a panel asks for it (in the group's time),
@@ -532,51 +368,7 @@ pub fn FlameChart(
             }
         });
     }
-    // Keep the window, selection, range and tab in the URL, written once they have not
-    // changed for FRAGMENT_DELAY (during a zoom or a drag: one pending timer, no write, no
-    // state built).
-    {
-        let groups = groups.clone();
-        let files = files.clone();
-        let changed_ms: StoredValue<f64> = StoredValue::new(0.0);
-        let timer = StoredValue::new(false);
-        let tracked = groups.clone();
-        // `None` once the chart is gone (another file opened).
-        let state: Arc<dyn Fn() -> Option<ChartState>> = Arc::new(move || {
-            let v = view_sig.try_get_untracked()?;
-            let selected: Vec<(usize, String)> = groups
-                .iter()
-                .enumerate()
-                .filter_map(|(g, x)| {
-                    let i = x.ctx.selected.try_get_untracked().flatten()?;
-                    Some((g, x.ctx.model.doc.spans.get(i as usize)?.id.to_string()))
-                })
-                .collect();
-            Some(ChartState {
-                files: files.clone(),
-                view: Some((
-                    v.start_ns.max(0.0).round() as u64,
-                    v.end_ns().max(0.0).round() as u64,
-                )),
-                selected,
-                range: page.range.try_get_untracked().flatten(),
-                tab: page.tab.try_get_untracked().map(|t| t.id().to_string()),
-            })
-        });
-        Effect::new(move |_| {
-            view_sig.track();
-            page.range.track();
-            page.tab.track();
-            for x in tracked.iter() {
-                x.ctx.selected.track();
-            }
-            changed_ms.set_value(js_sys::Date::now());
-            if !timer.get_value() {
-                timer.set_value(true);
-                write_when_still(changed_ms, timer, state.clone(), FRAGMENT_DELAY);
-            }
-        });
-    }
+    keep_in_url(groups.clone(), files.clone(), page, view_sig);
     let span_at = {
         let groups = groups.clone();
         let colours = colours.clone();
@@ -603,46 +395,39 @@ pub fn FlameChart(
             return;
         }
         let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
-        match drag_mode(ev.shift_key(), y) {
-            DragMode::Range => {
-                // No text selection while dragging a range with Shift.
-                ev.prevent_default();
-                if let Some(c) = canvas_ref.get_untracked() {
-                    let _ = c.focus();
-                }
-                range_drag.set_value(Some(x));
+        let (client_x, view) = (f64::from(ev.client_x()), view_sig.get_untracked());
+        let mode = pointer
+            .try_update_value(|p| p.down(ev.shift_key(), x, y, client_x, view))
+            .unwrap_or(DragMode::Pan);
+        if mode == DragMode::Range {
+            // No text selection while dragging a range with Shift.
+            ev.prevent_default();
+            if let Some(c) = canvas_ref.get_untracked() {
+                let _ = c.focus();
             }
-            DragMode::Pan => drag.set_value(Some(Drag::new(
-                f64::from(ev.client_x()),
-                view_sig.get_untracked(),
-            ))),
         }
     };
     let on_move = {
         let span_at = span_at.clone();
         move |ev: web_sys::MouseEvent| {
             let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
-            if let Some(press) = range_drag.get_value() {
-                if (x - press).abs() >= SLOP_PX {
-                    let r = range_from_drag(&view_sig.get_untracked(), press, x);
+            let view = view_sig.get_untracked();
+            let moved = pointer.try_update_value(|p| p.moved(x, f64::from(ev.client_x()), &view));
+            match moved {
+                Some(Moved::Range(Some(r))) => {
                     if page.range.get_untracked() != Some(r) {
                         page.range.set(Some(r));
                     }
                 }
-                return;
-            }
-            if let Some(mut d) = drag.get_value() {
-                let panned = d.to(f64::from(ev.client_x()));
-                drag.set_value(Some(d));
-                if let Some(v) = panned {
+                Some(Moved::Range(None)) | None => {}
+                Some(Moved::Panned(v)) => {
                     view_sig.set(v);
                     if hover.get_untracked().is_some() {
                         hover.set(None);
                     }
-                    return;
                 }
+                Some(Moved::Hover) => hover.set(span_at(x, y).map(|span| Hover { x, y, span })),
             }
-            hover.set(span_at(x, y).map(|span| Hover { x, y, span }));
         }
     };
     let on_up = {
@@ -650,23 +435,13 @@ pub fn FlameChart(
         let select = select.clone();
         move |ev: web_sys::MouseEvent| {
             let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
-            if let Some(press) = range_drag.get_value() {
-                range_drag.set_value(None);
-                if (x - press).abs() < SLOP_PX {
-                    // A Shift+click without a drag selects as a click does.
-                    select(span_at(x, y));
-                }
-                return;
-            }
-            if drag.get_value().is_some_and(|d| d.is_click()) {
+            if pointer.try_update_value(|p| p.up(x)) == Some(true) {
                 select(span_at(x, y));
             }
-            drag.set_value(None);
         }
     };
     let on_leave = move |_| {
-        drag.set_value(None);
-        range_drag.set_value(None);
+        pointer.update_value(Pointer::leave);
         hover.set(None);
     };
     let on_key = {
@@ -807,41 +582,9 @@ pub fn FlameChart(
     let tooltip = {
         let groups = groups.clone();
         move || {
-            hover.get().and_then(|h| {
-                let x = groups.get(h.span.group)?;
-                let model = &x.ctx.model;
-                let s = model.doc.spans.get(h.span.span as usize)?;
-                let self_ns = model
-                    .doc
-                    .tree
-                    .self_ns
-                    .get(h.span.span as usize)
-                    .copied()
-                    .unwrap_or(0);
-                let duration = s
-                    .duration_ns
-                    .map_or_else(|| "never closed".to_string(), format_ns);
-                let (left, top) =
-                    tooltip_position(h.x, h.y, view_sig.get_untracked().width_px, TOOLTIP_PX);
-                let group = (groups.len() > 1).then(|| x.label.clone());
-                Some(view! {
-                    <div
-                        class="tooltip"
-                        data-testid="tooltip"
-                        style:left=format!("{left}px")
-                        style:top=format!("{top}px")
-                    >
-                        <div class="tooltip-name">{s.module.as_deref().unwrap_or(&s.name).to_string()}</div>
-                        {group.map(|g| view! { <div>{g}</div> })}
-                        <div>
-                            {s.module.is_some().then(|| format!("{} · ", s.name))}
-                            {kind_name(s.span_kind)} " · step " {pass_name(s.pass)}
-                        </div>
-                        <div>"duration " {duration}</div>
-                        <div>"self " {format_ns(self_ns)}</div>
-                    </div>
-                })
-            })
+            hover
+                .get()
+                .and_then(|h| tooltip(&groups, h, view_sig.get_untracked().width_px))
         }
     };
     let selected_id = {
@@ -887,29 +630,7 @@ pub fn FlameChart(
             }
         })
         .collect_view();
-    // Devices are named with their group when several groups have memory.
-    let with_memory = groups
-        .iter()
-        .filter(|x| !x.ctx.model.memory_curves.is_empty())
-        .count();
-    let memory_legend: Vec<(usize, String, String)> = groups
-        .iter()
-        .flat_map(|x| {
-            let prefix = if with_memory > 1 {
-                format!("{}: ", x.label)
-            } else {
-                String::new()
-            };
-            x.ctx
-                .model
-                .memory_curves
-                .iter()
-                .map(move |c| (format!("{prefix}{}", c.device), format_bytes(c.peak_bytes)))
-                .collect::<Vec<_>>()
-        })
-        .enumerate()
-        .map(|(i, (device, peak))| (i, device, peak))
-        .collect();
+    let memory_legend = memory_legend(&groups);
     let wrap_height = move || format!("{}px", layout.with(|l| l.height_px));
     // How many spans are outlined (search matches, a table row's spans), for tests.
     let highlighted_count = {
@@ -1061,53 +782,5 @@ pub fn FlameChart(
                 }
             })}
         </div>
-    }
-}
-
-/// The selected span's details of a chart's active group (the panel's side).
-#[component]
-pub fn ChartDetails(
-    /// The chart's groups.
-    groups: Arc<Vec<ChartGroup>>,
-    /// The view's state (its active group).
-    page: PageState,
-) -> impl IntoView {
-    move || {
-        let g = page.active.get();
-        groups.get(g).map(|x| {
-            view! {
-                <Provider value=x.ctx.clone()>
-                    <SpanDetailsPanel />
-                </Provider>
-            }
-        })
-    }
-}
-
-/// The pass colour legend (forward, backward, optimizer, none).
-#[component]
-pub fn PassLegend(
-    /// Light or dark.
-    theme: Signal<Theme>,
-) -> impl IntoView {
-    view! {
-        <ul class="legend" aria-label="colour legend"
-            title="shade: module light · function · op dark; grey = merged spans of mixed colours">
-            {PASS_LEGEND
-                .iter()
-                .map(|(pass, label)| {
-                    view! {
-                        <li>
-                            <span
-                                class="swatch"
-                                style:background=move || span_fill(*pass, SpanKind::Function, theme.get())
-                            ></span>
-                            {*label}
-                        </li>
-                    }
-                })
-                .collect_view()}
-            <li class="legend-note">"shade: module · function · op; grey: merged"</li>
-        </ul>
     }
 }

@@ -569,7 +569,7 @@ pub fn profile_to_chrome(doc: &ProfileDocument) -> String {
 mod tests {
     use super::*;
     use crate::analysis::spans::span_path;
-    use crate::format::chrome::read_chrome;
+    use crate::format::document::TraceDocument;
 
     fn slice(start: u64, end: u64, parent: Option<usize>, depth: u64) -> Slice {
         Slice {
@@ -613,7 +613,7 @@ mod tests {
             r#"{"kind":"span_end","id":"a","duration_ns":999}"#,
         );
         let doc = TraceDocument::from_bytes(text.as_bytes());
-        let back = read_chrome(trace_to_chrome(&doc).as_bytes());
+        let back = TraceDocument::from_chrome(trace_to_chrome(&doc).as_bytes());
         assert!(back.diagnostics.is_empty(), "{:?}", back.diagnostics);
         assert_eq!(
             back.meta.as_ref().unwrap().event,

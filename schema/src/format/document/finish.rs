@@ -1,19 +1,17 @@
-//! A [`TraceReader`]'s end of file: the checks that wait for every line, the span tree, the
-//! memory replay, the sorted diagnostics.
+//! A [`TraceReader`]'s end of file: the checks that wait for every line and the span tree's
+//! layout; [`analysis::finish`](crate::analysis::finish) then computes the numbers.
 
 use alloc::format;
 
 use super::lines::close_span;
-use super::{Dropped, Keep, TraceDocument, TraceReader};
-use crate::format::diagnostics::{sort_diagnostics, Category, Diagnostic};
+use super::{Keep, ReadOut, TraceReader};
+use crate::format::diagnostics::{Category, Diagnostic};
 use crate::format::events::TRACE_SCHEMA;
-use crate::format::memory::{Curve, MemoryProfile};
 use crate::format::spans::SpanTree;
 
 impl TraceReader {
-    /// [`finish`](TraceReader::finish), and what a [`Keep::Summary`] reader counted instead of
-    /// keeping.
-    pub(crate) fn finish_keeping(mut self) -> (TraceDocument, Dropped) {
+    /// End of file: the cross-record checks and the span tree's layout.
+    pub(crate) fn read_to_end(mut self) -> ReadOut {
         let splitter = core::mem::take(&mut self.splitter);
         let bytes_read = splitter.bytes_seen();
         splitter.finish(|line| self.line(line));
@@ -82,7 +80,7 @@ impl TraceReader {
         let (index, spans) = (&doc.span_index, &doc.spans);
         let (tree, tree_diags) = {
             let resolve = index.resolver(spans);
-            SpanTree::build(spans, |i, id| match parents.get(i) {
+            SpanTree::layout(spans, |i, id| match parents.get(i) {
                 Some(&Some(p)) => Some(p as usize),
                 _ => resolve(id),
             })
@@ -100,15 +98,14 @@ impl TraceReader {
             }
         }
 
-        let (profile, memory_diags) = match keep {
-            Keep::Everything => MemoryProfile::build(&doc.memory, &doc.device_memory),
-            Keep::Summary => {
-                MemoryProfile::build_from(&memory_facts[..], &doc.device_memory, Curve::Dropped)
-            }
+        let memory_facts = match keep {
+            Keep::Everything => None,
+            Keep::Summary => Some(memory_facts),
         };
-        doc.memory_profile = profile;
-        doc.diagnostics.extend(memory_diags);
-        sort_diagnostics(&mut doc.diagnostics);
-        (doc, dropped)
+        ReadOut {
+            doc,
+            dropped,
+            memory_facts,
+        }
     }
 }

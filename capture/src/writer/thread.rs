@@ -1,0 +1,150 @@
+//! The writer thread's loop: drain the rings while items flow, sleep when idle, hold during a
+//! measured region, flush on time and on request, keep the first I/O error.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::time::Instant;
+
+use super::{output::Output, output::State, rings::Rings, rings::Shared};
+use super::{Encode, Framing, Msg, ThreadEnd, FLUSH_INTERVAL, IDLE_POLLS, NAP, POLL_INTERVAL};
+
+pub(super) fn run<T: Encode>(
+    rx: Receiver<Msg>,
+    outputs: Vec<Output>,
+    framing: Framing,
+    shared: &Shared<T>,
+    mut encoder: T::State,
+) -> ThreadEnd {
+    let counters = &shared.counters;
+    let mut s = State {
+        outputs,
+        error: None,
+        counters,
+        line: Vec::with_capacity(512),
+        dirty: false,
+        last_flush: Instant::now(),
+    };
+    if let Some(header) = framing.header {
+        s.line = header;
+        s.write_line(1);
+        // The header is on disk before any event: a reader can identify the file at once.
+        s.flush();
+    }
+    let mut rings = Rings::new();
+    // Acts on one control message; false on `Shutdown`.
+    macro_rules! control {
+        ($msg:expr) => {
+            match $msg {
+                Msg::Wake => true,
+                Msg::Flush(ack) => {
+                    rings.drain(shared, &mut s, &mut encoder);
+                    s.flush();
+                    let _ = ack.send(());
+                    true
+                }
+                Msg::Shutdown => false,
+            }
+        };
+    }
+    // Polling while events flow: a producer never has a sleeping thread to wake (a futex call
+    // costing more than the span itself). After `IDLE_POLLS` empty polls the thread says it is
+    // sleeping, looks at the rings once more, and blocks on the control channel until a push
+    // wakes it (or the next flush is due), so an idle recorder costs nothing.
+    let mut idle_polls = 0u32;
+    'run: loop {
+        loop {
+            match rx.try_recv() {
+                Ok(msg) => {
+                    if !control!(msg) {
+                        break 'run;
+                    }
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => break 'run,
+            }
+        }
+        let received = rings.poll(shared, &mut s, &mut encoder);
+        s.flush_if_due();
+        if received > 0 {
+            idle_polls = 0;
+        } else {
+            idle_polls += 1;
+        }
+        if idle_polls < IDLE_POLLS {
+            // Waiting on the control channel rather than sleeping: a `flush` (or `finish`) is
+            // answered at once, not at the end of the poll interval.
+            match rx.recv_timeout(POLL_INTERVAL) {
+                Ok(msg) => {
+                    if !control!(msg) {
+                        break 'run;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break 'run,
+            }
+            continue;
+        }
+        shared.sleeping.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        // A producer that pushed while the store above was on its way may not have seen it and
+        // will not wake us. The first wait is therefore short: the drain after it takes such an
+        // event. Any push after that sees `sleeping` (or finds it already cleared by a push that
+        // sent `Wake`).
+        let mut waits = 0u32;
+        let msg = loop {
+            if rings.poll(shared, &mut s, &mut encoder) > 0 {
+                break None;
+            }
+            s.flush_if_due();
+            let flush_due = s
+                .dirty
+                .then(|| FLUSH_INTERVAL.saturating_sub(s.last_flush.elapsed()));
+            let wait = if waits == 0 {
+                Some(flush_due.map_or(NAP, |due| due.min(NAP)))
+            } else {
+                flush_due
+            };
+            waits += 1;
+            let Some(wait) = wait else {
+                match rx.recv() {
+                    Ok(msg) => break Some(msg),
+                    Err(_) => break 'run,
+                }
+            };
+            match rx.recv_timeout(wait) {
+                Ok(msg) => break Some(msg),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break 'run,
+            }
+        };
+        shared.sleeping.store(false, Ordering::Relaxed);
+        idle_polls = 0;
+        if let Some(msg) = msg {
+            if !control!(msg) {
+                break;
+            }
+        }
+    }
+    // Everything pushed before `closed` was set (and possibly a little after) is written.
+    rings.drain(shared, &mut s, &mut encoder);
+    let closing = framing
+        .closing
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take();
+    if let Some(closing) = closing {
+        s.line = closing;
+        s.write_line(1);
+    }
+    let dropped = counters.dropped.load(Ordering::Relaxed);
+    let written = counters.written.load(Ordering::Relaxed);
+    if let Some(trailer) = (framing.trailer)(dropped, written) {
+        s.line = trailer;
+        s.write_line(1);
+    }
+    s.flush();
+    ThreadEnd {
+        outputs: s.outputs,
+        error: s.error,
+    }
+}

@@ -1,0 +1,308 @@
+//! The findings of one or several trace files: gradients, phases, the dominant module, outlier
+//! steps, the memory peak (the rules are the [parent module](super)'s).
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use crate::analysis::gradients::{gradient_groups, GradientFlow};
+use crate::analysis::modules::{level_ends, module_rows, ModuleGrouping, ModulePaths};
+use crate::analysis::phases::phase_breakdown;
+use crate::analysis::steps::StepSet;
+use crate::analysis::units::{format_bytes, format_ns};
+use crate::format::document::TraceDocument;
+use crate::format::events::{Pass, TensorCategory};
+
+use super::{percent, row, Finding, Findings, Link, Stake, EVIDENCE_LINES};
+
+fn span_link(doc: &TraceDocument, i: usize) -> Option<Link> {
+    doc.spans.get(i).map(|s| Link::Span {
+        id: s.id.to_string(),
+        line: s.line,
+    })
+}
+
+/// Findings of one or several trace files (several: the steps of one run; the single-file
+/// rules read the first step in capture order).
+pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
+    let mut found = Vec::new();
+    let mut notes = Vec::new();
+    let set = StepSet::of(docs);
+    let Some(first) = set.steps.first().and_then(|s| docs.get(s.input)) else {
+        return Findings::default();
+    };
+    let doc: &TraceDocument = first;
+
+    // Gradients that never arrive.
+    let groups = gradient_groups(&doc.gradients);
+    let stopped: Vec<_> = groups
+        .iter()
+        .filter(|g| g.flow != GradientFlow::NoneMissing)
+        .collect();
+    if doc.gradients.is_empty() {
+        notes.push(String::from(
+            "gradients_missing: the trace has no gradient records",
+        ));
+    } else if !stopped.is_empty() {
+        let missing: u64 = stopped.iter().map(|g| g.counts.missing).sum();
+        let first_stop = stopped[0];
+        let module = |g: &crate::analysis::gradients::GradientGroup| {
+            if g.module.is_empty() {
+                format!("{} (top level)", g.root)
+            } else {
+                format!("{}.{}", g.root, g.module)
+            }
+        };
+        found.push(Finding {
+            rule: String::from("gradients_missing"),
+            title: format!(
+                "{missing} parameter(s) get no gradient; the flow stops at {}",
+                module(first_stop)
+            ),
+            stake: Stake::Count(missing),
+            evidence: {
+                let mut lines: Vec<String> = stopped
+                    .iter()
+                    .take(EVIDENCE_LINES)
+                    .map(|g| {
+                        format!(
+                            "{}: {} of {} parameter(s) missing",
+                            module(g),
+                            g.counts.missing,
+                            g.params
+                        )
+                    })
+                    .collect();
+                if stopped.len() > EVIDENCE_LINES {
+                    lines.push(format!(
+                        "and {} more module(s)",
+                        stopped.len() - EVIDENCE_LINES
+                    ));
+                }
+                lines
+            },
+            link: row("gradients", &first_stop.module),
+        });
+    }
+
+    // Backward against forward.
+    match phase_breakdown(doc) {
+        None => notes.push(String::from(
+            "backward_short/backward_long: no measured span, so no phases",
+        )),
+        Some(b) if b.forward_ns == 0 => notes.push(String::from(
+            "backward_short/backward_long: no forward time to compare with",
+        )),
+        // An inference trace, or a capture without the backward step: nothing to call short.
+        Some(_) if !doc.spans.iter().any(|s| s.pass == Some(Pass::Backward)) => notes.push(
+            String::from("backward_short/backward_long: no backward span to compare with"),
+        ),
+        Some(b) => {
+            let evidence = alloc::vec![
+                format!("forward {}", format_ns(b.forward_ns)),
+                format!("backward {}", format_ns(b.backward_ns)),
+            ];
+            let link = span_link(doc, b.region_span);
+            // Under half, exactly: 500 of 1001 is short (`forward / 2` would round to 500).
+            if b.backward_ns.saturating_mul(2) < b.forward_ns {
+                found.push(Finding {
+                    rule: String::from("backward_short"),
+                    title: format!(
+                        "backward takes {} of the forward time: gradients reach few parameters",
+                        percent(b.backward_ns, b.forward_ns)
+                    ),
+                    stake: Stake::Ns(b.forward_ns - b.backward_ns),
+                    evidence,
+                    link,
+                });
+            } else if b.backward_ns > b.forward_ns.saturating_mul(3) {
+                found.push(Finding {
+                    rule: String::from("backward_long"),
+                    title: format!(
+                        "backward takes {} of the forward time, more than 3×",
+                        percent(b.backward_ns, b.forward_ns)
+                    ),
+                    stake: Stake::Ns(b.backward_ns - b.forward_ns.saturating_mul(3)),
+                    evidence,
+                    link,
+                });
+            }
+        }
+    }
+
+    // One phase taking most of the step.
+    if let Some(b) = phase_breakdown(doc).filter(|b| b.region_ns > 0) {
+        let phases = [
+            (Pass::Forward, b.forward_ns),
+            (Pass::Backward, b.backward_ns),
+            (Pass::Optimizer, b.optimizer_ns),
+        ];
+        // A training step (two phases with time): an inference forward is all forward.
+        let timed = phases.iter().filter(|(_, ns)| *ns > 0).count();
+        if let Some(&(step, ns)) = phases
+            .iter()
+            .find(|(_, ns)| timed >= 2 && ns.saturating_mul(2) > b.region_ns)
+        {
+            let mut evidence: Vec<String> = phases
+                .iter()
+                .map(|(s, ns)| {
+                    format!(
+                        "{} {} ({})",
+                        s.as_str(),
+                        format_ns(*ns),
+                        percent(*ns, b.region_ns)
+                    )
+                })
+                .collect();
+            evidence.push(format!(
+                "other {} ({})",
+                format_ns(b.other_ns),
+                percent(b.other_ns, b.region_ns)
+            ));
+            evidence.push(format!("measured step {}", format_ns(b.region_ns)));
+            found.push(Finding {
+                rule: String::from("dominant_phase"),
+                title: format!(
+                    "{} takes {} of the step",
+                    step.as_str(),
+                    percent(ns, b.region_ns)
+                ),
+                stake: Stake::Ns(ns.saturating_sub(b.region_ns.saturating_sub(ns))),
+                evidence,
+                link: row("phases", step.as_str()),
+            });
+        }
+    }
+
+    // One module taking most of the step.
+    let total = doc.summary().total_ns;
+    let paths = ModulePaths::new(doc);
+    let rows = module_rows(doc, &paths, ModuleGrouping::Path);
+    let depth = |key: &str| level_ends(key, paths.names()).len();
+    if let Some(r) = rows
+        .iter()
+        .filter(|r| total > 0 && r.total_ns > total / 2)
+        .max_by(|a, b| {
+            depth(&a.key)
+                .cmp(&depth(&b.key))
+                .then(a.total_ns.cmp(&b.total_ns))
+                .then_with(|| b.key.cmp(&a.key))
+        })
+    {
+        found.push(Finding {
+            rule: String::from("dominant_module"),
+            title: format!("{} takes {} of the step", r.key, percent(r.total_ns, total)),
+            stake: Stake::Ns(r.total_ns),
+            evidence: alloc::vec![
+                format!(
+                    "{}: {} in {} call(s)",
+                    r.key,
+                    format_ns(r.total_ns),
+                    r.calls
+                ),
+                format!("measured total {}", format_ns(total)),
+            ],
+            link: row("modules", &r.key),
+        });
+    }
+
+    // An outlier step.
+    if docs.len() > 1 {
+        if let Some(why) = &set.outliers_reason {
+            notes.push(format!("outlier_step: {why}"));
+        } else if let Some(o) = set.outliers.first() {
+            let step = o
+                .capture_step
+                .map_or_else(|| String::from("(no meta)"), |s| s.to_string());
+            let mut evidence = Vec::new();
+            if let Some(t) = &set.total {
+                evidence.push(format!(
+                    "step {step}: {} against a median of {} (MAD {})",
+                    format_ns(o.total_ns),
+                    format_ns(t.median),
+                    format_ns(t.mad)
+                ));
+            }
+            if let Some((phase, ns)) = &o.phase {
+                evidence.push(format!("{phase} {} above its median", format_ns(*ns)));
+            }
+            for (path, ns) in &o.module_paths {
+                evidence.push(format!("{path} {} above its median", format_ns(*ns)));
+            }
+            let why = o
+                .phase
+                .as_ref()
+                .map_or_else(String::new, |(p, _)| format!(", mostly in {p}"));
+            found.push(Finding {
+                rule: String::from("outlier_step"),
+                title: format!(
+                    "step {step} is an outlier: {} from the median{why}",
+                    format_ns(o.excess_ns.unsigned_abs())
+                ),
+                stake: Stake::Ns(o.excess_ns.unsigned_abs()),
+                evidence,
+                link: row("steps", &step),
+            });
+        }
+    }
+
+    // The memory peak.
+    let m = &doc.memory_profile;
+    if let Some(why) = crate::analysis::summary::NotCaptured::of(doc).memory {
+        notes.push(format!("memory_peak: memory {why}"));
+    } else if m.peak_bytes > 0 {
+        let phase = m.peak_timestamp_ns.and_then(|ts| step_at(doc, ts));
+        let mut held: Vec<(TensorCategory, u64)> = TensorCategory::ALL
+            .iter()
+            .zip(m.peak_by_category)
+            .filter(|(_, b)| *b > 0)
+            .map(|(c, b)| (*c, b))
+            .collect();
+        held.sort_by_key(|h| core::cmp::Reverse(h.1));
+        let holder = |c: TensorCategory| match c {
+            TensorCategory::Activation => "activations (kept for backward)",
+            TensorCategory::Optimizer => "optimizer state",
+            TensorCategory::Gradient => "gradients",
+            TensorCategory::Parameter => "parameters",
+            TensorCategory::Other => "other",
+        };
+        let held_by = held.first().map_or("nothing recorded", |(c, _)| holder(*c));
+        found.push(Finding {
+            rule: String::from("memory_peak"),
+            title: format!(
+                "memory peaks at {}{}, held mostly by {held_by}",
+                format_bytes(m.peak_bytes),
+                phase.map_or_else(String::new, |p| format!(" in {p}"))
+            ),
+            stake: Stake::Bytes(m.peak_bytes),
+            evidence: held
+                .iter()
+                .map(|(c, b)| {
+                    format!(
+                        "{}: {} ({})",
+                        holder(*c),
+                        format_bytes(*b),
+                        percent(*b, m.peak_bytes)
+                    )
+                })
+                .collect(),
+            link: row("memory", "peak"),
+        });
+    }
+    Findings::ranked(found, notes)
+}
+
+/// The step (`forward` …) of the outermost stepped span open at `ts`, or `None`.
+fn step_at(doc: &TraceDocument, ts: u64) -> Option<&'static str> {
+    doc.spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.pass.is_some() && s.start_ns <= ts && ts < s.end_ns())
+        .min_by_key(|(i, _)| doc.tree.depth.get(*i).copied().unwrap_or(u32::MAX))
+        .and_then(|(_, s)| s.pass)
+        .map(|s| match s {
+            Pass::Forward => "forward",
+            Pass::Backward => "backward",
+            Pass::Optimizer => "optimizer",
+        })
+}
