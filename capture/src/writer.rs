@@ -3,8 +3,9 @@
 //! Each producing thread pushes items into a single-producer ring of its own; it never waits
 //! for I/O or for another thread: when its ring already holds the queue capacity the item is
 //! dropped and counted. One background thread owns the outputs. While events arrive it drains
-//! every ring each millisecond, turns each item into one whole JSON line and writes it to a
-//! `BufWriter`. After 20 empty polls it marks itself sleeping and blocks until a push wakes it,
+//! every ring each millisecond and encodes each item, one whole JSON line after another,
+//! straight into one 64 KiB buffer that goes to every output when full and at each flush.
+//! After 20 empty polls it marks itself sleeping and blocks until a push wakes it,
 //! so an idle recorder costs nothing. It flushes at least every 100 ms while there is unflushed
 //! data, on request, and when the writer is finished or dropped.
 //!
@@ -55,6 +56,7 @@ pub const DEFAULT_QUEUE_CAPACITY: usize = 65_536;
 /// Longest time written lines stay in the writer's buffer.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
+/// The lines the writer thread gathers before it hands them to the outputs.
 const BUFFER_BYTES: usize = 64 * 1024;
 
 /// How long the writer thread sleeps between polls of the rings while events flow.
@@ -478,7 +480,6 @@ mod tests {
     use super::output::State;
     use super::rings::Rings;
     use super::*;
-    use std::io::BufWriter;
     use std::io::Write;
     use std::path::Path;
 
@@ -732,14 +733,10 @@ mod tests {
         let (mut producer, consumer) = RingBuffer::new(shared.capacity);
         shared.new_rings.lock().unwrap().push(consumer);
         let out = Shared::default();
-        let mut s = State {
-            outputs: vec![Output::Writer(BufWriter::new(Box::new(out.clone())))],
-            error: None,
-            counters: &shared.counters,
-            line: Vec::new(),
-            dirty: false,
-            last_flush: Instant::now(),
-        };
+        let mut s = State::new(
+            vec![Output::Writer(Box::new(out.clone()))],
+            &shared.counters,
+        );
         let written = |s: &mut State<'_>| {
             s.flush();
             String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
@@ -800,6 +797,51 @@ mod tests {
         let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('+')).collect();
         assert_eq!(lines, ["x", "y"]);
+    }
+
+    #[test]
+    fn outputs_get_whole_lines_a_buffer_at_a_time() {
+        /// Keeps each `write` call's bytes apart.
+        #[derive(Clone, Default)]
+        struct Calls(Arc<Mutex<Vec<Vec<u8>>>>);
+        impl Write for Calls {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().push(buf.to_vec());
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let (a, b) = (Calls::default(), Calls::default());
+        let counters = Counters::default();
+        let mut s = State::new(
+            vec![
+                Output::Writer(Box::new(a.clone())),
+                Output::Writer(Box::new(b.clone())),
+            ],
+            &counters,
+        );
+        // 99 bytes and its `\n`: a buffer's worth is 656 lines (65,600 bytes ≥ 64 KiB).
+        let line: &'static str = Box::leak("x".repeat(99).into_boxed_str());
+        for _ in 0..655 {
+            s.write_item(Text(line), &mut ());
+        }
+        assert!(
+            a.0.lock().unwrap().is_empty(),
+            "written before the buffer is full"
+        );
+        s.write_item(Text(line), &mut ());
+        s.write_item(Text("last"), &mut ());
+        s.flush();
+        for calls in [&a, &b] {
+            let calls = calls.0.lock().unwrap();
+            let sizes: Vec<usize> = calls.iter().map(Vec::len).collect();
+            assert_eq!(sizes, [65_600, 5]);
+            assert!(calls.iter().all(|c| c.ends_with(b"\n")));
+        }
+        assert_eq!(counters.written.load(Ordering::Relaxed), 657);
+        assert_eq!(counters.bytes.load(Ordering::Relaxed), 65_605);
     }
 
     #[test]

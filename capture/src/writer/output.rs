@@ -2,7 +2,7 @@
 //! `Write` the caller hands over.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -39,15 +39,16 @@ pub fn temporary_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// An output; the lines reach it through [`State`]'s one buffer, so it is not buffered itself.
 pub(super) enum Output {
     File {
-        file: BufWriter<File>,
+        file: File,
         /// The path being written.
         written: PathBuf,
         /// Where to rename it on `finish()`, for atomic captures.
         publish_to: Option<PathBuf>,
     },
-    Writer(BufWriter<Box<dyn Write + Send>>),
+    Writer(Box<dyn Write + Send>),
 }
 
 impl Output {
@@ -64,12 +65,12 @@ impl Output {
                     source,
                 })?;
                 Ok(Output::File {
-                    file: BufWriter::with_capacity(BUFFER_BYTES, file),
+                    file,
                     written,
                     publish_to: atomic.then_some(path),
                 })
             }
-            Target::Writer(w) => Ok(Output::Writer(BufWriter::with_capacity(BUFFER_BYTES, w))),
+            Target::Writer(w) => Ok(Output::Writer(w)),
         }
     }
 
@@ -91,14 +92,14 @@ impl Output {
         }
     }
 
-    pub(super) fn write_all(&mut self, line: &[u8]) -> io::Result<()> {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
-            Output::File { file, .. } => file.write_all(line),
-            Output::Writer(w) => w.write_all(line),
+            Output::File { file, .. } => file.write_all(bytes),
+            Output::Writer(w) => w.write_all(bytes),
         }
     }
 
-    pub(super) fn flush(&mut self) -> io::Result<()> {
+    fn flush(&mut self) -> io::Result<()> {
         match self {
             Output::File { file, .. } => file.flush(),
             Output::Writer(w) => w.flush(),
@@ -120,53 +121,84 @@ impl Output {
             to: to.clone(),
             source,
         };
-        let file = file
-            .into_inner()
-            .map_err(|e| publish_error(e.into_error()))?;
         file.sync_all().map_err(publish_error)?;
         drop(file);
         std::fs::rename(&written, &to).map_err(publish_error)
     }
 }
 
-/// What the writer thread writes with: the outputs, the line being made, the counts, the
-/// first I/O error (sticky) and when it last flushed.
+/// What the writer thread writes with: the outputs, the lines not yet handed to them, the
+/// counts, the first I/O error (sticky) and when it last flushed.
+///
+/// Items are encoded straight into `buffer`, line after line, and the buffer goes to every
+/// output once it holds [`BUFFER_BYTES`] and at each flush: a line is copied once, not into a
+/// line and then into each output's own buffer.
 pub(super) struct State<'a> {
     pub(super) outputs: Vec<Output>,
     pub(super) error: Option<(String, io::Error)>,
     pub(super) counters: &'a Counters,
-    pub(super) line: Vec<u8>,
+    pub(super) buffer: Vec<u8>,
     pub(super) dirty: bool,
     pub(super) last_flush: Instant,
 }
 
-impl State<'_> {
-    /// Write `line`, which holds `lines` lines (the last without its `\n`), and count them.
-    pub(super) fn write_line(&mut self, lines: u64) {
-        self.line.push(b'\n');
-        if self.error.is_none() {
+impl<'a> State<'a> {
+    pub(super) fn new(outputs: Vec<Output>, counters: &'a Counters) -> Self {
+        State {
+            outputs,
+            error: None,
+            counters,
+            buffer: Vec::with_capacity(BUFFER_BYTES + BUFFER_BYTES / 4),
+            dirty: false,
+            last_flush: Instant::now(),
+        }
+    }
+
+    /// Write `text`, one whole line without its `\n` (a header, closing or trailer line).
+    pub(super) fn write_text(&mut self, text: &[u8]) {
+        let start = self.buffer.len();
+        self.buffer.extend_from_slice(text);
+        self.lines_added(start, 1);
+    }
+
+    /// Encode `item` into the buffer; what it wrote (lines with `\n` between them) is counted.
+    pub(super) fn write_item<T: Encode>(&mut self, item: T, state: &mut T::State) {
+        let start = self.buffer.len();
+        item.encode(&mut self.buffer, state);
+        if self.buffer.len() > start {
+            self.lines_added(start, 1 + T::extra_lines(state));
+        }
+    }
+
+    /// The bytes from `start` on are `lines` lines (the last without its `\n`): end them and
+    /// count them, or drop them after an I/O error.
+    fn lines_added(&mut self, start: usize, lines: u64) {
+        if self.error.is_some() {
+            self.buffer.truncate(start);
+            return;
+        }
+        self.buffer.push(b'\n');
+        self.counters.written.fetch_add(lines, Ordering::Relaxed);
+        self.counters
+            .bytes
+            .fetch_add((self.buffer.len() - start) as u64, Ordering::Relaxed);
+        self.dirty = true;
+        if self.buffer.len() >= BUFFER_BYTES {
+            self.spill();
+        }
+    }
+
+    /// Hand the buffer to every output.
+    fn spill(&mut self) {
+        if self.error.is_none() && !self.buffer.is_empty() {
             for output in &mut self.outputs {
-                if let Err(e) = output.write_all(&self.line) {
+                if let Err(e) = output.write_all(&self.buffer) {
                     self.error = Some((output.name(), e));
                     break;
                 }
             }
-            if self.error.is_none() {
-                self.counters.written.fetch_add(lines, Ordering::Relaxed);
-                self.counters
-                    .bytes
-                    .fetch_add(self.line.len() as u64, Ordering::Relaxed);
-                self.dirty = true;
-            }
         }
-        self.line.clear();
-    }
-
-    pub(super) fn write_item<T: Encode>(&mut self, item: T, state: &mut T::State) {
-        item.encode(&mut self.line, state);
-        if !self.line.is_empty() {
-            self.write_line(1 + T::extra_lines(state));
-        }
+        self.buffer.clear();
     }
 
     pub(super) fn flush_if_due(&mut self) {
@@ -176,6 +208,7 @@ impl State<'_> {
     }
 
     pub(super) fn flush(&mut self) {
+        self.spill();
         self.dirty = false;
         self.last_flush = Instant::now();
         if self.error.is_some() {

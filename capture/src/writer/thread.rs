@@ -3,7 +3,6 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
-use std::time::Instant;
 
 use super::{output::Output, output::State, rings::Rings, rings::Shared};
 use super::{Encode, Framing, Msg, ThreadEnd, FLUSH_INTERVAL, IDLE_POLLS, NAP, POLL_INTERVAL};
@@ -16,17 +15,9 @@ pub(super) fn run<T: Encode>(
     mut encoder: T::State,
 ) -> ThreadEnd {
     let counters = &shared.counters;
-    let mut s = State {
-        outputs,
-        error: None,
-        counters,
-        line: Vec::with_capacity(512),
-        dirty: false,
-        last_flush: Instant::now(),
-    };
+    let mut s = State::new(outputs, counters);
     if let Some(header) = framing.header {
-        s.line = header;
-        s.write_line(1);
+        s.write_text(&header);
         // The header is on disk before any event: a reader can identify the file at once.
         s.flush();
     }
@@ -133,14 +124,12 @@ pub(super) fn run<T: Encode>(
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .take();
     if let Some(closing) = closing {
-        s.line = closing;
-        s.write_line(1);
+        s.write_text(&closing);
     }
     let dropped = counters.dropped.load(Ordering::Relaxed);
     let written = counters.written.load(Ordering::Relaxed);
     if let Some(trailer) = (framing.trailer)(dropped, written) {
-        s.line = trailer;
-        s.write_line(1);
+        s.write_text(&trailer);
     }
     s.flush();
     ThreadEnd {

@@ -59,12 +59,10 @@ pub(super) fn browser_tables(b: &Value, reused_note: String) -> String {
         let goal = goals::OpenGoal::for_size(size);
         let peer_open = goals::Open::of(peer);
         let (ratio, verdict) = goals::open_verdict(&goals::Open::of(ours), &peer_open, goal);
-        let verdict = verdict.map_or_else(String::new, |v| {
-            match goals::floor_note(&v, goal, &peer_open, floor_ms) {
-                Some(note) => format!("{} ({note})", v.cell()),
-                None => v.cell(),
-            }
-        });
+        let verdict = match goals::floor_note(&verdict, goal, &peer_open, floor_ms) {
+            Some(note) => format!("{} ({note})", verdict.cell()),
+            None => verdict.cell(),
+        };
         let heap = ours["median_heap"].as_f64();
         let heap_ratio = goals::ratio_of(heap, Some(size));
         // The floor's trace is far smaller than the page itself: no memory goal.

@@ -149,82 +149,79 @@ fn limit_s(reason: &str) -> Option<f64> {
 
 /// A trace at most this large (the 17 KB fixture) measures each page's floor: what opening
 /// costs before the file's size counts (the page and its scripts, the wasm, a worker, the first
-/// layout and paint). It has no goal of its own; it shows whether a ratio goal at 10 MB can be
-/// reached at all ([`floor_note`]).
+/// layout and paint). Its goal is our time alone; it also shows whether a ratio goal at 10 MB
+/// can be reached at all ([`floor_note`]).
 pub(crate) const FLOOR_MAX_BYTES: f64 = 1e6;
 
-/// The open-time goal of a file of `trace_bytes`: none for the floor's trace, a ratio to
-/// speedscope for the 10 MB and 100 MB files, an absolute time for the 1 GB one.
+/// The open-time goal of a file of `trace_bytes` (issue #40): ours opens within `seconds`, and
+/// where `ratio` is set, speedscope's time is at least that many times ours.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum OpenGoal {
-    /// The floor's trace ([`FLOOR_MAX_BYTES`]): measured, judged against nothing.
-    Floor,
-    /// speedscope's time / ours ≥ this.
-    Ratio(f64),
-    /// Ours opens within this many seconds.
-    Seconds(f64),
+pub(crate) struct OpenGoal {
+    pub(crate) seconds: f64,
+    pub(crate) ratio: Option<f64>,
+    /// Whether speedscope failing to open the file is an error of the run (it is expected to
+    /// give up on the 1 GB file).
+    pub(crate) peer_must_open: bool,
 }
 
 impl OpenGoal {
-    /// None up to [`FLOOR_MAX_BYTES`], ≥ 5× up to 20 MB, ≥ 30× up to 500 MB, ≤ 15 s above.
+    /// ≤ 0.25 s up to [`FLOOR_MAX_BYTES`] (the page's floor); ≤ 0.5 s and ≥ 2.5× up to 20 MB;
+    /// ≤ 1.5 s and ≥ 25× up to 500 MB; ≤ 10 s above.
     pub(crate) fn for_size(trace_bytes: f64) -> OpenGoal {
-        if trace_bytes <= FLOOR_MAX_BYTES {
-            OpenGoal::Floor
+        let (seconds, ratio) = if trace_bytes <= FLOOR_MAX_BYTES {
+            (0.25, None)
         } else if trace_bytes <= 20e6 {
-            OpenGoal::Ratio(5.0)
+            (0.5, Some(2.5))
         } else if trace_bytes <= 500e6 {
-            OpenGoal::Ratio(30.0)
+            (1.5, Some(25.0))
         } else {
-            OpenGoal::Seconds(15.0)
+            (10.0, None)
+        };
+        OpenGoal {
+            seconds,
+            ratio,
+            peer_must_open: trace_bytes <= 500e6,
         }
     }
 
     /// The goal column.
     pub(crate) fn cell(self) -> String {
-        match self {
-            OpenGoal::Floor => "(none: each page's floor)".into(),
-            OpenGoal::Ratio(r) => format!("≥ {r}× speedscope"),
-            OpenGoal::Seconds(s) => format!("ours ≤ {s} s"),
+        match self.ratio {
+            Some(r) => format!("ours ≤ {} s and ≥ {r}× speedscope", self.seconds),
+            None => format!("ours ≤ {} s", self.seconds),
         }
     }
 }
 
-/// The ratio cell (speedscope's time / ours) and the verdict of an open-time row (`None` for
-/// the floor's row, which has no goal).
-pub(crate) fn open_verdict(ours: &Open, peer: &Open, goal: OpenGoal) -> (String, Option<Verdict>) {
+/// The ratio cell (speedscope's time / ours) and the verdict of an open-time row: our time
+/// against the goal's seconds and, where it has one, the ratio against its ratio. A peer that
+/// failed is an error of the run unless the goal expects it to give up.
+pub(crate) fn open_verdict(ours: &Open, peer: &Open, goal: OpenGoal) -> (String, Verdict) {
     let ours_ms = match ours {
         Open::Opened(ms) => *ms,
         Open::TimedOut(s) => {
             return (
                 "—".into(),
-                Some(Verdict::Error(format!("ours not open after {s} s"))),
+                Verdict::Error(format!("ours not open after {s} s")),
             )
         }
-        Open::Failed(why) => {
-            return (
-                "—".into(),
-                Some(Verdict::Error(format!("ours failed: {why}"))),
-            )
-        }
+        Open::Failed(why) => return ("—".into(), Verdict::Error(format!("ours failed: {why}"))),
     };
     let (cell, ratio_verdict) = match peer {
         Open::Opened(peer_ms) => {
             let r = peer_ms / ours_ms;
-            let v = match goal {
-                OpenGoal::Ratio(g) => at_least(Some(r), g),
-                OpenGoal::Seconds(_) | OpenGoal::Floor => Verdict::Met,
-            };
+            let v = goal.ratio.map_or(Verdict::Met, |g| at_least(Some(r), g));
             (format!("{r:.2}×"), v)
         }
         Open::TimedOut(limit_s) => {
             // speedscope took longer than the limit: the ratio is at least limit / ours.
             let bound = limit_s * 1e3 / ours_ms;
-            let v = match goal {
-                OpenGoal::Ratio(g) if bound >= g => Verdict::Met,
-                OpenGoal::Ratio(_) => Verdict::NotMeasured(format!(
+            let v = match goal.ratio {
+                Some(g) if bound >= g => Verdict::Met,
+                Some(_) => Verdict::NotMeasured(format!(
                     "speedscope not open after {limit_s} s: the ratio is only known to be > {bound:.1}×"
                 )),
-                OpenGoal::Seconds(_) | OpenGoal::Floor => Verdict::Met,
+                None => Verdict::Met,
             };
             (
                 format!("> {bound:.1}× (speedscope not open after {limit_s} s)"),
@@ -233,38 +230,29 @@ pub(crate) fn open_verdict(ours: &Open, peer: &Open, goal: OpenGoal) -> (String,
         }
         Open::Failed(why) => (
             format!("error: speedscope {why}"),
-            match goal {
-                OpenGoal::Ratio(_) | OpenGoal::Floor => {
-                    Verdict::Error(format!("speedscope failed: {why}"))
-                }
-                OpenGoal::Seconds(_) => Verdict::Met,
+            if goal.peer_must_open {
+                Verdict::Error(format!("speedscope failed: {why}"))
+            } else {
+                Verdict::Met
             },
         ),
     };
-    let verdict = match goal {
-        // A failed floor is still an error of the run; a measured one judges nothing.
-        OpenGoal::Floor => match ratio_verdict {
-            e @ Verdict::Error(_) => Some(e),
-            _ => None,
-        },
-        OpenGoal::Ratio(_) => Some(ratio_verdict),
-        OpenGoal::Seconds(s) => Some(at_most(Some(ours_ms / 1e3), s)),
-    };
-    (cell, verdict)
+    let time_verdict = at_most(Some(ours_ms / 1e3), goal.seconds);
+    (cell, Verdict::all([time_verdict, ratio_verdict]))
 }
 
 /// Why a ratio goal missed by `verdict` cannot be met by any reader, only by a page that starts
 /// faster: our floor (`floor_ms`, the same run's median open of the floor's trace, nearly all
-/// of it fixed cost) is already over the time the goal allows (`peer_ms / ratio`). `None` when the goal is met, is not a ratio, or
-/// the floor leaves room.
+/// of it fixed cost) is already over the time the goal allows (`peer_ms / ratio`). `None` when
+/// the goal is met, has no ratio, or the floor leaves room.
 pub(crate) fn floor_note(
     verdict: &Verdict,
     goal: OpenGoal,
     peer: &Open,
     floor_ms: Option<f64>,
 ) -> Option<String> {
-    let (OpenGoal::Ratio(r), Verdict::NotMet, Open::Opened(peer_ms), Some(floor)) =
-        (goal, verdict, peer, floor_ms)
+    let (Some(r), Verdict::NotMet, Open::Opened(peer_ms), Some(floor)) =
+        (goal.ratio, verdict, peer, floor_ms)
     else {
         return None;
     };
@@ -349,87 +337,100 @@ mod tests {
     #[test]
     fn a_peer_that_fails_is_an_error_not_a_win() {
         let goal = OpenGoal::for_size(100e6);
-        assert_eq!(goal, OpenGoal::Ratio(30.0));
         let (cell, v) = open_verdict(
-            &Open::Opened(2000.0),
+            &Open::Opened(1000.0),
             &Open::Failed("could not import the file".into()),
             goal,
         );
         assert!(cell.starts_with("error: speedscope"), "{cell}");
-        assert!(matches!(v, Some(Verdict::Error(_))));
-        // On the floor's trace too: a measured floor judges nothing, a failed one is an error.
+        assert!(matches!(v, Verdict::Error(_)));
+        // On the floor's trace too, though its goal is our time alone.
         let (_, v) = open_verdict(
-            &Open::Opened(300.0),
+            &Open::Opened(200.0),
             &Open::Failed("could not import the file".into()),
-            OpenGoal::Floor,
+            OpenGoal::for_size(17_220.0),
         );
-        assert!(matches!(v, Some(Verdict::Error(_))));
-        let (cell, v) = open_verdict(&Open::Opened(320.0), &Open::Opened(520.0), OpenGoal::Floor);
-        assert_eq!((cell.as_str(), v), ("1.62×", None));
+        assert!(matches!(v, Verdict::Error(_)));
     }
 
     #[test]
     fn a_timed_out_peer_gives_a_lower_bound_that_must_reach_the_goal() {
-        // 600 s limit, ours 10 s: speedscope is > 60× slower, which meets ≥ 30×.
-        let (cell, v) = open_verdict(
-            &Open::Opened(10_000.0),
-            &Open::TimedOut(600.0),
-            OpenGoal::Ratio(30.0),
-        );
-        assert_eq!(v, Some(Verdict::Met));
-        assert!(cell.starts_with("> 60.0×"), "{cell}");
-        // Ours 40 s: only > 15× is known, which decides nothing about ≥ 30×.
-        let (cell, v) = open_verdict(
-            &Open::Opened(40_000.0),
-            &Open::TimedOut(600.0),
-            OpenGoal::Ratio(30.0),
-        );
-        assert!(matches!(v, Some(Verdict::NotMeasured(_))), "{v:?}");
-        assert!(cell.starts_with("> 15.0×"), "{cell}");
+        let goal = OpenGoal::for_size(100e6);
+        // A 60 s limit, ours 1.2 s: speedscope is > 50× slower, which meets ≥ 25×.
+        let (cell, v) = open_verdict(&Open::Opened(1200.0), &Open::TimedOut(60.0), goal);
+        assert_eq!(v, Verdict::Met);
+        assert!(cell.starts_with("> 50.0×"), "{cell}");
+        // A 20 s limit and ours 1.2 s: only > 16.7× is known, which decides nothing about ≥ 25×.
+        let (cell, v) = open_verdict(&Open::Opened(1200.0), &Open::TimedOut(20.0), goal);
+        assert!(matches!(v, Verdict::NotMeasured(_)), "{v:?}");
+        assert!(cell.starts_with("> 16.7×"), "{cell}");
     }
 
     #[test]
-    fn ratio_and_absolute_open_goals() {
-        assert_eq!(OpenGoal::for_size(17_220.0), OpenGoal::Floor);
-        assert_eq!(OpenGoal::for_size(10e6), OpenGoal::Ratio(5.0));
-        assert_eq!(OpenGoal::for_size(1000e6), OpenGoal::Seconds(15.0));
-        // 10 MB: 3.03 s / 1.66 s = 1.83×, under 5×.
-        let (cell, v) = open_verdict(
-            &Open::Opened(1660.0),
-            &Open::Opened(3030.0),
-            OpenGoal::Ratio(5.0),
+    fn open_goals_are_our_time_and_where_set_a_ratio() {
+        let (floor, ten, hundred, giga) = (
+            OpenGoal::for_size(17_220.0),
+            OpenGoal::for_size(10e6),
+            OpenGoal::for_size(100e6),
+            OpenGoal::for_size(1000e6),
         );
-        assert_eq!((cell.as_str(), v), ("1.83×", Some(Verdict::NotMet)));
-        // 1 GB: the goal is our own time, whatever the peer did.
-        let (_, v) = open_verdict(
-            &Open::Opened(40_070.0),
-            &Open::TimedOut(600.0),
-            OpenGoal::Seconds(15.0),
+        assert_eq!((floor.seconds, floor.ratio), (0.25, None));
+        assert_eq!((ten.seconds, ten.ratio), (0.5, Some(2.5)));
+        assert_eq!((hundred.seconds, hundred.ratio), (1.5, Some(25.0)));
+        assert_eq!((giga.seconds, giga.ratio), (10.0, None));
+        assert_eq!(ten.cell(), "ours ≤ 0.5 s and ≥ 2.5× speedscope");
+        assert_eq!(giga.cell(), "ours ≤ 10 s");
+        // The floor: 0.33 s is over 0.25 s, whatever the peer (0.55 / 0.33 = 1.67×).
+        let (cell, v) = open_verdict(&Open::Opened(330.0), &Open::Opened(550.0), floor);
+        assert_eq!((cell.as_str(), v), ("1.67×", Verdict::NotMet));
+        assert_eq!(
+            open_verdict(&Open::Opened(240.0), &Open::Opened(550.0), floor).1,
+            Verdict::Met
         );
-        assert_eq!(v, Some(Verdict::NotMet));
-        let (_, v) = open_verdict(
-            &Open::Opened(14_000.0),
-            &Open::Failed("crashed".into()),
-            OpenGoal::Seconds(15.0),
+        // 10 MB: 0.45 s is within 0.5 s, but 1.0 / 0.45 = 2.22× is under 2.5×.
+        let (cell, v) = open_verdict(&Open::Opened(450.0), &Open::Opened(1000.0), ten);
+        assert_eq!((cell.as_str(), v), ("2.22×", Verdict::NotMet));
+        // 0.85 s against 1.78 s: 2.09×, and over 0.5 s.
+        assert_eq!(
+            open_verdict(&Open::Opened(850.0), &Open::Opened(1780.0), ten).1,
+            Verdict::NotMet
         );
-        assert_eq!(v, Some(Verdict::Met));
+        // 0.4 s against 1.2 s: 3×, within 0.5 s: met.
+        assert_eq!(
+            open_verdict(&Open::Opened(400.0), &Open::Opened(1200.0), ten).1,
+            Verdict::Met
+        );
+        // 1 GB: our own time, whatever the peer did.
+        assert_eq!(
+            open_verdict(&Open::Opened(10_500.0), &Open::TimedOut(600.0), giga).1,
+            Verdict::NotMet
+        );
+        assert_eq!(
+            open_verdict(
+                &Open::Opened(8_530.0),
+                &Open::Failed("crashed".into()),
+                giga
+            )
+            .1,
+            Verdict::Met
+        );
         // Ours failing is an error whatever the peer did.
-        let (_, v) = open_verdict(
-            &Open::Failed("load-error".into()),
-            &Open::Opened(1.0),
-            OpenGoal::Ratio(5.0),
-        );
-        assert!(matches!(v, Some(Verdict::Error(_))));
+        assert!(matches!(
+            open_verdict(&Open::Failed("load-error".into()), &Open::Opened(1.0), ten).1,
+            Verdict::Error(_)
+        ));
     }
 
     #[test]
     fn a_floor_over_what_the_goal_allows_is_named_in_the_verdict() {
-        let goal = OpenGoal::Ratio(5.0);
-        let peer = Open::Opened(1330.0);
-        // 5× of 1.33 s allows 0.266 s; a floor of 0.32 s is over it.
+        let goal = OpenGoal::for_size(10e6);
+        let peer = Open::Opened(700.0);
+        // 2.5× of 0.70 s allows 0.28 s; a floor of 0.32 s is over it.
         assert_eq!(
             floor_note(&Verdict::NotMet, goal, &peer, Some(320.0)).as_deref(),
-            Some("below our floor: 5× needs ≤ 0.27 s, and ours opens the floor's trace in 0.32 s")
+            Some(
+                "below our floor: 2.5× needs ≤ 0.28 s, and ours opens the floor's trace in 0.32 s"
+            )
         );
         // A floor under the allowance leaves the miss to the reader.
         assert_eq!(floor_note(&Verdict::NotMet, goal, &peer, Some(200.0)), None);
@@ -443,7 +444,7 @@ mod tests {
         assert_eq!(
             floor_note(
                 &Verdict::NotMet,
-                OpenGoal::Seconds(15.0),
+                OpenGoal::for_size(1000e6),
                 &peer,
                 Some(320.0)
             ),
