@@ -23,7 +23,10 @@ fuzz_target!(|data: &[u8]| {
     match (&streamed, &whole) {
         (AnyDocument::Trace(s), AnyDocument::Trace(w)) if s.chrome.is_some() => {
             assert_same_trace(s, w);
-            assert_eq!(s.diagnostics, TraceDocument::from_chrome(strip_bom(file)).diagnostics);
+            assert_eq!(
+                s.diagnostics,
+                TraceDocument::from_chrome(strip_bom(file)).diagnostics
+            );
             exercise_trace(s, strip_bom(file));
         }
         (AnyDocument::Trace(s), AnyDocument::Trace(w)) => {
