@@ -176,7 +176,7 @@ macro_rules! traced {
 }
 
 traced!(
-    /// [`candle_nn::linear`], in a `linear` span.
+    /// [`candle_nn::linear()`], in a `linear` span.
     linear(in_dim: usize, out_dim: usize) -> candle_nn::Linear, "linear"
 );
 traced!(
@@ -188,11 +188,11 @@ traced!(
     linear_b(in_dim: usize, out_dim: usize, bias: bool) -> candle_nn::Linear, "linear"
 );
 traced!(
-    /// [`candle_nn::embedding`], in an `embedding` span.
+    /// [`candle_nn::embedding()`], in an `embedding` span.
     embedding(in_size: usize, out_size: usize) -> candle_nn::Embedding, "embedding"
 );
 traced!(
-    /// [`candle_nn::layer_norm`], in a `layer-norm` span.
+    /// [`candle_nn::layer_norm()`], in a `layer-norm` span.
     layer_norm(size: usize, config: candle_nn::LayerNormConfig) -> candle_nn::LayerNorm, "layer-norm"
 );
 traced!(
@@ -200,7 +200,7 @@ traced!(
     rms_norm(size: usize, eps: f64) -> candle_nn::RmsNorm, "rms-norm"
 );
 traced!(
-    /// [`candle_nn::group_norm`], in a `group-norm` span.
+    /// [`candle_nn::group_norm()`], in a `group-norm` span.
     group_norm(num_groups: usize, num_channels: usize, eps: f64) -> candle_nn::GroupNorm, "group-norm"
 );
 traced!(

@@ -1,4 +1,4 @@
-//! Live OpenTelemetry export (feature `otlp`): an [`InferenceProfiler`] sends each finished
+//! Live OpenTelemetry export (feature `otlp`): an [`InferenceProfiler`](crate::InferenceProfiler) sends each finished
 //! request to an OpenTelemetry collector as OTLP/HTTP protobuf while serving.
 //!
 //! ```no_run

@@ -71,7 +71,7 @@
 //!   [`RequestHandle::decode_ready`]; each decode wave is also a `decode_execution` interval.
 //! - The serving thread only queues what it measured; the writer thread turns it into lines
 //!   (a forward call's module spans are one item: see `profiler/lines.rs`). Every event is
-//!   checked with [`validate_event`] before it is written; one that breaks a rule is not
+//!   checked with [`validate_event`](candle_trace_schema::format::profile::validate_event) before it is written; one that breaks a rule is not
 //!   written, and is counted (with its first messages) in the [`ProfileReport`].
 //! - Batched serving: [`Engine`] (forward calls that serve several requests, recorded once)
 //!   and [`ResourcePool`] (a scheduler's KV-cache blocks or other resources); their events are

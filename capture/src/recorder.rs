@@ -24,7 +24,7 @@ use crate::writer::CaptureReport;
 /// invocation: only the configured capture step turns recording on, and outside it every
 /// instrumentation call costs one atomic load. Open spans with the guard-returning methods
 /// ([`span`](Recorder::span), [`module`](Recorder::module), [`op_span`](Recorder::op_span),
-/// [`step`](Recorder::step), [`measured`](Recorder::measured)); other events go through
+/// [`pass`](Recorder::pass), [`measured`](Recorder::measured)); other events go through
 /// [`Sink::emit`]. End with [`finish`](Recorder::finish).
 #[derive(Clone)]
 pub struct Recorder {

@@ -1,6 +1,6 @@
 //! Span guards and the device synchronization hook.
 //!
-//! A guard's parent is the top of the calling thread's stack ([`crate::stack`]); ids come from
+//! A guard's parent is the top of the calling thread's span stack; ids come from
 //! one counter per recorder, taken by each thread in blocks, so they are unique across threads.
 
 use std::borrow::Cow;

@@ -3,7 +3,7 @@
 //! candle-transformers instruments its models with `tracing` spans (`linear`, `attn`, `mlp`,
 //! `rms-norm` ...) that it creates **when the model is built**: a subscriber installed after
 //! `Llama::load` sees none of them. Call [`Recorder::install`](crate::Recorder::install) or
-//! [`InferenceProfiler::install`](crate::InferenceProfiler::install) (or [`install`] itself)
+//! [`ProfilerBuilder::install`](crate::ProfilerBuilder::install) (or [`install`] itself)
 //! before building the model.
 //!
 //! The installed subscriber is this crate's own ([`CaptureSubscriber`]), not a

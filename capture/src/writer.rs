@@ -10,8 +10,8 @@
 //! data, on request, and when the writer is finished or dropped.
 //!
 //! While the owner measures a region (a recorder's captured step) the writer is *held*
-//! ([`Writer::hold`]): each millisecond the thread only looks at the rings and lets each new
-//! item take the readings that belong to its time ([`Encode::sample`]: a host checkpoint's
+//! (`Writer::hold`): each millisecond the thread only looks at the rings and lets each new
+//! item take the readings that belong to its time (`Encode::sample`: a host checkpoint's
 //! `/proc` numbers), and it encodes them after the region, when a ring reaches a sixteenth of
 //! its capacity, or when the oldest has waited 50 ms (then flushed at once), so the encoding
 //! does not take CPU time from the step being measured and a killed process still keeps what

@@ -37,6 +37,10 @@
 //! assert_eq!((blocks[0].x0, blocks[0].x1), (0.0, 600.0));
 //! ```
 
+// Not published: its modules' docs are read with `--document-private-items`, where links to
+// their private parts resolve.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub use candle_trace_schema as schema;
 
 pub mod model;

@@ -62,7 +62,7 @@ pub struct GradientFact {
 ///
 /// For each gradient two scalars are computed, Σg² and max|g| (in f64). A gradient in host
 /// memory (the CPU device), contiguous and of a float dtype, is read in place in one pass with
-/// no tensor made ([`host_sum_sq_max_abs`]). For any other (a device's, a view, an integer
+/// no tensor made. For any other (a device's, a view, an integer
 /// dtype) the device computes them (in f64, or f32 on Metal, which has no f64); all those
 /// scalars are stacked into one tensor and read with one `to_vec1`. Σg² = NaN means NaN
 /// entries, max|g| = ∞ means infinite entries (both `non_finite`); max|g| = 0 means `zero`;

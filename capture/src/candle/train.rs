@@ -32,7 +32,7 @@ fn lock_train(inner: &Inner) -> std::sync::MutexGuard<'_, Option<TrainStep>> {
 /// closed, capturing over when it was the captured step), so a loop that skips a failed batch
 /// starts the next update as the next step. Each call is a training-step span (`forward` /
 /// `backward` / `optimizer`) with a `device_memory` checkpoint at both edges (see
-/// [`Recorder::step`]).
+/// [`Recorder::pass`]).
 ///
 /// ```
 /// use candle_core::{DType, Device, Tensor};

@@ -72,8 +72,8 @@ use super::{thread_label, ProfilerInner, RequestHandle};
 
 /// An engine serving requests in batches. Made by
 /// [`InferenceProfiler::engine`](super::InferenceProfiler::engine); inert (every call does
-/// nothing beyond running the forward call) when the detail level is `off`. See the
-/// [module docs](self).
+/// nothing beyond running the forward call) when the detail level is `off`. What a forward
+/// call writes: [`Forward::run`].
 #[derive(Debug)]
 pub struct Engine {
     pub(super) inner: Option<Arc<EngineInner>>,
@@ -260,8 +260,13 @@ impl<'e> Forward<'e> {
         self.add(request, 0, tokens, tokens)
     }
 
-    /// Run the forward call and record it (see the [module docs](self)); its result is
-    /// returned unchanged.
+    /// Run the forward call and record it; its result is returned unchanged. It writes one
+    /// `timed_span` event of phase `iteration` owned by the engine (detail `basic` and above;
+    /// attributes `engine`, `iteration`, `batch_size`, `prefill_tokens`, `decode_tokens`,
+    /// `committed_tokens`, `duration_nanos`, `thread`, `requests`), its module spans once
+    /// (detail `latency` and above), a host memory snapshot where the tracking allocator is
+    /// installed (detail `resource` and above), and at its end each request's committed tokens
+    /// (SCHEMA.md §4).
     pub fn run<T, E: std::fmt::Display>(
         self,
         forward: impl FnOnce() -> Result<T, E>,

@@ -30,7 +30,11 @@ use super::{lock, ProfilerInner, RequestHandle};
 const PHASE: &str = "schedule";
 
 /// A resource a scheduler hands out; made by [`Engine::resource_pool`](super::Engine::resource_pool).
-/// See the [module docs](self).
+/// Each of [`reserve`](Self::reserve), [`commit`](Self::commit), [`release`](Self::release),
+/// [`rollback`](Self::rollback), [`defer`](Self::defer) and [`reject`](Self::reject) writes one
+/// `resource` event on the request it concerns (phase `schedule`; nothing for a request that is
+/// not sampled); making the pool writes a `capacity_snapshot` owned by the engine. Detail
+/// `resource` and above.
 pub struct ResourcePool {
     /// The profiler and the engine's own owner (its id and clock); `None` when inert.
     engine: Option<(Arc<ProfilerInner>, Arc<Owner>)>,

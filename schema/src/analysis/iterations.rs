@@ -2,7 +2,7 @@
 //! time order with its composition, and the distribution of batch sizes and forward times.
 //!
 //! capture's `Engine` writes one `timed_span` event of phase
-//! [`ITERATION_PHASE`](crate::format::profile::ITERATION_PHASE) per forward call, owned by its
+//! [`ITERATION_PHASE`] per forward call, owned by its
 //! engine ([`engine_of`]): `ts_unix_nanos` its start, `duration_us` (and `duration_nanos`) its
 //! length, attributes `iteration`, `batch_size`, `prefill_tokens`, `decode_tokens`,
 //! `committed_tokens`, `thread` and `requests` (per request `{request_id, prefill_tokens,

@@ -178,7 +178,7 @@ const HEAVY_OPS: [(&str, &[u64], &str); 6] = [
 ];
 
 /// A trace of about `target_bytes` whose mix is memory- and op-heavy, unlike
-/// [`write_trace`]'s: per block, one `module` span (2 span lines) holding 6 ops, each
+/// [`write_trace`](crate::generate::write_trace)'s: per block, one `module` span (2 span lines) holding 6 ops, each
 /// allocating its output, and the 6 frees of the block before (12 memory lines): the 4 800
 /// span, 14 400 op and 28 800 memory lines per 10 MB of issue #40's held-out files, in
 /// proportion. One device (`cuda:0`), a measured root; every allocation is freed by the end.

@@ -1,5 +1,5 @@
 //! The native tables of BENCHMARKS.md: parse, span costs, the captured training update, serving,
-//! `summary`, the wasm bundle; each with the goal [`goals`](super::goals) judges.
+//! `summary`, the wasm bundle; each with the goal [`goals`] judges.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

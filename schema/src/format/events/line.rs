@@ -1,6 +1,6 @@
 //! Hand-written writer for the hot kinds' lines (`span_start`, `span_end`, `op`, `tensor`,
 //! `memory`): byte for byte what serde writes for the same [`TraceEvent`], the layout the fast
-//! reader ([`fast`](super::fast)) accepts, without building an event first.
+//! reader (`events::fast`) accepts, without building an event first.
 //!
 //! A line is appended to any [`LineBuf`] (`Vec<u8>`, `String`) and allocates nothing beyond the
 //! buffer's growth. String fields are escaped as serde_json escapes them; an id may be written
