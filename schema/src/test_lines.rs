@@ -47,6 +47,22 @@ pub(crate) fn end(id: &str, duration_ns: u64) -> String {
     format!(r#"{{"kind":"span_end","id":"{id}","duration_ns":{duration_ns}}}"#)
 }
 
+/// Four spans: `root` [0, 100) measured; `a` [10, 50) under it; `b` [20, 30) under `a`; `c`
+/// [60, 90) under `root`. Self times root 100 − 40 − 30 = 30, a 40 − 10 = 30, b 10, c 30.
+pub(crate) fn four_spans() -> TraceDocument {
+    read(&[
+        String::from(META),
+        start("root", None, 0, true),
+        start("a", Some("root"), 10, false),
+        start("b", Some("a"), 20, false),
+        end("b", 10),
+        end("a", 40),
+        start("c", Some("root"), 60, false),
+        end("c", 30),
+        end("root", 100),
+    ])
+}
+
 /// The document of `lines`, each ended by a newline.
 pub(crate) fn read(lines: &[impl AsRef<str>]) -> TraceDocument {
     let mut text = String::new();

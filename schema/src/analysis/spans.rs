@@ -123,7 +123,7 @@ pub fn span_path(doc: &TraceDocument, i: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_lines::{end, read, start, META};
+    use crate::test_lines::{end, four_spans, read, start, META};
     use alloc::format;
     use alloc::string::ToString;
     use alloc::vec;
@@ -152,19 +152,9 @@ mod tests {
 
     #[test]
     fn self_time_ranking_and_paths_by_hand() {
-        // root [0,100) measured; a [10,50) under root; b [20,30) under a; c [60,90) under root.
-        // Self times: root 100 − 40 − 30 = 30, a 40 − 10 = 30, b 10, c 30.
-        let doc = read(&[
-            META.to_string(),
-            start("root", None, 0, true),
-            start("a", Some("root"), 10, false),
-            start("b", Some("a"), 20, false),
-            end("b", 10),
-            end("a", 40),
-            start("c", Some("root"), 60, false),
-            end("c", 30),
-            end("root", 100),
-        ]);
+        // Self times: root 100 − 40 − 30 = 30, a 40 − 10 = 30, b 10, c 30 (`four_spans`).
+        let doc = four_spans();
+        assert_eq!(doc.tree.self_ns, [30, 30, 10, 30]);
         // Three spans tie at 30: file order root (0), a (1), c (3); then b (2).
         assert_eq!(spans_by_self_time(&doc, 10), vec![0, 1, 3, 2]);
         assert_eq!(spans_by_self_time(&doc, 2), vec![0, 1]);

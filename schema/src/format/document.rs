@@ -298,7 +298,7 @@ mod tests {
     use super::*;
     use crate::analysis::spans::span_path;
     use crate::format::events::TensorCategory;
-    use crate::test_lines::{end, read, start, META};
+    use crate::test_lines::{end, four_spans, read, start, META};
     use alloc::string::{String, ToString};
     use alloc::vec;
 
@@ -442,32 +442,15 @@ mod tests {
         assert!(exact.ops.capacity() <= exact.ops.len() + exact.ops.len() / 8 + 16);
     }
 
-    /// The top spans are the head of a full sort by (key descending, file order), whatever
-    /// the limit, with ties and a limit past the end.
+    /// The tree the reader lays out: depth, roots and preorder (self times and paths are
+    /// `analysis::spans`' tests).
     #[test]
-    fn self_time_and_depth_by_hand() {
-        // root [0,100) measured; a [10,50) under root; b [20,30) under a; c [60,90) under root.
-        let doc = read(&[
-            META.to_string(),
-            start("root", None, 0, true),
-            start("a", Some("root"), 10, false),
-            start("b", Some("a"), 20, false),
-            end("b", 10),
-            end("a", 40),
-            start("c", Some("root"), 60, false),
-            end("c", 30),
-            end("root", 100),
-        ]);
+    fn tree_and_depth_by_hand() {
+        let doc = four_spans();
         assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
-        let self_of = |id: &str| doc.tree.self_ns[doc.span_index(id).unwrap()];
-        assert_eq!(self_of("root"), 100 - 40 - 30);
-        assert_eq!(self_of("a"), 40 - 10);
-        assert_eq!(self_of("b"), 10);
-        assert_eq!(self_of("c"), 30);
         let s = doc.summary();
         assert_eq!(s.total_ns, 100);
         assert_eq!((s.span_count, s.root_span_count, s.max_depth), (4, 1, 2));
-        assert_eq!(span_path(&doc, doc.span_index("b").unwrap()), "nroot/na/nb");
         let pre: Vec<&str> = doc
             .tree
             .preorder()
