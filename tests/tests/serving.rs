@@ -247,3 +247,34 @@ fn otlp_export_links_each_request_to_the_forwards_that_served_it() {
     assert_eq!(block["parentSpanId"], forwards[1]["spanId"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_batched_forwards_module_spans_are_the_engines() {
+    let f = fixture();
+    // make.py: forward 1 (3.0–4.0 ms) wrote `block` (800 µs) > `linear` (300 µs) once, for the
+    // engine: 1 forward call of the engine, none of a request; 800 of its 1000 µs covered.
+    let (code, text) = cli(&["query", &f, "--kind", "modules"]);
+    assert_eq!(code, 0);
+    assert!(
+        text.starts_with("1 engine(s), 1 forward call(s);"),
+        "{text}"
+    );
+    assert!(
+        text.contains("engine engine-0 (1 forward call(s)): modules cover 80% of forward"),
+        "{text}"
+    );
+    assert!(!text.contains("request engine-0"), "{text}");
+    let v = json(&["query", &f, "--kind", "modules", "--json"]);
+    let owners: Vec<(&str, bool)> = v["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["request_id"].as_str().unwrap(),
+                r["engine"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(owners, [("engine-0", true)]);
+}

@@ -5,6 +5,7 @@ use std::io::Write;
 use candle_trace_schema::analysis::coverage::{Coverage, TraceCoverage};
 use candle_trace_schema::analysis::module_tree::{profile_tree, trace_tree, ModuleTree};
 use candle_trace_schema::analysis::modules::{module_rows, ModuleGrouping, ModulePaths};
+use candle_trace_schema::analysis::profile_modules::{ProfileModuleRow, RequestModules};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::profile::ProfileDocument;
@@ -235,6 +236,42 @@ pub(super) fn module_tree(doc: &TraceDocument, limit: usize) -> (Value, Table, S
     (value, table, preamble)
 }
 
+/// Said for a profile without module spans.
+const NO_MODULE_SPANS: &str = "(no module spans: the profile has no `module` phase events)";
+
+/// `3 request(s), 27 forward call(s)` (`2 engine(s)` for the batched forwards' owners, and the
+/// unreadable module events, if any); `None` for a profile without module spans.
+fn requests_counts(requests: &[RequestModules]) -> Option<String> {
+    if requests.is_empty() {
+        return None;
+    }
+    let forwards: usize = requests.iter().map(|r| r.forwards.len()).sum();
+    let unreadable: u64 = requests.iter().map(|r| r.unreadable).sum();
+    let engines = requests.iter().filter(|r| r.engine).count();
+    let mut owners = Vec::new();
+    if engines < requests.len() {
+        owners.push(format!("{} request(s)", requests.len() - engines));
+    }
+    if engines > 0 {
+        owners.push(format!("{engines} engine(s)"));
+    }
+    let mut text = format!("{}, {forwards} forward call(s)", owners.join(", "));
+    if unreadable > 0 {
+        text.push_str(&format!(", {unreadable} unreadable module event(s)"));
+    }
+    Some(text)
+}
+
+/// `request r1`, `engine engine-0` or `request (no id)`: whose forward calls these are.
+fn owner_label(r: &RequestModules) -> String {
+    let id = if r.request_id.is_empty() {
+        "(no id)"
+    } else {
+        r.request_id.as_str()
+    };
+    format!("{} {id}", if r.engine { "engine" } else { "request" })
+}
+
 /// `--kind modules` on an inference profile: the module tree of every request's forward calls
 /// and of each request, with each forward call's coverage.
 pub(super) fn profile_module_tree(
@@ -267,6 +304,7 @@ pub(super) fn profile_module_tree(
                     .collect();
                 json!({
                     "request_id": r.request_id,
+                    "engine": r.engine,
                     "forward_calls": calls,
                     "unreadable": r.unreadable,
                     "coverage": coverage_json(&r.coverage()),
@@ -285,25 +323,14 @@ pub(super) fn profile_module_tree(
             }),
         );
     }
-    if requests.is_empty() {
-        writeln!(
-            out,
-            "(no module spans: the profile has no `module` phase events)"
-        )?;
+    let Some(counts) = requests_counts(&requests) else {
+        writeln!(out, "{NO_MODULE_SPANS}")?;
         return Ok(());
-    }
-    let forwards: usize = requests.iter().map(|r| r.forwards.len()).sum();
-    let unreadable: u64 = requests.iter().map(|r| r.unreadable).sum();
+    };
     writeln!(
         out,
-        "{} request(s), {forwards} forward call(s){}; keyed by {}; Σ children: a group no span \
-         measured, whose times add up its children's",
-        requests.len(),
-        if unreadable > 0 {
-            format!(", {unreadable} unreadable module event(s)")
-        } else {
-            String::new()
-        },
+        "{counts}; keyed by {}; Σ children: a group no span measured, whose times add up its \
+         children's",
         if all.names {
             "module names (from the weights)"
         } else {
@@ -313,19 +340,15 @@ pub(super) fn profile_module_tree(
     if let Some(line) = overall.sentence() {
         writeln!(out, "{line}")?;
     }
-    writeln!(out, "\nall requests:")?;
+    writeln!(out, "\nall forward calls:")?;
     write!(out, "{}", tree_table(&all, opts.limit, true).render())?;
     write!(out, "{}", tree_notes(&all, opts.limit, true))?;
     for r in requests.iter().take(opts.limit) {
         writeln!(out)?;
         writeln!(
             out,
-            "request {} ({} forward call(s)){}",
-            if r.request_id.is_empty() {
-                "(no id)"
-            } else {
-                r.request_id.as_str()
-            },
+            "{} ({} forward call(s)){}",
+            owner_label(r),
             r.forwards.len(),
             r.coverage()
                 .sentence()
@@ -354,7 +377,7 @@ pub(super) fn profile_modules(
         ModuleGrouping::Path => "path",
         ModuleGrouping::Name => "name",
     };
-    let row_json = |r: &candle_trace_schema::analysis::profile_modules::ProfileModuleRow| json!({ key: r.key, "calls": r.calls, "total_ns": r.total_ns, "mean_ns": r.mean_ns, "requests": r.requests });
+    let row_json = |r: &ProfileModuleRow| json!({ key: r.key, "calls": r.calls, "total_ns": r.total_ns, "mean_ns": r.mean_ns, "requests": r.requests });
     let all = doc.module_rows(grouping);
     if opts.json {
         let per_request: Vec<Value> = requests
@@ -362,6 +385,7 @@ pub(super) fn profile_modules(
             .map(|r| {
                 json!({
                     "request_id": r.request_id,
+                    "engine": r.engine,
                     "forward_calls": r.forwards.len(),
                     "unreadable": r.unreadable,
                     "modules": r.rows(grouping).iter().take(opts.limit).map(row_json).collect::<Vec<_>>(),
@@ -377,26 +401,12 @@ pub(super) fn profile_modules(
             }),
         );
     }
-    if requests.is_empty() {
-        writeln!(
-            out,
-            "(no module spans: the profile has no `module` phase events)"
-        )?;
+    let Some(counts) = requests_counts(&requests) else {
+        writeln!(out, "{NO_MODULE_SPANS}")?;
         return Ok(());
-    }
-    let forwards: usize = requests.iter().map(|r| r.forwards.len()).sum();
-    let unreadable: u64 = requests.iter().map(|r| r.unreadable).sum();
-    writeln!(
-        out,
-        "{} request(s), {forwards} forward call(s){}; all requests by {key}:",
-        requests.len(),
-        if unreadable > 0 {
-            format!(", {unreadable} unreadable module event(s)")
-        } else {
-            String::new()
-        }
-    )?;
-    let table = |rows: &[candle_trace_schema::analysis::profile_modules::ProfileModuleRow]| {
+    };
+    writeln!(out, "{counts}; all forward calls by {key}:")?;
+    let table = |rows: &[ProfileModuleRow]| {
         let mut t = Table::new(&[
             (key, Align::Left),
             ("calls", Align::Right),
@@ -420,12 +430,8 @@ pub(super) fn profile_modules(
         writeln!(out)?;
         writeln!(
             out,
-            "request {} ({} forward call(s)):",
-            if r.request_id.is_empty() {
-                "(no id)"
-            } else {
-                r.request_id.as_str()
-            },
+            "{} ({} forward call(s)):",
+            owner_label(r),
             r.forwards.len()
         )?;
         write!(out, "{}", table(&r.rows(grouping)))?;

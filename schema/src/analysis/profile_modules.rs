@@ -111,8 +111,10 @@ pub struct ProfileModuleRow {
 /// One request's module spans.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RequestModules {
-    /// The request id (empty for events without one).
+    /// The request id (empty for events without one), or the engine's id.
     pub request_id: String,
+    /// Whether these are an engine's batched forward calls ([`engine_of`]), not a request's.
+    pub engine: bool,
     /// Forward calls in order of first appearance.
     pub forwards: Vec<ForwardCall>,
     /// Module events that could not be placed in a tree (see the module docs).
@@ -302,6 +304,7 @@ impl ProfileDocument {
             let r = *by_request.entry(id).or_insert_with(|| {
                 out.push(RequestModules {
                     request_id: id.to_string(),
+                    engine: engine_of(record).is_some(),
                     forwards: Vec::new(),
                     unreadable: 0,
                 });
@@ -651,7 +654,7 @@ mod tests {
         assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
         let spans = doc.module_spans();
         assert_eq!(spans.len(), 1);
-        assert_eq!(spans[0].request_id, "e");
+        assert_eq!((spans[0].request_id.as_str(), spans[0].engine), ("e", true));
         let call = &spans[0].forwards[0];
         assert_eq!(
             (call.forward.as_str(), call.forward_index, call.spans.len()),
