@@ -15,6 +15,14 @@
 //! Without it installed, [`live_bytes`] and [`peak_bytes`] stay 0 and attribution scopes
 //! report zeros.
 //!
+//! **Counting without a shared counter.** Each of the first 63 threads that allocate counts in
+//! a slot of its own (bytes allocated minus freed, allocations, frees), with a plain load and
+//! store on a cache line no other thread writes; later threads share one slot, with locked
+//! instructions. Live bytes are the slots summed, exactly. The peak is sampled: a thread
+//! sums the slots each time it has allocated [`PEAK_SAMPLE_BYTES`] since its last sample and
+//! at every block of at least that size, so [`peak_bytes`] is below the true peak by less
+//! than that much per allocating thread.
+//!
 //! **Per-span host blocks.** During a recorder's captured step (see
 //! [`RecorderBuilder::alloc_threshold_bytes`](crate::RecorderBuilder::alloc_threshold_bytes)),
 //! every block of at least the threshold allocated on a thread with an open span is handed to
@@ -38,7 +46,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use candle_trace_schema::format::events::{
@@ -48,10 +56,100 @@ use candle_trace_schema::format::events::{
 use crate::routed::{Cache, Routed};
 use crate::sink::Sink;
 
-static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
-static PEAK_BYTES: AtomicU64 = AtomicU64::new(0);
-static ALLOC_COUNT: AtomicU64 = AtomicU64::new(0);
-static FREE_COUNT: AtomicU64 = AtomicU64::new(0);
+/// Counter slots: each of the first `SLOTS - 1` threads that allocate counts its allocations
+/// and frees in a slot of its own, with a plain load and store (no other thread writes it);
+/// later threads share the last slot, with locked instructions. A slot stays with its thread
+/// for the process's life (the allocator cannot register a thread-exit hook without
+/// allocating), so a program that starts many short-lived threads ends up counting in the
+/// shared slot, as one counter did for every thread.
+const SLOTS: usize = 64;
+/// The slot that threads past the first `SLOTS - 1` share.
+const SHARED: usize = SLOTS - 1;
+
+/// A thread samples the process's live bytes for the peak each time it has allocated this many
+/// bytes since its last sample, and at every block at least this large: the peak is exact to
+/// within this much per allocating thread.
+pub const PEAK_SAMPLE_BYTES: u64 = 16 * 1024;
+
+/// One slot's counters, on a cache-line pair of its own.
+#[repr(C, align(128))]
+struct Slot {
+    /// Bytes allocated minus bytes freed by the slot's threads, wrapping: a thread may free
+    /// what another allocated, so only the sum over the slots is live bytes.
+    net: AtomicU64,
+    allocs: AtomicU64,
+    frees: AtomicU64,
+}
+
+static SLOT: [Slot; SLOTS] = [const {
+    Slot {
+        net: AtomicU64::new(0),
+        allocs: AtomicU64::new(0),
+        frees: AtomicU64::new(0),
+    }
+}; SLOTS];
+/// Slots owned so far (the next thread takes this one, until [`SHARED`]).
+static SLOTS_TAKEN: AtomicUsize = AtomicUsize::new(0);
+/// The largest live bytes sampled since start or the last [`reset_peak`].
+static PEAK: Peak = Peak(AtomicU64::new(0));
+
+/// On a cache-line pair of its own: written only when the peak rises.
+#[repr(C, align(128))]
+struct Peak(AtomicU64);
+
+/// The slots in use (the shared one always).
+fn used_slots() -> impl Iterator<Item = &'static Slot> {
+    let owned = SLOTS_TAKEN.load(Ordering::Relaxed).min(SHARED);
+    SLOT[..owned].iter().chain(std::iter::once(&SLOT[SHARED]))
+}
+
+impl Slot {
+    fn count_alloc(&self, bytes: u64, owned: bool) {
+        Slot::add(&self.net, bytes, owned);
+        Slot::add(&self.allocs, 1, owned);
+    }
+
+    fn count_free(&self, bytes: u64, owned: bool) {
+        Slot::add(&self.net, bytes.wrapping_neg(), owned);
+        Slot::add(&self.frees, 1, owned);
+    }
+
+    /// Add `n` to `counter` (wrapping): a plain load and store in a slot of the thread's own,
+    /// a locked instruction in the shared one.
+    fn add(counter: &AtomicU64, n: u64, owned: bool) {
+        if owned {
+            counter.store(
+                counter.load(Ordering::Relaxed).wrapping_add(n),
+                Ordering::Relaxed,
+            );
+        } else {
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Live bytes now: the slots' nets summed. A sum read while other threads count can be off by
+/// what they count meanwhile (a block allocated in one slot and freed in another between the
+/// two reads), so one below zero reads as 0.
+fn sum_live() -> u64 {
+    let live = used_slots().fold(0u64, |sum, slot| {
+        sum.wrapping_add(slot.net.load(Ordering::Relaxed))
+    });
+    if live > i64::MAX as u64 {
+        0
+    } else {
+        live
+    }
+}
+
+/// Raise the peak to the live bytes now, if they are above it.
+fn sample_peak() {
+    let live = sum_live();
+    // Most samples do not raise the peak: a plain load spares them a locked instruction.
+    if live > PEAK.0.load(Ordering::Relaxed) {
+        PEAK.0.fetch_max(live, Ordering::Relaxed);
+    }
+}
 
 /// The allocator's view of a recorder: host blocks of at least the threshold.
 pub(crate) trait HostSink: Send + Sync {
@@ -63,10 +161,20 @@ pub(crate) trait HostSink: Send + Sync {
 
 /// The recorder that host blocks of at least its threshold go to, during its captured step.
 static HOST_SINK: Routed<dyn HostSink> = Routed::new();
-/// Its recorder key (0 = none): span pushes of other recorders do not touch `span`.
-static HOST_KEY: AtomicU64 = AtomicU64::new(0);
-/// Its threshold (`u64::MAX` = none attached): one relaxed load per allocation decides.
-static HOST_THRESHOLD: AtomicU64 = AtomicU64::new(u64::MAX);
+/// The host sink's key and threshold: read on every allocation and span push, written only
+/// when a recorder attaches or detaches, so on lines of their own.
+#[repr(C, align(128))]
+struct HostRoute {
+    /// Its recorder key (0 = none): span pushes of other recorders do not touch `span`.
+    key: AtomicU64,
+    /// Its threshold (`u64::MAX` = none attached): one relaxed load per allocation decides.
+    threshold: AtomicU64,
+}
+
+static HOST: HostRoute = HostRoute {
+    key: AtomicU64::new(0),
+    threshold: AtomicU64::new(u64::MAX),
+};
 
 /// Per-thread attribution state; all `Copy`, const-initialised, no destructor.
 struct ThreadCounters {
@@ -76,6 +184,10 @@ struct ThreadCounters {
     pass: Cell<Option<Pass>>,
     /// Open attribution scopes on this thread (0 = attribution off).
     depth: Cell<u32>,
+    /// This thread's counter slot, plus one (0 = none taken yet).
+    slot: Cell<usize>,
+    /// Bytes this thread allocated since it last sampled the peak.
+    unsampled: Cell<u64>,
     /// Set while this thread is inside the allocator's bookkeeping.
     busy: Cell<bool>,
     allocated_bytes: Cell<u64>,
@@ -94,6 +206,8 @@ thread_local! {
             span: Cell::new(0),
             pass: Cell::new(None),
             depth: Cell::new(0),
+            slot: Cell::new(0),
+            unsampled: Cell::new(0),
             busy: Cell::new(false),
             allocated_bytes: Cell::new(0),
             freed_bytes: Cell::new(0),
@@ -128,16 +242,51 @@ fn to_host_sink(ptr: u64, bytes: u64, alloc: bool) {
     });
 }
 
-fn on_alloc(ptr: u64, bytes: u64) {
-    let live = LIVE_BYTES
-        .fetch_add(bytes, Ordering::Relaxed)
-        .wrapping_add(bytes);
-    // Most allocations do not raise the peak: a plain load spares them a locked instruction.
-    if live > PEAK_BYTES.load(Ordering::Relaxed) {
-        PEAK_BYTES.fetch_max(live, Ordering::Relaxed);
+/// This thread's slot, whether it owns it, and whether the peak is due for a sample after
+/// `allocated` more bytes (while the thread is torn down: the shared slot, and always).
+fn slot(allocated: u64) -> (&'static Slot, bool, bool) {
+    THREAD
+        .try_with(|t| {
+            let mut index = t.slot.get();
+            if index == 0 {
+                index = take_slot(&SLOTS_TAKEN) + 1;
+                t.slot.set(index);
+            }
+            let (unsampled, due) = peak_due(t.unsampled.get(), allocated);
+            t.unsampled.set(unsampled);
+            (&SLOT[index - 1], index - 1 != SHARED, due)
+        })
+        .unwrap_or((&SLOT[SHARED], false, allocated > 0))
+}
+
+/// The slot a thread takes, once, given `taken` (the owned slots handed out so far): the next
+/// owned one, or [`SHARED`] once they are all taken (the count then stops growing).
+fn take_slot(taken: &AtomicUsize) -> usize {
+    taken
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            (n < SHARED).then_some(n + 1)
+        })
+        .unwrap_or(SHARED)
+}
+
+/// A thread's bytes allocated since its last peak sample, after `allocated` more: the new
+/// count, and whether a sample is due (the count then restarts from 0).
+fn peak_due(unsampled: u64, allocated: u64) -> (u64, bool) {
+    let unsampled = unsampled.saturating_add(allocated);
+    if unsampled >= PEAK_SAMPLE_BYTES {
+        (0, true)
+    } else {
+        (unsampled, false)
     }
-    ALLOC_COUNT.fetch_add(1, Ordering::Relaxed);
-    if bytes >= HOST_THRESHOLD.load(Ordering::Relaxed) {
+}
+
+fn on_alloc(ptr: u64, bytes: u64) {
+    let (slot, owned, due) = slot(bytes);
+    slot.count_alloc(bytes, owned);
+    if due {
+        sample_peak();
+    }
+    if bytes >= HOST.threshold.load(Ordering::Relaxed) {
         to_host_sink(ptr, bytes, true);
     }
     let _ = THREAD.try_with(|t| {
@@ -158,12 +307,9 @@ fn on_alloc(ptr: u64, bytes: u64) {
 }
 
 fn on_free(ptr: u64, bytes: u64) {
-    // Saturate: a free can only follow its alloc, but never let a bookkeeping slip wrap.
-    let _ = LIVE_BYTES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |live| {
-        Some(live.saturating_sub(bytes))
-    });
-    FREE_COUNT.fetch_add(1, Ordering::Relaxed);
-    if bytes >= HOST_THRESHOLD.load(Ordering::Relaxed) {
+    let (slot, owned, _) = slot(0);
+    slot.count_free(bytes, owned);
+    if bytes >= HOST.threshold.load(Ordering::Relaxed) {
         to_host_sink(ptr, bytes, false);
     }
     let _ = THREAD.try_with(|t| {
@@ -181,8 +327,9 @@ fn on_free(ptr: u64, bytes: u64) {
 
 /// A global allocator that counts live and peak host bytes, then delegates to `A`.
 ///
-/// The counters are process-wide statics (there is only one global allocator), read with
-/// [`live_bytes`], [`peak_bytes`] and [`allocation_counts`].
+/// The counters are process-wide statics (there is only one global allocator), kept per
+/// thread as the [module](self) describes and read with [`live_bytes`], [`peak_bytes`] and
+/// [`allocation_counts`].
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TrackingAllocator<A = System> {
     inner: A,
@@ -246,7 +393,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
 /// Whether [`TrackingAllocator`] is the global allocator (it has counted an allocation; any
 /// Rust program allocates before `main`).
 pub fn installed() -> bool {
-    ALLOC_COUNT.load(Ordering::Relaxed) > 0
+    used_slots().any(|slot| slot.allocs.load(Ordering::Relaxed) > 0)
 }
 
 /// Run `f` with this thread's allocator hooks quiet: what `f` allocates or frees is counted,
@@ -265,8 +412,8 @@ pub(crate) fn attach_host_sink(sink: Arc<dyn HostSink>) {
     let threshold = sink.threshold_bytes();
     let old = quietly(|| {
         HOST_SINK.update(|slot| {
-            HOST_KEY.store(key, Ordering::Release);
-            HOST_THRESHOLD.store(threshold, Ordering::Release);
+            HOST.key.store(key, Ordering::Release);
+            HOST.threshold.store(threshold, Ordering::Release);
             slot.replace(sink)
         })
     });
@@ -277,11 +424,11 @@ pub(crate) fn attach_host_sink(sink: Arc<dyn HostSink>) {
 pub(crate) fn detach_host_sink(key: u64) {
     let old = quietly(|| {
         HOST_SINK.update(|slot| {
-            if HOST_KEY.load(Ordering::Acquire) != key {
+            if HOST.key.load(Ordering::Acquire) != key {
                 return None;
             }
-            HOST_THRESHOLD.store(u64::MAX, Ordering::Release);
-            HOST_KEY.store(0, Ordering::Release);
+            HOST.threshold.store(u64::MAX, Ordering::Release);
+            HOST.key.store(0, Ordering::Release);
             slot.take()
         })
     });
@@ -291,7 +438,7 @@ pub(crate) fn detach_host_sink(key: u64) {
 /// The span stack of recorder `key` on this thread changed: its innermost span is now `span`
 /// (0 = none) in `step`. Only the host sink's recorder is followed.
 pub(crate) fn set_current_span(key: u64, span: u64, pass: Option<Pass>) {
-    if HOST_KEY.load(Ordering::Relaxed) != key {
+    if HOST.key.load(Ordering::Relaxed) != key {
         return;
     }
     let _ = THREAD.try_with(|t| {
@@ -370,24 +517,30 @@ impl MemInfo {
 
 /// Host bytes currently allocated through [`TrackingAllocator`] (0 when it is not installed).
 pub fn live_bytes() -> u64 {
-    LIVE_BYTES.load(Ordering::Relaxed)
+    sum_live()
 }
 
-/// The largest [`live_bytes`] seen since start or the last [`reset_peak`].
+/// The largest [`live_bytes`] seen since start or the last [`reset_peak`]: sampled, so below
+/// the true peak by less than [`PEAK_SAMPLE_BYTES`] per allocating thread (see the
+/// [module](self)); never below [`live_bytes`] now.
 pub fn peak_bytes() -> u64 {
-    PEAK_BYTES.load(Ordering::Relaxed)
+    PEAK.0.load(Ordering::Relaxed).max(sum_live())
 }
 
 /// Restart peak tracking from the current live bytes (e.g. at the start of the captured step).
 pub fn reset_peak() {
-    PEAK_BYTES.store(LIVE_BYTES.load(Ordering::Relaxed), Ordering::Relaxed);
+    PEAK.0.store(sum_live(), Ordering::Relaxed);
 }
 
 /// Process-wide `(allocations, frees)` counted by [`TrackingAllocator`].
 pub fn allocation_counts() -> (u64, u64) {
     (
-        ALLOC_COUNT.load(Ordering::Relaxed),
-        FREE_COUNT.load(Ordering::Relaxed),
+        used_slots()
+            .map(|slot| slot.allocs.load(Ordering::Relaxed))
+            .fold(0, u64::wrapping_add),
+        used_slots()
+            .map(|slot| slot.frees.load(Ordering::Relaxed))
+            .fold(0, u64::wrapping_add),
     )
 }
 
@@ -646,6 +799,98 @@ mod tests {
         drop(v);
         let (allocs, frees) = allocation_counts();
         assert!(allocs >= 1 && frees >= 1);
+    }
+
+    /// The first 63 threads own a slot each, in order; every later one shares the last.
+    #[test]
+    fn threads_past_the_owned_slots_share_the_last() {
+        let taken = AtomicUsize::new(0);
+        let slots: Vec<usize> = (0..SLOTS + 5).map(|_| take_slot(&taken)).collect();
+        let owned: Vec<usize> = (0..SHARED).collect();
+        assert_eq!(slots[..SHARED], owned[..]);
+        assert!(slots[SHARED..].iter().all(|&s| s == SHARED));
+        assert_eq!(taken.load(Ordering::Relaxed), SHARED);
+    }
+
+    /// A sample is due once a thread has allocated 16 KiB since its last, and at any block of
+    /// 16 KiB or more.
+    #[test]
+    fn the_peak_is_sampled_every_16_kib_a_thread_allocates() {
+        let k = 1024;
+        assert_eq!(peak_due(0, 16 * k - 1), (16 * k - 1, false));
+        assert_eq!(peak_due(16 * k - 1, 1), (0, true));
+        assert_eq!(peak_due(10 * k, 7 * k), (0, true));
+        assert_eq!(peak_due(0, 16 * k), (0, true));
+        assert_eq!(peak_due(0, 1 << 30), (0, true));
+        assert_eq!(peak_due(u64::MAX, 1), (0, true));
+        // 16 KiB in 1,024 blocks of 16 bytes: one sample, at the last block.
+        let (mut unsampled, mut samples) = (0, 0);
+        for _ in 0..1024 {
+            let (u, due) = peak_due(unsampled, 16);
+            unsampled = u;
+            samples += usize::from(due);
+        }
+        assert_eq!((unsampled, samples), (0, 1));
+    }
+
+    /// A slot counts in wrapping arithmetic, owned (plain store) or shared (locked), alike: a
+    /// free of a block allocated elsewhere leaves it below zero until the sum is taken.
+    #[test]
+    fn a_slot_counts_blocks_and_bytes() {
+        for owned in [true, false] {
+            let a = Slot {
+                net: AtomicU64::new(0),
+                allocs: AtomicU64::new(0),
+                frees: AtomicU64::new(0),
+            };
+            let b = Slot {
+                net: AtomicU64::new(0),
+                allocs: AtomicU64::new(0),
+                frees: AtomicU64::new(0),
+            };
+            a.count_alloc(100, owned);
+            a.count_alloc(28, owned);
+            a.count_free(50, owned);
+            b.count_free(28, owned);
+            let net = |s: &Slot| s.net.load(Ordering::Relaxed);
+            assert_eq!(net(&a), 78);
+            assert_eq!(net(&b) as i64, -28);
+            assert_eq!(net(&a).wrapping_add(net(&b)), 50);
+            assert_eq!(a.allocs.load(Ordering::Relaxed), 2);
+            assert_eq!(
+                a.frees.load(Ordering::Relaxed) + b.frees.load(Ordering::Relaxed),
+                2
+            );
+        }
+    }
+
+    /// 80 threads (more than there are owned slots) each hold 1 MiB at once: live and peak
+    /// bytes see all of them, whichever slot each thread counts in.
+    #[test]
+    fn live_and_peak_bytes_sum_every_threads_slot() {
+        const THREADS: usize = 80;
+        const BLOCK: usize = 1 << 20;
+        let held = std::sync::Barrier::new(THREADS + 1);
+        let release = std::sync::Barrier::new(THREADS + 1);
+        let (allocs_before, _) = allocation_counts();
+        std::thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    let v = vec![1u8; BLOCK];
+                    held.wait();
+                    release.wait();
+                    std::hint::black_box(&v);
+                });
+            }
+            held.wait();
+            let live = live_bytes();
+            // Other test threads allocate and free meanwhile, but none frees these blocks.
+            assert!(live >= (THREADS * BLOCK) as u64, "live {live}");
+            assert!(peak_bytes() >= live);
+            release.wait();
+        });
+        let (allocs_after, _) = allocation_counts();
+        assert!(allocs_after - allocs_before >= THREADS as u64);
     }
 
     #[test]

@@ -556,6 +556,44 @@ mod tests {
         assert_eq!(out.0.lock().unwrap().as_slice(), b"x\n");
     }
 
+    /// The writer thread runs as a batch job (`SCHED_BATCH`, policy 3 in `/proc`'s `sched`).
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_writer_thread_is_a_batch_job() {
+        let out = Shared::default();
+        let w = Writer::spawn(
+            vec![Target::Writer(Box::new(out.clone()))],
+            16,
+            Framing {
+                closing: Default::default(),
+                header: None,
+                trailer: no_trailer,
+            },
+            "batch-writer",
+        )
+        .unwrap();
+        w.send(Text("x"));
+        assert!(w.flush(Duration::from_secs(5)));
+        let policies: Vec<String> = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter(|task| {
+                std::fs::read_to_string(task.path().join("comm"))
+                    .is_ok_and(|comm| comm.trim_end() == "batch-writer")
+            })
+            .filter_map(|task| std::fs::read_to_string(task.path().join("sched")).ok())
+            .filter_map(|sched| {
+                sched
+                    .lines()
+                    .find(|line| line.starts_with("policy"))
+                    .and_then(|line| line.split(':').nth(1))
+                    .map(|policy| policy.trim().to_string())
+            })
+            .collect();
+        w.finish().unwrap();
+        assert_eq!(policies, ["3"]);
+    }
+
     fn spawn_plain<T: Encode<State: Send>>(out: &Shared, capacity: usize) -> Writer<T> {
         Writer::spawn(
             vec![Target::Writer(Box::new(out.clone()))],

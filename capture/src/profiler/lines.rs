@@ -381,7 +381,9 @@ impl Pending {
         // batch's `requests` comes last among equal keys, as `build` inserts it last.
         let requests = self.attributes.len();
         let key = |i: usize| self.attributes.get(i).map_or("requests", |a| a.0);
-        let mut order: Vec<usize> = (0..self.attributes.len()).collect();
+        // Sized once: growing it reallocated on every event with a batch.
+        let mut order: Vec<usize> = Vec::with_capacity(requests + 1);
+        order.extend(0..requests);
         if !self.batch.is_empty() {
             order.push(requests);
         }

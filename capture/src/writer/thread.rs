@@ -7,6 +7,23 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use super::{output::Output, output::State, rings::Rings, rings::Shared};
 use super::{Encode, Framing, Msg, ThreadEnd, FLUSH_INTERVAL, IDLE_POLLS, NAP, POLL_INTERVAL};
 
+/// Ask Linux to schedule this thread as a batch job (`SCHED_BATCH`): its wake-ups do not
+/// preempt the thread running on the core, so a serving or training thread (or one of candle's
+/// rayon workers, which sleep between parallel ops and are woken for each) is not switched out
+/// every time the writer wakes; it keeps a nice-0 share of the CPU, so it never starves. A
+/// refusal leaves the policy as it was.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn as_batch_job() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid `sched_param` (`SCHED_BATCH`
+    // takes priority 0) that outlives the call, which only reads it.
+    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn as_batch_job() {}
+
 pub(super) fn run<T: Encode>(
     rx: Receiver<Msg>,
     outputs: Vec<Output>,
@@ -14,6 +31,7 @@ pub(super) fn run<T: Encode>(
     shared: &Shared<T>,
     mut encoder: T::State,
 ) -> ThreadEnd {
+    as_batch_job();
     let counters = &shared.counters;
     let mut s = State::new(outputs, counters);
     if let Some(header) = framing.header {
