@@ -2,8 +2,9 @@
 //!
 //! Each producing thread pushes items into a single-producer ring of its own; it never waits
 //! for I/O or for another thread: when its ring already holds the queue capacity the item is
-//! dropped and counted. One background thread owns the outputs. While events arrive it drains
-//! every ring each millisecond and encodes each item, one whole JSON line after another,
+//! dropped and counted. One background thread owns the outputs; on Linux it runs as a
+//! `SCHED_BATCH` job, so its wake-ups do not preempt the recording threads. While events
+//! arrive it drains every ring each millisecond and encodes each item, one whole JSON line after another,
 //! straight into one 64 KiB buffer that goes to every output when full and at each flush.
 //! After 20 empty polls it marks itself sleeping and blocks until a push wakes it,
 //! so an idle recorder costs nothing. It flushes at least every 100 ms while there is unflushed
