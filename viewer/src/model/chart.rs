@@ -47,7 +47,7 @@ pub fn num(v: f64) -> String {
 pub fn push_num(out: &mut String, v: f64) {
     let tenths = (v * 10.0).round();
     // Tenths below 2^53 are exact integers, and one decimal of `tenths / 10` prints them.
-    if !(tenths.abs() < 9.0e15) {
+    if !tenths.is_finite() || tenths.abs() >= 9.0e15 {
         // Not finite, or beyond any chart: the formatter's text.
         let r = tenths / 10.0;
         if r == r.trunc() {
