@@ -113,13 +113,17 @@ pub fn TabPanel(
         el: content_ref,
     };
     provide_context(scroll);
-    // Another tab starts at its top.
-    Effect::new(move |_| {
+    // Another tab starts at its top. Not on the effect's first run: the content has just been
+    // built at its top, and setting `scrollTop` then would lay the page out in the middle of
+    // building it (10 ms of a cold open's first frame, in a profile).
+    Effect::new(move |ran: Option<()>| {
         page.tab.track();
-        if let Some(el) = content_ref.get_untracked() {
-            el.set_scroll_top(0);
+        if ran.is_some() {
+            if let Some(el) = content_ref.get_untracked() {
+                el.set_scroll_top(0);
+            }
+            scroll.top.set(0.0);
         }
-        scroll.top.set(0.0);
     });
     // The first tab's content waits for the chart's first frame.
     let ready = RwSignal::new(false);

@@ -13,7 +13,9 @@ use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::TensorCategory;
 
-use super::chart::{column_reduce, focus_range, num, polyline, step_band, Scale};
+use super::chart::{
+    column_reduce, focus_range, num, polyline, push_num, push_point, step_band, Scale,
+};
 
 /// Width of the charts' viewBox.
 pub const CHART_W: f64 = 800.0;
@@ -97,12 +99,10 @@ pub fn gaps_path(marks: &[CheckpointMark]) -> String {
     for c in marks {
         let top = c.y_used.min(c.y_live);
         let height = (c.y_used - c.y_live).abs().max(1.0);
-        d.push_str(&format!(
-            "M{} {}h6v{}h-6z",
-            num(c.x - 3.0),
-            num(top),
-            num(height)
-        ));
+        push_point(&mut d, 'M', c.x - 3.0, top);
+        d.push_str("h6v");
+        push_num(&mut d, height);
+        d.push_str("h-6z");
     }
     d
 }
@@ -112,11 +112,8 @@ pub fn gaps_path(marks: &[CheckpointMark]) -> String {
 pub fn dots_path(marks: &[CheckpointMark]) -> String {
     let mut d = String::new();
     for c in marks {
-        d.push_str(&format!(
-            "M{} {}a3 3 0 1 0 6 0a3 3 0 1 0 -6 0",
-            num(c.x - 3.0),
-            num(c.y_used)
-        ));
+        push_point(&mut d, 'M', c.x - 3.0, c.y_used);
+        d.push_str("a3 3 0 1 0 6 0a3 3 0 1 0 -6 0");
     }
     d
 }
