@@ -7,7 +7,7 @@
 //!   `wasm-bindgen --target=web --out-name=B --no-typescript`, `wasm-opt -OLEVEL PARAMS`; the
 //!   page's tag stays in the page (Trunk.toml's `inject_scripts = false`: `loader.js` starts the
 //!   wasm), a worker's (`data-type="worker"`, which must say `data-bindgen-target="web"`) is
-//!   removed (`worker.js` starts it); one cargo build makes every binary;
+//!   removed (`worker.js` starts it); one cargo build per profile makes the binaries;
 //! - `rel="css"`: the file copied, the tag replaced by a stylesheet link with trunk's sha384
 //!   `integrity`;
 //! - `rel="copy-file"` / `rel="copy-dir"`: copied, the tag removed.
@@ -276,10 +276,8 @@ pub fn plan(file: &str, links: &[TrunkLink]) -> Result<Vec<Asset>> {
         bail!("{file}: two rel=\"rust\" tags build the same binary");
     }
     let first = rust_apps(&assets).next();
-    if rust_apps(&assets)
-        .any(|a| first.is_some_and(|f| (&f.manifest, &f.profile) != (&a.manifest, &a.profile)))
-    {
-        bail!("{file}: xtask's page builder builds every rel=\"rust\" tag in one cargo build: they need the same href and data-cargo-profile-release");
+    if rust_apps(&assets).any(|a| first.is_some_and(|f| f.manifest != a.manifest)) {
+        bail!("{file}: xtask's page builder builds every rel=\"rust\" tag from one crate: they need the same href");
     }
     Ok(assets)
 }
@@ -419,9 +417,10 @@ pub(crate) fn target_dir() -> Result<PathBuf> {
         .context("cargo metadata has no target_directory")
 }
 
-/// Build the viewer's wasm binaries with cargo, in one build (the part of the page's build
-/// that needs no web tools; the demo starts it before the tools are installed), cargo's output
-/// into `log` when given. Returns each `rel="rust"` tag's wasm, in the page's order.
+/// Build the viewer's wasm binaries with cargo, one build per cargo profile the tags name (the
+/// part of the page's build that needs no web tools; the demo starts it before the tools are
+/// installed), cargo's output into `log` when given. Returns each `rel="rust"` tag's wasm, in
+/// the page's order.
 pub fn build_wasm(web: &Path, log: Option<&Path>) -> Result<Vec<PathBuf>> {
     build_wasm_with(web, log, None)
 }
@@ -438,35 +437,37 @@ pub fn build_wasm_with(
     let manifest_str = manifest
         .to_str()
         .context("the manifest path is not UTF-8")?;
-    let mut args = vec![
-        "build",
-        "--target",
-        WASM32,
-        "--manifest-path",
-        manifest_str,
-        "--profile",
-        &app.profile,
-    ];
-    for app in rust_apps(&assets) {
-        args.extend(["--bin", app.bin.as_str()]);
-    }
     let env = tools::wasm_build_env()?;
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let (program, args): (String, Vec<&str>) = match toolchain {
-        Some(t) => (
-            "rustup".into(),
-            [&["run", t, "cargo"][..], &args[..]].concat(),
-        ),
-        None => (crate::env_cargo(), args.to_vec()),
-    };
-    match log {
-        Some(log) => crate::steps::run_logged(Path::new(&program), &args, log, &env)?,
-        None => crate::run_with(&program, &args, &env)?,
+    for profile in profiles(&assets) {
+        let mut args = vec![
+            "build",
+            "--target",
+            WASM32,
+            "--manifest-path",
+            manifest_str,
+            "--profile",
+            profile,
+        ];
+        for app in rust_apps(&assets).filter(|a| a.profile == profile) {
+            args.extend(["--bin", app.bin.as_str()]);
+        }
+        let (program, args): (String, Vec<&str>) = match toolchain {
+            Some(t) => (
+                "rustup".into(),
+                [&["run", t, "cargo"][..], &args[..]].concat(),
+            ),
+            None => (crate::env_cargo(), args.to_vec()),
+        };
+        match log {
+            Some(log) => crate::steps::run_logged(Path::new(&program), &args, log, &env)?,
+            None => crate::run_with(&program, &args, &env)?,
+        }
     }
-    let out = target_dir()?.join(WASM32).join(&app.profile);
+    let target = target_dir()?.join(WASM32);
     rust_apps(&assets)
         .map(|app| {
-            let wasm = out.join(format!("{}.wasm", app.bin));
+            let wasm = target.join(&app.profile).join(format!("{}.wasm", app.bin));
             if !wasm.is_file() {
                 bail!("cargo built no {}", wasm.display());
             }
@@ -494,6 +495,17 @@ fn rust_app(assets: &[Asset]) -> Result<&RustApp> {
     rust_apps(assets)
         .find(|app| !app.worker)
         .context("the page has no rel=\"rust\" tag")
+}
+
+/// The cargo profiles the `rel="rust"` tags name, each once, in the page's order.
+fn profiles(assets: &[Asset]) -> Vec<&str> {
+    let mut profiles: Vec<&str> = Vec::new();
+    for app in rust_apps(assets) {
+        if !profiles.contains(&app.profile.as_str()) {
+            profiles.push(&app.profile);
+        }
+    }
+    profiles
 }
 
 /// Every `rel="rust"` tag, in the page's order.
@@ -873,6 +885,19 @@ mod tests {
         assert!(plan("index.html", &trunk_links(&two)?).is_err());
         let same = page.replace("data-bin=\"w\"", "data-bin=\"v\"");
         assert!(plan("index.html", &trunk_links(&same)?).is_err());
+        // The worker in a profile of its own: one build per profile, in the page's order.
+        let apart = page.replacen(
+            "data-bin=\"w\" data-type=\"worker\" data-bindgen-target=\"web\" data-cargo-profile-release=\"wasm-release\"",
+            "data-bin=\"w\" data-type=\"worker\" data-bindgen-target=\"web\" data-cargo-profile-release=\"wasm-worker\"",
+            1,
+        );
+        assert_ne!(apart, page);
+        let assets = plan("index.html", &trunk_links(&apart)?)?;
+        assert_eq!(profiles(&assets), ["wasm-release", "wasm-worker"]);
+        assert_eq!(profiles(&plan("index.html", &links)?), ["wasm-release"]);
+        // Another crate's binary is refused: the builder builds one crate.
+        let other = apart.replacen("../viewer/Cargo.toml", "../other/Cargo.toml", 1);
+        assert!(plan("index.html", &trunk_links(&other)?).is_err());
         Ok(())
     }
 
@@ -884,6 +909,7 @@ mod tests {
         let app = rust_app(&assets)?;
         assert_eq!(app.bin, "candle-trace-viewer");
         assert_eq!(app.profile, "wasm-release");
+        assert_eq!(profiles(&assets), ["wasm-release", "wasm-worker"]);
         let workers: Vec<&str> = rust_apps(&assets)
             .filter(|a| a.worker)
             .map(|a| a.bin.as_str())
