@@ -452,7 +452,7 @@ pub fn ProfileModulesView(
             </div>
             <p class="muted" data-testid="profile-modules-totals">
                 {totals}
-                ". Module spans of every request's prefill and decode forward calls, as a tree by their place in the model (calls and total count each key's outermost spans), or every place of a leaf name together; requests = requests with at least one such span."
+                ". Module spans of every request's prefill and decode forward calls (and of each engine's batched forwards, which serve several requests at once), as a tree by their place in the model (calls and total count each key's outermost spans), or every place of a leaf name together; requests = requests with at least one such span, an engine counting as one."
             </p>
             {coverage.map(|c| view! { <p data-testid="profile-modules-coverage">{c}</p> })}
             {move || if by_name() {

@@ -46,11 +46,13 @@ impl ProfileModuleTableRow {
     }
 }
 
-/// One request's forward calls and module spans.
+/// One request's forward calls and module spans (or an engine's batched forwards').
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestModuleCounts {
-    /// The request id.
+    /// The request id, or the engine's id.
     pub request_id: String,
+    /// Whether these are an engine's batched forward calls, not a request's.
+    pub engine: bool,
     /// Forward calls (prefill and decode steps) with module events.
     pub forward_calls: u64,
     /// Module spans (`span_kind` module) in them: the calls of the request's rows.
@@ -63,6 +65,7 @@ impl RequestModuleCounts {
     fn of(r: &RequestModules) -> Self {
         RequestModuleCounts {
             request_id: r.request_id.clone(),
+            engine: r.engine,
             forward_calls: r.forwards.len() as u64,
             module_spans: r
                 .forwards
@@ -148,17 +151,31 @@ impl ProfileModulesPanel {
         )
     }
 
-    /// The line above the table: `3 requests, 4 forward calls, 16 module spans` and, when
-    /// some module events could not be placed, `; 1 module event could not be placed`.
+    /// The line above the table: `3 requests, 4 forward calls, 16 module spans` (`1 request,
+    /// 2 engines, …` where engines' batched forwards have module spans, as
+    /// `query --kind modules` says) and, when some module events could not be placed,
+    /// `; 1 module event could not be placed`.
     pub fn totals_text(&self) -> String {
         let forwards: u64 = self.requests.iter().map(|r| r.forward_calls).sum();
         let spans: u64 = self.requests.iter().map(|r| r.module_spans).sum();
         let unreadable: u64 = self.requests.iter().map(|r| r.unreadable).sum();
+        let engines = self.requests.iter().filter(|r| r.engine).count() as u64;
         let plural =
             |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let mut owners = Vec::new();
+        if engines < self.requests.len() as u64 {
+            owners.push(plural(
+                self.requests.len() as u64 - engines,
+                "request",
+                "requests",
+            ));
+        }
+        if engines > 0 {
+            owners.push(plural(engines, "engine", "engines"));
+        }
         let mut text = format!(
             "{}, {}, {}",
-            plural(self.requests.len() as u64, "request", "requests"),
+            owners.join(", "),
             plural(forwards, "forward call", "forward calls"),
             plural(spans, "module span", "module spans"),
         );
@@ -308,6 +325,41 @@ mod tests {
             .collect()
     }
 
+    /// An engine's batched forward: its module spans are the engine's, counted as one owner
+    /// beside the requests, as `query --kind modules` counts them.
+    #[test]
+    fn an_engines_batched_forwards_are_counted_as_an_engine() {
+        let engine = |id: u64, parent: Option<u64>, name: &str, start: u64, nanos: u64| {
+            module("e0", 0, id, parent, name, "module", start, nanos).replace(
+                r#""forward":"prefill","forward_index":0,"start_nanos_since_request_start""#,
+                r#""engine":"e0","iteration":0,"start_nanos_since_iteration_start""#,
+            )
+        };
+        let mut file = request_line("a");
+        file += &forward("a", 0, 0, [1000, 100, 500, 300, 250, 200]);
+        file += &engine(1, None, "block", 0, 800);
+        file += &engine(2, Some(1), "attn", 10, 300);
+        let p = ProfileModulesPanel::of(&read_profile(file.as_bytes()));
+        let owners: Vec<(&str, bool, u64, u64)> = p
+            .requests
+            .iter()
+            .map(|r| {
+                (
+                    r.request_id.as_str(),
+                    r.engine,
+                    r.forward_calls,
+                    r.module_spans,
+                )
+            })
+            .collect();
+        // a: one prefill of 5 module spans; e0: one batched forward of 2.
+        assert_eq!(owners, vec![("a", false, 1, 5), ("e0", true, 1, 2)]);
+        assert_eq!(
+            p.totals_text(),
+            "1 request, 1 engine, 2 forward calls, 7 module spans"
+        );
+    }
+
     #[test]
     fn rows_by_path_across_requests_by_hand() {
         let p = ProfileModulesPanel::of(&profile());
@@ -357,12 +409,14 @@ mod tests {
             vec![
                 RequestModuleCounts {
                     request_id: "a".into(),
+                    engine: false,
                     forward_calls: 2,
                     module_spans: 10,
                     unreadable: 1
                 },
                 RequestModuleCounts {
                     request_id: "b".into(),
+                    engine: false,
                     forward_calls: 1,
                     module_spans: 6,
                     unreadable: 0
