@@ -558,8 +558,9 @@ mod tests {
     }
 
     /// The writer thread runs as a batch job (`SCHED_BATCH`, policy 3 in `/proc`'s `sched`).
+    /// glibc only: musl's `sched_setscheduler` does not set a thread's policy.
     #[test]
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     fn the_writer_thread_is_a_batch_job() {
         let out = Shared::default();
         let w = Writer::spawn(

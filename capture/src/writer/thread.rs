@@ -11,7 +11,8 @@ use super::{Encode, Framing, Msg, ThreadEnd, FLUSH_INTERVAL, IDLE_POLLS, NAP, PO
 /// preempt the thread running on the core, so a serving or training thread (or one of candle's
 /// rayon workers, which sleep between parallel ops and are woken for each) is not switched out
 /// every time the writer wakes; it keeps a nice-0 share of the CPU, so it never starves. A
-/// refusal leaves the policy as it was.
+/// refusal (or musl, whose `sched_setscheduler` sets no thread's policy) leaves the policy as
+/// it was.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn as_batch_job() {
