@@ -16,9 +16,10 @@
 // `cargo xtask bench` runs it and writes the tables in BENCHMARKS.md.
 import { createServer } from 'node:http';
 import { readFileSync, existsSync, statSync, readdirSync, writeFileSync } from 'node:fs';
-import { join, extname, resolve, dirname } from 'node:path';
+import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { sendFile, urlPath } from './static.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '..', '..');
@@ -42,26 +43,12 @@ function parseArgs(argv) {
   return opts;
 }
 
-const MIME = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
-  '.css': 'text/css', '.json': 'application/json', '.png': 'image/png', '.woff2': 'font/woff2',
-  '.ico': 'image/x-icon', '.txt': 'text/plain',
-};
-
 /** Serve web/dist at / and speedscope at /speedscope/, on 127.0.0.1 only. */
 async function serve() {
   const server = createServer((req, res) => {
-    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-    const [base, rel] = path.startsWith('/speedscope/')
-      ? [speedscopeDir, path.slice('/speedscope'.length)]
-      : [dist, path];
-    const file = resolve(base, '.' + (rel.endsWith('/') ? rel + 'index.html' : rel));
-    if (!file.startsWith(base) || !existsSync(file) || !statSync(file).isFile()) {
-      res.writeHead(404).end('not found');
-      return;
-    }
-    res.writeHead(200, { 'content-type': MIME[extname(file)] ?? 'application/octet-stream' });
-    res.end(readFileSync(file));
+    const path = urlPath(req);
+    if (path.startsWith('/speedscope/')) sendFile(res, speedscopeDir, path.slice('/speedscope'.length));
+    else sendFile(res, dist, path);
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   return { server, origin: `http://127.0.0.1:${server.address().port}` };

@@ -10,10 +10,11 @@
 //
 //   node breakdown.mjs TRACE [--runs 5] [--out results.json]
 import { createServer } from 'node:http';
-import { readFileSync, existsSync, statSync, writeFileSync } from 'node:fs';
-import { join, extname, resolve, dirname } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { MIME, sendFile, urlPath } from './static.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const dist = resolve(process.env.VIEWER_DIST ?? join(here, '..', '..', 'web', 'dist'));
@@ -33,25 +34,15 @@ for (let i = 1; i < args.length; i++) {
   else throw new Error(`unknown argument ${args[i]}`);
 }
 
-const MIME = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
-  '.css': 'text/css', '.json': 'application/json',
-};
 const FLOOR_HTML = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>floor</title></head><body><p>floor</p></body></html>';
 
 const server = createServer((req, res) => {
-  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  const path = urlPath(req);
   if (path === '/__floor.html') {
     res.writeHead(200, { 'content-type': MIME['.html'] }).end(FLOOR_HTML);
     return;
   }
-  const file = resolve(dist, '.' + (path.endsWith('/') ? path + 'index.html' : path));
-  if (!file.startsWith(dist) || !existsSync(file) || !statSync(file).isFile()) {
-    res.writeHead(404).end('not found');
-    return;
-  }
-  res.writeHead(200, { 'content-type': MIME[extname(file)] ?? 'application/octet-stream' });
-  res.end(readFileSync(file));
+  sendFile(res, dist, path);
 });
 await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
 const origin = `http://127.0.0.1:${server.address().port}`;

@@ -5,9 +5,10 @@ import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import { readFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
-import { join, extname, resolve, dirname, basename } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join, resolve, dirname, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sendFile, urlPath } from './static.mjs';
 import { chromium } from 'playwright-core';
 
 export const here = dirname(fileURLToPath(import.meta.url));
@@ -39,10 +40,7 @@ export function cli(...args) {
   return JSON.parse(r.stdout);
 }
 
-export const MIME = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
-  '.css': 'text/css', '.jsonl': 'application/x-ndjson', '.json': 'application/json',
-};
+export { MIME } from './static.mjs';
 
 /** The running server's origin and the browser (set by `useHarness`'s `before`). */
 export const ctx = { server: null, origin: null, browser: null };
@@ -51,16 +49,7 @@ export const ctx = { server: null, origin: null, browser: null };
 export function useHarness() {
 before(async () => {
   assert.ok(existsSync(join(dist, 'index.html')), `build the page first: ${dist}/index.html`);
-  ctx.server = createServer((req, res) => {
-    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-    let file = resolve(dist, '.' + (path.endsWith('/') ? path + 'index.html' : path));
-    if (!file.startsWith(dist) || !existsSync(file) || !statSync(file).isFile()) {
-      res.writeHead(404).end('not found');
-      return;
-    }
-    res.writeHead(200, { 'content-type': MIME[extname(file)] ?? 'application/octet-stream' });
-    res.end(readFileSync(file));
-  });
+  ctx.server = createServer((req, res) => sendFile(res, dist, urlPath(req)));
   await new Promise((ok) => ctx.server.listen(0, '127.0.0.1', ok));
   ctx.origin = `http://127.0.0.1:${ctx.server.address().port}`;
   ctx.browser = await chromium.launch({
