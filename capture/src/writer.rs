@@ -541,17 +541,7 @@ mod tests {
     #[test]
     fn flush_waits_for_the_queue() {
         let out = Shared::default();
-        let w = Writer::spawn(
-            vec![Target::Writer(Box::new(out.clone()))],
-            16,
-            Framing {
-                closing: Default::default(),
-                header: None,
-                trailer: no_trailer,
-            },
-            "test-writer",
-        )
-        .unwrap();
+        let w = spawn_plain(&out, 16);
         w.send(Text("x"));
         assert!(w.flush(Duration::from_secs(5)));
         assert_eq!(out.0.lock().unwrap().as_slice(), b"x\n");
@@ -563,17 +553,7 @@ mod tests {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     fn the_writer_thread_is_a_batch_job() {
         let out = Shared::default();
-        let w = Writer::spawn(
-            vec![Target::Writer(Box::new(out.clone()))],
-            16,
-            Framing {
-                closing: Default::default(),
-                header: None,
-                trailer: no_trailer,
-            },
-            "batch-writer",
-        )
-        .unwrap();
+        let w = spawn_named(&out, 16, "batch-writer");
         w.send(Text("x"));
         assert!(w.flush(Duration::from_secs(5)));
         let policies: Vec<String> = std::fs::read_dir("/proc/self/task")
@@ -597,6 +577,11 @@ mod tests {
     }
 
     fn spawn_plain<T: Encode<State: Send>>(out: &Shared, capacity: usize) -> Writer<T> {
+        spawn_named(out, capacity, "test-writer")
+    }
+
+    /// A writer to `out` with no header or trailer, its thread named `name`.
+    fn spawn_named<T: Encode<State: Send>>(out: &Shared, capacity: usize, name: &str) -> Writer<T> {
         Writer::spawn(
             vec![Target::Writer(Box::new(out.clone()))],
             capacity,
@@ -605,7 +590,7 @@ mod tests {
                 header: None,
                 trailer: no_trailer,
             },
-            "test-writer",
+            name,
         )
         .unwrap()
     }
