@@ -124,9 +124,7 @@ impl<B: Buffer> Pool<B> {
         *cache = n;
         n
     }
-}
 
-impl<B: Buffer> Pool<B> {
     /// Index value number `i` (stored by [`Pool::push`]) for [`Pool::intern`], unless an equal
     /// value is indexed already.
     pub(super) fn index_stored(&mut self, i: u32) {
