@@ -12,7 +12,7 @@
 //! A chunk (little-endian; tables as in [`wire`]) is the table of the strings it uses first
 //! (each distinct string crosses once, numbered in order of first use across the stream), then
 //! its body. The bodies, end to end, are:
-//! - `CTT3`, the document kind (`0` trace, `1` profile, `2` unsupported);
+//! - `CTT4`, the document kind (`0` trace, `1` profile, `2` unsupported);
 //! - the kind's head (a trace's in `head.rs`; an unsupported file's format);
 //! - the kind's parts in a fixed order ([`TRACE`], [`PROFILE`], [`UNSUPPORTED`]). A part of
 //!   records is its row count, then tables of at most [`BATCH`] rows; the span tree, the
@@ -23,7 +23,10 @@
 //! laid out (`columns.rs`), and the column count and every column's place follow from the
 //! declaration. Span and tensor ids cross in place (nearly every one is distinct, so interning
 //! them would cost a hash-table lookup a row for nothing); other strings are indices into the
-//! string table.
+//! string table. The op and memory tables cross as they are stored: each table's pools (its
+//! strings and shapes, by number, `pools.rs`) as parts before its rows, then the rows as the
+//! numbers they hold, so the page stores both without hashing a string again (a name once, at
+//! its first use, to index it).
 //!
 //! A chunk ends only between tables, so every table lies within one chunk.
 
@@ -34,6 +37,7 @@ use candle_trace_schema::format::detect::{AnyDocument, Format};
 use candle_trace_schema::format::diagnostics::Diagnostic;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::profile::{ProfileDocument, ProfileRecord};
+use candle_trace_schema::format::table::Pools;
 
 mod chrome;
 mod codes;
@@ -46,6 +50,7 @@ mod head;
 mod memory;
 mod memory_profile;
 mod ops;
+mod pools;
 mod records;
 mod spans;
 mod tensors;
@@ -65,8 +70,9 @@ pub const BATCH: usize = 8192;
 /// about fifty messages.
 pub const CHUNK_BYTES: usize = 1 << 20;
 
-/// The first bytes of an encoded document (`3`: the chunked stream, ids in place).
-const MAGIC: &[u8; 4] = b"CTT3";
+/// The first bytes of an encoded document (`4`: the chunked stream, ids in place, the op and
+/// memory tables as stored).
+const MAGIC: &[u8; 4] = b"CTT4";
 
 /// Why bytes could not be decoded (a bug or a truncated transfer, never the user's file).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,8 +98,12 @@ fn broken(what: impl Into<String>) -> TransferError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
     Spans,
+    OpStrings,
+    OpShapes,
     Ops,
     Tensors,
+    MemoryStrings,
+    MemoryShapes,
     Memory,
     DeviceMemory,
     Gradients,
@@ -109,8 +119,12 @@ enum Part {
 /// The parts of a trace, in order.
 const TRACE: &[Part] = &[
     Part::Spans,
+    Part::OpStrings,
+    Part::OpShapes,
     Part::Ops,
     Part::Tensors,
+    Part::MemoryStrings,
+    Part::MemoryShapes,
     Part::Memory,
     Part::DeviceMemory,
     Part::Gradients,
@@ -260,12 +274,21 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
         }
     }
 
+    /// A table's pools: its strings, then its shapes, each a part in blocks.
+    fn pools(&mut self, p: &'d Pools) {
+        self.blocks(p.strings(), pools::write_string);
+        self.blocks(p.shapes(), pools::write_shape);
+    }
+
     fn trace(&mut self, t: &'d TraceDocument) {
         head::write(&mut self.out, &mut self.s, t);
         self.blocks(t.spans.iter(), spans::write);
-        self.blocks(t.ops.iter(), ops::write);
+        self.pools(t.ops.pools());
+        let ops = t.ops.cells().iter().enumerate();
+        self.blocks(ops.map(|(i, c)| (c, t.ops.inputs_of(i))), ops::write);
         self.blocks(t.tensors.iter(), tensors::write);
-        self.blocks(t.memory.iter(), memory::write);
+        self.pools(t.memory.pools());
+        self.blocks(t.memory.cells().iter(), memory::write);
         self.blocks(t.device_memory.iter(), device_memory::write);
         self.blocks(t.gradients.iter(), gradients::write);
         self.blocks(t.edges.iter(), edges::write);
@@ -553,6 +576,8 @@ fn reserve(doc: &mut Partial, part: Part, total: usize) -> Result<()> {
                 d.reserve_spans(total);
                 Ok(())
             }
+            // A pool grows as its blocks come: its count says nothing of its values' bytes.
+            Part::OpStrings | Part::OpShapes | Part::MemoryStrings | Part::MemoryShapes => Ok(()),
             Part::Ops => had(d.ops.try_reserve_exact(total), total),
             Part::Tensors => room(&mut d.tensors, total),
             Part::Memory => had(d.memory.try_reserve_exact(total), total),
@@ -577,7 +602,11 @@ fn block(doc: &mut Partial, part: Part, t: &Table, b: &[u8], s: Strs<'_>) -> Res
         }
         (part, Partial::Trace(d)) => match part {
             Part::Spans => spans::read(d, t, b, s),
+            Part::OpStrings => pools::read_strings(d.ops.pools_mut(), t, b, s),
+            Part::OpShapes => pools::read_shapes(d.ops.pools_mut(), t, b, s),
             Part::Ops => ops::read(&mut d.ops, t, b, s),
+            Part::MemoryStrings => pools::read_strings(d.memory.pools_mut(), t, b, s),
+            Part::MemoryShapes => pools::read_shapes(d.memory.pools_mut(), t, b, s),
             Part::Tensors => tensors::read(&mut d.tensors, t, b, s),
             Part::Memory => memory::read(&mut d.memory, t, b, s),
             Part::DeviceMemory => device_memory::read(&mut d.device_memory, t, b, s),
@@ -595,6 +624,7 @@ fn block(doc: &mut Partial, part: Part, t: &Table, b: &[u8], s: Strs<'_>) -> Res
 mod tests {
     use super::*;
     use candle_trace_schema::format::detect::AnyReader;
+    use candle_trace_schema::format::table::{MemoryTable, OpTable};
     use candle_trace_schema::format::tracks::TrackId;
     #[cfg(not(target_arch = "wasm32"))]
     use proptest::prelude::*;
@@ -640,6 +670,11 @@ mod tests {
                 assert_eq!(a.meta, b.meta, "{name}");
                 assert_eq!(a.spans, b.spans, "{name}");
                 assert_eq!(a.ops, b.ops, "{name}");
+                // The tables as stored: the same pools and the same numbers in every row.
+                assert_same_pools(name, a.ops.pools(), b.ops.pools());
+                assert_eq!(a.ops.cells(), b.ops.cells(), "{name}");
+                assert_same_pools(name, a.memory.pools(), b.memory.pools());
+                assert_eq!(a.memory.cells(), b.memory.cells(), "{name}");
                 assert_eq!(a.tensors, b.tensors, "{name}");
                 assert_eq!(a.memory, b.memory, "{name}");
                 assert_eq!(a.device_memory, b.device_memory, "{name}");
@@ -673,6 +708,11 @@ mod tests {
             }
             _ => panic!("{name}: document kinds differ"),
         }
+    }
+
+    fn assert_same_pools(name: &str, a: &Pools, b: &Pools) {
+        assert!(a.strings().eq(b.strings()), "{name}: strings");
+        assert!(a.shapes().eq(b.shapes()), "{name}: shapes");
     }
 
     #[test]
@@ -948,14 +988,46 @@ mod tests {
             }
             assert_eq!(d.position(), pushed, "each chunk is decoded to its end");
         }
-        // By hand: the head; for the spans their count and 4 blocks; one step each for ops,
-        // tensors, memory, device memory, gradients, edges (all empty), the tree, the memory
-        // profile, samples and Chrome; the diagnostics' step ends it (`Done`, not counted).
-        assert_eq!(more, 1 + 5 + 10);
+        // By hand: the head; for the spans their count and 4 blocks; one step each for the
+        // op table's strings and shapes, ops, tensors, the memory table's strings and shapes,
+        // memory, device memory, gradients, edges (all empty), the tree, the memory profile,
+        // samples and Chrome; the diagnostics' step ends it (`Done`, not counted).
+        assert_eq!(more, 1 + 5 + 14);
         assert_eq!(d.step().unwrap(), Stepped::Done);
         assert!(d.push(&chunks[0]).is_err(), "a chunk after the end");
         let back = d.finish().unwrap();
         assert_same("large", &doc, &back);
+    }
+
+    #[test]
+    fn tables_whose_pools_span_several_blocks_and_chunks_cross_unchanged() {
+        // More ops and memory records than a block, each with ids of its own, so each table's
+        // strings cross in several blocks, each in a chunk of its own, and rows refer to
+        // strings and shapes sent chunks before; names and shapes repeat across blocks.
+        let mut file = many_spans(0);
+        let n = BATCH + 10;
+        for i in 0..n {
+            let (name, dim) = (["add", "matmul", "cuda:0"][i % 3], i % 5);
+            file.push_str(&format!(
+                "{{\"kind\":\"op\",\"span_id\":\"root\",\"op_name\":\"{name}\",\"inputs\":[\"in{i}\",\"x\"],\"output\":\"out{i}\",\"shape\":[{dim},2],\"dtype\":\"f32\",\"device\":\"cuda:0\",\"duration_ns\":{i},\"timestamp_ns\":{i}}}\n\
+                 {{\"kind\":\"memory\",\"timestamp_ns\":{i},\"tensor_id\":\"out{i}\",\"span_id\":\"root\",\"op_name\":\"{name}\",\"device\":\"cuda:0\",\"bytes\":8,\"action\":\"alloc\",\"shape\":[{dim}],\"dtype\":\"f32\",\"category\":\"activation\"}}\n"
+            ));
+        }
+        let doc = read(file.as_bytes());
+        let AnyDocument::Trace(t) = &doc else {
+            panic!("a trace")
+        };
+        assert_eq!((t.ops.len(), t.memory.len()), (n, n));
+        assert!(t.ops.pools().strings().len() > 2 * BATCH);
+        assert!(t.memory.pools().strings().len() > BATCH);
+        assert_eq!(t.ops.pools().shapes().len(), 5);
+        let chunks = chunks_of(&doc, 1);
+        assert_same("pools in blocks", &doc, &decode(&chunks).unwrap());
+        assert_same(
+            "pools, one chunk",
+            &doc,
+            &decode(&encode_all(&doc)).unwrap(),
+        );
     }
 
     #[test]
@@ -1049,6 +1121,49 @@ mod tests {
         );
         assert!(with(name, wire::NONE).is_err(), "an absent name");
         assert!(with(name, 0).is_ok(), "the name's own index");
+    }
+
+    #[test]
+    fn a_row_number_outside_its_pools_is_an_error() {
+        let AnyDocument::Trace(t) = read(EVERY_OPTIONAL.as_bytes()) else {
+            panic!("a trace")
+        };
+        // The op's and the memory record's table, read into tables without pools, then with.
+        let no_strings = StringPool::default();
+        let mut ops = ops::Ops::<columns::Write>::new(1);
+        ops::write(
+            &mut ops,
+            &mut Strings::default(),
+            (&t.ops.cells()[0], t.ops.inputs_of(0)),
+        );
+        let mut out = Out::default();
+        ops.finish(1, &mut out);
+        let table = In::new(&out.buf, 0).table().unwrap();
+        let mut back = OpTable::new();
+        let e = ops::read(&mut back, &table, &out.buf, no_strings.strs()).unwrap_err();
+        assert!(e.to_string().contains("op 0 of its block: shape"), "{e}");
+        for s in t.ops.pools().strings() {
+            back.pools_mut().push_string(s);
+        }
+        for dims in t.ops.pools().shapes() {
+            back.pools_mut().push_shape(dims).unwrap();
+        }
+        ops::read(&mut back, &table, &out.buf, no_strings.strs()).unwrap();
+        assert_eq!(back, t.ops);
+
+        let mut memory = memory::Memory::<columns::Write>::new(1);
+        memory::write(&mut memory, &mut Strings::default(), &t.memory.cells()[0]);
+        let mut out = Out::default();
+        memory.finish(1, &mut out);
+        let table = In::new(&out.buf, 0).table().unwrap();
+        let mut back = MemoryTable::new();
+        back.pools_mut().push_shape(&[2, 3]).unwrap();
+        let e = memory::read(&mut back, &table, &out.buf, no_strings.strs()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("memory record 0 of its block: string"),
+            "{e}"
+        );
     }
 
     /// A trace/6 file with every record kind and every optional field both present and

@@ -20,7 +20,8 @@ use crate::format::records::{Lined, MemoryRecord, MemoryRecords};
 
 mod pool;
 
-use pool::{Pools, Strings, DEVICE, DTYPE, NONE, OP_NAME};
+pub use pool::{CellError, Pools};
+use pool::{Strings, DEVICE, DTYPE, NONE, OP_NAME};
 
 /// A table whose records are read back by position.
 pub trait Table {
@@ -97,7 +98,7 @@ impl<T> Room for Vec<T> {
 /// What both tables share: size and room, records by position ([`Table`], [`Rows`]), equality
 /// by records (however the strings were numbered), and building from owned events.
 macro_rules! table_common {
-    ($table:ident, $row:ident, $event:ident) => {
+    ($table:ident, $row:ident, $cells:ident, $event:ident) => {
         impl $table {
             /// An empty table.
             pub fn new() -> Self {
@@ -130,6 +131,22 @@ macro_rules! table_common {
                 additional: usize,
             ) -> Result<(), alloc::collections::TryReserveError> {
                 self.rows.try_reserve_exact(additional)
+            }
+
+            /// The strings and shapes the rows refer to by number.
+            pub fn pools(&self) -> &Pools {
+                &self.pools
+            }
+
+            /// The pools, to store values as they are before the rows that refer to them
+            /// (`push_cells`).
+            pub fn pools_mut(&mut self) -> &mut Pools {
+                &mut self.pools
+            }
+
+            /// The records as stored.
+            pub fn cells(&self) -> &[$cells] {
+                &self.rows
             }
 
             /// Record `i`, if there is one.
@@ -208,20 +225,32 @@ macro_rules! table_common {
     };
 }
 
-/// One `memory` record as stored: numbers, and strings and shape by number.
+/// One `memory` record as stored: numbers, and strings and shape by their numbers in the
+/// table's [`Pools`]; the fields as in [`MemoryRow`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct MemoryCells {
-    line: u64,
-    timestamp_ns: u64,
-    bytes: u64,
-    tensor_id: u32,
-    span_id: u32,
-    op_name: u32,
-    device: u32,
-    dtype: u32,
-    shape: u32,
-    action: MemoryAction,
-    category: TensorCategory,
+pub struct MemoryCells {
+    /// 1-based line number in the file.
+    pub line: u64,
+    /// When it happened.
+    pub timestamp_ns: u64,
+    /// Number of bytes.
+    pub bytes: u64,
+    /// String number of the tensor id.
+    pub tensor_id: u32,
+    /// String number of the span id.
+    pub span_id: u32,
+    /// String number of the op name, `u32::MAX` for none.
+    pub op_name: u32,
+    /// String number of the device.
+    pub device: u32,
+    /// String number of the dtype.
+    pub dtype: u32,
+    /// Shape number.
+    pub shape: u32,
+    /// Alloc or free.
+    pub action: MemoryAction,
+    /// What the bytes hold.
+    pub category: TensorCategory,
 }
 
 /// One `memory` record read from a [`MemoryTable`]: the fields of a [`MemoryEvent`] (strings
@@ -341,7 +370,7 @@ pub struct MemoryTable {
     pools: Pools,
 }
 
-table_common!(MemoryTable, MemoryRow, MemoryEvent);
+table_common!(MemoryTable, MemoryRow, MemoryCells, MemoryEvent);
 
 impl MemoryTable {
     /// Record `i`.
@@ -428,6 +457,21 @@ impl MemoryTable {
         self.push_written(row, raw.shape.text(), raw.shape.iter());
     }
 
+    /// Append a record as stored, its numbers referring to this table's pools (filled first
+    /// through [`MemoryTable::pools_mut`]): each is checked to be in them, and nothing is
+    /// hashed but the names the record is the first to use.
+    pub fn push_cells(&mut self, c: MemoryCells) -> Result<(), CellError> {
+        let p = &mut self.pools;
+        p.check_shape(c.shape)?;
+        let op_name = (c.op_name != NONE).then_some(c.op_name);
+        p.refer(
+            [c.tensor_id, c.span_id],
+            op_name.into_iter().chain([c.device, c.dtype]),
+        )?;
+        self.rows.push(c);
+        Ok(())
+    }
+
     fn push_with_shape(&mut self, row: MemoryRow<'_>, shape: u32) {
         let p = &mut self.pools;
         let tensor_id = p.id(row.tensor_id);
@@ -451,23 +495,38 @@ impl MemoryTable {
     }
 }
 
-/// One `op` record as stored. Its inputs are `inputs[previous row's inputs_end..inputs_end]`
-/// of the table's list of input ids.
+/// One `op` record as stored: numbers, and strings and shape by their numbers in the table's
+/// [`Pools`]; the fields as in [`OpRow`]. Its inputs are `inputs[previous row's
+/// inputs_end..inputs_end]` of the table's list of input string numbers
+/// ([`OpTable::inputs_of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct OpCells {
-    line: u64,
-    duration_ns: u64,
-    timestamp_ns: u64,
-    storage_bytes: u64,
-    input_storage_bytes: u64,
-    span_id: u32,
-    op_name: u32,
-    output: u32,
-    dtype: u32,
-    device: u32,
-    shape: u32,
-    inputs_end: u32,
-    has_storage_bytes: bool,
+pub struct OpCells {
+    /// 1-based line number in the file.
+    pub line: u64,
+    /// How long the op took.
+    pub duration_ns: u64,
+    /// When the op started.
+    pub timestamp_ns: u64,
+    /// Dense output bytes when `has_storage_bytes`, else 0.
+    pub storage_bytes: u64,
+    /// Bytes of all inputs.
+    pub input_storage_bytes: u64,
+    /// String number of the span id.
+    pub span_id: u32,
+    /// String number of the op name.
+    pub op_name: u32,
+    /// String number of the output id, `u32::MAX` for none.
+    pub output: u32,
+    /// String number of the dtype.
+    pub dtype: u32,
+    /// String number of the device.
+    pub device: u32,
+    /// Shape number.
+    pub shape: u32,
+    /// Where the op's inputs end in the table's list of input string numbers.
+    pub inputs_end: u32,
+    /// Whether the record had `storage_bytes`.
+    pub has_storage_bytes: bool,
 }
 
 /// An op's input tensor ids, borrowed from its [`OpTable`] (or from an [`Op`]).
@@ -644,7 +703,7 @@ pub struct OpTable {
     pools: Pools,
 }
 
-table_common!(OpTable, OpRow, Op);
+table_common!(OpTable, OpRow, OpCells, Op);
 
 impl OpTable {
     /// Record `i`.
@@ -658,18 +717,11 @@ impl OpTable {
     fn row_of(&self, i: usize, c: &OpCells) -> OpRow<'_> {
         let p = &self.pools;
         let s = |i| p.str(i);
-        let start = match i.checked_sub(1) {
-            Some(p) => self.rows[p].inputs_end as usize,
-            None => 0,
-        };
         OpRow {
             line: c.line,
             span_id: s(c.span_id),
             op_name: s(c.op_name),
-            inputs: Inputs(InputsRepr::Table(
-                &p.strings,
-                &self.inputs[start..c.inputs_end as usize],
-            )),
+            inputs: Inputs(InputsRepr::Table(&p.strings, self.inputs_of(i))),
             output: p.opt_str(c.output),
             shape: p.shapes.get(c.shape),
             dtype: s(c.dtype),
@@ -737,6 +789,46 @@ impl OpTable {
         self.push_written(row, raw.inputs.iter(), raw.shape.text(), raw.shape.iter());
     }
 
+    /// Record `i`'s input string numbers.
+    ///
+    /// # Panics
+    /// When `i` is not below [`OpTable::len`], as indexing a slice would.
+    pub fn inputs_of(&self, i: usize) -> &[u32] {
+        let start = match i.checked_sub(1) {
+            Some(p) => self.rows[p].inputs_end as usize,
+            None => 0,
+        };
+        &self.inputs[start..self.rows[i].inputs_end as usize]
+    }
+
+    /// [`MemoryTable::push_cells`] for an op, whose input string numbers are `inputs` (`c`'s
+    /// `inputs_end` is not read).
+    pub fn push_cells(
+        &mut self,
+        mut c: OpCells,
+        inputs: impl IntoIterator<Item = u32>,
+    ) -> Result<(), CellError> {
+        let at = self.inputs.len();
+        self.inputs.extend(inputs);
+        let p = &mut self.pools;
+        let output = (c.output != NONE).then_some(c.output);
+        let ids = self.inputs[at..]
+            .iter()
+            .copied()
+            .chain([c.span_id])
+            .chain(output);
+        let checked = p
+            .check_shape(c.shape)
+            .and_then(|()| p.refer(ids, [c.op_name, c.device, c.dtype]));
+        if let Err(e) = checked {
+            self.inputs.truncate(at);
+            return Err(e);
+        }
+        c.inputs_end = self.inputs.len() as u32;
+        self.rows.push(c);
+        Ok(())
+    }
+
     fn push_with_shape<'s>(
         &mut self,
         row: OpRow<'_>,
@@ -774,6 +866,7 @@ impl OpTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::string::ToString;
     use alloc::vec;
 
     fn event(t: u64, tensor: &str, span: &str, op: Option<&str>, shape: &[u64]) -> MemoryEvent {
@@ -959,6 +1052,157 @@ mod tests {
             moved.push(row);
         }
         assert_eq!(moved, table);
+    }
+
+    /// `table`'s pools and rows moved as they are into a new table.
+    fn op_table_from_parts(table: &OpTable) -> OpTable {
+        let mut moved = OpTable::new();
+        for s in table.pools().strings() {
+            moved.pools_mut().push_string(s);
+        }
+        for dims in table.pools().shapes() {
+            moved.pools_mut().push_shape(dims).unwrap();
+        }
+        for (i, &c) in table.cells().iter().enumerate() {
+            moved
+                .push_cells(c, table.inputs_of(i).iter().copied())
+                .unwrap();
+        }
+        moved
+    }
+
+    #[test]
+    fn a_table_moved_as_stored_is_the_same_table() {
+        let ops = [
+            op("s1", "matmul", &["t1", "t2"], Some("t3"), Some(0)),
+            op("s1", "relu", &[], None, None),
+            op("s2", "matmul", &["t3", "t3"], Some("t4"), None),
+            op("s2", "cpu", &["t4"], Some(""), Some(u64::MAX)),
+        ];
+        let table: OpTable = ops
+            .iter()
+            .enumerate()
+            .map(|(i, o)| Lined::new(i as u64 + 1, o.clone()))
+            .collect();
+        let mut moved = op_table_from_parts(&table);
+        assert_eq!(moved, table);
+        assert_eq!(moved.cells(), table.cells());
+        assert!(moved.pools().strings().eq(table.pools().strings()));
+        assert!(moved.pools().shapes().eq(table.pools().shapes()));
+        // The names are indexed ("cpu" as an op name and as a device once): a record pushed
+        // by value after them stores its new ids and nothing else.
+        let strings = moved.pools().strings().len();
+        moved.push_event(5, &op("s9", "cpu", &[], None, None));
+        assert_eq!(moved.pools().strings().len(), strings + 1);
+        assert_eq!(moved.pools().shapes().len(), table.pools().shapes().len());
+
+        let mut memory = MemoryTable::new();
+        for (i, t) in [2, 3, 4].into_iter().enumerate() {
+            memory.push_event(i as u64, &event(t, "t1", "s1", Some("add"), &[t]));
+        }
+        memory.push_event(9, &event(5, "t2", "s2", None, &[2]));
+        let mut moved = MemoryTable::new();
+        for s in memory.pools().strings() {
+            moved.pools_mut().push_string(s);
+        }
+        for dims in memory.pools().shapes() {
+            moved.pools_mut().push_shape(dims).unwrap();
+        }
+        for &c in memory.cells() {
+            moved.push_cells(c).unwrap();
+        }
+        assert_eq!(moved, memory);
+        assert_eq!(moved.cells(), memory.cells());
+        assert!(moved.pools().strings().eq(memory.pools().strings()));
+    }
+
+    #[test]
+    fn a_number_outside_the_pools_is_refused() {
+        let table: OpTable = [Lined::new(1, op("s1", "add", &["t1"], Some("t2"), None))]
+            .into_iter()
+            .collect();
+        // Strings t1, s1, add, t2, cpu, f32; one shape.
+        assert_eq!(table.pools().strings().len(), 6);
+        let cells = table.cells()[0];
+        let moved = |c: OpCells, inputs: &[u32]| {
+            let mut t = OpTable::new();
+            for s in table.pools().strings() {
+                t.pools_mut().push_string(s);
+            }
+            t.pools_mut().push_shape(&[2, 1]).unwrap();
+            t.push_cells(c, inputs.iter().copied()).map(|()| t)
+        };
+        assert!(moved(cells, &[0]).is_ok());
+        let e = moved(cells, &[6]).unwrap_err();
+        assert_eq!(e.to_string(), "string 6 of a pool of 6");
+        for bad in [
+            OpCells {
+                span_id: 6,
+                ..cells
+            },
+            OpCells {
+                op_name: NONE,
+                ..cells
+            },
+            OpCells {
+                output: 99,
+                ..cells
+            },
+            OpCells { device: 6, ..cells },
+            OpCells { dtype: 6, ..cells },
+        ] {
+            assert!(moved(bad, &[0]).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            moved(OpCells { shape: 1, ..cells }, &[0])
+                .unwrap_err()
+                .to_string(),
+            "shape 1 of a pool of 1"
+        );
+        // An absent output is no string; a refused row leaves no inputs behind.
+        let t = moved(
+            OpCells {
+                output: NONE,
+                ..cells
+            },
+            &[0],
+        )
+        .unwrap();
+        assert_eq!(t.row(0).output, None);
+        let mut t = OpTable::new();
+        t.pools_mut().push_shape(&[2, 1]).unwrap();
+        assert!(t.push_cells(cells, [0]).is_err());
+        assert_eq!(t.inputs.len(), 0);
+        // Each shape is stored once.
+        assert_eq!(
+            t.pools_mut().push_shape(&[2, 1]).unwrap_err().to_string(),
+            "shape 1 is shape 0 again"
+        );
+
+        let mut memory = MemoryTable::new();
+        memory.push_event(1, &event(2, "t1", "s1", None, &[3]));
+        let cells = memory.cells()[0];
+        assert_eq!(cells.op_name, NONE);
+        let mut moved = MemoryTable::new();
+        for s in memory.pools().strings() {
+            moved.pools_mut().push_string(s);
+        }
+        moved.pools_mut().push_shape(&[3]).unwrap();
+        assert!(moved
+            .push_cells(MemoryCells {
+                tensor_id: NONE,
+                ..cells
+            })
+            .is_err());
+        assert!(moved
+            .push_cells(MemoryCells {
+                op_name: 4,
+                ..cells
+            })
+            .is_err());
+        assert!(moved.push_cells(MemoryCells { shape: 1, ..cells }).is_err());
+        assert!(moved.push_cells(cells).is_ok());
+        assert_eq!(moved, memory);
     }
 
     #[test]

@@ -13,8 +13,7 @@
 //! | [`Code`], [`OptCode`] | an enum as its place in its list (`0` for none, else place + 1) |
 //! | [`Id`], [`OptId`] | an index into the string table ([`NONE`] when absent) |
 //! | [`Str`], [`OptStr`] | a string in place: a presence bitmap (optional only), each end, the bytes |
-//! | [`StrList`] | each row's end in strings, each string's end, the bytes |
-//! | [`IdList`], [`U64List`] | each row's end in values, the values |
+//! | [`IdList`], [`U32List`], [`U64List`] | each row's end in values, the values |
 //! | [`U64s`] | `N` columns of `u64` |
 //!
 //! Writers append without a check per cell beyond `Vec`'s; readers check each column's size

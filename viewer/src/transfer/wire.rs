@@ -455,11 +455,6 @@ pub struct Strs<'b> {
 }
 
 impl<'b> Strs<'b> {
-    /// The strings whose ends (`u32`) are `ends`, cut from `pool`.
-    pub fn new(ends: Col<'b>, pool: &'b str) -> Self {
-        Strs { ends, pool }
-    }
-
     /// String `id`.
     pub fn get(&self, id: u32) -> Result<&'b str> {
         let i = id as usize;

@@ -1,6 +1,7 @@
 //! A table's pools: strings and shapes stored once, end to end, and what each column last
 //! stored.
 
+use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::hash::BuildHasher;
@@ -123,6 +124,22 @@ impl<B: Buffer> Pool<B> {
         *cache = n;
         n
     }
+
+    /// Index value number `i` (stored by [`Pool::push`]) for [`Pool::intern`], unless an equal
+    /// value is indexed already.
+    pub(super) fn index_stored(&mut self, i: u32) {
+        let (values, ends, hasher) = (&self.values, &self.ends, &self.hasher);
+        let value = value_at(values, ends, i);
+        let hash = hasher.hash_one(value);
+        if self
+            .index
+            .find(hash, |&j| values.holds(range_at(ends, j), value))
+            .is_none()
+        {
+            self.index
+                .insert_unique(hash, i, |&j| hasher.hash_one(value_at(values, ends, j)));
+        }
+    }
 }
 
 pub(super) fn value_at<'a, B: Buffer>(values: &'a B, ends: &[usize], i: u32) -> &'a B::Value {
@@ -208,13 +225,30 @@ impl Shapes {
 
 /// The strings and shapes of one table, with what its columns last stored (compared before
 /// anything is hashed: consecutive records mostly share a span, a device and a dtype).
+///
+/// Read as they are ([`Pools::strings`], [`Pools::shapes`]) and stored as they are
+/// ([`Pools::push_string`], [`Pools::push_shape`]), the pools and a table's rows as stored
+/// (`push_cells`) move a table without hashing its strings again.
 #[derive(Clone)]
-pub(super) struct Pools {
+pub struct Pools {
     pub(super) strings: Strings,
     pub(super) shapes: Shapes,
     /// The last op name, device and dtype.
     pub(super) names: [u32; 3],
     pub(super) last_span: u32,
+    /// One past the highest string number a row stored as cells refers to: a name numbered
+    /// at or above it is that row's first use of the name, so it is indexed then.
+    pub(super) referenced: u32,
+}
+
+/// Why a row or a pool value given by numbers was refused (`push_cells`, [`Pools::push_shape`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellError(pub(super) String);
+
+impl core::fmt::Display for CellError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 pub(super) const OP_NAME: usize = 0;
@@ -228,6 +262,7 @@ impl Default for Pools {
             shapes: Shapes::default(),
             names: [NONE; 3],
             last_span: NONE,
+            referenced: 0,
         }
     }
 }
@@ -256,5 +291,73 @@ impl Pools {
     /// A name of column `column` (`OP_NAME`, `DEVICE`, `DTYPE`), stored once.
     pub(super) fn name(&mut self, column: usize, s: &str) -> u32 {
         self.strings.intern(&mut self.names[column], s)
+    }
+
+    /// The strings in order of their numbers.
+    pub fn strings(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.strings.ends.len() as u32).map(|i| self.strings.get(i))
+    }
+
+    /// The shapes in order of their numbers.
+    pub fn shapes(&self) -> impl ExactSizeIterator<Item = &[u64]> + '_ {
+        (0..self.shapes.pool.ends.len() as u32).map(|i| self.shapes.get(i))
+    }
+
+    /// Store `s` as the next string, as it is: nothing is hashed (a name is indexed by the
+    /// first row stored as cells that names it).
+    pub fn push_string(&mut self, s: &str) -> u32 {
+        self.strings.push(s)
+    }
+
+    /// Store `dims` as the next shape (indexed, as every shape is), or an error if the pool
+    /// holds it already (each shape is stored once).
+    pub fn push_shape(&mut self, dims: &[u64]) -> Result<u32, CellError> {
+        let next = self.shapes.pool.ends.len() as u32;
+        let mut cache = NONE;
+        let n = self.shapes.pool.intern(&mut cache, dims);
+        if n != next {
+            return Err(CellError(format!("shape {next} is shape {n} again")));
+        }
+        Ok(n)
+    }
+
+    /// Shape number `n`, checked to be in the pool.
+    pub(super) fn check_shape(&self, n: u32) -> Result<(), CellError> {
+        let held = self.shapes.pool.ends.len();
+        if (n as usize) < held {
+            Ok(())
+        } else {
+            Err(CellError(format!("shape {n} of a pool of {held}")))
+        }
+    }
+
+    /// A row's string numbers, checked to be in the pool: `ids` (appended as they came) and
+    /// `names` (interned). A name the row is the first to use is indexed, so that later rows
+    /// pushed by value intern it.
+    pub(super) fn refer(
+        &mut self,
+        ids: impl IntoIterator<Item = u32>,
+        names: impl IntoIterator<Item = u32>,
+    ) -> Result<(), CellError> {
+        let held = self.strings.ends.len();
+        let check = |n: u32| {
+            if (n as usize) < held {
+                Ok(n)
+            } else {
+                Err(CellError(format!("string {n} of a pool of {held}")))
+            }
+        };
+        let mut end = self.referenced;
+        for n in ids {
+            end = end.max(check(n)? + 1);
+        }
+        for n in names {
+            if check(n)? >= self.referenced {
+                self.strings.index_stored(n);
+            }
+            end = end.max(n + 1);
+        }
+        self.referenced = end;
+        Ok(())
     }
 }

@@ -1,76 +1,6 @@
-//! Lists a row: [`U64List`], [`IdList`].
+//! Lists a row: [`U64List`], [`U32List`], [`IdList`].
 
 use super::*;
-
-/// A list of strings a row in place: each row's end (in strings), then as [`Str`].
-pub(in crate::transfer) struct StrList;
-
-/// Lists of strings in place being written.
-pub(in crate::transfer) struct StrListW {
-    ends: FixedW,
-    strs: StrW,
-    count: u32,
-}
-
-/// Lists of strings in place read.
-#[derive(Clone, Copy)]
-pub(in crate::transfer) struct StrListR<'b> {
-    ends: Col<'b>,
-    strs: Strs<'b>,
-}
-
-impl Column for StrList {
-    const COLUMNS: usize = 3;
-    type Writer = StrListW;
-    type Reader<'b> = StrListR<'b>;
-    fn writer(n: usize) -> StrListW {
-        StrListW {
-            ends: FixedW::with(n, 4),
-            strs: StrW::with(n),
-            count: 0,
-        }
-    }
-    fn finish(w: StrListW, out: &mut Out) {
-        out.column(&w.ends.0);
-        w.strs.finish(out);
-    }
-    fn reader<'b>(t: &Table, b: &'b [u8], _: Strs<'b>, c: usize) -> Result<StrListR<'b>> {
-        // Each row's end (in strings), then each string's end (any number of them), then
-        // their bytes.
-        let ends = t.col(b, c, 4)?;
-        let string_ends = t.raw(b, c + 1)?;
-        if string_ends.len() % 4 != 0 {
-            return Err(wire::broken(format!("list column {} is cut", c + 1)));
-        }
-        let strs = Strs::new(Col::of(string_ends), t.utf8(b, c + 2)?);
-        Ok(StrListR { ends, strs })
-    }
-}
-
-impl StrListW {
-    /// Row's list.
-    #[inline]
-    pub(in crate::transfer) fn put<'s>(&mut self, v: impl IntoIterator<Item = &'s str>) {
-        for s in v {
-            self.strs.put(s);
-            self.count += 1;
-        }
-        self.ends.u32(self.count);
-    }
-}
-
-impl<'b> StrListR<'b> {
-    /// Row `i`'s strings into `to` (cleared first; reused across rows, so reading a list
-    /// allocates nothing once `to` has grown).
-    #[inline]
-    pub(in crate::transfer) fn fill(&self, i: usize, to: &mut Vec<&'b str>) -> Result<()> {
-        to.clear();
-        for k in range(&self.ends, i)? {
-            to.push(self.strs.get(k as u32)?);
-        }
-        Ok(())
-    }
-}
 
 /// Row `i`'s range of a list whose rows' ends are `ends`.
 fn range(ends: &Col<'_>, i: usize) -> Result<Range<usize>> {
@@ -103,6 +33,9 @@ pub(in crate::transfer) struct ListR<'b> {
 
 /// A list of `u64` a row.
 pub(in crate::transfer) struct U64List;
+
+/// A list of `u32` a row.
+pub(in crate::transfer) struct U32List;
 
 /// A list of strings a row, as indices into the string table.
 pub(in crate::transfer) struct IdList;
@@ -151,6 +84,21 @@ impl Column for U64List {
     }
 }
 
+impl Column for U32List {
+    const COLUMNS: usize = 2;
+    type Writer = ListW;
+    type Reader<'b> = ListR<'b>;
+    fn writer(n: usize) -> ListW {
+        list_writer(n, 4)
+    }
+    fn finish(w: ListW, out: &mut Out) {
+        list_finish(w, out)
+    }
+    fn reader<'b>(t: &Table, b: &'b [u8], _: Strs<'b>, c: usize) -> Result<ListR<'b>> {
+        list_reader(t, b, c, 4)
+    }
+}
+
 impl Column for IdList {
     const COLUMNS: usize = 2;
     type Writer = ListW;
@@ -175,6 +123,16 @@ impl ListW {
     pub(in crate::transfer) fn u64s(&mut self, v: &[u64]) {
         for &x in v {
             self.values.u64(x);
+        }
+        self.count += v.len() as u32;
+        self.ends.u32(self.count);
+    }
+
+    /// Row's list of `u32`.
+    #[inline]
+    pub(in crate::transfer) fn u32s(&mut self, v: &[u32]) {
+        for &x in v {
+            self.values.u32(x);
         }
         self.count += v.len() as u32;
         self.ends.u32(self.count);
@@ -210,6 +168,12 @@ impl<'b> ListR<'b> {
     #[inline]
     pub(in crate::transfer) fn u64s(&self, i: usize) -> Result<impl Iterator<Item = u64> + 'b> {
         Ok(Col::of(self.bytes(i, 8)?).all_u64())
+    }
+
+    /// Row `i`'s list of `u32`, one at a time.
+    #[inline]
+    pub(in crate::transfer) fn u32s(&self, i: usize) -> Result<impl Iterator<Item = u32> + 'b> {
+        Ok(Col::of(self.bytes(i, 4)?).all_u32())
     }
 
     /// Row `i`'s list of `u64`, collected.

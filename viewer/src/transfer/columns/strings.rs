@@ -1,4 +1,4 @@
-//! Strings: string-table ids ([`Id`], [`OptId`]) and strings in place ([`Str`], [`OptStr`], [`StrList`]).
+//! Strings: string-table ids ([`Id`], [`OptId`]) and strings in place ([`Str`], [`OptStr`]).
 
 use super::*;
 
