@@ -31,11 +31,14 @@ pub(in crate::transfer) struct ListR<'b> {
     values: &'b [u8],
 }
 
+/// A list of numbers a row, `WIDTH` bytes each.
+pub(in crate::transfer) struct NumList<const WIDTH: usize>;
+
 /// A list of `u64` a row.
-pub(in crate::transfer) struct U64List;
+pub(in crate::transfer) type U64List = NumList<8>;
 
 /// A list of `u32` a row.
-pub(in crate::transfer) struct U32List;
+pub(in crate::transfer) type U32List = NumList<4>;
 
 /// A list of strings a row, as indices into the string table.
 pub(in crate::transfer) struct IdList;
@@ -69,33 +72,18 @@ fn list_reader<'b>(t: &Table, b: &'b [u8], c: usize, width: usize) -> Result<Lis
     Ok(ListR { ends, values })
 }
 
-impl Column for U64List {
+impl<const WIDTH: usize> Column for NumList<WIDTH> {
     const COLUMNS: usize = 2;
     type Writer = ListW;
     type Reader<'b> = ListR<'b>;
     fn writer(n: usize) -> ListW {
-        list_writer(n, 8)
+        list_writer(n, WIDTH)
     }
     fn finish(w: ListW, out: &mut Out) {
         list_finish(w, out)
     }
     fn reader<'b>(t: &Table, b: &'b [u8], _: Strs<'b>, c: usize) -> Result<ListR<'b>> {
-        list_reader(t, b, c, 8)
-    }
-}
-
-impl Column for U32List {
-    const COLUMNS: usize = 2;
-    type Writer = ListW;
-    type Reader<'b> = ListR<'b>;
-    fn writer(n: usize) -> ListW {
-        list_writer(n, 4)
-    }
-    fn finish(w: ListW, out: &mut Out) {
-        list_finish(w, out)
-    }
-    fn reader<'b>(t: &Table, b: &'b [u8], _: Strs<'b>, c: usize) -> Result<ListR<'b>> {
-        list_reader(t, b, c, 4)
+        list_reader(t, b, c, WIDTH)
     }
 }
 
