@@ -63,58 +63,34 @@ pub(in crate::transfer) struct OptR<'b> {
     values: Col<'b>,
 }
 
+/// An optional 8-byte number a row, read and written as a `T`.
+pub(in crate::transfer) struct Opt8<T>(std::marker::PhantomData<fn() -> T>);
+
 /// An optional `u64` a row.
-pub(in crate::transfer) struct OptU64;
+pub(in crate::transfer) type OptU64 = Opt8<u64>;
 
 /// An optional `f64` a row.
-pub(in crate::transfer) struct OptF64;
+pub(in crate::transfer) type OptF64 = Opt8<f64>;
 
-fn opt_writer(n: usize) -> OptW {
-    OptW {
-        has: BitsW::with(n),
-        values: FixedW::with(n, 8),
-    }
-}
-
-fn opt_finish(w: OptW, out: &mut Out) {
-    out.column(&w.has.bytes);
-    out.column(&w.values.0);
-}
-
-fn opt_reader<'b>(t: &Table, b: &'b [u8], c: usize) -> Result<OptR<'b>> {
-    Ok(OptR {
-        has: t.bits(b, c)?,
-        values: t.col(b, c + 1, 8)?,
-    })
-}
-
-impl Column for OptU64 {
+impl<T> Column for Opt8<T> {
     const COLUMNS: usize = 2;
     type Writer = OptW;
     type Reader<'b> = OptR<'b>;
     fn writer(n: usize) -> OptW {
-        opt_writer(n)
+        OptW {
+            has: BitsW::with(n),
+            values: FixedW::with(n, 8),
+        }
     }
     fn finish(w: OptW, out: &mut Out) {
-        opt_finish(w, out)
+        out.column(&w.has.bytes);
+        out.column(&w.values.0);
     }
     fn reader<'b>(t: &Table, b: &'b [u8], _: Strs<'b>, c: usize) -> Result<OptR<'b>> {
-        opt_reader(t, b, c)
-    }
-}
-
-impl Column for OptF64 {
-    const COLUMNS: usize = 2;
-    type Writer = OptW;
-    type Reader<'b> = OptR<'b>;
-    fn writer(n: usize) -> OptW {
-        opt_writer(n)
-    }
-    fn finish(w: OptW, out: &mut Out) {
-        opt_finish(w, out)
-    }
-    fn reader<'b>(t: &Table, b: &'b [u8], _: Strs<'b>, c: usize) -> Result<OptR<'b>> {
-        opt_reader(t, b, c)
+        Ok(OptR {
+            has: t.bits(b, c)?,
+            values: t.col(b, c + 1, 8)?,
+        })
     }
 }
 
