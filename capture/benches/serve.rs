@@ -365,7 +365,7 @@ fn served_requests(scenario: Scenario) -> ServeCost {
             }
             let took = started.elapsed();
             // Untimed: the writer thread works while serving goes on (it looks at the rings
-            // every millisecond), as in a server, where it never has to catch up at an end;
+            // every 10 ms), as in a server, where it never has to catch up at an end;
             // what it has left when the round ends is written before the next round, so none
             // of it falls into an uncaptured one. (Timed, the flush measured the scheduler's
             // latency in waking two threads on a busy machine, not the capture.)

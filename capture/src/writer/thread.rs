@@ -5,7 +5,10 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 
 use super::{output::Output, output::State, rings::Rings, rings::Shared};
-use super::{Encode, Framing, Msg, ThreadEnd, FLUSH_INTERVAL, IDLE_POLLS, NAP, POLL_INTERVAL};
+use super::{
+    Encode, Framing, Msg, ThreadEnd, FLUSH_INTERVAL, HELD_POLL_INTERVAL, IDLE_POLLS, NAP,
+    POLL_INTERVAL,
+};
 
 /// Ask Linux to schedule this thread as a batch job (`SCHED_BATCH`): its wake-ups do not
 /// preempt the thread running on the core, so a serving or training thread (or one of candle's
@@ -83,7 +86,12 @@ pub(super) fn run<T: Encode>(
         if idle_polls < IDLE_POLLS {
             // Waiting on the control channel rather than sleeping: a `flush` (or `finish`) is
             // answered at once, not at the end of the poll interval.
-            match rx.recv_timeout(POLL_INTERVAL) {
+            let interval = if shared.held.load(Ordering::Relaxed) {
+                HELD_POLL_INTERVAL
+            } else {
+                POLL_INTERVAL
+            };
+            match rx.recv_timeout(interval) {
                 Ok(msg) => {
                     if !control!(msg) {
                         break 'run;
