@@ -1117,6 +1117,50 @@ mod tests {
     }
 
     #[test]
+    fn strings_stored_as_one_block_are_the_strings_stored_one_by_one() {
+        let mut one_by_one = MemoryTable::new();
+        let mut block = MemoryTable::new();
+        for s in ["t1", "", "é"] {
+            one_by_one.pools_mut().push_string(s);
+        }
+        // "t1" ends at 2, "" at 2, "é" (2 bytes) at 4.
+        block
+            .pools_mut()
+            .extend_strings("t1é", [2, 2, 4].into_iter())
+            .unwrap();
+        assert!(block.pools().strings().eq(one_by_one.pools().strings()));
+        // A second block follows the first; bytes after the last end are not stored.
+        block
+            .pools_mut()
+            .extend_strings("s9xyz", [2].into_iter())
+            .unwrap();
+        one_by_one.pools_mut().push_string("s9");
+        assert!(block.pools().strings().eq(one_by_one.pools().strings()));
+        // Refused, the pool left as it was.
+        for (ends, why) in [
+            (
+                vec![2, 7],
+                "string 1 of a block of 4 bytes ends at byte 7, past its block",
+            ),
+            (
+                vec![4, 2],
+                "string 1 of a block of 4 bytes ends at byte 2, before the string before it",
+            ),
+            (
+                vec![3],
+                "string 0 of a block of 4 bytes ends at byte 3, inside a character",
+            ),
+        ] {
+            let e = block
+                .pools_mut()
+                .extend_strings("t1é", ends.into_iter())
+                .unwrap_err();
+            assert_eq!(e.to_string(), why);
+            assert!(block.pools().strings().eq(one_by_one.pools().strings()));
+        }
+    }
+
+    #[test]
     fn a_number_outside_the_pools_is_refused() {
         let table: OpTable = [Lined::new(1, op("s1", "add", &["t1"], Some("t2"), None))]
             .into_iter()

@@ -47,6 +47,7 @@ pub(super) fn write<'d>(c: &mut Spans<Write>, s: &mut Strings<'d>, x: &'d Span) 
 pub(super) fn read(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let c = Spans::<Read<'_>>::from(t, b, s)?;
     let first = d.spans.len();
+    d.spans.reserve(t.n);
     for i in 0..t.n {
         d.spans.push(Span {
             id: CompactString::new(c.id.get(i as u32)?),

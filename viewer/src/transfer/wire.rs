@@ -455,6 +455,22 @@ pub struct Strs<'b> {
 }
 
 impl<'b> Strs<'b> {
+    /// The first `n` strings as one: the bytes they span, and each one's end in them (the
+    /// ends as written, checked where they are used: [`Pools::extend_strings`]).
+    ///
+    /// [`Pools::extend_strings`]: candle_trace_schema::format::table::Pools::extend_strings
+    pub fn block(&self, n: usize) -> Result<(&'b str, impl ExactSizeIterator<Item = u32> + 'b)> {
+        let ends = self
+            .ends
+            .b
+            .get(..n.saturating_mul(4))
+            .ok_or_else(|| broken(format!("{n} strings, but fewer ends")))?;
+        let ends = ends
+            .chunks_exact(4)
+            .map(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]));
+        Ok((self.pool, ends))
+    }
+
     /// String `id`.
     pub fn get(&self, id: u32) -> Result<&'b str> {
         let i = id as usize;

@@ -309,6 +309,45 @@ impl Pools {
         self.strings.push(s)
     }
 
+    /// Store the strings of `block` as the next ones, as [`Pools::push_string`] would one by
+    /// one: string `k` ends at `ends[k]` bytes into `block` and starts where string `k - 1`
+    /// ends (at 0 for the first). The bytes are copied at once. Refused, leaving the pool as
+    /// it was, where an end is before the one before it, past the block, or not on a
+    /// character boundary.
+    pub fn extend_strings(
+        &mut self,
+        block: &str,
+        ends: impl ExactSizeIterator<Item = u32>,
+    ) -> Result<(), CellError> {
+        let pool = &mut self.strings;
+        let (base, held) = (pool.values.len(), pool.ends.len());
+        pool.ends.reserve(ends.len());
+        let mut last = 0;
+        for (k, end) in ends.enumerate() {
+            let end = end as usize;
+            let wrong = if end > block.len() {
+                "past its block"
+            } else if end < last {
+                "before the string before it"
+            } else if !block.is_char_boundary(end) {
+                "inside a character"
+            } else {
+                ""
+            };
+            if !wrong.is_empty() {
+                pool.ends.truncate(held);
+                return Err(CellError(format!(
+                    "string {k} of a block of {} bytes ends at byte {end}, {wrong}",
+                    block.len()
+                )));
+            }
+            pool.ends.push(base + end);
+            last = end;
+        }
+        pool.values.push_str(&block[..last]);
+        Ok(())
+    }
+
     /// Store `dims` as the next shape (indexed, as every shape is), or an error if the pool
     /// holds it already (each shape is stored once).
     pub fn push_shape(&mut self, dims: &[u64]) -> Result<u32, CellError> {
