@@ -57,23 +57,18 @@ pub fn push_num(out: &mut String, v: f64) {
         }
         return;
     }
+    // Written back to front into one buffer, then appended at once (a `push` a character
+    // was a call each in the page's size-built wasm).
     let t = tenths as i64;
-    if t < 0 {
-        out.push('-');
-    }
-    let t = t.unsigned_abs();
-    push_digits(out, t / 10);
-    if t % 10 != 0 {
-        out.push('.');
-        out.push(char::from(b'0' + (t % 10) as u8));
-    }
-}
-
-/// The decimal digits of `n`.
-fn push_digits(out: &mut String, n: u64) {
-    let mut buf = [0u8; 20];
+    let mut buf = [0u8; 24];
     let mut at = buf.len();
-    let mut n = n;
+    let mut n = t.unsigned_abs();
+    if n % 10 != 0 {
+        at -= 2;
+        buf[at] = b'.';
+        buf[at + 1] = b'0' + (n % 10) as u8;
+    }
+    n /= 10;
     loop {
         at -= 1;
         buf[at] = b'0' + (n % 10) as u8;
@@ -82,9 +77,12 @@ fn push_digits(out: &mut String, n: u64) {
             break;
         }
     }
-    for &b in &buf[at..] {
-        out.push(char::from(b));
+    if t < 0 {
+        at -= 1;
+        buf[at] = b'-';
     }
+    // ASCII digits, a sign and a point: always UTF-8.
+    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }
 
 /// `{command}{x} {y}` appended to a path.

@@ -325,37 +325,50 @@ impl<'b> Col<'b> {
         Col { b }
     }
 
+    // The readers below are inlined into the loops that read a column row by row (the page's
+    // wasm is built for size, where each was a call a cell: about a tenth of a 10 MB open's
+    // decoding); their errors are built out of line.
+    #[inline(always)]
     fn array<const N: usize>(&self, i: usize) -> Result<[u8; N]> {
-        let s = i
+        match i
             .checked_mul(N)
             .and_then(|from| self.b.get(from..from.checked_add(N)?))
-            .ok_or_else(|| broken(format!("row {i} is past its column")))?;
-        let mut a = [0; N];
-        a.copy_from_slice(s);
-        Ok(a)
+        {
+            Some(s) => {
+                let mut a = [0; N];
+                a.copy_from_slice(s);
+                Ok(a)
+            }
+            None => Err(past_column(i)),
+        }
     }
 
     /// Row `i` as a `u8`.
+    #[inline(always)]
     pub fn u8(&self, i: usize) -> Result<u8> {
         Ok(self.array::<1>(i)?[0])
     }
 
     /// Row `i` as a `u32`.
+    #[inline(always)]
     pub fn u32(&self, i: usize) -> Result<u32> {
         Ok(u32::from_le_bytes(self.array(i)?))
     }
 
     /// Row `i` as a `u64`.
+    #[inline(always)]
     pub fn u64(&self, i: usize) -> Result<u64> {
         Ok(u64::from_le_bytes(self.array(i)?))
     }
 
     /// Row `i` as an `i64`.
+    #[inline(always)]
     pub fn i64(&self, i: usize) -> Result<i64> {
         Ok(i64::from_le_bytes(self.array(i)?))
     }
 
     /// Row `i` as an `f64`.
+    #[inline(always)]
     pub fn f64(&self, i: usize) -> Result<f64> {
         Ok(f64::from_bits(self.u64(i)?))
     }
@@ -377,6 +390,13 @@ impl<'b> Col<'b> {
     }
 }
 
+/// The error for row `i` of a column too short for it.
+#[cold]
+#[inline(never)]
+fn past_column(i: usize) -> TransferError {
+    broken(format!("row {i} is past its column"))
+}
+
 /// One bit per row.
 #[derive(Clone, Copy)]
 pub struct Bits<'b> {
@@ -385,16 +405,17 @@ pub struct Bits<'b> {
 
 impl Bits<'_> {
     /// Row `i`'s bit.
+    #[inline(always)]
     pub fn get(&self, i: usize) -> Result<bool> {
-        let byte = self
-            .b
-            .get(i / 8)
-            .ok_or_else(|| broken(format!("row {i} is past its bitmap")))?;
-        Ok(byte & (1 << (i % 8)) != 0)
+        match self.b.get(i / 8) {
+            Some(byte) => Ok(byte & (1 << (i % 8)) != 0),
+            None => Err(past_bitmap(i)),
+        }
     }
 
     /// Row `i` of an optional `u64` ([`OptU64`](super::columns::OptU64)), with `values` its
     /// column.
+    #[inline(always)]
     pub fn opt_u64(&self, values: &Col<'_>, i: usize) -> Result<Option<u64>> {
         Ok(if self.get(i)? {
             Some(values.u64(i)?)
@@ -402,6 +423,13 @@ impl Bits<'_> {
             None
         })
     }
+}
+
+/// The error for row `i` of a bitmap too short for it.
+#[cold]
+#[inline(never)]
+fn past_bitmap(i: usize) -> TransferError {
+    broken(format!("row {i} is past its bitmap"))
 }
 
 /// The strings received so far, numbered in order: each chunk's table appended. Their bytes
@@ -447,6 +475,22 @@ impl StringPool {
     }
 }
 
+/// The error for string `id` past its table's ends.
+#[cold]
+#[inline(never)]
+fn not_in_table(id: u32) -> TransferError {
+    broken(format!("string {id} is not in the table"))
+}
+
+/// The error for string `id` whose ends lie outside its bytes or inside a character.
+#[cold]
+#[inline(never)]
+fn outside_pool(id: u32) -> TransferError {
+    broken(format!(
+        "string {id} lies outside its table or is not UTF-8"
+    ))
+}
+
 /// Strings by number: the string table, or a column of strings written in place.
 #[derive(Clone, Copy)]
 pub struct Strs<'b> {
@@ -472,24 +516,25 @@ impl<'b> Strs<'b> {
     }
 
     /// String `id`.
+    #[inline(always)]
     pub fn get(&self, id: u32) -> Result<&'b str> {
         let i = id as usize;
-        let outside = |_| broken(format!("string {id} is not in the table"));
-        let end = self.ends.u32(i).map_err(outside)? as usize;
-        let start = match i.checked_sub(1) {
-            Some(p) => self.ends.u32(p).map_err(outside)? as usize,
-            None => 0,
+        let (Ok(end), Ok(start)) = (
+            self.ends.u32(i),
+            i.checked_sub(1).map_or(Ok(0), |p| self.ends.u32(p)),
+        ) else {
+            return Err(not_in_table(id));
         };
         // `None` also where a bound is not on a character boundary: the pool is UTF-8 as a
         // whole, so a string cut from it on boundaries is too.
-        self.pool.get(start..end).ok_or_else(|| {
-            broken(format!(
-                "string {id} lies outside its table or is not UTF-8"
-            ))
-        })
+        match self.pool.get(start as usize..end as usize) {
+            Some(s) => Ok(s),
+            None => Err(outside_pool(id)),
+        }
     }
 
     /// String `id`, `None` for [`NONE`].
+    #[inline(always)]
     pub fn opt(&self, id: u32) -> Result<Option<&'b str>> {
         if id == NONE {
             Ok(None)

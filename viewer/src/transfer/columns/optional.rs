@@ -112,13 +112,13 @@ impl OptW {
 
 impl OptR<'_> {
     /// Row `i` as an optional `u64`.
-    #[inline]
+    #[inline(always)]
     pub(in crate::transfer) fn u64(&self, i: usize) -> Result<Option<u64>> {
         self.has.opt_u64(&self.values, i)
     }
 
     /// Row `i` as an optional `f64`.
-    #[inline]
+    #[inline(always)]
     pub(in crate::transfer) fn f64(&self, i: usize) -> Result<Option<f64>> {
         Ok(self.u64(i)?.map(f64::from_bits))
     }

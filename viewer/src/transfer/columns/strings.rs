@@ -67,13 +67,13 @@ impl IdW {
 
 impl<'b> IdR<'b> {
     /// Row `i`'s string.
-    #[inline]
+    #[inline(always)]
     pub(in crate::transfer) fn get(&self, i: usize) -> Result<&'b str> {
         self.strings.get(self.ids.u32(i)?)
     }
 
     /// Row `i`'s optional string.
-    #[inline]
+    #[inline(always)]
     pub(in crate::transfer) fn opt(&self, i: usize) -> Result<Option<&'b str>> {
         self.strings.opt(self.ids.u32(i)?)
     }
@@ -174,7 +174,7 @@ impl OptStrW {
 
 impl<'b> OptStrR<'b> {
     /// Row `i`'s string, `None` where it was absent.
-    #[inline]
+    #[inline(always)]
     pub(in crate::transfer) fn get(&self, i: usize) -> Result<Option<&'b str>> {
         Ok(if self.has.get(i)? {
             Some(self.strs.get(i as u32)?)
