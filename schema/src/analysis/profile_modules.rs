@@ -16,7 +16,10 @@
 //! - A batched forward's module spans (SCHEMA.md §4) are its engine's: they are grouped under
 //!   the engine's id (their `request_id`), by `iteration`, as forward calls of `forward`
 //!   `iteration` timed by the iteration event's duration, so a forward that served several
-//!   requests counts its spans once; a row's `requests` then counts the engine as one.
+//!   requests counts its spans once. The requests a forward served are its request, or for a
+//!   batched forward those its iteration event lists (the engine itself where no iteration
+//!   event of that number lists any); a row's `requests` counts each request once, whether
+//!   its own forwards or an engine's had the spans.
 //! - Within a forward call the spans are laid out by [`SpanTree`](crate::format::spans::SpanTree) (a `parent_span_id` naming no
 //!   span of the call, or a cycle, makes the span a root; siblings are ordered by start time,
 //!   then file order) and keyed by [`ModulePaths`] (names mode when a span of that call has a
@@ -37,7 +40,7 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -91,6 +94,8 @@ pub struct ForwardCall {
     pub spans: Vec<ModuleSpan>,
     /// Its duration against its outermost module spans ([`crate::analysis::coverage`]).
     pub coverage: Coverage,
+    /// The requests it served: its request, or a batched forward's (see the module docs).
+    pub requests: Vec<String>,
 }
 
 /// Module spans aggregated by key or name.
@@ -104,7 +109,7 @@ pub struct ProfileModuleRow {
     pub total_ns: u64,
     /// `total_ns / calls`, integer division.
     pub mean_ns: u64,
-    /// Requests (or engines, for batched forwards) with at least one span in the group.
+    /// Requests served by a forward call with at least one span in the group (each once).
     pub requests: u64,
 }
 
@@ -122,7 +127,8 @@ pub struct RequestModules {
 }
 
 impl RequestModules {
-    /// This request's module spans aggregated by key or name (`requests` is 1 in each row).
+    /// This request's module spans aggregated by key or name (for a request, `requests` is 1
+    /// in each row; for an engine, the requests its forwards with spans in the row served).
     pub fn rows(&self, grouping: ModuleGrouping) -> Vec<ProfileModuleRow> {
         rows_of(core::slice::from_ref(self), grouping)
     }
@@ -139,8 +145,8 @@ struct PhaseSpans {
     prefill_ns: Option<u64>,
     /// (start, file position, duration ns), sorted.
     decodes: Vec<(i64, usize, u64)>,
-    /// An engine's batched forwards: iteration → duration ns.
-    iterations: HashMap<u64, u64>,
+    /// An engine's batched forwards: iteration → (duration ns, the requests it lists).
+    iterations: HashMap<u64, (u64, Vec<String>)>,
 }
 
 /// A module span: `span_kind = module`, or a module name.
@@ -253,10 +259,14 @@ fn name_paths(spans: &mut [ModuleSpan]) -> u64 {
 fn rows_of(requests: &[RequestModules], grouping: ModuleGrouping) -> Vec<ProfileModuleRow> {
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut rows: Vec<ProfileModuleRow> = Vec::new();
-    // Per row, the last request counted in it (rows count each request once).
-    let mut last_request: Vec<usize> = Vec::new();
-    for (r, request) in requests.iter().enumerate() {
-        for s in request.forwards.iter().flat_map(|f| &f.spans) {
+    // Per row, the requests counted in it (each once).
+    let mut served: Vec<HashSet<&str>> = Vec::new();
+    for request in requests {
+        for (call, s) in request
+            .forwards
+            .iter()
+            .flat_map(|f| f.spans.iter().map(move |s| (f, s)))
+        {
             let key = match grouping {
                 ModuleGrouping::Path if s.outermost => s.path.as_str(),
                 ModuleGrouping::Name if is_module(s) => s.name.as_str(),
@@ -270,20 +280,18 @@ fn rows_of(requests: &[RequestModules], grouping: ModuleGrouping) -> Vec<Profile
                     mean_ns: 0,
                     requests: 0,
                 });
-                last_request.push(usize::MAX);
+                served.push(HashSet::new());
                 rows.len() - 1
             });
             let row = &mut rows[i];
             row.calls += 1;
             row.total_ns = row.total_ns.saturating_add(s.duration_ns);
-            if last_request[i] != r {
-                last_request[i] = r;
-                row.requests += 1;
-            }
+            served[i].extend(call.requests.iter().map(String::as_str));
         }
     }
-    for row in &mut rows {
+    for (row, served) in rows.iter_mut().zip(&served) {
         row.mean_ns = row.total_ns / row.calls.max(1);
+        row.requests = served.len() as u64;
     }
     rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.key.cmp(&b.key)));
     rows
@@ -321,6 +329,7 @@ impl ProfileDocument {
                     forward_index,
                     spans: Vec::new(),
                     coverage: Coverage::default(),
+                    requests: Vec::new(),
                 });
                 request.forwards.len() - 1
             });
@@ -331,9 +340,16 @@ impl ProfileDocument {
             let phases = durations.get(request.request_id.as_str());
             for call in &mut request.forwards {
                 let covered = name_paths(&mut call.spans);
+                let iteration = phases
+                    .filter(|_| call.forward == ITERATION_PHASE)
+                    .and_then(|p| p.iterations.get(&call.forward_index));
+                call.requests = match iteration {
+                    Some((_, listed)) if !listed.is_empty() => listed.clone(),
+                    _ => alloc::vec![request.request_id.clone()],
+                };
                 let phase_ns = phases.and_then(|p| {
                     if call.forward == ITERATION_PHASE {
-                        p.iterations.get(&call.forward_index).copied()
+                        iteration.map(|(ns, _)| *ns)
                     } else if call.forward_index == 0 {
                         p.prefill_ns
                     } else {
@@ -372,7 +388,10 @@ impl ProfileDocument {
             match e.phase.as_deref() {
                 Some(ITERATION_PHASE) => {
                     if let Some(it) = crate::analysis::iterations::read_iteration(r) {
-                        p.iterations.entry(it.iteration).or_insert(it.duration_ns);
+                        let listed = it.requests.into_iter().map(|q| q.request_id).collect();
+                        p.iterations
+                            .entry(it.iteration)
+                            .or_insert((it.duration_ns, listed));
                     }
                 }
                 Some("prefill") if p.prefill_ns.is_none() => p.prefill_ns = Some(ns),
@@ -666,13 +685,56 @@ mod tests {
             (call.coverage.forward_ns, call.coverage.covered_ns),
             (1_000_000, 800_000)
         );
+        assert_eq!(call.requests, ["a", "b", "c"]);
         let rows = doc.module_rows(ModuleGrouping::Name);
         let linear = rows.iter().find(|r| r.key == "linear").unwrap();
+        // One call, serving a, b and c.
         assert_eq!(
             (linear.calls, linear.total_ns, linear.requests),
-            (1, 300_000, 1)
+            (1, 300_000, 3)
         );
+        assert_eq!(spans[0].rows(ModuleGrouping::Name)[0].requests, 3);
         // Not a request, and no request shows them.
         assert!(doc.requests().iter().all(|r| r.request_id != "e"));
+    }
+
+    #[test]
+    fn a_row_counts_each_request_served_once() {
+        // Iteration 4 of engine e served a, b and c; a's own prefill ran `linear` too; the
+        // engine's iteration 5 has no iteration event, so it counts as the engine.
+        let text = [
+            crate::analysis::iterations::tests::iteration_line(
+                "e",
+                4,
+                1_767_225_600_000_000_000,
+                1_000_000,
+                &[("a", 0, 1, 1), ("b", 0, 1, 1), ("c", 0, 1, 1)],
+            ),
+            batched("e", 4, 0, None, "linear", 100, 300_000),
+            batched("e", 5, 0, None, "linear", 100, 200_000),
+            module("a", 0, 0, None, "linear", "module", 0, 100_000),
+        ]
+        .concat();
+        let doc = read_profile(text.as_bytes());
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let spans = doc.module_spans();
+        let engine = spans.iter().find(|r| r.engine).unwrap();
+        assert_eq!(engine.forwards[1].requests, ["e"]);
+        // By name: 3 calls, 300 + 200 + 100 µs; requests {a, b, c} ∪ {e} ∪ {a} = 4.
+        let rows = doc.module_rows(ModuleGrouping::Name);
+        assert_eq!(
+            (
+                rows[0].key.as_str(),
+                rows[0].calls,
+                rows[0].total_ns,
+                rows[0].requests
+            ),
+            ("linear", 3, 600_000, 4)
+        );
+        // The engine's own rows: {a, b, c} ∪ {e}; a's own: itself.
+        assert_eq!(engine.rows(ModuleGrouping::Name)[0].requests, 4);
+        let a = spans.iter().find(|r| r.request_id == "a").unwrap();
+        assert_eq!(a.forwards[0].requests, ["a"]);
+        assert_eq!(a.rows(ModuleGrouping::Name)[0].requests, 1);
     }
 }

@@ -452,7 +452,7 @@ pub fn ProfileModulesView(
             </div>
             <p class="muted" data-testid="profile-modules-totals">
                 {totals}
-                ". Module spans of every request's prefill and decode forward calls (and of each engine's batched forwards, which serve several requests at once), as a tree by their place in the model (calls and total count each key's outermost spans), or every place of a leaf name together; requests = requests with at least one such span, an engine counting as one."
+                ". Module spans of every request's prefill and decode forward calls (and of each engine's batched forwards, which serve several requests at once), as a tree by their place in the model (calls and total count each key's outermost spans), or every place of a leaf name together; requests = the requests served by the forward calls with such a span, each once (an engine's batched forward serves those its iteration lists)."
             </p>
             {coverage.map(|c| view! { <p data-testid="profile-modules-coverage">{c}</p> })}
             {move || if by_name() {
