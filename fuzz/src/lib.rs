@@ -242,6 +242,8 @@ pub fn exercise_profile(doc: &ProfileDocument, file: &[u8]) {
         check_tree(&profile_tree(std::slice::from_ref(r)));
         for f in &r.forwards {
             check_coverage(&f.coverage);
+            // Every forward call served someone: its request, or the engine's listed ones.
+            assert!(!f.requests.is_empty());
         }
         check_coverage(&r.coverage());
     }
