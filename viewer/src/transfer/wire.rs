@@ -543,3 +543,26 @@ impl<'b> Strs<'b> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code: a failed expectation is the report
+
+    use super::*;
+
+    #[test]
+    fn a_block_of_strings_is_their_bytes_and_each_end() {
+        // "ab" ends at 2, "é" (2 bytes) at 4.
+        let ends: Vec<u8> = [2u32, 4].iter().flat_map(|e| e.to_le_bytes()).collect();
+        let strs = Strs {
+            ends: Col::of(&ends),
+            pool: "abé",
+        };
+        let (block, each) = strs.block(2).unwrap();
+        assert_eq!((block, each.collect::<Vec<_>>()), ("abé", vec![2, 4]));
+        let (_, each) = strs.block(1).unwrap();
+        assert_eq!(each.collect::<Vec<_>>(), [2]);
+        let e = strs.block(3).err().unwrap();
+        assert!(e.to_string().contains("3 strings, but fewer ends"), "{e}");
+    }
+}
