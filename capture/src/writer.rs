@@ -4,8 +4,9 @@
 //! for I/O or for another thread: when its ring already holds the queue capacity the item is
 //! dropped and counted. One background thread owns the outputs; on Linux it runs as a
 //! `SCHED_BATCH` job, so its wake-ups do not preempt the recording threads. While events
-//! arrive it drains every ring each 10 ms and encodes each item, one whole JSON line after
-//! another, straight into one 64 KiB buffer that goes to every output when full and at each
+//! arrive it drains every ring each 10 ms (each millisecond while the writer is held and for
+//! 100 ms after) and encodes each item, one whole JSON line after another, straight into one
+//! 64 KiB buffer that goes to every output when full and at each
 //! flush. After 20 empty polls it marks itself sleeping and blocks until a push wakes it,
 //! so an idle recorder costs nothing. It flushes at least every 100 ms while there is unflushed
 //! data, on request, and when the writer is finished or dropped.
@@ -67,9 +68,15 @@ const BUFFER_BYTES: usize = 64 * 1024;
 /// capacity then takes 6.5 million items a second from its thread without a drop.
 const POLL_INTERVAL: Duration = Duration::from_millis(10);
 
-/// The poll interval while the writer is held ([`Writer::hold`]): each new item takes its
-/// readings (`Encode::sample`) at the poll that first sees it, so they are at most this late.
+/// The poll interval while the writer is held ([`Writer::hold`]), or was within
+/// [`HELD_RECENTLY`]: each new item takes its readings (`Encode::sample`) at the poll that
+/// first sees it, so they are at most this late. A hold that begins while the thread waits
+/// out the longer interval wakes it.
 const HELD_POLL_INTERVAL: Duration = Duration::from_millis(1);
+
+/// How long after the writer was last seen held it still polls every [`HELD_POLL_INTERVAL`]:
+/// a training loop holds it for each step and releases it between steps.
+const HELD_RECENTLY: Duration = Duration::from_millis(100);
 
 /// Empty polls in a row after which the writer thread blocks until the next event.
 const IDLE_POLLS: u32 = 20;
@@ -261,6 +268,7 @@ impl<T: Encode> Writer<T> {
             sleeping: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             held: AtomicBool::new(false),
+            polling_slowly: AtomicBool::new(false),
             new_rings: Mutex::new(Vec::new()),
             counters: Padded::default(),
         });
@@ -402,7 +410,16 @@ impl<T: Encode> Writer<T> {
     /// (on a machine with few cores it takes time from the program's own threads). Items it
     /// leaves are [sampled](Encode::sample) when first seen. Never blocks.
     pub(crate) fn hold(&self, on: bool) {
-        self.shared.held.store(on, Ordering::Release);
+        let shared = &*self.shared;
+        shared.held.store(on, Ordering::SeqCst);
+        // The thread either sees the hold before it waits the longer interval, or has said it
+        // waits it and is woken here (both sides sequentially consistent).
+        if on
+            && shared.polling_slowly.load(Ordering::SeqCst)
+            && shared.polling_slowly.swap(false, Ordering::SeqCst)
+        {
+            let _ = self.control.try_send(Msg::Wake);
+        }
     }
 
     /// Count an item its producer could not queue (it is reported with the ring's drops).
@@ -760,6 +777,7 @@ mod tests {
             sleeping: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             held: AtomicBool::new(true),
+            polling_slowly: AtomicBool::new(false),
             new_rings: Mutex::new(Vec::new()),
             counters: Padded::default(),
         };
@@ -814,6 +832,65 @@ mod tests {
         assert_eq!(rings.drain(&shared, &mut s, &mut samples), 1);
         assert_eq!(samples, 5);
         assert_eq!(written(&mut s), "a+\nb+\nc+\nd\ne+\nf+\ng\n");
+    }
+
+    #[test]
+    fn the_writer_polls_often_while_held_and_for_a_while_after() {
+        let shared = super::Shared::<Sampled> {
+            id: u64::MAX,
+            capacity: 16,
+            sleeping: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            held: AtomicBool::new(false),
+            polling_slowly: AtomicBool::new(false),
+            new_rings: Mutex::new(Vec::new()),
+            counters: Padded::default(),
+        };
+        let t0 = Instant::now();
+        let mut held_at = None;
+        // Never held: the long interval, said in `polling_slowly`.
+        assert_eq!(
+            thread::poll_interval(&shared, &mut held_at, t0),
+            POLL_INTERVAL
+        );
+        assert!(shared.polling_slowly.load(Ordering::SeqCst));
+        // Held: the short one, noted.
+        shared.held.store(true, Ordering::SeqCst);
+        assert_eq!(
+            thread::poll_interval(&shared, &mut held_at, t0),
+            HELD_POLL_INTERVAL
+        );
+        assert_eq!(held_at, Some(t0));
+        assert!(!shared.polling_slowly.load(Ordering::SeqCst));
+        // Released: short until HELD_RECENTLY has passed since the writer was last seen held.
+        shared.held.store(false, Ordering::SeqCst);
+        let just_before = t0 + HELD_RECENTLY - Duration::from_millis(1);
+        assert_eq!(
+            thread::poll_interval(&shared, &mut held_at, just_before),
+            HELD_POLL_INTERVAL
+        );
+        assert_eq!(
+            thread::poll_interval(&shared, &mut held_at, t0 + HELD_RECENTLY),
+            POLL_INTERVAL
+        );
+    }
+
+    #[test]
+    fn a_hold_wakes_a_writer_polling_slowly() {
+        let out = Shared::default();
+        let w: Writer<Sampled> = spawn_plain(&out, 1024);
+        // Items flowing, never held: the thread soon waits the long interval.
+        w.send(Sampled("x", false));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !w.shared.polling_slowly.load(Ordering::SeqCst) {
+            assert!(Instant::now() < deadline, "the writer never polled slowly");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // The hold takes the flag (and sends the thread a wake-up); a release does not.
+        w.hold(true);
+        assert!(!w.shared.polling_slowly.load(Ordering::SeqCst));
+        w.hold(false);
+        w.finish().unwrap();
     }
 
     #[test]

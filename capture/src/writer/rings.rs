@@ -28,6 +28,9 @@ pub(super) struct Shared<T> {
     /// The owner is in a region it measures: the writer thread leaves items in the rings (see
     /// [`Writer::hold`]).
     pub(super) held: AtomicBool,
+    /// The writer thread waits the longer poll interval (it has not been held lately): a hold
+    /// must wake it.
+    pub(super) polling_slowly: AtomicBool,
     /// Consumer halves of rings that threads made since the writer thread last looked.
     pub(super) new_rings: Mutex<Vec<Consumer<T>>>,
     pub(super) counters: Padded<Counters>,

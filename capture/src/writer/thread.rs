@@ -3,11 +3,12 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
 
 use super::{output::Output, output::State, rings::Rings, rings::Shared};
 use super::{
-    Encode, Framing, Msg, ThreadEnd, FLUSH_INTERVAL, HELD_POLL_INTERVAL, IDLE_POLLS, NAP,
-    POLL_INTERVAL,
+    Encode, Framing, Msg, ThreadEnd, FLUSH_INTERVAL, HELD_POLL_INTERVAL, HELD_RECENTLY, IDLE_POLLS,
+    NAP, POLL_INTERVAL,
 };
 
 /// Ask Linux to schedule this thread as a batch job (`SCHED_BATCH`): its wake-ups do not
@@ -27,6 +28,35 @@ fn as_batch_job() {
 
 #[cfg(not(target_os = "linux"))]
 fn as_batch_job() {}
+
+/// How long the thread waits before its next poll while items flow: [`HELD_POLL_INTERVAL`]
+/// while the writer is held or was within [`HELD_RECENTLY`] (`held_at`, when a poll last saw
+/// it held, updated here), else [`POLL_INTERVAL`], having said so in `polling_slowly` so that
+/// a hold beginning meanwhile wakes the thread ([`Writer::hold`](super::Writer::hold)).
+pub(super) fn poll_interval<T>(
+    shared: &Shared<T>,
+    held_at: &mut Option<Instant>,
+    now: Instant,
+) -> Duration {
+    let lately = |held_at: &Option<Instant>| {
+        held_at.is_some_and(|t| now.saturating_duration_since(t) < HELD_RECENTLY)
+    };
+    if shared.held.load(Ordering::SeqCst) {
+        *held_at = Some(now);
+    }
+    if lately(held_at) {
+        shared.polling_slowly.store(false, Ordering::SeqCst);
+        return HELD_POLL_INTERVAL;
+    }
+    shared.polling_slowly.store(true, Ordering::SeqCst);
+    // A hold stored before the flag above was seen by neither side yet: look once more.
+    if shared.held.load(Ordering::SeqCst) {
+        *held_at = Some(now);
+        shared.polling_slowly.store(false, Ordering::SeqCst);
+        return HELD_POLL_INTERVAL;
+    }
+    POLL_INTERVAL
+}
 
 pub(super) fn run<T: Encode>(
     rx: Receiver<Msg>,
@@ -64,6 +94,8 @@ pub(super) fn run<T: Encode>(
     // sleeping, looks at the rings once more, and blocks on the control channel until a push
     // wakes it (or the next flush is due), so an idle recorder costs nothing.
     let mut idle_polls = 0u32;
+    // When a poll last saw the writer held.
+    let mut held_at: Option<Instant> = None;
     'run: loop {
         loop {
             match rx.try_recv() {
@@ -86,11 +118,7 @@ pub(super) fn run<T: Encode>(
         if idle_polls < IDLE_POLLS {
             // Waiting on the control channel rather than sleeping: a `flush` (or `finish`) is
             // answered at once, not at the end of the poll interval.
-            let interval = if shared.held.load(Ordering::Relaxed) {
-                HELD_POLL_INTERVAL
-            } else {
-                POLL_INTERVAL
-            };
+            let interval = poll_interval(shared, &mut held_at, Instant::now());
             match rx.recv_timeout(interval) {
                 Ok(msg) => {
                     if !control!(msg) {
