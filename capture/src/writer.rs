@@ -32,7 +32,7 @@
 use std::cell::RefCell;
 use std::io;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -49,7 +49,7 @@ mod thread;
 pub use output::temporary_path;
 use output::Output;
 pub(crate) use output::Target;
-use rings::{Padded, Shared};
+use rings::Shared;
 use thread::run;
 
 /// Default number of events one thread's ring holds before new ones are dropped.
@@ -262,16 +262,10 @@ impl<T: Encode> Writer<T> {
             .map(Output::open)
             .collect::<Result<Vec<_>, _>>()?;
         static NEXT_ID: AtomicU64 = AtomicU64::new(0);
-        let shared = Arc::new(Shared {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            capacity: capacity.max(1),
-            sleeping: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
-            held: AtomicBool::new(false),
-            polling_slowly: AtomicBool::new(false),
-            new_rings: Mutex::new(Vec::new()),
-            counters: Padded::default(),
-        });
+        let shared = Arc::new(Shared::new(
+            NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            capacity.max(1),
+        ));
         // Only wake-ups and flush/shutdown requests travel here; a full channel means the
         // thread has messages to wake it already.
         let (control, rx) = mpsc::sync_channel(64);
@@ -771,16 +765,8 @@ mod tests {
 
     #[test]
     fn held_rings_keep_their_items_sampled_once_until_full_released_or_late() {
-        let shared = super::Shared::<Sampled> {
-            id: u64::MAX,
-            capacity: 4 * HOLD_FRACTION,
-            sleeping: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
-            held: AtomicBool::new(true),
-            polling_slowly: AtomicBool::new(false),
-            new_rings: Mutex::new(Vec::new()),
-            counters: Padded::default(),
-        };
+        let shared = super::Shared::<Sampled>::new(u64::MAX, 4 * HOLD_FRACTION);
+        shared.held.store(true, Ordering::Relaxed);
         let (mut producer, consumer) = RingBuffer::new(shared.capacity);
         shared.new_rings.lock().unwrap().push(consumer);
         let out = Shared::default();
@@ -836,16 +822,7 @@ mod tests {
 
     #[test]
     fn the_writer_polls_often_while_held_and_for_a_while_after() {
-        let shared = super::Shared::<Sampled> {
-            id: u64::MAX,
-            capacity: 16,
-            sleeping: AtomicBool::new(false),
-            closed: AtomicBool::new(false),
-            held: AtomicBool::new(false),
-            polling_slowly: AtomicBool::new(false),
-            new_rings: Mutex::new(Vec::new()),
-            counters: Padded::default(),
-        };
+        let shared = super::Shared::<Sampled>::new(u64::MAX, 16);
         let t0 = Instant::now();
         let mut held_at = None;
         // Never held: the long interval, said in `polling_slowly`.

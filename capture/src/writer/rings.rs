@@ -36,6 +36,22 @@ pub(super) struct Shared<T> {
     pub(super) counters: Padded<Counters>,
 }
 
+impl<T> Shared<T> {
+    /// Writer `id`'s, rings of `capacity` items, nothing held, closed or asleep.
+    pub(super) fn new(id: u64, capacity: usize) -> Self {
+        Shared {
+            id,
+            capacity,
+            sleeping: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            held: AtomicBool::new(false),
+            polling_slowly: AtomicBool::new(false),
+            new_rings: Mutex::new(Vec::new()),
+            counters: Padded::default(),
+        }
+    }
+}
+
 /// Starts on a cache-line pair of its own.
 #[repr(align(128))]
 #[derive(Debug, Default)]

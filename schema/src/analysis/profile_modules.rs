@@ -653,18 +653,23 @@ mod tests {
             .replace(&format!(r#""event_id":"{engine}-0-"#), &format!(r#""event_id":"{engine}-{iteration}-"#))
     }
 
+    /// Engine e's iteration 4: 1 ms, serving a, b and c.
+    fn served_abc() -> String {
+        crate::analysis::iterations::tests::iteration_line(
+            "e",
+            4,
+            1_767_225_600_000_000_000,
+            1_000_000,
+            &[("a", 0, 1, 1), ("b", 0, 1, 1), ("c", 0, 1, 1)],
+        )
+    }
+
     #[test]
     fn module_spans_of_a_batched_forward_are_counted_once() {
         // One forward served a, b and c (the iteration event lists them, 1 ms); its spans
         // (`block` 800 µs > `linear` 300 µs) were written once, for the engine.
         let text = [
-            crate::analysis::iterations::tests::iteration_line(
-                "e",
-                4,
-                1_767_225_600_000_000_000,
-                1_000_000,
-                &[("a", 0, 1, 1), ("b", 0, 1, 1), ("c", 0, 1, 1)],
-            ),
+            served_abc(),
             batched("e", 4, 0, None, "block", 100, 800_000),
             batched("e", 4, 1, Some(0), "linear", 200, 300_000),
         ]
@@ -703,13 +708,7 @@ mod tests {
         // Iteration 4 of engine e served a, b and c; a's own prefill ran `linear` too; the
         // engine's iteration 5 has no iteration event, so it counts as the engine.
         let text = [
-            crate::analysis::iterations::tests::iteration_line(
-                "e",
-                4,
-                1_767_225_600_000_000_000,
-                1_000_000,
-                &[("a", 0, 1, 1), ("b", 0, 1, 1), ("c", 0, 1, 1)],
-            ),
+            served_abc(),
             batched("e", 4, 0, None, "linear", 100, 300_000),
             batched("e", 5, 0, None, "linear", 100, 200_000),
             module("a", 0, 0, None, "linear", "module", 0, 100_000),
