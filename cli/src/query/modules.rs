@@ -5,7 +5,9 @@ use std::io::Write;
 use candle_trace_schema::analysis::coverage::{Coverage, TraceCoverage};
 use candle_trace_schema::analysis::module_tree::{profile_tree, trace_tree, ModuleTree};
 use candle_trace_schema::analysis::modules::{module_rows, ModuleGrouping, ModulePaths};
-use candle_trace_schema::analysis::profile_modules::{ProfileModuleRow, RequestModules};
+use candle_trace_schema::analysis::profile_modules::{
+    ModuleSpanCounts, ProfileModuleRow, RequestModules,
+};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::profile::ProfileDocument;
@@ -245,19 +247,17 @@ fn requests_counts(requests: &[RequestModules]) -> Option<String> {
     if requests.is_empty() {
         return None;
     }
-    let forwards: usize = requests.iter().map(|r| r.forwards.len()).sum();
-    let unreadable: u64 = requests.iter().map(|r| r.unreadable).sum();
-    let engines = requests.iter().filter(|r| r.engine).count();
+    let c = ModuleSpanCounts::of(requests);
     let mut owners = Vec::new();
-    if engines < requests.len() {
-        owners.push(format!("{} request(s)", requests.len() - engines));
+    if c.requests > 0 {
+        owners.push(format!("{} request(s)", c.requests));
     }
-    if engines > 0 {
-        owners.push(format!("{engines} engine(s)"));
+    if c.engines > 0 {
+        owners.push(format!("{} engine(s)", c.engines));
     }
-    let mut text = format!("{}, {forwards} forward call(s)", owners.join(", "));
-    if unreadable > 0 {
-        text.push_str(&format!(", {unreadable} unreadable module event(s)"));
+    let mut text = format!("{}, {} forward call(s)", owners.join(", "), c.forward_calls);
+    if c.unreadable > 0 {
+        text.push_str(&format!(", {} unreadable module event(s)", c.unreadable));
     }
     Some(text)
 }

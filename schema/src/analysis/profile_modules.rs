@@ -137,6 +137,45 @@ impl RequestModules {
     pub fn coverage(&self) -> Coverage {
         Coverage::sum(self.forwards.iter().map(|f| &f.coverage))
     }
+
+    /// Its module spans (`span_kind` module) in all its forward calls.
+    pub fn module_span_count(&self) -> u64 {
+        self.forwards
+            .iter()
+            .flat_map(|f| &f.spans)
+            .filter(|s| s.span_kind == SpanKind::Module)
+            .count() as u64
+    }
+}
+
+/// What a profile's module spans are spread over: the owners (requests, and engines for
+/// batched forwards), their forward calls and module spans, and the events not placed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ModuleSpanCounts {
+    /// Requests with module events.
+    pub requests: u64,
+    /// Engines with module events (their batched forwards').
+    pub engines: u64,
+    /// Forward calls with module events.
+    pub forward_calls: u64,
+    /// Module spans (`span_kind` module) in them.
+    pub module_spans: u64,
+    /// Module events that could not be placed in a forward call's tree.
+    pub unreadable: u64,
+}
+
+impl ModuleSpanCounts {
+    /// The counts over `owners` ([`ProfileDocument::module_spans`]).
+    pub fn of(owners: &[RequestModules]) -> Self {
+        let engines = owners.iter().filter(|r| r.engine).count() as u64;
+        ModuleSpanCounts {
+            requests: owners.len() as u64 - engines,
+            engines,
+            forward_calls: owners.iter().map(|r| r.forwards.len() as u64).sum(),
+            module_spans: owners.iter().map(RequestModules::module_span_count).sum(),
+            unreadable: owners.iter().map(|r| r.unreadable).sum(),
+        }
+    }
 }
 
 /// A request's phase spans (see [`ProfileDocument::module_spans`]).
@@ -732,6 +771,17 @@ mod tests {
         );
         // The engine's own rows: {a, b, c} ∪ {e}; a's own: itself.
         assert_eq!(engine.rows(ModuleGrouping::Name)[0].requests, 4);
+        // e: iterations 4 and 5, one module span each; a: one prefill of one.
+        assert_eq!(
+            ModuleSpanCounts::of(&spans),
+            ModuleSpanCounts {
+                requests: 1,
+                engines: 1,
+                forward_calls: 3,
+                module_spans: 3,
+                unreadable: 0,
+            }
+        );
         let a = spans.iter().find(|r| r.request_id == "a").unwrap();
         assert_eq!(a.forwards[0].requests, ["a"]);
         assert_eq!(a.rows(ModuleGrouping::Name)[0].requests, 1);

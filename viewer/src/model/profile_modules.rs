@@ -5,9 +5,10 @@
 //! spans.
 
 use candle_trace_schema::analysis::modules::ModuleGrouping;
-use candle_trace_schema::analysis::profile_modules::{ProfileModuleRow, RequestModules};
+use candle_trace_schema::analysis::profile_modules::{
+    ModuleSpanCounts, ProfileModuleRow, RequestModules,
+};
 use candle_trace_schema::analysis::units::format_ns;
-use candle_trace_schema::format::events::SpanKind;
 use candle_trace_schema::format::profile::ProfileDocument;
 
 /// What the panel says when the profile has no module spans, and how to get them.
@@ -67,12 +68,7 @@ impl RequestModuleCounts {
             request_id: r.request_id.clone(),
             engine: r.engine,
             forward_calls: r.forwards.len() as u64,
-            module_spans: r
-                .forwards
-                .iter()
-                .flat_map(|f| &f.spans)
-                .filter(|s| s.span_kind == SpanKind::Module)
-                .count() as u64,
+            module_spans: r.module_span_count(),
             unreadable: r.unreadable,
         }
     }
@@ -87,6 +83,8 @@ pub struct ProfileModulesPanel {
     pub by_name: Vec<ProfileModuleTableRow>,
     /// Requests with module events, in order of first appearance.
     pub requests: Vec<RequestModuleCounts>,
+    /// Their owners, forward calls, module spans and unplaced events in all.
+    pub totals: ModuleSpanCounts,
     /// The schema's module tree of every forward call (time only).
     pub tree: std::sync::Arc<candle_trace_schema::analysis::module_tree::ModuleTree>,
     /// `modules cover 90% of forward (…)` over every request's forward calls.
@@ -116,6 +114,7 @@ impl ProfileModulesPanel {
             )),
             coverage: coverage.sentence(),
             requests: requests.iter().map(RequestModuleCounts::of).collect(),
+            totals: ModuleSpanCounts::of(&requests),
         }
     }
 
@@ -156,29 +155,23 @@ impl ProfileModulesPanel {
     /// `query --kind modules` says) and, when some module events could not be placed,
     /// `; 1 module event could not be placed`.
     pub fn totals_text(&self) -> String {
-        let forwards: u64 = self.requests.iter().map(|r| r.forward_calls).sum();
-        let spans: u64 = self.requests.iter().map(|r| r.module_spans).sum();
-        let unreadable: u64 = self.requests.iter().map(|r| r.unreadable).sum();
-        let engines = self.requests.iter().filter(|r| r.engine).count() as u64;
+        let t = &self.totals;
         let plural =
             |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let mut owners = Vec::new();
-        if engines < self.requests.len() as u64 {
-            owners.push(plural(
-                self.requests.len() as u64 - engines,
-                "request",
-                "requests",
-            ));
+        if t.requests > 0 {
+            owners.push(plural(t.requests, "request", "requests"));
         }
-        if engines > 0 {
-            owners.push(plural(engines, "engine", "engines"));
+        if t.engines > 0 {
+            owners.push(plural(t.engines, "engine", "engines"));
         }
         let mut text = format!(
             "{}, {}, {}",
             owners.join(", "),
-            plural(forwards, "forward call", "forward calls"),
-            plural(spans, "module span", "module spans"),
+            plural(t.forward_calls, "forward call", "forward calls"),
+            plural(t.module_spans, "module span", "module spans"),
         );
+        let unreadable = t.unreadable;
         if unreadable > 0 {
             text += &format!(
                 "; {} could not be placed",
