@@ -38,24 +38,21 @@ pub(super) fn poll_interval<T>(
     held_at: &mut Option<Instant>,
     now: Instant,
 ) -> Duration {
-    let lately = |held_at: &Option<Instant>| {
+    let held_lately = |held_at: &mut Option<Instant>| {
+        if shared.held.load(Ordering::SeqCst) {
+            *held_at = Some(now);
+        }
         held_at.is_some_and(|t| now.saturating_duration_since(t) < HELD_RECENTLY)
     };
-    if shared.held.load(Ordering::SeqCst) {
-        *held_at = Some(now);
+    if !held_lately(held_at) {
+        shared.polling_slowly.store(true, Ordering::SeqCst);
+        // A hold stored before the flag above did not see it: look once more.
+        if !held_lately(held_at) {
+            return POLL_INTERVAL;
+        }
     }
-    if lately(held_at) {
-        shared.polling_slowly.store(false, Ordering::SeqCst);
-        return HELD_POLL_INTERVAL;
-    }
-    shared.polling_slowly.store(true, Ordering::SeqCst);
-    // A hold stored before the flag above was seen by neither side yet: look once more.
-    if shared.held.load(Ordering::SeqCst) {
-        *held_at = Some(now);
-        shared.polling_slowly.store(false, Ordering::SeqCst);
-        return HELD_POLL_INTERVAL;
-    }
-    POLL_INTERVAL
+    shared.polling_slowly.store(false, Ordering::SeqCst);
+    HELD_POLL_INTERVAL
 }
 
 pub(super) fn run<T: Encode>(
