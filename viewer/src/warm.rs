@@ -79,6 +79,7 @@ pub fn page_round(chunks: &[Vec<u8>]) -> bool {
     let model = TraceModel::new(*trace);
     std::hint::black_box((
         model.memory(),
+        model.memory_charts(),
         model.phases(),
         model.efficiency(),
         model.gradient_table(),

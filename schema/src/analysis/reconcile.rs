@@ -17,6 +17,7 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use crate::format::document::TraceDocument;
+use crate::format::memory::MemorySample;
 
 /// One checkpoint with the allocator's view at the same moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +54,12 @@ pub struct Reconciliation {
 
 /// Reconcile `doc`'s checkpoints with its memory profile.
 pub fn reconcile(doc: &TraceDocument) -> Reconciliation {
+    reconcile_with(doc, &doc.memory_profile.samples)
+}
+
+/// [`reconcile`] with the memory profile's samples given apart (a viewer that took them out
+/// of the document).
+pub fn reconcile_with(doc: &TraceDocument, samples: &[MemorySample]) -> Reconciliation {
     let profile = &doc.memory_profile;
     let mut order: Vec<usize> = (0..doc.device_memory.len()).collect();
     order.sort_by_key(|&i| (doc.device_memory[i].timestamp_ns, i));
@@ -63,10 +70,8 @@ pub fn reconcile(doc: &TraceDocument) -> Reconciliation {
             let device = profile.devices.iter().position(|d| d.device == c.device);
             // Samples are in replay order, so timestamps are non-decreasing.
             let live_bytes = device.map_or(0, |d| {
-                let upto = profile
-                    .samples
-                    .partition_point(|s| s.timestamp_ns <= c.timestamp_ns);
-                profile.samples[..upto]
+                let upto = samples.partition_point(|s| s.timestamp_ns <= c.timestamp_ns);
+                samples[..upto]
                     .iter()
                     .rev()
                     .find(|s| s.device as usize == d)
@@ -147,5 +152,12 @@ mod tests {
             ]
         );
         assert_eq!(r.max_unexplained, Some(1));
+        // The same with the samples given apart from a document that no longer holds them.
+        let mut bare = doc.clone();
+        let samples = core::mem::take(&mut bare.memory_profile.samples);
+        assert_eq!(reconcile_with(&bare, &samples), r);
+        // Without any samples nothing is live: each checkpoint is unexplained in full.
+        let none: Vec<u64> = reconcile(&bare).points.iter().map(|p| p.live_bytes).collect();
+        assert_eq!(none, alloc::vec![0, 0, 0]);
     }
 }

@@ -183,11 +183,10 @@ pub fn App() -> impl IntoView {
                     let shown = match doc {
                         AnyDocument::Trace(mut t) => {
                             // The costly steps of a large trace, one task each. The memory
-                            // views first: then the samples they read (one per memory event,
-                            // nothing else reads them) go, and the layout's allocations reuse
-                            // their room (the page's memory never shrinks).
-                            let memory = MemoryViews::of(&t);
-                            t.memory_profile.samples = Vec::new();
+                            // strip's curves first, taking the samples (one per memory event)
+                            // out of the document: the memory charts read them after the
+                            // chart's first frame, and nothing else does.
+                            let memory = MemoryViews::take(&mut t);
                             yield_now().await;
                             let extents = extents_of(&t);
                             yield_now().await;
@@ -215,7 +214,16 @@ pub fn App() -> impl IntoView {
                                 return;
                             }
                             model.set_findings(&findings);
-                            Opened::Trace(Arc::new(model))
+                            let model = Arc::new(model);
+                            // The memory charts (the memory tab's) after the first frame,
+                            // letting the samples they read go.
+                            let later = Arc::clone(&model);
+                            spawn_local(async move {
+                                super::panel::next_frame().await;
+                                yield_now().await;
+                                later.memory_charts();
+                            });
+                            Opened::Trace(model)
                         }
                         AnyDocument::Profile(p) => {
                             drop(pending);

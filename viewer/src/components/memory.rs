@@ -122,7 +122,7 @@ fn MemoryChartsRunView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
-    let charts = ctx.model.memory_charts.clone();
+    let charts = ctx.model.memory_charts().clone();
     if charts.devices.is_empty() {
         return ().into_any();
     }

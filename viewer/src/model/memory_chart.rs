@@ -8,10 +8,11 @@
 
 use std::sync::Arc;
 
-use candle_trace_schema::analysis::reconcile::{reconcile, CheckpointGap};
+use candle_trace_schema::analysis::reconcile::{reconcile_with, CheckpointGap};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::TensorCategory;
+use candle_trace_schema::format::memory::MemorySample;
 
 use super::chart::{
     column_reduce, focus_range, num, polyline, push_num, push_point, step_band, Scale,
@@ -165,15 +166,21 @@ fn row(gap: &CheckpointGap) -> ReconcileRow {
 impl MemoryCharts {
     /// The charts of `doc`; empty without memory events and checkpoints.
     pub fn of(doc: &TraceDocument) -> Self {
+        Self::of_samples(doc, &doc.memory_profile.samples)
+    }
+
+    /// The charts of `doc` with its memory samples given apart (the page takes them out of
+    /// the document: `model::MemoryViews::take`).
+    pub fn of_samples(doc: &TraceDocument, all_samples: &[MemorySample]) -> Self {
         let p = &doc.memory_profile;
-        if p.samples.is_empty() && doc.device_memory.is_empty() {
+        if all_samples.is_empty() && doc.device_memory.is_empty() {
             return MemoryCharts::default();
         }
         let times = doc
             .spans
             .iter()
             .flat_map(|s| [s.start_ns, s.end_ns()])
-            .chain(p.samples.iter().map(|s| s.timestamp_ns))
+            .chain(all_samples.iter().map(|s| s.timestamp_ns))
             .chain(doc.device_memory.iter().map(|c| c.timestamp_ns));
         let (mut start_ns, mut end_ns) = (u64::MAX, 0u64);
         for t in times {
@@ -181,11 +188,10 @@ impl MemoryCharts {
             end_ns = end_ns.max(t);
         }
         let x = Scale::new(start_ns as f64, end_ns as f64, 0.0, CHART_W);
-        let r = reconcile(doc);
+        let r = reconcile_with(doc, all_samples);
         let mut devices = Vec::new();
         for (d, dev) in p.devices.iter().enumerate() {
-            let samples: Vec<_> = p
-                .samples
+            let samples: Vec<_> = all_samples
                 .iter()
                 .filter(|s| s.device as usize == d)
                 .collect();

@@ -36,6 +36,7 @@ use std::sync::{Arc, OnceLock};
 
 use candle_trace_schema::analysis::findings::{profile_findings, trace_findings, Findings};
 use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::memory::MemorySample;
 use candle_trace_schema::format::profile::ProfileDocument;
 
 use crate::timeline::lanes::{extents_of, Lanes, SpanExtent};
@@ -48,7 +49,7 @@ use summary::SummaryCard;
 #[derive(Debug, Clone)]
 pub struct TraceModel {
     /// The document as read (on the single-file page, without its memory samples: see
-    /// [`TraceModel::with_memory`]).
+    /// [`MemoryViews::take`]).
     pub doc: TraceDocument,
     /// Run header (`None` without a usable `meta`).
     pub header: Option<RunHeader>,
@@ -64,8 +65,9 @@ pub struct TraceModel {
     pub gradients: gradients::GradientPanel,
     /// Live bytes over time, per device, for the memory strip.
     pub memory_curves: Vec<crate::timeline::memory_curve::DeviceCurve>,
-    /// Stacked live bytes and checkpoint reconciliation per device (shared with its view).
-    pub memory_charts: Arc<memory_chart::MemoryCharts>,
+    /// The memory samples taken out of `doc` ([`MemoryViews::take`]) until the memory charts
+    /// are built from them.
+    chart_samples: ChartSamples,
     /// The panels the page shows below the timeline, and the ops and allocations by span
     /// that a selected span's details read, each built the first time it is asked for (see
     /// [`Later`]).
@@ -107,9 +109,8 @@ impl TraceModel {
         Self::with_memory(doc, memory, extents, lanes, findings)
     }
 
-    /// [`TraceModel::with_layout`] with the memory views built already, from `doc` as read:
-    /// the page builds them first and then lets the document's memory samples go (nothing
-    /// else reads them), so the layout's allocations reuse their room.
+    /// [`TraceModel::with_layout`] with the memory views built already: on the page, the
+    /// memory strip's curves and the samples taken out of `doc` ([`MemoryViews::take`]).
     pub fn with_memory(
         doc: TraceDocument,
         memory: MemoryViews,
@@ -130,7 +131,7 @@ impl TraceModel {
             extents,
             gradients,
             memory_curves: memory.curves,
-            memory_charts: Arc::new(memory.charts),
+            chart_samples: ChartSamples(std::sync::Mutex::new(memory.samples)),
             later: Later::default(),
             capture,
             findings,
@@ -140,23 +141,57 @@ impl TraceModel {
 }
 
 /// The views of a document's memory samples (`memory_profile.samples`, one per memory event:
-/// the largest part of a memory-heavy trace after its records): the memory strip's curves
-/// and the memory charts. No other view reads the samples.
+/// the largest part of a memory-heavy trace after its records): the memory strip's curves,
+/// drawn in the chart's first frame, and the samples the memory charts are built from later
+/// ([`TraceModel::memory_charts`]). No other view reads the samples.
 #[derive(Debug, Clone)]
 pub struct MemoryViews {
     /// Live bytes over time, per device, for the memory strip.
     pub curves: Vec<crate::timeline::memory_curve::DeviceCurve>,
-    /// Stacked live bytes and checkpoint reconciliation per device.
-    pub charts: memory_chart::MemoryCharts,
+    /// The samples for the memory charts; empty where they stay in the document.
+    samples: Vec<MemorySample>,
 }
 
 impl MemoryViews {
-    /// The memory views of `doc`.
+    /// The memory strip's curves of `doc`; the charts read its samples where they are.
     pub fn of(doc: &TraceDocument) -> Self {
         MemoryViews {
             curves: crate::timeline::memory_curve::device_curves(&doc.memory_profile),
-            charts: memory_chart::MemoryCharts::of(doc),
+            samples: Vec::new(),
         }
+    }
+
+    /// The memory strip's curves of `doc`, and its samples taken out of it: the page's
+    /// single-file view then lays the trace out without them, and they go once the memory
+    /// charts, built after the chart's first frame, have read them.
+    pub fn take(doc: &mut TraceDocument) -> Self {
+        let mut views = MemoryViews::of(doc);
+        views.samples = std::mem::take(&mut doc.memory_profile.samples);
+        views
+    }
+}
+
+/// Memory samples held for the memory charts, taken by the first build of them.
+#[derive(Debug, Default)]
+struct ChartSamples(std::sync::Mutex<Vec<MemorySample>>);
+
+impl ChartSamples {
+    fn take(&self) -> Vec<MemorySample> {
+        let mut held = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::take(&mut *held)
+    }
+}
+
+impl Clone for ChartSamples {
+    fn clone(&self) -> Self {
+        let held = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ChartSamples(std::sync::Mutex::new(held.clone()))
     }
 }
 
@@ -169,6 +204,7 @@ impl MemoryViews {
 struct Later {
     index: OnceLock<SpanIndex>,
     memory: OnceLock<Arc<memory::MemoryPanel>>,
+    memory_charts: OnceLock<Arc<memory_chart::MemoryCharts>>,
     phases: OnceLock<Arc<phases::PhasesPanel>>,
     efficiency: OnceLock<Arc<efficiency::EfficiencyPanel>>,
     gradient_table: OnceLock<Arc<gradients::GradientTable>>,
@@ -186,6 +222,21 @@ impl TraceModel {
         self.later
             .memory
             .get_or_init(|| Arc::new(memory::MemoryPanel::of(&self.doc, 20)))
+    }
+
+    /// Stacked live bytes and checkpoint reconciliation per device (the memory tab's charts):
+    /// from the samples taken out of the document, if they were, else from its own; those
+    /// taken go once the charts are built.
+    pub fn memory_charts(&self) -> &Arc<memory_chart::MemoryCharts> {
+        self.later.memory_charts.get_or_init(|| {
+            let taken = self.chart_samples.take();
+            let samples = if taken.is_empty() {
+                &self.doc.memory_profile.samples
+            } else {
+                &taken
+            };
+            Arc::new(memory_chart::MemoryCharts::of_samples(&self.doc, samples))
+        })
     }
 
     /// Training-phase breakdown and module pairs.
@@ -317,8 +368,9 @@ mod tests {
 
     #[test]
     fn the_memory_views_need_no_samples_afterwards() {
-        // As the page builds it: memory views first, then the document without its samples.
-        // Every view equals the one built from the whole document, on every trace fixture.
+        // As the page builds it: the memory views first, taking the samples out of the
+        // document. Every view equals the one built from the whole document, on every trace
+        // fixture, and the samples go once the charts are built.
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures");
         let mut with_samples = 0;
         for entry in std::fs::read_dir(dir).unwrap() {
@@ -330,9 +382,9 @@ mod tests {
             with_samples += usize::from(!doc.memory_profile.samples.is_empty());
             let findings = trace_findings(&[&doc]);
             let whole = TraceModel::new(doc.clone());
-            let memory = MemoryViews::of(&doc);
             let mut bare = doc;
-            bare.memory_profile.samples = Vec::new();
+            let memory = MemoryViews::take(&mut bare);
+            assert!(bare.memory_profile.samples.is_empty());
             // The page ranks findings on it where no worker did.
             assert_eq!(trace_findings(&[&bare]), findings, "{}", path.display());
             let extents = extents_of(&bare);
@@ -340,7 +392,11 @@ mod tests {
             let m = TraceModel::with_memory(bare, memory, extents, lanes, &findings);
             let name = path.display();
             assert_eq!(m.memory_curves, whole.memory_curves, "{name}");
-            assert_eq!(m.memory_charts, whole.memory_charts, "{name}");
+            // A copy made before the charts are built keeps its own samples.
+            let copy = m.clone();
+            assert_eq!(m.memory_charts(), whole.memory_charts(), "{name}");
+            assert!(m.chart_samples.take().is_empty(), "{name}");
+            assert_eq!(copy.memory_charts(), whole.memory_charts(), "{name}");
             assert_eq!(m.memory(), whole.memory(), "{name}");
             assert_eq!(m.cards, whole.cards, "{name}");
             assert_eq!(m.header, whole.header, "{name}");
