@@ -157,7 +157,11 @@ mod tests {
         let samples = core::mem::take(&mut bare.memory_profile.samples);
         assert_eq!(reconcile_with(&bare, &samples), r);
         // Without any samples nothing is live: each checkpoint is unexplained in full.
-        let none: Vec<u64> = reconcile(&bare).points.iter().map(|p| p.live_bytes).collect();
+        let none: Vec<u64> = reconcile(&bare)
+            .points
+            .iter()
+            .map(|p| p.live_bytes)
+            .collect();
         assert_eq!(none, alloc::vec![0, 0, 0]);
     }
 }

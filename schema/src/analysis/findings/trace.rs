@@ -27,11 +27,18 @@ fn span_link(doc: &TraceDocument, i: usize) -> Option<Link> {
 pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
     let mut found = Vec::new();
     let mut notes = Vec::new();
-    let set = StepSet::of(docs);
-    let Some(first) = set.steps.first().and_then(|s| docs.get(s.input)) else {
+    // The steps' spread is read only for an outlier among several steps: one document is its
+    // own first step, and its `StepSet` (every module path's shapes) was most of the work.
+    let set = (docs.len() > 1).then(|| StepSet::of(docs));
+    let first = match &set {
+        Some(set) => set.steps.first().and_then(|s| docs.get(s.input)),
+        None => docs.first(),
+    };
+    let Some(first) = first else {
         return Findings::default();
     };
     let doc: &TraceDocument = first;
+    let breakdown = phase_breakdown(doc);
 
     // Gradients that never arrive.
     let groups = gradient_groups(&doc.gradients);
@@ -86,7 +93,7 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
     }
 
     // Backward against forward.
-    match phase_breakdown(doc) {
+    match &breakdown {
         None => notes.push(String::from(
             "backward_short/backward_long: no measured span, so no phases",
         )),
@@ -131,7 +138,7 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
     }
 
     // One phase taking most of the step.
-    if let Some(b) = phase_breakdown(doc).filter(|b| b.region_ns > 0) {
+    if let Some(b) = breakdown.filter(|b| b.region_ns > 0) {
         let phases = [
             (Pass::Forward, b.forward_ns),
             (Pass::Backward, b.backward_ns),
@@ -207,7 +214,7 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
     }
 
     // An outlier step.
-    if docs.len() > 1 {
+    if let Some(set) = &set {
         if let Some(why) = &set.outliers_reason {
             notes.push(format!("outlier_step: {why}"));
         } else if let Some(o) = set.outliers.first() {
