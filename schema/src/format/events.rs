@@ -674,6 +674,10 @@ pub(crate) fn decode_line_borrowed<'a, R>(
 }
 
 pub(crate) fn decode_kind(kind: &str, bytes: &[u8]) -> Result<TraceEvent, LineError> {
+    // A function of its own per kind: inlined, the ten serde decoders made one body of about
+    // 32 KB of wasm, which a browser engine that finds it warm spends about half a second
+    // optimizing (BENCHMARKS.md, one-offs); apart, it optimizes only the kinds that recur.
+    #[inline(never)]
     fn typed<'a, T: Deserialize<'a>>(
         bytes: &'a [u8],
         wrap: fn(T) -> TraceEvent,
