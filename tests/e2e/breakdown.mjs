@@ -5,8 +5,9 @@
 // the page fetched (resource timing), the page's wasm compiled and instantiated (the
 // WebAssembly calls timed by a script the DevTools protocol adds before the page's own), the
 // file input in the document, the file chosen, the viewer's own load timings, the frame
-// painted. Also a trivial page served the same way (`/__floor.html`: one line of text) from
-// navigation to its first paint: what the browser itself takes on this machine.
+// painted, and the worker's progress through the file over time (the first megabytes run in
+// V8's baseline tier). Also a trivial page served the same way (`/__floor.html`: one line of
+// text) from navigation to its first paint: what the browser itself takes on this machine.
 //
 //   node breakdown.mjs TRACE [--runs 5] [--out results.json]
 import { createServer } from 'node:http';
@@ -85,6 +86,8 @@ function probe() {
       heard.push({ what: `new ${name}`, at: performance.now() });
       this.addEventListener('message', (e) => {
         const type = e.data?.type ?? '?';
+        // The worker's read over time: how fast it goes while V8 still runs baseline code.
+        if (type === 'progress') (marks.read ??= []).push([performance.now(), e.data.read]);
         const last = heard.at(-1);
         if (last?.what === `${name} ${type}`) last.to = performance.now();
         else heard.push({ what: `${name} ${type}`, at: performance.now() });
@@ -221,6 +224,13 @@ for (let i = 0; i < runs; i++) {
     `dcl ${r.dcl.toFixed(0)}, fcp ${r.paint['first-contentful-paint']?.toFixed(0)}, [${res}], [${w}], main ${r.marks.main?.toFixed(0)}, ` +
     `input ${r.marks.fileInput?.toFixed(0)}, chosen ${r.marks.chosen?.toFixed(0)}, shown-seq ${r.marks.shownSeq?.toFixed(0)}, painted ${r.painted.toFixed(0)}; ` +
     `timings ${JSON.stringify(r.timings)}`);
+  const read = r.marks.read ?? [];
+  if (read.length) {
+    // About a dozen points from the first progress message: ms after it, MB read by then.
+    const every = Math.ceil(read.length / 12);
+    const points = read.filter((_, i) => i % every === 0 || i === read.length - 1);
+    console.log(`  read ${points.map(([t, b]) => `+${(t - read[0][0]).toFixed(0)} ms ${(b / 1e6).toFixed(1)} MB`).join(', ')}`);
+  }
   console.log(`  heard ${r.marks.heard.map((h) => `${h.what} ${h.at.toFixed(0)}${h.to ? `–${h.to.toFixed(0)}` : ''}`).join(', ')}; long tasks ${JSON.stringify(r.marks.long)}`);
 }
 const m = (f) => median(all.ours.map(f).filter((x) => x !== undefined)).toFixed(0);
