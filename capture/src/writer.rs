@@ -8,8 +8,8 @@
 //! 100 ms after) and encodes each item, one whole JSON line after another, straight into one
 //! 64 KiB buffer that goes to every output when full and at each flush. After 20 empty polls
 //! it marks itself sleeping and blocks until a push wakes it, so an idle recorder costs
-//! nothing. It flushes at least every 100 ms while there is unflushed
-//! data, on request, and when the writer is finished or dropped.
+//! nothing. It flushes at least every 100 ms while there is unflushed data, on request, and
+//! when the writer is finished or dropped.
 //!
 //! While the owner measures a region (a recorder's captured step) the writer is *held*
 //! (`Writer::hold`): each millisecond the thread only looks at the rings and lets each new
@@ -64,8 +64,9 @@ const BUFFER_BYTES: usize = 64 * 1024;
 /// How long the writer thread sleeps between polls of the rings while events flow. Each wake-up
 /// costs the recording threads more than the items it drains (a switch that preempts one of
 /// them on a busy machine, its caches refilled): at 10 ms rather than 1 the captured batched
-/// serving rounds' CPU overhead fell from about +27% to +19% (BENCHMARKS.md, one-offs). A ring of the default
-/// capacity then takes 6.5 million items a second from its thread without a drop.
+/// serving rounds' CPU overhead fell from about +27% to +19% (BENCHMARKS.md, one-offs). A
+/// ring of the default capacity then takes 6.5 million items a second from its thread
+/// without a drop.
 const POLL_INTERVAL: Duration = Duration::from_millis(10);
 
 /// The poll interval while the writer is held ([`Writer::hold`]), or was within

@@ -171,11 +171,10 @@ impl ProfileModulesPanel {
             plural(t.forward_calls, "forward call", "forward calls"),
             plural(t.module_spans, "module span", "module spans"),
         );
-        let unreadable = t.unreadable;
-        if unreadable > 0 {
+        if t.unreadable > 0 {
             text += &format!(
                 "; {} could not be placed",
-                plural(unreadable, "module event", "module events")
+                plural(t.unreadable, "module event", "module events")
             );
         }
         text
