@@ -89,7 +89,7 @@ fn training_findings_are_the_hand_computed_ones_in_rank_order() {
     );
     assert_eq!(
         f[4]["title"],
-        "2 parameter(s) get no gradient; the flow stops at model.mlp.fc"
+        "2 parameter(s) in 1 module(s) get no gradient"
     );
     assert_eq!(
         f[4]["evidence"],

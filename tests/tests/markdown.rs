@@ -110,7 +110,7 @@ fn findings_of_a_trace() {
 4. **memory peaks at 4.00 KiB in forward, held mostly by activations (kept for backward)** — `memory_peak` · at stake 4.00 KiB
    - activations (kept for backward): 4.00 KiB (100%)
    - shows at: memory row `peak`
-5. **2 parameter(s) get no gradient; the flow stops at model.mlp.fc** — `gradients_missing` · at stake 2 parameter(s)
+5. **2 parameter(s) in 1 module(s) get no gradient** — `gradients_missing` · at stake 2 parameter(s)
    - model.mlp.fc: 2 of 2 parameter(s) missing
    - shows at: gradients row `mlp.fc`
 "

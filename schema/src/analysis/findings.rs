@@ -3,9 +3,10 @@
 //!
 //! Every finding is computed by the existing analyses; the rules (SCHEMA.md has none):
 //! - `gradients_missing` — [`gradient_groups`]: every module
-//!   whose parameters got no gradient (all or some missing), grouped by the module where the
-//!   flow stops (the first [`EVIDENCE_LINES`] in file order, then how many more); at stake:
-//!   the parameters without one.
+//!   whose parameters got no gradient (all or some missing), nearest the loss first: the
+//!   modules the forward ran (a span whose `module` is the gradients' module), the last one
+//!   first and named in the title, then the others in file order (the first
+//!   [`EVIDENCE_LINES`], then how many more); at stake: the parameters without one.
 //! - `backward_short` / `backward_long` — [`phase_breakdown`]:
 //!   backward below half the forward time (gradients reach few parameters), or above 3 × the
 //!   forward time. At stake: forward − backward, or backward − 3 × forward. Needs a forward
@@ -368,6 +369,126 @@ mod tests {
         assert_eq!(
             rules(&trace_findings(&[&doc_step(501, 300, 1000)])),
             [("dominant_phase", Stake::Ns(2))]
+        );
+    }
+
+    /// A step whose forward runs `net.a` at 100 and 400 ns and `net.c` at 300 (`with_spans`),
+    /// and whose backward runs `net.d`; gradients in file order: `net.b` missing, `net.c` one
+    /// of two missing, `net.a` missing, `net.d` missing, `net.e` present.
+    fn gradients_doc(with_spans: bool) -> TraceDocument {
+        let module = |id: &str, m: &str, start: u64, step: &str, parent: &str| {
+            format!(
+                concat!(
+                    r#"{{"kind":"span_start","id":"{id}","parent_id":"{p}","name":"linear","start_ns":{s},"span_kind":"module","step":"{step}","module":"{m}"}}"#,
+                    "\n",
+                    r#"{{"kind":"span_end","id":"{id}","duration_ns":50}}"#,
+                    "\n"
+                ),
+                id = id,
+                p = parent,
+                s = start,
+                step = step,
+                m = m,
+            )
+        };
+        let mut text = String::from(concat!(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"f","parent_id":"s","name":"forward","start_ns":0,"span_kind":"function","step":"forward"}"#,
+            "\n",
+        ));
+        if with_spans {
+            text.push_str(&module("a1", "net.a", 100, "forward", "f"));
+            text.push_str(&module("c1", "net.c", 300, "forward", "f"));
+            text.push_str(&module("a2", "net.a", 400, "forward", "f"));
+        }
+        text.push_str(concat!(
+            r#"{"kind":"span_end","id":"f","duration_ns":600}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"b","parent_id":"s","name":"backward","start_ns":600,"span_kind":"function","step":"backward"}"#,
+            "\n",
+        ));
+        if with_spans {
+            text.push_str(&module("d1", "net.d", 700, "backward", "b"));
+        }
+        text.push_str(concat!(
+            r#"{"kind":"span_end","id":"b","duration_ns":300}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"s","duration_ns":1000}"#,
+            "\n",
+        ));
+        for (i, (key, state)) in [
+            ("net.b.weight", "missing"),
+            ("net.c.weight", "missing"),
+            ("net.c.bias", "present"),
+            ("net.a.weight", "missing"),
+            ("net.d.weight", "missing"),
+            ("net.e.weight", "present"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let norm = if state == "present" {
+                r#","norm":1.0"#
+            } else {
+                ""
+            };
+            text.push_str(&format!(
+                r#"{{"kind":"gradient","event_id":"g{i}","root":"varmap","key":"{key}","state":"{state}"{norm}}}"#
+            ));
+            text.push('\n');
+        }
+        let d = TraceDocument::from_bytes(text.as_bytes());
+        assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
+        d
+    }
+
+    #[test]
+    fn missing_gradients_nearest_the_loss_first() {
+        let gradients = |d: &TraceDocument| {
+            let f = trace_findings(&[d]);
+            f.findings
+                .into_iter()
+                .find(|x| x.rule == "gradients_missing")
+                .expect("a gradients_missing finding")
+        };
+        // The forward ran net.a last (its second call, at 400), net.c before it (300); net.b
+        // ran in no span, and net.d only in the backward: they follow in file order.
+        let f = gradients(&gradients_doc(true));
+        assert_eq!(
+            f.title,
+            "4 parameter(s) in 4 module(s) get no gradient; the last of them in the forward: varmap.net.a"
+        );
+        assert_eq!(f.stake, Stake::Count(4));
+        assert_eq!(
+            f.evidence,
+            [
+                "varmap.net.a: 1 of 1 parameter(s) missing",
+                "varmap.net.c: 1 of 2 parameter(s) missing",
+                "varmap.net.b: 1 of 1 parameter(s) missing",
+                "varmap.net.d: 1 of 1 parameter(s) missing",
+            ]
+        );
+        assert_eq!(
+            f.link,
+            Some(Link::Row {
+                table: "gradients".into(),
+                key: "net.a".into()
+            })
+        );
+        // Without module spans nothing says which came last: file order, and no claim.
+        let f = gradients(&gradients_doc(false));
+        assert_eq!(f.title, "4 parameter(s) in 4 module(s) get no gradient");
+        assert_eq!(
+            f.evidence,
+            [
+                "varmap.net.b: 1 of 1 parameter(s) missing",
+                "varmap.net.c: 1 of 2 parameter(s) missing",
+                "varmap.net.a: 1 of 1 parameter(s) missing",
+                "varmap.net.d: 1 of 1 parameter(s) missing",
+            ]
         );
     }
 

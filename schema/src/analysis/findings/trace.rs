@@ -22,6 +22,16 @@ fn span_link(doc: &TraceDocument, i: usize) -> Option<Link> {
     })
 }
 
+/// When the forward last entered a span of `module` (its `module` field, the weights' name a
+/// gradient's key starts with); `None` if it ran in none.
+fn last_forward_start(doc: &TraceDocument, module: &str) -> Option<u64> {
+    doc.spans
+        .iter()
+        .filter(|s| s.pass == Some(Pass::Forward) && s.module.as_deref() == Some(module))
+        .map(|s| s.start_ns)
+        .max()
+}
+
 /// Findings of one or several trace files (several: the steps of one run; the single-file
 /// rules read the first step in capture order).
 pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
@@ -42,17 +52,20 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
 
     // Gradients that never arrive.
     let groups = gradient_groups(&doc.gradients);
-    let stopped: Vec<_> = groups
+    let mut stopped: Vec<_> = groups
         .iter()
         .filter(|g| g.flow != GradientFlow::NoneMissing)
+        .map(|g| (g, last_forward_start(doc, &g.module)))
         .collect();
+    // Nearest the loss first: the modules the forward ran, the last one first; then those it
+    // ran in no span of theirs, in file order (the sort is stable).
+    stopped.sort_by_key(|g| core::cmp::Reverse(g.1));
     if doc.gradients.is_empty() {
         notes.push(String::from(
             "gradients_missing: the trace has no gradient records",
         ));
-    } else if !stopped.is_empty() {
-        let missing: u64 = stopped.iter().map(|g| g.counts.missing).sum();
-        let first_stop = stopped[0];
+    } else if let Some(&(first_stop, last_run)) = stopped.first() {
+        let missing: u64 = stopped.iter().map(|(g, _)| g.counts.missing).sum();
         let module = |g: &crate::analysis::gradients::GradientGroup| {
             if g.module.is_empty() {
                 format!("{} (top level)", g.root)
@@ -60,18 +73,25 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
                 format!("{}.{}", g.root, g.module)
             }
         };
+        let mut title = format!(
+            "{missing} parameter(s) in {} module(s) get no gradient",
+            stopped.len()
+        );
+        if last_run.is_some() {
+            title.push_str(&format!(
+                "; the last of them in the forward: {}",
+                module(first_stop)
+            ));
+        }
         found.push(Finding {
             rule: String::from("gradients_missing"),
-            title: format!(
-                "{missing} parameter(s) get no gradient; the flow stops at {}",
-                module(first_stop)
-            ),
+            title,
             stake: Stake::Count(missing),
             evidence: {
                 let mut lines: Vec<String> = stopped
                     .iter()
                     .take(EVIDENCE_LINES)
-                    .map(|g| {
+                    .map(|(g, _)| {
                         format!(
                             "{}: {} of {} parameter(s) missing",
                             module(g),
