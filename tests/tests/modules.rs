@@ -774,11 +774,54 @@ fn span_queries_name_each_span_by_its_module() {
     // Layer 1's q_proj: 100 + 10 = 110 ns, of them 30 ns in its matmul: 80 ns self.
     assert!(q_proj.starts_with("update/forward/linear "), "{q_proj}");
     assert!(q_proj.contains("80 ns"), "{q_proj}");
+    // Its matmul op span (30 ns) ran in it: the same module.
+    let (_, text, _) = cli(&["query", &trace, "--kind", "self", "--limit", "40"]);
+    let matmul = text
+        .lines()
+        .find(|l| l.starts_with("update/forward/linear/matmul "))
+        .unwrap_or_else(|| panic!("no matmul row in {text}"));
+    assert!(
+        matmul.contains(" model.layers.1.self_attn.q_proj "),
+        "{matmul}"
+    );
+
+    // The allocations live at the peak say which module made them: m1 (4096 B) in that
+    // matmul, m3 (2048 B) in backward (no module), m2 (1024 B) in layer 0's down_proj.
+    let v = json_of(&["query", &trace, "--kind", "memory", "--json"]);
+    let live: Vec<(&str, &Value)> = v["live_at_peak"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["tensor_id"].as_str().unwrap(), &a["module"]))
+        .collect();
+    assert_eq!(
+        live,
+        [
+            ("m1", &json!("model.layers.1.self_attn.q_proj")),
+            ("m3", &Value::Null),
+            ("m2", &json!("model.layers.0.mlp.down_proj")),
+        ]
+    );
+    let (_, text, _) = cli(&["query", &trace, "--kind", "memory"]);
+    let m2 = text
+        .lines()
+        .find(|l| l.starts_with("m2 "))
+        .unwrap_or_else(|| panic!("no m2 row in {text}"));
+    assert!(
+        m2.contains(" linear ") && m2.contains(" model.layers.0.mlp.down_proj "),
+        "{m2}"
+    );
 
     // A trace without names has no module column.
     let plain = fixtures_dir().join("train_step.trace6.jsonl");
     let (_, text, _) = cli(&["query", &plain.to_string_lossy(), "--kind", "slowest"]);
     assert!(!text.lines().next().unwrap().contains("module"), "{text}");
+    let (_, text, _) = cli(&["query", &plain.to_string_lossy(), "--kind", "memory"]);
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("tensor "))
+        .unwrap_or_else(|| panic!("no live table in {text}"));
+    assert!(!header.contains("module"), "{text}");
 }
 
 #[test]

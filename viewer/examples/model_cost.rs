@@ -9,6 +9,7 @@ use std::time::Instant;
 use candle_trace_viewer::model::{
     efficiency, gradients, memory, memory_chart, phases, spans, TraceModel,
 };
+use candle_trace_viewer::schema::analysis::modules::ModulePaths;
 use candle_trace_viewer::schema::format::document::TraceDocument;
 
 fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
@@ -23,14 +24,15 @@ fn main() {
     let bytes = std::fs::read(&path).expect("cannot read the file");
     let doc = timed("read", || TraceDocument::from_bytes(&bytes));
     timed("summary", || doc.summary());
-    timed("memory panel", || memory::MemoryPanel::of(&doc, 20));
+    let paths = timed("module paths", || ModulePaths::new(&doc));
+    timed("memory panel", || memory::MemoryPanel::of(&doc, &paths, 20));
     timed("gradient panel", || gradients::GradientPanel::of(&doc, 50));
     timed("memory charts", || memory_chart::MemoryCharts::of(&doc));
     timed("phases", || phases::PhasesPanel::of(&doc));
     timed("efficiency", || efficiency::EfficiencyPanel::of(&doc));
     timed("gradient table", || gradients::GradientTable::of(&doc));
     timed("span rows", || {
-        spans::span_rows(&doc, spans::SpanOrder::Total, 50)
+        spans::span_rows(&doc, &paths, spans::SpanOrder::Total, 50)
     });
     timed("whole model", || TraceModel::new(doc));
 }

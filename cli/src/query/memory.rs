@@ -4,6 +4,7 @@
 use candle_trace_schema::analysis::gradients::{
     gradient_finding, gradient_groups, gradients_for_review, norm_histogram, GradientCounts,
 };
+use candle_trace_schema::analysis::modules::ModulePaths;
 use candle_trace_schema::analysis::reconcile::reconcile;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
@@ -69,30 +70,43 @@ pub(super) fn memory(doc: &TraceDocument, limit: usize) -> (Value, Table, String
     preamble.push('\n');
     preamble.push_str(&devices.render());
     preamble.push_str("\nlive allocations at the peak, largest first:");
-    let mut table = Table::new(&[
+    // A trace whose capture named modules by their weights also says which module each
+    // allocation was made in (`model.layers.0.mlp.up_proj`, not the span's name `linear`).
+    let named = doc.spans.iter().any(|s| s.module.is_some());
+    let paths = named.then(|| ModulePaths::new(doc));
+    let mut columns = vec![
         ("tensor", Align::Left),
         ("bytes", Align::Right),
         ("category", Align::Left),
         ("op", Align::Left),
         ("span", Align::Left),
-        ("line", Align::Right),
-    ]);
+    ];
+    if named {
+        columns.push(("module", Align::Left));
+    }
+    columns.push(("line", Align::Right));
+    let mut table = Table::new(&columns);
     let mut live = Vec::new();
     for a in p.live_at_peak.iter().take(limit) {
-        let span = doc
-            .span(&a.span_id)
-            .map_or(a.span_id.as_str(), |s| s.name.as_str());
-        table.row(vec![
+        let index = doc.span_index(&a.span_id);
+        let span = index.map_or(a.span_id.as_str(), |i| doc.spans[i].name.as_str());
+        let module = index.and_then(|i| paths.as_ref()?.module_of(i));
+        let mut cells = vec![
             a.tensor_id.clone(),
             format_bytes(a.bytes),
             a.category.as_str().into(),
             a.op_name.clone().unwrap_or_default(),
             span.into(),
-            a.line.to_string(),
-        ]);
+        ];
+        if named {
+            cells.push(module.unwrap_or("–").into());
+        }
+        cells.push(a.line.to_string());
+        table.row(cells);
         live.push(json!({
             "tensor_id": a.tensor_id, "bytes": a.bytes, "category": a.category.as_str(),
-            "op_name": a.op_name, "span_id": a.span_id, "timestamp_ns": a.timestamp_ns, "line": a.line,
+            "op_name": a.op_name, "span_id": a.span_id, "module": module,
+            "timestamp_ns": a.timestamp_ns, "line": a.line,
         }));
     }
     let device_json: Vec<Value> = p

@@ -305,6 +305,15 @@ impl ModulePaths {
         self.names
     }
 
+    /// In names mode, the module span `i` ran in, as the module rows key it: a module span's
+    /// own key (its module name, or for one that owns no weight, such as Llama's `block`, the
+    /// prefix of what it holds: `model.layers.3`), any other span its nearest module
+    /// ancestor's. `None` in nesting mode (the key is then a path of span names, not a module
+    /// the program named) and outside every module.
+    pub fn module_of(&self, i: usize) -> Option<&str> {
+        Some(self.path(i)).filter(|k| self.names && !k.is_empty())
+    }
+
     /// Every distinct key text by id, the empty key first.
     pub fn texts(&self) -> &[String] {
         &self.texts
@@ -851,6 +860,18 @@ mod tests {
         let paths = ModulePaths::new(&doc);
         assert!(paths.names());
         check(&doc, &paths, &named);
+        // The matmul op span inside layer 1's q_proj ran in that module; `forward` in none.
+        let at = |id: &str| doc.span_index(id).unwrap();
+        let (q, mm) = (&named[1].0, &named[2].0);
+        assert_eq!(
+            paths.module_of(at(q)),
+            Some("model.layers.1.self_attn.q_proj")
+        );
+        assert_eq!(
+            paths.module_of(at(mm)),
+            Some("model.layers.1.self_attn.q_proj")
+        );
+        assert_eq!(paths.module_of(at("s1")), None);
         // 2 × 9 named spans + norm + lm_head = 20 keys, plus the empty one.
         assert_eq!(paths.texts().len(), 21);
         let rows = module_rows(&doc, &paths, ModuleGrouping::Path);
@@ -961,6 +982,20 @@ mod tests {
         // Every module span its own key: per layer block, 2 norms, attn, 4 linears, mlp and 3
         // linears (12), two layers 24; three attn-rot; model.norm and lm_head: 29.
         assert_eq!(rows.len(), 29);
+        // The module a span ran in: a named span's own name, a `block` the prefix of what it
+        // holds; the `forward` function span none.
+        let module_of = |id: &str| paths.module_of(doc.span_index(id).unwrap());
+        assert_eq!(module_of("s2"), Some("model.layers.0"));
+        assert_eq!(module_of("s3"), Some("model.layers.0.input_layernorm"));
+        assert_eq!(module_of("s4"), Some("model.layers.0.self_attn"));
+        assert_eq!(module_of("s1"), None);
+        assert_eq!(paths.module_of(doc.spans.len()), None);
+        // Nesting mode: no module names to give.
+        let (d, _) = llama_doc();
+        let doc = d.read();
+        let paths = ModulePaths::new(&doc);
+        assert!(!paths.names());
+        assert!((0..doc.spans.len()).all(|i| paths.module_of(i).is_none()));
     }
 
     #[test]

@@ -256,9 +256,11 @@ pub fn SpanTable() -> impl IntoView {
             } else {
                 SpanOrder::Total
             };
-            Arc::new(span_rows(&model.doc, order, 50))
+            Arc::new(span_rows(&model.doc, model.module_paths(), order, 50))
         })
     };
+    // A trace whose capture named its modules says which module each span ran in.
+    let named = ctx.model.module_paths().names();
     let body = NodeRef::<leptos::html::Tbody>::new();
     let selected = ctx.selected;
     let scroll = use_context::<PanelScroll>();
@@ -290,6 +292,7 @@ pub fn SpanTable() -> impl IntoView {
                 <thead>
                     <tr>
                         <th scope="col">"span"</th>
+                        {named.then(|| view! { <th scope="col">"module"</th> })}
                         <th scope="col">"kind"</th>
                         <th scope="col">"step"</th>
                         <th scope="col">"self"</th>
@@ -335,6 +338,7 @@ pub fn SpanTable() -> impl IntoView {
                                         data-linked=linked.to_string()
                                     >
                                         <td title=r.path.clone()>{r.name.clone()}</td>
+                                        {named.then(|| view! { <td>{r.module.clone().unwrap_or_else(|| "–".into())}</td> })}
                                         <td>{kind_name(r.kind)}</td>
                                         <td>{pass_name(r.pass)}</td>
                                         <td class="num">{format_ns(r.self_ns)}</td>

@@ -1,6 +1,7 @@
 //! The memory panel: the peak (where, when, by category), per-device peaks and capacity, and
 //! the largest allocations live at the peak.
 
+use candle_trace_schema::analysis::modules::ModulePaths;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::TensorCategory;
@@ -27,7 +28,8 @@ pub struct LiveRow {
     pub bytes: String,
     /// Category.
     pub category: &'static str,
-    /// Span (name, or the id when it names no span) and op that allocated it.
+    /// Where it was allocated: the module (in a trace whose capture named modules), else the
+    /// span's name (or the id when it names no span), and the op.
     pub origin: String,
     /// Index of the span that allocated it, for the click-through.
     pub span: Option<u32>,
@@ -49,8 +51,9 @@ pub struct MemoryPanel {
 }
 
 impl MemoryPanel {
-    /// The panel of `doc`, listing at most `limit` live allocations.
-    pub fn of(doc: &TraceDocument, limit: usize) -> Self {
+    /// The panel of `doc`, listing at most `limit` live allocations; `paths` (the document's)
+    /// name the module each was allocated in.
+    pub fn of(doc: &TraceDocument, paths: &ModulePaths, limit: usize) -> Self {
         let p = &doc.memory_profile;
         if p.alloc_count == 0 && p.free_count == 0 && p.devices.is_empty() {
             return MemoryPanel::default();
@@ -102,7 +105,9 @@ impl MemoryPanel {
             .take(limit)
             .map(|a| {
                 let span = doc.span_index(&a.span_id);
-                let span_name = span.map_or(a.span_id.as_str(), |i| doc.spans[i].name.as_str());
+                let span_name = span.map_or(a.span_id.as_str(), |i| {
+                    paths.module_of(i).unwrap_or(doc.spans[i].name.as_str())
+                });
                 LiveRow {
                     tensor_id: a.tensor_id.clone(),
                     bytes: format_bytes(a.bytes),
@@ -137,7 +142,7 @@ mod tests {
         let doc = TraceDocument::from_bytes(include_bytes!(
             "../../../tests/fixtures/train_step.trace6.jsonl"
         ));
-        let m = MemoryPanel::of(&doc, 3);
+        let m = MemoryPanel::of(&doc, &ModulePaths::new(&doc), 3);
         assert_eq!(m.peak.as_deref(), Some("2.20 KiB on cpu at 693 µs"));
         // activation 804, gradient 900, other 160, parameter 388 (fixtures README).
         let cats: Vec<&str> = m.by_category.iter().map(|c| c.0).collect();
@@ -169,7 +174,8 @@ mod tests {
                 ),
                 peak = peak
             );
-            MemoryPanel::of(&TraceDocument::from_bytes(text.as_bytes()), 10)
+            let doc = TraceDocument::from_bytes(text.as_bytes());
+            MemoryPanel::of(&doc, &ModulePaths::new(&doc), 10)
         };
         assert_eq!(doc(995).devices[0].peak, "995 B of 1000 B (>99%)");
         assert_eq!(doc(1000).devices[0].peak, "1000 B of 1000 B (100%)");
@@ -177,10 +183,36 @@ mod tests {
     }
 
     #[test]
+    fn allocations_name_the_module_they_were_made_in() {
+        // At the peak (3000 ns) m1 (4096 B, in the matmul op span inside layer 1's q_proj),
+        // m3 (2048 B, in backward) and m2 (1024 B, in layer 0's down_proj) are live.
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/modules/mistral_names.trace6.jsonl"
+        ));
+        let m = MemoryPanel::of(&doc, &ModulePaths::new(&doc), 10);
+        let origins: Vec<(&str, &str)> = m
+            .live
+            .iter()
+            .map(|l| (l.tensor_id.as_str(), l.origin.as_str()))
+            .collect();
+        assert_eq!(
+            origins,
+            [
+                ("m1", "model.layers.1.self_attn.q_proj"),
+                ("m3", "backward"),
+                ("m2", "model.layers.0.mlp.down_proj"),
+            ]
+        );
+    }
+
+    #[test]
     fn no_memory_no_panel() {
         let doc = TraceDocument::from_bytes(include_bytes!(
             "../../../tests/fixtures/broken_cycle.trace6.jsonl"
         ));
-        assert_eq!(MemoryPanel::of(&doc, 10), MemoryPanel::default());
+        assert_eq!(
+            MemoryPanel::of(&doc, &ModulePaths::new(&doc), 10),
+            MemoryPanel::default()
+        );
     }
 }

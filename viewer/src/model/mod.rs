@@ -35,6 +35,7 @@ pub mod waterfall;
 use std::sync::{Arc, OnceLock};
 
 use candle_trace_schema::analysis::findings::{profile_findings, trace_findings, Findings};
+use candle_trace_schema::analysis::modules::ModulePaths;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::memory::MemorySample;
 use candle_trace_schema::format::profile::ProfileDocument;
@@ -209,6 +210,7 @@ struct Later {
     efficiency: OnceLock<Arc<efficiency::EfficiencyPanel>>,
     gradient_table: OnceLock<Arc<gradients::GradientTable>>,
     modules: OnceLock<Arc<modules::ModulesPanel>>,
+    module_paths: OnceLock<Arc<ModulePaths>>,
 }
 
 impl TraceModel {
@@ -221,7 +223,15 @@ impl TraceModel {
     pub fn memory(&self) -> &Arc<memory::MemoryPanel> {
         self.later
             .memory
-            .get_or_init(|| Arc::new(memory::MemoryPanel::of(&self.doc, 20)))
+            .get_or_init(|| Arc::new(memory::MemoryPanel::of(&self.doc, self.module_paths(), 20)))
+    }
+
+    /// The module key of every span (`schema::analysis::modules`): the modules tab's rows,
+    /// and the module a span ran in wherever a trace's capture named modules.
+    pub fn module_paths(&self) -> &Arc<ModulePaths> {
+        self.later
+            .module_paths
+            .get_or_init(|| Arc::new(ModulePaths::new(&self.doc)))
     }
 
     /// Stacked live bytes and checkpoint reconciliation per device (the memory tab's charts):
@@ -262,9 +272,12 @@ impl TraceModel {
 
     /// Module spans by path and by leaf name.
     pub fn modules(&self) -> &Arc<modules::ModulesPanel> {
-        self.later
-            .modules
-            .get_or_init(|| Arc::new(modules::ModulesPanel::of(&self.doc)))
+        self.later.modules.get_or_init(|| {
+            Arc::new(modules::ModulesPanel::with_paths(
+                &self.doc,
+                Arc::clone(self.module_paths()),
+            ))
+        })
     }
 
     /// Rank `findings` (of this model's document) into its findings panel: for a model built

@@ -86,16 +86,21 @@ pub struct ModulesPanel {
     /// Said when the backward is one span with no per-module split.
     pub backward_note: Option<&'static str>,
     /// The document's module paths (the rows of a range are grouped by them).
-    paths: ModulePaths,
+    paths: Arc<ModulePaths>,
 }
 
 impl ModulesPanel {
     /// The panel of `doc`.
     pub fn of(doc: &TraceDocument) -> Self {
+        Self::with_paths(doc, Arc::new(ModulePaths::new(doc)))
+    }
+
+    /// The panel of `doc` keyed by `paths` (the document's, built once for every view that
+    /// names modules).
+    pub fn with_paths(doc: &TraceDocument, paths: Arc<ModulePaths>) -> Self {
         if !doc.spans.iter().any(is_module_span) {
             return ModulesPanel::default();
         }
-        let paths = ModulePaths::new(doc);
         let coverage = TraceCoverage::of(doc);
         let rows = |g| {
             module_rows(doc, &paths, g)

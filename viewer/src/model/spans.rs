@@ -1,6 +1,7 @@
 //! The span table (top spans by self or total time) and the details of one span: its fields,
 //! self time, children, the ops that ran in it and the memory allocated in it.
 
+use candle_trace_schema::analysis::modules::ModulePaths;
 use candle_trace_schema::analysis::spans::{slowest_spans, span_path, spans_by_self_time};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::{MemoryAction, Pass, SpanKind};
@@ -25,6 +26,9 @@ pub struct SpanRow {
     pub name: String,
     /// Names from the root, joined with `/`.
     pub path: String,
+    /// The module it ran in, where the trace's capture named modules
+    /// ([`ModulePaths::module_of`]).
+    pub module: Option<String>,
     /// Kind.
     pub kind: SpanKind,
     /// Pass (forward, backward, optimizer).
@@ -35,8 +39,14 @@ pub struct SpanRow {
     pub self_ns: u64,
 }
 
-/// The top `limit` spans in this order (ties by file order).
-pub fn span_rows(doc: &TraceDocument, order: SpanOrder, limit: usize) -> Vec<SpanRow> {
+/// The top `limit` spans in this order (ties by file order); `paths` (the document's) name
+/// the module each ran in.
+pub fn span_rows(
+    doc: &TraceDocument,
+    paths: &ModulePaths,
+    order: SpanOrder,
+    limit: usize,
+) -> Vec<SpanRow> {
     let indices = match order {
         SpanOrder::SelfTime => spans_by_self_time(doc, limit),
         SpanOrder::Total => slowest_spans(doc, limit),
@@ -49,6 +59,7 @@ pub fn span_rows(doc: &TraceDocument, order: SpanOrder, limit: usize) -> Vec<Spa
                 index: i as u32,
                 name: s.name.to_string(),
                 path: span_path(doc, i),
+                module: paths.module_of(i).map(str::to_string),
                 kind: s.span_kind,
                 pass: s.pass,
                 duration_ns: s.duration_or_zero(),
@@ -320,14 +331,40 @@ mod tests {
     #[test]
     fn top_spans_are_ordered() {
         let d = doc();
-        let by_self = span_rows(&d, SpanOrder::SelfTime, 5);
+        let paths = ModulePaths::new(&d);
+        let by_self = span_rows(&d, &paths, SpanOrder::SelfTime, 5);
         assert_eq!(by_self.len(), 5);
         assert!(by_self.windows(2).all(|w| w[0].self_ns >= w[1].self_ns));
-        let by_total = span_rows(&d, SpanOrder::Total, 100);
+        let by_total = span_rows(&d, &paths, SpanOrder::Total, 100);
         assert_eq!(by_total.len(), 25);
         assert_eq!(by_total[0].name, "train_step");
         assert_eq!(by_total[0].duration_ns, 950_000);
         assert!(by_total[1].path.starts_with("train_step/"));
+        // No capture named its modules: no row names one.
+        assert!(by_total.iter().all(|r| r.module.is_none()));
+    }
+
+    #[test]
+    fn top_spans_name_the_module_they_ran_in() {
+        // A Mistral step whose `linear` spans carry their weights' names; a `matmul` op span
+        // (s13) inside layer 1's q_proj (s12).
+        let d = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/modules/mistral_names.trace6.jsonl"
+        ));
+        let rows = span_rows(&d, &ModulePaths::new(&d), SpanOrder::Total, 100);
+        let module = |id: &str| {
+            let i = d.span_index(id).unwrap() as u32;
+            rows.iter().find(|r| r.index == i).unwrap().module.clone()
+        };
+        let q = Some("model.layers.1.self_attn.q_proj".to_string());
+        assert_eq!(module("s12"), q);
+        assert_eq!(module("s13"), q);
+        assert_eq!(
+            module("s10"),
+            Some("model.layers.0.mlp.down_proj".to_string())
+        );
+        assert_eq!(module("s1"), None);
+        assert_eq!(module("s23"), None);
     }
 
     #[test]
