@@ -11,10 +11,11 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Optimizer, VarBuilder, VarMap, SGD};
 use candle_trace_capture::prelude::*;
 use candle_trace_capture::{nn, Recorder};
+use candle_trace_schema::analysis::findings::trace_findings;
 use candle_trace_schema::format::diagnostics::Severity;
 use candle_trace_schema::format::document::TraceDocument;
-use candle_trace_schema::format::events::source;
-use candle_transformers::models::{llama, mistral, with_tracing};
+use candle_trace_schema::format::events::{source, GradientState};
+use candle_transformers::models::{llama, mistral, qwen2, with_tracing};
 use common::SharedBuf;
 
 /// One recorder at a time: tracing spans go to the one routed recorder of the process.
@@ -237,6 +238,89 @@ fn mistral_flat_layers_are_named() {
     assert_eq!(
         unnamed(&doc),
         ["backward", "forward", "optimizer", "train_step"]
+    );
+}
+
+#[test]
+fn qwen2_layers_are_named_and_its_missing_gradients_point_at_the_final_norm() {
+    // Qwen2: biases on q/k/v (two fetches before the span), and an empty VarMap has no
+    // `lm_head.weight`, so the head is built from the embedding's tensor and fetches nothing.
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let cfg = qwen2::Config {
+            vocab_size: 128,
+            hidden_size: 64,
+            intermediate_size: 128,
+            num_hidden_layers: 2,
+            num_attention_heads: 4,
+            num_key_value_heads: 2,
+            max_position_embeddings: 64,
+            sliding_window: 64,
+            max_window_layers: 2,
+            tie_word_embeddings: false,
+            rope_theta: 10_000.0,
+            rms_norm_eps: 1e-5,
+            use_sliding_window: false,
+            hidden_act: candle_nn::Activation::Silu,
+        };
+        let varmap = VarMap::new();
+        let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &device));
+        let mut model = qwen2::ModelForCausalLM::new(&cfg, vb)?;
+        let mut opt = SGD::new(varmap.all_vars(), 1e-3)?;
+        let inputs = Tensor::from_vec((0..6u32).collect::<Vec<_>>(), (1, 6), &device)?;
+        let targets = Tensor::new(&[5u32], &device)?;
+        let loss = recorder.forward(|| {
+            let logits = model.forward(&inputs, 0)?.squeeze(1)?;
+            candle_nn::loss::cross_entropy(&logits, &targets)
+        })?;
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+        Ok(())
+    });
+    let mut pairs = Vec::new();
+    for i in 0..2 {
+        for p in ["q_proj", "k_proj", "v_proj", "o_proj"] {
+            pairs.push(("linear", format!("model.layers.{i}.self_attn.{p}")));
+        }
+        for p in ["gate_proj", "up_proj", "down_proj"] {
+            pairs.push(("linear", format!("model.layers.{i}.mlp.{p}")));
+        }
+        pairs.push(("rms-norm", format!("model.layers.{i}.input_layernorm")));
+        pairs.push((
+            "rms-norm",
+            format!("model.layers.{i}.post_attention_layernorm"),
+        ));
+    }
+    pairs.push(("rms-norm", String::from("model.norm")));
+    assert_eq!(named(&doc), expect(&pairs));
+    // The head fetched no weight: its span stays unnamed rather than guessed.
+    assert_eq!(
+        unnamed(&doc),
+        ["backward", "forward", "linear", "optimizer", "train_step"]
+    );
+    // candle's `rms_norm` has no backward, so nothing before the final norm gets a gradient;
+    // the embedding does, through the head that shares its tensor. The finding names the
+    // last module the forward ran without one, model.norm, not the first in the file.
+    let missing: Vec<&str> = doc
+        .gradients
+        .iter()
+        .filter(|g| g.state == GradientState::Missing)
+        .map(|g| g.key.as_str())
+        .collect();
+    assert_eq!(missing.len(), 2 * 12 + 1, "{missing:?}");
+    assert!(!missing.contains(&"model.embed_tokens.weight"));
+    let findings = trace_findings(&[&doc]);
+    let f = findings
+        .findings
+        .iter()
+        .find(|f| f.rule == "gradients_missing")
+        .unwrap();
+    let root = &doc.gradients[0].root;
+    assert_eq!(
+        f.title,
+        format!(
+            "25 parameter(s) in 19 module(s) get no gradient; the last of them in the forward: {root}.model.norm"
+        )
     );
 }
 
