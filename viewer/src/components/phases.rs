@@ -100,7 +100,7 @@ fn PhasesOf(
                 view! { <p class="muted">"No module spans in forward or backward."</p> }.into_any()
             } else {
                 view! {
-                    <p class="muted">"Module spans are paired by module path: the names of the module spans from the measured region down to the span, so forward/encoder/attn and backward/encoder/attn are both encoder/attn."</p>
+                    <p class="muted">{p.pairing}</p>
                     <table>
                         <thead><tr>
                             <th scope="col">"module"</th><th scope="col">"forward"</th><th scope="col">"backward"</th>

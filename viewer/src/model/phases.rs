@@ -2,6 +2,7 @@
 //! other (a bar and a table), and each module's forward time next to its backward time.
 //! The rules (outermost stepped spans, module paths) are `candle_trace_schema::analysis::phases`'.
 
+use candle_trace_schema::analysis::modules::module_name;
 use candle_trace_schema::analysis::phases::{module_pairs, phase_breakdown};
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::document::TraceDocument;
@@ -57,7 +58,16 @@ pub struct PhasesPanel {
     pub overlap_ns: u64,
     /// Module pairs, largest first.
     pub modules: Vec<ModuleRow>,
+    /// How a forward and a backward span make one row: by module name where the capture
+    /// named modules, else by module path.
+    pub pairing: &'static str,
 }
+
+/// [`PhasesPanel::pairing`] where spans carry module names (the modules tab's keys).
+pub const PAIRED_BY_NAME: &str = "Module spans are paired by module name (the weights each loaded, as in the Modules tab), so a forward and a backward span of model.layers.0.mlp make one row; a span that loaded no weight takes the common prefix of what it holds.";
+
+/// [`PhasesPanel::pairing`] without module names.
+pub const PAIRED_BY_PATH: &str = "Module spans are paired by module path: the names of the module spans from the measured region down to the span, so forward/encoder/attn and backward/encoder/attn are both encoder/attn.";
 
 fn share(part: u64, whole: u64) -> f64 {
     if whole == 0 {
@@ -149,6 +159,11 @@ impl PhasesPanel {
             rows,
             overlap_ns: b.overlap_ns,
             modules,
+            pairing: if doc.spans.iter().any(|s| module_name(s).is_some()) {
+                PAIRED_BY_NAME
+            } else {
+                PAIRED_BY_PATH
+            },
         }
     }
 }
@@ -187,6 +202,21 @@ mod tests {
         assert_eq!(enc.backward_pct, 100.0);
         let head = p.modules.iter().find(|m| m.path == "head").unwrap();
         assert_eq!((head.backward.as_str(), head.ratio.as_str()), ("—", "—"));
+        assert_eq!(p.pairing, PAIRED_BY_PATH);
+    }
+
+    #[test]
+    fn module_names_pair_by_name() {
+        // A Mistral step whose spans carry their weights' names: the rows are those names.
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/modules/mistral_names.trace6.jsonl"
+        ));
+        let p = PhasesPanel::of(&doc);
+        assert_eq!(p.pairing, PAIRED_BY_NAME);
+        assert!(p
+            .modules
+            .iter()
+            .any(|m| m.path == "model.layers.1.self_attn.q_proj"));
     }
 
     #[test]
