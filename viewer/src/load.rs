@@ -51,16 +51,71 @@ fn js_err(context: &str, e: JsValue) -> LoadError {
     LoadError::Failed(format!("{context}: {detail}"))
 }
 
-/// Resolve after a zero-delay timer: lets the browser paint and handle input. In a worker
-/// (no page to keep responsive) it returns at once.
+/// Resolve in a later task of the page's event loop, so that the browser can paint and handle
+/// input in between: a message to a channel of the page's own. Not a zero-delay timer, which
+/// browsers hold for at least 4 ms once nested five deep (a quarter of every 16 ms of a long
+/// decode spent waiting), nor `scheduler.yield()`, whose continuation goes ahead of rendering
+/// (the progress bar then painted about every 110 ms, not every frame; BENCHMARKS.md,
+/// one-offs). In a worker (no page to keep responsive) it returns at once.
 pub async fn yield_now() {
     let Some(window) = web_sys::window() else {
         return;
     };
     let promise = Promise::new(&mut |resolve, _reject| {
-        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+        let posted = YIELDS.with(|y| y.as_ref().map(|y| y.post(resolve.clone())));
+        if posted != Some(true) {
+            let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+        }
     });
     let _ = JsFuture::from(promise).await;
+}
+
+/// A channel whose messages resolve [`yield_now`]'s promises, one message each, in order.
+struct Yields {
+    /// The end messages are posted to.
+    port: web_sys::MessagePort,
+    /// Resolvers waiting for their message.
+    waiting: std::rc::Rc<std::cell::RefCell<std::collections::VecDeque<js_sys::Function>>>,
+    /// The other end's handler, kept alive with the channel.
+    _on_message: wasm_bindgen::closure::Closure<dyn FnMut()>,
+}
+
+impl Yields {
+    fn new() -> Option<Self> {
+        let channel = web_sys::MessageChannel::new().ok()?;
+        let waiting = std::rc::Rc::new(std::cell::RefCell::new(std::collections::VecDeque::<
+            js_sys::Function,
+        >::new()));
+        let queue = std::rc::Rc::clone(&waiting);
+        let on_message = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+            let next = queue.borrow_mut().pop_front();
+            if let Some(resolve) = next {
+                let _ = resolve.call0(&JsValue::NULL);
+            }
+        });
+        channel
+            .port1()
+            .set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        Some(Yields {
+            port: channel.port2(),
+            waiting,
+            _on_message: on_message,
+        })
+    }
+
+    /// Queue `resolve` for the next message and post it; `false` if the post failed.
+    fn post(&self, resolve: js_sys::Function) -> bool {
+        self.waiting.borrow_mut().push_back(resolve);
+        if self.port.post_message(&JsValue::NULL).is_ok() {
+            return true;
+        }
+        self.waiting.borrow_mut().pop_back();
+        false
+    }
+}
+
+thread_local! {
+    static YIELDS: Option<Yields> = Yields::new();
 }
 
 /// Grow the wasm heap by about `bytes` in one step before a large load.
@@ -78,7 +133,7 @@ pub fn reserve_heap(bytes: usize) {
 }
 
 /// Yields to the page when it has been busy for a frame's worth of time, so a long run of
-/// short steps neither blocks painting nor pays a timer's delay after every step.
+/// short steps neither blocks painting nor yields after every step.
 pub struct Pacer {
     since: f64,
 }
