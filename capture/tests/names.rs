@@ -125,9 +125,10 @@ fn llama_step(recorder: &Recorder, tied: bool) -> Result<()> {
     Ok(())
 }
 
-/// The named spans one forward of the 2-layer Llama enters, written from its config and
-/// llama.rs's weight names.
-fn llama_expected(head: &str) -> BTreeMap<(String, String), usize> {
+/// The named spans of two decoder layers as Llama, Mistral and Qwen2 write them (the same
+/// weight names), then the final norm: written from llama.rs's, mistral.rs's and qwen2.rs's
+/// weight names.
+fn decoder_pairs() -> Vec<(&'static str, String)> {
     let mut pairs = Vec::new();
     for i in 0..2 {
         for p in ["q_proj", "k_proj", "v_proj", "o_proj"] {
@@ -143,8 +144,34 @@ fn llama_expected(head: &str) -> BTreeMap<(String, String), usize> {
         ));
     }
     pairs.push(("rms-norm", String::from("model.norm")));
+    pairs
+}
+
+/// The named spans one forward of the 2-layer Llama enters, its head named `head`.
+fn llama_expected(head: &str) -> BTreeMap<(String, String), usize> {
+    let mut pairs = decoder_pairs();
     pairs.push(("linear", String::from(head)));
     expect(&pairs)
+}
+
+/// One training step of a causal LM whose `forward(inputs, 0)` gives the last position's
+/// logits (Mistral, Qwen2), over six tokens.
+fn causal_lm_step(
+    recorder: &Recorder,
+    varmap: &VarMap,
+    mut forward: impl FnMut(&Tensor) -> candle_core::Result<Tensor>,
+) -> Result<()> {
+    let device = Device::Cpu;
+    let mut opt = SGD::new(varmap.all_vars(), 1e-3)?;
+    let inputs = Tensor::from_vec((0..6u32).collect::<Vec<_>>(), (1, 6), &device)?;
+    let targets = Tensor::new(&[5u32], &device)?;
+    let loss = recorder.forward(|| {
+        let logits = forward(&inputs)?.squeeze(1)?;
+        candle_nn::loss::cross_entropy(&logits, &targets)
+    })?;
+    let grads = recorder.backward(&loss)?;
+    recorder.optimizer_step(&mut opt, &grads, varmap)?;
+    Ok(())
 }
 
 #[test]
@@ -207,34 +234,9 @@ fn mistral_flat_layers_are_named() {
         let varmap = VarMap::new();
         let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &device));
         let mut model = mistral::Model::new(&cfg, vb)?;
-        let mut opt = SGD::new(varmap.all_vars(), 1e-3)?;
-        let inputs = Tensor::from_vec((0..6u32).collect::<Vec<_>>(), (1, 6), &device)?;
-        let targets = Tensor::new(&[5u32], &device)?;
-        let loss = recorder.forward(|| {
-            let logits = model.forward(&inputs, 0)?.squeeze(1)?;
-            candle_nn::loss::cross_entropy(&logits, &targets)
-        })?;
-        let grads = recorder.backward(&loss)?;
-        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
-        Ok(())
+        causal_lm_step(recorder, &varmap, |inputs| model.forward(inputs, 0))
     });
-    let mut pairs = Vec::new();
-    for i in 0..2 {
-        for p in ["q_proj", "k_proj", "v_proj", "o_proj"] {
-            pairs.push(("linear", format!("model.layers.{i}.self_attn.{p}")));
-        }
-        for p in ["gate_proj", "up_proj", "down_proj"] {
-            pairs.push(("linear", format!("model.layers.{i}.mlp.{p}")));
-        }
-        pairs.push(("rms-norm", format!("model.layers.{i}.input_layernorm")));
-        pairs.push((
-            "rms-norm",
-            format!("model.layers.{i}.post_attention_layernorm"),
-        ));
-    }
-    pairs.push(("rms-norm", String::from("model.norm")));
-    pairs.push(("linear", String::from("lm_head")));
-    assert_eq!(named(&doc), expect(&pairs));
+    assert_eq!(named(&doc), llama_expected("lm_head"));
     assert_eq!(
         unnamed(&doc),
         ["backward", "forward", "optimizer", "train_step"]
@@ -266,33 +268,9 @@ fn qwen2_layers_are_named_and_its_missing_gradients_point_at_the_final_norm() {
         let varmap = VarMap::new();
         let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &device));
         let mut model = qwen2::ModelForCausalLM::new(&cfg, vb)?;
-        let mut opt = SGD::new(varmap.all_vars(), 1e-3)?;
-        let inputs = Tensor::from_vec((0..6u32).collect::<Vec<_>>(), (1, 6), &device)?;
-        let targets = Tensor::new(&[5u32], &device)?;
-        let loss = recorder.forward(|| {
-            let logits = model.forward(&inputs, 0)?.squeeze(1)?;
-            candle_nn::loss::cross_entropy(&logits, &targets)
-        })?;
-        let grads = recorder.backward(&loss)?;
-        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
-        Ok(())
+        causal_lm_step(recorder, &varmap, |inputs| model.forward(inputs, 0))
     });
-    let mut pairs = Vec::new();
-    for i in 0..2 {
-        for p in ["q_proj", "k_proj", "v_proj", "o_proj"] {
-            pairs.push(("linear", format!("model.layers.{i}.self_attn.{p}")));
-        }
-        for p in ["gate_proj", "up_proj", "down_proj"] {
-            pairs.push(("linear", format!("model.layers.{i}.mlp.{p}")));
-        }
-        pairs.push(("rms-norm", format!("model.layers.{i}.input_layernorm")));
-        pairs.push((
-            "rms-norm",
-            format!("model.layers.{i}.post_attention_layernorm"),
-        ));
-    }
-    pairs.push(("rms-norm", String::from("model.norm")));
-    assert_eq!(named(&doc), expect(&pairs));
+    assert_eq!(named(&doc), expect(&decoder_pairs()));
     // The head fetched no weight: its span stays unnamed rather than guessed.
     assert_eq!(
         unnamed(&doc),
