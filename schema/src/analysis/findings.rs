@@ -391,14 +391,12 @@ mod tests {
                 m = m,
             )
         };
-        let mut text = String::from(concat!(
-            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
-            "\n",
+        let mut text = format!(
+            "{}\n{}\n{}\n",
+            crate::test_lines::META,
             r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
-            "\n",
             r#"{"kind":"span_start","id":"f","parent_id":"s","name":"forward","start_ns":0,"span_kind":"function","step":"forward"}"#,
-            "\n",
-        ));
+        );
         if with_spans {
             text.push_str(&module("a1", "net.a", 100, "forward", "f"));
             text.push_str(&module("c1", "net.c", 300, "forward", "f"));
