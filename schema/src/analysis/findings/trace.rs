@@ -4,6 +4,7 @@
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
+use hashbrown::HashMap;
 
 use crate::analysis::gradients::{gradient_groups, GradientFlow};
 use crate::analysis::modules::{level_ends, module_rows, ModuleGrouping, ModulePaths};
@@ -22,14 +23,29 @@ fn span_link(doc: &TraceDocument, i: usize) -> Option<Link> {
     })
 }
 
-/// When the forward last entered a span of `module` (its `module` field, the weights' name a
-/// gradient's key starts with); `None` if it ran in none.
-fn last_forward_start(doc: &TraceDocument, module: &str) -> Option<u64> {
-    doc.spans
-        .iter()
-        .filter(|s| s.pass == Some(Pass::Forward) && s.module.as_deref() == Some(module))
-        .map(|s| s.start_ns)
-        .max()
+/// When the forward last entered a span of each of `modules` (its `module` field, the
+/// weights' name a gradient's key starts with), in one pass over the spans; a module it ran in
+/// no span of its own is absent.
+fn last_forward_starts<'a>(
+    doc: &TraceDocument,
+    modules: impl Iterator<Item = &'a str>,
+) -> HashMap<&'a str, u64> {
+    let mut wanted: HashMap<&'a str, Option<u64>> = modules.map(|m| (m, None)).collect();
+    if wanted.is_empty() {
+        return HashMap::new();
+    }
+    for s in &doc.spans {
+        if s.pass != Some(Pass::Forward) {
+            continue;
+        }
+        if let Some(last) = s.module.as_deref().and_then(|m| wanted.get_mut(m)) {
+            *last = Some(last.map_or(s.start_ns, |t| t.max(s.start_ns)));
+        }
+    }
+    wanted
+        .into_iter()
+        .filter_map(|(m, t)| Some((m, t?)))
+        .collect()
 }
 
 /// Findings of one or several trace files (several: the steps of one run; the single-file
@@ -52,10 +68,12 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
 
     // Gradients that never arrive.
     let groups = gradient_groups(&doc.gradients);
-    let mut stopped: Vec<_> = groups
+    let missing_in = groups
         .iter()
-        .filter(|g| g.flow != GradientFlow::NoneMissing)
-        .map(|g| (g, last_forward_start(doc, &g.module)))
+        .filter(|g| g.flow != GradientFlow::NoneMissing);
+    let last_run = last_forward_starts(doc, missing_in.clone().map(|g| g.module.as_str()));
+    let mut stopped: Vec<_> = missing_in
+        .map(|g| (g, last_run.get(g.module.as_str()).copied()))
         .collect();
     // Nearest the loss first: the modules the forward ran, the last one first; then those it
     // ran in no span of theirs, in file order (the sort is stable).
