@@ -4,7 +4,7 @@
 use candle_trace_schema::analysis::gradients::{
     gradient_finding, gradient_groups, gradients_for_review, norm_histogram, GradientCounts,
 };
-use candle_trace_schema::analysis::modules::ModulePaths;
+use candle_trace_schema::analysis::modules::{names_mode, ModulePaths};
 use candle_trace_schema::analysis::reconcile::reconcile;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
@@ -72,8 +72,8 @@ pub(super) fn memory(doc: &TraceDocument, limit: usize) -> (Value, Table, String
     preamble.push_str("\nlive allocations at the peak, largest first:");
     // A trace whose capture named modules by their weights also says which module each
     // allocation was made in (`model.layers.0.mlp.up_proj`, not the span's name `linear`).
-    let named = doc.spans.iter().any(|s| s.module.is_some());
-    let paths = named.then(|| ModulePaths::new(doc));
+    let paths = names_mode(&doc.spans).then(|| ModulePaths::new(doc));
+    let named = paths.is_some();
     let mut columns = vec![
         ("tensor", Align::Left),
         ("bytes", Align::Right),

@@ -1,6 +1,6 @@
 //! `query --kind slowest | self | edges | phases`: spans, their edges, and the phases they sum to.
 
-use candle_trace_schema::analysis::modules::ModulePaths;
+use candle_trace_schema::analysis::modules::{names_mode, ModulePaths};
 use candle_trace_schema::analysis::phases::{module_pairs, phase_breakdown};
 use candle_trace_schema::analysis::spans::{edges_by_duration, span_path};
 use candle_trace_schema::analysis::units::format_ns;
@@ -27,8 +27,8 @@ pub(super) fn spans(doc: &TraceDocument, order: &[usize]) -> (Value, Table, Stri
     // in beside its path, keyed as the modules query keys it: a `linear` span is
     // `model.layers.1.self_attn.q_proj`, a `block` that owns no weight the common prefix of
     // what it holds (`model.layers.1`), an op span inside a module that module's.
-    let named = doc.spans.iter().any(|s| s.module.is_some());
-    let paths = named.then(|| ModulePaths::new(doc));
+    let paths = names_mode(&doc.spans).then(|| ModulePaths::new(doc));
+    let named = paths.is_some();
     let module_of = |i: usize| paths.as_ref().and_then(|p| p.module_of(i));
     let mut columns = vec![("span", Align::Left)];
     if named {

@@ -61,6 +61,11 @@ pub fn module_name(span: &Span) -> Option<&str> {
     span.module.as_deref().filter(|m| !m.is_empty())
 }
 
+/// Names mode (see the module docs): some span has a module name, so keys are module names.
+pub fn names_mode(spans: &[Span]) -> bool {
+    spans.iter().any(|s| module_name(s).is_some())
+}
+
 /// A module span: `span_kind = module`, or a span with a module name.
 pub fn is_module_span(span: &Span) -> bool {
     span.span_kind == SpanKind::Module || module_name(span).is_some()
@@ -139,7 +144,7 @@ impl ModulePaths {
     /// The keys of `spans` laid out by `tree` (built from the same spans).
     pub fn of_tree(spans: &[Span], tree: &SpanTree) -> Self {
         let n = spans.len();
-        let names = spans.iter().any(|s| module_name(s).is_some());
+        let names = names_mode(spans);
         let below = if names {
             prefixes_below(spans, tree)
         } else {

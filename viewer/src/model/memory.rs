@@ -105,7 +105,7 @@ impl MemoryPanel {
             .take(limit)
             .map(|a| {
                 let span = doc.span_index(&a.span_id);
-                let span_name = span.map_or(a.span_id.as_str(), |i| {
+                let place = span.map_or(a.span_id.as_str(), |i| {
                     paths.module_of(i).unwrap_or(doc.spans[i].name.as_str())
                 });
                 LiveRow {
@@ -113,8 +113,8 @@ impl MemoryPanel {
                     bytes: format_bytes(a.bytes),
                     category: a.category.as_str(),
                     origin: match &a.op_name {
-                        Some(op) => format!("{span_name} · {op}"),
-                        None => span_name.to_string(),
+                        Some(op) => format!("{place} · {op}"),
+                        None => place.to_string(),
                     },
                     span: span.map(|i| i as u32),
                 }

@@ -2,7 +2,7 @@
 //! other (a bar and a table), and each module's forward time next to its backward time.
 //! The rules (outermost stepped spans, module paths) are `candle_trace_schema::analysis::phases`'.
 
-use candle_trace_schema::analysis::modules::module_name;
+use candle_trace_schema::analysis::modules::names_mode;
 use candle_trace_schema::analysis::phases::{module_pairs, phase_breakdown};
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::document::TraceDocument;
@@ -159,7 +159,7 @@ impl PhasesPanel {
             rows,
             overlap_ns: b.overlap_ns,
             modules,
-            pairing: if doc.spans.iter().any(|s| module_name(s).is_some()) {
+            pairing: if names_mode(&doc.spans) {
                 PAIRED_BY_NAME
             } else {
                 PAIRED_BY_PATH
