@@ -70,7 +70,6 @@ struct Entered {
     trace: Option<OpenTrace>,
     /// Its index in the thread's inference forward buffer.
     module: Option<usize>,
-    name: &'static str,
     /// A span was entered inside it: it is not a leaf.
     has_child: bool,
 }
@@ -81,6 +80,7 @@ struct OpenTrace {
     /// have moved to another recorder, the next step's, in between).
     recorder: u64,
     id: u64,
+    name: &'static str,
     start_ns: u64,
     sync: bool,
     /// The tensor clock when it opened (see `Inner::tensor_clock`).
@@ -89,19 +89,58 @@ struct OpenTrace {
     mark: Option<crate::sync::TimerMark>,
 }
 
-/// A module span of an inference forward call, as the profiler writes it. Its times are
-/// [`span_clock`] readings (see [`ForwardSpans`]).
+/// A module span of an inference forward call, as the serving thread records it: what it
+/// measured and the callsite it ran, 32 bytes. Its name, module and kind are looked up from
+/// the callsite on the writer thread ([`span_site`]); its id is its index in the forward
+/// call's spans. Its times are [`span_clock`] readings (see [`ForwardSpans`]).
 #[derive(Debug, Clone)]
 pub(crate) struct ModuleSpan {
-    pub(crate) id: u64,
-    pub(crate) parent: Option<u64>,
-    pub(crate) name: &'static str,
-    /// The module it runs, when its layer was named ([`crate::naming`]).
-    pub(crate) module: Option<&'static str>,
-    pub(crate) kind: SpanKind,
     pub(crate) start: u64,
     /// `None` while open (a span still open when the forward call ended).
     pub(crate) end: Option<u64>,
+    /// The callsite's entry in [`CALLSITES`] + 1 (0: unknown), as in the span's [`Id`].
+    pub(crate) site: u32,
+    /// The index of the enclosing module span, or [`ModuleSpan::ROOT`].
+    pub(crate) parent: u32,
+}
+
+impl ModuleSpan {
+    /// The `parent` of a span entered in no other.
+    pub(crate) const ROOT: u32 = u32::MAX;
+
+    /// The index of the enclosing span, if any.
+    pub(crate) fn parent(&self) -> Option<u64> {
+        (self.parent != Self::ROOT).then_some(u64::from(self.parent))
+    }
+}
+
+/// What a span's callsite says of it: its name, the module it runs (when its layer was named,
+/// [`crate::naming`]) and its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SpanSite {
+    pub(crate) name: &'static str,
+    pub(crate) module: Option<&'static str>,
+    pub(crate) kind: SpanKind,
+}
+
+/// The [`SpanSite`] of callsite entry `site` ([`ModuleSpan::site`]).
+pub(crate) fn span_site(site: u32) -> SpanSite {
+    match (site as usize).checked_sub(1).and_then(callsite) {
+        Some(c) => SpanSite {
+            name: c.metadata.name(),
+            module: c.slot.and_then(ModuleSlot::get),
+            kind: if c.module {
+                SpanKind::Module
+            } else {
+                SpanKind::Function
+            },
+        },
+        None => SpanSite {
+            name: "span",
+            module: None,
+            kind: SpanKind::Function,
+        },
+    }
 }
 
 /// The module spans of one forward call, and the clock reading of its start beside the
@@ -313,26 +352,15 @@ impl Subscriber for CaptureSubscriber {
 
 #[cold]
 fn enter_slow(tracing_id: u64) {
-    let index = (tracing_id & ((1 << CALLSITE_BITS) - 1)) as usize;
-    let (name, module, label) = match index.checked_sub(1).and_then(callsite) {
-        Some(c) => (
-            c.metadata.name(),
-            c.module,
-            c.slot.and_then(ModuleSlot::get),
-        ),
-        None => ("span", false, None),
-    };
-    let kind = if module {
-        SpanKind::Module
-    } else {
-        SpanKind::Function
-    };
+    // The low bits: fewer than `CALLSITE_BITS`.
+    let site = (tracing_id & ((1 << CALLSITE_BITS) - 1)) as u32;
     let trace = with_routed(|recorder| {
         recorder.filter(|r| r.is_recording()).map(|inner| {
+            let SpanSite { name, module, kind } = span_site(site);
             let sync = inner.nested_sync();
             let (id, start_ns) = inner.open_span(
                 std::borrow::Cow::Borrowed(name),
-                label,
+                module,
                 kind,
                 false,
                 None,
@@ -343,6 +371,7 @@ fn enter_slow(tracing_id: u64) {
             OpenTrace {
                 recorder: inner.key,
                 id,
+                name,
                 start_ns,
                 sync,
                 first_tensor: inner.tensor_clock(),
@@ -354,27 +383,17 @@ fn enter_slow(tracing_id: u64) {
         .try_with(|forward| {
             let mut forward = forward.try_borrow_mut().ok()?;
             let spans = forward.as_mut()?;
-            let id = spans.len() as u64;
             let parent = STACK
-                .try_with(|stack| {
-                    stack
-                        .try_borrow()
-                        .ok()?
-                        .iter()
-                        .rev()
-                        .find_map(|e| e.module)
-                        .map(|i| i as u64)
-                })
+                .try_with(|stack| stack.try_borrow().ok()?.iter().rev().find_map(|e| e.module))
                 .ok()
-                .flatten();
+                .flatten()
+                .and_then(|i| u32::try_from(i).ok())
+                .unwrap_or(ModuleSpan::ROOT);
             spans.push(ModuleSpan {
-                id,
-                parent,
-                name,
-                module: label,
-                kind,
                 start: span_clock().raw(),
                 end: None,
+                site,
+                parent,
             });
             Some(spans.len() - 1)
         })
@@ -392,7 +411,6 @@ fn enter_slow(tracing_id: u64) {
             tracing_id,
             trace,
             module: module_index,
-            name,
             has_child: false,
         });
         opened();
@@ -425,7 +443,7 @@ fn exit_slow(tracing_id: u64) {
             }
             let end_ns = inner.close_span_timed(open.id, open.start_ns, open.sync, open.mark);
             if !entered.has_child {
-                inner.leaf_op(open.id, entered.name, open.start_ns, end_ns);
+                inner.leaf_op(open.id, open.name, open.start_ns, end_ns);
             }
         });
     }
@@ -643,9 +661,11 @@ mod tests {
             });
             let spans = &forward.spans;
             assert_eq!(spans.len(), 3);
-            assert_eq!((spans[0].name, spans[0].parent), ("block", None));
-            assert_eq!((spans[1].name, spans[1].parent), ("linear", Some(0)));
-            assert_eq!((spans[2].name, spans[2].parent), ("linear", Some(0)));
+            let named = |s: &ModuleSpan| (span_site(s.site).name, s.parent());
+            assert_eq!(named(&spans[0]), ("block", None));
+            assert_eq!(named(&spans[1]), ("linear", Some(0)));
+            assert_eq!(named(&spans[2]), ("linear", Some(0)));
+            assert_eq!(std::mem::size_of::<ModuleSpan>(), 32);
             assert!(spans.iter().all(|s| s.end.is_some_and(|e| e >= s.start)));
             assert!(forward.instant(spans[0].start) >= forward.start);
             assert!(STACK.with(|stack| stack.borrow().is_empty()));
