@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 
 use candle_trace_schema::format::events::SpanKind;
 use candle_trace_schema::format::profile::{
-    validate_event, validate_resource, EngineTokenTiming, Entrypoint, EventHeader, EventKind,
-    JsonMap, MemorySnapshot, ProfileError, ProfileEvent, ResourceTraceEvent, Status, MODULE_PHASE,
+    validate_error, validate_event, validate_resource, DecodeStageInterval, Derived,
+    EngineTokenTiming, Entrypoint, EventHeader, EventKind, JsonMap, MemorySnapshot, ProfileError,
+    ProfileEvent, ResourceTraceEvent, Status, MODULE_PHASE,
 };
 use serde_json::Value;
 
@@ -305,31 +306,43 @@ impl Pending {
                 .attributes
                 .insert(String::from("requests"), Value::Array(requests));
         }
-        if let Some(timing) = &self.timing {
-            let mut timing = timing.clone();
-            timing
-                .decode_stage_intervals
-                .sort_by_key(|iv| iv.start_nanos_since_request_start);
+        if let Some(timing) = self.sorted_timing() {
             event.attributes.extend(timing.derived_attributes());
         }
         event
     }
+
+    /// The token timing, if any, its decode stages in order of start (as the attributes
+    /// derived from it list them).
+    fn sorted_timing(&self) -> Option<std::borrow::Cow<'_, EngineTokenTiming>> {
+        let timing = self.timing.as_ref()?;
+        let by_start = |iv: &DecodeStageInterval| iv.start_nanos_since_request_start;
+        if timing.decode_stage_intervals.is_sorted_by_key(by_start) {
+            return Some(std::borrow::Cow::Borrowed(timing));
+        }
+        let mut timing = timing.clone();
+        timing.decode_stage_intervals.sort_by_key(by_start);
+        Some(std::borrow::Cow::Owned(timing))
+    }
 }
 
 impl Pending {
-    /// Whether the event can break no rule but its header's: no error or derived timing, a
-    /// resource that breaks no rule of its own, a status of the profiler's own, a non-blank
-    /// phase, a duration if it is a timed span, a memory snapshot only if capture made it, a
-    /// time after 1970 (a batch's entries are capture's numbers and ids, under no rule).
-    /// Such events are written by [`encode`](Pending::encode); the others are built and
-    /// checked whole.
+    /// Whether the event can break no rule but its header's: a resource and an error that
+    /// break no rule of their own, a status of the profiler's own (or `failure` with an
+    /// error), a non-blank phase, a duration if it is a timed span, a memory snapshot only if
+    /// capture made it, a time after 1970 (a batch's entries and the attributes derived from
+    /// token timing are capture's numbers and ids, under no rule). Such events are written by
+    /// [`encode`](Pending::encode); the others are built and checked whole.
     fn is_plain(&self) -> bool {
         self.resource
             .as_ref()
             .is_none_or(|r| validate_resource(r).is_empty())
-            && self.error.is_none()
-            && self.timing.is_none()
-            && self.status == self.owner.head.ok
+            && self
+                .error
+                .as_ref()
+                .is_none_or(|e| validate_error(e).is_empty())
+            && (self.status == self.owner.head.ok
+                || (self.status == Status::Failure && self.error.is_some()))
             && (self.memory.is_none() || self.memory_checked)
             && !self.phase.trim().is_empty()
             && (self.kind != EventKind::TimedSpan || self.duration.is_some())
@@ -374,38 +387,55 @@ impl Pending {
             // Writing into a Vec cannot fail.
             let _ = serde_json::to_writer(&mut *out, resource);
         }
+        if let Some(error) = &self.error {
+            out.extend_from_slice(br#","error":"#);
+            // Writing into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut *out, error);
+        }
         out.extend_from_slice(br#","shape":"#);
         out.extend_from_slice(owner.shape_json.as_bytes());
         out.extend_from_slice(br#","attributes":{"#);
-        // A map's keys in order, the last of equal keys kept, as a `BTreeMap` holds them; a
-        // batch's `requests` comes last among equal keys, as `build` inserts it last.
-        let requests = self.attributes.len();
-        let key = |i: usize| self.attributes.get(i).map_or("requests", |a| a.0);
-        // Sized once: growing it reallocated on every event with a batch.
-        let mut order: Vec<usize> = Vec::with_capacity(requests + 1);
-        order.extend(0..requests);
+        // A map's keys in order, the last of equal keys kept, as a `BTreeMap` holds them: the
+        // event's own, then a batch's `requests`, then those derived from token timing, as
+        // `build` inserts them.
+        // The derived ones are spelled first, each into its own range of `spelled`.
+        let mut spelled = Vec::new();
+        let mut order: Vec<(&str, Attribute<'_>)> = Vec::with_capacity(self.attributes.len() + 24);
+        order.extend(
+            self.attributes
+                .iter()
+                .map(|(k, v)| (*k, Attribute::Value(v))),
+        );
         if !self.batch.is_empty() {
-            order.push(requests);
+            order.push(("requests", Attribute::Requests));
         }
-        order.sort_by_key(|&i| key(i));
+        if let Some(timing) = self.sorted_timing() {
+            timing.each_derived_attribute(&mut |key, value| {
+                let from = spelled.len();
+                spell(&mut spelled, value, &mut n);
+                order.push((key, Attribute::Spelled(from..spelled.len())));
+            });
+        }
+        order.sort_by_key(|a| a.0);
         order.dedup_by(|later, earlier| {
-            let same = key(*later) == key(*earlier);
+            let same = later.0 == earlier.0;
             if same {
-                *earlier = *later;
+                std::mem::swap(later, earlier);
             }
             same
         });
-        for (k, &i) in order.iter().enumerate() {
+        for (k, (key, value)) in order.iter().enumerate() {
             if k > 0 {
                 out.push(b',');
             }
-            json_str(out, key(i));
+            json_str(out, key);
             out.push(b':');
-            match self.attributes.get(i) {
-                Some((_, value)) => {
+            match value {
+                Attribute::Value(value) => {
                     let _ = serde_json::to_writer(&mut *out, value);
                 }
-                None => self.encode_requests(out, &mut n),
+                Attribute::Requests => self.encode_requests(out, &mut n),
+                Attribute::Spelled(range) => out.extend_from_slice(&spelled[range.clone()]),
             }
         }
         out.extend_from_slice(b"}}");
@@ -429,6 +459,51 @@ impl Pending {
             out.push(b'}');
         }
         out.push(b']');
+    }
+}
+
+/// Where an attribute of a plain event's line comes from.
+enum Attribute<'a> {
+    Value(&'a Value),
+    /// The batch's `requests`.
+    Requests,
+    /// Derived from token timing, spelled in this range of the line's scratch buffer.
+    Spelled(std::ops::Range<usize>),
+}
+
+/// `value` as serde writes its [`Derived::to_value`].
+fn spell(out: &mut Vec<u8>, value: Derived<'_>, n: &mut itoa::Buffer) {
+    match value {
+        Derived::U64(v) => out.extend_from_slice(n.format(v).as_bytes()),
+        Derived::I64(v) => out.extend_from_slice(n.format(v).as_bytes()),
+        Derived::Bool(v) => out.extend_from_slice(if v { b"true" } else { b"false" }),
+        Derived::Str(v) => json_str(out, v),
+        Derived::U64s(values) => {
+            out.push(b'[');
+            for (k, v) in values.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(n.format(*v).as_bytes());
+            }
+            out.push(b']');
+        }
+        Derived::Intervals(intervals) => {
+            out.push(b'[');
+            for (k, iv) in intervals.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(br#"{"end_nanos_since_request_start":"#);
+                out.extend_from_slice(n.format(iv.end_nanos_since_request_start).as_bytes());
+                out.extend_from_slice(br#","stage":"#);
+                json_str(out, iv.stage.as_str());
+                out.extend_from_slice(br#","start_nanos_since_request_start":"#);
+                out.extend_from_slice(n.format(iv.start_nanos_since_request_start).as_bytes());
+                out.push(b'}');
+            }
+            out.push(b']');
+        }
     }
 }
 
@@ -990,6 +1065,15 @@ mod tests {
             number in 1..u64::MAX,
             batch in proptest::collection::vec(("[ -~é]{1,6}", 0..1u64 << 40, 0..9u64, 0..9u64), 0..4),
             resource in proptest::option::of((0..8usize, "[a-z_ ]{0,6}", proptest::option::of(-3..1i64 << 40), proptest::option::of("[ a-z]{0,5}"))),
+            // Token timing: commits, decode stages (in any order), when decoding was ready.
+            timing in proptest::option::of((
+                proptest::collection::vec(0..1u64 << 40, 0..6),
+                proptest::collection::vec((0..1u64 << 30, 0..1u64 << 20), 0..5),
+                proptest::option::of(0..1u64 << 40),
+            )),
+            // An error (blank parts break its rules) and whether the status says `failure`.
+            error in proptest::option::of(("[ a-z_]{0,5}", "[ -~é]{0,8}")),
+            failure in any::<bool>(),
         ) {
             const KEYS: [&str; 6] = ["wave", "thread", "iteration", "engine", "batch_size", "requests"];
             let anchor = WallAnchor::now();
@@ -1026,7 +1110,7 @@ mod tests {
                     (r.amount, r.before, r.after, r.reason) = (amount, amount, Some(0), reason);
                     r
                 }),
-                error: None,
+                error: error.map(|(kind, message)| ProfileError::new(kind, message)),
                 attributes: attributes
                     .into_iter()
                     .map(|(k, v)| (KEYS[k], Value::from(v)))
@@ -1040,7 +1124,24 @@ mod tests {
                         committed_tokens: committed,
                     })
                     .collect(),
-                timing: None,
+                timing: timing.map(|(commits, stages, ready)| {
+                    let mut t = EngineTokenTiming::new(anchor.unix_nanos, 40);
+                    t.token_commit_nanos_since_request_start = commits;
+                    t.decode_ready_nanos_since_request_start = ready;
+                    t.decode_stage_intervals = stages
+                        .into_iter()
+                        .map(|(start, len)| candle_trace_schema::format::profile::DecodeStageInterval {
+                            stage: candle_trace_schema::format::profile::DecodeStage::DecodeExecution,
+                            start_nanos_since_request_start: start,
+                            end_nanos_since_request_start: start + len,
+                        })
+                        .collect();
+                    t
+                }),
+            };
+            let pending = Pending {
+                status: if failure { Status::Failure } else { Status::Ok },
+                ..pending
             };
             prop_assume!(pending.is_plain());
             let mut out = Vec::new();
@@ -1302,5 +1403,42 @@ mod speed {
             })
             .fold(f64::INFINITY, f64::min);
         println!("{ns:.0} ns per decode-wave line, {} bytes", out.len());
+
+        // A request's close: its token timing (9 commits, 8 decode waves) as attributes.
+        let close = || {
+            let mut timing = EngineTokenTiming::new(anchor.unix_nanos, 150);
+            for k in 0..9u64 {
+                timing
+                    .token_commit_nanos_since_request_start
+                    .push(1_000_000 + k * 400_000);
+            }
+            for k in 0..8u64 {
+                timing.decode_stage_intervals.push(
+                    candle_trace_schema::format::profile::DecodeStageInterval {
+                        stage: candle_trace_schema::format::profile::DecodeStage::DecodeExecution,
+                        start_nanos_since_request_start: 1_000_000 + k * 400_000,
+                        end_nanos_since_request_start: 1_300_000 + k * 400_000,
+                    },
+                );
+            }
+            Pending {
+                phase: "request".into(),
+                timing: Some(timing),
+                attributes: Vec::new(),
+                ..wave()
+            }
+        };
+        let ns = (0..50)
+            .map(|_| {
+                let items: Vec<Line> = (0..100).map(|_| Line::Event(Box::new(close()))).collect();
+                let t = Instant::now();
+                for item in &items {
+                    out.clear();
+                    item.encode(&mut out, &mut state);
+                }
+                t.elapsed().as_nanos() as f64 / 100.0
+            })
+            .fold(f64::INFINITY, f64::min);
+        println!("{ns:.0} ns per request-close line, {} bytes", out.len());
     }
 }

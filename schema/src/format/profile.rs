@@ -155,9 +155,9 @@ pub mod attribute;
 pub use config::{DetailLevel, ProfilingConfig, DEFAULT_SAMPLE_RATE};
 pub use timestamp::is_rfc3339;
 pub use token_timing::{
-    token_commits, DecodeStage, DecodeStageInterval, EngineTokenTiming, RUST_STD_INSTANT,
+    token_commits, DecodeStage, DecodeStageInterval, Derived, EngineTokenTiming, RUST_STD_INSTANT,
 };
-pub use validate::{validate_event, validate_resource, violations, Violation};
+pub use validate::{validate_error, validate_event, validate_resource, violations, Violation};
 
 /// The `phase` of module-span events (see
 /// [`RequestModules`](crate::analysis::profile_modules::RequestModules) for their attributes).

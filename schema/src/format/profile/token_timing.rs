@@ -37,6 +37,55 @@ pub struct DecodeStageInterval {
     pub end_nanos_since_request_start: u64,
 }
 
+/// The value of one attribute derived from token timing
+/// ([`EngineTokenTiming::each_derived_attribute`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Derived<'a> {
+    /// A count or a time in ns or µs.
+    U64(u64),
+    /// A time in Unix ns.
+    I64(i64),
+    /// A yes or no.
+    Bool(bool),
+    /// A word.
+    Str(&'a str),
+    /// An array of numbers.
+    U64s(&'a [u64]),
+    /// An array of objects `{end_nanos_since_request_start, stage, start_nanos_since_request_start}`.
+    Intervals(&'a [DecodeStageInterval]),
+}
+
+impl Derived<'_> {
+    /// The value as JSON.
+    pub fn to_value(self) -> Value {
+        let u64s = |values: &[u64]| Value::Array(values.iter().map(|&v| Value::from(v)).collect());
+        match self {
+            Derived::U64(v) => Value::from(v),
+            Derived::I64(v) => Value::from(v),
+            Derived::Bool(v) => Value::Bool(v),
+            Derived::Str(v) => Value::from(v),
+            Derived::U64s(v) => u64s(v),
+            Derived::Intervals(v) => Value::Array(
+                v.iter()
+                    .map(|iv| {
+                        let mut o = Map::new();
+                        o.insert(attribute::STAGE.into(), Value::from(iv.stage.as_str()));
+                        o.insert(
+                            attribute::START_NANOS_SINCE_REQUEST_START.into(),
+                            Value::from(iv.start_nanos_since_request_start),
+                        );
+                        o.insert(
+                            attribute::END_NANOS_SINCE_REQUEST_START.into(),
+                            Value::from(iv.end_nanos_since_request_start),
+                        );
+                        Value::Object(o)
+                    })
+                    .collect(),
+            ),
+        }
+    }
+}
+
 /// What an engine measured about one request's tokens, on one monotonic clock anchored to the
 /// wall clock once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,14 +183,18 @@ impl EngineTokenTiming {
     /// be merged into an event's `attributes`.
     pub fn derived_attributes(&self) -> BTreeMap<String, Value> {
         let mut a = BTreeMap::new();
-        let mut put = |name: &str, value: Value| {
-            a.insert(String::from(name), value);
-        };
-        let commits = &self.token_commit_nanos_since_request_start;
-        let u64s = |values: &[u64]| Value::Array(values.iter().map(|&v| Value::from(v)).collect());
+        self.each_derived_attribute(&mut |name, value| {
+            a.insert(String::from(name), value.to_value());
+        });
+        a
+    }
 
+    /// Each attribute of [`derived_attributes`](Self::derived_attributes), as its name and its
+    /// value before it becomes JSON (a writer that spells JSON itself needs no `Value`).
+    pub fn each_derived_attribute(&self, put: &mut dyn FnMut(&'static str, Derived<'_>)) {
+        let commits = &self.token_commit_nanos_since_request_start;
         if let Some(&first) = commits.first() {
-            put(attribute::TTFT_US, Value::from(first / 1000));
+            put(attribute::TTFT_US, Derived::U64(first / 1000));
         }
         let itl = self.itl_nanos();
         let itl_mean = if itl.is_empty() {
@@ -151,60 +204,45 @@ impl EngineTokenTiming {
             // The mean of u64 values fits in u64.
             u64::try_from(sum / itl.len() as u128).unwrap_or(u64::MAX)
         };
-        put(attribute::ITL_INTERVAL_COUNT, Value::from(itl.len() as u64));
-        put(attribute::ITL_NANOS, u64s(&itl));
-        put(attribute::ITL_US_AVG, Value::from(itl_mean / 1000));
-        put(attribute::ITL_SOURCE, Value::from("engine_token_commit"));
-
+        put(
+            attribute::ITL_INTERVAL_COUNT,
+            Derived::U64(itl.len() as u64),
+        );
+        put(attribute::ITL_NANOS, Derived::U64s(&itl));
+        put(attribute::ITL_US_AVG, Derived::U64(itl_mean / 1000));
+        put(attribute::ITL_SOURCE, Derived::Str("engine_token_commit"));
         put(
             attribute::ENGINE_TOKEN_COMMIT_COUNT,
-            Value::from(commits.len() as u64),
+            Derived::U64(commits.len() as u64),
         );
         put(
             attribute::ENGINE_TOKEN_COMMIT_NANOS_SINCE_REQUEST_START,
-            u64s(commits),
+            Derived::U64s(commits),
         );
         put(
             attribute::ENGINE_TOKEN_CLOCK_SOURCE,
-            Value::from(self.clock_source.as_str()),
+            Derived::Str(&self.clock_source),
         );
         put(
             attribute::ENGINE_TOKEN_WALL_ANCHOR_UNIX_NANOS,
-            Value::from(self.wall_anchor_unix_nanos),
+            Derived::I64(self.wall_anchor_unix_nanos),
         );
         put(
             attribute::CLOCK_CONVERSION_MAX_ERROR_NANOS,
-            Value::from(self.wall_anchor_max_error_nanos),
+            Derived::U64(self.wall_anchor_max_error_nanos),
         );
-        let intervals = self
-            .decode_stage_intervals
-            .iter()
-            .map(|iv| {
-                let mut o = Map::new();
-                o.insert(attribute::STAGE.into(), Value::from(iv.stage.as_str()));
-                o.insert(
-                    attribute::START_NANOS_SINCE_REQUEST_START.into(),
-                    Value::from(iv.start_nanos_since_request_start),
-                );
-                o.insert(
-                    attribute::END_NANOS_SINCE_REQUEST_START.into(),
-                    Value::from(iv.end_nanos_since_request_start),
-                );
-                Value::Object(o)
-            })
-            .collect();
         put(
             attribute::ENGINE_DECODE_STAGE_INTERVALS,
-            Value::Array(intervals),
+            Derived::Intervals(&self.decode_stage_intervals),
         );
         put(
             attribute::ENGINE_DECODE_STAGE_INTERVAL_COUNT,
-            Value::from(self.decode_stage_intervals.len() as u64),
+            Derived::U64(self.decode_stage_intervals.len() as u64),
         );
         if let Some(ready) = self.decode_ready_nanos_since_request_start {
             put(
                 attribute::ENGINE_DECODE_READY_NANOS_SINCE_REQUEST_START,
-                Value::from(ready),
+                Derived::U64(ready),
             );
         }
 
@@ -212,22 +250,21 @@ impl EngineTokenTiming {
             Ok(wall) => {
                 let ppm =
                     u128::from(self.wall_anchor_max_error_nanos) * 1_000_000 / u128::from(wall);
-                put(attribute::ENGINE_DECODE_WALL_NANOS, Value::from(wall));
+                put(attribute::ENGINE_DECODE_WALL_NANOS, Derived::U64(wall));
                 put(
                     attribute::CLOCK_CONVERSION_ERROR_PPM,
-                    Value::from(u64::try_from(ppm).unwrap_or(u64::MAX)),
+                    Derived::U64(u64::try_from(ppm).unwrap_or(u64::MAX)),
                 );
-                put(attribute::DECODE_WALL_TIMING_ELIGIBLE, Value::Bool(true));
+                put(attribute::DECODE_WALL_TIMING_ELIGIBLE, Derived::Bool(true));
             }
             Err(reason) => {
-                put(attribute::DECODE_WALL_TIMING_ELIGIBLE, Value::Bool(false));
+                put(attribute::DECODE_WALL_TIMING_ELIGIBLE, Derived::Bool(false));
                 put(
                     attribute::DECODE_WALL_TIMING_UNAVAILABLE_REASON,
-                    Value::from(reason),
+                    Derived::Str(reason),
                 );
             }
         }
-        a
     }
 
     /// Last commit − decode ready when both exist and the difference is > 0; otherwise the

@@ -35,6 +35,14 @@ pub fn validate_resource(res: &ResourceTraceEvent) -> Vec<String> {
     r.out.into_iter().map(|v| v.message).collect()
 }
 
+/// The rules of an `error` object alone that `e` breaks, as messages: those [`validate_event`]
+/// reports for an event that carries it.
+pub fn validate_error(e: &ProfileError) -> Vec<String> {
+    let mut r = Rules::default();
+    r.error(e);
+    r.out.into_iter().map(|v| v.message).collect()
+}
+
 /// Every §2 rule `event` breaks, with the diagnostic category of each.
 pub fn violations(event: &ProfileEvent) -> Vec<Violation> {
     let mut r = Rules::default();
@@ -689,6 +697,23 @@ mod tests {
         );
         snap.capacity = Some(0);
         assert!(check(snap).is_empty());
+    }
+
+    #[test]
+    fn an_error_alone_breaks_what_it_breaks_in_an_event() {
+        assert!(validate_error(&ProfileError::new("oom", "out of memory")).is_empty());
+        let e = ProfileError {
+            kind: None,
+            message: Some(" ".into()),
+            blocking: false,
+        };
+        assert_eq!(
+            validate_error(&e),
+            [
+                "`error.kind` is missing",
+                "`error.message` must be non-blank"
+            ]
+        );
     }
 
     #[test]
