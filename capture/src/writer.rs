@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rtrb::{Producer, RingBuffer};
+use rtrb::{Consumer, Producer, RingBuffer};
 
 use crate::error::CaptureError;
 
@@ -184,7 +184,16 @@ struct ThreadEnd {
 pub(crate) struct ThreadRing<T> {
     writer: u64,
     producer: Producer<T>,
+    /// The items the writer thread has written, handed back to be dropped on this thread,
+    /// which made them (`None` for items with nothing to drop). Dropped on the writer
+    /// thread, an item's blocks went back to this thread's allocator arena through its lock,
+    /// and the arena's trimming (`madvise`) cost this thread page faults.
+    written: Option<Consumer<T>>,
 }
+
+/// Most written items a push drops (the rest wait for the next pushes), so that no push
+/// drops a long backlog at once.
+const DROPS_PER_PUSH: usize = 16;
 
 /// One thread's rings for the writers of one item type, one per writer it has pushed to
 /// (usually one). Each [`Encode`] type has its own thread-local list
@@ -305,8 +314,9 @@ impl<T: Encode> Writer<T> {
             return;
         }
         let pushed = self
-            .with_ring(|producer| producer.push(make()).is_ok())
+            .with_ring(|ring| ring.producer.push(make()).is_ok())
             .unwrap_or(false);
+        self.drop_written();
         if !pushed {
             shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
             return;
@@ -315,6 +325,24 @@ impl<T: Encode> Writer<T> {
         // thread's first wait is short (`NAP`) and it looks at the rings again after it.
         if shared.sleeping.load(Ordering::Relaxed) {
             self.wake();
+        }
+    }
+
+    /// Drop items the writer thread has handed back ([`ThreadRing::written`]), one at a time
+    /// outside the ring table's borrow: a drop frees, and the allocator's hook may record.
+    #[inline(always)]
+    fn drop_written(&self) {
+        if !std::mem::needs_drop::<T>() {
+            return;
+        }
+        for _ in 0..DROPS_PER_PUSH {
+            let item = self
+                .with_ring(|ring| ring.written.as_mut().and_then(|w| w.pop().ok()))
+                .flatten();
+            match item {
+                Some(item) => drop(item),
+                None => break,
+            }
         }
     }
 
@@ -327,8 +355,9 @@ impl<T: Encode> Writer<T> {
             return;
         }
         let pushed = self
-            .with_ring(|producer| producer.push(item).is_ok())
+            .with_ring(|ring| ring.producer.push(item).is_ok())
             .unwrap_or(false);
+        self.drop_written();
         if !pushed {
             shared.counters.dropped.fetch_add(events, Ordering::Relaxed);
             return;
@@ -357,7 +386,7 @@ impl<T: Encode> Writer<T> {
     /// `f` on this thread's ring for this writer, made when it has none; `None` during thread
     /// teardown or when pushing re-entered itself.
     #[inline(always)]
-    fn with_ring<R>(&self, f: impl FnOnce(&mut Producer<T>) -> R) -> Option<R> {
+    fn with_ring<R>(&self, f: impl FnOnce(&mut ThreadRing<T>) -> R) -> Option<R> {
         let id = self.shared.id;
         T::local_rings()
             .try_with(|rings| {
@@ -368,7 +397,7 @@ impl<T: Encode> Writer<T> {
                     Some(i) => &mut rings[i],
                     None => self.new_ring(&mut rings)?,
                 };
-                Some(f(&mut ring.producer))
+                Some(f(ring))
             })
             // During thread teardown the thread-local is gone.
             .ok()
@@ -386,14 +415,21 @@ impl<T: Encode> Writer<T> {
         crate::alloc::quietly(|| {
             rings.retain(|r| !r.producer.is_abandoned());
             let (producer, consumer) = RingBuffer::new(shared.capacity);
+            let (back, written) = if std::mem::needs_drop::<T>() {
+                let (back, written) = RingBuffer::new(shared.capacity);
+                (Some(back), Some(written))
+            } else {
+                (None, None)
+            };
             shared
                 .new_rings
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push(consumer);
+                .push((consumer, back));
             rings.push(ThreadRing {
                 writer: shared.id,
                 producer,
+                written,
             });
         });
         rings.last_mut()
@@ -556,6 +592,61 @@ mod tests {
         // After finish, sends are discarded quietly.
         w.send(Text("c"));
         assert_eq!(w.dropped(), 0);
+    }
+
+    /// An item that records which thread drops it.
+    struct Owned(&'static str, Arc<Mutex<Vec<std::thread::ThreadId>>>);
+    impl Encode for Owned {
+        type State = ();
+        local_rings!(Owned);
+        fn encode(&self, out: &mut Vec<u8>, _: &mut ()) {
+            out.extend_from_slice(self.0.as_bytes());
+        }
+    }
+    impl Drop for Owned {
+        fn drop(&mut self) {
+            self.1.lock().unwrap().push(std::thread::current().id());
+        }
+    }
+
+    #[test]
+    fn written_items_are_dropped_on_the_thread_that_sent_them() {
+        let out = Shared::default();
+        let w = Writer::spawn(
+            vec![Target::Writer(Box::new(out.clone()))],
+            16,
+            Framing {
+                closing: Default::default(),
+                header: None,
+                trailer: no_trailer,
+            },
+            "test-writer",
+        )
+        .unwrap();
+        let drops = Arc::new(Mutex::new(Vec::new()));
+        let here = std::thread::current().id();
+        w.send(Owned("a", Arc::clone(&drops)));
+        w.send(Owned("b", Arc::clone(&drops)));
+        w.flush(Duration::from_secs(10));
+        assert!(drops.lock().unwrap().is_empty(), "written, not dropped yet");
+        // The next push drops what was handed back, here.
+        w.send(Owned("c", Arc::clone(&drops)));
+        assert_eq!(*drops.lock().unwrap(), [here, here]);
+        // A thread's items go back to that thread.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                w.send(Owned("d", Arc::clone(&drops)));
+                w.flush(Duration::from_secs(10));
+                w.send(Owned("e", Arc::clone(&drops)));
+                let there = std::thread::current().id();
+                assert_eq!(drops.lock().unwrap()[2..], [there]);
+            });
+        });
+        w.finish().unwrap();
+        assert_eq!(
+            String::from_utf8(out.0.lock().unwrap().clone()).unwrap(),
+            "a\nb\nc\nd\ne\n"
+        );
     }
 
     #[test]
@@ -769,7 +860,7 @@ mod tests {
         let shared = super::Shared::<Sampled>::new(u64::MAX, 4 * HOLD_FRACTION);
         shared.held.store(true, Ordering::Relaxed);
         let (mut producer, consumer) = RingBuffer::new(shared.capacity);
-        shared.new_rings.lock().unwrap().push(consumer);
+        shared.new_rings.lock().unwrap().push((consumer, None));
         let out = Shared::default();
         let mut s = State::new(
             vec![Output::Writer(Box::new(out.clone()))],
@@ -913,14 +1004,14 @@ mod tests {
         // 99 bytes and its `\n`: a buffer's worth is 656 lines (65,600 bytes ≥ 64 KiB).
         let line: &'static str = Box::leak("x".repeat(99).into_boxed_str());
         for _ in 0..655 {
-            s.write_item(Text(line), &mut ());
+            s.write_item(&Text(line), &mut ());
         }
         assert!(
             a.0.lock().unwrap().is_empty(),
             "written before the buffer is full"
         );
-        s.write_item(Text(line), &mut ());
-        s.write_item(Text("last"), &mut ());
+        s.write_item(&Text(line), &mut ());
+        s.write_item(&Text("last"), &mut ());
         s.flush();
         for calls in [&a, &b] {
             let calls = calls.0.lock().unwrap();

@@ -162,7 +162,7 @@ impl<'a> State<'a> {
     }
 
     /// Encode `item` into the buffer; what it wrote (lines with `\n` between them) is counted.
-    pub(super) fn write_item<T: Encode>(&mut self, item: T, state: &mut T::State) {
+    pub(super) fn write_item<T: Encode>(&mut self, item: &T, state: &mut T::State) {
         let start = self.buffer.len();
         item.encode(&mut self.buffer, state);
         if self.buffer.len() > start {

@@ -6,10 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use rtrb::Consumer;
+use rtrb::{Consumer, Producer, PushError};
 
 use super::output::State;
 use super::{Counters, Encode, HOLD_FRACTION, HOLD_LIMIT};
+
+/// A ring a thread made: its consumer half, and the producer half of the ring that hands
+/// written items back.
+pub(super) type NewRing<T> = (Consumer<T>, Option<Producer<T>>);
 
 /// What the producers and the writer thread share. Producers read the first cache line on
 /// every push; the writer thread writes `counters` on every line, so they live apart (sharing
@@ -31,8 +35,10 @@ pub(super) struct Shared<T> {
     /// The writer thread waits the longer poll interval (it has not been held lately): a hold
     /// must wake it.
     pub(super) polling_slowly: AtomicBool,
-    /// Consumer halves of rings that threads made since the writer thread last looked.
-    pub(super) new_rings: Mutex<Vec<Consumer<T>>>,
+    /// Rings that threads made since the writer thread last looked: the consumer half of
+    /// each, and the producer half of the ring that hands written items back (see
+    /// [`ThreadRing::written`](super::ThreadRing)).
+    pub(super) new_rings: Mutex<Vec<NewRing<T>>>,
     pub(super) counters: Padded<Counters>,
 }
 
@@ -77,6 +83,23 @@ pub(super) struct HeldRing<T> {
     pub(super) ring: Consumer<T>,
     /// Items at the front of the ring already passed to [`Encode::sample`] and left there.
     pub(super) sampled: usize,
+    /// Where written items go back to their thread, to be dropped there.
+    pub(super) back: Option<Producer<T>>,
+}
+
+impl<T> HeldRing<T> {
+    /// Hand a written item back to its thread; dropped here when the ring back is full or
+    /// the thread has ended.
+    fn give_back(back: &mut Option<Producer<T>>, item: T) {
+        match back {
+            Some(back) if !back.is_abandoned() => {
+                if let Err(PushError::Full(item)) = back.push(item) {
+                    drop(item);
+                }
+            }
+            _ => drop(item),
+        }
+    }
 }
 
 impl<T: Encode> Rings<T> {
@@ -101,7 +124,11 @@ impl<T: Encode> Rings<T> {
                 .unwrap_or_else(|poisoned| poisoned.into_inner()),
         );
         self.consumers
-            .extend(new.into_iter().map(|ring| HeldRing { ring, sampled: 0 }));
+            .extend(new.into_iter().map(|(ring, back)| HeldRing {
+                ring,
+                sampled: 0,
+                back,
+            }));
     }
 
     /// Pass every item waiting in any ring to `each`, oldest first within each ring; forget
@@ -116,15 +143,20 @@ impl<T: Encode> Rings<T> {
         self.holding_since = None;
         let mut n = 0;
         self.consumers.retain_mut(|held| {
-            let ring = &mut held.ring;
-            held.sampled = 0;
+            let HeldRing {
+                ring,
+                sampled,
+                back,
+            } = held;
+            *sampled = 0;
             let slots = ring.slots();
             if slots > 0 {
                 if let Ok(chunk) = ring.read_chunk(slots) {
                     n += slots;
-                    chunk
-                        .into_iter()
-                        .for_each(|item| s.write_item(item, encoder));
+                    chunk.into_iter().for_each(|item| {
+                        s.write_item(&item, encoder);
+                        HeldRing::give_back(back, item);
+                    });
                 }
             }
             // The producer is dropped with its thread; what it pushed before is taken above.
