@@ -437,7 +437,7 @@ impl ProfilerInner {
         at: Instant,
     ) -> Box<Pending> {
         let mut event = self.pending(owner, kind, phase, status, at);
-        event.attributes = vec![("engine", Value::from(engine.request_id.as_str()))];
+        event.attributes = vec![("engine", Value::from(&*engine.request_id))];
         event
     }
 

@@ -136,7 +136,7 @@ impl Engine {
 
     /// The engine's id (`None` when inert).
     pub fn id(&self) -> Option<&str> {
-        self.inner.as_ref().map(|e| e.owner.request_id.as_str())
+        self.inner.as_ref().map(|e| &*e.owner.request_id)
     }
 
     /// A forward call to compose: add each request's part, then [`run`](Forward::run) it.
@@ -340,11 +340,7 @@ impl<'e> Forward<'e> {
         }
 
         let batch_size = self.entries.len() as u64;
-        let mut shape = JsonMap::new();
-        shape.insert(String::from("batch_size"), Value::from(batch_size));
-        shape.insert(String::from("prefill_tokens"), Value::from(prefill));
-        shape.insert(String::from("decode_tokens"), Value::from(decode));
-        let owner = Arc::new(engine.owner.with_shape(shape));
+        let owner = Arc::new(engine.owner.for_forward(batch_size, prefill, decode));
         let duration = end.saturating_duration_since(start);
         let status = if result.is_ok() {
             p.head.ok

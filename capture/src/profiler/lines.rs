@@ -143,7 +143,7 @@ impl Head {
             ts_unix_nanos,
             timestamp: wallclock::rfc3339_from_unix_nanos(ts_unix_nanos),
             event_id: self.event_id(number),
-            request_id: owner.request_id.clone(),
+            request_id: String::from(&*owner.request_id),
             correlation_id: self.correlation_id.clone(),
             entrypoint: self.entrypoint,
             backend: self.backend.clone(),
@@ -152,7 +152,7 @@ impl Head {
             status,
         });
         event.model.clone_from(&self.model);
-        event.shape = owner.shape.clone();
+        event.shape = owner.shape().clone();
         event
     }
 
@@ -176,17 +176,19 @@ impl Head {
 pub(crate) struct Owner {
     /// The profiler's header: kept by every owner, so a queued item needs one `Arc`.
     pub(crate) head: Arc<Head>,
-    pub(crate) request_id: String,
-    pub(crate) shape: JsonMap,
+    /// Shared with the owners [`for_forward`](Owner::for_forward) makes.
+    pub(crate) request_id: Arc<str>,
+    /// `shape_json` as a map, made when an event is built whole (rarely: see [`Pending`]).
+    shape: OnceLock<JsonMap>,
     /// Times are taken on this anchor's monotonic clock.
     pub(crate) anchor: WallAnchor,
     /// `request_id` as JSON.
-    request_json: String,
-    /// `shape` as JSON.
+    request_json: Arc<str>,
+    /// The shape as JSON.
     shape_json: String,
     /// The §2 rules that this owner's header fields break (found on the writer thread at its
     /// first line): every event whose other fields capture writes itself breaks these only.
-    /// Shared by the owners [`with_shape`](Owner::with_shape) makes.
+    /// Shared by the owners [`for_forward`](Owner::for_forward) makes.
     header: Arc<OnceLock<Vec<String>>>,
 }
 
@@ -199,34 +201,69 @@ impl Owner {
     ) -> Owner {
         Owner {
             head: Arc::clone(head),
-            request_json: json(&request_id),
+            request_json: json(&request_id).into(),
             // Serializing a map with string keys cannot fail.
             shape_json: serde_json::to_string(&shape).unwrap_or_default(),
-            request_id,
-            shape,
+            request_id: request_id.into(),
+            shape: OnceLock::from(shape),
             anchor,
             header: Arc::new(OnceLock::new()),
         }
     }
 
-    /// The same owner with another `shape` (a batched forward's composition, on its engine):
-    /// its header breaks the same rules, found once for both (the only rule on a shape is that
-    /// it has an entry, so an empty one is checked on its own).
-    pub(crate) fn with_shape(&self, shape: JsonMap) -> Owner {
+    /// The same owner (an engine) with the shape of one batched forward, spelled here as
+    /// serde spells the map [`Owner::forward_shape`]: its header breaks the same rules, found
+    /// once for both (the only rule on a shape is that it has an entry, so an engine of an
+    /// empty one keeps its own check).
+    pub(crate) fn for_forward(
+        &self,
+        batch_size: u64,
+        prefill_tokens: u64,
+        decode_tokens: u64,
+    ) -> Owner {
+        let mut n = itoa::Buffer::new();
+        let mut shape_json = String::with_capacity(64);
+        shape_json.push_str(r#"{"batch_size":"#);
+        shape_json.push_str(n.format(batch_size));
+        shape_json.push_str(r#","decode_tokens":"#);
+        shape_json.push_str(n.format(decode_tokens));
+        shape_json.push_str(r#","prefill_tokens":"#);
+        shape_json.push_str(n.format(prefill_tokens));
+        shape_json.push('}');
         Owner {
             head: Arc::clone(&self.head),
-            request_id: self.request_id.clone(),
-            request_json: self.request_json.clone(),
-            // Serializing a map with string keys cannot fail.
-            shape_json: serde_json::to_string(&shape).unwrap_or_default(),
-            header: if shape.is_empty() || self.shape.is_empty() {
+            request_id: Arc::clone(&self.request_id),
+            request_json: Arc::clone(&self.request_json),
+            shape_json,
+            shape: OnceLock::new(),
+            header: if self.shape_json == "{}" {
                 Arc::new(OnceLock::new())
             } else {
                 Arc::clone(&self.header)
             },
-            shape,
             anchor: self.anchor,
         }
+    }
+
+    /// A batched forward's shape as a map ([`Owner::for_forward`]).
+    #[cfg(test)]
+    pub(crate) fn forward_shape(
+        batch_size: u64,
+        prefill_tokens: u64,
+        decode_tokens: u64,
+    ) -> JsonMap {
+        let mut shape = JsonMap::new();
+        shape.insert(String::from("batch_size"), Value::from(batch_size));
+        shape.insert(String::from("prefill_tokens"), Value::from(prefill_tokens));
+        shape.insert(String::from("decode_tokens"), Value::from(decode_tokens));
+        shape
+    }
+
+    /// The shape as a map.
+    pub(crate) fn shape(&self) -> &JsonMap {
+        // Capture wrote it: it is a JSON object.
+        self.shape
+            .get_or_init(|| serde_json::from_str(&self.shape_json).unwrap_or_default())
     }
 
     /// The rules its header breaks (see `header`): those of an `instant` at its start.
@@ -518,7 +555,7 @@ pub(crate) struct BatchEntry {
 impl BatchEntry {
     fn to_json(&self) -> Value {
         serde_json::json!({
-            "request_id": self.owner.request_id,
+            "request_id": &*self.owner.request_id,
             "prefill_tokens": self.prefill_tokens,
             "decode_tokens": self.decode_tokens,
             "committed_tokens": self.committed_tokens,
@@ -655,7 +692,7 @@ impl SpanBatch {
                 put("start_nanos_since_request_start", Value::from(since));
             }
             ForwardOf::Iteration { iteration, .. } => {
-                put("engine", Value::from(self.owner.request_id.as_str()));
+                put("engine", Value::from(&*self.owner.request_id));
                 put("iteration", Value::from(iteration));
                 put("start_nanos_since_iteration_start", Value::from(since));
             }
@@ -1164,6 +1201,25 @@ mod tests {
             s.module = None;
         }
         s
+    }
+
+    proptest! {
+        #[test]
+        fn a_forward_s_shape_is_spelled_as_serde_spells_its_map(
+            batch_size in any::<u64>(),
+            prefill in any::<u64>(),
+            decode in any::<u64>(),
+        ) {
+            let mut shape = JsonMap::new();
+            shape.insert(String::from("engine"), Value::from("e0"));
+            let engine = Owner::new(&head(None, Status::Ok), String::from("e0"), shape, WallAnchor::now());
+            let forward = engine.for_forward(batch_size, prefill, decode);
+            let map = Owner::forward_shape(batch_size, prefill, decode);
+            prop_assert_eq!(&forward.shape_json, &serde_json::to_string(&map).unwrap());
+            prop_assert_eq!(forward.shape(), &map);
+            prop_assert!(Arc::ptr_eq(&forward.header, &engine.header));
+            prop_assert!(Arc::ptr_eq(&forward.request_id, &engine.request_id));
+        }
     }
 
     #[test]

@@ -100,7 +100,7 @@ impl RequestHandle {
 
     /// The request's id, when it is sampled (an inert handle keeps nothing).
     pub fn request_id(&self) -> Option<&str> {
-        self.live.as_ref().map(|l| l.owner.request_id.as_str())
+        self.live.as_ref().map(|l| &*l.owner.request_id)
     }
 
     /// The prefill just finished and took `duration`: a `timed_span` of phase `prefill`.

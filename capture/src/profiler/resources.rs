@@ -73,7 +73,7 @@ impl ResourcePool {
         if let Some((p, owner)) = pool.recording() {
             let mut r = ResourceTraceEvent::new(
                 "engine",
-                owner.request_id.as_str(),
+                &*owner.request_id,
                 pool.resource_kind.as_str(),
                 ResourceAction::CapacitySnapshot,
             );
