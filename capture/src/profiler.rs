@@ -108,7 +108,7 @@ pub use batch::{Accepted, Engine, Forward};
 pub use request::{DecodeWave, RequestHandle};
 pub use resources::ResourcePool;
 
-use lines::{Head, Line, Owner, Pending, SpanBatch};
+use lines::{Attr, Head, Line, Owner, Pending, SpanBatch};
 use request::{Live, RequestState};
 
 /// What [`InferenceProfiler::finish`] reports.
@@ -373,13 +373,22 @@ fn sample_point(request_id: &str) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// The calling thread's name, else its id (`ThreadId(3)`): the `thread` attribute.
-fn thread_label() -> String {
-    let thread = std::thread::current();
-    match thread.name() {
-        Some(name) => String::from(name),
-        None => format!("{:?}", thread.id()),
+/// The calling thread's name, else its id (`ThreadId(3)`): the `thread` attribute, made once
+/// per thread.
+fn thread_label() -> Arc<str> {
+    fn make() -> Arc<str> {
+        let thread = std::thread::current();
+        match thread.name() {
+            Some(name) => Arc::from(name),
+            None => Arc::from(format!("{:?}", thread.id())),
+        }
     }
+    thread_local! {
+        static LABEL: std::cell::OnceCell<Arc<str>> = const { std::cell::OnceCell::new() };
+    }
+    LABEL
+        .try_with(|label| Arc::clone(label.get_or_init(make)))
+        .unwrap_or_else(|_| make())
 }
 
 impl ProfilerInner {
@@ -415,7 +424,6 @@ impl ProfilerInner {
             number: self.next_event.fetch_add(1, Ordering::Relaxed),
             duration: None,
             memory: None,
-            memory_checked: false,
             resource: None,
             error: None,
             attributes: Vec::new(),
@@ -437,7 +445,7 @@ impl ProfilerInner {
         at: Instant,
     ) -> Box<Pending> {
         let mut event = self.pending(owner, kind, phase, status, at);
-        event.attributes = vec![("engine", Value::from(&*engine.request_id))];
+        event.attributes = vec![("engine", Attr::from(&engine.request_id))];
         event
     }
 
@@ -585,10 +593,10 @@ impl InferenceProfiler {
             anchor.instant,
         );
         open.attributes = vec![
-            ("detail_level", Value::from(inner.detail.as_str())),
-            ("sample_rate", Value::from(inner.sample_rate)),
-            ("timing_mode", Value::from(inner.timing_mode())),
-            ("thread", Value::from(thread_label())),
+            ("detail_level", Value::from(inner.detail.as_str()).into()),
+            ("sample_rate", Value::from(inner.sample_rate).into()),
+            ("timing_mode", Value::from(inner.timing_mode()).into()),
+            ("thread", Attr::Shared(thread_label())),
         ];
         inner.send(open);
         RequestHandle {

@@ -65,7 +65,7 @@ use candle_trace_schema::format::profile::{
 };
 use serde_json::Value;
 
-use super::lines::{BatchEntry, ForwardOf, Owner};
+use super::lines::{Attr, BatchEntry, ForwardOf, Owner};
 use super::request::{host_snapshot, Live};
 use super::resources::ResourcePool;
 use super::{thread_label, ProfilerInner, RequestHandle};
@@ -107,7 +107,7 @@ impl EngineInner {
         phase: &'static str,
         status: Status,
         at: Instant,
-        attributes: Vec<(&'static str, Value)>,
+        attributes: Vec<(&'static str, Attr)>,
     ) -> Box<super::lines::Pending> {
         let mut event = self
             .profiler
@@ -288,7 +288,12 @@ impl<'e> Forward<'e> {
         let p = &engine.profiler;
         let with_modules = p.detail >= DetailLevel::Latency;
         let memory = crate::alloc::installed() && p.detail >= DetailLevel::Resource;
-        let before_bytes = crate::alloc::live_bytes();
+        // Summing every thread's counters reads lines other cores write: only when needed.
+        let before_bytes = if memory {
+            crate::alloc::live_bytes()
+        } else {
+            0
+        };
         // This thread's own allocations: resetting the process-wide peak instead made every
         // serving thread's allocations contend for one cache line.
         let scope = memory.then(crate::alloc::AttributionScope::open);
@@ -354,13 +359,13 @@ impl<'e> Forward<'e> {
             status,
             start,
             vec![
-                ("iteration", Value::from(iteration)),
-                ("batch_size", Value::from(batch_size)),
-                ("prefill_tokens", Value::from(prefill)),
-                ("decode_tokens", Value::from(decode)),
-                ("committed_tokens", Value::from(committed)),
-                ("duration_nanos", Value::from(super::lines::nanos(duration))),
-                ("thread", Value::from(thread_label())),
+                ("iteration", Attr::U64(iteration)),
+                ("batch_size", Attr::U64(batch_size)),
+                ("prefill_tokens", Attr::U64(prefill)),
+                ("decode_tokens", Attr::U64(decode)),
+                ("committed_tokens", Attr::U64(committed)),
+                ("duration_nanos", Attr::U64(super::lines::nanos(duration))),
+                ("thread", Attr::Shared(thread_label())),
             ],
         );
         event.duration = Some(duration);
@@ -376,10 +381,9 @@ impl<'e> Forward<'e> {
                 "iteration",
                 p.head.ok,
                 end,
-                vec![("iteration", Value::from(iteration))],
+                vec![("iteration", Attr::U64(iteration))],
             );
-            event.memory = Some(host_snapshot(p, before_bytes, growth));
-            event.memory_checked = true;
+            event.memory = Some(host_snapshot(before_bytes, growth));
             p.send(event);
         }
         if let Some(spans) = spans {

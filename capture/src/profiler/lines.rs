@@ -307,12 +307,10 @@ pub(crate) struct Pending {
     pub(crate) number: u64,
     /// A timed span's duration (`duration_us`).
     pub(crate) duration: Option<Duration>,
-    pub(crate) memory: Option<MemorySnapshot>,
-    /// `memory` was made by capture (every field set), so it breaks no rule.
-    pub(crate) memory_checked: bool,
+    pub(crate) memory: Option<Memory>,
     pub(crate) resource: Option<ResourceTraceEvent>,
     pub(crate) error: Option<ProfileError>,
-    pub(crate) attributes: Vec<(&'static str, Value)>,
+    pub(crate) attributes: Vec<(&'static str, Attr)>,
     /// A batched forward's requests (its `requests` attribute, when not empty).
     pub(crate) batch: Vec<BatchEntry>,
     /// A request's token timing, whose derived attributes the event carries (its close).
@@ -331,11 +329,11 @@ impl Pending {
             self.number,
         );
         event.duration_us = self.duration.map(micros);
-        event.memory.clone_from(&self.memory);
+        event.memory = self.memory.as_ref().map(|m| m.snapshot(&self.owner.head));
         event.resource.clone_from(&self.resource);
         event.error.clone_from(&self.error);
         for (k, v) in &self.attributes {
-            event.attributes.insert(String::from(*k), v.clone());
+            event.attributes.insert(String::from(*k), v.to_value());
         }
         if !self.batch.is_empty() {
             let requests = self.batch.iter().map(BatchEntry::to_json).collect();
@@ -367,7 +365,7 @@ impl Pending {
     /// Whether the event can break no rule but its header's: a resource and an error that
     /// break no rule of their own, a status of the profiler's own (or `failure` with an
     /// error), a non-blank phase, a duration if it is a timed span, a memory snapshot only if
-    /// capture made it, a time after 1970 (a batch's entries and the attributes derived from
+    /// capture made it ([`Memory::Host`]), a time after 1970 (a batch's entries and the attributes derived from
     /// token timing are capture's numbers and ids, under no rule). Such events are written by
     /// [`encode`](Pending::encode); the others are built and checked whole.
     fn is_plain(&self) -> bool {
@@ -380,7 +378,7 @@ impl Pending {
                 .is_none_or(|e| validate_error(e).is_empty())
             && (self.status == self.owner.head.ok
                 || (self.status == Status::Failure && self.error.is_some()))
-            && (self.memory.is_none() || self.memory_checked)
+            && !matches!(self.memory, Some(Memory::Given(_)))
             && !self.phase.trim().is_empty()
             && (self.kind != EventKind::TimedSpan || self.duration.is_some())
             && self.owner.anchor.unix_nanos_at(self.at) > 0
@@ -414,10 +412,31 @@ impl Pending {
             out.extend_from_slice(br#","duration_us":"#);
             out.extend_from_slice(n.format(micros(duration)).as_bytes());
         }
-        if let Some(memory) = &self.memory {
-            out.extend_from_slice(br#","memory":"#);
-            // Writing into a Vec cannot fail.
-            let _ = serde_json::to_writer(&mut *out, memory);
+        match &self.memory {
+            Some(Memory::Host {
+                before,
+                after,
+                high_water,
+            }) => {
+                // As serde writes `Memory::snapshot`'s.
+                out.extend_from_slice(br#","memory":{"scope":"host","backend":"#);
+                json_str(out, &head.backend);
+                out.extend_from_slice(br#","before_bytes":"#);
+                out.extend_from_slice(n.format(*before).as_bytes());
+                out.extend_from_slice(br#","after_bytes":"#);
+                out.extend_from_slice(n.format(*after).as_bytes());
+                out.extend_from_slice(br#","current_bytes":"#);
+                out.extend_from_slice(n.format(*after).as_bytes());
+                out.extend_from_slice(br#","high_water_bytes":"#);
+                out.extend_from_slice(n.format(*high_water).as_bytes());
+                out.push(b'}');
+            }
+            Some(Memory::Given(snapshot)) => {
+                out.extend_from_slice(br#","memory":"#);
+                // Writing into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, snapshot);
+            }
+            None => {}
         }
         if let Some(resource) = &self.resource {
             out.extend_from_slice(br#","resource":"#);
@@ -438,11 +457,7 @@ impl Pending {
         // The derived ones are spelled first, each into its own range of `spelled`.
         let mut spelled = Vec::new();
         let mut order: Vec<(&str, Attribute<'_>)> = Vec::with_capacity(self.attributes.len() + 24);
-        order.extend(
-            self.attributes
-                .iter()
-                .map(|(k, v)| (*k, Attribute::Value(v))),
-        );
+        order.extend(self.attributes.iter().map(|(k, v)| (*k, Attribute::Own(v))));
         if !self.batch.is_empty() {
             order.push(("requests", Attribute::Requests));
         }
@@ -468,9 +483,7 @@ impl Pending {
             json_str(out, key);
             out.push(b':');
             match value {
-                Attribute::Value(value) => {
-                    let _ = serde_json::to_writer(&mut *out, value);
-                }
+                Attribute::Own(value) => value.encode(out, &mut n),
                 Attribute::Requests => self.encode_requests(out, &mut n),
                 Attribute::Spelled(range) => out.extend_from_slice(&spelled[range.clone()]),
             }
@@ -501,7 +514,8 @@ impl Pending {
 
 /// Where an attribute of a plain event's line comes from.
 enum Attribute<'a> {
-    Value(&'a Value),
+    /// The event's own.
+    Own(&'a Attr),
     /// The batch's `requests`.
     Requests,
     /// Derived from token timing, spelled in this range of the line's scratch buffer.
@@ -540,6 +554,91 @@ fn spell(out: &mut Vec<u8>, value: Derived<'_>, n: &mut itoa::Buffer) {
                 out.push(b'}');
             }
             out.push(b']');
+        }
+    }
+}
+
+/// An event's attribute as the recording thread knows it: made JSON on the writer thread,
+/// so that a number or a shared name costs the recording thread no allocation.
+#[derive(Debug, Clone)]
+pub(crate) enum Attr {
+    U64(u64),
+    /// A name shared with other events (an engine's id, a thread's label).
+    Shared(Arc<str>),
+    Json(Value),
+}
+
+impl From<u64> for Attr {
+    fn from(v: u64) -> Attr {
+        Attr::U64(v)
+    }
+}
+
+impl From<Value> for Attr {
+    fn from(v: Value) -> Attr {
+        Attr::Json(v)
+    }
+}
+
+impl From<&Arc<str>> for Attr {
+    fn from(v: &Arc<str>) -> Attr {
+        Attr::Shared(Arc::clone(v))
+    }
+}
+
+impl Attr {
+    fn to_value(&self) -> Value {
+        match self {
+            Attr::U64(v) => Value::from(*v),
+            Attr::Shared(v) => Value::from(&**v),
+            Attr::Json(v) => v.clone(),
+        }
+    }
+
+    /// As serde writes [`Attr::to_value`]'s.
+    fn encode(&self, out: &mut Vec<u8>, n: &mut itoa::Buffer) {
+        match self {
+            Attr::U64(v) => out.extend_from_slice(n.format(*v).as_bytes()),
+            Attr::Shared(v) => json_str(out, v),
+            Attr::Json(v) => {
+                // Writing into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, v);
+            }
+        }
+    }
+}
+
+/// An event's memory snapshot.
+#[derive(Debug, Clone)]
+pub(crate) enum Memory {
+    /// Capture's host snapshot of a forward call: every field set, under no rule.
+    Host {
+        before: u64,
+        after: u64,
+        high_water: u64,
+    },
+    /// A snapshot the caller gave, checked whole.
+    Given(MemorySnapshot),
+}
+
+impl Memory {
+    /// The snapshot as the event carries it.
+    fn snapshot(&self, head: &Head) -> MemorySnapshot {
+        match self {
+            Memory::Host {
+                before,
+                after,
+                high_water,
+            } => MemorySnapshot {
+                scope: Some(String::from("host")),
+                backend: Some(head.backend.clone()),
+                before_bytes: Some(*before),
+                after_bytes: Some(*after),
+                current_bytes: Some(*after),
+                high_water_bytes: Some(*high_water),
+                available_bytes: None,
+            },
+            Memory::Given(snapshot) => snapshot.clone(),
         }
     }
 }
@@ -1125,16 +1224,7 @@ mod tests {
                 at: anchor.instant + Duration::from_nanos(u64::from(after_ns)),
                 number,
                 duration: duration.map(Duration::from_nanos),
-                memory: memory.map(|(b, a, h)| MemorySnapshot {
-                    scope: Some(String::from("host")),
-                    backend: Some(String::from("cpu")),
-                    before_bytes: Some(b),
-                    after_bytes: Some(a),
-                    current_bytes: Some(a),
-                    high_water_bytes: Some(h),
-                    available_bytes: None,
-                }),
-                memory_checked: true,
+                memory: memory.map(|(before, after, high_water)| Memory::Host { before, after, high_water }),
                 // Any action, kind and amount, a reason or none: some break the resource's
                 // rules, and those events are not plain.
                 resource: resource.map(|(action, kind, amount, reason)| {
@@ -1150,7 +1240,11 @@ mod tests {
                 error: error.map(|(kind, message)| ProfileError::new(kind, message)),
                 attributes: attributes
                     .into_iter()
-                    .map(|(k, v)| (KEYS[k], Value::from(v)))
+                    .map(|(k, v)| (KEYS[k], match v % 3 {
+                        0 => Attr::U64(v.unsigned_abs().into()),
+                        1 => Attr::Shared(Arc::from(format!("t\"{v}"))),
+                        _ => Attr::Json(Value::from(v)),
+                    }))
                     .collect(),
                 batch: batch
                     .into_iter()
@@ -1301,10 +1395,12 @@ mod tests {
             number: 7,
             duration: Some(Duration::from_micros(2600)),
             memory: None,
-            memory_checked: false,
             resource: None,
             error: None,
-            attributes: vec![("detail_level", Value::from(DetailLevel::Latency.as_str()))],
+            attributes: vec![(
+                "detail_level",
+                Value::from(DetailLevel::Latency.as_str()).into(),
+            )],
             batch: Vec::new(),
             timing: Some(timing),
         };
@@ -1347,7 +1443,6 @@ mod tests {
             number: 1,
             duration: None,
             memory: None,
-            memory_checked: false,
             resource: None,
             error: None,
             attributes: Vec::new(),
@@ -1439,10 +1534,9 @@ mod speed {
             number: 7,
             duration: Some(Duration::from_micros(300)),
             memory: None,
-            memory_checked: false,
             resource: None,
             error: None,
-            attributes: vec![("wave", Value::from(3))],
+            attributes: vec![("wave", Attr::U64(3))],
             batch: Vec::new(),
             timing: None,
         };

@@ -9,7 +9,7 @@ use candle_trace_schema::format::profile::{
 };
 use serde_json::Value;
 
-use super::lines::{ForwardOf, Owner, Pending};
+use super::lines::{Attr, ForwardOf, Memory, Owner, Pending};
 use super::{lock, thread_label, ProfilerInner};
 
 /// One request being profiled, from [`InferenceProfiler::request_open`](super::InferenceProfiler::request_open) to
@@ -166,7 +166,12 @@ impl RequestHandle {
         } else {
             "prefill"
         };
-        let before_bytes = crate::alloc::live_bytes();
+        // Summing every thread's counters reads lines other cores write: only when needed.
+        let before_bytes = if memory {
+            crate::alloc::live_bytes()
+        } else {
+            0
+        };
         // This thread's own allocations: resetting the process-wide peak instead made every
         // serving thread's allocations contend for one cache line.
         let scope = memory.then(crate::alloc::AttributionScope::open);
@@ -180,19 +185,18 @@ impl RequestHandle {
         };
         p.synchronize();
         let end = Instant::now();
-        let snapshot = scope.map(|s| host_snapshot(p, before_bytes, s.finish()));
+        let snapshot = scope.map(|s| host_snapshot(before_bytes, s.finish()));
         let mut first_span = None;
         live.with_open(|live, st| {
             if let Some(snapshot) = snapshot {
                 let mut event = live.event(EventKind::Memory, phase, live.ok(), end);
                 event.memory = Some(snapshot);
-                event.memory_checked = true;
                 p.send(event);
             }
             if decode.is_none() {
                 let mut event = live.event(EventKind::TimedSpan, "prefill", live.ok(), start);
                 event.duration = Some(end.saturating_duration_since(start));
-                event.attributes = vec![("thread", Value::from(thread_label()))];
+                event.attributes = vec![("thread", Attr::Shared(thread_label()))];
                 p.send(event);
             }
             first_span = Some(st.module_spans);
@@ -294,7 +298,7 @@ impl RequestHandle {
                 live.ok(),
                 Instant::now(),
             );
-            event.memory = Some(snapshot);
+            event.memory = Some(Memory::Given(snapshot));
             live.profiler.send(event);
         });
     }
@@ -332,7 +336,7 @@ impl RequestHandle {
         let Some(live) = &self.live else { return };
         live.with_open(|live, _| {
             let mut event = live.event(EventKind::Instant, "preempted", live.ok(), Instant::now());
-            event.attributes = vec![("reason", Value::from(reason))];
+            event.attributes = vec![("reason", Value::from(reason).into())];
             live.profiler.send(event);
         });
     }
@@ -384,25 +388,15 @@ impl RequestHandle {
 /// The host memory snapshot of a forward call: live bytes before and after, and as the high
 /// water the bytes before plus the largest growth of the calling thread's own allocations
 /// during the call (`call`), at least the bytes after.
-pub(super) fn host_snapshot(
-    p: &ProfilerInner,
-    before_bytes: u64,
-    call: crate::alloc::SpanAllocation,
-) -> MemorySnapshot {
+pub(super) fn host_snapshot(before_bytes: u64, call: crate::alloc::SpanAllocation) -> Memory {
     let after_bytes = crate::alloc::live_bytes();
-    MemorySnapshot {
-        scope: Some(String::from("host")),
-        backend: Some(p.head.backend.clone()),
-        before_bytes: Some(before_bytes),
-        after_bytes: Some(after_bytes),
-        current_bytes: Some(after_bytes),
-        high_water_bytes: Some(
-            before_bytes
-                .saturating_add(call.peak_growth_bytes)
-                .max(after_bytes),
-        ),
-        // Not read here: `/proc/meminfo` would cost the serving thread a file read per token.
-        available_bytes: None,
+    // No available bytes: `/proc/meminfo` would cost the serving thread a file read per token.
+    Memory::Host {
+        before: before_bytes,
+        after: after_bytes,
+        high_water: before_bytes
+            .saturating_add(call.peak_growth_bytes)
+            .max(after_bytes),
     }
 }
 
@@ -443,7 +437,7 @@ impl Drop for DecodeWave<'_> {
             }
             let mut event = live.event(EventKind::TimedSpan, "decode", live.ok(), start);
             event.duration = Some(end.saturating_duration_since(start));
-            event.attributes = vec![("wave", Value::from(index))];
+            event.attributes = vec![("wave", Attr::U64(index))];
             live.profiler.send(event);
         });
     }
