@@ -24,7 +24,7 @@
 //! [`CaptureError::SubscriberTaken`].
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
@@ -39,9 +39,6 @@ use crate::naming::ModuleSlot;
 use crate::routed::{Cache, Routed};
 use crate::state::Inner;
 
-/// Threads with spans entered while something was recording and not exited yet: `exit`
-/// returns after one load when zero.
-static OPEN: AtomicUsize = AtomicUsize::new(0);
 /// Whether [`install`] has set the global subscriber.
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// The recorder that tracing spans go to.
@@ -186,8 +183,8 @@ thread_local! {
     /// How many module spans this thread's last forward call had: the next one's vector is
     /// made that large at once (grown span by span, its copies cost a tenth of a span).
     static FORWARD_HINT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    /// Spans on [`STACK`] (mirrors its length): [`OPEN`] counts threads with any, so a span
-    /// of a thread that already has one touches no shared counter.
+    /// Spans on [`STACK`] (mirrors its length): `exit` returns after one load of this
+    /// thread's own counter when zero, reading no cache line that other threads write.
     static OPEN_HERE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
@@ -343,7 +340,8 @@ impl Subscriber for CaptureSubscriber {
 
     #[inline]
     fn exit(&self, span: &Id) {
-        if OPEN.load(Ordering::Relaxed) == 0 {
+        // A span is exited on the thread that entered it (an entered guard is not `Send`).
+        if OPEN_HERE.try_with(std::cell::Cell::get).unwrap_or(0) == 0 {
             return;
         }
         exit_slow(span.into_u64());
@@ -461,23 +459,12 @@ fn exit_slow(tracing_id: u64) {
 
 /// A span was pushed on this thread's stack.
 fn opened() {
-    let _ = OPEN_HERE.try_with(|n| {
-        if n.get() == 0 {
-            OPEN.fetch_add(1, Ordering::Relaxed);
-        }
-        n.set(n.get() + 1);
-    });
+    let _ = OPEN_HERE.try_with(|n| n.set(n.get() + 1));
 }
 
 /// A span was taken off this thread's stack.
 fn closed() {
-    let _ = OPEN_HERE.try_with(|n| {
-        let left = n.get().saturating_sub(1);
-        n.set(left);
-        if left == 0 {
-            OPEN.fetch_sub(1, Ordering::Relaxed);
-        }
-    });
+    let _ = OPEN_HERE.try_with(|n| n.set(n.get().saturating_sub(1)));
 }
 
 /// Set [`CaptureSubscriber`] as the global default `tracing` subscriber (once per process;
