@@ -60,15 +60,25 @@ struct Callsite {
     slot: Option<&'static ModuleSlot>,
 }
 
-/// One span entered on this thread while something was recording.
+/// One span entered on this thread while something was recording: 16 bytes, so that a stack
+/// of them is a line or two of cache between a forward call's operations.
 struct Entered {
     tracing_id: u64,
-    /// The trace/6 span opened for it.
-    trace: Option<OpenTrace>,
-    /// Its index in the thread's inference forward buffer.
-    module: Option<usize>,
+    /// Its index in the thread's inference forward buffer, or [`Entered::NO_MODULE`].
+    module: u32,
+    /// A trace/6 span was opened for it: its [`OpenTrace`] is on [`TRACES`], which holds one
+    /// for each such entry of [`STACK`], in the same order.
+    traced: bool,
     /// A span was entered inside it: it is not a leaf.
     has_child: bool,
+}
+
+impl Entered {
+    const NO_MODULE: u32 = u32::MAX;
+
+    fn module(&self) -> Option<u32> {
+        (self.module != Self::NO_MODULE).then_some(self.module)
+    }
 }
 
 /// The trace/6 span opened for an entered tracing span.
@@ -178,6 +188,8 @@ thread_local! {
     /// This thread's copy of [`CALLSITES`], read again when a span's callsite is past its end.
     static LOCAL_CALLSITES: RefCell<Vec<Callsite>> = const { RefCell::new(Vec::new()) };
     static STACK: RefCell<Vec<Entered>> = const { RefCell::new(Vec::new()) };
+    /// The trace/6 spans of the traced entries of [`STACK`], in the same order.
+    static TRACES: RefCell<Vec<OpenTrace>> = const { RefCell::new(Vec::new()) };
     /// The module spans of the inference forward call running on this thread, if any.
     static FORWARD: RefCell<Option<Vec<ModuleSpan>>> = const { RefCell::new(None) };
     /// How many module spans this thread's last forward call had: the next one's vector is
@@ -382,10 +394,16 @@ fn enter_slow(tracing_id: u64) {
             let mut forward = forward.try_borrow_mut().ok()?;
             let spans = forward.as_mut()?;
             let parent = STACK
-                .try_with(|stack| stack.try_borrow().ok()?.iter().rev().find_map(|e| e.module))
+                .try_with(|stack| {
+                    stack
+                        .try_borrow()
+                        .ok()?
+                        .iter()
+                        .rev()
+                        .find_map(Entered::module)
+                })
                 .ok()
                 .flatten()
-                .and_then(|i| u32::try_from(i).ok())
                 .unwrap_or(ModuleSpan::ROOT);
             spans.push(ModuleSpan {
                 start: span_clock().raw(),
@@ -393,7 +411,8 @@ fn enter_slow(tracing_id: u64) {
                 site,
                 parent,
             });
-            Some(spans.len() - 1)
+            // A forward call of more spans than `u32` counts records the rest unnamed.
+            u32::try_from(spans.len() - 1).ok()
         })
         .ok()
         .flatten();
@@ -404,11 +423,16 @@ fn enter_slow(tracing_id: u64) {
         let Ok(mut stack) = stack.try_borrow_mut() else {
             return;
         };
+        let traced = trace.is_some_and(|open| {
+            TRACES
+                .try_with(|traces| traces.try_borrow_mut().map(|mut t| t.push(open)).is_ok())
+                .unwrap_or(false)
+        });
         mark_parent(&mut stack);
         stack.push(Entered {
             tracing_id,
-            trace,
-            module: module_index,
+            module: module_index.unwrap_or(Entered::NO_MODULE),
+            traced,
             has_child: false,
         });
         opened();
@@ -421,15 +445,27 @@ fn exit_slow(tracing_id: u64) {
         .try_with(|stack| {
             let mut stack = stack.try_borrow_mut().ok()?;
             let at = stack.iter().rposition(|e| e.tracing_id == tracing_id)?;
-            Some(stack.remove(at))
+            let entered = stack.remove(at);
+            // Its trace span: after those of the traced entries below it.
+            let open = entered.traced.then(|| {
+                let k = stack[..at].iter().filter(|e| e.traced).count();
+                TRACES
+                    .try_with(|traces| {
+                        let mut traces = traces.try_borrow_mut().ok()?;
+                        (k < traces.len()).then(|| traces.remove(k))
+                    })
+                    .ok()
+                    .flatten()
+            });
+            Some((entered, open.flatten()))
         })
         .ok()
         .flatten();
-    let Some(entered) = entered else {
+    let Some((entered, open)) = entered else {
         return;
     };
     closed();
-    if let Some(open) = entered.trace {
+    if let Some(open) = open {
         with_routed(|recorder| {
             // Entered in one step, exited in the next: the span stays open in its own step's
             // file (it was, when that step ended), not closed in another's.
@@ -445,11 +481,14 @@ fn exit_slow(tracing_id: u64) {
             }
         });
     }
-    if let Some(index) = entered.module {
+    if let Some(index) = entered.module() {
         let end = span_clock().raw();
         let _ = FORWARD.try_with(|forward| {
             if let Ok(mut forward) = forward.try_borrow_mut() {
-                if let Some(span) = forward.as_mut().and_then(|spans| spans.get_mut(index)) {
+                if let Some(span) = forward
+                    .as_mut()
+                    .and_then(|spans| spans.get_mut(index as usize))
+                {
                     span.end = Some(end);
                 }
             }
@@ -656,6 +695,7 @@ mod tests {
             assert!(spans.iter().all(|s| s.end.is_some_and(|e| e >= s.start)));
             assert!(forward.instant(spans[0].start) >= forward.start);
             assert!(STACK.with(|stack| stack.borrow().is_empty()));
+            assert_eq!(std::mem::size_of::<Entered>(), 16);
             assert_eq!(OPEN_HERE.with(std::cell::Cell::get), 0);
             // The next forward call's vector is made as large as this one's was.
             let ((), next) = with_forward(|| {

@@ -86,3 +86,47 @@ fn a_span_entered_in_one_step_and_exited_in_the_next_is_not_closed_in_the_next()
         );
     }
 }
+
+#[test]
+fn spans_exited_out_of_order_close_their_own_trace_spans() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    candle_trace_capture::install().unwrap();
+    let (a, b, c) = (
+        tracing::info_span!("outer_a"),
+        tracing::info_span!("middle_b"),
+        tracing::info_span!("inner_c"),
+    );
+    let out = SharedBuf::default();
+    let recorder = Recorder::builder("routing::test")
+        .capture_step(1)
+        .writer(out.clone())
+        .install()
+        .unwrap();
+    let step = recorder.begin_step();
+    let ea = a.clone().entered();
+    let eb = b.clone().entered();
+    let ec = c.clone().entered();
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    // The middle one first: its trace span must be the one closed, not the innermost.
+    drop(eb);
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    drop(ec);
+    drop(ea);
+    drop(step);
+    recorder.finish().unwrap();
+    let doc = out.document();
+    let span = |name: &str| doc.spans.iter().find(|s| s.name == name).unwrap();
+    let (sa, sb, sc) = (span("outer_a"), span("middle_b"), span("inner_c"));
+    assert_eq!(sb.parent_id.as_deref(), Some(sa.id.as_str()));
+    assert_eq!(sc.parent_id.as_deref(), Some(sb.id.as_str()));
+    // Each closed at its own exit: `middle_b` before `inner_c`, which ran 2 ms longer.
+    let (db, dc) = (sb.duration_ns.unwrap(), sc.duration_ns.unwrap());
+    assert!(
+        sb.end_ns() < sc.end_ns(),
+        "middle_b ended at {}, inner_c at {}",
+        sb.end_ns(),
+        sc.end_ns()
+    );
+    assert!(dc > 1_000_000 && db > 1_000_000, "{db} {dc}");
+    assert!(sa.duration_ns.unwrap() >= sc.end_ns() - sa.start_ns);
+}
