@@ -1,7 +1,8 @@
-//! How many consumers record `tracing` spans right now: the installed recorder during its
-//! captured step, plus one per inference forward call in progress. Zero outside them, so the
-//! subscriber's `enter` returns after one load. Its own module, below both the recorder state
-//! that starts and ends a captured step and the subscriber that reads the count.
+//! How many recorders record the `tracing` spans of every thread right now: the installed
+//! recorder during its captured step. Zero outside it, so the subscriber's `enter` returns
+//! after this load and one of the thread's own count of inference forward calls (which record
+//! only that thread's spans). Its own module, below both the recorder state that starts and
+//! ends a captured step and the subscriber that reads the count.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -13,7 +14,7 @@ pub(crate) fn any() -> bool {
     ACTIVE.load(Ordering::Relaxed) != 0
 }
 
-/// Something started recording spans (a captured step began, a forward call started).
+/// A recorder started recording spans (its captured step began).
 pub(crate) fn activate() {
     ACTIVE.fetch_add(1, Ordering::AcqRel);
 }

@@ -198,6 +198,10 @@ thread_local! {
     /// Spans on [`STACK`] (mirrors its length): `exit` returns after one load of this
     /// thread's own counter when zero, reading no cache line that other threads write.
     static OPEN_HERE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Inference forward calls running on this thread ([`with_forward`]): while any, `enter`
+    /// records this thread's spans. A count of this thread's own, so that starting and ending
+    /// a forward call writes no cache line that other serving threads read on every span.
+    static FORWARDS_HERE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// Read or write a lock whatever a panic elsewhere left in it: the data stays consistent.
@@ -344,7 +348,7 @@ impl Subscriber for CaptureSubscriber {
 
     #[inline]
     fn enter(&self, span: &Id) {
-        if !crate::active::any() {
+        if !crate::active::any() && FORWARDS_HERE.try_with(std::cell::Cell::get).unwrap_or(0) == 0 {
             return;
         }
         enter_slow(span.into_u64());
@@ -585,10 +589,10 @@ pub(crate) fn with_forward<R>(f: impl FnOnce() -> R) -> (R, ForwardSpans) {
         .flatten();
     let clock = span_clock();
     let (raw_start, start) = (clock.raw(), Instant::now());
-    crate::active::activate();
-    // Restored on the way out, by a panic in `f` too: left active, every later span of the
-    // process went through the slow path, and this thread's spans piled up in a forward call
-    // that had ended.
+    let _ = FORWARDS_HERE.try_with(|n| n.set(n.get() + 1));
+    // Restored on the way out, by a panic in `f` too: left counted, every later span of the
+    // thread went through the slow path, and its spans piled up in a forward call that had
+    // ended.
     let mut restore = ForwardRestore {
         outer: Some(outer.flatten()),
     };
@@ -612,10 +616,11 @@ struct ForwardRestore {
 }
 
 impl ForwardRestore {
-    /// Deactivate and put the enclosing spans back; returns this call's spans (once).
+    /// Uncount the forward call and put the enclosing spans back; returns this call's spans
+    /// (once).
     fn restore(&mut self) -> Option<Vec<ModuleSpan>> {
         let outer = self.outer.take()?;
-        crate::active::deactivate();
+        let _ = FORWARDS_HERE.try_with(|n| n.set(n.get().saturating_sub(1)));
         FORWARD
             .try_with(|forward| {
                 forward
