@@ -139,6 +139,16 @@ pub(crate) trait Encode: Send + 'static {
     fn local_rings() -> &'static std::thread::LocalKey<LocalRings<Self>>
     where
         Self: Sized;
+
+    /// Whether written items go back to the thread that sent them, to be dropped at its next
+    /// push ([`ThreadRing::written`]): for items that own blocks the sending thread allocated
+    /// (a serving thread's forward calls), not for those pushed from inside the allocator.
+    const GIVE_BACK: bool = false;
+}
+
+/// Whether `T`'s written items go back to their thread.
+const fn gives_back<T: Encode>() -> bool {
+    T::GIVE_BACK && std::mem::needs_drop::<T>()
 }
 
 /// What producers and `flush()`/`finish()` tell the writer thread, besides the items
@@ -185,9 +195,10 @@ pub(crate) struct ThreadRing<T> {
     writer: u64,
     producer: Producer<T>,
     /// The items the writer thread has written, handed back to be dropped on this thread,
-    /// which made them (`None` for items with nothing to drop). Dropped on the writer
-    /// thread, an item's blocks went back to this thread's allocator arena through its lock,
-    /// and the arena's trimming (`madvise`) cost this thread page faults.
+    /// which made them (`None` unless [`Encode::GIVE_BACK`]). Dropped on the writer thread, an
+    /// item's blocks go back to this thread's allocator arena through its lock, and the
+    /// arena's trimming (`madvise`) costs this thread page faults. What comes back after the
+    /// thread's last push waits for its next push, or its end.
     written: Option<Consumer<T>>,
 }
 
@@ -332,7 +343,7 @@ impl<T: Encode> Writer<T> {
     /// outside the ring table's borrow: a drop frees, and the allocator's hook may record.
     #[inline(always)]
     fn drop_written(&self) {
-        if !std::mem::needs_drop::<T>() {
+        if !gives_back::<T>() {
             return;
         }
         for _ in 0..DROPS_PER_PUSH {
@@ -415,7 +426,7 @@ impl<T: Encode> Writer<T> {
         crate::alloc::quietly(|| {
             rings.retain(|r| !r.producer.is_abandoned());
             let (producer, consumer) = RingBuffer::new(shared.capacity);
-            let (back, written) = if std::mem::needs_drop::<T>() {
+            let (back, written) = if gives_back::<T>() {
                 let (back, written) = RingBuffer::new(shared.capacity);
                 (Some(back), Some(written))
             } else {
@@ -599,6 +610,7 @@ mod tests {
     impl Encode for Owned {
         type State = ();
         local_rings!(Owned);
+        const GIVE_BACK: bool = true;
         fn encode(&self, out: &mut Vec<u8>, _: &mut ()) {
             out.extend_from_slice(self.0.as_bytes());
         }

@@ -1009,6 +1009,7 @@ pub(crate) enum Line {
 impl Encode for Line {
     type State = LineState;
     crate::writer::local_rings!(Line);
+    const GIVE_BACK: bool = true;
 
     fn encode(&self, out: &mut Vec<u8>, state: &mut LineState) {
         state.extra = 0;
