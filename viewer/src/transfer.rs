@@ -859,13 +859,12 @@ mod tests {
         assert!(kinds.iter().all(|&k| k > 0), "{kinds:?}");
     }
 
+    type Chunks = Vec<Vec<u8>>;
+
     /// `bytes` read and encoded in two stages as the worker does, cut after `chunk_bytes`
     /// bytes of body: the records' chunks (written before the end-of-file work), the rest's,
     /// and the document; `None` for a file that is no trace/6 file.
-    fn staged(
-        bytes: &[u8],
-        chunk_bytes: usize,
-    ) -> Option<(Vec<Vec<u8>>, Vec<Vec<u8>>, AnyDocument)> {
+    fn staged(bytes: &[u8], chunk_bytes: usize) -> Option<(Chunks, Chunks, AnyDocument)> {
         let mut r = AnyReader::new();
         r.push(bytes);
         let read = r.end_input();

@@ -53,11 +53,21 @@ fn sample_document() -> AnyDocument {
     reader.finish()
 }
 
-/// One round of the worker's part: read, analyse and encode the sample.
+/// One round of the worker's part: read, analyse and encode the sample, in the stages a file
+/// goes through (its records encoded before the analysis, the rest after).
 pub fn worker_round() {
-    crate::transfer::encode(&sample_document(), |chunk| {
+    let mut reader = AnyReader::new();
+    reader.push(SAMPLE);
+    let read = reader.end_input();
+    let sink = |chunk: Vec<u8>| {
         std::hint::black_box(chunk);
-    });
+    };
+    let staged = read
+        .records()
+        .map(|records| crate::transfer::encode_records(records, sink));
+    if let (Some(staged), AnyDocument::Trace(t)) = (staged, read.finish()) {
+        staged.encode_rest(&t, sink);
+    }
 }
 
 /// The sample's encoding ([`crate::transfer::encode`]: one chunk), as the page receives a
