@@ -46,13 +46,6 @@ pub fn stopped() -> bool {
     STOPPED.with(Cell::get)
 }
 
-/// The sample read and analysed, as the worker does with a file.
-fn sample_document() -> AnyDocument {
-    let mut reader = AnyReader::new();
-    reader.push(SAMPLE);
-    reader.finish()
-}
-
 /// One round of the worker's part: read, analyse and encode the sample, in the stages a file
 /// goes through (its records encoded before the analysis, the rest after).
 pub fn worker_round() {
@@ -117,6 +110,13 @@ pub async fn run<F: Future<Output = ()>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sample read and analysed, as the worker does with a file.
+    fn sample_document() -> AnyDocument {
+        let mut reader = AnyReader::new();
+        reader.push(SAMPLE);
+        reader.finish()
+    }
 
     /// Poll `f` once: the futures here are ready at once.
     fn now<F: Future>(f: F) -> F::Output {
