@@ -9,14 +9,22 @@
 //! encoding), and no single task on the page grows with the file. No serde and no per-field
 //! visitors: a row is read straight from its columns.
 //!
+//! A trace's stream can also be written in two stages: [`encode_records`] writes the header,
+//! the head and the record tables as soon as the last line is read (they are final then:
+//! [`TraceRecords`]), and [`Staged::encode_rest`] the parts the end-of-file analysis completes,
+//! so the page decodes the records while the worker analyses. The stages continue one stream:
+//! the same bytes as [`encode`] writes, cut into chunks at other places (the first stage's last
+//! chunk ends with it), and the decoder does not tell them apart.
+//!
 //! A chunk (little-endian; tables as in [`wire`]) is the table of the strings it uses first
 //! (each distinct string crosses once, numbered in order of first use across the stream), then
 //! its body. The bodies, end to end, are:
-//! - `CTT4`, the document kind (`0` trace, `1` profile, `2` unsupported);
+//! - `CTT5`, the document kind (`0` trace, `1` profile, `2` unsupported);
 //! - the kind's head (a trace's in `head.rs`; an unsupported file's format);
-//! - the kind's parts in a fixed order ([`TRACE`], [`PROFILE`], [`UNSUPPORTED`]). A part of
-//!   records is its row count, then tables of at most [`BATCH`] rows; the span tree, the
-//!   memory profile's head and a Chrome import are one run of tables each.
+//! - the kind's parts in a fixed order ([`TRACE`], [`PROFILE`], [`UNSUPPORTED`]; a trace's
+//!   record tables before its spans). A part of records is its row count, then tables of at
+//!   most [`BATCH`] rows; the span tree, the memory profile's head and a Chrome import are one
+//!   run of tables each.
 //!
 //! Each part's table is declared once, in its own file beside the functions that write and
 //! read a row of it ([`columns!`](columns::columns)): the column kinds say how each field is
@@ -35,9 +43,8 @@ use std::fmt;
 
 use candle_trace_schema::format::detect::{AnyDocument, Format};
 use candle_trace_schema::format::diagnostics::Diagnostic;
-use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::document::{TraceDocument, TraceRecords};
 use candle_trace_schema::format::profile::{ProfileDocument, ProfileRecord};
-use candle_trace_schema::format::table::Pools;
 
 mod chrome;
 mod codes;
@@ -70,9 +77,9 @@ pub const BATCH: usize = 8192;
 /// about fifty messages.
 pub const CHUNK_BYTES: usize = 1 << 20;
 
-/// The first bytes of an encoded document (`4`: the chunked stream, ids in place, the op and
-/// memory tables as stored).
-const MAGIC: &[u8; 4] = b"CTT4";
+/// The first bytes of an encoded document (`5`: the chunked stream, ids in place, the op and
+/// memory tables as stored, a trace's records before its spans).
+const MAGIC: &[u8; 4] = b"CTT5";
 
 /// Why bytes could not be decoded (a bug or a truncated transfer, never the user's file).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,10 +101,9 @@ fn broken(what: impl Into<String>) -> TransferError {
     TransferError(what.into())
 }
 
-/// One part of a document, in the order written.
+/// One part of a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Part {
-    Spans,
     OpStrings,
     OpShapes,
     Ops,
@@ -108,6 +114,7 @@ enum Part {
     DeviceMemory,
     Gradients,
     Edges,
+    Spans,
     Tree,
     MemoryProfile,
     Samples,
@@ -116,9 +123,10 @@ enum Part {
     Diagnostics,
 }
 
-/// The parts of a trace, in order.
+/// The parts of a trace, in order: first its records ([`Part::is_record`]), final once the
+/// last line is read, which the worker sends while it analyses ([`encode_records`]); then
+/// those the end-of-file work completes ([`Staged::encode_rest`]).
 const TRACE: &[Part] = &[
-    Part::Spans,
     Part::OpStrings,
     Part::OpShapes,
     Part::Ops,
@@ -129,6 +137,7 @@ const TRACE: &[Part] = &[
     Part::DeviceMemory,
     Part::Gradients,
     Part::Edges,
+    Part::Spans,
     Part::Tree,
     Part::MemoryProfile,
     Part::Samples,
@@ -143,6 +152,24 @@ const PROFILE: &[Part] = &[Part::Records, Part::Diagnostics];
 const UNSUPPORTED: &[Part] = &[Part::Diagnostics];
 
 impl Part {
+    /// Whether the part is a table of a trace's [`TraceRecords`]: final once the last line is
+    /// read, written before the parts the end-of-file work completes.
+    fn is_record(self) -> bool {
+        matches!(
+            self,
+            Part::OpStrings
+                | Part::OpShapes
+                | Part::Ops
+                | Part::Tensors
+                | Part::MemoryStrings
+                | Part::MemoryShapes
+                | Part::Memory
+                | Part::DeviceMemory
+                | Part::Gradients
+                | Part::Edges
+        )
+    }
+
     /// Whether the part is rows in blocks (a count, then tables of at most [`BATCH`] rows)
     /// rather than one run of tables read in one step.
     fn in_blocks(self) -> bool {
@@ -180,20 +207,14 @@ fn encode_to(doc: &AnyDocument, chunk_bytes: usize, emit: &mut dyn FnMut(Vec<u8>
             .collect(),
         _ => Vec::new(),
     };
-    let mut e = Enc {
-        out: Out::default(),
-        s: Strings::default(),
-        sent_strings: 0,
-        chunk_bytes,
-        emit,
-    };
-    e.out.buf.extend_from_slice(MAGIC);
+    let mut e = Enc::new(Strings::default(), chunk_bytes, emit);
     match doc {
         AnyDocument::Trace(t) => {
-            e.out.u8(0);
-            e.trace(t);
+            e.records(t.records());
+            e.analysed(t);
         }
         AnyDocument::Profile(p) => {
+            e.out.buf.extend_from_slice(MAGIC);
             e.out.u8(1);
             e.blocks(profile_records.iter(), records::write);
             e.blocks(p.diagnostics.iter(), diagnostics::write);
@@ -202,16 +223,13 @@ fn encode_to(doc: &AnyDocument, chunk_bytes: usize, emit: &mut dyn FnMut(Vec<u8>
             format,
             diagnostics,
         } => {
+            e.out.buf.extend_from_slice(MAGIC);
             e.out.u8(2);
             e.out.u8(opt_code(format.as_ref()));
             e.blocks(diagnostics.iter(), diagnostics::write);
         }
     }
-    // The rest, unless the last block ended a chunk already (the first chunk always has a
-    // body: the header).
-    if !e.out.buf.is_empty() {
-        e.cut();
-    }
+    e.end();
 }
 
 /// Encode a document into one list of chunks (tests and tools).
@@ -221,8 +239,54 @@ pub fn encode_all(doc: &AnyDocument) -> Vec<Vec<u8>> {
     chunks
 }
 
+/// The first stage of a trace's encoding in two: the header, the head and the record tables,
+/// which are final once the last line is read ([`AnyRead::records`](candle_trace_schema::format::detect::AnyRead::records)),
+/// every chunk handed to `emit`, the last one cut at their end. The worker sends them before
+/// it analyses, so the page decodes them meanwhile; [`Staged::encode_rest`] then writes the
+/// rest of the same stream. The chunks of both stages, end to end, are those [`encode`]
+/// writes of the finished document, but for where they are cut.
+pub fn encode_records(records: TraceRecords<'_>, emit: impl FnMut(Vec<u8>)) -> Staged {
+    encode_records_in(records, CHUNK_BYTES, emit)
+}
+
+/// [`encode_records`], cutting a chunk once its body has `chunk_bytes` bytes.
+pub fn encode_records_in(
+    records: TraceRecords<'_>,
+    chunk_bytes: usize,
+    mut emit: impl FnMut(Vec<u8>),
+) -> Staged {
+    let emit: &mut dyn FnMut(Vec<u8>) = &mut emit;
+    let mut e = Enc::new(Strings::default(), chunk_bytes, emit);
+    e.records(records);
+    e.end();
+    Staged {
+        strings: e.s.to_owned_list(),
+        chunk_bytes,
+    }
+}
+
+/// Where [`encode_records`] left a trace's stream: the strings sent so far (their numbers go
+/// on), for [`Staged::encode_rest`].
+pub struct Staged {
+    /// Every string sent, in the order of their numbers (copies: the records they came from
+    /// may move when the document is finished).
+    strings: Vec<Box<str>>,
+    chunk_bytes: usize,
+}
+
+impl Staged {
+    /// The second stage: the rest of the finished document `t` (whose records are those the
+    /// first stage wrote), every chunk handed to `emit`.
+    pub fn encode_rest(self, t: &TraceDocument, mut emit: impl FnMut(Vec<u8>)) {
+        let emit: &mut dyn FnMut(Vec<u8>) = &mut emit;
+        let mut e = Enc::new(Strings::resumed(&self.strings), self.chunk_bytes, emit);
+        e.analysed(t);
+        e.end();
+    }
+}
+
 /// The bytes and the string table being written, and where the chunks go.
-struct Enc<'d, E> {
+struct Enc<'d, 'e> {
     /// The body of the chunk being written.
     out: Out,
     s: Strings<'d>,
@@ -230,10 +294,21 @@ struct Enc<'d, E> {
     sent_strings: usize,
     /// Body bytes after which a chunk is cut (at the end of a block or part).
     chunk_bytes: usize,
-    emit: E,
+    emit: &'e mut dyn FnMut(Vec<u8>),
 }
 
-impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
+impl<'d, 'e> Enc<'d, 'e> {
+    /// An encoder whose strings `s` were sent already.
+    fn new(s: Strings<'d>, chunk_bytes: usize, emit: &'e mut dyn FnMut(Vec<u8>)) -> Self {
+        Enc {
+            out: Out::default(),
+            sent_strings: s.len(),
+            s,
+            chunk_bytes,
+            emit,
+        }
+    }
+
     /// The chunk so far: the strings first used in it, then its body.
     fn cut(&mut self) {
         let mut chunk = Out::default();
@@ -247,6 +322,14 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
     /// Cut a chunk if the body is long enough.
     fn maybe_cut(&mut self) {
         if self.out.buf.len() >= self.chunk_bytes {
+            self.cut();
+        }
+    }
+
+    /// The rest, unless the last block ended a chunk already (every stage writes something:
+    /// the header, or a trace's spans count).
+    fn end(&mut self) {
+        if !self.out.buf.is_empty() {
             self.cut();
         }
     }
@@ -274,38 +357,77 @@ impl<'d, E: FnMut(Vec<u8>)> Enc<'d, E> {
         }
     }
 
-    /// A table's pools: its strings, then its shapes, each a part in blocks.
-    fn pools(&mut self, p: &'d Pools) {
-        self.blocks(p.strings(), pools::write_string);
-        self.blocks(p.shapes(), pools::write_shape);
+    /// A trace's header, head and record parts ([`Part::is_record`]), in [`TRACE`]'s order.
+    fn records(&mut self, r: TraceRecords<'d>) {
+        self.out.buf.extend_from_slice(MAGIC);
+        self.out.u8(0);
+        head::write(&mut self.out, &mut self.s, &r);
+        for &part in TRACE.iter().filter(|p| p.is_record()) {
+            match part {
+                Part::OpStrings => self.blocks(r.ops.pools().strings(), pools::write_string),
+                Part::OpShapes => self.blocks(r.ops.pools().shapes(), pools::write_shape),
+                Part::Ops => {
+                    let ops = r.ops.cells().iter().enumerate();
+                    self.blocks(ops.map(|(i, c)| (c, r.ops.inputs_of(i))), ops::write)
+                }
+                Part::Tensors => self.blocks(r.tensors.iter(), tensors::write),
+                Part::MemoryStrings => self.blocks(r.memory.pools().strings(), pools::write_string),
+                Part::MemoryShapes => self.blocks(r.memory.pools().shapes(), pools::write_shape),
+                Part::Memory => self.blocks(r.memory.cells().iter(), memory::write),
+                Part::DeviceMemory => self.blocks(r.device_memory.iter(), device_memory::write),
+                Part::Gradients => self.blocks(r.gradients.iter(), gradients::write),
+                Part::Edges => self.blocks(r.edges.iter(), edges::write),
+                // Not records: written by `analysed`.
+                Part::Spans
+                | Part::Tree
+                | Part::MemoryProfile
+                | Part::Samples
+                | Part::Chrome
+                | Part::Records
+                | Part::Diagnostics => {}
+            }
+        }
     }
 
-    fn trace(&mut self, t: &'d TraceDocument) {
-        head::write(&mut self.out, &mut self.s, t);
-        self.blocks(t.spans.iter(), spans::write);
-        self.pools(t.ops.pools());
-        let ops = t.ops.cells().iter().enumerate();
-        self.blocks(ops.map(|(i, c)| (c, t.ops.inputs_of(i))), ops::write);
-        self.blocks(t.tensors.iter(), tensors::write);
-        self.pools(t.memory.pools());
-        self.blocks(t.memory.cells().iter(), memory::write);
-        self.blocks(t.device_memory.iter(), device_memory::write);
-        self.blocks(t.gradients.iter(), gradients::write);
-        self.blocks(t.edges.iter(), edges::write);
-        tree::write(&mut self.out, &t.tree);
-        self.maybe_cut();
-        memory_profile::write_head(&mut self.out, &mut self.s, &t.memory_profile);
-        self.maybe_cut();
-        self.blocks(
-            t.memory_profile.samples.iter(),
-            memory_profile::write_sample,
-        );
-        self.out.bool(t.chrome.is_some());
-        if let Some(c) = &t.chrome {
-            chrome::write(&mut self.out, &mut self.s, c);
+    /// The rest of a trace's parts, after its records, in [`TRACE`]'s order.
+    fn analysed(&mut self, t: &'d TraceDocument) {
+        for &part in TRACE.iter().filter(|p| !p.is_record()) {
+            match part {
+                Part::Spans => self.blocks(t.spans.iter(), spans::write),
+                Part::Tree => {
+                    tree::write(&mut self.out, &t.tree);
+                    self.maybe_cut();
+                }
+                Part::MemoryProfile => {
+                    memory_profile::write_head(&mut self.out, &mut self.s, &t.memory_profile);
+                    self.maybe_cut();
+                }
+                Part::Samples => self.blocks(
+                    t.memory_profile.samples.iter(),
+                    memory_profile::write_sample,
+                ),
+                Part::Chrome => {
+                    self.out.bool(t.chrome.is_some());
+                    if let Some(c) = &t.chrome {
+                        chrome::write(&mut self.out, &mut self.s, c);
+                    }
+                    self.maybe_cut();
+                }
+                Part::Diagnostics => self.blocks(t.diagnostics.iter(), diagnostics::write),
+                // Records: written by `records`; a profile's records are no trace's part.
+                Part::OpStrings
+                | Part::OpShapes
+                | Part::Ops
+                | Part::Tensors
+                | Part::MemoryStrings
+                | Part::MemoryShapes
+                | Part::Memory
+                | Part::DeviceMemory
+                | Part::Gradients
+                | Part::Edges
+                | Part::Records => {}
+            }
         }
-        self.maybe_cut();
-        self.blocks(t.diagnostics.iter(), diagnostics::write);
     }
 }
 
@@ -624,7 +746,7 @@ fn block(doc: &mut Partial, part: Part, t: &Table, b: &[u8], s: Strs<'_>) -> Res
 mod tests {
     use super::*;
     use candle_trace_schema::format::detect::AnyReader;
-    use candle_trace_schema::format::table::{MemoryTable, OpTable};
+    use candle_trace_schema::format::table::{MemoryTable, OpTable, Pools};
     use candle_trace_schema::format::tracks::TrackId;
     #[cfg(not(target_arch = "wasm32"))]
     use proptest::prelude::*;
@@ -735,6 +857,116 @@ mod tests {
         }
         // trace/6 files, Chrome imports and profiles are all among them.
         assert!(kinds.iter().all(|&k| k > 0), "{kinds:?}");
+    }
+
+    type Chunks = Vec<Vec<u8>>;
+
+    /// `bytes` read and encoded in two stages as the worker does, cut after `chunk_bytes`
+    /// bytes of body: the records' chunks (written before the end-of-file work), the rest's,
+    /// and the document; `None` for a file that is no trace/6 file.
+    fn staged(bytes: &[u8], chunk_bytes: usize) -> Option<(Chunks, Chunks, AnyDocument)> {
+        let mut r = AnyReader::new();
+        r.push(bytes);
+        let read = r.end_input();
+        let mut early = Vec::new();
+        let staged = encode_records_in(read.records()?, chunk_bytes, |c| early.push(c));
+        let doc = read.finish();
+        let AnyDocument::Trace(t) = &doc else {
+            panic!("a trace/6 file's records, then no trace")
+        };
+        let mut rest = Vec::new();
+        staged.encode_rest(t, |c| rest.push(c));
+        Some((early, rest, doc))
+    }
+
+    /// Every string of a stream of chunks in the order of their numbers, and the bodies end to
+    /// end: what a stream says, whichever way it is cut.
+    fn stream(chunks: &[Vec<u8>]) -> (Vec<String>, Vec<u8>) {
+        let mut pool = StringPool::default();
+        let (mut strings, mut body) = (Vec::new(), Vec::new());
+        for c in chunks {
+            let mut r = In::new(c, 0);
+            let t = r.table().unwrap();
+            pool.append(&t, c).unwrap();
+            for _ in 0..t.n {
+                strings.push(pool.strs().get(strings.len() as u32).unwrap().to_string());
+            }
+            body.extend_from_slice(&c[r.at..]);
+        }
+        (strings, body)
+    }
+
+    #[test]
+    fn a_trace_encoded_in_stages_crosses_unchanged_and_as_the_one_stage_stream() {
+        let mut traces = 0;
+        for (name, bytes) in fixtures() {
+            for chunk_bytes in [1, 300, CHUNK_BYTES] {
+                let Some((early, rest, doc)) = staged(&bytes, chunk_bytes) else {
+                    continue;
+                };
+                assert_same(&name, &read(&bytes), &doc);
+                let all: Vec<Vec<u8>> = early.iter().chain(&rest).cloned().collect();
+                assert_same(&name, &doc, &decode(&all).unwrap());
+                // The same strings, numbered alike, and the same bytes as one stage writes.
+                assert_eq!(
+                    stream(&all),
+                    stream(&chunks_of(&doc, chunk_bytes)),
+                    "{name}"
+                );
+                // The records' chunks decode on their own, to their end, before the rest exists.
+                let mut d = Decoder::new();
+                for c in &early {
+                    d.push(c).unwrap();
+                    loop {
+                        match d.step().unwrap() {
+                            Stepped::More => {}
+                            Stepped::NeedChunk => break,
+                            Stepped::Done => panic!("{name}: done after the records"),
+                        }
+                    }
+                }
+                assert_eq!(d.position(), early.iter().map(Vec::len).sum::<usize>());
+                for c in &rest {
+                    d.push(c).unwrap();
+                    while d.step().unwrap() == Stepped::More {}
+                }
+                assert_same(&name, &doc, &d.finish().unwrap());
+            }
+            traces += 1;
+        }
+        assert!(traces > 10, "{traces}");
+    }
+
+    #[test]
+    fn a_string_of_both_stages_crosses_once() {
+        // "cuda:7" is the device of a tensor and a checkpoint (records) and of the memory
+        // profile (the analysis); "lonely" only a span's name, sent in the second stage.
+        let file = format!(
+            "{}{}\n{}\n{}\n{}\n",
+            many_spans(0),
+            r#"{"kind":"tensor","span_id":"root","tensor_id":"t","shape":[2],"dtype":"f32","device":"cuda:7","requires_grad":false,"category":"activation"}"#,
+            r#"{"kind":"device_memory","timestamp_ns":1,"device":"cuda:7","used_bytes":8,"free_bytes":100}"#,
+            r#"{"kind":"span_start","id":"x","parent_id":"root","name":"lonely","start_ns":0,"span_kind":"op"}"#,
+            r#"{"kind":"span_end","id":"x","duration_ns":1}"#,
+        );
+        let (early, rest, doc) = staged(file.as_bytes(), 1).unwrap();
+        let AnyDocument::Trace(t) = &doc else {
+            panic!("a trace")
+        };
+        assert_eq!(t.memory_profile.devices.len(), 1);
+        let count = |chunks: &[Vec<u8>], what: &[u8]| {
+            chunks
+                .concat()
+                .windows(what.len())
+                .filter(|w| *w == what)
+                .count()
+        };
+        assert_eq!(count(&early, b"cuda:7"), 1);
+        assert_eq!(count(&rest, b"cuda:7"), 0);
+        assert_eq!(count(&early, b"lonely"), 0);
+        assert_eq!(count(&rest, b"lonely"), 1);
+        let all: Vec<Vec<u8>> = early.into_iter().chain(rest).collect();
+        assert_same("both stages", &doc, &decode(&all).unwrap());
     }
 
     /// A trace/6 file where every record sets every optional field it has.
@@ -1092,15 +1324,16 @@ mod tests {
     #[test]
     fn a_string_out_of_range_is_an_error() {
         // No meta and no capture_sources: the body's header (5 bytes), skipped_unknown and
-        // bytes_read (16), two absent flags (2), the spans' count (8), then their table's row
-        // count (8) and column count (4). Each column is its length (8) and its bytes: the id's
-        // end (4) at byte 51, its byte "a" at 63, the parent's bitmap (1) at 72, end (4) at 81
-        // and no bytes, then the name's index into the string table (4) at byte 101.
+        // bytes_read (16), two absent flags (2), the ten record parts' counts, all 0 (80), the
+        // spans' count (8), then their table's row count (8) and column count (4). Each column
+        // is its length (8) and its bytes: the id's end (4) at byte 131, its byte "a" at 143,
+        // the parent's bitmap (1) at 152, end (4) at 161 and no bytes, then the name's index
+        // into the string table (4) at byte 181.
         let file = "{\"kind\":\"span_start\",\"id\":\"a\",\"name\":\"n\",\"start_ns\":0,\"span_kind\":\"op\"}\n";
         let chunks = encode_all(&read(file.as_bytes()));
         assert_eq!(chunks.len(), 1);
         let body = body_of(&chunks[0]);
-        let (id, name) = (body + 51, body + 101);
+        let (id, name) = (body + 131, body + 181);
         assert_eq!(
             &chunks[0][id - 8..id + 4],
             &[4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]
@@ -1278,6 +1511,9 @@ mod tests {
             let back = decode(&encode_all(&doc)).unwrap();
             assert_same("generated", &doc, &back);
             assert_same("generated, small chunks", &doc, &decode(&chunks_of(&doc, 1)).unwrap());
+            let (early, rest, _) = staged(file.as_bytes(), 1).unwrap();
+            let all: Vec<Vec<u8>> = early.into_iter().chain(rest).collect();
+            assert_same("generated, in stages", &doc, &decode(&all).unwrap());
         }
 
         #[test]

@@ -46,18 +46,21 @@ pub fn stopped() -> bool {
     STOPPED.with(Cell::get)
 }
 
-/// The sample read and analysed, as the worker does with a file.
-fn sample_document() -> AnyDocument {
+/// One round of the worker's part: read, analyse and encode the sample, in the stages a file
+/// goes through (its records encoded before the analysis, the rest after).
+pub fn worker_round() {
     let mut reader = AnyReader::new();
     reader.push(SAMPLE);
-    reader.finish()
-}
-
-/// One round of the worker's part: read, analyse and encode the sample.
-pub fn worker_round() {
-    crate::transfer::encode(&sample_document(), |chunk| {
+    let read = reader.end_input();
+    let sink = |chunk: Vec<u8>| {
         std::hint::black_box(chunk);
-    });
+    };
+    let staged = read
+        .records()
+        .map(|records| crate::transfer::encode_records(records, sink));
+    if let (Some(staged), AnyDocument::Trace(t)) = (staged, read.finish()) {
+        staged.encode_rest(&t, sink);
+    }
 }
 
 /// The sample's encoding ([`crate::transfer::encode`]: one chunk), as the page receives a
@@ -107,6 +110,13 @@ pub async fn run<F: Future<Output = ()>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sample read and analysed, as the worker does with a file.
+    fn sample_document() -> AnyDocument {
+        let mut reader = AnyReader::new();
+        reader.push(SAMPLE);
+        reader.finish()
+    }
 
     /// Poll `f` once: the futures here are ready at once.
     fn now<F: Future>(f: F) -> F::Output {

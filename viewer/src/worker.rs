@@ -1,17 +1,23 @@
 //! Parsing off the page: a dedicated module worker (`web/worker.js`) runs this same wasm and
-//! reads, validates and analyses the file, then hands the page the finished document as a
-//! stream of chunks (see [`crate::transfer`]). The page decodes each chunk while the worker
-//! writes the next, a block of rows at a time, yielding every ~12 ms, so no task on the page
-//! grows with the file and the page never holds the whole encoding.
+//! reads, validates and analyses the file, then hands the page the document as a stream of
+//! chunks (see [`crate::transfer`]). A trace's record tables are final once its last line is
+//! read, so they go first, before the analysis, and the page decodes them while the worker
+//! analyses; the rest (spans, span tree, memory profile, diagnostics) follows. The page decodes
+//! each chunk while the worker writes the next, a block of rows at a time, yielding every
+//! ~12 ms, so no task on the page grows with the file and the page never holds the whole
+//! encoding.
 //!
 //! Messages (plain JS objects):
 //! - worker → page `{type: "ready"}` once its wasm has started;
 //! - page → worker `{file: File}` or `{url: "<absolute same-origin URL>"}`;
 //! - worker → page `{type: "progress", read, total, lines}` about every MiB (`lines` null
-//!   until the format is known, and for Chrome JSON), `{type: "analysing"}`
-//!   when the whole-file analysis starts, `{type: "chunk", bytes: ArrayBuffer}` for each chunk
-//!   of the document (the buffer transferred, not copied), then `{type: "done", readMs,
-//!   analyseMs, encodeMs}` (the times measured in the worker); or `{type: "failed", message}`.
+//!   until the format is known, and for Chrome JSON), `{type: "chunk", bytes: ArrayBuffer}`
+//!   for each chunk of the document (the buffer transferred, not copied): a trace's records
+//!   first, then `{type: "analysing"}` when the whole-file analysis starts, then the other
+//!   chunks, then `{type: "done", readMs, recordsMs, analyseMs, encodeMs, analysedAt}` (the
+//!   times measured in the worker: `recordsMs` the records' encoding before the analysis,
+//!   `encodeMs` both stages of encoding, `analysedAt` the analysis's end on `Date.now()`'s
+//!   clock); or `{type: "failed", message}`.
 //!
 //! A worker serves one file. The page starts the next one ahead of need ([`prepare`], at mount
 //! and two seconds after each load): while the user picks a file, a spare worker loads its
@@ -75,17 +81,22 @@ pub struct LoadTimings {
     pub start_ms: f64,
     /// Reading and parsing every line (measured where it ran).
     pub read_ms: f64,
+    /// Encoding and posting a trace's records (final once the last line is read) before the
+    /// analysis (0 for other formats).
+    pub records_ms: f64,
     /// The whole-file analysis: cross-record checks, span tree, memory profile.
     pub analyse_ms: f64,
-    /// Encoding the document for the page (0 without a worker).
+    /// Encoding the document for the page, both stages: the records before the analysis,
+    /// the rest after it.
     pub encode_ms: f64,
-    /// Bytes handed from the worker to the page (0 without a worker).
+    /// Bytes handed from the worker to the page.
     pub transfer_bytes: u64,
-    /// From the first chunk received to the document decoded on the page (0 without a
-    /// worker); the worker encodes meanwhile.
+    /// From the first chunk received to the document decoded on the page; the worker
+    /// analyses (a trace's records come before the analysis) and encodes meanwhile.
     pub receive_ms: f64,
-    /// From the worker's first byte encoded to the document decoded on the page: the
-    /// hand-over in all, encoding and decoding overlapping (0 without a worker).
+    /// From the end of the worker's analysis to the document decoded on the page: what the
+    /// hand-over adds after the analysis, encoding and decoding overlapping (a trace's
+    /// records crossed before, during the analysis).
     pub handover_ms: f64,
 }
 
@@ -198,13 +209,13 @@ async fn parse(port: web_sys::MessagePort, data: JsValue) {
         Err(LoadError::Failed(text)) => return fail(text),
         Err(LoadError::Cancelled) => return,
     };
-    post(&message("analysing"));
-    let analysing_since = js_sys::Date::now();
-    let doc = reader.finish();
-    let encoding_since = js_sys::Date::now();
+    // The last line read, the record tables are final: they go first, and the page decodes
+    // them while this worker analyses.
+    let read = reader.end_input();
+    let records_since = js_sys::Date::now();
     // Each chunk goes as soon as it is written: the page decodes it while the next is.
     let mut posted = true;
-    crate::transfer::encode(&doc, |chunk| {
+    let mut post_chunk = |chunk: Vec<u8>| {
         // One copy into a JS buffer, which then moves to the page without another.
         let array = Uint8Array::from(&chunk[..]);
         let m = message("chunk");
@@ -212,16 +223,36 @@ async fn parse(port: web_sys::MessagePort, data: JsValue) {
         posted &= port
             .post_message_with_transferable(&m, &Array::of1(&array.buffer()))
             .is_ok();
-    });
+    };
+    let staged = read
+        .records()
+        .map(|records| crate::transfer::encode_records(records, &mut post_chunk));
+    post(&message("analysing"));
+    let analysing_since = js_sys::Date::now();
+    let doc = read.finish();
+    let analysed_at = js_sys::Date::now();
+    match (staged, &doc) {
+        (Some(staged), AnyDocument::Trace(t)) => staged.encode_rest(t, &mut post_chunk),
+        (None, doc) => crate::transfer::encode(doc, &mut post_chunk),
+        // A reader with records finishes as a trace.
+        (Some(_), _) => {
+            return fail("the worker read a trace that did not finish as one".into());
+        }
+    }
     if !posted {
         return fail("the worker could not hand the document to the page".into());
     }
     let done_at = js_sys::Date::now();
     let m = message("done");
-    set(&m, "readMs", (analysing_since - started).into());
-    set(&m, "analyseMs", (encoding_since - analysing_since).into());
-    set(&m, "encodeMs", (done_at - encoding_since).into());
-    set(&m, "encodeStart", encoding_since.into());
+    set(&m, "readMs", (records_since - started).into());
+    set(&m, "recordsMs", (analysing_since - records_since).into());
+    set(&m, "analyseMs", (analysed_at - analysing_since).into());
+    set(
+        &m,
+        "encodeMs",
+        ((analysing_since - records_since) + (done_at - analysed_at)).into(),
+    );
+    set(&m, "analysedAt", analysed_at.into());
     post(&m);
     // While the page lays the document out, its findings (the costly whole-document
     // analysis left), which cross as JSON: a few dozen ranked rows.
@@ -265,9 +296,10 @@ enum Heard {
 
 /// The worker's `done`: its own timings.
 struct Finished {
-    /// When it started encoding (`Date.now()`, the same clock as the page's).
-    encode_start: f64,
+    /// When its analysis ended (`Date.now()`, the same clock as the page's).
+    analysed_at: f64,
     read_ms: f64,
+    records_ms: f64,
     analyse_ms: f64,
     encode_ms: f64,
 }
@@ -355,8 +387,9 @@ fn heard_of(data: &JsValue) -> Option<Heard> {
                 .and_then(|j| j.as_string())?,
         ),
         "done" => Heard::Done(Box::new(Finished {
-            encode_start: num("encodeStart").unwrap_or(0.0),
+            analysed_at: num("analysedAt").unwrap_or(0.0),
             read_ms: num("readMs").unwrap_or(0.0),
+            records_ms: num("recordsMs").unwrap_or(0.0),
             analyse_ms: num("analyseMs").unwrap_or(0.0),
             encode_ms: num("encodeMs").unwrap_or(0.0),
         })),
@@ -613,15 +646,17 @@ pub async fn open(
             }
             Heard::Done(finished) => {
                 let Finished {
-                    encode_start,
+                    analysed_at,
                     read_ms,
+                    records_ms,
                     analyse_ms,
                     encode_ms,
                 } = *finished;
                 timings.read_ms = read_ms;
+                timings.records_ms = records_ms;
                 timings.analyse_ms = analyse_ms;
                 timings.encode_ms = encode_ms;
-                timings.handover_ms = js_sys::Date::now() - encode_start;
+                timings.handover_ms = js_sys::Date::now() - analysed_at;
                 match std::mem::take(&mut decoder).finish() {
                     // The worker stays until its findings come (or `Pending` is dropped).
                     Ok(doc) => {

@@ -12,10 +12,12 @@ use alloc::vec::Vec;
 use crate::analysis::memory::{memory_profile, replay, Curve};
 use crate::analysis::spans::self_times;
 use crate::format::chrome::ChromeReader;
-use crate::format::detect::{AnyDocument, AnyReader, AnySummary, AnySummaryReader, Finished};
+use crate::format::detect::{
+    AnyDocument, AnyRead, AnyReader, AnySummary, AnySummaryReader, Finished,
+};
 use crate::format::diagnostics::{sort_diagnostics, Diagnostic};
 use crate::format::digest::{TraceDigest, TraceDigestReader};
-use crate::format::document::{Dropped, ReadOut, TraceDocument, TraceReader};
+use crate::format::document::{Dropped, ReadOut, TraceDocument, TraceRead, TraceReader};
 use crate::format::events::Meta;
 use crate::format::records::{Lined, Span};
 
@@ -46,6 +48,14 @@ fn with_self_times(mut doc: TraceDocument) -> TraceDocument {
 
 impl TraceReader {
     /// End of file: cross-record checks, span tree, memory profile.
+    pub fn finish(self) -> TraceDocument {
+        self.end_input().finish()
+    }
+}
+
+impl TraceRead {
+    /// End of file: cross-record checks, span tree, memory profile; the document
+    /// [`TraceReader::finish`] gives.
     pub fn finish(self) -> TraceDocument {
         complete(self.read_to_end()).0
     }
@@ -92,6 +102,13 @@ impl TraceDigestReader {
 
 impl AnyReader {
     /// End of file.
+    pub fn finish(self) -> AnyDocument {
+        self.end_input().finish()
+    }
+}
+
+impl AnyRead {
+    /// End of file: the document [`AnyReader::finish`] gives.
     pub fn finish(self) -> AnyDocument {
         match self.read_to_end() {
             Finished::Trace(read) => AnyDocument::Trace(Box::new(complete(*read).0)),

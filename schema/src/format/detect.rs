@@ -395,39 +395,89 @@ impl AnyReader {
         };
     }
 
-    /// End of file, before [`analysis::finish`](crate::analysis::finish) computes the numbers
-    /// of a trace.
-    pub(crate) fn read_to_end(mut self) -> Finished {
+    /// End of input: the format decided (a file too short to tell is decided now) and the
+    /// last line read. A trace/6 file's record tables are final from here
+    /// ([`AnyRead::records`]); [`AnyRead::finish`] then gives the document
+    /// [`AnyReader::finish`] gives in one call.
+    pub fn end_input(mut self) -> AnyRead {
         use crate::format::diagnostics::{Category, Diagnostic};
         self.decide(true);
-        Finished::Other(match self.state {
-            ReaderState::Trace(r) => {
-                return Finished::Trace(alloc::boxed::Box::new(r.read_to_end()))
-            }
-            ReaderState::Profile(r) => AnyDocument::Profile(r.finish()),
-            ReaderState::Chrome(r) => {
-                return Finished::Chrome(alloc::boxed::Box::new(r.read_to_end()))
-            }
-            ReaderState::Rejected(format, empty) => {
-                let message = match (format, empty) {
-                    (_, true) => "the file is empty",
-                    _ => "not a candle-trace file: expected a trace/6 JSONL file (first line {\"kind\":\"meta\",...}), an inference profile (lines with \"schema_version\":1 and \"event_kind\") or Chrome Trace Event JSON",
-                };
-                AnyDocument::Unsupported {
-                    format,
-                    diagnostics: alloc::vec![Diagnostic::error(1, Category::Format, message)],
+        AnyRead {
+            state: Ended::Other(match self.state {
+                ReaderState::Trace(r) => {
+                    return AnyRead {
+                        state: Ended::Trace(alloc::boxed::Box::new(r.end_input())),
+                    }
                 }
-            }
-            // `decide(true)` never leaves the probe undecided.
-            ReaderState::Probing(_) => AnyDocument::Unsupported {
-                format: None,
-                diagnostics: alloc::vec![Diagnostic::error(
-                    1,
-                    Category::Format,
-                    "format could not be detected"
-                )],
-            },
-        })
+                ReaderState::Profile(r) => AnyDocument::Profile(r.finish()),
+                ReaderState::Chrome(r) => {
+                    return AnyRead {
+                        state: Ended::Chrome(r),
+                    }
+                }
+                ReaderState::Rejected(format, empty) => {
+                    let message = match (format, empty) {
+                        (_, true) => "the file is empty",
+                        _ => "not a candle-trace file: expected a trace/6 JSONL file (first line {\"kind\":\"meta\",...}), an inference profile (lines with \"schema_version\":1 and \"event_kind\") or Chrome Trace Event JSON",
+                    };
+                    AnyDocument::Unsupported {
+                        format,
+                        diagnostics: alloc::vec![Diagnostic::error(1, Category::Format, message)],
+                    }
+                }
+                // `decide(true)` never leaves the probe undecided.
+                ReaderState::Probing(_) => AnyDocument::Unsupported {
+                    format: None,
+                    diagnostics: alloc::vec![Diagnostic::error(
+                        1,
+                        Category::Format,
+                        "format could not be detected"
+                    )],
+                },
+            }),
+        }
+    }
+
+    /// End of file, before [`analysis::finish`](crate::analysis::finish) computes the numbers
+    /// of a trace.
+    pub(crate) fn read_to_end(self) -> Finished {
+        self.end_input().read_to_end()
+    }
+}
+
+/// A file read to its end by an [`AnyReader`] ([`AnyReader::end_input`]), before the work that
+/// needs every line: a trace/6 file's cross-record checks, span tree and numbers, a Chrome
+/// file's matching and nesting of its events. [`records`](AnyRead::records) are a trace/6
+/// file's parts that this work leaves as they are; [`finish`](AnyRead::finish) does it.
+#[derive(Debug)]
+pub struct AnyRead {
+    state: Ended,
+}
+
+#[derive(Debug)]
+enum Ended {
+    Trace(alloc::boxed::Box<crate::format::document::TraceRead>),
+    Chrome(alloc::boxed::Box<crate::format::chrome::ChromeReader>),
+    Other(AnyDocument),
+}
+
+impl AnyRead {
+    /// A trace/6 file's head and record tables, final already; `None` for any other format.
+    pub fn records(&self) -> Option<crate::format::document::TraceRecords<'_>> {
+        match &self.state {
+            Ended::Trace(t) => Some(t.records()),
+            _ => None,
+        }
+    }
+
+    /// End of file, before [`analysis::finish`](crate::analysis::finish) computes the numbers
+    /// of a trace.
+    pub(crate) fn read_to_end(self) -> Finished {
+        match self.state {
+            Ended::Trace(t) => Finished::Trace(alloc::boxed::Box::new(t.read_to_end())),
+            Ended::Chrome(r) => Finished::Chrome(alloc::boxed::Box::new(r.read_to_end())),
+            Ended::Other(doc) => Finished::Other(doc),
+        }
     }
 }
 

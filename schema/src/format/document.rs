@@ -195,7 +195,9 @@ pub(crate) struct Dropped {
     pub(crate) edges: u64,
 }
 
-/// Streaming trace/6 reader: push chunks of any size, then [`finish`](TraceReader::finish).
+/// Streaming trace/6 reader: push chunks of any size, then [`finish`](TraceReader::finish)
+/// (or [`end_input`](TraceReader::end_input), then [`TraceRead::finish`], to have the record
+/// tables before the end-of-file work).
 ///
 /// Cross-record checks run as early as they can: a `span_end` or a record's `span_id` that
 /// names a span already read is settled on its line; only those naming a span not (yet) read
@@ -276,6 +278,70 @@ impl TraceReader {
         let mut splitter = core::mem::take(&mut self.splitter);
         splitter.push(chunk, |line| self.line(line));
         self.splitter = splitter;
+    }
+}
+
+/// A trace/6 file read to its last line ([`TraceReader::end_input`]): its record tables are
+/// final ([`records`](TraceRead::records)), its cross-record checks, span tree and numbers are
+/// still to come ([`finish`](TraceRead::finish)). A caller can hand the records on (the
+/// viewer's worker sends them to the page) while the rest is worked out.
+#[derive(Debug)]
+pub struct TraceRead {
+    pub(super) reader: TraceReader,
+}
+
+impl TraceRead {
+    /// What the document will hold unchanged: the head and the record tables.
+    pub fn records(&self) -> TraceRecords<'_> {
+        self.reader.doc.records()
+    }
+}
+
+/// The parts of a trace/6 document that are final once its last line is read
+/// ([`TraceRead::records`]; [`TraceDocument::records`] of a finished one): the head (meta,
+/// `capture_sources`, the counts of lines skipped and bytes read) and the record tables.
+/// Everything else waits for the end of file: the spans (a `span_end` may come before its
+/// `span_start`), the tree, the memory profile and the diagnostics.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceRecords<'a> {
+    /// [`TraceDocument::meta`].
+    pub meta: Option<&'a Lined<Meta>>,
+    /// [`TraceDocument::capture_sources`].
+    pub capture_sources: Option<&'a Lined<CaptureSources>>,
+    /// [`TraceDocument::skipped_unknown`].
+    pub skipped_unknown: u64,
+    /// [`TraceDocument::bytes_read`].
+    pub bytes_read: u64,
+    /// [`TraceDocument::ops`].
+    pub ops: &'a OpTable,
+    /// [`TraceDocument::tensors`].
+    pub tensors: &'a [Lined<TensorEvent>],
+    /// [`TraceDocument::memory`].
+    pub memory: &'a MemoryTable,
+    /// [`TraceDocument::device_memory`].
+    pub device_memory: &'a [Lined<DeviceMemory>],
+    /// [`TraceDocument::gradients`].
+    pub gradients: &'a [Lined<Gradient>],
+    /// [`TraceDocument::edges`].
+    pub edges: &'a [Lined<Edge>],
+}
+
+impl TraceDocument {
+    /// The head and the record tables, as [`TraceRead::records`] gave them before the end of
+    /// file.
+    pub fn records(&self) -> TraceRecords<'_> {
+        TraceRecords {
+            meta: self.meta.as_ref(),
+            capture_sources: self.capture_sources.as_ref(),
+            skipped_unknown: self.skipped_unknown,
+            bytes_read: self.bytes_read,
+            ops: &self.ops,
+            tensors: &self.tensors,
+            memory: &self.memory,
+            device_memory: &self.device_memory,
+            gradients: &self.gradients,
+            edges: &self.edges,
+        }
     }
 }
 

@@ -568,10 +568,12 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
     } else {
         String::new()
     };
-    // Encoding and decoding overlap: the hand-over counts once, from the first byte encoded
-    // to the last decoded.
+    // Encoding and decoding overlap, and a trace's records cross during the analysis: the
+    // hand-over counts once, its records' encoding before the analysis, then from the
+    // analysis's end to the last byte decoded.
     let total = timings.start_ms
         + timings.read_ms
+        + timings.records_ms
         + timings.analyse_ms
         + timings.handover_ms
         + timings.layout_ms;
@@ -582,15 +584,15 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
             String::new()
         };
         format!(
-            "Opened {} in {}: {start}read {} and analysed {}{rate} in the worker, handed {} to the page in {} (encode {} and decode {}, overlapping), laid out in {}.",
+            "Opened {} in {}: {start}read {} and analysed {}{rate} in the worker, handed {} to the page (encode {} and decode {}, overlapping; done {} after the analysis), laid out in {}.",
             format_bytes(timings.bytes),
             ms(total),
             ms(timings.read_ms),
             ms(timings.analyse_ms),
             format_bytes(timings.transfer_bytes),
-            ms(timings.handover_ms),
             ms(timings.encode_ms),
             ms(timings.receive_ms),
+            ms(timings.handover_ms),
             ms(timings.layout_ms),
         )
     } else {
@@ -611,6 +613,7 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
             data-bytes=timings.bytes.to_string()
             data-start-ms=format!("{:.1}", timings.start_ms)
             data-read-ms=format!("{:.1}", timings.read_ms)
+            data-records-ms=format!("{:.1}", timings.records_ms)
             data-analyse-ms=format!("{:.1}", timings.analyse_ms)
             data-encode-ms=format!("{:.1}", timings.encode_ms)
             data-transfer-bytes=timings.transfer_bytes.to_string()

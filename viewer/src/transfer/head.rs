@@ -3,23 +3,23 @@
 
 use std::collections::BTreeMap;
 
-use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::document::{TraceDocument, TraceRecords};
 use candle_trace_schema::format::events::{CaptureSource, CaptureSources, Meta};
 use candle_trace_schema::format::records::Lined;
 
 use super::columns::{code, variant};
 use super::wire::{In, Out, Result, Strings, Strs};
 
-/// The head of `t` into `out`.
-pub(super) fn write<'d>(out: &mut Out, s: &mut Strings<'d>, t: &'d TraceDocument) {
+/// The head of a trace's records `t` into `out`.
+pub(super) fn write<'d>(out: &mut Out, s: &mut Strings<'d>, t: &TraceRecords<'d>) {
     out.u64(t.skipped_unknown);
     out.u64(t.bytes_read);
     out.bool(t.meta.is_some());
-    if let Some(m) = &t.meta {
+    if let Some(m) = t.meta {
         write_meta(out, s, m);
     }
     out.bool(t.capture_sources.is_some());
-    if let Some(c) = &t.capture_sources {
+    if let Some(c) = t.capture_sources {
         write_capture_sources(out, s, c);
     }
 }

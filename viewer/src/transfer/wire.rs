@@ -52,6 +52,22 @@ impl<'d> Strings<'d> {
         s.map_or(NONE, |s| self.id(s))
     }
 
+    /// A table whose strings `sent` are numbered already, in their order (an encoding that
+    /// goes on where another stopped).
+    pub fn resumed(sent: &'d [Box<str>]) -> Self {
+        let list: Vec<&'d str> = sent.iter().map(|s| &**s).collect();
+        let mut ids = HashMap::with_capacity(list.len());
+        for (i, s) in list.iter().enumerate() {
+            ids.insert(*s, i as u32);
+        }
+        Strings { ids, list }
+    }
+
+    /// A copy of every string, in the order of their numbers (for [`Strings::resumed`]).
+    pub fn to_owned_list(&self) -> Vec<Box<str>> {
+        self.list.iter().map(|s| Box::from(*s)).collect()
+    }
+
     /// How many strings there are.
     pub fn len(&self) -> usize {
         self.list.len()

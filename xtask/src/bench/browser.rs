@@ -110,8 +110,8 @@ pub(super) fn browser_tables(b: &Value, reused_note: String) -> String {
         md,
         "### Parse throughput in the browser (the viewer's worker, timed inside it; median){reused_note}\n"
     );
-    let _ = writeln!(md, "Parse = reading every line + the whole-file analysis (cross-record checks, span tree, memory profile), the same work as the native figure. The rest of opening is shown beside it: starting the worker (0 when a spare one was ready), handing the document to the page (encoded in the worker and decoded on the page in chunks that overlap, timed from the first byte encoded to the last decoded; the encoding alone beside it) and the page's layout.\n");
-    let _ = writeln!(md, "| file | in a worker | read | analyse | parse MB/s | goal | met? | worker start | hand-over (of it encoding; bytes) | layout |\n| --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |");
+    let _ = writeln!(md, "Parse = reading every line + the whole-file analysis (cross-record checks, span tree, memory profile), the same work as the native figure. The rest of opening is shown beside it: starting the worker (0 when a spare one was ready), handing the document to the page (encoded in the worker and decoded on the page in chunks that overlap; a trace's record tables cross while the worker analyses, the rest after: timed from the analysis's end to the last byte decoded; the encoding of both stages beside it) and the page's layout.\n");
+    let _ = writeln!(md, "| file | in a worker | read | analyse | parse MB/s | goal | met? | worker start | hand-over after the analysis (encoding; bytes) | layout |\n| --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |");
     for row in b["open"].as_array().into_iter().flatten() {
         let ours = &row["ours"];
         let size = row["trace_bytes"].as_f64().unwrap_or(0.0);

@@ -1,20 +1,36 @@
-//! A [`TraceReader`]'s end of file: the checks that wait for every line and the span tree's
-//! layout; [`analysis::finish`](crate::analysis::finish) then computes the numbers.
+//! A [`TraceReader`]'s end of file: the last line ([`TraceReader::end_input`]), then the checks
+//! that wait for every line and the span tree's layout; [`analysis::finish`](crate::analysis::finish)
+//! then computes the numbers.
 
 use alloc::format;
 
 use super::lines::close_span;
-use super::{Keep, ReadOut, TraceReader};
+use super::{Keep, ReadOut, TraceRead, TraceReader};
 use crate::format::diagnostics::{Category, Diagnostic};
 use crate::format::events::TRACE_SCHEMA;
 use crate::format::spans::SpanTree;
 
 impl TraceReader {
-    /// End of file: the cross-record checks and the span tree's layout.
-    pub(crate) fn read_to_end(mut self) -> ReadOut {
+    /// End of input: the last line (one without a final `\n`) read. The record tables are
+    /// final from here ([`TraceRead::records`]); [`TraceRead::finish`] then checks, lays the
+    /// span tree out and computes the numbers, as [`TraceReader::finish`] does in one call.
+    pub fn end_input(mut self) -> TraceRead {
         let splitter = core::mem::take(&mut self.splitter);
         let bytes_read = splitter.bytes_seen();
         splitter.finish(|line| self.line(line));
+        self.doc.bytes_read = bytes_read;
+        TraceRead { reader: self }
+    }
+
+    /// End of file: the cross-record checks and the span tree's layout.
+    pub(crate) fn read_to_end(self) -> ReadOut {
+        self.end_input().read_to_end()
+    }
+}
+
+impl TraceRead {
+    /// The cross-record checks and the span tree's layout.
+    pub(crate) fn read_to_end(self) -> ReadOut {
         let TraceReader {
             mut doc,
             keep,
@@ -24,8 +40,7 @@ impl TraceReader {
             memory_facts,
             parents,
             ..
-        } = self;
-        doc.bytes_read = bytes_read;
+        } = self.reader;
         let diags = &mut doc.diagnostics;
 
         let meta_line = match &doc.meta {
