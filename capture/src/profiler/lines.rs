@@ -3,19 +3,22 @@
 //! what it measured into a ring slot.
 //!
 //! - [`Pending`]: one event (a request's open, phases, snapshots, its close with the derived
-//!   token timing; a batched forward; a resource step). One that can break no rule but its
-//!   owner's header's (`Pending::is_plain`: nearly all, a batched forward and a valid
-//!   resource step included) is written by hand, as serde writes it (a test checks it byte
-//!   for byte); the others (a request's close, an error, a resource step that breaks a rule)
-//!   are built as a [`ProfileEvent`] and checked with [`validate_event`] (an event that breaks
-//!   a rule is counted in the report and not written), then written with serde. Either is
-//!   offered to the live OTLP exporter as its [`ProfileEvent`].
+//!   token timing; a batched forward; a resource step), its attributes ([`Attr`]) and host
+//!   snapshot ([`Memory`]) typed until they are spelled here. One that can break no rule but
+//!   its owner's header's (`Pending::is_plain`: nearly all, a request's close, a batched
+//!   forward and a valid resource step and error included) is written by hand, as serde
+//!   writes it (a test checks it byte for byte); the others (a snapshot the caller gave, a
+//!   resource step that breaks a rule, an invalid error) are built as a [`ProfileEvent`] and
+//!   checked with [`validate_event`] (an event that breaks a rule is counted in the report
+//!   and not written), then written with serde. Either is offered to the live OTLP exporter
+//!   as its [`ProfileEvent`].
 //! - [`SpanBatch`]: every module span of one forward call, one item in the ring. The writer
-//!   thread writes one line per span by hand ([`SpanBatch::encode`]); the same events built
-//!   as [`ProfileEvent`]s ([`SpanBatch::events`]) are what serde would write, byte for byte (a
-//!   test checks it for any name, module, request id, shape and span tree), and are what the
-//!   OTLP exporter gets. A batch's events are valid when its owner's header is (checked once,
-//!   when the request or engine opens): every other field is written by this module.
+//!   thread writes one line per span by hand ([`SpanBatch::encode`], each callsite's names
+//!   spelled once by its [`SpanWriter`]); the same events built as [`ProfileEvent`]s
+//!   ([`SpanBatch::events`]) are what serde would write, byte for byte (a test checks it for
+//!   any name, module, request id, shape and span tree), and are what the OTLP exporter gets.
+//!   A batch's events are valid when its owner's header is (checked once, when the request
+//!   or engine opens): every other field is written by this module.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
