@@ -437,20 +437,24 @@ impl ProfilerInner {
         })
     }
 
-    /// An event of an engine, numbered now, with one attribute: `engine`, the engine's id
-    /// (callers append theirs after it); `owner` gives its `request_id` and `shape` (the
-    /// engine's own, or a forward's).
-    fn engine_event(
+    /// An event of an engine, numbered now, with the attribute `engine` (the engine's id: its
+    /// owner's `request_id`) and then `attributes`, made in one allocation; `owner` gives its
+    /// `request_id` and `shape` (the engine's own, or a forward's).
+    fn engine_event<const N: usize>(
         self: &Arc<Self>,
-        engine: &Owner,
         owner: &Arc<Owner>,
         kind: EventKind,
         phase: &'static str,
         status: Status,
         at: Instant,
+        attributes: [(&'static str, Attr); N],
     ) -> Box<Pending> {
         let mut event = self.pending(owner, kind, phase, status, at);
-        event.attributes = vec![("engine", Attr::from(&engine.request_id))];
+        event.attributes.reserve_exact(1 + N);
+        event
+            .attributes
+            .push(("engine", Attr::from(&owner.request_id)));
+        event.attributes.extend(attributes);
         event
     }
 

@@ -100,20 +100,17 @@ impl EngineInner {
     }
 
     /// An engine event (attribute `engine` set) queued now.
-    fn event(
+    fn event<const N: usize>(
         &self,
         owner: &Arc<Owner>,
         kind: EventKind,
         phase: &'static str,
         status: Status,
         at: Instant,
-        attributes: Vec<(&'static str, Attr)>,
+        attributes: [(&'static str, Attr); N],
     ) -> Box<super::lines::Pending> {
-        let mut event = self
-            .profiler
-            .engine_event(&self.owner, owner, kind, phase, status, at);
-        event.attributes.extend(attributes);
-        event
+        self.profiler
+            .engine_event(owner, kind, phase, status, at, attributes)
     }
 }
 
@@ -173,9 +170,9 @@ impl Engine {
             phase,
             p.head.ok,
             Instant::now(),
-            Vec::new(),
+            [],
         );
-        event.resource = Some(resource);
+        event.resource = Some(Box::new(resource));
         p.send(event);
     }
 }
@@ -358,7 +355,7 @@ impl<'e> Forward<'e> {
             "iteration",
             status,
             start,
-            vec![
+            [
                 ("iteration", Attr::U64(iteration)),
                 ("batch_size", Attr::U64(batch_size)),
                 ("prefill_tokens", Attr::U64(prefill)),
@@ -371,7 +368,7 @@ impl<'e> Forward<'e> {
         event.duration = Some(duration);
         event.batch = batch;
         if let Err(e) = &result {
-            event.error = Some(ProfileError::new("forward_failed", e.to_string()));
+            event.error = Some(Box::new(ProfileError::new("forward_failed", e.to_string())));
         }
         p.send(event);
         if let Some(growth) = growth {
@@ -381,7 +378,7 @@ impl<'e> Forward<'e> {
                 "iteration",
                 p.head.ok,
                 end,
-                vec![("iteration", Attr::U64(iteration))],
+                [("iteration", Attr::U64(iteration))],
             );
             event.memory = Some(host_snapshot(before_bytes, growth));
             p.send(event);

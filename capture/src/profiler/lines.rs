@@ -311,13 +311,14 @@ pub(crate) struct Pending {
     /// A timed span's duration (`duration_us`).
     pub(crate) duration: Option<Duration>,
     pub(crate) memory: Option<Memory>,
-    pub(crate) resource: Option<ResourceTraceEvent>,
-    pub(crate) error: Option<ProfileError>,
+    /// Boxed, as the rarer parts below, so that an event is small to make and to queue.
+    pub(crate) resource: Option<Box<ResourceTraceEvent>>,
+    pub(crate) error: Option<Box<ProfileError>>,
     pub(crate) attributes: Vec<(&'static str, Attr)>,
     /// A batched forward's requests (its `requests` attribute, when not empty).
     pub(crate) batch: Vec<BatchEntry>,
     /// A request's token timing, whose derived attributes the event carries (its close).
-    pub(crate) timing: Option<EngineTokenTiming>,
+    pub(crate) timing: Option<Box<EngineTokenTiming>>,
 }
 
 impl Pending {
@@ -333,8 +334,8 @@ impl Pending {
         );
         event.duration_us = self.duration.map(micros);
         event.memory = self.memory.as_ref().map(|m| m.snapshot(&self.owner.head));
-        event.resource.clone_from(&self.resource);
-        event.error.clone_from(&self.error);
+        event.resource = self.resource.as_deref().cloned();
+        event.error = self.error.as_deref().cloned();
         for (k, v) in &self.attributes {
             event.attributes.insert(String::from(*k), v.to_value());
         }
@@ -353,7 +354,7 @@ impl Pending {
     /// The token timing, if any, its decode stages in order of start (as the attributes
     /// derived from it list them).
     fn sorted_timing(&self) -> Option<std::borrow::Cow<'_, EngineTokenTiming>> {
-        let timing = self.timing.as_ref()?;
+        let timing = self.timing.as_deref()?;
         let by_start = |iv: &DecodeStageInterval| iv.start_nanos_since_request_start;
         if timing.decode_stage_intervals.is_sorted_by_key(by_start) {
             return Some(std::borrow::Cow::Borrowed(timing));
@@ -621,7 +622,7 @@ pub(crate) enum Memory {
         high_water: u64,
     },
     /// A snapshot the caller gave, checked whole.
-    Given(MemorySnapshot),
+    Given(Box<MemorySnapshot>),
 }
 
 impl Memory {
@@ -641,7 +642,7 @@ impl Memory {
                 high_water_bytes: Some(*high_water),
                 available_bytes: None,
             },
-            Memory::Given(snapshot) => snapshot.clone(),
+            Memory::Given(snapshot) => (**snapshot).clone(),
         }
     }
 }
@@ -1231,7 +1232,7 @@ mod tests {
                 memory: memory.map(|(before, after, high_water)| Memory::Host { before, after, high_water }),
                 // Any action, kind and amount, a reason or none: some break the resource's
                 // rules, and those events are not plain.
-                resource: resource.map(|(action, kind, amount, reason)| {
+                resource: resource.map(|(action, kind, amount, reason)| -> Box<ResourceTraceEvent> {
                     let mut r = ResourceTraceEvent::new(
                         "request",
                         "r1",
@@ -1239,9 +1240,9 @@ mod tests {
                         ResourceAction::ALL[action % ResourceAction::ALL.len()],
                     );
                     (r.amount, r.before, r.after, r.reason) = (amount, amount, Some(0), reason);
-                    r
+                    Box::new(r)
                 }),
-                error: error.map(|(kind, message)| ProfileError::new(kind, message)),
+                error: error.map(|(kind, message)| Box::new(ProfileError::new(kind, message))),
                 attributes: attributes
                     .into_iter()
                     .map(|(k, v)| (KEYS[k], match v % 3 {
@@ -1259,7 +1260,7 @@ mod tests {
                         committed_tokens: committed,
                     })
                     .collect(),
-                timing: timing.map(|(commits, stages, ready)| {
+                timing: timing.map(|(commits, stages, ready)| -> Box<EngineTokenTiming> {
                     let mut t = EngineTokenTiming::new(anchor.unix_nanos, 40);
                     t.token_commit_nanos_since_request_start = commits;
                     t.decode_ready_nanos_since_request_start = ready;
@@ -1271,7 +1272,7 @@ mod tests {
                             end_nanos_since_request_start: start + len,
                         })
                         .collect();
-                    t
+                    Box::new(t)
                 }),
             };
             let pending = Pending {
@@ -1406,7 +1407,7 @@ mod tests {
                 Value::from(DetailLevel::Latency.as_str()).into(),
             )],
             batch: Vec::new(),
-            timing: Some(timing),
+            timing: Some(Box::new(timing)),
         };
         let line = Line::Event(Box::new(pending));
         let mut out = Vec::new();
@@ -1577,7 +1578,7 @@ mod speed {
             }
             Pending {
                 phase: "request".into(),
-                timing: Some(timing),
+                timing: Some(Box::new(timing)),
                 attributes: Vec::new(),
                 ..wave()
             }

@@ -83,8 +83,8 @@ impl Live {
             let start = live.owner.anchor.instant;
             let mut event = live.event(EventKind::TimedSpan, "request", status, start);
             event.duration = Some(now.saturating_duration_since(start));
-            event.error = error;
-            event.timing = st.timing.take();
+            event.error = error.map(Box::new);
+            event.timing = st.timing.take().map(Box::new);
             live.profiler.send(event);
         });
     }
@@ -298,7 +298,7 @@ impl RequestHandle {
                 live.ok(),
                 Instant::now(),
             );
-            event.memory = Some(Memory::Given(snapshot));
+            event.memory = Some(Memory::Given(Box::new(snapshot)));
             live.profiler.send(event);
         });
     }
@@ -323,7 +323,7 @@ impl RequestHandle {
         }
         live.with_open(|live, _| {
             let mut event = live.event(EventKind::Resource, phase, live.ok(), Instant::now());
-            event.resource = Some(make(&live.owner.request_id));
+            event.resource = Some(Box::new(make(&live.owner.request_id)));
             live.profiler.send(event);
         });
     }
@@ -354,7 +354,7 @@ impl RequestHandle {
             );
             let mut error = ProfileError::new(kind, message);
             error.blocking = blocking;
-            event.error = Some(error);
+            event.error = Some(Box::new(error));
             live.profiler.send(event);
         });
     }

@@ -81,13 +81,13 @@ impl ResourcePool {
             r.after = Some(0);
             let mut event = p.engine_event(
                 owner,
-                owner,
                 EventKind::Resource,
                 PHASE,
                 p.head.ok,
                 Instant::now(),
+                [],
             );
-            event.resource = Some(r);
+            event.resource = Some(Box::new(r));
             p.send(event);
         }
         pool
