@@ -307,7 +307,7 @@ impl<'e> Forward<'e> {
         let growth = scope.map(crate::alloc::AttributionScope::finish);
         let iteration = engine.next_iteration.fetch_add(1, Ordering::Relaxed);
 
-        let mut batch = Vec::new();
+        let mut batch = Vec::with_capacity(self.entries.len());
         let (mut prefill, mut decode, mut committed) = (0u64, 0u64, 0u64);
         for (entry, commits) in self.entries.iter().zip(&accepted.commits) {
             let commits = if result.is_ok() { *commits } else { 0 };

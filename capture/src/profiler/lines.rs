@@ -1379,6 +1379,13 @@ mod tests {
     }
 
     #[test]
+    fn a_queued_event_stays_small() {
+        // Made and moved once per forward call on the serving thread: its rare parts are
+        // boxed (it was 688 bytes with them inline).
+        assert!(std::mem::size_of::<Pending>() <= 192, "{}", std::mem::size_of::<Pending>());
+    }
+
+    #[test]
     fn pending_events_build_what_the_reader_reads() {
         let anchor = WallAnchor::now();
         let mut shape = JsonMap::new();
