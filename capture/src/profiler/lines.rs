@@ -1381,7 +1381,7 @@ mod tests {
     #[test]
     fn a_queued_event_stays_small() {
         // Made and moved once per forward call on the serving thread: its rare parts are
-        // boxed (it was 688 bytes with them inline).
+        // boxed so that it stays small.
         assert!(
             std::mem::size_of::<Pending>() <= 192,
             "{}",
