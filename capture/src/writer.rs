@@ -624,17 +624,7 @@ mod tests {
     #[test]
     fn written_items_are_dropped_on_the_thread_that_sent_them() {
         let out = Shared::default();
-        let w = Writer::spawn(
-            vec![Target::Writer(Box::new(out.clone()))],
-            16,
-            Framing {
-                closing: Default::default(),
-                header: None,
-                trailer: no_trailer,
-            },
-            "test-writer",
-        )
-        .unwrap();
+        let w: Writer<Owned> = spawn_plain(&out, 16);
         let drops = Arc::new(Mutex::new(Vec::new()));
         let here = std::thread::current().id();
         w.send(Owned("a", Arc::clone(&drops)));

@@ -11,6 +11,15 @@ use common::SharedBuf;
 /// The subscriber routes to one recorder at a time: these tests take turns.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// A recorder of one captured step writing to `out`, installed.
+fn installed(out: &SharedBuf) -> Recorder {
+    Recorder::builder("routing::test")
+        .capture_step(1)
+        .writer(out.clone())
+        .install()
+        .unwrap()
+}
+
 /// The names of the spans in `out`'s trace, in file order.
 fn span_names(out: &SharedBuf) -> Vec<String> {
     out.document()
@@ -30,11 +39,7 @@ fn each_recorder_gets_the_tracing_spans_of_its_own_step() {
     let mut outs = Vec::new();
     for span in [&first, &second] {
         let out = SharedBuf::default();
-        let recorder = Recorder::builder("routing::test")
-            .capture_step(1)
-            .writer(out.clone())
-            .install()
-            .unwrap();
+        let recorder = installed(&out);
         let step = recorder.begin_step();
         drop(span.enter());
         drop(step);
@@ -54,11 +59,7 @@ fn a_span_entered_in_one_step_and_exited_in_the_next_is_not_closed_in_the_next()
     let outs = [SharedBuf::default(), SharedBuf::default()];
     let mut prefetch: Option<tracing::span::EnteredSpan> = None;
     for out in &outs {
-        let recorder = Recorder::builder("routing::test")
-            .capture_step(1)
-            .writer(out.clone())
-            .install()
-            .unwrap();
+        let recorder = installed(out);
         let step = recorder.begin_step();
         {
             let _total = recorder.measured("update");
@@ -97,11 +98,7 @@ fn spans_exited_out_of_order_close_their_own_trace_spans() {
         tracing::info_span!("inner_c"),
     );
     let out = SharedBuf::default();
-    let recorder = Recorder::builder("routing::test")
-        .capture_step(1)
-        .writer(out.clone())
-        .install()
-        .unwrap();
+    let recorder = installed(&out);
     let step = recorder.begin_step();
     let ea = a.clone().entered();
     let eb = b.clone().entered();

@@ -572,12 +572,6 @@ pub(crate) enum Attr {
     Json(Value),
 }
 
-impl From<u64> for Attr {
-    fn from(v: u64) -> Attr {
-        Attr::U64(v)
-    }
-}
-
 impl From<Value> for Attr {
     fn from(v: Value) -> Attr {
         Attr::Json(v)
