@@ -6,7 +6,7 @@
 mod common;
 
 use candle_trace_capture::Recorder;
-use common::SharedBuf;
+use common::{span_names, SharedBuf};
 
 /// The subscriber routes to one recorder at a time: these tests take turns.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -18,15 +18,6 @@ fn installed(out: &SharedBuf) -> Recorder {
         .writer(out.clone())
         .install()
         .unwrap()
-}
-
-/// The names of the spans in `out`'s trace, in file order.
-fn span_names(out: &SharedBuf) -> Vec<String> {
-    out.document()
-        .spans
-        .iter()
-        .map(|s| s.name.to_string())
-        .collect()
 }
 
 #[test]
@@ -48,8 +39,8 @@ fn each_recorder_gets_the_tracing_spans_of_its_own_step() {
     }
     // After both have finished, a span goes nowhere.
     drop(first.enter());
-    assert_eq!(span_names(&outs[0]), ["first_layer"]);
-    assert_eq!(span_names(&outs[1]), ["second_layer"]);
+    assert_eq!(span_names(&outs[0].document()), ["first_layer"]);
+    assert_eq!(span_names(&outs[1].document()), ["second_layer"]);
 }
 
 #[test]
