@@ -389,6 +389,77 @@ async fn read_url(
     read_stream(&body, total, reader, progress, is_current).await
 }
 
+/// Bytes a byte stream's reader asks for at a time, into its own buffer.
+const BYOB_BYTES: u32 = 4 << 20;
+
+/// A stream's reader: one that brings its own buffer where the stream is a byte stream (a
+/// `File`'s and a response's body in current browsers), else the default one. The default
+/// reader hands over each chunk in a new buffer the browser allocates and fills: about 70–120
+/// ms of the worker's own time for a 100 MB file, against 10–20 ms when the browser fills one
+/// buffer passed back and forth (BENCHMARKS.md, one-offs).
+enum StreamReader {
+    Byob {
+        reader: web_sys::ReadableStreamByobReader,
+        /// The buffer lent to the stream for the next read (moved, and handed back filled).
+        buffer: js_sys::ArrayBuffer,
+    },
+    Default(web_sys::ReadableStreamDefaultReader),
+}
+
+impl StreamReader {
+    fn of(body: &web_sys::ReadableStream) -> Result<Self, LoadError> {
+        if let Ok(reader) = web_sys::ReadableStreamByobReader::new(body) {
+            return Ok(Self::Byob {
+                reader,
+                buffer: js_sys::ArrayBuffer::new(BYOB_BYTES),
+            });
+        }
+        body.get_reader()
+            .dyn_into()
+            .map(Self::Default)
+            .map_err(|e| js_err("cannot stream the file", e.into()))
+    }
+
+    /// The next chunk, `None` at the end of the stream.
+    async fn next(&mut self) -> Result<Option<Uint8Array>, LoadError> {
+        let promise = match self {
+            Self::Byob { reader, buffer } => reader.read_with_array_buffer_view(
+                &Uint8Array::new_with_byte_offset_and_length(buffer, 0, BYOB_BYTES),
+            ),
+            Self::Default(reader) => reader.read(),
+        };
+        let result = JsFuture::from(promise)
+            .await
+            .map_err(|e| js_err("cannot read the stream", e))?;
+        let done = Reflect::get(&result, &JsValue::from_str("done"))
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true);
+        if done {
+            return Ok(None);
+        }
+        let value = Reflect::get(&result, &JsValue::from_str("value"))
+            .map_err(|e| js_err("cannot read the stream", e))?;
+        // A stream's chunks are `Uint8Array`s already: `new Uint8Array(chunk)` would copy each
+        // one in JS first (156 ms of a 100 MB read in a CDP profile).
+        let chunk = value
+            .dyn_into::<Uint8Array>()
+            .unwrap_or_else(|other| Uint8Array::new(&other));
+        if let Self::Byob { buffer, .. } = self {
+            // The filled view is over the buffer lent: it goes back for the next read.
+            *buffer = chunk.buffer();
+        }
+        Ok(Some(chunk))
+    }
+
+    fn cancel(&self) {
+        let _ = match self {
+            Self::Byob { reader, .. } => reader.cancel(),
+            Self::Default(reader) => reader.cancel(),
+        };
+    }
+}
+
 /// Read `body` to its end into `reader`, reporting progress every [`PROGRESS_BYTES`].
 async fn read_stream(
     body: &web_sys::ReadableStream,
@@ -397,43 +468,26 @@ async fn read_stream(
     progress: &impl Fn(u64, Option<u64>, Option<u64>),
     is_current: &impl Fn() -> bool,
 ) -> Result<(), LoadError> {
-    let stream: web_sys::ReadableStreamDefaultReader = body
-        .get_reader()
-        .dyn_into()
-        .map_err(|e| js_err("cannot stream the file", e.into()))?;
+    let mut stream = StreamReader::of(body)?;
     let mut read = 0u64;
     let mut reported = 0u64;
     let mut bytes = Vec::new();
     progress(0, total, None);
     loop {
         if !is_current() {
-            let _ = stream.cancel();
+            stream.cancel();
             return Err(LoadError::Cancelled);
         }
-        let chunk = JsFuture::from(stream.read())
-            .await
-            .map_err(|e| js_err("cannot read the stream", e))?;
-        let done = Reflect::get(&chunk, &JsValue::from_str("done"))
-            .ok()
-            .and_then(|d| d.as_bool())
-            .unwrap_or(true);
-        if done {
+        let Some(array) = stream.next().await? else {
             break;
-        }
-        if let Ok(value) = Reflect::get(&chunk, &JsValue::from_str("value")) {
-            // A stream's chunks are `Uint8Array`s already: `new Uint8Array(chunk)` would copy
-            // each one in JS first (156 ms of a 100 MB read in a CDP profile). Copied once,
-            // into one buffer reused for every chunk.
-            let array = value
-                .dyn_into::<Uint8Array>()
-                .unwrap_or_else(|other| Uint8Array::new(&other));
-            bytes.resize(array.length() as usize, 0);
-            array.copy_to(&mut bytes);
-            read += bytes.len() as u64;
-            reader.push(&bytes);
-        }
+        };
+        // Copied once into wasm memory, into one buffer reused for every chunk.
+        bytes.resize(array.length() as usize, 0);
+        array.copy_to(&mut bytes);
+        read += bytes.len() as u64;
+        reader.push(&bytes);
         if reader.is_rejected() {
-            let _ = stream.cancel();
+            stream.cancel();
             break;
         }
         if read - reported >= PROGRESS_BYTES {
