@@ -93,7 +93,7 @@ fn training_findings_are_the_hand_computed_ones_in_rank_order() {
     );
     assert_eq!(
         f[4]["evidence"],
-        json!(["model.mlp.fc: 2 of 2 parameter(s) missing"])
+        json!(["mlp.fc: 2 of 2 parameter(s) missing"])
     );
     assert_eq!(v["notes"], json!([]));
 }

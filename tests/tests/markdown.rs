@@ -111,7 +111,7 @@ fn findings_of_a_trace() {
    - activations (kept for backward): 4.00 KiB (100%)
    - shows at: memory row `peak`
 5. **2 parameter(s) in 1 module(s) get no gradient** — `gradients_missing` · at stake 2 parameter(s)
-   - model.mlp.fc: 2 of 2 parameter(s) missing
+   - mlp.fc: 2 of 2 parameter(s) missing
    - shows at: gradients row `mlp.fc`
 "
     );

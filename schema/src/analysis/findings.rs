@@ -457,16 +457,16 @@ mod tests {
         let f = gradients(&gradients_doc(true));
         assert_eq!(
             f.title,
-            "4 parameter(s) in 4 module(s) get no gradient; the last of them in the forward: varmap.net.a"
+            "4 parameter(s) in 4 module(s) get no gradient; the last of them in the forward: net.a"
         );
         assert_eq!(f.stake, Stake::Count(4));
         assert_eq!(
             f.evidence,
             [
-                "varmap.net.a: 1 of 1 parameter(s) missing",
-                "varmap.net.c: 1 of 2 parameter(s) missing",
-                "varmap.net.b: 1 of 1 parameter(s) missing",
-                "varmap.net.d: 1 of 1 parameter(s) missing",
+                "net.a: 1 of 1 parameter(s) missing",
+                "net.c: 1 of 2 parameter(s) missing",
+                "net.b: 1 of 1 parameter(s) missing",
+                "net.d: 1 of 1 parameter(s) missing",
             ]
         );
         assert_eq!(
@@ -482,10 +482,75 @@ mod tests {
         assert_eq!(
             f.evidence,
             [
-                "varmap.net.b: 1 of 1 parameter(s) missing",
-                "varmap.net.c: 1 of 2 parameter(s) missing",
-                "varmap.net.a: 1 of 1 parameter(s) missing",
-                "varmap.net.d: 1 of 1 parameter(s) missing",
+                "net.b: 1 of 1 parameter(s) missing",
+                "net.c: 1 of 2 parameter(s) missing",
+                "net.a: 1 of 1 parameter(s) missing",
+                "net.d: 1 of 1 parameter(s) missing",
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_gradients_name_their_root_only_among_several() {
+        let mut text = format!(
+            "{}\n{}\n{}\n",
+            crate::test_lines::META,
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            r#"{"kind":"span_end","id":"s","duration_ns":1000}"#,
+        );
+        for (i, (root, key, state)) in [
+            ("generator", "net.a.weight", "missing"),
+            ("critic", "net.a.weight", "missing"),
+            ("critic", "bias", "missing"),
+            ("critic", "net.b.weight", "present"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let norm = if state == "present" {
+                r#","norm":1.0"#
+            } else {
+                ""
+            };
+            text.push_str(&format!(
+                r#"{{"kind":"gradient","event_id":"g{i}","root":"{root}","key":"{key}","state":"{state}"{norm}}}"#
+            ));
+            text.push('\n');
+        }
+        let d = TraceDocument::from_bytes(text.as_bytes());
+        assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
+        let f = trace_findings(&[&d])
+            .findings
+            .into_iter()
+            .find(|x| x.rule == "gradients_missing")
+            .expect("a gradients_missing finding");
+        assert_eq!(f.title, "3 parameter(s) in 3 module(s) get no gradient");
+        assert_eq!(
+            f.evidence,
+            [
+                "generator.net.a: 1 of 1 parameter(s) missing",
+                "critic.net.a: 1 of 1 parameter(s) missing",
+                "critic (top level): 1 of 1 parameter(s) missing",
+            ]
+        );
+        // One root: its name is left out, as in the gradients tab (the top level included).
+        let one = text.replace(
+            r#""root":"generator","key":"net.a.weight""#,
+            r#""root":"critic","key":"net.c.weight""#,
+        );
+        let d = TraceDocument::from_bytes(one.as_bytes());
+        let f = trace_findings(&[&d])
+            .findings
+            .into_iter()
+            .find(|x| x.rule == "gradients_missing")
+            .expect("a gradients_missing finding");
+        assert_eq!(f.title, "3 parameter(s) in 3 module(s) get no gradient");
+        assert_eq!(
+            f.evidence,
+            [
+                "net.c: 1 of 1 parameter(s) missing",
+                "net.a: 1 of 1 parameter(s) missing",
+                "(top level): 1 of 1 parameter(s) missing",
             ]
         );
     }

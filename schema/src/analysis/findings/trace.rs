@@ -84,12 +84,17 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
         ));
     } else if let Some(&(first_stop, last_run)) = stopped.first() {
         let missing: u64 = stopped.iter().map(|(g, _)| g.counts.missing).sum();
-        let module = |g: &crate::analysis::gradients::GradientGroup| {
-            if g.module.is_empty() {
-                format!("{} (top level)", g.root)
-            } else {
-                format!("{}.{}", g.root, g.module)
-            }
+        // Named as in the gradients tab and every other table; only where the parameters
+        // come from several roots (a `VarMap` each) does a name say its root.
+        let several_roots = groups.iter().any(|g| g.root != groups[0].root);
+        let module = |g: &crate::analysis::gradients::GradientGroup| match (
+            several_roots,
+            g.module.is_empty(),
+        ) {
+            (false, false) => g.module.clone(),
+            (false, true) => String::from("(top level)"),
+            (true, false) => format!("{}.{}", g.root, g.module),
+            (true, true) => format!("{} (top level)", g.root),
         };
         let mut title = format!(
             "{missing} parameter(s) in {} module(s) get no gradient",
