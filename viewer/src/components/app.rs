@@ -560,7 +560,15 @@ impl std::ops::Deref for ShownTimings {
 /// One line saying how long opening the file took and where (benchmarks read its data-*).
 #[component]
 fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
-    let ms = |v: f64| format_ns((v.max(0.0) * 1e6) as u64);
+    // The timings come from a millisecond clock (`Date.now()`): 0 is under a millisecond, not
+    // 0 ns.
+    let ms = |v: f64| {
+        if v < 1.0 {
+            String::from("< 1 ms")
+        } else {
+            format_ns((v * 1e6) as u64)
+        }
+    };
     // Parse throughput: reading every line plus the whole-file analysis, as natively.
     let parse_s = (timings.read_ms + timings.analyse_ms) / 1000.0;
     let rate = if parse_s > 0.0 {
