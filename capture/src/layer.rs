@@ -220,6 +220,12 @@ mod tests {
             assert!(kind_of(
                 tracing::span!(target: "candle_nn::ops", Level::TRACE, "softmax")
             ));
+            assert!(kind_of(tracing::span!(Level::TRACE, "self-out")));
+            // BERT's `inter` holds one named layer and an activation: as a module it would take
+            // that layer's name and its time the activation's.
+            assert!(!kind_of(tracing::span!(Level::TRACE, "inter")));
+            assert!(!kind_of(tracing::span!(Level::TRACE, "outer")));
+            assert!(!kind_of(tracing::span!(Level::TRACE, "hidden-act")));
             assert!(!kind_of(tracing::span!(Level::TRACE, "rot")));
             assert!(!kind_of(tracing::span!(Level::TRACE, "qmatmul")));
             assert!(!kind_of(tracing::span!(Level::TRACE, "cache-kv")));

@@ -24,6 +24,9 @@ const MODULE_WORDS: &[&str] = &[
     "mlp",
     "model",
     "norm",
+    // BERT's `out` and `self-out` (candle-transformers `bert`: a dense layer and its norm).
+    "out",
+    "output",
     "rmsnorm",
     "transformer",
 ];

@@ -12,10 +12,12 @@ use candle_nn::{Optimizer, VarBuilder, VarMap, SGD};
 use candle_trace_capture::prelude::*;
 use candle_trace_capture::{nn, Recorder};
 use candle_trace_schema::analysis::findings::trace_findings;
+use candle_trace_schema::analysis::modules::ModulePaths;
 use candle_trace_schema::format::diagnostics::Severity;
 use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::SpanKind;
 use candle_trace_schema::format::events::{source, GradientState};
-use candle_transformers::models::{llama, mistral, qwen2, with_tracing};
+use candle_transformers::models::{bert, llama, mistral, qwen2, with_tracing};
 use common::SharedBuf;
 
 /// One recorder at a time: tracing spans go to the one routed recorder of the process.
@@ -438,4 +440,88 @@ fn a_backend_error_passes_through_unchanged() {
     let vb = name_modules(vb.pp("fc"));
     assert!(vb.contains_tensor("weight"));
     assert_eq!(vb.get((2, 4), "weight").unwrap().dims(), &[2, 4]);
+}
+
+#[test]
+fn bert_output_blocks_are_modules_named_by_what_they_hold() {
+    // BERT's `self-out` and `out` spans wrap a dense layer and its LayerNorm: module spans,
+    // keyed by the prefix of the two, as the modules tab and the chart show them.
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let cfg = bert::Config {
+            vocab_size: 32,
+            hidden_size: 16,
+            num_hidden_layers: 2,
+            num_attention_heads: 2,
+            intermediate_size: 32,
+            hidden_act: bert::HiddenAct::Gelu,
+            hidden_dropout_prob: 0.0,
+            max_position_embeddings: 16,
+            type_vocab_size: 2,
+            initializer_range: 0.02,
+            layer_norm_eps: 1e-12,
+            pad_token_id: 0,
+            position_embedding_type: bert::PositionEmbeddingType::Absolute,
+            use_cache: false,
+            classifier_dropout: None,
+            model_type: None,
+        };
+        let varmap = VarMap::new();
+        let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &device));
+        let model = bert::BertForMaskedLM::load(vb, &cfg)?;
+        let mut opt = SGD::new(varmap.all_vars(), 1e-3)?;
+        let ids = Tensor::from_vec((0..6u32).collect::<Vec<_>>(), (1, 6), &device)?;
+        let types = ids.zeros_like()?;
+        let targets = Tensor::from_vec((1..7u32).collect::<Vec<_>>(), 6, &device)?;
+        let loss = recorder.forward(|| {
+            let logits = model.forward(&ids, &types, None)?.squeeze(0)?;
+            candle_nn::loss::cross_entropy(&logits, &targets)
+        })?;
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+        Ok(())
+    });
+    let paths = ModulePaths::new(&doc);
+    let keys = |name: &str| -> Vec<(SpanKind, &str)> {
+        doc.spans
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.name == name)
+            .map(|(i, s)| (s.span_kind, paths.path(i)))
+            .collect()
+    };
+    assert_eq!(
+        keys("self-out"),
+        [
+            (SpanKind::Module, "bert.encoder.layer.0.attention.output"),
+            (SpanKind::Module, "bert.encoder.layer.1.attention.output"),
+        ]
+    );
+    assert_eq!(
+        keys("out"),
+        [
+            (SpanKind::Module, "bert.encoder.layer.0.output"),
+            (SpanKind::Module, "bert.encoder.layer.1.output"),
+        ]
+    );
+    // `inter` holds one named layer (its dense) and the activation: a function span, so the
+    // dense's row does not take the activation's time.
+    assert_eq!(
+        keys("inter"),
+        [
+            (SpanKind::Function, "bert.encoder.layer.0"),
+            (SpanKind::Function, "bert.encoder.layer.1"),
+        ]
+    );
+    // candle-nn's fused layer norm has no backward: only the decoder gets gradients, and the
+    // finding names the last module the forward ran without one, without the VarMap's root.
+    let f = trace_findings(&[&doc])
+        .findings
+        .into_iter()
+        .find(|f| f.rule == "gradients_missing")
+        .unwrap();
+    assert_eq!(
+        f.title,
+        "41 parameter(s) in 22 module(s) get no gradient; the last of them in the forward: cls.predictions.transform.LayerNorm"
+    );
 }
