@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use candle_trace_schema::analysis::modules::names_mode;
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use wasm_bindgen::closure::Closure;
@@ -260,6 +261,27 @@ pub fn FlameChart(
                 }
             }
             searching
+        });
+    }
+
+    // Module spans are labelled by their module keys (`groups::span_label`), built after the
+    // first frame (on a large trace they take a while): then the chart repaints with them.
+    // Traces without module names have no such labels and skip the work.
+    {
+        let groups = groups.clone();
+        leptos::task::spawn_local(async move {
+            super::panel::next_frame().await;
+            crate::load::yield_now().await;
+            let mut built = false;
+            for x in groups.iter() {
+                if names_mode(&x.ctx.model.doc.spans) {
+                    x.ctx.model.module_paths();
+                    built = true;
+                }
+            }
+            if built {
+                let _ = resize_tick.try_update(|t| *t = t.wrapping_add(1));
+            }
         });
     }
 

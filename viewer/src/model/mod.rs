@@ -35,7 +35,7 @@ pub mod waterfall;
 use std::sync::{Arc, OnceLock};
 
 use candle_trace_schema::analysis::findings::{profile_findings, trace_findings, Findings};
-use candle_trace_schema::analysis::modules::ModulePaths;
+use candle_trace_schema::analysis::modules::{is_module_span, ModulePaths};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::memory::MemorySample;
 use candle_trace_schema::format::profile::ProfileDocument;
@@ -234,6 +234,32 @@ impl TraceModel {
             .get_or_init(|| Arc::new(ModulePaths::new(&self.doc)))
     }
 
+    /// The module key of span `i` where the capture named modules and the keys are built
+    /// (see [`TraceModel::module_paths`]): what the flame chart labels a module span with, as
+    /// the modules tab names it. `None` before then, for a span outside every module, and in
+    /// a trace without module names.
+    pub fn module_key_if_built(&self, i: usize) -> Option<&str> {
+        self.later.module_paths.get()?.module_of(i)
+    }
+
+    /// Span `i`'s label in the flame chart and its tooltip: a module span by its module key
+    /// where the capture named modules (Llama's `block` as `model.layers.3`, a `linear` as its
+    /// weights' path), so that the chart names modules as the modules tab does; any other span
+    /// by its name (an op span inside `q_proj` stays `matmul`). Until the keys are built (the
+    /// chart has them built after its first frame) a module span shows the weight path it was
+    /// recorded with, else its name.
+    pub fn span_label(&self, i: usize) -> &str {
+        let Some(s) = self.doc.spans.get(i) else {
+            return "";
+        };
+        if !is_module_span(s) {
+            return &s.name;
+        }
+        self.module_key_if_built(i)
+            .or(s.module.as_deref())
+            .unwrap_or(&s.name)
+    }
+
     /// Stacked live bytes and checkpoint reconciliation per device (the memory tab's charts):
     /// from the samples taken out of the document, if they were, else from its own; those
     /// taken go once the charts are built.
@@ -359,6 +385,55 @@ impl ProfileModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn module_spans_are_labelled_by_their_module_keys_once_built() {
+        // A step's forward runs `block` (a module span that loads no weight) over two named
+        // linears; an op span runs inside the first.
+        let lines = [
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":2,"warmup_steps":1,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            r#"{"kind":"span_start","id":"f","name":"forward","start_ns":0,"span_kind":"function","measured":true,"step":"forward"}"#,
+            r#"{"kind":"span_start","id":"b","parent_id":"f","name":"block","start_ns":10,"span_kind":"module","step":"forward"}"#,
+            r#"{"kind":"span_start","id":"u","parent_id":"b","name":"linear","start_ns":20,"span_kind":"module","step":"forward","module":"model.layers.0.mlp.up"}"#,
+            r#"{"kind":"span_start","id":"m","parent_id":"u","name":"matmul","start_ns":25,"span_kind":"op","step":"forward"}"#,
+            r#"{"kind":"span_end","id":"m","duration_ns":5}"#,
+            r#"{"kind":"span_end","id":"u","duration_ns":20}"#,
+            r#"{"kind":"span_start","id":"d","parent_id":"b","name":"linear","start_ns":50,"span_kind":"module","step":"forward","module":"model.layers.0.mlp.down"}"#,
+            r#"{"kind":"span_end","id":"d","duration_ns":20}"#,
+            r#"{"kind":"span_end","id":"b","duration_ns":70}"#,
+            r#"{"kind":"span_end","id":"f","duration_ns":100}"#,
+        ];
+        let doc = TraceDocument::from_bytes(lines.join("\n").as_bytes());
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let at = |id: &str| doc.span_index(id).expect("a span with that id");
+        let (f, b, u, m, d) = (at("f"), at("b"), at("u"), at("m"), at("d"));
+        let model = TraceModel::new(doc);
+        // Before the keys are built: the weight path a span was recorded with, else its name.
+        let labels = |model: &TraceModel| [f, b, u, m, d].map(|i| model.span_label(i).to_string());
+        assert_eq!(
+            labels(&model),
+            [
+                "forward",
+                "block",
+                "model.layers.0.mlp.up",
+                "matmul",
+                "model.layers.0.mlp.down"
+            ]
+        );
+        // Built: `block` is the common prefix of the names it holds, as in the modules tab;
+        // function and op spans keep their names.
+        model.module_paths();
+        assert_eq!(
+            labels(&model),
+            [
+                "forward",
+                "model.layers.0.mlp",
+                "model.layers.0.mlp.up",
+                "matmul",
+                "model.layers.0.mlp.down"
+            ]
+        );
+    }
 
     #[test]
     fn views_without_findings_rank_none_and_keep_the_rest() {

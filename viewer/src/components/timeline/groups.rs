@@ -100,10 +100,10 @@ impl SpanSource for Source<'_> {
         self.groups.get(g).map(|x| &x.ctx.model.lanes)
     }
     fn name(&self, g: usize, span: u32) -> &str {
-        self.groups
-            .get(g)
-            .and_then(|x| x.ctx.model.doc.spans.get(span as usize))
-            .map_or("", |s| s.module.as_deref().unwrap_or(&s.name))
+        let Some(model) = self.groups.get(g).map(|x| &x.ctx.model) else {
+            return "";
+        };
+        model.span_label(span as usize)
     }
     fn fill(&self, g: usize, span: u32) -> &'static str {
         (self.colours.fill)(g, span, self.theme)

@@ -34,6 +34,8 @@ pub(super) fn tooltip(groups: &[ChartGroup], h: Hover, width_px: f64) -> Option<
     let duration = s
         .duration_ns
         .map_or_else(|| "never closed".to_string(), format_ns);
+    // Named as in the chart: a module span by its module key.
+    let label = model.span_label(h.span.span as usize).to_string();
     let (left, top) = tooltip_position(h.x, h.y, width_px, TOOLTIP_PX);
     let group = (groups.len() > 1).then(|| x.label.clone());
     Some(view! {
@@ -43,10 +45,10 @@ pub(super) fn tooltip(groups: &[ChartGroup], h: Hover, width_px: f64) -> Option<
             style:left=format!("{left}px")
             style:top=format!("{top}px")
         >
-            <div class="tooltip-name">{s.module.as_deref().unwrap_or(&s.name).to_string()}</div>
+            <div class="tooltip-name">{label.clone()}</div>
             {group.map(|g| view! { <div>{g}</div> })}
             <div>
-                {s.module.is_some().then(|| format!("{} · ", s.name))}
+                {(label != s.name).then(|| format!("{} · ", s.name))}
                 {kind_name(s.span_kind)} " · step " {pass_name(s.pass)}
             </div>
             <div>"duration " {duration}</div>
