@@ -257,7 +257,12 @@ mod tests {
         assert_eq!(rules(&f), [("backward_long", Stake::Ns(100))]);
         assert_eq!(
             f.findings[0].title,
-            "backward takes 400% of the forward time, more than 3×"
+            "backward takes 4.0× the forward time, more than 3×"
+        );
+        // 248 forward and 6000 backward: 24.19…, to one decimal.
+        assert_eq!(
+            trace_findings(&[&doc(248, 6000)]).findings[0].title,
+            "backward takes 24.2× the forward time, more than 3×"
         );
         // 100 and 300 (exactly 3×) and 100 and 50 (exactly half): neither rule.
         assert!(trace_findings(&[&doc(100, 300)]).findings.is_empty());

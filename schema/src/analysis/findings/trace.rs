@@ -168,9 +168,10 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
             } else if b.backward_ns > b.forward_ns.saturating_mul(3) {
                 found.push(Finding {
                     rule: String::from("backward_long"),
+                    // As a multiple: "2416% of the forward time" reads worse than 24.2×.
                     title: format!(
-                        "backward takes {} of the forward time, more than 3×",
-                        percent(b.backward_ns, b.forward_ns)
+                        "backward takes {:.1}× the forward time, more than 3×",
+                        b.backward_ns as f64 / b.forward_ns as f64
                     ),
                     stake: Stake::Ns(b.backward_ns - b.forward_ns.saturating_mul(3)),
                     evidence,
