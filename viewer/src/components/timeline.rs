@@ -264,7 +264,7 @@ pub fn FlameChart(
         });
     }
 
-    // Module spans are labelled by their module keys (`groups::span_label`), built after the
+    // Module spans are labelled by their module keys (`TraceModel::span_label`), built after the
     // first frame (on a large trace they take a while): then the chart repaints with them.
     // Traces without module names have no such labels and skip the work.
     {
