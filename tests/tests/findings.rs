@@ -6,7 +6,8 @@
 //!   stake 700 − (1000 − 700) = 400 µs; the peak is the 4096-byte activation alive from 100 ns
 //!   to 800 000 ns (the optimizer's 1024 bytes come after its free), at 100 ns inside `forward`
 //!   → `memory_peak`; `mlp.fc.weight` and `mlp.fc.bias` missing → `gradients_missing` at
-//!   `model.mlp.fc`, 2 parameters. Ranked: 600 µs, 550 µs, 400 µs, then bytes, then counts.
+//!   `mlp.fc` (root `model`), 2 parameters. Ranked: 600 µs, 550 µs, 400 µs, then bytes, then
+//!   counts.
 //! - `findings_infer.profile.jsonl`: TTFT sorted 1000, 1100, 1200, 5000 µs: p50 rank 2 → 1100,
 //!   p90 rank ceil(3.6) = 4 → 5000, p99 → 5000 > 2 × 1100 → `ttft_tail`, at stake
 //!   (5000 − 1100) µs = 3.9 ms; req-4 (prompt 2048) is at the p90; prompts sorted 16, 16, 32,

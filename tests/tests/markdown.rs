@@ -9,7 +9,7 @@
 //!   `tests/findings.rs`): backward 100 µs against forward 700 µs (14 %, 600 µs at stake),
 //!   `attn` 550 µs of 1.00 ms (55 %), forward 700 µs of the 1.00 ms step (70 %; at stake
 //!   700 − 300 = 400 µs; backward 10 %, optimizer 50 µs = 5 %, other 1000 − 850 = 150 µs = 15 %),
-//!   the 4.00 KiB peak in forward, two missing gradients under `model.mlp.fc`. Its module
+//!   the 4.00 KiB peak in forward, two missing gradients of `mlp.fc` (root `model`). Its module
 //!   coverage: `attn` (50 ns to 550 050 ns) lies inside forward (0 to 700 000 ns), so 550 µs of
 //!   700 µs are covered, 150 µs unattributed, ⌊550 × 100 / 700⌋ = 78 %; backward holds no
 //!   module span; no span has a module name and the file states no capture sources.

@@ -335,11 +335,8 @@ mod tests {
             p.rows[4].target,
             row("gradient-group", "data-module", "mlp.fc")
         );
-        // The schema's words, as they are.
-        assert_eq!(
-            p.rows[4].evidence,
-            ["model.mlp.fc: 2 of 2 parameter(s) missing"]
-        );
+        // The schema's words, as they are: the module as its gradient row names it.
+        assert_eq!(p.rows[4].evidence, ["mlp.fc: 2 of 2 parameter(s) missing"]);
         assert_eq!(p.left_out, 0);
         // A single file: no outlier-step note (that rule reads several steps only).
         assert!(p.notes.is_empty(), "{:?}", p.notes);
