@@ -448,15 +448,17 @@ mod tests {
         d
     }
 
+    /// The document's `gradients_missing` finding.
+    fn gradients(d: &TraceDocument) -> Finding {
+        trace_findings(&[d])
+            .findings
+            .into_iter()
+            .find(|x| x.rule == "gradients_missing")
+            .expect("a gradients_missing finding")
+    }
+
     #[test]
     fn missing_gradients_nearest_the_loss_first() {
-        let gradients = |d: &TraceDocument| {
-            let f = trace_findings(&[d]);
-            f.findings
-                .into_iter()
-                .find(|x| x.rule == "gradients_missing")
-                .expect("a gradients_missing finding")
-        };
         // The forward ran net.a last (its second call, at 400), net.c before it (300); net.b
         // ran in no span, and net.d only in the backward: they follow in file order.
         let f = gradients(&gradients_doc(true));
@@ -524,11 +526,7 @@ mod tests {
         }
         let d = TraceDocument::from_bytes(text.as_bytes());
         assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
-        let f = trace_findings(&[&d])
-            .findings
-            .into_iter()
-            .find(|x| x.rule == "gradients_missing")
-            .expect("a gradients_missing finding");
+        let f = gradients(&d);
         assert_eq!(f.title, "3 parameter(s) in 3 module(s) get no gradient");
         assert_eq!(
             f.evidence,
@@ -543,12 +541,7 @@ mod tests {
             r#""root":"generator","key":"net.a.weight""#,
             r#""root":"critic","key":"net.c.weight""#,
         );
-        let d = TraceDocument::from_bytes(one.as_bytes());
-        let f = trace_findings(&[&d])
-            .findings
-            .into_iter()
-            .find(|x| x.rule == "gradients_missing")
-            .expect("a gradients_missing finding");
+        let f = gradients(&TraceDocument::from_bytes(one.as_bytes()));
         assert_eq!(f.title, "3 parameter(s) in 3 module(s) get no gradient");
         assert_eq!(
             f.evidence,
