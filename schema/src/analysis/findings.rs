@@ -433,19 +433,25 @@ mod tests {
         .into_iter()
         .enumerate()
         {
-            let norm = if state == "present" {
-                r#","norm":1.0"#
-            } else {
-                ""
-            };
-            text.push_str(&format!(
-                r#"{{"kind":"gradient","event_id":"g{i}","root":"varmap","key":"{key}","state":"{state}"{norm}}}"#
-            ));
-            text.push('\n');
+            text.push_str(&gradient_line(i, "varmap", key, state));
         }
         let d = TraceDocument::from_bytes(text.as_bytes());
         assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
         d
+    }
+
+    /// A `gradient` line (with its `\n`); a present gradient has norm 1.
+    fn gradient_line(i: usize, root: &str, key: &str, state: &str) -> String {
+        let norm = if state == "present" {
+            r#","norm":1.0"#
+        } else {
+            ""
+        };
+        let mut line = format!(
+            r#"{{"kind":"gradient","event_id":"g{i}","root":"{root}","key":"{key}","state":"{state}"{norm}}}"#
+        );
+        line.push('\n');
+        line
     }
 
     /// The document's `gradients_missing` finding.
@@ -514,15 +520,7 @@ mod tests {
         .into_iter()
         .enumerate()
         {
-            let norm = if state == "present" {
-                r#","norm":1.0"#
-            } else {
-                ""
-            };
-            text.push_str(&format!(
-                r#"{{"kind":"gradient","event_id":"g{i}","root":"{root}","key":"{key}","state":"{state}"{norm}}}"#
-            ));
-            text.push('\n');
+            text.push_str(&gradient_line(i, root, key, state));
         }
         let d = TraceDocument::from_bytes(text.as_bytes());
         assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
