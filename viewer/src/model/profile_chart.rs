@@ -32,6 +32,8 @@ use crate::timeline::memory_curve::DeviceCurve;
 struct Item {
     name: String,
     kind: SpanKind,
+    /// A module span's weight path, when the capture named it.
+    module: Option<String>,
     start_ns: i64,
     duration_ns: u64,
 }
@@ -104,7 +106,7 @@ fn request_document(request: &str, items: &[Item]) -> TraceDocument {
             span_kind: item.kind,
             measured: false,
             pass: None,
-            module: None,
+            module: item.module.as_deref().map(Into::into),
             duration_ns: Some(item.duration_ns),
             line,
             end_line: Some(line + 1),
@@ -132,6 +134,7 @@ impl ProfileChart {
                 .map(|f| Item {
                     name: format!("forward {} · batch {}", f.iteration, f.batch_size),
                     kind: SpanKind::Function,
+                    module: None,
                     start_ns: at(f.at.start_ns),
                     duration_ns: f.at.end_ns - f.at.start_ns,
                 })
@@ -148,6 +151,7 @@ impl ProfileChart {
                     items.extend(call.spans.iter().map(|s| Item {
                         name: s.name.clone(),
                         kind: s.span_kind,
+                        module: s.module.clone(),
                         start_ns: at(slot.at.start_ns.saturating_add(s.start_ns)),
                         duration_ns: s.duration_ns,
                     }));
@@ -181,6 +185,7 @@ impl ProfileChart {
                     items.push(Item {
                         name,
                         kind: SpanKind::Function,
+                        module: None,
                         start_ns: at(s.1),
                         duration_ns: s.2 - s.1,
                     });
@@ -189,6 +194,7 @@ impl ProfileChart {
                     items.push(Item {
                         name: String::from("queued"),
                         kind: SpanKind::Function,
+                        module: None,
                         start_ns: at(q.start_ns),
                         duration_ns: q.end_ns - q.start_ns,
                     });
@@ -197,6 +203,7 @@ impl ProfileChart {
                     items.extend(w.stages.iter().map(|st| Item {
                         name: st.stage.clone(),
                         kind: SpanKind::Op,
+                        module: None,
                         start_ns: at(lane.open_ns.saturating_add(st.start_ns)),
                         duration_ns: st.end_ns.saturating_sub(st.start_ns),
                     }));
@@ -206,6 +213,7 @@ impl ProfileChart {
                         items.extend(call.spans.iter().map(|s| Item {
                             name: s.name.clone(),
                             kind: s.span_kind,
+                            module: s.module.clone(),
                             start_ns: at(lane.open_ns.saturating_add(s.start_ns)),
                             duration_ns: s.duration_ns,
                         }));
@@ -222,6 +230,7 @@ impl ProfileChart {
                 items.push(Item {
                     name: String::from("request"),
                     kind: SpanKind::Function,
+                    module: None,
                     start_ns: at(lane.open_ns),
                     duration_ns: end.saturating_sub(lane.open_ns),
                 });
@@ -387,6 +396,40 @@ mod tests {
         assert_eq!(curve.timestamp_ns, vec![0, 1_000_000]);
         assert_eq!(curve.live_bytes, vec![100, 300]);
         assert!(chart.groups[1].model.memory_curves.is_empty());
+    }
+
+    #[test]
+    fn module_spans_keep_their_weight_paths() {
+        // `tests/fixtures/modules/make.py` `names_profile()`: request q's prefill and decode
+        // forwards, each `forward` over linears named by their weights.
+        let doc = read_profile(include_bytes!(
+            "../../../tests/fixtures/modules/names.profile.jsonl"
+        ));
+        let chart = ProfileChart::of(&doc);
+        let m = &chart.groups[0].model;
+        let labelled = |m: &TraceModel| -> Vec<String> {
+            (0..m.doc.spans.len())
+                .filter(|&i| m.doc.spans[i].name == "linear")
+                .map(|i| m.span_label(i).to_string())
+                .collect()
+        };
+        // The chart labels them by their weights from the first frame.
+        assert_eq!(
+            labelled(m),
+            [
+                "model.layers.0.q_proj",
+                "model.layers.1.q_proj",
+                "lm_head",
+                "model.layers.0.q_proj",
+                "model.layers.0.q_proj",
+                "model.layers.1.q_proj",
+                "lm_head",
+                "model.layers.0.q_proj",
+            ]
+        );
+        m.module_paths();
+        assert!(m.module_paths().names());
+        assert_eq!(labelled(m)[2], "lm_head");
     }
 
     #[test]
