@@ -221,11 +221,14 @@ pub fn FlameChart(
             let q = query.get();
             let l = layout.get();
             let per_group = groups.iter().enumerate().map(|(g, x)| {
-                let spans = &x.ctx.model.doc.spans;
+                let model = &x.ctx.model;
+                let spans = &model.doc.spans;
+                // By its name and by what the chart labels it with (a module span's key).
                 matching_spans(
                     spans
                         .iter()
-                        .map(|s| (s.name.as_str(), s.module.as_deref(), s.start_ns)),
+                        .enumerate()
+                        .map(|(i, s)| (s.name.as_str(), Some(model.span_label(i)), s.start_ns)),
                     &q,
                 )
                 .into_iter()

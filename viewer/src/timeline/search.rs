@@ -1,8 +1,8 @@
 //! Search by name: which spans match a query, and stepping through the matches in time order.
 
-/// Indices of the spans whose name or module (the weight path a capture named it by)
-/// contains `query` (ASCII case-insensitive), ordered by `start_ns` (ties by index). An empty
-/// or blank query matches nothing.
+/// Indices of the spans whose name or module (the chart's label for a module span: its module
+/// key, or the weight path a capture named it by) contains `query` (ASCII case-insensitive),
+/// ordered by `start_ns` (ties by index). An empty or blank query matches nothing.
 pub fn matching_spans<'a>(
     names: impl IntoIterator<Item = (&'a str, Option<&'a str>, u64)>,
     query: &str,
