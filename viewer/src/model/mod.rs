@@ -234,14 +234,6 @@ impl TraceModel {
             .get_or_init(|| Arc::new(ModulePaths::new(&self.doc)))
     }
 
-    /// The module key of span `i` where the capture named modules and the keys are built
-    /// (see [`TraceModel::module_paths`]): what the flame chart labels a module span with, as
-    /// the modules tab names it. `None` before then, for a span outside every module, and in
-    /// a trace without module names.
-    pub fn module_key_if_built(&self, i: usize) -> Option<&str> {
-        self.later.module_paths.get()?.module_of(i)
-    }
-
     /// Span `i`'s label in the flame chart and its tooltip: a module span by its module key
     /// where the capture named modules (Llama's `block` as `model.layers.3`, a `linear` as its
     /// weights' path), so that the chart names modules as the modules tab does; any other span
@@ -255,9 +247,9 @@ impl TraceModel {
         if !is_module_span(s) {
             return &s.name;
         }
-        self.module_key_if_built(i)
-            .or(s.module.as_deref())
-            .unwrap_or(&s.name)
+        // The keys as built, without building them (`module_of`: names mode only).
+        let key = self.later.module_paths.get().and_then(|p| p.module_of(i));
+        key.or(s.module.as_deref()).unwrap_or(&s.name)
     }
 
     /// Stacked live bytes and checkpoint reconciliation per device (the memory tab's charts):
