@@ -561,7 +561,10 @@ impl Pending {
 impl Drop for Pending {
     fn drop(&mut self) {
         if let Some((worker, _)) = self.worker.take() {
-            release(&worker);
+            // Its work is done; ending it takes the page's thread some milliseconds, which
+            // would come just before the page shows what it loaded.
+            forget(&worker);
+            after(TERMINATE_DELAY_MS, move || worker.terminate());
             prepare_later();
         }
     }
@@ -706,13 +709,18 @@ pub async fn open(
 
 /// Done with `worker` (a newer load may already have replaced it as the running one).
 fn release(worker: &web_sys::Worker) {
+    forget(worker);
+    worker.terminate();
+}
+
+/// `worker` is no longer the running one (where it still is).
+fn forget(worker: &web_sys::Worker) {
     RUNNING.with(|r| {
         let mut r = r.borrow_mut();
         if r.as_ref().is_some_and(|running| &running.worker == worker) {
             *r = None;
         }
     });
-    worker.terminate();
 }
 
 /// [`prepare`] once the page has shown what it just loaded: a worker starting up (compiling
@@ -720,6 +728,9 @@ fn release(worker: &web_sys::Worker) {
 fn prepare_later() {
     after(PREPARE_DELAY_MS, prepare);
 }
+
+/// How long after its findings came a load's worker is ended.
+const TERMINATE_DELAY_MS: i32 = 500;
 
 /// How long after a load the next spare worker starts.
 const PREPARE_DELAY_MS: i32 = 2000;

@@ -23,6 +23,7 @@ use crate::load::{yield_now, AtStart, LoadError, Source};
 use crate::model::compare::CompareModel;
 use crate::model::diagnostics::DiagnosticsPanel;
 use crate::model::multi::MultiModel;
+use crate::model::progress::Progress;
 use crate::model::steps::StepsModel;
 use crate::model::{MemoryViews, ProfileModel, TraceModel};
 use crate::timeline::input::SHORTCUTS;
@@ -67,30 +68,14 @@ enum SetMode {
     Multi,
 }
 
-/// A load in progress.
-#[derive(Clone, Debug, PartialEq)]
-struct Progress {
-    /// What is happening: reading, analysing (in the worker), preparing, laying out.
-    phase: &'static str,
-    name: String,
-    bytes_read: u64,
-    total: Option<u64>,
-    lines: Option<u64>,
-}
-
-impl Progress {
-    /// Show where the worker (or the page) is.
-    fn show(&mut self, stage: Stage) {
-        match stage {
-            Stage::Reading { read, total, lines } => {
-                self.phase = "Reading";
-                self.bytes_read = read;
-                self.total = total;
-                self.lines = lines;
-            }
-            Stage::Analysing => self.phase = "Analysing",
-            Stage::Receiving { .. } => self.phase = "Preparing the view of",
-        }
+/// Show where the worker (or the page) is; whether that changed what the bar says (the
+/// page's decoding reports each step, and redrawing the bar for each would cost more than the
+/// step).
+fn show_stage(p: &mut Progress, stage: Stage) -> bool {
+    match stage {
+        Stage::Reading { read, total, lines } => p.read(read, total, lines),
+        Stage::Analysing => p.phase("Analysing"),
+        Stage::Receiving { .. } => p.phase("Preparing the view of"),
     }
 }
 
@@ -100,6 +85,7 @@ pub fn App() -> impl IntoView {
     let (theme_choice, theme) = theme_signals();
     let opened: RwSignal<Option<(String, Opened)>> = RwSignal::new(None);
     let progress: RwSignal<Option<Progress>> = RwSignal::new(None);
+    let loading = Memo::new(move |_| progress.with(Option::is_some));
     let error: RwSignal<Option<String>> = RwSignal::new(None);
     let dragging = RwSignal::new(false);
     let last_load: RwSignal<Option<ShownTimings>> = RwSignal::new(None);
@@ -140,13 +126,7 @@ pub fn App() -> impl IntoView {
         let my_gen = generation.get_value() + 1;
         generation.set_value(my_gen);
         error.set(None);
-        progress.set(Some(Progress {
-            phase: "Reading",
-            name: name.clone(),
-            bytes_read: 0,
-            total: None,
-            lines: None,
-        }));
+        progress.set(Some(Progress::new("Reading", name.clone())));
         spawn_local(async move {
             let is_current = move || generation.try_get_value() == Some(my_gen);
             let result = worker::open(
@@ -156,10 +136,7 @@ pub fn App() -> impl IntoView {
                     if !is_current() {
                         return;
                     }
-                    progress.update(|p| {
-                        let Some(p) = p else { return };
-                        p.show(stage);
-                    });
+                    progress.maybe_update(|p| p.as_mut().is_some_and(|p| show_stage(p, stage)));
                 },
                 is_current,
             )
@@ -171,11 +148,7 @@ pub fn App() -> impl IntoView {
                 Ok((doc, load, pending)) => {
                     let layout_since = js_sys::Date::now();
                     // Building the view models is one step; let the page show that first.
-                    progress.update(|p| {
-                        if let Some(p) = p {
-                            p.phase = "Laying out";
-                        }
-                    });
+                    progress.maybe_update(|p| p.as_mut().is_some_and(|p| p.phase("Laying out")));
                     yield_now().await;
                     if !is_current() {
                         return;
@@ -255,13 +228,7 @@ pub fn App() -> impl IntoView {
         generation.set_value(my_gen);
         error.set(None);
         let count = files.len();
-        progress.set(Some(Progress {
-            phase: "Reading",
-            name: format!("{count} files"),
-            bytes_read: 0,
-            total: None,
-            lines: None,
-        }));
+        progress.set(Some(Progress::new("Reading", format!("{count} files"))));
         spawn_local(async move {
             let is_current = move || generation.try_get_value() == Some(my_gen);
             let result = load_traces(
@@ -271,10 +238,11 @@ pub fn App() -> impl IntoView {
                         return;
                     }
                     let name = format!("{name} ({} of {count})", i + 1);
-                    progress.update(|p| {
-                        let Some(p) = p else { return };
+                    progress.maybe_update(|p| {
+                        let Some(p) = p else { return false };
+                        let renamed = p.name != name;
                         p.name = name;
-                        p.show(stage);
+                        show_stage(p, stage) | renamed
                     });
                 },
                 is_current,
@@ -285,11 +253,7 @@ pub fn App() -> impl IntoView {
             }
             match result {
                 Ok(docs) => {
-                    progress.update(|p| {
-                        if let Some(p) = p {
-                            p.phase = "Laying out";
-                        }
-                    });
+                    progress.maybe_update(|p| p.as_mut().is_some_and(|p| p.phase("Laying out")));
                     yield_now().await;
                     if !is_current() {
                         return;
@@ -348,13 +312,10 @@ pub fn App() -> impl IntoView {
         AtStart::Url(url) => open(crate::load::file_name_of(&url), Source::Url(url)),
         AtStart::Urls(urls) => {
             let at = generation.get_value();
-            progress.set(Some(Progress {
-                phase: "Fetching",
-                name: format!("{} files", urls.len()),
-                bytes_read: 0,
-                total: None,
-                lines: None,
-            }));
+            progress.set(Some(Progress::new(
+                "Fetching",
+                format!("{} files", urls.len()),
+            )));
             spawn_local(async move {
                 let fetched = crate::load::fetch_files(&urls).await;
                 // Cancelled (or another file opened) meanwhile.
@@ -467,27 +428,23 @@ pub fn App() -> impl IntoView {
         >
             <div>"Drop the trace to open it"</div>
         </div>
+        // Built once per load; each update sets the line's text and the bar's value.
         {move || {
-            progress
-                .get()
-                .map(|p| {
-                    let pct = p
-                        .total
-                        .filter(|t| *t > 0)
-                        .map(|t| (p.bytes_read as f64 / t as f64 * 100.0).min(100.0));
-                    view! {
-                        <div class="progress" data-testid="progress" role="status">
-                            <span>{p.phase} " " {p.name.clone()} " — " {format_bytes(p.bytes_read)}
-                                {p.total.map(|t| format!(" of {}", format_bytes(t)))}
-                                {p.lines.map(|n| format!(", {n} lines"))}
-                            </span>
-                            <progress max="100" value=pct.map(|v| format!("{v:.0}"))></progress>
-                            <button type="button" data-testid="cancel" on:click=cancel>
-                                "Cancel"
-                            </button>
-                        </div>
-                    }
-                })
+            loading.get().then(|| {
+                let line = move || progress.with(|p| p.as_ref().map(Progress::line));
+                let pct = move || {
+                    progress.with(|p| p.as_ref().and_then(Progress::percent).map(|v| format!("{v:.0}")))
+                };
+                view! {
+                    <div class="progress" data-testid="progress" role="status">
+                        <span>{line}</span>
+                        <progress max="100" value=pct></progress>
+                        <button type="button" data-testid="cancel" on:click=cancel>
+                            "Cancel"
+                        </button>
+                    </div>
+                }
+            })
         }}
         {move || {
             error

@@ -23,6 +23,7 @@ pub mod phases;
 pub mod profile;
 pub mod profile_chart;
 pub mod profile_modules;
+pub mod progress;
 pub mod range;
 pub mod resources;
 pub mod sort;
