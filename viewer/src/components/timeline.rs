@@ -212,6 +212,8 @@ pub fn FlameChart(
         }
     };
 
+    // Whether the module spans' labels (their keys) have been built, after the first frame.
+    let labels_built = RwSignal::new(false);
     // Search over every group; the matches become each group's highlights.
     let query = RwSignal::new(String::new());
     let current_match: RwSignal<Option<usize>> = RwSignal::new(None);
@@ -220,6 +222,8 @@ pub fn FlameChart(
         Memo::new(move |_| {
             let q = query.get();
             let l = layout.get();
+            // A query typed before the labels were built is matched again against them.
+            labels_built.track();
             let per_group = groups.iter().enumerate().map(|(g, x)| {
                 let model = &x.ctx.model;
                 let spans = &model.doc.spans;
@@ -283,6 +287,7 @@ pub fn FlameChart(
                 }
             }
             if built {
+                let _ = labels_built.try_set(true);
                 let _ = resize_tick.try_update(|t| *t = t.wrapping_add(1));
             }
         });
