@@ -32,6 +32,22 @@ pub struct Lane {
     /// (ends in start order never decrease: no span in the lane ends inside an earlier one,
     /// as in every well-formed trace), so such a lane keeps no copy.
     max_end_ns: Vec<u64>,
+    /// For each chunk of [`CHUNK`] spans (positions `c * CHUNK..(c + 1) * CHUNK`, the last
+    /// one possibly shorter): the longest duration and the latest end in it. Level of detail
+    /// merges a whole chunk of narrow spans at once with these.
+    pub(crate) chunks: Vec<ChunkExtent>,
+}
+
+/// Spans per chunk of a lane (see [`Lane::chunks`]).
+pub const CHUNK: usize = 64;
+
+/// What a chunk of a lane's spans spans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ChunkExtent {
+    /// The longest duration (`end - start`; `u64::MAX` where a span ends before it starts).
+    pub(crate) max_duration_ns: u64,
+    /// The latest end.
+    pub(crate) max_end_ns: u64,
 }
 
 impl Lane {
@@ -114,11 +130,27 @@ impl Lanes {
                         })
                         .collect()
                 };
+                let chunks = start_ns
+                    .chunks(CHUNK)
+                    .zip(end_ns.chunks(CHUNK))
+                    .map(|(starts, ends)| ChunkExtent {
+                        // A span ending before it starts makes the chunk "wide": level of
+                        // detail then looks at each of its spans.
+                        max_duration_ns: starts
+                            .iter()
+                            .zip(ends)
+                            .map(|(s, e)| e.checked_sub(*s).unwrap_or(u64::MAX))
+                            .max()
+                            .unwrap_or(0),
+                        max_end_ns: ends.iter().copied().max().unwrap_or(0),
+                    })
+                    .collect();
                 Lane {
                     spans,
                     start_ns,
                     end_ns,
                     max_end_ns,
+                    chunks,
                 }
             })
             .collect();

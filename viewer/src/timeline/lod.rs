@@ -3,9 +3,11 @@
 //! Spans at least [`MIN_BLOCK_PX`] wide are drawn one by one; runs of narrower spans that touch
 //! (within one pixel) are merged into a single block, so a lane never draws more blocks than it
 //! has pixels, whatever the number of spans. Only spans that overlap the view are visited (see
-//! [`Lane::candidates`]).
+//! [`Lane::candidates`]), and where they are dense a whole chunk of them joins a merged block
+//! at once ([`visible_blocks_chunked`]): a zoomed-out lane of densely packed spans costs a step
+//! per [`CHUNK`] spans, not one per span.
 
-use super::lanes::Lane;
+use super::lanes::{Lane, CHUNK};
 use super::viewport::Viewport;
 
 /// Spans narrower than this (CSS pixels) are merged with their narrow neighbours.
@@ -42,23 +44,81 @@ pub fn visible_blocks(lane: &Lane, view: &Viewport) -> Vec<Block> {
 /// [`visible_blocks`], marking merged blocks whose spans have different `key`s (for example
 /// the step, which picks the colour) as `mixed`.
 pub fn visible_blocks_keyed(lane: &Lane, view: &Viewport, key: impl Fn(u32) -> u32) -> Vec<Block> {
+    visible_blocks_chunked(lane, view, key, None)
+}
+
+/// Each chunk of `lane`'s spans ([`CHUNK`] at a time, in lane order): the `key` they all
+/// have, or `None` where they differ. Built once per lane and key, it lets
+/// [`visible_blocks_chunked`] merge a chunk without asking each span its key.
+pub fn chunk_keys(lane: &Lane, key: impl Fn(u32) -> u32) -> Vec<Option<u32>> {
+    lane.spans
+        .chunks(CHUNK)
+        .map(|spans| {
+            let first = key(spans[0]);
+            spans[1..].iter().all(|&s| key(s) == first).then_some(first)
+        })
+        .collect()
+}
+
+/// [`visible_blocks_keyed`], the same blocks, in time that grows with the pixels rather than
+/// with the spans where spans are dense: while a merged block is open, a whole chunk of
+/// narrow spans that starts within its reach joins it at once (its longest duration, latest
+/// end and last start decide, and `chunk_keys`, from [`chunk_keys`] with the same `key`,
+/// whether their keys agree; without them only a block already mixed takes whole chunks).
+pub fn visible_blocks_chunked(
+    lane: &Lane,
+    view: &Viewport,
+    key: impl Fn(u32) -> u32,
+    chunk_keys: Option<&[Option<u32>]>,
+) -> Vec<Block> {
     let mut out: Vec<Block> = Vec::new();
     if lane.is_empty() {
         return out;
     }
     let from = view.start_ns.max(0.0) as u64;
     let to = view.end_ns().max(0.0).ceil() as u64;
+    // A chunk whose longest span is under this many ns is narrow throughout: under half a
+    // pixel, far from the 1 px line whatever the rounding of each span's edges.
+    let narrow_ns = view.ns_per_px * 0.5;
     // A merged block still open for more narrow spans, and its first span's key.
     let mut open: Option<Block> = None;
     let mut open_key = 0;
-    for p in lane.candidates(from, to) {
+    let candidates = lane.candidates(from, to);
+    let mut p = candidates.start;
+    while p < candidates.end {
+        if let Some(b) = open.as_mut() {
+            if p % CHUNK == 0 && p + CHUNK <= candidates.end {
+                let c = p / CHUNK;
+                let last = p + CHUNK - 1;
+                let extent = lane.chunks[c];
+                // Starts never decrease, so every span in the chunk starts within the view
+                // and no later than the last, which reaches the block: each one would join it.
+                let last_x0 = view.x_from_ns(lane.start_ns[last] as f64).max(0.0);
+                let joins = lane.start_ns[p] >= from
+                    && (extent.max_duration_ns as f64) < narrow_ns
+                    && last_x0 <= b.x1 + MIN_BLOCK_PX;
+                let keys_known = b.mixed || chunk_keys.is_some_and(|k| k.len() > c);
+                if joins && keys_known {
+                    let latest = view.x_from_ns(extent.max_end_ns as f64).min(view.width_px);
+                    b.x1 = b.x1.max(latest).max(last_x0 + MIN_BLOCK_PX);
+                    b.count += CHUNK as u32;
+                    if !b.mixed {
+                        let same = chunk_keys.and_then(|k| k[c]);
+                        b.mixed = same != Some(open_key);
+                    }
+                    p += CHUNK;
+                    continue;
+                }
+            }
+        }
         let (s, e) = (lane.start_ns[p], lane.end_ns[p]);
+        let span = lane.spans[p];
+        p += 1;
         if e < from || s > to {
             continue;
         }
         let x0 = view.x_from_ns(s as f64).max(0.0);
         let x1 = view.x_from_ns(e as f64).min(view.width_px);
-        let span = lane.spans[p];
         if x1 - x0 >= MIN_BLOCK_PX {
             if let Some(b) = open.take() {
                 out.push(b);
@@ -184,6 +244,127 @@ mod tests {
         let b = visible_blocks(&l.lanes[0], &v);
         assert_eq!(b.len(), 1);
         assert_eq!(b[0].span, 1);
+    }
+
+    /// Level of detail one span at a time: what [`visible_blocks_chunked`] must equal.
+    fn span_by_span(lane: &Lane, view: &Viewport, key: impl Fn(u32) -> u32) -> Vec<Block> {
+        let (from, to) = (
+            view.start_ns.max(0.0) as u64,
+            view.end_ns().max(0.0).ceil() as u64,
+        );
+        let mut out: Vec<Block> = Vec::new();
+        let mut open: Option<(Block, u32)> = None;
+        for p in lane.candidates(from, to) {
+            let (s, e, span) = (lane.start_ns[p], lane.end_ns[p], lane.spans[p]);
+            if e < from || s > to {
+                continue;
+            }
+            let x0 = view.x_from_ns(s as f64).max(0.0);
+            let x1 = view.x_from_ns(e as f64).min(view.width_px);
+            if x1 - x0 >= MIN_BLOCK_PX {
+                out.extend(open.take().map(|(b, _)| b));
+                out.push(Block {
+                    x0,
+                    x1,
+                    span,
+                    count: 1,
+                    mixed: false,
+                });
+                continue;
+            }
+            let x1 = x1.max(x0 + MIN_BLOCK_PX);
+            match &mut open {
+                Some((b, k)) if x0 <= b.x1 + MIN_BLOCK_PX => {
+                    b.x1 = b.x1.max(x1);
+                    b.count += 1;
+                    b.mixed |= key(span) != *k;
+                }
+                _ => {
+                    out.extend(open.take().map(|(b, _)| b));
+                    open = Some((
+                        Block {
+                            x0,
+                            x1,
+                            span,
+                            count: 1,
+                            mixed: false,
+                        },
+                        key(span),
+                    ));
+                }
+            }
+        }
+        out.extend(open.map(|(b, _)| b));
+        out
+    }
+
+    proptest::proptest! {
+        /// Whole chunks merged at once give exactly the blocks of merging span by span: dense
+        /// runs of narrow spans with gaps, wide spans and overlaps among them, keys that agree
+        /// over long runs or not, at any zoom and pan.
+        #[test]
+        fn chunks_merge_exactly_as_spans_do(
+            steps in proptest::collection::vec((0u64..40, 0u64..30, 0u32..100), 1..700),
+            gaps in proptest::collection::vec((0usize..700, 100u64..100_000), 0..4),
+            wide in proptest::collection::vec((0usize..700, 1_000u64..50_000), 0..4),
+            key_every in 1u32..400,
+            window in (0.0f64..1.0, 0.0f64..1.0),
+            width in proptest::sample::select(vec![50.0, 300.0, 1280.0]),
+        ) {
+            let mut at = 0u64;
+            let spans: Vec<(u64, u64)> = steps
+                .iter()
+                .enumerate()
+                .map(|(i, &(gap, dur, _))| {
+                    at += gap + gaps.iter().filter(|g| g.0 == i).map(|g| g.1).sum::<u64>();
+                    let long = wide.iter().filter(|w| w.0 == i).map(|w| w.1).sum::<u64>();
+                    (at, at + dur + long)
+                })
+                .collect();
+            let l = lane_of(&spans);
+            let lane = &l.lanes[0];
+            // Keys in runs of `key_every` spans, one run in three of another key.
+            let key = |s: u32| u32::from((s / key_every) % 3 == 1);
+            let keys = chunk_keys(lane, key);
+            let whole = Viewport::fit(l.start_ns, l.end_ns.max(l.start_ns + 1), width);
+            let (a, b) = (window.0.min(window.1), window.0.max(window.1));
+            let span = (l.end_ns - l.start_ns) as f64;
+            let view = whole.show_range(
+                l.start_ns + (span * a) as u64,
+                l.start_ns + (span * b) as u64,
+                0.0,
+            );
+            for v in [whole, view] {
+                let expected = span_by_span(lane, &v, key);
+                proptest::prop_assert_eq!(&visible_blocks_chunked(lane, &v, key, Some(&keys)), &expected);
+                proptest::prop_assert_eq!(&visible_blocks_chunked(lane, &v, key, None), &expected);
+                proptest::prop_assert_eq!(&visible_blocks_keyed(lane, &v, key), &expected);
+            }
+        }
+    }
+
+    #[test]
+    fn a_dense_lane_is_merged_a_chunk_at_a_time() {
+        // 100 000 back-to-back spans of 3 ns in 1 ms at 800 px: one block, counted whole, and
+        // mixed only where the keys are.
+        let spans: Vec<(u64, u64)> = (0..100_000).map(|i| (i * 10, i * 10 + 3)).collect();
+        let l = lane_of(&spans);
+        let lane = &l.lanes[0];
+        let v = Viewport::fit(0, 1_000_000, 800.0);
+        let same = |_| 7;
+        let b = visible_blocks_chunked(lane, &v, same, Some(&chunk_keys(lane, same)));
+        assert_eq!(b.len(), 1);
+        assert_eq!((b[0].count, b[0].mixed), (100_000, false));
+        let one_differs = |s| u32::from(s == 99_000);
+        let b = visible_blocks_chunked(lane, &v, one_differs, Some(&chunk_keys(lane, one_differs)));
+        assert_eq!((b[0].count, b[0].mixed), (100_000, true));
+        assert_eq!(
+            chunk_keys(lane, one_differs)
+                .iter()
+                .filter(|k| k.is_none())
+                .count(),
+            1
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use super::lanes::{Lanes, SpanExtent};
 use super::layout::{ChartLayout, AXIS_PX, GROUP_HEADER_PX, LANE_PX};
-use super::lod::visible_blocks_keyed;
+use super::lod::visible_blocks_chunked;
 use super::palette::label_color;
 use super::ticks::{ticks, Tick};
 use super::viewport::Viewport;
@@ -43,6 +43,11 @@ pub trait SpanSource {
     fn fill(&self, g: usize, span: u32) -> &'static str;
     /// Colour key of a span: merged blocks of different keys take the merged fill.
     fn key(&self, g: usize, span: u32) -> u32;
+    /// The keys of lane `depth` of group `g` a chunk at a time ([`chunk_keys`](super::lod::chunk_keys)), where they
+    /// have been built: level of detail then merges dense spans a chunk at a time.
+    fn chunk_keys(&self, _g: usize, _depth: usize) -> Option<&[Option<u32>]> {
+        None
+    }
     /// Where a span is drawn (its own time and depth).
     fn extent(&self, g: usize, span: u32) -> Option<SpanExtent>;
 }
@@ -281,7 +286,8 @@ pub fn scene(
             ) else {
                 continue;
             };
-            for b in visible_blocks_keyed(lane, &gv, |i| source.key(g, i)) {
+            let chunk_keys = source.chunk_keys(g, depth);
+            for b in visible_blocks_chunked(lane, &gv, |i| source.key(g, i), chunk_keys) {
                 let fill = if b.mixed {
                     merged_fill
                 } else {
@@ -398,8 +404,9 @@ pub fn minimap_rects(
             continue;
         };
         let gv = layout.group_view(&whole, g);
-        for lane in &lanes.lanes {
-            for b in visible_blocks_keyed(lane, &gv, |i| source.key(g, i)) {
+        for (depth, lane) in lanes.lanes.iter().enumerate() {
+            let chunk_keys = source.chunk_keys(g, depth);
+            for b in visible_blocks_chunked(lane, &gv, |i| source.key(g, i), chunk_keys) {
                 out.push(Rect {
                     x: b.x0,
                     y: row as f64 * lane_h,

@@ -14,13 +14,14 @@ use crate::timeline::raster::Raster;
 use crate::timeline::scene::{scene, Marks, Rows, SpanRef};
 use crate::timeline::viewport::Viewport;
 
+use super::groups::KeyTable;
 use super::{ChartGroup, Colours, Source};
 
 /// What a frame shows, read from the chart's signals by the effect that paints it.
 pub(super) struct Frame<'a> {
     pub(super) groups: &'a [ChartGroup],
     pub(super) colours: &'a Colours,
-    pub(super) keys: &'a [Vec<u8>],
+    pub(super) keys: &'a KeyTable,
     pub(super) theme: Theme,
     pub(super) layout: &'a Arc<ChartLayout>,
     pub(super) view: &'a Viewport,

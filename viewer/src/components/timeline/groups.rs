@@ -7,6 +7,7 @@ use leptos::prelude::*;
 
 use crate::components::TraceContext;
 use crate::timeline::lanes::{Lanes, SpanExtent};
+use crate::timeline::lod::chunk_keys;
 use crate::timeline::palette::{colour_key, merged_fill, span_fill, Theme};
 use crate::timeline::scene::SpanSource;
 
@@ -71,27 +72,47 @@ impl ChartGroup {
 
 /// Each group's spans' colour keys, computed once: level of detail asks for a key per span
 /// in view, a million times a frame when a million spans are in view.
-pub(super) type Keys = Arc<Vec<Vec<u8>>>;
+pub(super) struct KeyTable {
+    /// Each group's spans' keys, indexed like its document's spans.
+    spans: Vec<Vec<u8>>,
+    /// Each group's lanes' keys a chunk of spans at a time ([`chunk_keys`]).
+    chunks: Vec<Vec<Vec<Option<u32>>>>,
+}
+
+pub(super) type Keys = Arc<KeyTable>;
 
 pub(super) fn keys_of(groups: &[ChartGroup], colours: &Colours) -> Keys {
-    Arc::new(
-        groups
-            .iter()
-            .enumerate()
-            .map(|(g, x)| {
-                (0..x.ctx.model.doc.spans.len() as u32)
-                    .map(|i| u8::try_from((colours.key)(g, i)).unwrap_or(u8::MAX))
-                    .collect()
-            })
-            .collect(),
-    )
+    let spans: Vec<Vec<u8>> = groups
+        .iter()
+        .enumerate()
+        .map(|(g, x)| {
+            (0..x.ctx.model.doc.spans.len() as u32)
+                .map(|i| u8::try_from((colours.key)(g, i)).unwrap_or(u8::MAX))
+                .collect()
+        })
+        .collect();
+    let chunks = groups
+        .iter()
+        .zip(&spans)
+        .map(|(x, keys)| {
+            let key = |i: u32| keys.get(i as usize).map_or(0, |&k| u32::from(k));
+            x.ctx
+                .model
+                .lanes
+                .lanes
+                .iter()
+                .map(|lane| chunk_keys(lane, key))
+                .collect()
+        })
+        .collect();
+    Arc::new(KeyTable { spans, chunks })
 }
 
 /// The groups as [`SpanSource`] for one frame.
 pub(super) struct Source<'a> {
     pub(super) groups: &'a [ChartGroup],
     pub(super) colours: &'a Colours,
-    pub(super) keys: &'a [Vec<u8>],
+    pub(super) keys: &'a KeyTable,
     pub(super) theme: Theme,
 }
 
@@ -110,9 +131,13 @@ impl SpanSource for Source<'_> {
     }
     fn key(&self, g: usize, span: u32) -> u32 {
         self.keys
+            .spans
             .get(g)
             .and_then(|k| k.get(span as usize))
             .map_or(0, |&k| u32::from(k))
+    }
+    fn chunk_keys(&self, g: usize, depth: usize) -> Option<&[Option<u32>]> {
+        self.keys.chunks.get(g)?.get(depth).map(Vec::as_slice)
     }
     fn extent(&self, g: usize, span: u32) -> Option<SpanExtent> {
         self.groups.get(g)?.ctx.model.extent(span)
