@@ -2,7 +2,7 @@
 //! declaration into both ends: the writer the worker fills row by row and the reader the page
 //! decodes rows from, with the table's column count summed from the kinds.
 //!
-//! A kind lays one field out as one or more byte columns of a table ([`wire`](super::wire)):
+//! A kind lays one field out as one or more byte columns of a table ([`wire`]):
 //!
 //! | kind | columns |
 //! |---|---|
