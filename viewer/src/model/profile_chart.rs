@@ -427,7 +427,6 @@ mod tests {
                 "model.layers.0.q_proj",
             ]
         );
-        m.module_paths();
         assert!(m.module_paths().names());
         assert_eq!(labelled(m)[2], "lm_head");
     }

@@ -31,17 +31,9 @@ impl Progress {
 
     /// `read` bytes of `total` read, `lines` lines; whether the bar says something new.
     pub fn read(&mut self, read: u64, total: Option<u64>, lines: Option<u64>) -> bool {
-        let new = Progress {
-            phase: "Reading",
-            name: std::mem::take(&mut self.name),
-            bytes_read: read,
-            total,
-            lines,
-        };
-        let changed = (self.phase, self.bytes_read, self.total, self.lines)
-            != (new.phase, new.bytes_read, new.total, new.lines);
-        *self = new;
-        changed
+        let before = (self.phase, self.bytes_read, self.total, self.lines);
+        (self.phase, self.bytes_read, self.total, self.lines) = ("Reading", read, total, lines);
+        before != (self.phase, self.bytes_read, self.total, self.lines)
     }
 
     /// Another step of the load; whether the bar says something new.

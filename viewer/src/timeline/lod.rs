@@ -87,10 +87,10 @@ pub fn visible_blocks_chunked(
     let mut p = candidates.start;
     while p < candidates.end {
         if let Some(b) = open.as_mut() {
-            if p % CHUNK == 0 && p + CHUNK <= candidates.end {
-                let c = p / CHUNK;
+            let c = p / CHUNK;
+            let extent = lane.chunks.get(c).copied();
+            if let Some(extent) = extent.filter(|_| p % CHUNK == 0 && p + CHUNK <= candidates.end) {
                 let last = p + CHUNK - 1;
-                let extent = lane.chunks[c];
                 // Starts never decrease, so every span in the chunk starts within the view
                 // and no later than the last, which reaches the block: each one would join it.
                 let last_x0 = view.x_from_ns(lane.start_ns[last] as f64).max(0.0);
