@@ -19,7 +19,7 @@
 //! A chunk (little-endian; tables as in [`wire`]) is the table of the strings it uses first
 //! (each distinct string crosses once, numbered in order of first use across the stream), then
 //! its body. The bodies, end to end, are:
-//! - `CTT5`, the document kind (`0` trace, `1` profile, `2` unsupported);
+//! - `CTT6`, the document kind (`0` trace, `1` profile, `2` unsupported);
 //! - the kind's head (a trace's in `head.rs`; an unsupported file's format);
 //! - the kind's parts in a fixed order ([`TRACE`], [`PROFILE`], [`UNSUPPORTED`]; a trace's
 //!   record tables before its spans). A part of records is its row count, then tables of at
@@ -59,6 +59,7 @@ mod memory_profile;
 mod ops;
 mod pools;
 mod records;
+mod span_index;
 mod spans;
 mod tensors;
 mod tree;
@@ -77,9 +78,9 @@ pub const BATCH: usize = 8192;
 /// about fifty messages.
 pub const CHUNK_BYTES: usize = 1 << 20;
 
-/// The first bytes of an encoded document (`5`: the chunked stream, ids in place, the op and
-/// memory tables as stored, a trace's records before its spans).
-const MAGIC: &[u8; 4] = b"CTT5";
+/// The first bytes of an encoded document (`6`: the chunked stream, ids in place, the op and
+/// memory tables as stored, a trace's records before its spans, the span id index as built).
+const MAGIC: &[u8; 4] = b"CTT6";
 
 /// Why bytes could not be decoded (a bug or a truncated transfer, never the user's file).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +116,7 @@ enum Part {
     Gradients,
     Edges,
     Spans,
+    SpanIndex,
     Tree,
     MemoryProfile,
     Samples,
@@ -138,6 +140,7 @@ const TRACE: &[Part] = &[
     Part::Gradients,
     Part::Edges,
     Part::Spans,
+    Part::SpanIndex,
     Part::Tree,
     Part::MemoryProfile,
     Part::Samples,
@@ -173,7 +176,10 @@ impl Part {
     /// Whether the part is rows in blocks (a count, then tables of at most [`BATCH`] rows)
     /// rather than one run of tables read in one step.
     fn in_blocks(self) -> bool {
-        !matches!(self, Part::Tree | Part::MemoryProfile | Part::Chrome)
+        !matches!(
+            self,
+            Part::SpanIndex | Part::Tree | Part::MemoryProfile | Part::Chrome
+        )
     }
 }
 
@@ -379,6 +385,7 @@ impl<'d, 'e> Enc<'d, 'e> {
                 Part::Edges => self.blocks(r.edges.iter(), edges::write),
                 // Not records: written by `analysed`.
                 Part::Spans
+                | Part::SpanIndex
                 | Part::Tree
                 | Part::MemoryProfile
                 | Part::Samples
@@ -394,6 +401,10 @@ impl<'d, 'e> Enc<'d, 'e> {
         for &part in TRACE.iter().filter(|p| !p.is_record()) {
             match part {
                 Part::Spans => self.blocks(t.spans.iter(), spans::write),
+                Part::SpanIndex => {
+                    span_index::write(&mut self.out, t);
+                    self.maybe_cut();
+                }
                 Part::Tree => {
                     tree::write(&mut self.out, &t.tree);
                     self.maybe_cut();
@@ -595,6 +606,7 @@ impl Decoder {
                 return Err(other_kind());
             };
             match part {
+                Part::SpanIndex => span_index::read(d, &mut r, b, s)?,
                 Part::Tree => tree::read(d, &mut r, b, s)?,
                 Part::MemoryProfile => {
                     memory_profile::read_head(&mut d.memory_profile, &mut r, b, s)?
@@ -693,10 +705,8 @@ fn reserve(doc: &mut Partial, part: Part, total: usize) -> Result<()> {
         (Part::Diagnostics, Partial::Unsupported { diagnostics, .. }) => room(diagnostics, total),
         (part, Partial::Trace(d)) => match part {
             Part::Spans => {
-                room(&mut d.spans, total)?;
-                // The id index's room too (the spans' room was had: this is smaller).
-                d.reserve_spans(total);
-                Ok(())
+                // The id index crosses whole after them.
+                room(&mut d.spans, total)
             }
             // A pool grows as its blocks come: its count says nothing of its values' bytes.
             Part::OpStrings | Part::OpShapes | Part::MemoryStrings | Part::MemoryShapes => Ok(()),
@@ -785,7 +795,7 @@ mod tests {
     }
 
     /// Everything a document holds, compared field by field (`TraceDocument` has no
-    /// `PartialEq`: its id index is private and rebuilt).
+    /// `PartialEq`: its id index is private; the same lookups are compared).
     fn assert_same(name: &str, a: &AnyDocument, b: &AnyDocument) {
         match (a, b) {
             (AnyDocument::Trace(a), AnyDocument::Trace(b)) => {
@@ -851,6 +861,10 @@ mod tests {
             }] += 1;
             let back = decode(&encode_all(&doc)).unwrap();
             assert_same(name, &doc, &back);
+            // The span id index crossed as built, not rebuilt on the way.
+            if let (AnyDocument::Trace(a), AnyDocument::Trace(b)) = (&doc, &back) {
+                assert_eq!(a.span_index_parts(), b.span_index_parts(), "{name}");
+            }
             // The same in the smallest chunks the encoder cuts: one per block or part.
             let small = chunks_of(&doc, 1);
             assert_same(name, &doc, &decode(&small).unwrap());
@@ -1193,11 +1207,11 @@ mod tests {
     fn large_documents_are_decoded_in_bounded_steps() {
         let n = 3 * BATCH + 5;
         let doc = read(many_spans(n).as_bytes());
-        // Cut after every block or part: the n + 1 spans in 4 blocks, then the tree, the memory
-        // profile's head and the Chrome flag (the empty parts between them in the same
-        // chunks), then the last chunk with the empty diagnostics.
+        // Cut after every block or part: the n + 1 spans in 4 blocks, then their id index, the
+        // tree, the memory profile's head and the Chrome flag (the empty parts between them in
+        // the same chunks), then the last chunk with the empty diagnostics.
         let chunks = chunks_of(&doc, 1);
-        assert_eq!(chunks.len(), 4 + 3 + 1);
+        assert_eq!(chunks.len(), 4 + 4 + 1);
         // The default size keeps the spans (about 0.4 MB a block) to a few chunks.
         assert!(encode_all(&doc).len() < chunks.len());
         let mut d = Decoder::new();
@@ -1222,9 +1236,10 @@ mod tests {
         }
         // By hand: the head; for the spans their count and 4 blocks; one step each for the
         // op table's strings and shapes, ops, tensors, the memory table's strings and shapes,
-        // memory, device memory, gradients, edges (all empty), the tree, the memory profile,
-        // samples and Chrome; the diagnostics' step ends it (`Done`, not counted).
-        assert_eq!(more, 1 + 5 + 14);
+        // memory, device memory, gradients, edges (all empty), the span index, the tree, the
+        // memory profile, samples and Chrome; the diagnostics' step ends it (`Done`, not
+        // counted).
+        assert_eq!(more, 1 + 5 + 15);
         assert_eq!(d.step().unwrap(), Stepped::Done);
         assert!(d.push(&chunks[0]).is_err(), "a chunk after the end");
         let back = d.finish().unwrap();

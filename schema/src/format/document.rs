@@ -45,6 +45,7 @@ mod span_index;
 
 use lines::RefKind;
 use span_index::SpanIndex;
+pub use span_index::SpanIndexParts;
 
 /// Everything read from one trace/6 file.
 #[derive(Debug, Clone, Default)]
@@ -104,6 +105,29 @@ impl TraceDocument {
             let _ = self
                 .span_index
                 .insert_first(&self.spans, &self.spans[i].id, i as u32);
+        }
+    }
+
+    /// The id → index map's state ([`SpanIndexParts`]), to hand the document to another
+    /// process without hashing every id again there ([`TraceDocument::take_span_index`]).
+    pub fn span_index_parts(&self) -> SpanIndexParts<'_> {
+        self.span_index.parts()
+    }
+
+    /// Take the id → index map another process built over these same spans
+    /// ([`TraceDocument::span_index_parts`]), if `parts` is one (see the checks of
+    /// `SpanIndex::from_parts`); otherwise index every span here. Whether the parts were taken.
+    pub fn take_span_index(&mut self, parts: SpanIndexParts<'_>) -> bool {
+        match SpanIndex::from_parts(&self.spans, parts) {
+            Some(index) => {
+                self.span_index = index;
+                true
+            }
+            None => {
+                self.span_index = SpanIndex::default();
+                self.index_spans_from(0);
+                false
+            }
         }
     }
 
@@ -386,6 +410,26 @@ mod tests {
             .iter()
             .map(|d| (d.line, d.severity, d.category))
             .collect()
+    }
+
+    /// A document takes the id index another built over the same spans, and indexes its
+    /// spans itself when handed one of other spans.
+    #[test]
+    fn the_span_index_is_taken_when_it_fits_and_rebuilt_when_not() {
+        let doc = four_spans();
+        let mut other = TraceDocument {
+            spans: doc.spans.clone(),
+            ..TraceDocument::default()
+        };
+        assert!(other.take_span_index(doc.span_index_parts()));
+        assert_eq!(other.span_index_parts(), doc.span_index_parts());
+        // Another document's index (its spans' ids are others): refused, then rebuilt here.
+        let stranger = read(&[META.to_string(), start("x", None, 0, true), end("x", 5)]);
+        assert!(!other.take_span_index(stranger.span_index_parts()));
+        for (i, s) in doc.spans.iter().enumerate() {
+            assert_eq!(other.span_index(&s.id), Some(i));
+        }
+        assert_eq!(other.span_index("x"), None);
     }
 
     /// Ends found through the reader's cache of open spans and through the index agree:

@@ -1,4 +1,4 @@
-//! The spans part: a row per span, in document order, indexed by id as each block arrives.
+//! The spans part: a row per span, in document order (their id index crosses after them).
 
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::{CompactString, Pass, SpanKind};
@@ -46,7 +46,6 @@ pub(super) fn write<'d>(c: &mut Spans<Write>, s: &mut Strings<'d>, x: &'d Span) 
 #[inline(never)]
 pub(super) fn read(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> Result<()> {
     let c = Spans::<Read<'_>>::from(t, b, s)?;
-    let first = d.spans.len();
     d.spans.reserve(t.n);
     for i in 0..t.n {
         d.spans.push(Span {
@@ -63,7 +62,5 @@ pub(super) fn read(d: &mut TraceDocument, t: &Table, b: &[u8], s: Strs<'_>) -> R
             end_line: c.end_line.u64(i)?,
         });
     }
-    // Indexed as they arrive, so no single step indexes every span.
-    d.index_spans_from(first);
     Ok(())
 }

@@ -341,6 +341,11 @@ impl<'b> Col<'b> {
         Col { b }
     }
 
+    /// Its bytes.
+    pub fn bytes(&self) -> &'b [u8] {
+        self.b
+    }
+
     // The readers below are inlined into the loops that read a column row by row (the page's
     // wasm is built for size, where each was a call a cell: about a tenth of a 10 MB open's
     // decoding); their errors are built out of line.

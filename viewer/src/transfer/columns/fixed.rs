@@ -90,11 +90,16 @@ impl FixedW {
     }
 }
 
-impl U8R<'_> {
+impl<'b> U8R<'b> {
     /// Row `i`.
     #[inline]
     pub(in crate::transfer) fn get(&self, i: usize) -> Result<u8> {
         self.0.u8(i)
+    }
+
+    /// Every row, as the column's bytes.
+    pub(in crate::transfer) fn bytes(&self) -> &'b [u8] {
+        self.0.bytes()
     }
 }
 
