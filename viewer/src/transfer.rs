@@ -525,7 +525,9 @@ impl Decoder {
         }
         self.before += self.len;
         if self.buffer.len() < len {
-            self.buffer.resize(len, 0);
+            // A new buffer rather than a grown one: nothing of the old to copy, and zeroed
+            // memory straight from the allocator.
+            self.buffer = vec![0; len];
         }
         self.len = len;
         let chunk = &mut self.buffer[..len];

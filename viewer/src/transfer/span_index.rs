@@ -34,7 +34,7 @@ pub(super) fn read(d: &mut TraceDocument, r: &mut In<'_>, b: &[u8], s: Strs<'_>)
     let seed = r.u64()?;
     let t = r.table()?;
     let c = Slots::<Read<'_>>::from(&t, b, s)?;
-    let slots: Vec<u32> = c.span.all().collect();
+    let slots = c.span.all();
     d.take_span_index(SpanIndexParts {
         seed,
         tags: c.tag.bytes(),

@@ -51,13 +51,13 @@ pub(super) fn read(d: &mut TraceDocument, r: &mut In<'_>, b: &[u8], s: Strs<'_>)
     let nodes = Nodes::<Read<'_>>::from(&t, b, s)?;
     let mut rows = || -> Result<Vec<u32>> {
         let t = r.table()?;
-        Ok(Rows::<Read<'_>>::from(&t, b, s)?.row.all().collect())
+        Ok(Rows::<Read<'_>>::from(&t, b, s)?.row.all())
     };
     let (roots, child_start, child_list) = (rows()?, rows()?, rows()?);
     let parts = SpanTreeParts {
         parent: nodes.parent.all().collect(),
-        depth: nodes.depth.all().collect(),
-        self_ns: nodes.self_ns.all().collect(),
+        depth: nodes.depth.all(),
+        self_ns: nodes.self_ns.all(),
         roots,
         max_depth,
         child_start,

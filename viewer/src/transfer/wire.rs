@@ -401,6 +401,25 @@ impl<'b> Col<'b> {
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
     }
 
+    /// Every value as a `u32`, into a vector with one copy of the bytes.
+    pub fn u32s(&self) -> Vec<u32> {
+        let n = self.b.len() / 4;
+        let mut v = vec![0u32; n];
+        bytemuck::cast_slice_mut::<u32, u8>(&mut v).copy_from_slice(&self.b[..n * 4]);
+        // Nothing to do on a little-endian target (wasm32 is one).
+        v.iter_mut().for_each(|x| *x = u32::from_le(*x));
+        v
+    }
+
+    /// Every value as a `u64`, into a vector with one copy of the bytes.
+    pub fn u64s(&self) -> Vec<u64> {
+        let n = self.b.len() / 8;
+        let mut v = vec![0u64; n];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut v).copy_from_slice(&self.b[..n * 8]);
+        v.iter_mut().for_each(|x| *x = u64::from_le(*x));
+        v
+    }
+
     /// Every value as a `u64`, in order.
     pub fn all_u64(&self) -> impl Iterator<Item = u64> + 'b {
         self.b.chunks_exact(8).map(|c| {
@@ -570,6 +589,19 @@ mod tests {
     #![allow(clippy::unwrap_used)] // test code: a failed expectation is the report
 
     use super::*;
+
+    #[test]
+    fn numbers_copied_whole_are_the_values_read_one_by_one() {
+        let bytes: Vec<u8> = (0u8..40).collect();
+        let col = Col::of(&bytes);
+        assert_eq!(col.u32s(), col.all_u32().collect::<Vec<_>>());
+        assert_eq!(col.u64s(), col.all_u64().collect::<Vec<_>>());
+        // By hand: the first values, little-endian.
+        assert_eq!(col.u32s()[..2], [0x0302_0100, 0x0706_0504]);
+        assert_eq!(col.u64s()[0], 0x0706_0504_0302_0100);
+        assert_eq!((col.u32s().len(), col.u64s().len()), (10, 5));
+        assert!(Col::EMPTY.u32s().is_empty() && Col::EMPTY.u64s().is_empty());
+    }
 
     #[test]
     fn a_block_of_strings_is_their_bytes_and_each_end() {

@@ -110,9 +110,10 @@ impl<'b> U32R<'b> {
         self.0.u32(i)
     }
 
-    /// Every row, in order (no check per row: the column's size is exact).
-    pub(in crate::transfer) fn all(&self) -> impl Iterator<Item = u32> + 'b {
-        self.0.all_u32()
+    /// Every row, in order, as a vector (one copy of the column's bytes; the column's size is
+    /// exact).
+    pub(in crate::transfer) fn all(&self) -> Vec<u32> {
+        self.0.u32s()
     }
 }
 
@@ -123,9 +124,10 @@ impl<'b> U64R<'b> {
         self.0.u64(i)
     }
 
-    /// Every row, in order.
-    pub(in crate::transfer) fn all(&self) -> impl Iterator<Item = u64> + 'b {
-        self.0.all_u64()
+    /// Every row, in order, as a vector (one copy of the column's bytes; the column's size is
+    /// exact).
+    pub(in crate::transfer) fn all(&self) -> Vec<u64> {
+        self.0.u64s()
     }
 }
 
