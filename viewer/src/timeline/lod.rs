@@ -247,6 +247,7 @@ mod tests {
     }
 
     /// Level of detail one span at a time: what [`visible_blocks_chunked`] must equal.
+    #[cfg(not(target_arch = "wasm32"))]
     fn span_by_span(lane: &Lane, view: &Viewport, key: impl Fn(u32) -> u32) -> Vec<Block> {
         let (from, to) = (
             view.start_ns.max(0.0) as u64,
@@ -298,6 +299,8 @@ mod tests {
         out
     }
 
+    // proptest is a native-only dev-dependency.
+    #[cfg(not(target_arch = "wasm32"))]
     proptest::proptest! {
         /// Whole chunks merged at once give exactly the blocks of merging span by span: dense
         /// runs of narrow spans with gaps, wide spans and overlaps among them, keys that agree

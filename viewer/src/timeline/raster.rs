@@ -477,6 +477,8 @@ mod tests {
         assert_eq!(r.pixel(1, 1), Some([0, 0, 255, 255]));
     }
 
+    // proptest is a native-only dev-dependency.
+    #[cfg(not(target_arch = "wasm32"))]
     proptest::proptest! {
         /// A band is the same pixels as its rectangles filled one by one, whether its rows
         /// were alike before or not.
