@@ -89,12 +89,6 @@ pub struct TraceDocument {
 }
 
 impl TraceDocument {
-    /// Make room for `n` more spans (and their ids) before appending them in batches.
-    pub fn reserve_spans(&mut self, n: usize) {
-        self.spans.reserve(n);
-        self.span_index.reserve(&self.spans, n);
-    }
-
     /// Add the ids of `spans[start..]` to the id → index map (the first span with an id
     /// wins): for code that appends to `spans` in batches and indexes as it goes.
     pub fn index_spans_from(&mut self, start: usize) {
