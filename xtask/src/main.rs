@@ -142,41 +142,18 @@ fn ci() -> Result<()> {
         ])
     })?;
     stage("clippy (wasm32)", &|| {
-        cargo(&[
-            "clippy",
-            "-p",
-            "candle-trace-schema",
-            "--target",
-            WASM,
-            "--",
-            "-D",
-            "warnings",
-        ])?;
+        let clippy = |args: &[&str]| {
+            let mut all = vec!["clippy"];
+            all.extend_from_slice(args);
+            all.extend_from_slice(&["--target", WASM, "--", "-D", "warnings"]);
+            cargo(&all)
+        };
+        clippy(&["-p", "candle-trace-schema"])?;
         // The viewer's tests too: those that need a native-only crate (proptest) are left out
         // on wasm32 by `cfg`, and this keeps them so. (The schema's tests cannot build for
         // wasm32: proptest's random source does not.)
-        cargo(&[
-            "clippy",
-            "-p",
-            "candle-trace-viewer",
-            "--all-targets",
-            "--target",
-            WASM,
-            "--",
-            "-D",
-            "warnings",
-        ])?;
-        cargo(&[
-            "clippy",
-            "-p",
-            "candle-trace-schema",
-            "--no-default-features",
-            "--target",
-            WASM,
-            "--",
-            "-D",
-            "warnings",
-        ])
+        clippy(&["-p", "candle-trace-viewer", "--all-targets"])?;
+        clippy(&["-p", "candle-trace-schema", "--no-default-features"])
     })?;
     stage("schema no_std wasm32 build", &|| {
         cargo(&[
