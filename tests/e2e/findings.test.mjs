@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  useHarness, fixtures, artifacts, cli, openPage, openByPicker, loadSeq, waitNextDocument, openTab,
+  useHarness, fixtures, artifacts, cli, openPage, openByPicker, loadSeq, waitNextDocument, openTab, shownValues,
 } from './harness.mjs';
 
 useHarness();
@@ -204,8 +204,106 @@ test('the steps of one run open as the steps view, equal to steps --json and fin
   assert.ok(await inViewport(page, '[data-finding-target]'));
   await page.screenshot({ path: join(artifacts, 'steps.png'), fullPage: true });
 
-  // The first step in capture order is shown in detail (its chart and the other tabs).
-  assert.equal(await page.getAttribute('[data-testid=steps-detail]', 'data-step'), String(steps.steps[0].capture_step));
+  // The outlier finding's link showed the outlier step in detail (its chart and the other tabs).
+  assert.equal(await page.getAttribute('[data-testid=steps-detail]', 'data-step'), outlier.link.key);
+  assert.equal(await page.getAttribute('[data-testid=steps-heading]', 'data-step'), outlier.link.key);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('any step of a set shows in detail: the outlier row shows step 6, kept in the URL', async () => {
+  const files = stepFiles('steps_outlier');
+  const title = files.map((f) => f.split('/').pop()).join(' + ');
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  const pick = async () => {
+    const n = await loadSeq(page);
+    await page.setInputFiles('[data-testid=file-input]', files);
+    await waitNextDocument(page, n);
+  };
+  // What the chart, header and cards show. By hand from the fixtures: step 2's measured step
+  // span ends at 1 000 000 ns, step 6's at 1 600 000 ns (backward 1 060 000 ns); five spans each.
+  const shown = async () => ({
+    step: await page.getAttribute('[data-testid=steps-heading]', 'data-step'),
+    picker: await page.$eval('[data-testid=steps-shown]', (e) => e.selectedOptions[0].textContent),
+    file: await page.textContent('[data-testid=run-header] .file-name'),
+    viewEnd: await page.getAttribute('[data-testid=flame-chart]', 'data-view-end-ns'),
+    total: (await shownValues(page)).total_ns,
+    spans: (await shownValues(page)).span_count,
+  });
+  const current = () => page.$$eval('[data-testid=step-row]', (els) =>
+    els.filter((e) => e.getAttribute('aria-current') === 'true').map((e) => e.dataset.step));
+  await pick();
+  assert.deepEqual(await shown(), {
+    step: '2', picker: '2 (step-2.trace6.jsonl)', file: 'step-2.trace6.jsonl', viewEnd: '1000000', total: '1000000', spans: '5',
+  });
+  await openTab(page, 'steps');
+  assert.deepEqual(await current(), ['2']);
+  assert.match(await page.textContent('[data-testid=steps-detail]'), /^Step 2 in detail \(step-2\.trace6\.jsonl, the first captured\)/);
+
+  // A click on the outlier's row shows step 6: chart, header and cards; the steps tab stays
+  // open with its set-wide tables, marking row 6, which keeps the focus.
+  let n = await loadSeq(page);
+  await page.click('[data-testid=step-row][data-step="6"]');
+  await waitNextDocument(page, n);
+  assert.deepEqual(await shown(), {
+    step: '6', picker: '6 (step-6.trace6.jsonl, outlier)', file: 'step-6.trace6.jsonl', viewEnd: '1600000', total: '1600000', spans: '5',
+  });
+  assert.equal(await page.getAttribute('[data-testid=tab-steps]', 'aria-selected'), 'true');
+  assert.deepEqual(await current(), ['6']);
+  assert.equal(await page.locator('[data-testid=step-row]').count(), 5);
+  await page.waitForFunction(() => document.activeElement?.dataset.step === '6');
+  assert.match(await page.textContent('[data-testid=steps-detail]'), /^Step 6 in detail \(step-6\.trace6\.jsonl\):/);
+  // The per-trace tabs read step 6: its backward phase.
+  await openTab(page, 'phases');
+  assert.equal(await page.getAttribute('[data-testid=phase-backward]', 'data-value'), '1060000');
+  await page.screenshot({ path: join(artifacts, 'steps-step6.png') });
+
+  // The URL keeps the step with the tab; a reload (the same files picked again) restores both.
+  await page.waitForFunction(() => location.hash.includes('&step=6') && location.hash.includes('&tab=phases'));
+  await page.reload();
+  await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  await pick();
+  assert.equal((await shown()).step, '6');
+  assert.equal(await page.getAttribute('[data-testid=tab-phases]', 'aria-selected'), 'true');
+  assert.equal(await page.getAttribute('[data-testid=phase-backward]', 'data-value'), '1060000');
+
+  // The keyboard: Enter on a focused row shows its step; the focus stays on the row.
+  await openTab(page, 'steps');
+  await page.focus('[data-testid=step-row][data-step="4"]');
+  n = await loadSeq(page);
+  await page.keyboard.press('Enter');
+  await waitNextDocument(page, n);
+  assert.equal((await shown()).step, '4');
+  await page.waitForFunction(() => document.activeElement?.dataset.step === '4');
+
+  // A finding read from step 2 (the memory peak) says so, and its link shows step 2 first.
+  await openTab(page, 'findings');
+  assert.equal(await page.textContent('[data-testid=finding][data-rule=memory_peak] [data-testid=finding-step]'),
+    'Read from step 2 (step-2.trace6.jsonl), the first captured; its link shows that step.');
+  assert.equal(await page.textContent('[data-testid=finding][data-rule=outlier_step] [data-testid=finding-step]'),
+    'Read from all 5 steps; its link shows step 6 (step-6.trace6.jsonl).');
+  n = await loadSeq(page);
+  await page.click('[data-testid=finding][data-rule=memory_peak] [data-testid=finding-link]');
+  await waitNextDocument(page, n);
+  await page.waitForSelector('[data-finding-target]', { state: 'attached' });
+  assert.equal((await shown()).step, '2');
+  assert.deepEqual(await outlined(page, 'data-device'), [['memory-chart', 'cpu']]);
+
+  // An outlier line shows its step too.
+  await openTab(page, 'steps');
+  n = await loadSeq(page);
+  await page.click('[data-testid=steps-outlier-show]');
+  await waitNextDocument(page, n);
+  assert.equal((await shown()).step, '6');
+
+  // A step the set does not have falls back to the first captured, with no error.
+  await page.evaluate((t) => { location.hash = `#files=${encodeURIComponent(t)}&step=99&tab=steps`; }, title);
+  await page.reload();
+  await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  await pick();
+  assert.equal((await shown()).step, '2');
+  assert.equal(await page.getAttribute('[data-testid=tab-steps]', 'aria-selected'), 'true');
+  assert.deepEqual(await current(), ['2']);
   assert.deepEqual(seen.errors, []);
   await page.close();
 });

@@ -16,6 +16,7 @@ use super::compare::{ComparePicker, CompareView};
 use super::diagnostics::Diagnostics;
 use super::multi::{load_traces, MultiView};
 use super::profile::ProfileView;
+use super::steps::StepsPage;
 use super::theme::{theme_signals, ThemeToggle};
 use super::trace_view::TraceView;
 use super::LoadSeq;
@@ -463,11 +464,7 @@ pub fn App() -> impl IntoView {
                     view! { <TraceView model=model file_name=name theme=theme findings=findings /> }.into_any()
                 }
                 Some((name, Opened::Steps(steps))) => {
-                    let findings = Arc::new(steps.findings.clone());
-                    view! {
-                        <TraceView model=steps.detail.clone() file_name=name theme=theme findings=findings steps=steps />
-                    }
-                        .into_any()
+                    view! { <StepsPage model=steps file_name=name theme=theme /> }.into_any()
                 }
                 Some((name, Opened::Profile(model))) => {
                     view! { <ProfileView model=model file_name=name theme=theme /> }.into_any()

@@ -10,6 +10,7 @@ use wasm_bindgen::JsCast;
 use candle_trace_schema::analysis::findings::Link;
 
 use super::panel::next_frame;
+use super::steps::StepsNav;
 use super::{PageState, TraceContext};
 use crate::model::findings::{FindingTarget, FindingsPanel};
 use crate::model::panel::tab_of_row;
@@ -74,6 +75,38 @@ fn follow(target: &FindingTarget, ctx: Option<&TraceContext>) -> bool {
     }
 }
 
+/// Go where a finding leads: a row's tab opened first (a module's row expanded to), the row
+/// looked for once the tab is drawn; `false` when that place is not on the page.
+pub async fn go_to(
+    target: FindingTarget,
+    page: Option<PageState>,
+    ctx: Option<TraceContext>,
+) -> bool {
+    let opened = match (&target, page) {
+        (FindingTarget::Row { testid, attr }, Some(p)) => {
+            if let Some(tab) = tab_of_row(testid) {
+                p.tab.set(tab);
+            }
+            if testid == "module-row" {
+                p.reveal.set(attr.as_ref().map(|(_, key)| key.clone()));
+            }
+            true
+        }
+        _ => false,
+    };
+    // A tab just opened builds its rows within a few frames.
+    let tries = if opened { TAB_FRAMES } else { 1 };
+    for _ in 0..tries {
+        if opened {
+            next_frame().await;
+        }
+        if follow(&target, ctx.as_ref()) {
+            return true;
+        }
+    }
+    false
+}
+
 /// The `data-link-*` attributes of a finding: the schema's link as it is.
 fn link_attrs(link: Option<&Link>) -> [Option<String>; 5] {
     match link {
@@ -104,6 +137,7 @@ pub fn FindingsView(
 ) -> impl IntoView {
     let ctx = use_context::<TraceContext>();
     let page = use_context::<PageState>();
+    let nav = use_context::<StepsNav>();
     // The finding whose place is not on the page right now (its note is shown).
     let missing: RwSignal<Option<usize>> = RwSignal::new(None);
     let items = panel
@@ -118,35 +152,17 @@ pub fn FindingsView(
                     view! {
                         <button type="button" class="link finding-title" data-testid="finding-link"
                             on:click=move |_| {
-                                // A row lives in a tab: open it (a module's row expanded to)
-                                // and look for the row once the tab is drawn.
-                                let opened = match (&target, page) {
-                                    (FindingTarget::Row { testid, attr }, Some(p)) => {
-                                        if let Some(tab) = tab_of_row(testid) {
-                                            p.tab.set(tab);
-                                        }
-                                        if testid == "module-row" {
-                                            p.reveal.set(attr.as_ref().map(|(_, key)| key.clone()));
-                                        }
-                                        true
+                                // In a step set, a link into another step shows that step
+                                // first, whose view follows it.
+                                if let (Some(nav), Some(p)) = (nav, page) {
+                                    if nav.follow_in_step(i, &target, p) {
+                                        return;
                                     }
-                                    _ => false,
-                                };
+                                }
                                 let target = target.clone();
                                 let ctx = ctx.clone();
                                 leptos::task::spawn_local(async move {
-                                    // A tab just opened builds its rows within a few frames.
-                                    let tries = if opened { TAB_FRAMES } else { 1 };
-                                    let mut found = false;
-                                    for _ in 0..tries {
-                                        if opened {
-                                            next_frame().await;
-                                        }
-                                        found = follow(&target, ctx.as_ref());
-                                        if found {
-                                            break;
-                                        }
-                                    }
+                                    let found = go_to(target, page, ctx).await;
                                     let _ = missing.try_set((!found).then_some(i));
                                 });
                             }>
@@ -167,6 +183,9 @@ pub fn FindingsView(
                     <ul class="evidence">
                         {r.evidence.iter().map(|e| view! { <li data-testid="finding-evidence">{e.clone()}</li> }).collect_view()}
                     </ul>
+                    {nav.and_then(|n| n.finding_reads(i)).map(|t| view! {
+                        <p class="muted finding-where" data-testid="finding-step">{t}</p>
+                    })}
                     {r.target_text.clone().map(|t| view! {
                         <p class="muted finding-where" data-testid="finding-where">
                             {if r.target.is_some() { "Shows in " } else { "Names " }} {t}

@@ -79,6 +79,8 @@ pub struct PageState {
     pub active: RwSignal<usize>,
     /// A module key to show in the modules tab (its ancestors expanded), then cleared.
     pub reveal: RwSignal<Option<String>>,
+    /// The step of a step set shown in detail (the URL's `step`), `None` in other views.
+    pub step: StoredValue<Option<String>>,
 }
 
 impl PageState {
@@ -93,6 +95,7 @@ impl PageState {
             range: RwSignal::new(None),
             active: RwSignal::new(0),
             reveal: RwSignal::new(None),
+            step: StoredValue::new(None),
         }
     }
 

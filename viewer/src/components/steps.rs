@@ -1,14 +1,166 @@
 //! The steps view: several per-step captures of one run side by side — per-step totals and
 //! phases, the spread (median, p90, MAD) of every phase and module path, outlier steps with
-//! what made them slow, and shape churn. Everything is from [`crate::model::steps`].
+//! what made them slow, and shape churn — and one step at a time in detail ([`StepsPage`]):
+//! a step's row, an outlier line or the step picker in the heading shows that step's chart,
+//! header and trace tabs. Everything is from [`crate::model::steps`].
 
 use std::sync::Arc;
 
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
+use super::findings::go_to;
+use super::panel::next_frame;
 use super::tables::ShowAllRows;
+use super::trace_view::TraceView;
+use super::{read_fragment, PageState, TraceContext};
+use crate::model::findings::FindingTarget;
 use crate::model::modules::SHOWN_ROWS;
+use crate::model::panel::{tab_of_row, Tab};
 use crate::model::steps::{outlier_rule_text, SpreadLine, StepLine, StepsModel};
+use crate::timeline::palette::Theme;
+
+/// What takes the focus in the next step's view, once it is up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FocusNext {
+    /// The shown step's row in the steps tab.
+    Row,
+    /// The step picker in the heading.
+    Picker,
+}
+
+/// Which step of a set is shown in detail, and what the next step's view does once it is up
+/// (each step's view is built anew: its chart, header and tabs read that step's model).
+#[derive(Clone, Copy)]
+pub struct StepsNav {
+    /// The set.
+    pub model: StoredValue<Arc<StepsModel>>,
+    /// The shown step's position in the set's steps.
+    pub shown: RwSignal<usize>,
+    /// The tab the next step's view opens.
+    tab: StoredValue<Option<Tab>>,
+    /// What takes the focus in the next step's view.
+    focus: StoredValue<Option<FocusNext>>,
+    /// A finding's link the next step's view follows.
+    follow: StoredValue<Option<FindingTarget>>,
+}
+
+impl StepsNav {
+    /// Show the step at `pos` with `tab` open (nothing when it is shown already).
+    fn show(&self, pos: usize, tab: Tab, focus: Option<FocusNext>) {
+        if self.shown.get_untracked() == pos {
+            return;
+        }
+        self.tab.set_value(Some(tab));
+        self.focus.set_value(focus);
+        self.shown.set(pos);
+    }
+
+    /// When finding row `i` leads into a step other than the shown one: show that step and
+    /// follow the link there (its tab open), and `true`; else `false` (the link is followed
+    /// where it is).
+    pub fn follow_in_step(&self, i: usize, target: &FindingTarget, page: PageState) -> bool {
+        let Some(pos) = self.model.with_value(|m| m.finding_step(i)) else {
+            return false;
+        };
+        if pos == self.shown.get_untracked() {
+            return false;
+        }
+        let tab = match target {
+            FindingTarget::Row { testid, .. } => tab_of_row(testid),
+            FindingTarget::Span { .. } => None,
+        };
+        self.follow.set_value(Some(target.clone()));
+        self.show(pos, tab.unwrap_or_else(|| page.tab.get_untracked()), None);
+        true
+    }
+
+    /// The shown step's file.
+    pub fn shown_file(&self) -> Option<String> {
+        let pos = self.shown.get_untracked();
+        self.model
+            .with_value(|m| m.steps.get(pos).map(|s| s.file.clone()))
+    }
+
+    /// Which step finding row `i` read, in words (`None` past the last finding).
+    pub fn finding_reads(&self, i: usize) -> Option<String> {
+        self.model.with_value(|m| m.finding_reads(i))
+    }
+
+    /// A step's view was just built with `page` and `ctx`: it opens the tab the step was
+    /// shown with, keeps its step in the URL, and follows the finding that showed it.
+    pub fn view_built(&self, page: PageState, ctx: TraceContext) {
+        let pos = self.shown.get_untracked();
+        page.step.set_value(
+            self.model
+                .with_value(|m| m.steps.get(pos).map(|s| s.step.clone())),
+        );
+        if let Some(tab) = self.tab.try_update_value(Option::take).flatten() {
+            page.tab.set(tab);
+        }
+        if let Some(target) = self.follow.try_update_value(Option::take).flatten() {
+            leptos::task::spawn_local(async move {
+                // The chart's first frames lay the step out; a span is shown after them.
+                next_frame().await;
+                next_frame().await;
+                go_to(target, Some(page), Some(ctx)).await;
+            });
+        }
+    }
+
+    /// Whether `what` takes the focus in this step's view (asked once).
+    fn take_focus(&self, what: FocusNext) -> bool {
+        let wanted = self.focus.get_value() == Some(what);
+        if wanted {
+            self.focus.set_value(None);
+        }
+        wanted
+    }
+}
+
+/// A step set: the step shown in detail (the URL's `step`, else the first captured) as a
+/// trace view with the set's heading, findings and steps tab; showing another step builds
+/// its view (and its model, the first time).
+#[component]
+pub fn StepsPage(
+    /// The set.
+    model: Arc<StepsModel>,
+    /// The set's title (its files' names).
+    file_name: String,
+    /// Light or dark.
+    theme: Signal<Theme>,
+) -> impl IntoView {
+    let state = read_fragment();
+    let step = state.step.filter(|_| state.files == file_name);
+    let nav = StepsNav {
+        model: StoredValue::new(model.clone()),
+        shown: RwSignal::new(model.position_of(step.as_deref())),
+        tab: StoredValue::new(None),
+        focus: StoredValue::new(None),
+        follow: StoredValue::new(None),
+    };
+    provide_context(nav);
+    let findings = Arc::new(model.findings.clone());
+    move || {
+        match model.model(nav.shown.get()) {
+        Some(step) => view! {
+            <TraceView model=step file_name=file_name.clone() theme=theme findings=findings.clone() steps=model.clone() />
+        }
+        .into_any(),
+        None => view! { <p class="load-error" role="alert">"This step could not be shown."</p> }.into_any(),
+    }
+    }
+}
+
+/// The element matching `selector` in the page, as an HTML element.
+fn html_element(selector: &str) -> Option<web_sys::HtmlElement> {
+    web_sys::window()?
+        .document()?
+        .query_selector(selector)
+        .ok()??
+        .dyn_into()
+        .ok()
+}
 
 /// `data-per-step`: the per-step ns, comma-separated, empty where a step has none.
 fn per_step_attr(line: &SpreadLine) -> String {
@@ -45,15 +197,47 @@ fn spread_head(first: &'static str) -> impl IntoView {
     }
 }
 
-/// The heading of a step set.
+/// The heading of a step set: the run, the step shown in detail and a picker for another.
 #[component]
 pub fn StepsHeading(
     /// The set.
     model: Arc<StepsModel>,
 ) -> impl IntoView {
+    let nav = use_context::<StepsNav>();
+    let page = use_context::<PageState>();
+    let shown = nav.map_or(0, |n| n.shown.get_untracked());
+    let (step, file) = model
+        .steps
+        .get(shown)
+        .map_or_else(Default::default, |s| (s.step.clone(), s.file.clone()));
+    let picker = NodeRef::<leptos::html::Select>::new();
+    Effect::new(move |_| {
+        if let (Some(el), Some(nav)) = (picker.get(), nav) {
+            if nav.take_focus(FocusNext::Picker) {
+                let _ = el.focus();
+            }
+        }
+    });
+    let on_change = move |ev: leptos::ev::Event| {
+        let pos = event_target_value(&ev).parse::<usize>().ok();
+        if let (Some(pos), Some(nav), Some(page)) = (pos, nav, page) {
+            nav.show(pos, page.tab.get_untracked(), Some(FocusNext::Picker));
+        }
+    };
     view! {
-        <section class="run-header">
+        <section class="run-header steps-heading" data-testid="steps-heading" data-step=step.clone() data-file=file.clone()>
             <h2>{format!("{} steps of run ", model.steps.len())} <span class="file-name">{model.run_id.clone()}</span></h2>
+            <label class="steps-shown">
+                "showing step "
+                <select node_ref=picker data-testid="steps-shown" on:change=on_change
+                    title="the step whose chart, header and tabs are shown (or click a row of the Steps tab)">
+                    {model.steps.iter().enumerate().map(|(pos, s)| view! {
+                        <option value=pos.to_string() selected=pos == shown>
+                            {format!("{} ({}){}", s.step, s.file, if s.outlier { ", outlier" } else { "" })}
+                        </option>
+                    }).collect_view()}
+                </select>
+            </label>
         </section>
     }
 }
@@ -83,10 +267,39 @@ pub fn StepsView(
                 .collect_view()
         }
     };
-    let (detail_step, detail_file) = model.detail_step.clone();
+    let nav = use_context::<StepsNav>();
+    let shown = nav.map_or(0, |n| n.shown.get_untracked());
+    // Show the step at `pos`, keeping this tab open and the focus on its row.
+    let show = move |pos: usize| {
+        if let Some(nav) = nav {
+            nav.show(pos, Tab::Steps, Some(FocusNext::Row));
+        }
+    };
+    // This view was built for a step shown from its row: the row keeps the focus.
+    if nav.is_some_and(|n| n.take_focus(FocusNext::Row)) {
+        leptos::task::spawn_local(async {
+            next_frame().await;
+            if let Some(row) = html_element("[data-testid=step-row][aria-current=true]") {
+                let _ = row.focus();
+            }
+        });
+    }
+    let detail = steps.get(shown).map(|s| {
+        let first = if shown == 0 { ", the first captured" } else { "" };
+        view! {
+            <p data-testid="steps-detail" data-step=s.step.clone() data-file=s.file.clone()>
+                {format!("Step {} in detail ({}{first}): the chart, the header and the other tabs show it. Click a step's row (or press Enter on it) or an outlier to show that step instead.", s.step, s.file)}
+            </p>
+        }
+    });
+    let position_of = {
+        let steps = steps.clone();
+        move |step: &str| steps.iter().position(|s| s.step == step)
+    };
     view! {
         <section class="steps panel" data-testid="steps" data-steps=model.steps.len().to_string()>
             <h3>"Steps"</h3>
+            {detail}
             <table data-testid="steps-table">
                 <thead><tr>
                     <th scope="col">"step"</th><th scope="col">"file"</th><th scope="col">"total"</th>
@@ -94,12 +307,21 @@ pub fn StepsView(
                     <th scope="col">"other"</th><th scope="col">"diagnostics"</th><th scope="col">"outlier"</th>
                 </tr></thead>
                 <tbody>
-                    {steps.iter().map(|s| {
+                    {steps.iter().enumerate().map(|(pos, s)| {
                         let phases = s.phases_ns.map(|p| p.map(|v| v.to_string()).join(",")).unwrap_or_default();
                         let [f, b, o, other] = s.phases.clone();
                         view! {
                             <tr data-testid="step-row" class:problem=s.outlier data-step=s.step.clone() data-file=s.file.clone()
-                                data-total=s.total_ns.map(|t| t.to_string()).unwrap_or_default() data-phases=phases data-outlier=s.outlier.to_string()>
+                                data-total=s.total_ns.map(|t| t.to_string()).unwrap_or_default() data-phases=phases data-outlier=s.outlier.to_string()
+                                aria-current=(pos == shown).then_some("true") tabindex="0"
+                                title=format!("show step {} in detail", s.step)
+                                on:click=move |_| show(pos)
+                                on:keydown=move |ev: web_sys::KeyboardEvent| {
+                                    if ev.key() == "Enter" {
+                                        ev.prevent_default();
+                                        show(pos);
+                                    }
+                                }>
                                 <th scope="row">{s.step.clone()}</th>
                                 <td class="name">{s.file.clone()}</td>
                                 <td class="num">{s.total.clone()}</td>
@@ -145,12 +367,19 @@ pub fn StepsView(
                 (None, true) => view! { <p class="muted" data-testid="steps-outliers-none">"No outlier step."</p> }.into_any(),
                 (None, false) => view! {
                     <ul class="outliers">
-                        {model.outliers.iter().map(|o| view! {
-                            <li data-testid="steps-outlier" data-step=o.step.clone() data-excess=o.excess_ns.to_string()
-                                data-reasons=o.reasons.join("; ")>
-                                {o.text.clone()}
-                                {(!o.reasons.is_empty()).then(|| format!(" — above their medians: {}", o.reasons.join(", ")))}
-                            </li>
+                        {model.outliers.iter().map(|o| {
+                            let pos = position_of(&o.step);
+                            view! {
+                                <li data-testid="steps-outlier" data-step=o.step.clone() data-excess=o.excess_ns.to_string()
+                                    data-reasons=o.reasons.join("; ")>
+                                    <button type="button" class="link" data-testid="steps-outlier-show"
+                                        title=format!("show step {} in detail", o.step)
+                                        on:click=move |_| if let Some(pos) = pos { show(pos) }>
+                                        {o.text.clone()}
+                                    </button>
+                                    {(!o.reasons.is_empty()).then(|| format!(" — above their medians: {}", o.reasons.join(", ")))}
+                                </li>
+                            }
                         }).collect_view()}
                     </ul>
                 }.into_any(),
@@ -170,9 +399,6 @@ pub fn StepsView(
                     </ul>
                 }.into_any()
             }}
-            <h3 data-testid="steps-detail" data-step=detail_step.clone()>
-                {format!("Step {detail_step} in detail ({detail_file}, the first captured; the findings above read it, except the outlier step)")}
-            </h3>
         </section>
     }
 }

@@ -116,7 +116,10 @@ pub fn FlameChart(
     // A strip of the chart's or the memory strip's pixels, kept between frames for its
     // allocation.
     let raster = StoredValue::new(Raster::new());
-    let pending = StoredValue::new(Some(read_fragment()).filter(|s| s.files == files));
+    // The URL's state, when it was written for these files (and, in a step set, this step).
+    let pending = StoredValue::new(
+        Some(read_fragment()).filter(|s| s.files == files && s.step == page.step.get_value()),
+    );
     // The chart's area (its scroll box) and how far its lanes are scrolled.
     let area_h = RwSignal::new(0.0f64);
     let scroll_top = RwSignal::new(0.0f64);

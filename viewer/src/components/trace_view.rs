@@ -1,7 +1,7 @@
 //! One execution trace as an application: a compact header, the flame chart filling the
 //! window, and the tab panel under it (Findings, Modules, Ops, Memory, Gradients, Phases,
-//! Efficiency; for the steps of one run also Steps, the set's findings and the first step in
-//! detail). The selected span's details sit beside the open tab.
+//! Efficiency; for the steps of one run also Steps and the set's findings, around the step
+//! shown in detail). The selected span's details sit beside the open tab.
 
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ use super::memory::{MemoryChartsView, MemoryRangeView, MemoryView};
 use super::modules::ModulesTab;
 use super::panel::TabPanel;
 use super::phases::PhasesView;
-use super::steps::{StepsHeading, StepsView};
+use super::steps::{StepsHeading, StepsNav, StepsView};
 use super::tables::{OpTable, SpanTable};
 use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart, PassLegend};
 use super::{PageState, TabStates, TraceContext};
@@ -28,8 +28,8 @@ use crate::model::steps::StepsModel;
 use crate::model::TraceModel;
 use crate::timeline::palette::Theme;
 
-/// Everything about one execution trace; with `steps`, the step set it is the first step of
-/// (the set's findings and steps tab, then this step in detail).
+/// Everything about one execution trace; with `steps`, the step set it is the step shown in
+/// detail of (the set's heading, findings and steps tab around this step's chart and tabs).
 #[component]
 pub fn TraceView(
     /// The document and its view models.
@@ -40,7 +40,7 @@ pub fn TraceView(
     theme: Signal<Theme>,
     /// The findings of the findings tab (the file's, or the step set's).
     findings: Arc<FindingsPanel>,
-    /// The step set, when the trace is its first step.
+    /// The step set, when the trace is its step shown in detail.
     #[prop(optional)]
     steps: Option<Arc<StepsModel>>,
 ) -> impl IntoView {
@@ -59,6 +59,10 @@ pub fn TraceView(
         focus: RwSignal::new(None),
     };
     provide_context(ctx.clone());
+    let nav = steps.as_ref().and_then(|_| use_context::<StepsNav>());
+    if let Some(nav) = nav {
+        nav.view_built(page, ctx.clone());
+    }
     let groups = Arc::new(vec![ChartGroup {
         label: file_name.clone(),
         ctx,
@@ -66,9 +70,9 @@ pub fn TraceView(
     let colours = Colours::by_pass(&groups);
     let format = if steps.is_some() { "steps" } else { "trace" };
     // A step set's header names the step shown in detail.
-    let header_name = steps
-        .as_ref()
-        .map_or_else(|| file_name.clone(), |s| s.detail_step.1.clone());
+    let header_name = nav
+        .and_then(|n| n.shown_file())
+        .unwrap_or_else(|| file_name.clone());
     let set_heading = steps.clone().map(|s| view! { <StepsHeading model=s /> });
     let diagnostics = model.diagnostics.clone();
     let content = {

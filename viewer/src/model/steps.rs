@@ -6,12 +6,15 @@
 //! all with the same `run_id` and `correlation_id`, and no two with the same `capture_step`.
 //! Anything else (ranks of one step, unrelated runs) keeps the several-files view.
 //!
-//! The view also keeps the first step in capture order as a full trace model
-//! ([`StepsModel::detail`]): the set's single-file findings read that step
-//! ([`trace_findings`]), so their links lead into its timeline and tables.
+//! The view shows one step at a time in detail (its chart, header and trace tabs): the first
+//! captured unless another is asked for ([`StepsModel::position_of`], the URL's `step`). Every
+//! step's document is kept; a step's [`TraceModel`] is built the first time it is shown
+//! ([`StepsModel::model`]) and kept. The set's single-file findings read the first step in
+//! capture order ([`trace_findings`]), so their links lead into that step's timeline and tables
+//! ([`StepsModel::finding_step`]); the outlier-step finding's link leads to the outlier's row.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use candle_trace_schema::analysis::findings::trace_findings;
 use candle_trace_schema::analysis::steps::{
@@ -21,9 +24,9 @@ use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::diagnostics::Severity;
 use candle_trace_schema::format::document::TraceDocument;
 
-use super::findings::FindingsPanel;
+use super::findings::{FindingTarget, FindingsPanel};
+use super::gradients::GradientPanel;
 use super::TraceModel;
-use crate::timeline::lanes::{extents_of, Lanes};
 
 /// Whether `docs` are the per-step captures of one run (see the module docs).
 pub fn is_one_runs_steps(docs: &[&TraceDocument]) -> bool {
@@ -150,8 +153,19 @@ pub struct ChurnLine {
     pub variants: Vec<(String, String)>,
 }
 
+/// A step's document until it is first shown, then its view models.
+#[derive(Debug)]
+enum StepSlot {
+    /// The document as read.
+    Doc(Box<TraceDocument>),
+    /// Its view models (the document inside).
+    Model(Arc<TraceModel>),
+    /// Building its view models failed half-way (a panic): nothing to show.
+    Gone,
+}
+
 /// Everything the steps view shows.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct StepsModel {
     /// The run's id.
     pub run_id: String,
@@ -171,10 +185,10 @@ pub struct StepsModel {
     pub churn: Vec<ChurnLine>,
     /// The set's findings (the outlier-step rule included).
     pub findings: FindingsPanel,
-    /// The first step in capture order, in full.
-    pub detail: Arc<TraceModel>,
-    /// That step's name and file.
-    pub detail_step: (String, String),
+    /// For each of the findings' rows, the step (position in `steps`) its link leads into.
+    finding_steps: Vec<usize>,
+    /// Each step's document or view models, in capture order (the order of `steps`).
+    slots: Vec<Mutex<StepSlot>>,
 }
 
 /// What the outlier section says about the rule.
@@ -282,11 +296,6 @@ impl StepsModel {
                 t,
             )
         });
-        let first = set.steps.first().map_or(0, |s| s.input);
-        let detail_step = (
-            steps.first().map_or_else(String::new, |s| s.step.clone()),
-            steps.first().map_or_else(String::new, |s| s.file.clone()),
-        );
         let run_id = refs
             .first()
             .and_then(|d| d.meta.as_ref())
@@ -294,16 +303,37 @@ impl StepsModel {
         let phases = set.phases.iter().map(SpreadLine::of_row).collect();
         let modules = set.modules.iter().map(SpreadLine::of_row).collect();
         let outliers_reason = set.outliers_reason.clone();
-        // The detail step's model; the other documents are dropped here.
-        let Some((_, doc)) = docs.into_iter().nth(first) else {
-            // Unreachable: `is_one_runs_steps` asked for at least two documents.
-            return Err(Vec::new());
+        let order: Vec<usize> = set.steps.iter().map(|s| s.input).collect();
+        // The documents in capture order; every one is kept.
+        let mut docs: Vec<Option<TraceDocument>> = docs.into_iter().map(|(_, d)| Some(d)).collect();
+        let docs: Vec<TraceDocument> = order
+            .iter()
+            .filter_map(|&i| docs.get_mut(i).and_then(Option::take))
+            .collect();
+        // The findings' links name the first step's spans and rows (see the module docs).
+        let findings = match docs.first() {
+            Some(first) => {
+                FindingsPanel::of_trace(&findings, first, &GradientPanel::of(first, 50).groups)
+            }
+            None => FindingsPanel::default(),
         };
-        // Its findings panel is the set's (the links name this step's spans and rows).
-        let extents = extents_of(&doc);
-        let lanes = Lanes::build(&extents);
-        let detail = Arc::new(TraceModel::with_layout(doc, extents, lanes, &findings));
-        let findings = detail.findings.clone();
+        let finding_steps = findings
+            .rows
+            .iter()
+            .map(|r| match &r.target {
+                Some(FindingTarget::Row {
+                    testid,
+                    attr: Some((_, step)),
+                }) if testid == "step-row" => {
+                    steps.iter().position(|s| s.step == *step).unwrap_or(0)
+                }
+                _ => 0,
+            })
+            .collect();
+        let slots = docs
+            .into_iter()
+            .map(|d| Mutex::new(StepSlot::Doc(Box::new(d))))
+            .collect();
         Ok(StepsModel {
             run_id,
             steps,
@@ -314,8 +344,82 @@ impl StepsModel {
             outliers_reason,
             churn,
             findings,
-            detail,
-            detail_step,
+            finding_steps,
+            slots,
+        })
+    }
+
+    /// The position (in `steps`) of the step named `step` (the URL's `step`); the first step
+    /// for none or a name that is not one of the set's.
+    pub fn position_of(&self, step: Option<&str>) -> usize {
+        step.and_then(|name| self.steps.iter().position(|s| s.step == name))
+            .unwrap_or(0)
+    }
+
+    /// The view models of the step at `pos`, built the first time they are asked for and kept;
+    /// `None` past the last step.
+    pub fn model(&self, pos: usize) -> Option<Arc<TraceModel>> {
+        let mut slot = self
+            .slots
+            .get(pos)?
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match std::mem::replace(&mut *slot, StepSlot::Gone) {
+            StepSlot::Model(m) => {
+                *slot = StepSlot::Model(m.clone());
+                Some(m)
+            }
+            StepSlot::Doc(doc) => {
+                // The set's findings panel is the page's: the step's own stays empty.
+                let m = Arc::new(TraceModel::without_findings(*doc));
+                *slot = StepSlot::Model(m.clone());
+                Some(m)
+            }
+            StepSlot::Gone => None,
+        }
+    }
+
+    /// Whether the step at `pos` has its view models built (it has been shown).
+    pub fn is_built(&self, pos: usize) -> bool {
+        self.slots.get(pos).is_some_and(|s| {
+            matches!(
+                *s.lock().unwrap_or_else(PoisonError::into_inner),
+                StepSlot::Model(_)
+            )
+        })
+    }
+
+    /// The step (position in `steps`) whose spans and rows the link of finding row `i` names:
+    /// an outlier step's row for the outlier rule, the first step for the rules that read one
+    /// step; `None` past the last finding.
+    pub fn finding_step(&self, i: usize) -> Option<usize> {
+        self.finding_steps.get(i).copied()
+    }
+
+    /// Which step the finding row `i` read, for the findings panel (`None` past the last one).
+    pub fn finding_reads(&self, i: usize) -> Option<String> {
+        let pos = self.finding_step(i)?;
+        let step = self.steps.get(pos)?;
+        let first = self.steps.first()?;
+        Some(if self.is_step_row(i) {
+            format!(
+                "Read from all {} steps; its link shows step {} ({}).",
+                self.steps.len(),
+                step.step,
+                step.file
+            )
+        } else {
+            format!(
+                "Read from step {} ({}), the first captured; its link shows that step.",
+                first.step, first.file
+            )
+        })
+    }
+
+    /// Whether finding row `i` links a row of the steps table.
+    fn is_step_row(&self, i: usize) -> bool {
+        self.findings.rows.get(i).is_some_and(|r| {
+            matches!(&r.target, Some(FindingTarget::Row { testid, .. }) if testid == "step-row")
         })
     }
 }
@@ -490,24 +594,110 @@ mod tests {
                 ],
             }]
         );
-        // The detail is the first step in capture order (2), and the set's findings include the
-        // outlier step, linked to its row.
-        assert_eq!(m.detail_step, ("2".into(), "step-2.trace6.jsonl".into()));
-        assert_eq!(m.detail.doc.meta.as_ref().unwrap().capture_step, 2);
-        let outlier = m
+        // The set's findings include the outlier step, linked to its row, whose link shows
+        // step 6 (position 4); the others read the first step (2, position 0).
+        let at = m
             .findings
             .rows
             .iter()
-            .find(|r| r.rule == "outlier_step")
+            .position(|r| r.rule == "outlier_step")
             .unwrap();
+        let outlier = &m.findings.rows[at];
         assert_eq!(outlier.stake_value, 590);
         assert_eq!(
             outlier.target,
-            Some(crate::model::findings::FindingTarget::Row {
+            Some(FindingTarget::Row {
                 testid: "step-row".into(),
                 attr: Some(("data-step", "6".into())),
             })
         );
+        assert_eq!(m.finding_step(at), Some(4));
+        assert_eq!(
+            m.finding_reads(at).unwrap(),
+            "Read from all 5 steps; its link shows step 6 (step-6.trace6.jsonl)."
+        );
+        // Nothing else: no phase (backward 490 of 1000 ns) nor module (enc 300 ns) over half of
+        // step 2, no memory, and gradients are a note.
+        assert_eq!(m.findings.rows.len(), 1);
+        assert_eq!(m.finding_step(m.findings.rows.len()), None);
+    }
+
+    #[test]
+    fn findings_of_one_step_say_so_and_lead_into_it() {
+        // Step 2 (opened second) spends 700 of 1000 ns in forward, 600 of them in `enc`.
+        let m = StepsModel::of_run(named(vec![
+            step_doc("r", 3, 1000, 400, 490, 300, "2"),
+            step_doc("r", 2, 1000, 700, 200, 600, "2"),
+        ]))
+        .unwrap();
+        let rules: Vec<&str> = m.findings.rows.iter().map(|r| r.rule.as_str()).collect();
+        assert!(rules.contains(&"dominant_phase"), "{rules:?}");
+        assert!(rules.contains(&"dominant_module"), "{rules:?}");
+        for (i, r) in m.findings.rows.iter().enumerate() {
+            assert_eq!(m.finding_step(i), Some(0), "{}", r.rule);
+            assert_eq!(
+                m.finding_reads(i).unwrap(),
+                "Read from step 2 (step-2.trace6.jsonl), the first captured; its link shows that step."
+            );
+        }
+        // The module row the link names is step 2's `enc`.
+        let module = m
+            .findings
+            .rows
+            .iter()
+            .find(|r| r.rule == "dominant_module")
+            .unwrap();
+        assert_eq!(module.title, "enc takes 60% of the step");
+    }
+
+    #[test]
+    fn a_step_is_built_when_first_shown_and_kept() {
+        let m = StepsModel::of_run(named(vec![
+            step_doc("r", 6, 1600, 420, 1060, 320, "2,8"),
+            step_doc("r", 2, 1000, 400, 490, 300, "2,8"),
+            step_doc("r", 4, 1010, 400, 500, 300, "2,8"),
+        ]))
+        .unwrap();
+        // Nothing is built before a step is shown.
+        assert_eq!(
+            (0..3).map(|p| m.is_built(p)).collect::<Vec<_>>(),
+            [false; 3]
+        );
+        // Capture order: 2, 4, 6; position 2 is step 6, its document whole (4 spans).
+        let six = m.model(2).unwrap();
+        assert_eq!(six.doc.meta.as_ref().unwrap().capture_step, 6);
+        assert_eq!(six.doc.spans.len(), 4);
+        assert_eq!(six.doc.summary().total_ns, 1600);
+        assert_eq!(
+            (0..3).map(|p| m.is_built(p)).collect::<Vec<_>>(),
+            [false, false, true]
+        );
+        // Asked again: the same models, not a second build.
+        assert!(Arc::ptr_eq(&six, &m.model(2).unwrap()));
+        let two = m.model(0).unwrap();
+        assert_eq!(two.doc.meta.as_ref().unwrap().capture_step, 2);
+        assert_eq!(two.doc.summary().total_ns, 1000);
+        assert_eq!(
+            (0..3).map(|p| m.is_built(p)).collect::<Vec<_>>(),
+            [true, false, true]
+        );
+        assert!(m.model(3).is_none());
+        assert!(!m.is_built(3));
+    }
+
+    #[test]
+    fn the_urls_step_falls_back_to_the_first() {
+        let m = StepsModel::of_run(named(vec![
+            step_doc("r", 5, 1000, 400, 490, 300, "2"),
+            step_doc("r", 3, 1000, 400, 490, 300, "2"),
+        ]))
+        .unwrap();
+        assert_eq!(m.position_of(Some("5")), 1);
+        assert_eq!(m.position_of(Some("3")), 0);
+        // Unknown, empty or absent: the first captured (step 3).
+        for step in [Some("4"), Some(""), Some("x"), None] {
+            assert_eq!(m.position_of(step), 0, "{step:?}");
+        }
     }
 
     #[test]

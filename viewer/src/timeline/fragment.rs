@@ -1,10 +1,11 @@
 //! The chart's state in the page's URL fragment, so that a reload or a shared link shows the
 //! same window and selection of the same file(s):
 //!
-//! `#files=<names>&view=<start_ns>-<end_ns>&sel=<group>:<span id>[&sel=…][&range=<s>-<e>][&tab=<id>]`
+//! `#files=<names>[&step=<name>]&view=<start_ns>-<end_ns>&sel=<group>:<span id>[&sel=…][&range=<s>-<e>][&tab=<id>]`
 //!
 //! `files` are the opened files' names (joined with ` + `, the page's title of a set); a state
-//! is applied only to a document with the same names. `view` is the visible window in the
+//! is applied only to a document with the same names. `step` is the step of a step set shown
+//! in detail (its `capture_step`; the view, selection and range are that step's). `view` is the visible window in the
 //! chart's axis time (whole nanoseconds). Each `sel` is a selected span by group and by its
 //! `id` in the file (stable across reloads of the same file). `range` is a range selected on
 //! the time axis (axis ns, `s ≤ e`) and `tab` the open tab of the panel below the chart
@@ -17,6 +18,8 @@
 pub struct ChartState {
     /// The files' names.
     pub files: String,
+    /// The step of a step set shown in detail.
+    pub step: Option<String>,
     /// The visible window `[start, end]`, axis ns.
     pub view: Option<(u64, u64)>,
     /// Selected spans: (group, span id).
@@ -31,6 +34,9 @@ impl ChartState {
     /// The fragment, starting with `#`.
     pub fn to_fragment(&self) -> String {
         let mut out = format!("#files={}", encode(&self.files));
+        if let Some(step) = &self.step {
+            out.push_str(&format!("&step={}", encode(step)));
+        }
         if let Some((s, e)) = self.view {
             out.push_str(&format!("&view={s}-{e}"));
         }
@@ -72,6 +78,7 @@ impl ChartState {
                         .filter(|(s, e)| s <= e);
                 }
                 "tab" => state.tab = decode(value).filter(|t| !t.is_empty()),
+                "step" => state.step = decode(value).filter(|t| !t.is_empty()),
                 "sel" => {
                     let sel = value
                         .split_once(':')
@@ -128,6 +135,7 @@ mod tests {
             selected: vec![(0, "b3o2".into()), (1, "a&b=c #µ".into())],
             range: Some((2_000, 3_000)),
             tab: Some("ops".into()),
+            step: None,
         };
         let f = state.to_fragment();
         assert_eq!(
@@ -137,12 +145,25 @@ mod tests {
         );
         assert_eq!(ChartState::parse(&f), state);
         assert_eq!(ChartState::parse(&f[1..]), state);
+        // A step set's shown step.
+        let steps = ChartState {
+            files: "step-2.trace6.jsonl + step-6.trace6.jsonl".into(),
+            step: Some("6".into()),
+            tab: Some("steps".into()),
+            ..ChartState::default()
+        };
+        let f = steps.to_fragment();
+        assert_eq!(
+            f,
+            "#files=step-2.trace6.jsonl%20%2B%20step-6.trace6.jsonl&step=6&tab=steps"
+        );
+        assert_eq!(ChartState::parse(&f), steps);
     }
 
     #[test]
     fn bad_parts_are_ignored() {
         let s = ChartState::parse(
-            "#files=a.jsonl&view=9-3&sel=x:1&sel=0:%ZZ&sel=2:ok&what=1&junk&range=5-4&tab=",
+            "#files=a.jsonl&view=9-3&sel=x:1&sel=0:%ZZ&sel=2:ok&what=1&junk&range=5-4&tab=&step=",
         );
         assert_eq!(
             s,
@@ -152,8 +173,10 @@ mod tests {
                 selected: vec![(2, "ok".into())],
                 range: None,
                 tab: None,
+                step: None,
             }
         );
+        assert_eq!(ChartState::parse("#step=%ZZ").step, None);
         assert_eq!(ChartState::parse("#range=4-4").range, Some((4, 4)));
         assert_eq!(ChartState::parse(""), ChartState::default());
         assert_eq!(ChartState::parse("#view=1-2").view, Some((1, 2)));

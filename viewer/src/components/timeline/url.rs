@@ -1,4 +1,4 @@
-//! The chart's state in the URL fragment: its window, selection, range and tab, written once
+//! The chart's state in the URL fragment: its window, selection, range, tab and step, written once
 //! they have not changed for [`FRAGMENT_DELAY`] (during a zoom or a drag: one pending timer, no
 //! write, no state built), replacing the entry without a history step.
 
@@ -40,6 +40,7 @@ pub(super) fn keep_in_url(
             .collect();
         Some(ChartState {
             files: files.clone(),
+            step: page.step.try_get_value().flatten(),
             view: Some((
                 v.start_ns.max(0.0).round() as u64,
                 v.end_ns().max(0.0).round() as u64,
