@@ -4,7 +4,7 @@
 // finding selects its span in the timeline or outlines the row it names.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   useHarness, fixtures, artifacts, cli, openPage, openByPicker, loadSeq, waitNextDocument, openTab, shownValues,
@@ -259,11 +259,14 @@ test('any step of a set shows in detail: the outlier row shows step 6, kept in t
   await page.screenshot({ path: join(artifacts, 'steps-step6.png') });
 
   // The URL keeps the step with the tab; a reload (the same files picked again) restores both.
+  // (With step 6's `backward` span selected through the URL: the selection is that step's.)
   await page.waitForFunction(() => location.hash.includes('&step=6') && location.hash.includes('&tab=phases'));
+  await page.evaluate(() => { location.hash += '&sel=0:b'; });
   await page.reload();
   await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
   await pick();
   assert.equal((await shown()).step, '6');
+  await page.waitForSelector('[data-testid=flame-chart][data-selected=b]');
   assert.equal(await page.getAttribute('[data-testid=tab-phases]', 'aria-selected'), 'true');
   assert.equal(await page.getAttribute('[data-testid=phase-backward]', 'data-value'), '1060000');
 
@@ -297,13 +300,50 @@ test('any step of a set shows in detail: the outlier row shows step 6, kept in t
   assert.equal((await shown()).step, '6');
 
   // A step the set does not have falls back to the first captured, with no error.
-  await page.evaluate((t) => { location.hash = `#files=${encodeURIComponent(t)}&step=99&tab=steps`; }, title);
+  // (The selection named with it was another step's: not applied.)
+  await page.evaluate((t) => { location.hash = `#files=${encodeURIComponent(t)}&step=99&sel=0:b&tab=steps`; }, title);
   await page.reload();
   await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
   await pick();
   assert.equal((await shown()).step, '2');
+  assert.equal(await page.getAttribute('[data-testid=flame-chart]', 'data-selected'), '');
   assert.equal(await page.getAttribute('[data-testid=tab-steps]', 'aria-selected'), 'true');
   assert.deepEqual(await current(), ['2']);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('a finding naming a span of the first step shows that step, the span selected', async () => {
+  // steps_outlier with step 2's backward cut to 100 µs (under half its 400 µs forward): the
+  // set's backward_short finding reads step 2 and links its measured span `s`.
+  const dir = join(artifacts, 'steps-span');
+  mkdirSync(dir, { recursive: true });
+  const files = stepFiles('steps_outlier').map((f) => {
+    const name = f.split('/').pop();
+    let text = readFileSync(f, 'utf8');
+    if (name === 'step-2.trace6.jsonl') text = text.replace('"id":"b","duration_ns":490000', '"id":"b","duration_ns":100000');
+    writeFileSync(join(dir, name), text);
+    return join(dir, name);
+  });
+  const want = cli('findings', '--json', ...files);
+  const short = want.findings.find((f) => f.rule === 'backward_short');
+  assert.deepEqual(short?.link, { to: 'span', id: 's', line: 2 });
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  let n = await loadSeq(page);
+  await page.setInputFiles('[data-testid=file-input]', files);
+  await waitNextDocument(page, n);
+  await openTab(page, 'steps');
+  n = await loadSeq(page);
+  await page.click('[data-testid=step-row][data-step="5"]');
+  await waitNextDocument(page, n);
+  assert.equal(await page.getAttribute('[data-testid=steps-heading]', 'data-step'), '5');
+  // From step 5, the finding's link shows step 2 with its span `s` selected.
+  n = await loadSeq(page);
+  await clickFinding(page, 'backward_short');
+  await waitNextDocument(page, n);
+  assert.equal(await page.getAttribute('[data-testid=steps-heading]', 'data-step'), '2');
+  await page.waitForSelector('[data-testid=flame-chart][data-selected=s]');
+  assert.equal(await page.getAttribute('[data-testid=tab-findings]', 'aria-selected'), 'true');
   assert.deepEqual(seen.errors, []);
   await page.close();
 });

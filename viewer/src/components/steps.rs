@@ -233,7 +233,7 @@ pub fn StepsHeading(
                     title="the step whose chart, header and tabs are shown (or click a row of the Steps tab)">
                     {model.steps.iter().enumerate().map(|(pos, s)| view! {
                         <option value=pos.to_string() selected=pos == shown>
-                            {format!("{} ({}){}", s.step, s.file, if s.outlier { ", outlier" } else { "" })}
+                            {format!("{} ({}{})", s.step, s.file, if s.outlier { ", outlier" } else { "" })}
                         </option>
                     }).collect_view()}
                 </select>
