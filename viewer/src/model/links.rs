@@ -1,0 +1,282 @@
+//! Which spans a row of a panel's table stands for, so that the row and the chart link both
+//! ways (a click selects and shows the spans, hovering outlines them, the selected span marks
+//! its row): a training phase's spans, a module pair's, a gradient group's module's, an op
+//! name's or op group's, the allocations of a category live at the memory peak, a file's.
+
+use hashbrown::HashMap;
+
+use candle_trace_schema::analysis::gradients::module_of;
+use candle_trace_schema::analysis::modules::{is_module_span, module_name, ModulePaths};
+use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::Pass;
+
+/// Visit every span below `region` with the step of its nearest stepped ancestor strictly
+/// between `region` and it (`None`: none), as the phases table sums them.
+fn walk_region(doc: &TraceDocument, region: usize, mut visit: impl FnMut(usize, Option<Pass>)) {
+    // Iterative: a trace may nest deeply.
+    let mut stack: Vec<(u32, Option<Pass>)> = doc
+        .tree
+        .children(region)
+        .iter()
+        .map(|&c| (c, None))
+        .collect();
+    while let Some((i, inherited)) = stack.pop() {
+        let Some(span) = doc.spans.get(i as usize) else {
+            continue;
+        };
+        visit(i as usize, inherited);
+        let next = inherited.or(span.pass);
+        stack.extend(doc.tree.children(i as usize).iter().map(|&c| (c, next)));
+    }
+}
+
+/// Sorted and without repeats.
+fn sorted(mut spans: Vec<u32>) -> Vec<u32> {
+    spans.sort_unstable();
+    spans.dedup();
+    spans
+}
+
+/// The spans whose time phase `pass` of the measured region `region` sums: the spans below
+/// it with that step and no stepped ancestor below the region (sorted).
+pub fn phase_spans(doc: &TraceDocument, region: usize, pass: Pass) -> Vec<u32> {
+    let mut out = Vec::new();
+    walk_region(doc, region, |i, inherited| {
+        if inherited.is_none() && doc.spans[i].pass == Some(pass) {
+            out.push(i as u32);
+        }
+    });
+    sorted(out)
+}
+
+/// For each key of `rows` (module pairs' paths), the module spans the pair sums: the
+/// outermost module spans of that key below `region` that ran in forward or backward (sorted).
+pub fn pair_spans(
+    doc: &TraceDocument,
+    paths: &ModulePaths,
+    region: usize,
+    rows: &[&str],
+) -> Vec<Vec<u32>> {
+    let row_of: HashMap<&str, usize> = rows.iter().enumerate().map(|(r, &p)| (p, r)).collect();
+    let mut out = vec![Vec::new(); rows.len()];
+    walk_region(doc, region, |i, _| {
+        let pass = doc.spans[i].pass;
+        if paths.outermost(i) && matches!(pass, Some(Pass::Forward | Pass::Backward)) {
+            if let Some(&r) = row_of.get(paths.path(i)) {
+                out[r].push(i as u32);
+            }
+        }
+    });
+    out.into_iter().map(sorted).collect()
+}
+
+/// Whether a module span named `name` (its module name, else its span name) is module
+/// `module` of a parameter key: the same, or ending in `.` and it (`model.fc1` for `fc1`).
+fn names_module(name: &str, module: &str) -> bool {
+    name == module
+        || name
+            .strip_suffix(module)
+            .is_some_and(|head| head.ends_with('.'))
+}
+
+/// The spans of module `module` (a gradient group's: the parameter keys without their last
+/// segment): its module spans, only those of the backward where some ran in it (sorted);
+/// none for the top level (`""`).
+pub fn module_spans(doc: &TraceDocument, module: &str) -> Vec<u32> {
+    if module.is_empty() {
+        return Vec::new();
+    }
+    let all: Vec<u32> = doc
+        .spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| {
+            is_module_span(s)
+                && (names_module(&s.name, module)
+                    || module_name(s).is_some_and(|m| names_module(m, module)))
+        })
+        .map(|(i, _)| i as u32)
+        .collect();
+    let backward: Vec<u32> = all
+        .iter()
+        .copied()
+        .filter(|&i| doc.spans[i as usize].pass == Some(Pass::Backward))
+        .collect();
+    if backward.is_empty() {
+        all
+    } else {
+        backward
+    }
+}
+
+/// The spans of parameter `key`'s module (see [`module_spans`]).
+pub fn parameter_spans(doc: &TraceDocument, key: &str) -> Vec<u32> {
+    module_spans(doc, module_of(key))
+}
+
+/// Each op name's spans: those its ops ran in (sorted).
+pub fn op_name_spans(doc: &TraceDocument) -> HashMap<String, Vec<u32>> {
+    op_groups(&doc.ops, OpGrouping::Name)
+        .into_iter()
+        .map(|g| (g.op_name, op_spans(doc, &g.op_indices)))
+        .collect()
+}
+
+/// The spans the ops `op_indices` (into `doc.ops`) ran in (sorted).
+fn op_spans(doc: &TraceDocument, op_indices: &[usize]) -> Vec<u32> {
+    sorted(
+        op_indices
+            .iter()
+            .filter_map(|&i| doc.span_index(doc.ops.row(i).span_id))
+            .map(|i| i as u32)
+            .collect(),
+    )
+}
+
+/// The spans the ops of group (`op_name`, `shape`, `dtype`) ran in (sorted; none when `doc`
+/// has no such group).
+pub fn op_group_spans(doc: &TraceDocument, op_name: &str, shape: &[u64], dtype: &str) -> Vec<u32> {
+    op_groups(&doc.ops, OpGrouping::NameShapeDtype)
+        .into_iter()
+        .find(|g| {
+            g.op_name == op_name
+                && g.shape.as_deref() == Some(shape)
+                && g.dtype.as_deref() == Some(dtype)
+        })
+        .map(|g| op_spans(doc, &g.op_indices))
+        .unwrap_or_default()
+}
+
+/// The spans that allocated what was live at the memory peak, of `category` only when given
+/// (sorted).
+pub fn peak_spans(doc: &TraceDocument, category: Option<&str>) -> Vec<u32> {
+    sorted(
+        doc.memory_profile
+            .live_at_peak
+            .iter()
+            .filter(|a| category.is_none_or(|c| a.category.as_str() == c))
+            .filter_map(|a| doc.span_index(&a.span_id))
+            .map(|i| i as u32)
+            .collect(),
+    )
+}
+
+/// A trace's root spans (a file's lane group, sorted).
+pub fn root_spans(doc: &TraceDocument) -> Vec<u32> {
+    sorted(doc.tree.roots.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use candle_trace_schema::analysis::phases::measured_region;
+
+    fn fixture() -> TraceDocument {
+        TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/train_step.trace6.jsonl"
+        ))
+    }
+
+    /// The document indices of the spans with these ids.
+    fn ids(doc: &TraceDocument, ids: &[&str]) -> Vec<u32> {
+        ids.iter()
+            .map(|id| doc.span_index(id).unwrap() as u32)
+            .collect()
+    }
+
+    // Spans of the fixture in file order (their indices): step 0, fwd 1, fwd.fc1 2,
+    // fwd.fc1.matmul 3, fwd.fc1.add 4, fwd.relu 5, fwd.relu.relu 6, fwd.fc2 7,
+    // fwd.fc2.matmul 8, fwd.fc2.add 9, fwd.loss 10, fwd.loss.sub 11, fwd.loss.sqr 12,
+    // fwd.loss.mean 13, bwd 14, bwd.matmul.1 15, bwd.sum.1 16, bwd.relu_backward 17,
+    // bwd.matmul.2 18, bwd.sum.2 19, opt 20, opt.sgd.1..4 21..24.
+
+    #[test]
+    fn the_fixture_spans_are_in_file_order() {
+        let doc = fixture();
+        assert_eq!(
+            ids(&doc, &["step", "fwd.fc1", "bwd", "opt.sgd.4"]),
+            [0, 2, 14, 24]
+        );
+    }
+
+    #[test]
+    fn a_phase_is_its_outermost_spans_of_that_step() {
+        let doc = fixture();
+        let region = measured_region(&doc).unwrap();
+        assert_eq!(region, 0);
+        // forward (fwd), backward (bwd), optimizer (opt): the children of train_step.
+        assert_eq!(phase_spans(&doc, region, Pass::Forward), [1]);
+        assert_eq!(phase_spans(&doc, region, Pass::Backward), [14]);
+        assert_eq!(phase_spans(&doc, region, Pass::Optimizer), [20]);
+    }
+
+    #[test]
+    fn a_module_pair_is_its_outermost_module_spans() {
+        let doc = fixture();
+        let paths = ModulePaths::new(&doc);
+        // Module spans fc1, relu, fc2, mse_loss, all forward, none in the backward.
+        let got = pair_spans(&doc, &paths, 0, &["fc1", "mse_loss", "nowhere"]);
+        assert_eq!(got, [vec![2], vec![10], vec![]]);
+    }
+
+    #[test]
+    fn a_gradient_group_is_its_modules_spans() {
+        let doc = fixture();
+        // fc1 and fc2 ran forward only (no backward module spans): their forward spans.
+        assert_eq!(module_spans(&doc, "fc1"), [2]);
+        assert_eq!(parameter_spans(&doc, "fc2.bias"), [7]);
+        // head, embed and aux have no module span; the top level has none.
+        assert!(module_spans(&doc, "head").is_empty());
+        assert!(module_spans(&doc, "").is_empty());
+    }
+
+    #[test]
+    fn backward_module_spans_win_and_a_prefix_names_the_module() {
+        let mut doc = fixture();
+        // fwd.relu (5) made a backward module span named `model.fc1`.
+        doc.spans[5].name = "model.fc1".into();
+        doc.spans[5].pass = Some(Pass::Backward);
+        assert_eq!(module_spans(&doc, "fc1"), [5]);
+        assert!(!names_module("xfc1", "fc1"));
+    }
+
+    #[test]
+    fn an_op_name_is_the_spans_its_ops_ran_in() {
+        let doc = fixture();
+        let by_name = op_name_spans(&doc);
+        // matmul ran in fwd.fc1.matmul, fwd.fc2.matmul, bwd.matmul.1 and bwd.matmul.2.
+        assert_eq!(by_name["matmul"], [3, 8, 15, 18]);
+        // dequantize ran in the fc1 module span itself.
+        assert_eq!(by_name["dequantize"], [2]);
+        assert_eq!(by_name["sgd_update"], [21, 22, 23, 24]);
+        assert_eq!(by_name.len(), 10);
+        // matmul with output [8, 16] f32: fc1's forward matmul only.
+        assert_eq!(op_group_spans(&doc, "matmul", &[8, 16], "f32"), [3]);
+        assert!(op_group_spans(&doc, "matmul", &[8, 16], "f16").is_empty());
+    }
+
+    #[test]
+    fn the_peak_is_the_spans_that_allocated_what_was_live() {
+        let doc = fixture();
+        // Live at the peak (2.20 KiB at 693 µs, before any optimizer allocation): the four
+        // parameters (step), x and y (fwd), fc1.out (freed at 700 µs) and the activations
+        // and gradients allocated until then and not yet freed.
+        let live: Vec<&str> = doc
+            .memory_profile
+            .live_at_peak
+            .iter()
+            .map(|a| a.tensor_id.as_str())
+            .collect();
+        assert!(live.contains(&"fc1.bias.grad"), "{live:?}");
+        assert_eq!(peak_spans(&doc, Some("parameter")), [0]);
+        assert_eq!(peak_spans(&doc, Some("gradient")), [15, 16, 17, 18, 19]);
+        assert!(peak_spans(&doc, None).starts_with(&[0, 1]));
+    }
+
+    #[test]
+    fn a_file_is_its_root_spans() {
+        assert_eq!(root_spans(&fixture()), [0]);
+    }
+}
