@@ -121,6 +121,17 @@ pub fn reveal_row_in(scroll: PanelScroll, body: NodeRef<Tbody>, i: usize, rows: 
     el.set_scroll_top(to.round() as i32);
 }
 
+/// Where the row with `data-row` `pos` is among the rows built in `body` (a sorted table builds
+/// them in another order; a shortened one not at all).
+fn built_at(body: NodeRef<Tbody>, pos: usize) -> Option<usize> {
+    let rows = body.get_untracked()?.rows();
+    let want = pos.to_string();
+    (0..rows.length()).find_map(|i| {
+        let row = rows.item(i)?;
+        (row.get_attribute("data-row").as_deref() == Some(want.as_str())).then_some(i as usize)
+    })
+}
+
 /// The table row an event happened on, when it happened on the row itself (not on a button
 /// or a field inside it).
 fn event_row(ev: &web_sys::Event) -> Option<web_sys::HtmlElement> {
@@ -257,7 +268,8 @@ pub struct LinkedRows {
 
 impl LinkedRows {
     /// The rows of a table over `groups` whose row `r` stands for `spans[r][g]` in group `g`
-    /// (each list sorted); brings the first row of a newly selected span into view.
+    /// (each list sorted; a row is built with `data-row` `r`); brings the first row of a newly
+    /// selected span into view.
     pub fn new(groups: &[TraceContext], spans: Vec<Vec<Vec<u32>>>) -> Self {
         let links = LinkedRows {
             groups: StoredValue::new(
@@ -281,12 +293,28 @@ impl LinkedRows {
             if selected.iter().all(Option::is_none) {
                 return;
             }
-            let at = (0..rows).find(|&pos| links.links_to(pos, &selected));
+            let at = (0..rows)
+                .find(|&pos| links.links_to(pos, &selected))
+                .and_then(|pos| built_at(links.body, pos));
             if let (Some(i), Some(scroll)) = (at, scroll) {
                 reveal_row_in(scroll, links.body, i, 0);
             }
         });
         links
+    }
+
+    /// The rows of a table over `groups` whose row `r` stands for `per_group[g][r]` in group
+    /// `g`.
+    pub fn of_groups(groups: &[TraceContext], per_group: Vec<Vec<Vec<u32>>>) -> Self {
+        let rows = per_group.iter().map(Vec::len).max().unwrap_or(0);
+        let mut spans: Vec<Vec<Vec<u32>>> = vec![Vec::with_capacity(groups.len()); rows];
+        for group in per_group {
+            let mut group = group.into_iter();
+            for row in &mut spans {
+                row.push(group.next().unwrap_or_default());
+            }
+        }
+        Self::new(groups, spans)
     }
 
     /// The rows of a table over one trace's chart: row `r` stands for `spans[r]`.
@@ -382,9 +410,14 @@ impl LinkedRows {
         });
     }
 
-    /// A click in the table's body.
+    /// A click in the table's body (not on a field or a button in a row: those are theirs).
     pub fn on_click(&self, ev: &web_sys::Event) {
-        if let Some(pos) = row_of(ev) {
+        let on_control = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .and_then(|el| el.closest("input, button, select, label, a").ok().flatten())
+            .is_some();
+        if let (false, Some(pos)) = (on_control, row_of(ev)) {
             self.activate(pos);
         }
     }

@@ -8,6 +8,7 @@ use hashbrown::HashMap;
 use candle_trace_schema::analysis::gradients::module_of;
 use candle_trace_schema::analysis::modules::{is_module_span, module_name, ModulePaths};
 use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
+use candle_trace_schema::analysis::spans::span_path;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::Pass;
 
@@ -134,18 +135,42 @@ fn op_spans(doc: &TraceDocument, op_indices: &[usize]) -> Vec<u32> {
     )
 }
 
-/// The spans the ops of group (`op_name`, `shape`, `dtype`) ran in (sorted; none when `doc`
-/// has no such group).
-pub fn op_group_spans(doc: &TraceDocument, op_name: &str, shape: &[u64], dtype: &str) -> Vec<u32> {
-    op_groups(&doc.ops, OpGrouping::NameShapeDtype)
-        .into_iter()
-        .find(|g| {
-            g.op_name == op_name
-                && g.shape.as_deref() == Some(shape)
-                && g.dtype.as_deref() == Some(dtype)
+/// For each op group `(op_name, shape, dtype)` of `keys`, the spans its ops ran in (sorted;
+/// none for a group `doc` does not have).
+pub fn op_group_spans(doc: &TraceDocument, keys: &[(&str, &[u64], &str)]) -> Vec<Vec<u32>> {
+    let groups: HashMap<(String, Vec<u64>, String), Vec<usize>> =
+        op_groups(&doc.ops, OpGrouping::NameShapeDtype)
+            .into_iter()
+            .map(|g| {
+                let key = (
+                    g.op_name,
+                    g.shape.unwrap_or_default(),
+                    g.dtype.unwrap_or_default(),
+                );
+                (key, g.op_indices)
+            })
+            .collect();
+    keys.iter()
+        .map(|&(name, shape, dtype)| {
+            let key = (name.to_string(), shape.to_vec(), dtype.to_string());
+            groups
+                .get(&key)
+                .map(|ops| op_spans(doc, ops))
+                .unwrap_or_default()
         })
-        .map(|g| op_spans(doc, &g.op_indices))
-        .unwrap_or_default()
+        .collect()
+}
+
+/// For each name path of `paths` (`train_step/forward/fc1`), the spans with that path (sorted).
+pub fn path_spans(doc: &TraceDocument, paths: &[&str]) -> Vec<Vec<u32>> {
+    let row_of: HashMap<&str, usize> = paths.iter().enumerate().map(|(r, &p)| (p, r)).collect();
+    let mut out = vec![Vec::new(); paths.len()];
+    for i in 0..doc.spans.len() {
+        if let Some(&r) = row_of.get(span_path(doc, i).as_str()) {
+            out[r].push(i as u32);
+        }
+    }
+    out
 }
 
 /// The spans that allocated what was live at the memory peak, of `category` only when given
@@ -252,9 +277,29 @@ mod tests {
         assert_eq!(by_name["dequantize"], [2]);
         assert_eq!(by_name["sgd_update"], [21, 22, 23, 24]);
         assert_eq!(by_name.len(), 10);
-        // matmul with output [8, 16] f32: fc1's forward matmul only.
-        assert_eq!(op_group_spans(&doc, "matmul", &[8, 16], "f32"), [3]);
-        assert!(op_group_spans(&doc, "matmul", &[8, 16], "f16").is_empty());
+        // matmul with output [8, 16] f32: fc1's forward matmul only; [1, 16] f32: the
+        // backward's first (fc2.weight's gradient); none in f16.
+        let keys: [(&str, &[u64], &str); 3] = [
+            ("matmul", &[8, 16], "f32"),
+            ("matmul", &[1, 16], "f32"),
+            ("matmul", &[8, 16], "f16"),
+        ];
+        assert_eq!(op_group_spans(&doc, &keys), [vec![3], vec![15], vec![]]);
+    }
+
+    #[test]
+    fn a_path_is_its_spans() {
+        let doc = fixture();
+        let got = path_spans(
+            &doc,
+            &[
+                "train_step/forward/fc1",
+                "train_step/backward/matmul",
+                "train_step/optimizer/sgd_update",
+                "x",
+            ],
+        );
+        assert_eq!(got, [vec![2], vec![15, 18], vec![21, 22, 23, 24], vec![]]);
     }
 
     #[test]
