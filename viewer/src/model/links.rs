@@ -82,11 +82,18 @@ fn names_module(name: &str, module: &str) -> bool {
 }
 
 /// The spans of module `module` (a gradient group's: the parameter keys without their last
-/// segment): its module spans, only those of the backward where some ran in it (sorted);
-/// none for the top level (`""`).
+/// segment): its module spans, only those of the backward where some ran in it (sorted). The
+/// top level (`""`, the whole model) is the backward's outermost spans.
 pub fn module_spans(doc: &TraceDocument, module: &str) -> Vec<u32> {
     if module.is_empty() {
-        return Vec::new();
+        let backward = |i: usize| doc.spans[i].pass == Some(Pass::Backward);
+        return (0..doc.spans.len())
+            .filter(|&i| {
+                let parent = doc.tree.parent.get(i).copied().flatten();
+                backward(i) && !parent.is_some_and(|p| backward(p as usize))
+            })
+            .map(|i| i as u32)
+            .collect();
     }
     let all: Vec<u32> = doc
         .spans
@@ -252,9 +259,10 @@ mod tests {
         // fc1 and fc2 ran forward only (no backward module spans): their forward spans.
         assert_eq!(module_spans(&doc, "fc1"), [2]);
         assert_eq!(parameter_spans(&doc, "fc2.bias"), [7]);
-        // head, embed and aux have no module span; the top level has none.
+        // head, embed and aux have no module span.
         assert!(module_spans(&doc, "head").is_empty());
-        assert!(module_spans(&doc, "").is_empty());
+        // The top level: the backward (bwd), not the ops below it.
+        assert_eq!(module_spans(&doc, ""), [14]);
     }
 
     #[test]
