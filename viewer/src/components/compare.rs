@@ -454,10 +454,8 @@ fn GradientChanges(
         let per_side = sides
             .iter()
             .map(|x| {
-                c.gradients
-                    .iter()
-                    .map(|g| parameter_spans(&x.model.doc, &g.key))
-                    .collect()
+                let keys: Vec<&str> = c.gradients.iter().map(|g| g.key.as_str()).collect();
+                parameter_spans(&x.model.doc, &keys)
             })
             .collect();
         LinkedRows::of_groups(&sides, per_side)

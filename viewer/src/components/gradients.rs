@@ -43,13 +43,11 @@ pub fn GradientView() -> impl IntoView {
     };
     let rows_table = table.clone();
     // The groups' rows are `gradient_groups`' in order (`model::gradients`).
-    let group_links = LinkedRows::of_trace(
-        &ctx,
-        gradient_groups(&ctx.model.doc.gradients)
-            .iter()
-            .map(|group| module_spans(&ctx.model.doc, &group.module))
-            .collect(),
-    );
+    let group_links = {
+        let groups = gradient_groups(&ctx.model.doc.gradients);
+        let modules: Vec<&str> = groups.iter().map(|group| group.module.as_str()).collect();
+        LinkedRows::of_trace(&ctx, module_spans(&ctx.model.doc, &modules))
+    };
     view! {
         <section class="gradients panel" data-testid="gradients">
             <h3>"Gradients"</h3>

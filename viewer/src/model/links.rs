@@ -72,55 +72,65 @@ pub fn pair_spans(
     out.into_iter().map(sorted).collect()
 }
 
-/// Whether a module span named `name` (its module name, else its span name) is module
-/// `module` of a parameter key: the same, or ending in `.` and it (`model.fc1` for `fc1`).
-fn names_module(name: &str, module: &str) -> bool {
-    name == module
-        || name
-            .strip_suffix(module)
-            .is_some_and(|head| head.ends_with('.'))
+/// `name` and each of its ends after a `.` (`model.fc1`, `fc1`): the module keys a module span
+/// named `name` answers to.
+fn name_ends(name: &str) -> impl Iterator<Item = &str> {
+    std::iter::once(name).chain(name.match_indices('.').map(move |(i, _)| &name[i + 1..]))
 }
 
-/// The spans of module `module` (a gradient group's: the parameter keys without their last
-/// segment): its module spans, only those of the backward where some ran in it (sorted). The
+/// For each module of `modules` (gradient groups': the parameter keys without their last
+/// segment), its spans (sorted): the module spans whose module name or span name is it or ends
+/// in `.` and it (`model.fc1` for `fc1`), only those of the backward where some ran in it. The
 /// top level (`""`, the whole model) is the backward's outermost spans.
-pub fn module_spans(doc: &TraceDocument, module: &str) -> Vec<u32> {
-    if module.is_empty() {
-        let backward = |i: usize| doc.spans[i].pass == Some(Pass::Backward);
-        return (0..doc.spans.len())
-            .filter(|&i| {
-                let parent = doc.tree.parent.get(i).copied().flatten();
-                backward(i) && !parent.is_some_and(|p| backward(p as usize))
-            })
-            .map(|i| i as u32)
+pub fn module_spans(doc: &TraceDocument, modules: &[&str]) -> Vec<Vec<u32>> {
+    let backward = |i: usize| doc.spans[i].pass == Some(Pass::Backward);
+    // Every module span under each key it answers to, in document order (one pass).
+    let mut by_key: HashMap<&str, Vec<u32>> = HashMap::new();
+    for (i, s) in doc.spans.iter().enumerate() {
+        if !is_module_span(s) {
+            continue;
+        }
+        let mut keys: Vec<&str> = name_ends(&s.name)
+            .chain(module_name(s).into_iter().flat_map(name_ends))
             .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for k in keys {
+            by_key.entry(k).or_default().push(i as u32);
+        }
     }
-    let all: Vec<u32> = doc
-        .spans
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| {
-            is_module_span(s)
-                && (names_module(&s.name, module)
-                    || module_name(s).is_some_and(|m| names_module(m, module)))
+    let top_level: Vec<u32> = (0..doc.spans.len())
+        .filter(|&i| {
+            let parent = doc.tree.parent.get(i).copied().flatten();
+            backward(i) && !parent.is_some_and(|p| backward(p as usize))
         })
-        .map(|(i, _)| i as u32)
+        .map(|i| i as u32)
         .collect();
-    let backward: Vec<u32> = all
+    modules
         .iter()
-        .copied()
-        .filter(|&i| doc.spans[i as usize].pass == Some(Pass::Backward))
-        .collect();
-    if backward.is_empty() {
-        all
-    } else {
-        backward
-    }
+        .map(|&m| {
+            if m.is_empty() {
+                return top_level.clone();
+            }
+            let all = by_key.get(m).cloned().unwrap_or_default();
+            let in_backward: Vec<u32> = all
+                .iter()
+                .copied()
+                .filter(|&i| backward(i as usize))
+                .collect();
+            if in_backward.is_empty() {
+                all
+            } else {
+                in_backward
+            }
+        })
+        .collect()
 }
 
-/// The spans of parameter `key`'s module (see [`module_spans`]).
-pub fn parameter_spans(doc: &TraceDocument, key: &str) -> Vec<u32> {
-    module_spans(doc, module_of(key))
+/// For each parameter key of `keys`, its module's spans (see [`module_spans`]).
+pub fn parameter_spans(doc: &TraceDocument, keys: &[&str]) -> Vec<Vec<u32>> {
+    let modules: Vec<&str> = keys.iter().map(|k| module_of(k)).collect();
+    module_spans(doc, &modules)
 }
 
 /// Each op name's spans: those its ops ran in (sorted).
@@ -256,13 +266,16 @@ mod tests {
     #[test]
     fn a_gradient_group_is_its_modules_spans() {
         let doc = fixture();
-        // fc1 and fc2 ran forward only (no backward module spans): their forward spans.
-        assert_eq!(module_spans(&doc, "fc1"), [2]);
-        assert_eq!(parameter_spans(&doc, "fc2.bias"), [7]);
-        // head, embed and aux have no module span.
-        assert!(module_spans(&doc, "head").is_empty());
-        // The top level: the backward (bwd), not the ops below it.
-        assert_eq!(module_spans(&doc, ""), [14]);
+        // fc1 and fc2 ran forward only (no backward module spans): their forward spans; head
+        // has no module span; the top level is the backward (bwd), not the ops below it.
+        assert_eq!(
+            module_spans(&doc, &["fc1", "head", ""]),
+            [vec![2], vec![], vec![14]]
+        );
+        assert_eq!(
+            parameter_spans(&doc, &["fc2.bias", "w"]),
+            [vec![7], vec![14]]
+        );
     }
 
     #[test]
@@ -271,8 +284,14 @@ mod tests {
         // fwd.relu (5) made a backward module span named `model.fc1`.
         doc.spans[5].name = "model.fc1".into();
         doc.spans[5].pass = Some(Pass::Backward);
-        assert_eq!(module_spans(&doc, "fc1"), [5]);
-        assert!(!names_module("xfc1", "fc1"));
+        assert_eq!(
+            module_spans(&doc, &["fc1", "model.fc1", "c1"]),
+            [vec![5], vec![5], vec![]]
+        );
+        assert_eq!(
+            name_ends("a.b.c").collect::<Vec<_>>(),
+            ["a.b.c", "b.c", "c"]
+        );
     }
 
     #[test]
