@@ -231,6 +231,65 @@ function measuredWindow(text) {
   return [lo, hi];
 }
 
+test('compare rows link to their spans on both sides: paths, ops, memory, gradients', async () => {
+  // By hand from the fixtures: `linear` is l1 and l2 on both sides; matmul [8, 16] f32 ran in
+  // l1 and l2 on both sides, relu in the baseline's forward only, gelu in the candidate's
+  // gelu only; everything live at either peak was allocated in step, the gradient g only at
+  // the baseline's (2.00 KiB at 50 µs; the candidate's 1.50 KiB peak is at 3 µs); w and new
+  // are top-level parameters, so their rows are the backward (bwd) of each side.
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  await page.click('[data-testid=compare-open]');
+  await page.setInputFiles('[data-testid=compare-base-input]', BASE);
+  const n = await loadSeq(page);
+  await page.setInputFiles('[data-testid=compare-cand-input]', CAND);
+  await waitNextDocument(page, n);
+  const selected = () => page.$$eval('[data-testid=chart-group]', (els) => els.map((e) => e.dataset.selected));
+  const highlighted = (n) => page.waitForFunction(
+    (n) => document.querySelector('[data-testid=flame-chart]').dataset.highlighted === String(n), n);
+  const linkedRows = (testid, attr) => page.$$eval(`[data-testid=${testid}][data-linked=true]`, (els, a) => els.map((e) => e.getAttribute(a)), attr);
+
+  // Span paths: hovering a row outlines its spans on both sides; a picked row is marked.
+  await openTab(page, 'paths');
+  await page.hover('[data-testid=path-delta][data-path="step/forward/linear"]');
+  await highlighted(4);
+  await page.mouse.move(5, 5);
+  await highlighted(0);
+  await page.click('[data-testid=path-delta][data-path="step/forward/linear"]');
+  assert.deepEqual(await selected(), ['l1', 'l1']);
+  assert.deepEqual(await linkedRows('path-delta', 'data-path'), ['step/forward/linear']);
+
+  // Ops: a click selects the group's first span on each side that ran it and outlines them.
+  await openTab(page, 'ops');
+  await page.click('[data-testid=op-delta][data-op=relu]');
+  assert.deepEqual(await selected(), ['fwd', '']);
+  await highlighted(1);
+  assert.deepEqual(await linkedRows('op-delta', 'data-op'), ['relu']);
+  await page.hover('[data-testid=op-delta][data-op=gelu]');
+  await highlighted(1);
+  await page.click('[data-testid=op-delta][data-op=matmul]');
+  assert.deepEqual(await selected(), ['l1', 'l1']);
+  await highlighted(4);
+  assert.deepEqual(await linkedRows('op-delta', 'data-op'), ['matmul']);
+
+  // Memory: what was live at each peak (the gradient's at the baseline's only).
+  await openTab(page, 'memory');
+  await page.click('[data-testid=memory-delta-gradient]');
+  assert.deepEqual(await selected(), ['step', '']);
+  await page.hover('[data-testid=memory-delta-peak]');
+  await highlighted(2);
+  assert.equal(await page.getAttribute('[data-testid=memory-delta-gradient]', 'data-linked'), 'true');
+
+  // Gradients: a top-level parameter's row is each side's backward.
+  await openTab(page, 'gradients');
+  await page.click('[data-testid=gradient-change][data-param="m/w"]');
+  assert.deepEqual(await selected(), ['bwd', 'bwd']);
+  await highlighted(2);
+  assert.deepEqual((await linkedRows('gradient-change', 'data-param')).sort(), ['m/new', 'm/w']);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.param), 'm/w');
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
 test('several files at once: per-file numbers equal summary --json, totals follow the rule, offsets move a group', async () => {
   // Three ranks: the pair 50 µs apart by their timestamps, and one with an unusable timestamp.
   const dir = join(artifacts, 'multi');
@@ -308,6 +367,24 @@ test('several files at once: per-file numbers equal summary --json, totals follo
   await page.waitForSelector('[data-testid=span-details] dl.fields');
   assert.equal(await page.textContent('[data-testid=span-details] dl.fields dd'), 'linear');
   await chart.locator('[data-testid=search-input]').fill('');
+
+  // A file's row (in the files and the alignment tabs) is its lane group: a click selects its
+  // root span (each file's is `step`) alone, hovering outlines it, a selection marks the row.
+  const groupSelected = () => chart.locator('[data-testid=chart-group]').evaluateAll((els) => els.map((e) => e.dataset.selected));
+  await openTab(page, 'files');
+  await page.click('[data-testid=multi-file-1]');
+  assert.deepEqual(await groupSelected(), ['', 'step', '']);
+  assert.equal(await page.getAttribute('[data-testid=multi-file-1]', 'data-linked'), 'true');
+  await page.hover('[data-testid=multi-file-2]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=flame-chart]').dataset.highlighted === '1');
+  await openTab(page, 'alignment');
+  assert.equal(await group(1, 'data-linked'), 'true');
+  await page.click('[data-testid=group-2] th');
+  assert.deepEqual(await groupSelected(), ['', '', 'step']);
+  // A click in the offset field is the field's.
+  await page.click('[data-testid=offset-0]');
+  assert.deepEqual(await groupSelected(), ['', '', 'step']);
+  await page.mouse.move(5, 5);
   await page.screenshot({ path: join(artifacts, 'multi.png'), fullPage: true });
   const before = await page.locator('[data-testid=timeline-canvas]').screenshot();
 

@@ -259,6 +259,139 @@ test('rows and spans are linked both ways', async () => {
   await page.close();
 });
 
+/** Wait until the chart outlines `n` spans. */
+const highlighted = (page, n) => page.waitForFunction(
+  (n) => document.querySelector('[data-testid=flame-chart]').dataset.highlighted === String(n), n);
+
+/** Wait until the chart's selected span is `id`. */
+const selectedIs = (page, id) => page.waitForFunction(
+  (id) => document.querySelector('[data-testid=flame-chart]').dataset.selected === id, id);
+
+test('efficiency, phases, gradients and memory rows link both ways with their spans', async () => {
+  // train_step.trace6.jsonl by hand: forward (fwd), backward (bwd), optimizer (opt) under
+  // train_step; module spans fc1, relu, fc2, mse_loss in the forward only; matmul ran in
+  // fwd.fc1.matmul, fwd.fc2.matmul, bwd.matmul.1 and bwd.matmul.2, add in fwd.fc1.add and
+  // fwd.fc2.add; relu.grad was allocated in bwd.relu_backward and is live at the peak.
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  await openByPicker(page, TRAIN);
+  const chart = page.locator('[data-testid=flame-chart]');
+  const canvas = page.locator('[data-testid=timeline-canvas]');
+  const linkedRows = (selector, attr) => page.$$eval(`${selector}[data-linked=true]`, (els, a) => els.map((e) => e.getAttribute(a)), attr);
+
+  // Efficiency: a click selects the op's first span and outlines all four; hovering another
+  // row outlines its own; a span selected in the chart marks its op's row.
+  await openTab(page, 'efficiency');
+  await page.click('[data-testid=flops-row][data-op=matmul]');
+  await selectedIs(page, 'fwd.fc1.matmul');
+  await highlighted(page, 4);
+  assert.deepEqual(await linkedRows('[data-testid=flops-row]', 'data-op'), ['matmul']);
+  await page.hover('[data-testid=flops-row][data-op=add]');
+  await highlighted(page, 2);
+  await page.mouse.move(5, 5);
+  await highlighted(page, 4);
+  await canvas.focus();
+  await page.keyboard.press('Escape');
+  // train_step → forward → fc1 → its matmul.
+  for (let i = 0; i < 4; i++) await page.keyboard.press('ArrowDown');
+  await selectedIs(page, 'fwd.fc1.matmul');
+  // Its next sibling: fc1's add.
+  await page.keyboard.press(']');
+  await selectedIs(page, 'fwd.fc1.add');
+  await page.waitForFunction(() => document.querySelector('[data-testid=flops-row][data-op=add]').dataset.linked === 'true');
+  assert.deepEqual(await linkedRows('[data-testid=flops-row]', 'data-op'), ['add']);
+
+  // Phases: a phase's row is its outermost span of that step; "other" has none; a module
+  // pair's row is its module spans.
+  await openTab(page, 'phases');
+  await page.click('[data-testid=phase-backward]');
+  await selectedIs(page, 'bwd');
+  await highlighted(page, 1);
+  assert.equal(await page.getAttribute('[data-testid=phase-backward]', 'data-linked'), 'true');
+  assert.equal(await page.getAttribute('[data-testid=phase-other]', 'tabindex'), null);
+  await page.hover('[data-testid=phase-forward]');
+  await highlighted(page, 1);
+  await page.click('[data-testid=module-pair][data-path=fc2]');
+  await selectedIs(page, 'fwd.fc2');
+  assert.deepEqual(await linkedRows('[data-testid=module-pair]', 'data-path'), ['fc2']);
+  assert.equal(await page.getAttribute('[data-testid=phase-forward]', 'data-linked'), 'false');
+
+  // Gradients by module: fc1's row is the fc1 module span (no module span in the backward);
+  // head has no module span, so its row links nowhere.
+  await openTab(page, 'gradients');
+  await page.click('[data-testid=gradient-group][data-module=fc1]');
+  await selectedIs(page, 'fwd.fc1');
+  await highlighted(page, 1);
+  assert.deepEqual(await linkedRows('[data-testid=gradient-group]', 'data-module'), ['fc1']);
+  assert.equal(await page.getAttribute('[data-testid=gradient-group][data-module=head]', 'tabindex'), null);
+
+  // Memory: an allocation's row is the span it was allocated in.
+  await openTab(page, 'memory');
+  await page.click('[data-testid=live-row][data-tensor="relu.grad"]');
+  await selectedIs(page, 'bwd.relu_backward');
+  await highlighted(page, 1);
+  assert.deepEqual(await linkedRows('[data-testid=live-row]', 'data-tensor'), ['relu.grad']);
+  assert.equal(await chart.getAttribute('data-selected'), 'bwd.relu_backward');
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('a row keeps the focus when activated; arrows move it between rows; the clicked row stays in view', async () => {
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  await openByPicker(page, TRAIN);
+  const chart = page.locator('[data-testid=flame-chart]');
+  const focused = () => page.evaluate(() => {
+    const a = document.activeElement;
+    return `${a.tagName}:${a.dataset.testid ?? ''}:${a.dataset.op ?? ''}`;
+  });
+  await openTab(page, 'ops');
+  const ops = (await attrs(page, '[data-testid=op-row]', ['data-op'])).map((r) => r['data-op']);
+  // Enter on a focused row selects its span and leaves the focus on it (the rows are built
+  // again with their marks).
+  await page.locator('[data-testid=op-row]').nth(2).focus();
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelector('[data-testid=flame-chart]').dataset.selected !== '');
+  await page.waitForTimeout(100);
+  assert.equal(await focused(), `TR:op-row:${ops[2]}`);
+  const selected = await chart.getAttribute('data-selected');
+  // ↓ moves the focus to the next row (and neither selects nor scrolls the panel); Enter
+  // then selects that row's span.
+  const top = await page.$eval('[data-testid=tabpanel]', (e) => e.scrollTop);
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await focused(), `TR:op-row:${ops[3]}`);
+  assert.equal(await chart.getAttribute('data-selected'), selected);
+  assert.equal(await page.$eval('[data-testid=tabpanel]', (e) => e.scrollTop), top);
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.press('ArrowUp');
+  assert.equal(await focused(), `TR:op-row:${ops[1]}`);
+  // A click keeps the focus on the clicked row too.
+  await page.locator('[data-testid=op-row]').nth(4).click();
+  await page.waitForTimeout(100);
+  assert.equal(await focused(), `TR:op-row:${ops[4]}`);
+  // The clicked row stays wholly in the panel's view, though the top-spans table beside it
+  // marks its own row of the span further down.
+  for (const i of [1, 5, ops.length - 1]) {
+    await page.locator('[data-testid=op-row]').nth(i).click();
+    await page.waitForTimeout(150);
+    const [row, panel] = await page.evaluate((i) => [
+      document.querySelectorAll('[data-testid=op-row]')[i].getBoundingClientRect().toJSON(),
+      document.querySelector('[data-testid=tabpanel]').getBoundingClientRect().toJSON(),
+    ], i);
+    assert.ok(row.top >= panel.top - 0.5 && row.bottom <= panel.bottom + 0.5,
+      `row ${i} ${JSON.stringify(row)} in the panel ${JSON.stringify(panel)}`);
+  }
+  // On an efficiency row too (a table not built again).
+  await openTab(page, 'efficiency');
+  await page.locator('[data-testid=flops-row][data-op=sum]').click();
+  await page.keyboard.press('ArrowDown');
+  const next = await page.evaluate(() => document.activeElement.dataset.op);
+  assert.ok(next && next !== 'sum', next);
+  await page.keyboard.press('Enter');
+  await page.waitForFunction((op) => document.querySelector(`[data-testid=flops-row][data-op="${op}"]`).dataset.linked === 'true', next);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.op), next);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
 /**
  * A training step written by hand (times in ns), the fixture of
  * `schema::analysis::range`'s tests:

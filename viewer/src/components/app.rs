@@ -605,7 +605,7 @@ fn ShortcutsDialog(
         <div class="dialog-backdrop" on:click=move |_| on_close.run(())></div>
         <div class="dialog" role="dialog" aria-modal="true" aria-labelledby="shortcuts-title" data-testid="shortcuts">
             <h2 id="shortcuts-title">"Keyboard and mouse"</h2>
-            <p class="muted">"The chart's keys work once the chart has the focus: after a click anywhere in it (the minimap and the memory strip included). Arrow keys act on what has the focus: the chart, the tab list or the panel's edge."</p>
+            <p class="muted">"The chart's keys work once the chart has the focus: after a click anywhere in it (the minimap and the memory strip included). Arrow keys act on what has the focus: the chart, the tab list, a table's row (↑/↓ move to the next row, Enter or Space select its spans) or the panel's edge."</p>
             <table>
                 <tbody>
                     {SHORTCUTS.iter().map(|(keys, what)| view! {

@@ -14,13 +14,15 @@ use candle_trace_schema::analysis::compare::{Presence, TraceComparison};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
 use super::panel::TabPanel;
+use super::rows::{keep_focus, row_key, row_of, LinkedRows};
 use super::sortable::sort_header;
 use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart};
-use super::PageState;
+use super::{PageState, TraceContext};
 use crate::model::compare::{
     change_fill, path_order, percent_text, signed_bytes, signed_count, signed_ns, Change,
     CompareModel, PathSort,
 };
+use crate::model::links::{op_group_spans, parameter_spans, path_spans, peak_spans};
 use crate::model::panel::{Tab, ViewKind};
 use crate::model::sort::SortState;
 use crate::timeline::palette::Theme;
@@ -172,11 +174,14 @@ fn SummaryDeltas(
     }
 }
 
-/// Span name paths with their delta, sortable by every column; a row picks its path.
+/// Span name paths with their delta, sortable by every column; a row picks its path, hovering
+/// it outlines its spans on both sides, and the selected spans' rows are marked.
 #[component]
 fn PathDeltas(
     /// The comparison.
     c: Arc<TraceComparison>,
+    /// The chart's groups: baseline, candidate.
+    sides: Vec<TraceContext>,
     /// Called with a row's path when it is clicked (or Enter/Space on it).
     on_pick: Callback<String>,
     /// The path picked last (its row is marked).
@@ -190,17 +195,27 @@ fn PathDeltas(
             path_order(&c.paths, s.column, s.descending)
         })
     };
-    // A row's click (or Enter, Space) picks its path.
+    let links = {
+        let paths: Vec<&str> = c.paths.iter().map(|p| p.path.as_str()).collect();
+        let per_side = sides
+            .iter()
+            .map(|x| path_spans(&x.model.doc, &paths))
+            .collect();
+        LinkedRows::of_groups(&sides, per_side)
+    };
+    // A row's click (or Enter, Space) picks its path; the rows are built again with their
+    // marks, and the focus stays on the row.
     let pick = {
         let c = c.clone();
-        move |ev: &web_sys::Event| {
-            if let Some(p) = super::rows::row_of(ev).and_then(|i| c.paths.get(i)) {
+        move |i: usize| {
+            if let Some(p) = c.paths.get(i) {
                 on_pick.run(p.path.clone());
+                keep_focus(links.body(), i);
             }
         }
     };
     let pick = StoredValue::new(pick);
-    let pick = move |ev: &web_sys::Event| pick.with_value(|f| f(ev));
+    let pick = move |i: usize| pick.with_value(|f| f(i));
     let header = move |column: PathSort, label: &'static str, numeric: bool| {
         // Every column starts largest (or last) first.
         sort_header(
@@ -225,13 +240,17 @@ fn PathDeltas(
                     {header(PathSort::AbsDelta, "|change|", true)}
                 </tr></thead>
                 <tbody
-                    on:click=move |ev| pick(&ev)
-                    on:keydown=move |ev: web_sys::KeyboardEvent| {
-                        if ev.key() == "Enter" || ev.key() == " " {
-                            ev.prevent_default();
-                            pick(&ev);
+                    node_ref=links.body()
+                    on:click=move |ev| {
+                        if let Some(i) = row_of(&ev) {
+                            pick(i);
                         }
                     }
+                    on:keydown=move |ev: web_sys::KeyboardEvent| {
+                        row_key(&ev, pick);
+                    }
+                    on:mouseover=move |ev| links.on_over(&ev)
+                    on:mouseleave=move |_| links.leave()
                 >
                     {move || {
                         let c = c.clone();
@@ -243,6 +262,8 @@ fn PathDeltas(
                                 <tr
                                     tabindex="0"
                                     class:active=active
+                                    class:linked=move || links.linked(i)
+                                    data-linked=move || links.linked(i).to_string()
                                     data-row=i.to_string()
                                     data-testid="path-delta"
                                     data-path=p.path.clone()
@@ -274,22 +295,47 @@ fn PathDeltas(
     }
 }
 
-/// Op groups by (name, shape, dtype) with their delta.
+/// Op groups by (name, shape, dtype) with their delta; a row links to the spans its ops ran
+/// in on both sides ([`LinkedRows`]).
 #[component]
 fn OpDeltas(
     /// The comparison.
     c: Arc<TraceComparison>,
+    /// The chart's groups: baseline, candidate.
+    sides: Vec<TraceContext>,
 ) -> impl IntoView {
+    let links = {
+        let keys: Vec<(&str, &[u64], &str)> = c
+            .ops
+            .iter()
+            .map(|o| (o.op_name.as_str(), o.shape.as_slice(), o.dtype.as_str()))
+            .collect();
+        let per_side = sides
+            .iter()
+            .map(|x| op_group_spans(&x.model.doc, &keys))
+            .collect();
+        LinkedRows::of_groups(&sides, per_side)
+    };
     view! {
         <section class="compare-ops">
             <h3>"Ops (name, shape, dtype)"</h3>
             <table>
                 <thead><tr><th scope="col">"op"</th><th scope="col">"shape"</th><th scope="col">"dtype"</th><th scope="col" class="num">"baseline"</th><th scope="col" class="num">"candidate"</th><th scope="col" class="num">"change"</th><th scope="col" class="num">"%"</th></tr></thead>
-                <tbody>
-                    {c.ops.iter().map(|o| {
+                <tbody
+                    node_ref=links.body()
+                    on:click=move |ev| links.on_click(&ev)
+                    on:keydown=move |ev| links.on_key(&ev)
+                    on:mouseover=move |ev| links.on_over(&ev)
+                    on:mouseleave=move |_| links.leave()
+                >
+                    {c.ops.iter().enumerate().map(|(pos, o)| {
                         let shape = format!("{:?}", o.shape);
                         view! {
                             <tr
+                                data-row=pos.to_string()
+                                tabindex=links.has_spans(pos).then_some("0")
+                                class:linked=move || links.linked(pos)
+                                data-linked=move || links.linked(pos).to_string()
                                 data-testid="op-delta"
                                 data-op=o.op_name.clone()
                                 data-shape=shape.clone()
@@ -318,20 +364,49 @@ fn OpDeltas(
     }
 }
 
-/// Memory peak and the live bytes per category at each run's peak.
+/// Memory peak and the live bytes per category at each run's peak; a row links to the spans
+/// that allocated what was live at each side's peak (of its category) ([`LinkedRows`]).
 #[component]
 fn MemoryDeltas(
     /// The comparison.
     c: Arc<TraceComparison>,
+    /// The chart's groups: baseline, candidate.
+    sides: Vec<TraceContext>,
 ) -> impl IntoView {
     let m = c.memory.clone();
+    let links = {
+        // Row 0 is the peak, then one per category.
+        let categories: Vec<Option<&str>> = std::iter::once(None)
+            .chain(m.by_category.iter().map(|cat| Some(cat.category)))
+            .collect();
+        let per_side = sides
+            .iter()
+            .map(|x| {
+                categories
+                    .iter()
+                    .map(|&cat| peak_spans(&x.model.doc, cat))
+                    .collect()
+            })
+            .collect();
+        LinkedRows::of_groups(&sides, per_side)
+    };
     view! {
         <section class="compare-memory">
             <h3>"Memory at the peak"</h3>
             <table>
                 <thead><tr><th scope="col">""</th><th scope="col" class="num">"baseline"</th><th scope="col" class="num">"candidate"</th><th scope="col" class="num">"change"</th></tr></thead>
-                <tbody>
+                <tbody
+                    node_ref=links.body()
+                    on:click=move |ev| links.on_click(&ev)
+                    on:keydown=move |ev| links.on_key(&ev)
+                    on:mouseover=move |ev| links.on_over(&ev)
+                    on:mouseleave=move |_| links.leave()
+                >
                     <tr
+                        data-row="0"
+                        tabindex=links.has_spans(0).then_some("0")
+                        class:linked=move || links.linked(0)
+                        data-linked=move || links.linked(0).to_string()
                         data-testid="memory-delta-peak"
                         data-value=m.delta_bytes.to_string()
                         data-base=m.base_peak_bytes.to_string()
@@ -343,8 +418,12 @@ fn MemoryDeltas(
                         <td class="num">{format_bytes(m.cand_peak_bytes)} " " <span class="muted">{m.cand_peak_device.clone().unwrap_or_default()}</span></td>
                         <td class="num">{signed_bytes(m.delta_bytes)} " (" {percent_text(m.percent, Presence::Both)} ")"</td>
                     </tr>
-                    {m.by_category.iter().map(|cat| view! {
+                    {m.by_category.iter().enumerate().map(|(i, cat)| view! {
                         <tr
+                            data-row=(i + 1).to_string()
+                            tabindex=links.has_spans(i + 1).then_some("0")
+                            class:linked=move || links.linked(i + 1)
+                            data-linked=move || links.linked(i + 1).to_string()
                             data-testid=format!("memory-delta-{}", cat.category)
                             data-value=cat.delta_bytes.to_string()
                             data-base=cat.base_bytes.to_string()
@@ -362,12 +441,25 @@ fn MemoryDeltas(
     }
 }
 
-/// Parameters whose gradient state differs.
+/// Parameters whose gradient state differs; a row links to its module's spans on both sides
+/// ([`LinkedRows`]).
 #[component]
 fn GradientChanges(
     /// The comparison.
     c: Arc<TraceComparison>,
+    /// The chart's groups: baseline, candidate.
+    sides: Vec<TraceContext>,
 ) -> impl IntoView {
+    let links = {
+        let per_side = sides
+            .iter()
+            .map(|x| {
+                let keys: Vec<&str> = c.gradients.iter().map(|g| g.key.as_str()).collect();
+                parameter_spans(&x.model.doc, &keys)
+            })
+            .collect();
+        LinkedRows::of_groups(&sides, per_side)
+    };
     let state = |s: Option<candle_trace_schema::format::events::GradientState>| {
         s.map_or("none", |s| s.as_str())
     };
@@ -380,9 +472,19 @@ fn GradientChanges(
                 view! {
                     <table>
                         <thead><tr><th scope="col">"parameter"</th><th scope="col">"baseline"</th><th scope="col">"candidate"</th></tr></thead>
-                        <tbody>
-                            {c.gradients.iter().map(|g| view! {
+                        <tbody
+                            node_ref=links.body()
+                            on:click=move |ev| links.on_click(&ev)
+                            on:keydown=move |ev| links.on_key(&ev)
+                            on:mouseover=move |ev| links.on_over(&ev)
+                            on:mouseleave=move |_| links.leave()
+                        >
+                            {c.gradients.iter().enumerate().map(|(pos, g)| view! {
                                 <tr
+                                    data-row=pos.to_string()
+                                    tabindex=links.has_spans(pos).then_some("0")
+                                    class:linked=move || links.linked(pos)
+                                    data-linked=move || links.linked(pos).to_string()
                                     data-testid="gradient-change"
                                     data-param=format!("{}/{}", g.root, g.key)
                                     data-base=state(g.base)
@@ -497,13 +599,15 @@ pub fn CompareView(
                 provide_context(page);
                 let content = {
                     let c = c.clone();
+                    let sides: Vec<TraceContext> = groups.iter().map(|x| x.ctx.clone()).collect();
                     Callback::new(move |tab: Tab| -> AnyView {
+                        let sides = sides.clone();
                         match tab {
                             Tab::Summary => view! { <SummaryDeltas c=c.clone() /> }.into_any(),
-                            Tab::Paths => view! { <PathDeltas c=c.clone() on_pick=on_pick picked=picked.into() /> }.into_any(),
-                            Tab::Ops => view! { <OpDeltas c=c.clone() /> }.into_any(),
-                            Tab::Memory => view! { <MemoryDeltas c=c.clone() /> }.into_any(),
-                            Tab::Gradients => view! { <GradientChanges c=c.clone() /> }.into_any(),
+                            Tab::Paths => view! { <PathDeltas c=c.clone() sides=sides on_pick=on_pick picked=picked.into() /> }.into_any(),
+                            Tab::Ops => view! { <OpDeltas c=c.clone() sides=sides /> }.into_any(),
+                            Tab::Memory => view! { <MemoryDeltas c=c.clone() sides=sides /> }.into_any(),
+                            Tab::Gradients => view! { <GradientChanges c=c.clone() sides=sides /> }.into_any(),
                             _ => ().into_any(),
                         }
                     })

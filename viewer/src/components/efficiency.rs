@@ -3,10 +3,13 @@
 use leptos::prelude::*;
 
 use super::missing::MissingPanel;
+use super::rows::LinkedRows;
 use super::TraceContext;
+use crate::model::links::op_name_spans;
 use crate::model::missing::Panel;
 
-/// Estimated FLOPs, FLOP/s, bytes moved per ns and dtype mix per op name.
+/// Estimated FLOPs, FLOP/s, bytes moved per ns and dtype mix per op name; a row links to the
+/// spans its op ran in ([`LinkedRows`]).
 #[component]
 pub fn EfficiencyView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
@@ -23,6 +26,14 @@ pub fn EfficiencyView() -> impl IntoView {
         .into_any();
     }
     use crate::model::efficiency::si;
+    let mut by_name = op_name_spans(&ctx.model.doc);
+    let links = LinkedRows::of_trace(
+        &ctx,
+        e.rows
+            .iter()
+            .map(|r| by_name.remove(&r.op_name).unwrap_or_default())
+            .collect(),
+    );
     view! {
         <section class="efficiency panel" data-testid="efficiency">
             <h3>"Op efficiency"</h3>
@@ -52,9 +63,17 @@ pub fn EfficiencyView() -> impl IntoView {
                     <th scope="col">"FLOPs"</th><th scope="col">"FLOP/s"</th><th scope="col">"bytes/ns"</th>
                     <th scope="col">"dtypes"</th><th scope="col">"formula"</th>
                 </tr></thead>
-                <tbody>
-                    {e.rows.iter().map(|r| view! {
+                <tbody
+                    node_ref=links.body()
+                    on:click=move |ev| links.on_click(&ev)
+                    on:keydown=move |ev| links.on_key(&ev)
+                    on:mouseover=move |ev| links.on_over(&ev)
+                    on:mouseleave=move |_| links.leave()
+                >
+                    {e.rows.iter().enumerate().map(|(pos, r)| view! {
                         <tr data-testid="flops-row" data-op=r.op_name.clone() data-flops=r.flops.to_string()
+                            data-row=pos.to_string() tabindex=links.has_spans(pos).then_some("0")
+                            class:linked=move || links.linked(pos) data-linked=move || links.linked(pos).to_string()
                             data-flops-per-s=r.flops_per_s.map(|v| v.to_string()).unwrap_or_default()
                             data-bytes-per-ns=r.bytes_per_ns.map(|v| v.to_string()).unwrap_or_default()>
                             <th scope="row">{r.op_name.clone()}</th>

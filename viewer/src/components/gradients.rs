@@ -2,15 +2,20 @@
 
 use leptos::prelude::*;
 
+use candle_trace_schema::analysis::gradients::gradient_groups;
+
 use super::missing::MissingPanel;
+use super::rows::LinkedRows;
 use super::sortable::sort_header;
 use super::TraceContext;
 use crate::model::gradients::GradientSort;
+use crate::model::links::module_spans;
 use crate::model::missing::Panel;
 use crate::model::sort::SortState;
 
 /// Gradient counts per state, the norm histogram (log scale) and every parameter, sortable,
-/// with a filter for problems (missing, zero, non-finite).
+/// with a filter for problems (missing, zero, non-finite). A module's row links to its module's
+/// spans, the backward ones where there are some ([`LinkedRows`]).
 #[component]
 pub fn GradientView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
@@ -37,6 +42,12 @@ pub fn GradientView() -> impl IntoView {
         })
     };
     let rows_table = table.clone();
+    // The groups' rows are `gradient_groups`' in order (`model::gradients`).
+    let group_links = {
+        let groups = gradient_groups(&ctx.model.doc.gradients);
+        let modules: Vec<&str> = groups.iter().map(|group| group.module.as_str()).collect();
+        LinkedRows::of_trace(&ctx, module_spans(&ctx.model.doc, &modules))
+    };
     view! {
         <section class="gradients panel" data-testid="gradients">
             <h3>"Gradients"</h3>
@@ -54,9 +65,18 @@ pub fn GradientView() -> impl IntoView {
                         <th scope="col">"present"</th><th scope="col">"missing"</th>
                         <th scope="col">"zero"</th><th scope="col">"non-finite"</th>
                     </tr></thead>
-                    <tbody>
-                        {g.groups.iter().map(|r| view! {
-                            <tr class:problem=r.problem data-testid="gradient-group" data-module=r.module.clone() data-flow=r.flow>
+                    <tbody
+                        node_ref=group_links.body()
+                        on:click=move |ev| group_links.on_click(&ev)
+                        on:keydown=move |ev| group_links.on_key(&ev)
+                        on:mouseover=move |ev| group_links.on_over(&ev)
+                        on:mouseleave=move |_| group_links.leave()
+                    >
+                        {g.groups.iter().enumerate().map(|(pos, r)| view! {
+                            <tr class:problem=r.problem data-testid="gradient-group" data-module=r.module.clone() data-flow=r.flow
+                                data-row=pos.to_string() tabindex=group_links.has_spans(pos).then_some("0")
+                                class:linked=move || group_links.linked(pos)
+                                data-linked=move || group_links.linked(pos).to_string()>
                                 <td class="name">{r.module.clone()}</td><td>{r.params}</td><td>{r.present}</td>
                                 <td>{r.missing}</td><td>{r.zero}</td><td>{r.non_finite}</td>
                             </tr>

@@ -3,12 +3,13 @@
 use leptos::prelude::*;
 
 use super::missing::MissingPanel;
+use super::rows::LinkedRows;
 use super::{PageState, TraceContext};
 use crate::model::missing::Panel;
 use crate::model::range::MemoryRange;
 
 /// The peak (where, when, by category), device peaks and the largest allocations live at the
-/// peak; a row's span is selectable.
+/// peak; an allocation's row links to the span it was allocated in ([`LinkedRows`]).
 #[component]
 pub fn MemoryView() -> impl IntoView {
     if let Some(page) = use_context::<PageState>() {
@@ -38,6 +39,13 @@ fn MemoryRunView() -> impl IntoView {
         }
         .into_any();
     };
+    let links = LinkedRows::of_trace(
+        &ctx,
+        m.live
+            .iter()
+            .map(|l| l.span.into_iter().collect())
+            .collect(),
+    );
     view! {
         <section class="memory" data-testid="memory">
             <h3>"Memory"</h3>
@@ -63,25 +71,23 @@ fn MemoryRunView() -> impl IntoView {
             <h4>{format!("Largest of {} allocations live at the peak", m.live_count)}</h4>
             <table>
                 <thead><tr><th scope="col">"tensor"</th><th scope="col">"bytes"</th><th scope="col">"category"</th><th scope="col">"allocated in"</th></tr></thead>
-                <tbody>
-                    {m.live.iter().map(|l| {
-                        let ctx = ctx.clone();
-                        let span = l.span;
-                        view! {
-                            <tr>
-                                <td>{l.tensor_id.clone()}</td>
-                                <td class="num">{l.bytes.clone()}</td>
-                                <td>{l.category}</td>
-                                <td>
-                                    {match span {
-                                        Some(i) => view! {
-                                            <button type="button" class="link" on:click=move |_| ctx.select_and_show(i)>{l.origin.clone()}</button>
-                                        }.into_any(),
-                                        None => view! { <span>{l.origin.clone()}</span> }.into_any(),
-                                    }}
-                                </td>
-                            </tr>
-                        }
+                <tbody
+                    node_ref=links.body()
+                    on:click=move |ev| links.on_click(&ev)
+                    on:keydown=move |ev| links.on_key(&ev)
+                    on:mouseover=move |ev| links.on_over(&ev)
+                    on:mouseleave=move |_| links.leave()
+                >
+                    {m.live.iter().enumerate().map(|(pos, l)| view! {
+                        <tr data-testid="live-row" data-row=pos.to_string() data-tensor=l.tensor_id.clone()
+                            tabindex=links.has_spans(pos).then_some("0")
+                            class:linked=move || links.linked(pos)
+                            data-linked=move || links.linked(pos).to_string()>
+                            <td>{l.tensor_id.clone()}</td>
+                            <td class="num">{l.bytes.clone()}</td>
+                            <td>{l.category}</td>
+                            <td>{l.origin.clone()}</td>
+                        </tr>
                     }).collect_view()}
                 </tbody>
             </table>

@@ -11,7 +11,9 @@ use hashbrown::HashSet;
 use candle_trace_schema::analysis::modules::ModuleGrouping;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
-use super::rows::{reveal_row_in, row_of, row_window_of, spacer, HoverSpans, PanelScroll};
+use super::rows::{
+    keep_focus, reveal_row_in, row_key, row_of, row_window_of, spacer, HoverSpans, PanelScroll,
+};
 use super::sortable::sort_header;
 use super::tables::ShowAllRows;
 use super::{PageState, TabStates, TraceContext};
@@ -194,6 +196,8 @@ pub fn ModulesTab() -> impl IntoView {
             if let Some(&first) = spans.first() {
                 ctx.select_and_show(first);
             }
+            // The rows are built again with their marks: the focus stays on this one.
+            keep_focus(body, pos);
         })
     };
     // The toggle of a visible row (by its place).
@@ -290,17 +294,8 @@ pub fn ModulesTab() -> impl IntoView {
                         }
                     }
                     on:keydown=move |ev: web_sys::KeyboardEvent| {
-                        if ev.key() == "Enter" || ev.key() == " " {
-                            // A key on the toggle button is the button's (its click).
-                            let on_row = ev
-                                .target()
-                                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-                                .is_some_and(|el| el.tag_name() == "TR");
-                            if let (true, Some(pos)) = (on_row, row_of(&ev)) {
-                                ev.prevent_default();
-                                activate.run(pos);
-                            }
-                        }
+                        // A key on the toggle button is the button's (its click).
+                        row_key(&ev, |pos| activate.run(pos));
                     }
                     on:mouseover=move |ev| {
                         if let Some(pos) = row_of(&ev) {

@@ -11,9 +11,11 @@ use candle_trace_schema::format::detect::AnyDocument;
 use candle_trace_schema::format::document::TraceDocument;
 
 use super::panel::TabPanel;
+use super::rows::LinkedRows;
 use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart, PassLegend};
-use super::PageState;
+use super::{PageState, TraceContext};
 use crate::load::{LoadError, Source};
+use crate::model::links::root_spans;
 use crate::model::multi::{offset_ns_of_us_text, total_rule, us_text_of_offset_ns, MultiModel};
 use crate::model::panel::{Tab, ViewKind};
 use crate::model::summary::trace_cards;
@@ -129,9 +131,31 @@ pub fn MultiView(
     let n = model.files.len();
     let page = PageState::new(ViewKind::Multi, &files);
     provide_context(page);
+    // A file's row (in either tab) links to its lane group: its root spans.
+    let contexts: Vec<TraceContext> = groups.iter().map(|x| x.ctx.clone()).collect();
+    let file_links = move || {
+        let per_group = contexts
+            .iter()
+            .enumerate()
+            .map(|(g, x)| {
+                (0..contexts.len())
+                    .map(|row| {
+                        if row == g {
+                            root_spans(&x.model.doc)
+                        } else {
+                            Vec::new()
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        LinkedRows::of_groups(&contexts, per_group)
+    };
     let files_tab = {
         let model = model.clone();
+        let file_links = file_links.clone();
         move || {
+            let links = file_links();
             view! {
                 <section class="multi-summary">
                     <h3>"Summary per file"</h3>
@@ -140,9 +164,18 @@ pub fn MultiView(
                             <th scope="col">"file"</th>
                             {FIELDS.iter().map(|f| view! { <th scope="col" class="num">{*f}</th> }).collect_view()}
                         </tr></thead>
-                        <tbody>
+                        <tbody
+                            node_ref=links.body()
+                            on:click=move |ev| links.on_click(&ev)
+                            on:keydown=move |ev| links.on_key(&ev)
+                            on:mouseover=move |ev| links.on_over(&ev)
+                            on:mouseleave=move |_| links.leave()
+                        >
                             {model.files.iter().enumerate().map(|(i, f)| view! {
-                                <tr data-testid=format!("multi-file-{i}") data-file=f.name.clone()>
+                                <tr data-testid=format!("multi-file-{i}") data-file=f.name.clone()
+                                    data-row=i.to_string() tabindex=links.has_spans(i).then_some("0")
+                                    class:linked=move || links.linked(i)
+                                    data-linked=move || links.linked(i).to_string()>
                                     <th scope="row">{f.name.clone()}</th>
                                     {cells(&f.summary, format!("multi-{i}"))}
                                 </tr>
@@ -175,17 +208,28 @@ pub fn MultiView(
     let alignment_tab = {
         let model = model.clone();
         move || {
+            let links = file_links();
             view! {
                 <section class="multi-offsets">
                     <h3>"Alignment"</h3>
                     <p class="muted">"Each file's meta timestamp is the wall time of its 0 ns: the earliest file starts at 0 and the others at their distance from it. Files without a usable timestamp start at 0. Type an offset (µs) to move a file."</p>
                     <table>
                         <thead><tr><th scope="col">"file"</th><th scope="col">"placed by"</th><th scope="col">"offset (µs)"</th></tr></thead>
-                        <tbody>
+                        <tbody
+                            node_ref=links.body()
+                            on:click=move |ev| links.on_click(&ev)
+                            on:keydown=move |ev| links.on_key(&ev)
+                            on:mouseover=move |ev| links.on_over(&ev)
+                            on:mouseleave=move |_| links.leave()
+                        >
                             {model.files.iter().enumerate().map(|(i, f)| {
                                 let auto = f.alignment.offset_ns;
                                 view! {
                                     <tr
+                                        data-row=i.to_string()
+                                        tabindex=links.has_spans(i).then_some("0")
+                                        class:linked=move || links.linked(i)
+                                        data-linked=move || links.linked(i).to_string()
                                         data-testid=format!("group-{i}")
                                         data-file=f.name.clone()
                                         data-align=f.alignment.source.as_str()

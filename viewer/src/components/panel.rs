@@ -111,6 +111,7 @@ pub fn TabPanel(
         top: RwSignal::new(0.0),
         height: Signal::derive(move || height.get()),
         el: content_ref,
+        kept: StoredValue::new(None),
     };
     provide_context(scroll);
     // Another tab starts at its top. Not on the effect's first run: the content has just been

@@ -4,18 +4,23 @@ use leptos::prelude::*;
 
 use std::sync::Arc;
 
+use candle_trace_schema::analysis::phases::measured_region;
 use candle_trace_schema::analysis::range::{module_pairs_in, phases_in};
+use candle_trace_schema::format::events::Pass;
 
 use super::missing::MissingPanel;
+use super::rows::LinkedRows;
 use super::tables::ShowAllRows;
 use super::{PageState, TraceContext};
+use crate::model::links::{pair_spans, phase_spans};
 use crate::model::missing::Panel;
 use crate::model::modules::SHOWN_ROWS;
 use crate::model::phases::PhasesPanel;
 
 /// Forward / backward / optimizer / other of the measured region (a bar and a table), and
 /// each module's forward time next to its backward time; while a range is selected on the
-/// chart, of the part inside it.
+/// chart, of the part inside it. A phase's row links to its spans, a module's to its forward
+/// and backward spans ([`LinkedRows`]).
 #[component]
 pub fn PhasesView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
@@ -51,12 +56,34 @@ fn PhasesOf(
     panel: Arc<PhasesPanel>,
 ) -> impl IntoView {
     let p = panel;
-    if p.rows.is_empty() {
+    let Some(ctx) = use_context::<TraceContext>() else {
+        return ().into_any();
+    };
+    let doc = &ctx.model.doc;
+    let (Some(region), false) = (measured_region(doc), p.rows.is_empty()) else {
         return view! {
             <MissingPanel panel=Panel::Phases class="phases panel" testid="phases" title="Training phases" not_captured=None />
         }
         .into_any();
-    }
+    };
+    let phase_links = LinkedRows::of_trace(
+        &ctx,
+        p.rows
+            .iter()
+            .map(|r| match r.phase {
+                "forward" => phase_spans(doc, region, Pass::Forward),
+                "backward" => phase_spans(doc, region, Pass::Backward),
+                "optimizer" => phase_spans(doc, region, Pass::Optimizer),
+                // The time between the phases: no span of its own.
+                _ => Vec::new(),
+            })
+            .collect(),
+    );
+    let pair_paths: Vec<&str> = p.modules.iter().map(|m| m.path.as_str()).collect();
+    let pair_links = LinkedRows::of_trace(
+        &ctx,
+        pair_spans(doc, ctx.model.module_paths(), region, &pair_paths),
+    );
     // A model with thousands of module paths would make thousands of rows (a 1M-span trace's
     // 6 667 made 54 000 elements and a 0.7 s layout): the heaviest first, the rest on request.
     let modules = p.modules.clone();
@@ -85,9 +112,18 @@ fn PhasesOf(
             </div>
             <table>
                 <thead><tr><th scope="col">"phase"</th><th scope="col">"time"</th><th scope="col">"share"</th></tr></thead>
-                <tbody>
-                    {p.rows.iter().map(|r| view! {
-                        <tr data-testid=format!("phase-{}", r.phase) data-value=r.ns.to_string()>
+                <tbody
+                    node_ref=phase_links.body()
+                    on:click=move |ev| phase_links.on_click(&ev)
+                    on:keydown=move |ev| phase_links.on_key(&ev)
+                    on:mouseover=move |ev| phase_links.on_over(&ev)
+                    on:mouseleave=move |_| phase_links.leave()
+                >
+                    {p.rows.iter().enumerate().map(|(pos, r)| view! {
+                        <tr data-testid=format!("phase-{}", r.phase) data-value=r.ns.to_string()
+                            data-row=pos.to_string() tabindex=phase_links.has_spans(pos).then_some("0")
+                            class:linked=move || phase_links.linked(pos)
+                            data-linked=move || phase_links.linked(pos).to_string()>
                             <th scope="row"><span class=format!("swatch ph-{}", r.phase)></span>{r.phase}</th>
                             <td class="num">{r.time.clone()}</td>
                             <td class="num">{r.share.clone()}</td>
@@ -106,9 +142,18 @@ fn PhasesOf(
                             <th scope="col">"module"</th><th scope="col">"forward"</th><th scope="col">"backward"</th>
                             <th scope="col">"backward / forward"</th><th scope="col">"compared"</th>
                         </tr></thead>
-                        <tbody>
-                            {move || modules.iter().take(if show_all.get() { total } else { SHOWN_ROWS }).map(|m| view! {
+                        <tbody
+                            node_ref=pair_links.body()
+                            on:click=move |ev| pair_links.on_click(&ev)
+                            on:keydown=move |ev| pair_links.on_key(&ev)
+                            on:mouseover=move |ev| pair_links.on_over(&ev)
+                            on:mouseleave=move |_| pair_links.leave()
+                        >
+                            {move || modules.iter().enumerate().take(if show_all.get() { total } else { SHOWN_ROWS }).map(|(pos, m)| view! {
                                 <tr data-testid="module-pair" data-path=m.path.clone()
+                                    data-row=pos.to_string() tabindex=pair_links.has_spans(pos).then_some("0")
+                                    class:linked=move || pair_links.linked(pos)
+                                    data-linked=move || pair_links.linked(pos).to_string()
                                     data-forward=m.forward_ns.to_string() data-backward=m.backward_ns.to_string()>
                                     <th scope="row">{m.path.clone()}</th>
                                     <td class="num">{m.forward.clone()}</td>

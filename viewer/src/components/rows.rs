@@ -1,6 +1,8 @@
 //! What the panel's tables share: the panel's scroll (long tables build only the rows in view,
-//! [`crate::model::virtual_rows`]), hovering a row to outline its spans in the chart, and
-//! bringing a row linked to the selected span into view.
+//! [`crate::model::virtual_rows`]), hovering a row to outline its spans in the chart, bringing
+//! a row linked to the selected span into view, a row's keys (Enter or Space activate it, ↑/↓
+//! move the focus between rows) and keeping the focus on a row its table built again, and
+//! [`LinkedRows`]: a small table's rows linked both ways with the chart's groups.
 
 use std::sync::Arc;
 
@@ -8,8 +10,9 @@ use leptos::html::Tbody;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::panel::next_frame;
 use super::TraceContext;
-use crate::model::virtual_rows::{row_window, scroll_to_row, RowWindow, WHOLE_ROWS};
+use crate::model::virtual_rows::{row_window, scroll_to_show, with_kept, RowWindow, WHOLE_ROWS};
 
 /// Height of a row of a long (windowed) table, CSS pixels (`web/style.css`: `tr.vrow`).
 pub const ROW_PX: f64 = 26.0;
@@ -23,6 +26,9 @@ pub struct PanelScroll {
     pub height: Signal<f64>,
     /// The scroll box.
     pub el: NodeRef<leptos::html::Div>,
+    /// What the tables brought into view for the selection in this frame (content pixels), so
+    /// that a second table of the tab does not scroll the first one's row away.
+    pub kept: StoredValue<Option<(f64, f64)>>,
 }
 
 /// `body`'s top inside the panel's scroll box (content coordinates).
@@ -76,33 +82,132 @@ pub fn spacer(px: f64, columns: usize) -> impl IntoView {
     })
 }
 
-/// Bring row `i` (of `rows`) of the table whose body is `body` into the panel's view.
+/// Bring row `i` (of `rows`) of the table whose body is `body` into the panel's view, wholly
+/// (and with it what another table of the tab brought into view for the same selection, where
+/// both fit; else that stays).
 pub fn reveal_row_in(scroll: PanelScroll, body: NodeRef<Tbody>, i: usize, rows: usize) {
     let Some((el, top)) = body_top(&scroll, body) else {
         return;
     };
-    let view = f64::from(el.client_height());
-    let now = f64::from(el.scroll_top());
-    if rows > WHOLE_ROWS {
-        let to = top + scroll_to_row(i, ROW_PX, now - top, view);
-        el.set_scroll_top(to.round() as i32);
-    } else if let Some(row) = body
-        .get_untracked()
-        .and_then(|b| b.rows().item(i as u32))
-        .and_then(|r| r.dyn_into::<web_sys::HtmlElement>().ok())
-    {
-        let row_top =
-            row.get_bounding_client_rect().top() - el.get_bounding_client_rect().top() + now;
-        let h = row.get_bounding_client_rect().height();
-        let to = if row_top < now {
-            row_top
-        } else if row_top + h > now + view {
-            row_top + h - view
-        } else {
-            now
+    let row = if rows > WHOLE_ROWS {
+        let row_top = top + i as f64 * ROW_PX;
+        (row_top, row_top + ROW_PX)
+    } else {
+        let Some(row) = body
+            .get_untracked()
+            .and_then(|b| b.rows().item(i as u32))
+            .and_then(|r| r.dyn_into::<web_sys::HtmlElement>().ok())
+        else {
+            return;
         };
-        el.set_scroll_top(to.round() as i32);
+        let rect = row.get_bounding_client_rect();
+        let row_top = rect.top() - el.get_bounding_client_rect().top() + f64::from(el.scroll_top());
+        (row_top, row_top + rect.height())
+    };
+    let view = f64::from(el.client_height());
+    let kept = scroll.kept.get_value();
+    let Some(show) = with_kept(kept, row, view) else {
+        return;
+    };
+    if kept.is_none() {
+        // The next selection starts afresh.
+        leptos::task::spawn_local(async move {
+            next_frame().await;
+            scroll.kept.try_set_value(None);
+        });
     }
+    scroll.kept.set_value(Some(show));
+    let to = scroll_to_show(show, f64::from(el.scroll_top()), view);
+    el.set_scroll_top(to.round() as i32);
+}
+
+/// Where the row with `data-row` `pos` is among the rows built in `body` (a sorted table builds
+/// them in another order; a shortened one not at all).
+fn built_at(body: NodeRef<Tbody>, pos: usize) -> Option<usize> {
+    let rows = body.get_untracked()?.rows();
+    let want = pos.to_string();
+    (0..rows.length()).find_map(|i| {
+        let row = rows.item(i)?;
+        (row.get_attribute("data-row").as_deref() == Some(want.as_str())).then_some(i as usize)
+    })
+}
+
+/// The table row an event happened on, when it happened on the row itself (not on a button
+/// or a field inside it).
+fn event_row(ev: &web_sys::Event) -> Option<web_sys::HtmlElement> {
+    ev.target()?
+        .dyn_into::<web_sys::HtmlElement>()
+        .ok()
+        .filter(|el| el.tag_name() == "TR")
+}
+
+/// A key on a focused row: Enter or Space runs `activate` with its `data-row`; ↓ and ↑ move the
+/// focus to the next and the previous focusable row (the panel does not scroll instead). True
+/// when the key was the row's.
+pub fn row_key(ev: &web_sys::KeyboardEvent, activate: impl FnOnce(usize)) -> bool {
+    let Some(row) = event_row(ev) else {
+        return false;
+    };
+    let key = ev.key();
+    match key.as_str() {
+        "Enter" | " " => {
+            let Some(pos) = row_of(ev) else { return false };
+            ev.prevent_default();
+            activate(pos);
+        }
+        "ArrowDown" | "ArrowUp" => {
+            ev.prevent_default();
+            let mut next = row.clone().unchecked_into::<web_sys::Element>();
+            loop {
+                let sibling = if key == "ArrowDown" {
+                    next.next_element_sibling()
+                } else {
+                    next.previous_element_sibling()
+                };
+                let Some(s) = sibling else { break };
+                if s.has_attribute("tabindex") {
+                    if let Ok(s) = s.dyn_into::<web_sys::HtmlElement>() {
+                        let _ = s.focus();
+                    }
+                    break;
+                }
+                next = s;
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// After a row's activation rebuilt its table's rows (the focused one with them), give the
+/// focus back to row `pos` if it fell to the page.
+pub fn keep_focus(body: NodeRef<Tbody>, pos: usize) {
+    leptos::task::spawn_local(async move {
+        next_frame().await;
+        let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+            return;
+        };
+        let dropped = match (doc.active_element(), doc.body()) {
+            (None, _) => true,
+            (Some(a), Some(b)) => wasm_bindgen::JsValue::from(a) == wasm_bindgen::JsValue::from(b),
+            (Some(_), None) => false,
+        };
+        if !dropped {
+            return;
+        }
+        let row = body
+            .try_get_untracked()
+            .flatten()
+            .and_then(|b| {
+                b.query_selector(&format!("tr[data-row=\"{pos}\"]"))
+                    .ok()
+                    .flatten()
+            })
+            .and_then(|r| r.dyn_into::<web_sys::HtmlElement>().ok());
+        if let Some(row) = row {
+            let _ = row.focus();
+        }
+    });
 }
 
 /// Outlining a row's spans while the pointer is over it, and putting back what was outlined
@@ -143,5 +248,189 @@ impl HoverSpans {
     pub fn pin(&self, spans: Arc<Vec<u32>>) {
         self.before.set_value(Some(spans.clone()));
         self.ctx_highlighted.set(spans);
+    }
+}
+
+/// A small table's rows linked both ways with the chart's groups (one group in a trace's
+/// view, baseline and candidate in a comparison, one per file in the several-files view): a
+/// row's click (or Enter, Space) selects its first span in each group that has one, shows it
+/// (the last such group's) and outlines them all; hovering a row outlines its spans; the rows
+/// of a group's selected span are `linked`, the first brought into view.
+#[derive(Clone, Copy)]
+pub struct LinkedRows {
+    /// Each group's context and its rows' hover.
+    groups: StoredValue<Vec<(TraceContext, HoverSpans)>>,
+    /// `[row][group]`: the spans the row stands for in the group, sorted.
+    spans: StoredValue<Vec<Vec<Arc<Vec<u32>>>>>,
+    /// The table's body.
+    body: NodeRef<Tbody>,
+}
+
+impl LinkedRows {
+    /// The rows of a table over `groups` whose row `r` stands for `spans[r][g]` in group `g`
+    /// (each list sorted; a row is built with `data-row` `r`); brings the first row of a newly
+    /// selected span into view.
+    pub fn new(groups: &[TraceContext], spans: Vec<Vec<Vec<u32>>>) -> Self {
+        let links = LinkedRows {
+            groups: StoredValue::new(
+                groups
+                    .iter()
+                    .map(|c| (c.clone(), HoverSpans::new(c)))
+                    .collect(),
+            ),
+            spans: StoredValue::new(
+                spans
+                    .into_iter()
+                    .map(|r| r.into_iter().map(Arc::new).collect())
+                    .collect(),
+            ),
+            body: NodeRef::new(),
+        };
+        let scroll = use_context::<PanelScroll>();
+        let rows = links.spans.with_value(Vec::len);
+        Effect::new(move |_| {
+            let selected = links.selected();
+            if selected.iter().all(Option::is_none) {
+                return;
+            }
+            let at = (0..rows)
+                .find(|&pos| links.links_to(pos, &selected))
+                .and_then(|pos| built_at(links.body, pos));
+            if let (Some(i), Some(scroll)) = (at, scroll) {
+                reveal_row_in(scroll, links.body, i, 0);
+            }
+        });
+        links
+    }
+
+    /// The rows of a table over `groups` whose row `r` stands for `per_group[g][r]` in group
+    /// `g`.
+    pub fn of_groups(groups: &[TraceContext], per_group: Vec<Vec<Vec<u32>>>) -> Self {
+        let rows = per_group.iter().map(Vec::len).max().unwrap_or(0);
+        let mut spans: Vec<Vec<Vec<u32>>> = vec![Vec::with_capacity(groups.len()); rows];
+        for group in per_group {
+            let mut group = group.into_iter();
+            for row in &mut spans {
+                row.push(group.next().unwrap_or_default());
+            }
+        }
+        Self::new(groups, spans)
+    }
+
+    /// The rows of a table over one trace's chart: row `r` stands for `spans[r]`.
+    pub fn of_trace(ctx: &TraceContext, spans: Vec<Vec<u32>>) -> Self {
+        Self::new(
+            std::slice::from_ref(ctx),
+            spans.into_iter().map(|s| vec![s]).collect(),
+        )
+    }
+
+    /// The table's body (its rows' events are taken there).
+    pub fn body(&self) -> NodeRef<Tbody> {
+        self.body
+    }
+
+    /// Each group's selected span (tracked).
+    fn selected(&self) -> Vec<Option<u32>> {
+        self.groups
+            .with_value(|g| g.iter().map(|(c, _)| c.selected.get()).collect())
+    }
+
+    /// Whether row `pos` stands for a span of `selected` (each group's).
+    fn links_to(&self, pos: usize, selected: &[Option<u32>]) -> bool {
+        self.spans.with_value(|rows| {
+            rows.get(pos).is_some_and(|r| {
+                r.iter()
+                    .zip(selected)
+                    .any(|(spans, s)| s.is_some_and(|s| spans.binary_search(&s).is_ok()))
+            })
+        })
+    }
+
+    /// Whether row `pos` stands for a selected span (tracked: for the row's marks).
+    pub fn linked(&self, pos: usize) -> bool {
+        self.links_to(pos, &self.selected())
+    }
+
+    /// Whether row `pos` stands for any span (a row without one takes no focus or click).
+    pub fn has_spans(&self, pos: usize) -> bool {
+        self.spans.with_value(|rows| {
+            rows.get(pos)
+                .is_some_and(|r| r.iter().any(|s| !s.is_empty()))
+        })
+    }
+
+    /// The spans row `pos` stands for in each group (none for each past the table's end).
+    fn spans_of(&self, pos: usize) -> Vec<Arc<Vec<u32>>> {
+        let n = self.groups.with_value(Vec::len);
+        self.spans.with_value(|rows| {
+            rows.get(pos)
+                .cloned()
+                .unwrap_or_else(|| vec![Arc::default(); n])
+        })
+    }
+
+    /// Select, show and outline row `pos`'s spans.
+    pub fn activate(&self, pos: usize) {
+        if !self.has_spans(pos) {
+            return;
+        }
+        let spans = self.spans_of(pos);
+        self.groups.with_value(|groups| {
+            let mut shown = None;
+            for ((ctx, hover), s) in groups.iter().zip(&spans) {
+                hover.pin(s.clone());
+                ctx.selected.set(s.first().copied());
+                if let Some(&first) = s.first() {
+                    shown = Some((ctx, first));
+                }
+            }
+            if let Some((ctx, first)) = shown {
+                ctx.select_and_show(first);
+            }
+        });
+    }
+
+    /// The pointer is over row `pos`: outline its spans.
+    pub fn enter(&self, pos: usize) {
+        let spans = self.spans_of(pos);
+        self.groups.with_value(|groups| {
+            for ((_, hover), s) in groups.iter().zip(spans) {
+                hover.enter(s);
+            }
+        });
+    }
+
+    /// The pointer left the table: outline what was outlined before.
+    pub fn leave(&self) {
+        self.groups.with_value(|groups| {
+            for (_, hover) in groups {
+                hover.leave();
+            }
+        });
+    }
+
+    /// A click in the table's body (not on a field or a button in a row: those are theirs).
+    pub fn on_click(&self, ev: &web_sys::Event) {
+        let on_control = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .and_then(|el| el.closest("input, button, select, label, a").ok().flatten())
+            .is_some();
+        if let (false, Some(pos)) = (on_control, row_of(ev)) {
+            self.activate(pos);
+        }
+    }
+
+    /// A key in the table's body ([`row_key`]).
+    pub fn on_key(&self, ev: &web_sys::KeyboardEvent) {
+        row_key(ev, |pos| self.activate(pos));
+    }
+
+    /// The pointer moved over the table's body.
+    pub fn on_over(&self, ev: &web_sys::Event) {
+        if let Some(pos) = row_of(ev) {
+            self.enter(pos);
+        }
     }
 }

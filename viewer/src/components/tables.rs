@@ -8,7 +8,9 @@ use candle_trace_schema::analysis::ops::OpGrouping;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
 use super::capture::NotCapturedNote;
-use super::rows::{reveal_row_in, row_of, row_window_of, spacer, HoverSpans, PanelScroll};
+use super::rows::{
+    keep_focus, reveal_row_in, row_key, row_of, row_window_of, spacer, HoverSpans, PanelScroll,
+};
 use super::sortable::sort_header;
 use super::{PageState, TabStates, TraceContext};
 use crate::model::modules::{rows_shown_text, SHOWN_ROWS};
@@ -112,6 +114,8 @@ pub fn OpTable() -> impl IntoView {
             if let Some(&first) = spans.first() {
                 ctx.select_and_show(first);
             }
+            // The rows are built again with their marks: the focus stays on this one.
+            keep_focus(body, pos);
         })
     };
     view! {
@@ -164,12 +168,7 @@ pub fn OpTable() -> impl IntoView {
                         }
                     }
                     on:keydown=move |ev: web_sys::KeyboardEvent| {
-                        if ev.key() == "Enter" || ev.key() == " " {
-                            if let Some(pos) = row_of(&ev) {
-                                ev.prevent_default();
-                                activate.run(pos);
-                            }
-                        }
+                        row_key(&ev, |pos| activate.run(pos));
                     }
                     on:mouseover=move |ev| {
                         if let Some(pos) = row_of(&ev) {
@@ -276,6 +275,8 @@ pub fn SpanTable() -> impl IntoView {
         if let Some(i) = rows.with_untracked(|r| r.get(pos).map(|r| r.index)) {
             hover.pin(Arc::new(vec![i]));
             ctx.select_and_show(i);
+            // The rows are built again with their marks: the focus stays on this one.
+            keep_focus(body, pos);
         }
     });
     let table = move || {
@@ -307,12 +308,7 @@ pub fn SpanTable() -> impl IntoView {
                         }
                     }
                     on:keydown=move |ev: web_sys::KeyboardEvent| {
-                        if ev.key() == "Enter" || ev.key() == " " {
-                            if let Some(pos) = row_of(&ev) {
-                                ev.prevent_default();
-                                activate.run(pos);
-                            }
-                        }
+                        row_key(&ev, |pos| activate.run(pos));
                     }
                     on:mouseover=move |ev| {
                         if let Some(i) = row_of(&ev).and_then(|pos| rows.with_untracked(|r| r.get(pos).map(|r| r.index))) {

@@ -11,6 +11,7 @@ pub mod gradients;
 pub mod header;
 pub mod iterations;
 pub mod latency;
+pub mod links;
 pub mod memory;
 pub mod memory_chart;
 pub mod missing;

@@ -50,12 +50,32 @@ pub fn row_window(rows: usize, row_px: f64, scroll_top: f64, view_px: f64) -> Ro
 /// (its top, when it is higher than the view).
 pub fn scroll_to_row(i: usize, row_px: f64, scroll_top: f64, view_px: f64) -> f64 {
     let top = i as f64 * row_px;
-    if top < scroll_top || row_px >= view_px {
+    scroll_to_show((top, top + row_px), scroll_top, view_px)
+}
+
+/// The `scroll_top` that brings `[top, bottom)` (content pixels) into a view `view_px` high
+/// now scrolled to `scroll_top`: unchanged when it is already wholly visible, else the part at
+/// the nearest edge (its top, when it is higher than the view or higher than the view is).
+pub fn scroll_to_show((top, bottom): (f64, f64), scroll_top: f64, view_px: f64) -> f64 {
+    if top < scroll_top || bottom - top >= view_px {
         top
-    } else if top + row_px > scroll_top + view_px {
-        (top + row_px - view_px).max(0.0)
+    } else if bottom > scroll_top + view_px {
+        (bottom - view_px).max(0.0)
     } else {
         scroll_top
+    }
+}
+
+/// What to bring into view for a row at `row` (content pixels) when the rows of another table
+/// in the same scroll box were brought into view for the same selection (`kept`): both when
+/// they fit in `view_px`, else nothing more (`None`: the first table's row stays in view).
+pub fn with_kept(kept: Option<(f64, f64)>, row: (f64, f64), view_px: f64) -> Option<(f64, f64)> {
+    match kept {
+        None => Some(row),
+        Some((top, bottom)) => {
+            let both = (top.min(row.0), bottom.max(row.1));
+            (both.1 - both.0 <= view_px).then_some(both)
+        }
     }
 }
 
@@ -101,5 +121,24 @@ mod tests {
         // Row 40 (960..984) at the bottom edge: 984 − 240.
         assert_eq!(scroll_to_row(40, 24.0, 480.0, 240.0), 744.0);
         assert_eq!(scroll_to_row(0, 24.0, 0.0, 10.0), 0.0);
+    }
+
+    #[test]
+    fn a_second_tables_row_keeps_the_first_in_view() {
+        // Nothing kept: the row alone.
+        assert_eq!(with_kept(None, (500.0, 526.0), 200.0), Some((500.0, 526.0)));
+        // A row 100 px under the kept one: both fit in 200 px.
+        assert_eq!(
+            with_kept(Some((400.0, 426.0)), (500.0, 526.0), 200.0),
+            Some((400.0, 526.0))
+        );
+        // 300 px apart: the kept row stays, the second is not scrolled to.
+        assert_eq!(with_kept(Some((100.0, 126.0)), (400.0, 426.0), 200.0), None);
+        // Both shown from a view scrolled past them: their top at the view's top.
+        assert_eq!(scroll_to_show((400.0, 526.0), 600.0, 200.0), 400.0);
+        // Below the view: their bottom at its bottom.
+        assert_eq!(scroll_to_show((400.0, 526.0), 0.0, 200.0), 326.0);
+        // In view: unchanged.
+        assert_eq!(scroll_to_show((400.0, 526.0), 380.0, 200.0), 380.0);
     }
 }

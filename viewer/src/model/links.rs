@@ -1,0 +1,354 @@
+//! Which spans a row of a panel's table stands for, so that the row and the chart link both
+//! ways (a click selects and shows the spans, hovering outlines them, the selected span marks
+//! its row): a training phase's spans, a module pair's, a gradient group's module's, an op
+//! name's or op group's, the allocations of a category live at the memory peak, a file's.
+
+use hashbrown::HashMap;
+
+use candle_trace_schema::analysis::gradients::module_of;
+use candle_trace_schema::analysis::modules::{is_module_span, module_name, ModulePaths};
+use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
+use candle_trace_schema::analysis::spans::span_path;
+use candle_trace_schema::format::document::TraceDocument;
+use candle_trace_schema::format::events::Pass;
+
+/// Visit every span below `region` with the step of its nearest stepped ancestor strictly
+/// between `region` and it (`None`: none), as the phases table sums them.
+fn walk_region(doc: &TraceDocument, region: usize, mut visit: impl FnMut(usize, Option<Pass>)) {
+    // Iterative: a trace may nest deeply.
+    let mut stack: Vec<(u32, Option<Pass>)> = doc
+        .tree
+        .children(region)
+        .iter()
+        .map(|&c| (c, None))
+        .collect();
+    while let Some((i, inherited)) = stack.pop() {
+        let Some(span) = doc.spans.get(i as usize) else {
+            continue;
+        };
+        visit(i as usize, inherited);
+        let next = inherited.or(span.pass);
+        stack.extend(doc.tree.children(i as usize).iter().map(|&c| (c, next)));
+    }
+}
+
+/// Sorted and without repeats.
+fn sorted(mut spans: Vec<u32>) -> Vec<u32> {
+    spans.sort_unstable();
+    spans.dedup();
+    spans
+}
+
+/// The spans whose time phase `pass` of the measured region `region` sums: the spans below
+/// it with that step and no stepped ancestor below the region (sorted).
+pub fn phase_spans(doc: &TraceDocument, region: usize, pass: Pass) -> Vec<u32> {
+    let mut out = Vec::new();
+    walk_region(doc, region, |i, inherited| {
+        if inherited.is_none() && doc.spans[i].pass == Some(pass) {
+            out.push(i as u32);
+        }
+    });
+    sorted(out)
+}
+
+/// For each key of `rows` (module pairs' paths), the module spans the pair sums: the
+/// outermost module spans of that key below `region` that ran in forward or backward (sorted).
+pub fn pair_spans(
+    doc: &TraceDocument,
+    paths: &ModulePaths,
+    region: usize,
+    rows: &[&str],
+) -> Vec<Vec<u32>> {
+    let row_of: HashMap<&str, usize> = rows.iter().enumerate().map(|(r, &p)| (p, r)).collect();
+    let mut out = vec![Vec::new(); rows.len()];
+    walk_region(doc, region, |i, _| {
+        let pass = doc.spans[i].pass;
+        if paths.outermost(i) && matches!(pass, Some(Pass::Forward | Pass::Backward)) {
+            if let Some(&r) = row_of.get(paths.path(i)) {
+                out[r].push(i as u32);
+            }
+        }
+    });
+    out.into_iter().map(sorted).collect()
+}
+
+/// `name` and each of its ends after a `.` (`model.fc1`, `fc1`): the module keys a module span
+/// named `name` answers to.
+fn name_ends(name: &str) -> impl Iterator<Item = &str> {
+    std::iter::once(name).chain(name.match_indices('.').map(move |(i, _)| &name[i + 1..]))
+}
+
+/// For each module of `modules` (gradient groups': the parameter keys without their last
+/// segment), its spans (sorted): the module spans whose module name or span name is it or ends
+/// in `.` and it (`model.fc1` for `fc1`), only those of the backward where some ran in it. The
+/// top level (`""`, the whole model) is the backward's outermost spans.
+pub fn module_spans(doc: &TraceDocument, modules: &[&str]) -> Vec<Vec<u32>> {
+    let backward = |i: usize| doc.spans[i].pass == Some(Pass::Backward);
+    // Every module span under each key it answers to, in document order (one pass).
+    let mut by_key: HashMap<&str, Vec<u32>> = HashMap::new();
+    for (i, s) in doc.spans.iter().enumerate() {
+        if !is_module_span(s) {
+            continue;
+        }
+        let mut keys: Vec<&str> = name_ends(&s.name)
+            .chain(module_name(s).into_iter().flat_map(name_ends))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for k in keys {
+            by_key.entry(k).or_default().push(i as u32);
+        }
+    }
+    let top_level: Vec<u32> = (0..doc.spans.len())
+        .filter(|&i| {
+            let parent = doc.tree.parent.get(i).copied().flatten();
+            backward(i) && !parent.is_some_and(|p| backward(p as usize))
+        })
+        .map(|i| i as u32)
+        .collect();
+    modules
+        .iter()
+        .map(|&m| {
+            if m.is_empty() {
+                return top_level.clone();
+            }
+            let all = by_key.get(m).cloned().unwrap_or_default();
+            let in_backward: Vec<u32> = all
+                .iter()
+                .copied()
+                .filter(|&i| backward(i as usize))
+                .collect();
+            if in_backward.is_empty() {
+                all
+            } else {
+                in_backward
+            }
+        })
+        .collect()
+}
+
+/// For each parameter key of `keys`, its module's spans (see [`module_spans`]).
+pub fn parameter_spans(doc: &TraceDocument, keys: &[&str]) -> Vec<Vec<u32>> {
+    let modules: Vec<&str> = keys.iter().map(|k| module_of(k)).collect();
+    module_spans(doc, &modules)
+}
+
+/// Each op name's spans: those its ops ran in (sorted).
+pub fn op_name_spans(doc: &TraceDocument) -> HashMap<String, Vec<u32>> {
+    op_groups(&doc.ops, OpGrouping::Name)
+        .into_iter()
+        .map(|g| (g.op_name, op_spans(doc, &g.op_indices)))
+        .collect()
+}
+
+/// The spans the ops `op_indices` (into `doc.ops`) ran in (sorted).
+fn op_spans(doc: &TraceDocument, op_indices: &[usize]) -> Vec<u32> {
+    sorted(
+        op_indices
+            .iter()
+            .filter_map(|&i| doc.span_index(doc.ops.row(i).span_id))
+            .map(|i| i as u32)
+            .collect(),
+    )
+}
+
+/// For each op group `(op_name, shape, dtype)` of `keys`, the spans its ops ran in (sorted;
+/// none for a group `doc` does not have).
+pub fn op_group_spans(doc: &TraceDocument, keys: &[(&str, &[u64], &str)]) -> Vec<Vec<u32>> {
+    let groups: HashMap<(String, Vec<u64>, String), Vec<usize>> =
+        op_groups(&doc.ops, OpGrouping::NameShapeDtype)
+            .into_iter()
+            .map(|g| {
+                let key = (
+                    g.op_name,
+                    g.shape.unwrap_or_default(),
+                    g.dtype.unwrap_or_default(),
+                );
+                (key, g.op_indices)
+            })
+            .collect();
+    keys.iter()
+        .map(|&(name, shape, dtype)| {
+            let key = (name.to_string(), shape.to_vec(), dtype.to_string());
+            groups
+                .get(&key)
+                .map(|ops| op_spans(doc, ops))
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// For each name path of `paths` (`train_step/forward/fc1`), the spans with that path (sorted).
+pub fn path_spans(doc: &TraceDocument, paths: &[&str]) -> Vec<Vec<u32>> {
+    let row_of: HashMap<&str, usize> = paths.iter().enumerate().map(|(r, &p)| (p, r)).collect();
+    let mut out = vec![Vec::new(); paths.len()];
+    for i in 0..doc.spans.len() {
+        if let Some(&r) = row_of.get(span_path(doc, i).as_str()) {
+            out[r].push(i as u32);
+        }
+    }
+    out
+}
+
+/// The spans that allocated what was live at the memory peak, of `category` only when given
+/// (sorted).
+pub fn peak_spans(doc: &TraceDocument, category: Option<&str>) -> Vec<u32> {
+    sorted(
+        doc.memory_profile
+            .live_at_peak
+            .iter()
+            .filter(|a| category.is_none_or(|c| a.category.as_str() == c))
+            .filter_map(|a| doc.span_index(&a.span_id))
+            .map(|i| i as u32)
+            .collect(),
+    )
+}
+
+/// A trace's root spans (a file's lane group, sorted).
+pub fn root_spans(doc: &TraceDocument) -> Vec<u32> {
+    sorted(doc.tree.roots.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use candle_trace_schema::analysis::phases::measured_region;
+
+    fn fixture() -> TraceDocument {
+        TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/train_step.trace6.jsonl"
+        ))
+    }
+
+    /// The document indices of the spans with these ids.
+    fn ids(doc: &TraceDocument, ids: &[&str]) -> Vec<u32> {
+        ids.iter()
+            .map(|id| doc.span_index(id).unwrap() as u32)
+            .collect()
+    }
+
+    // Spans of the fixture in file order (their indices): step 0, fwd 1, fwd.fc1 2,
+    // fwd.fc1.matmul 3, fwd.fc1.add 4, fwd.relu 5, fwd.relu.relu 6, fwd.fc2 7,
+    // fwd.fc2.matmul 8, fwd.fc2.add 9, fwd.loss 10, fwd.loss.sub 11, fwd.loss.sqr 12,
+    // fwd.loss.mean 13, bwd 14, bwd.matmul.1 15, bwd.sum.1 16, bwd.relu_backward 17,
+    // bwd.matmul.2 18, bwd.sum.2 19, opt 20, opt.sgd.1..4 21..24.
+
+    #[test]
+    fn the_fixture_spans_are_in_file_order() {
+        let doc = fixture();
+        assert_eq!(
+            ids(&doc, &["step", "fwd.fc1", "bwd", "opt.sgd.4"]),
+            [0, 2, 14, 24]
+        );
+    }
+
+    #[test]
+    fn a_phase_is_its_outermost_spans_of_that_step() {
+        let doc = fixture();
+        let region = measured_region(&doc).unwrap();
+        assert_eq!(region, 0);
+        // forward (fwd), backward (bwd), optimizer (opt): the children of train_step.
+        assert_eq!(phase_spans(&doc, region, Pass::Forward), [1]);
+        assert_eq!(phase_spans(&doc, region, Pass::Backward), [14]);
+        assert_eq!(phase_spans(&doc, region, Pass::Optimizer), [20]);
+    }
+
+    #[test]
+    fn a_module_pair_is_its_outermost_module_spans() {
+        let doc = fixture();
+        let paths = ModulePaths::new(&doc);
+        // Module spans fc1, relu, fc2, mse_loss, all forward, none in the backward.
+        let got = pair_spans(&doc, &paths, 0, &["fc1", "mse_loss", "nowhere"]);
+        assert_eq!(got, [vec![2], vec![10], vec![]]);
+    }
+
+    #[test]
+    fn a_gradient_group_is_its_modules_spans() {
+        let doc = fixture();
+        // fc1 and fc2 ran forward only (no backward module spans): their forward spans; head
+        // has no module span; the top level is the backward (bwd), not the ops below it.
+        assert_eq!(
+            module_spans(&doc, &["fc1", "head", ""]),
+            [vec![2], vec![], vec![14]]
+        );
+        assert_eq!(
+            parameter_spans(&doc, &["fc2.bias", "w"]),
+            [vec![7], vec![14]]
+        );
+    }
+
+    #[test]
+    fn backward_module_spans_win_and_a_prefix_names_the_module() {
+        let mut doc = fixture();
+        // fwd.relu (5) made a backward module span named `model.fc1`.
+        doc.spans[5].name = "model.fc1".into();
+        doc.spans[5].pass = Some(Pass::Backward);
+        assert_eq!(
+            module_spans(&doc, &["fc1", "model.fc1", "c1"]),
+            [vec![5], vec![5], vec![]]
+        );
+        assert_eq!(
+            name_ends("a.b.c").collect::<Vec<_>>(),
+            ["a.b.c", "b.c", "c"]
+        );
+    }
+
+    #[test]
+    fn an_op_name_is_the_spans_its_ops_ran_in() {
+        let doc = fixture();
+        let by_name = op_name_spans(&doc);
+        // matmul ran in fwd.fc1.matmul, fwd.fc2.matmul, bwd.matmul.1 and bwd.matmul.2.
+        assert_eq!(by_name["matmul"], [3, 8, 15, 18]);
+        // dequantize ran in the fc1 module span itself.
+        assert_eq!(by_name["dequantize"], [2]);
+        assert_eq!(by_name["sgd_update"], [21, 22, 23, 24]);
+        assert_eq!(by_name.len(), 10);
+        // matmul with output [8, 16] f32: fc1's forward matmul only; [1, 16] f32: the
+        // backward's first (fc2.weight's gradient); none in f16.
+        let keys: [(&str, &[u64], &str); 3] = [
+            ("matmul", &[8, 16], "f32"),
+            ("matmul", &[1, 16], "f32"),
+            ("matmul", &[8, 16], "f16"),
+        ];
+        assert_eq!(op_group_spans(&doc, &keys), [vec![3], vec![15], vec![]]);
+    }
+
+    #[test]
+    fn a_path_is_its_spans() {
+        let doc = fixture();
+        let got = path_spans(
+            &doc,
+            &[
+                "train_step/forward/fc1",
+                "train_step/backward/matmul",
+                "train_step/optimizer/sgd_update",
+                "x",
+            ],
+        );
+        assert_eq!(got, [vec![2], vec![15, 18], vec![21, 22, 23, 24], vec![]]);
+    }
+
+    #[test]
+    fn the_peak_is_the_spans_that_allocated_what_was_live() {
+        let doc = fixture();
+        // Live at the peak (2.20 KiB at 693 µs, before any optimizer allocation): the four
+        // parameters (step), x and y (fwd), fc1.out (freed at 700 µs) and the activations
+        // and gradients allocated until then and not yet freed.
+        let live: Vec<&str> = doc
+            .memory_profile
+            .live_at_peak
+            .iter()
+            .map(|a| a.tensor_id.as_str())
+            .collect();
+        assert!(live.contains(&"fc1.bias.grad"), "{live:?}");
+        assert_eq!(peak_spans(&doc, Some("parameter")), [0]);
+        assert_eq!(peak_spans(&doc, Some("gradient")), [15, 16, 17, 18, 19]);
+        assert!(peak_spans(&doc, None).starts_with(&[0, 1]));
+    }
+
+    #[test]
+    fn a_file_is_its_root_spans() {
+        assert_eq!(root_spans(&fixture()), [0]);
+    }
+}
