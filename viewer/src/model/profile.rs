@@ -145,7 +145,7 @@ pub struct SnapshotRow {
     pub request_id: String,
     /// Scope.
     pub scope: String,
-    /// ns since the first snapshot.
+    /// On the chart's axis: ns after the profile's time 0.
     pub at_ns: u64,
     /// Time, human.
     pub at: String,
@@ -176,22 +176,22 @@ pub struct SnapshotChart {
     pub extent: String,
 }
 
-/// The snapshot chart of `doc` (current and high water on one byte axis; available in the table).
-pub fn snapshot_chart(doc: &ProfileDocument) -> SnapshotChart {
+/// The snapshot chart of `doc` (current and high water on one byte axis; available in the
+/// table), its times after `origin_unix_nanos` (the chart's time 0; without one, the first
+/// snapshot's).
+pub fn snapshot_chart(doc: &ProfileDocument, origin_unix_nanos: Option<i64>) -> SnapshotChart {
     let mut snaps = doc.memory_snapshots();
     snaps.sort_by_key(|s| s.ts_unix_nanos.unwrap_or(i64::MAX));
-    let t0 = snaps
-        .iter()
-        .filter_map(|s| s.ts_unix_nanos)
-        .min()
+    let t0 = origin_unix_nanos
+        .or_else(|| snaps.iter().filter_map(|s| s.ts_unix_nanos).min())
         .unwrap_or(0);
     let bytes_text = |v: Option<u64>| v.map_or_else(|| "—".to_string(), format_bytes);
     let rows: Vec<SnapshotRow> = snaps
         .iter()
         .map(|s| {
-            let at_ns = s
-                .ts_unix_nanos
-                .map_or(0, |t| u64::try_from(t - t0).unwrap_or(0));
+            let at_ns = s.ts_unix_nanos.map_or(0, |t| {
+                u64::try_from(i128::from(t) - i128::from(t0)).unwrap_or(0)
+            });
             SnapshotRow {
                 line: s.line,
                 request_id: s.request_id.clone().unwrap_or_default(),
@@ -280,8 +280,13 @@ mod tests {
             .any(|f| f.detail.starts_with("kv_cache_exhausted")));
         assert_eq!(diagnostic.len(), 1);
         assert_eq!(diagnostic[0].phase, "kernel");
-        let c = snapshot_chart(&doc);
+        let c = snapshot_chart(&doc, doc.request_axis().origin_unix_nanos);
         assert_eq!(c.rows.len(), doc.memory_snapshots().len());
+        // `make_fixtures.py`: each request's snapshot 5 µs after its decode ends (req-1's at
+        // 2.985 + 0.02 ms, req-2's at 5 + 1.765 ms, req-3's at 9 + 2.1 ms), on the chart's
+        // time, whose 0 is req-1's open.
+        let at: Vec<u64> = c.rows.iter().map(|r| r.at_ns).collect();
+        assert_eq!(at, [3_010_000, 6_770_000, 11_105_000]);
         assert_eq!(
             settings_text(&doc),
             ("kernel".to_string(), "not stated".to_string())

@@ -1,0 +1,329 @@
+//! A profile's tabs and its chart, linked both ways: which spans of
+//! [`ProfileChart`](super::profile_chart) a tab's row stands for (a request → its `request`
+//! span; a batched forward → the engine's forward and the requests' prefill / decode bars it
+//! ran; a module row → its module spans; a memory snapshot → the spans of its owner running
+//! when it was taken), which rows a selected span marks, and a range's share of each.
+//!
+//! Rules:
+//! - Times are the chart's axis (ns after the profile's time 0, `analysis::request_axis`).
+//! - A span counts in a range with its part inside ([`TimeRange::inside`]); a snapshot when
+//!   its time is inside.
+//! - A module row by path stands for the module spans of that key, or, for a key no span
+//!   has (a tree's group node), for the spans under it; by name for the spans of that name.
+
+use candle_trace_schema::analysis::modules::ModuleGrouping;
+use candle_trace_schema::analysis::range::TimeRange;
+use hashbrown::HashSet;
+
+use super::profile_chart::{Owner, ProfileChart, SpanRole};
+
+/// A span of the chart: its lane group and its index in the group's document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ChartSpan {
+    /// Index into [`ProfileChart::groups`].
+    pub group: usize,
+    /// Index into that group's spans.
+    pub span: u32,
+}
+
+/// Whether `key` is `prefix` or lies under it (`prefix/…`, `prefix.…`).
+fn under(key: &str, prefix: &str) -> bool {
+    key.strip_prefix(prefix)
+        .is_some_and(|rest| rest.starts_with('/') || rest.starts_with('.'))
+}
+
+impl ProfileChart {
+    /// What span `s` stands for.
+    pub fn role(&self, s: ChartSpan) -> Option<&SpanRole> {
+        self.groups.get(s.group)?.roles.get(s.span as usize)
+    }
+
+    /// Whose lane group span `s` is in.
+    pub fn owner(&self, s: ChartSpan) -> Option<&Owner> {
+        self.groups.get(s.group).map(|g| &g.owner)
+    }
+
+    /// Span `s`'s `(start, end)` on the axis.
+    pub fn axis_extent(&self, s: ChartSpan) -> Option<(u64, u64)> {
+        let g = self.groups.get(s.group)?;
+        let span = g.model.doc.spans.get(s.span as usize)?;
+        let start = u64::try_from(g.offset_ns).unwrap_or(0) + span.start_ns;
+        Some((start, start.saturating_add(span.duration_or_zero())))
+    }
+
+    /// Span `s`'s time inside `range` (`None`: it does not count in it).
+    pub fn inside(&self, s: ChartSpan, range: TimeRange) -> Option<u64> {
+        let (start, end) = self.axis_extent(s)?;
+        range.inside(start, end - start)
+    }
+
+    /// Every span whose (owner, role) `keep` accepts, by group then index.
+    fn spans_where(&self, keep: impl Fn(&Owner, &SpanRole) -> bool) -> Vec<ChartSpan> {
+        self.groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, x)| {
+                x.roles
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| keep(&x.owner, r))
+                    .map(move |(i, _)| ChartSpan {
+                        group: g,
+                        span: i as u32,
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// The `request` span of request `id`.
+    pub fn request_spans(&self, id: &str) -> Vec<ChartSpan> {
+        self.spans_where(|o, r| *r == SpanRole::Request && *o == Owner::Request(id.into()))
+    }
+
+    /// The request whose lane group span `s` is in.
+    pub fn request_of(&self, s: ChartSpan) -> Option<&str> {
+        match self.owner(s)? {
+            Owner::Request(id) => Some(id),
+            Owner::Engine(_) => None,
+        }
+    }
+
+    /// The batched forward `key` (`engine/iteration`): the engine's span first, then the
+    /// bars of the requests it ran.
+    pub fn forward_spans(&self, key: &str) -> Vec<ChartSpan> {
+        let mut spans =
+            self.spans_where(|_, r| matches!(r, SpanRole::Forward(Some(k)) if k == key));
+        // Engines' groups come first: their span leads.
+        spans.sort_by_key(|s| (!matches!(self.owner(*s), Some(Owner::Engine(_))), *s));
+        spans
+    }
+
+    /// The batched forward span `s` is, ran in, or stands for (a request's bar).
+    pub fn forward_of(&self, s: ChartSpan) -> Option<&str> {
+        match self.role(s)? {
+            SpanRole::Forward(Some(k))
+            | SpanRole::Module {
+                forward: Some(k), ..
+            } => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The module spans of the row `key` of `grouping` (module docs).
+    pub fn module_spans(&self, key: &str, grouping: ModuleGrouping) -> Vec<ChartSpan> {
+        let of = |keep: &dyn Fn(&str, &str) -> bool| {
+            self.spans_where(|_, r| match r {
+                SpanRole::Module { path, name, .. } => keep(path, name),
+                _ => false,
+            })
+        };
+        match grouping {
+            ModuleGrouping::Name => of(&|_, name| name == key),
+            ModuleGrouping::Path => {
+                let exact = of(&|path, _| path == key);
+                if exact.is_empty() {
+                    of(&|path, _| under(path, key))
+                } else {
+                    exact
+                }
+            }
+        }
+    }
+
+    /// Span `s`'s module row key in `grouping`, when it is a module span.
+    pub fn module_of(&self, s: ChartSpan, grouping: ModuleGrouping) -> Option<&str> {
+        match self.role(s)? {
+            SpanRole::Module { path, name, .. } => Some(match grouping {
+                ModuleGrouping::Path => path,
+                ModuleGrouping::Name => name,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The spans of `owner`'s lane group (a request's or an engine's id) running at `at_ns`,
+    /// the innermost first: what a memory snapshot taken then was taken in.
+    pub fn spans_at(&self, owner: &str, at_ns: u64) -> Vec<ChartSpan> {
+        let mut spans: Vec<(u32, ChartSpan)> = self
+            .groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| match &g.owner {
+                Owner::Request(id) | Owner::Engine(id) => id == owner,
+            })
+            .flat_map(|(g, x)| {
+                (0..x.roles.len()).map(move |i| ChartSpan {
+                    group: g,
+                    span: i as u32,
+                })
+            })
+            .filter(|&s| {
+                self.axis_extent(s)
+                    .is_some_and(|(a, b)| a <= at_ns && at_ns <= b)
+            })
+            .map(|s| {
+                let depth = self.groups[s.group]
+                    .model
+                    .doc
+                    .tree
+                    .depth
+                    .get(s.span as usize)
+                    .copied()
+                    .unwrap_or(0);
+                (depth, s)
+            })
+            .collect();
+        spans.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        spans.into_iter().map(|(_, s)| s).collect()
+    }
+
+    /// Whether a snapshot of `owner` at `at_ns` was taken while span `s` ran (in its group).
+    pub fn holds_snapshot(&self, s: ChartSpan, owner: &str, at_ns: u64) -> bool {
+        let mine = match self.owner(s) {
+            Some(Owner::Request(id) | Owner::Engine(id)) => id == owner,
+            None => false,
+        };
+        mine && self
+            .axis_extent(s)
+            .is_some_and(|(a, b)| a <= at_ns && at_ns <= b)
+    }
+
+    /// The forward calls and module spans inside `range`, and the module spans' time inside
+    /// it: `(forward calls, module spans, ns)`. A forward call counts when one of its module
+    /// spans does.
+    pub fn module_counts_in(&self, range: TimeRange) -> (u64, u64, u64) {
+        let mut calls: HashSet<(usize, u64)> = HashSet::new();
+        let (mut spans, mut ns) = (0u64, 0u64);
+        for (g, x) in self.groups.iter().enumerate() {
+            for (i, r) in x.roles.iter().enumerate() {
+                let SpanRole::Module { call, .. } = r else {
+                    continue;
+                };
+                let s = ChartSpan {
+                    group: g,
+                    span: i as u32,
+                };
+                if let Some(t) = self.inside(s, range) {
+                    calls.insert((g, *call));
+                    spans += 1;
+                    ns = ns.saturating_add(t);
+                }
+            }
+        }
+        (calls.len() as u64, spans, ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_trace_schema::format::profile::read_profile;
+
+    fn batched() -> ProfileChart {
+        ProfileChart::of(&read_profile(include_bytes!(
+            "../../../tests/fixtures/serving/batched.profile.jsonl"
+        )))
+    }
+
+    fn names(c: &ProfileChart, spans: &[ChartSpan]) -> Vec<(String, String)> {
+        spans
+            .iter()
+            .map(|s| {
+                let g = &c.groups[s.group];
+                (
+                    g.label.clone(),
+                    g.model.doc.spans[s.span as usize].name.to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_request_row_stands_for_its_request_span_and_back() {
+        let c = batched();
+        let spans = c.request_spans("b");
+        assert_eq!(
+            names(&c, &spans),
+            [("request b · engine".to_string(), "request".to_string())]
+        );
+        // Any span of b's group marks b's row; an engine's marks none.
+        let queued = ChartSpan {
+            group: spans[0].group,
+            span: 1,
+        };
+        assert_eq!(c.request_of(queued), Some("b"));
+        assert_eq!(c.request_of(ChartSpan { group: 0, span: 0 }), None);
+        assert!(c.request_spans("nobody").is_empty());
+    }
+
+    #[test]
+    fn a_forward_row_stands_for_the_engines_span_and_the_bars_it_ran() {
+        // `serving/make.py`: forward 0 (1–3 ms) ran a's and b's prompts.
+        let c = batched();
+        let spans = c.forward_spans("engine-0/0");
+        assert_eq!(
+            names(&c, &spans),
+            [
+                (
+                    "engine engine-0".to_string(),
+                    "forward 0 · batch 2".to_string()
+                ),
+                (
+                    "request a · engine".to_string(),
+                    "prefill → token 1".to_string()
+                ),
+                (
+                    "request b · engine".to_string(),
+                    "prefill → token 1".to_string()
+                ),
+            ]
+        );
+        for s in &spans {
+            assert_eq!(c.forward_of(*s), Some("engine-0/0"));
+            assert_eq!(c.axis_extent(*s), Some((1_000_000, 3_000_000)));
+        }
+        // Forward 1's module spans mark forward 1.
+        let block = c.module_spans("block", ModuleGrouping::Name);
+        assert_eq!(block.len(), 1);
+        assert_eq!(c.forward_of(block[0]), Some("engine-0/1"));
+        assert_eq!(c.module_of(block[0], ModuleGrouping::Name), Some("block"));
+        // block: 10 µs after forward 1's start (3 ms), 0.8 ms long.
+        assert_eq!(c.axis_extent(block[0]), Some((3_010_000, 3_810_000)));
+    }
+
+    #[test]
+    fn a_snapshot_lies_in_the_innermost_span_running_then() {
+        let c = batched();
+        // a at 3.5 ms: its request span (0–5.2 ms) holds its decode → token 2 (3–4 ms).
+        let at = c.spans_at("a", 3_500_000);
+        assert_eq!(
+            names(&c, &at),
+            [
+                (
+                    "request a · engine".to_string(),
+                    "decode → token 2".to_string()
+                ),
+                ("request a · engine".to_string(), "request".to_string()),
+            ]
+        );
+        assert!(c.holds_snapshot(at[0], "a", 3_500_000));
+        assert!(!c.holds_snapshot(at[0], "b", 3_500_000));
+        assert!(!c.holds_snapshot(at[0], "a", 4_500_000));
+    }
+
+    #[test]
+    fn a_ranges_module_counts_take_the_part_inside() {
+        let c = batched();
+        // Forward 1's block (3.01–3.81 ms) and linear (3.02–3.32 ms), from 3.1 to 3.2 ms:
+        // one forward call, two spans, 0.1 ms of each.
+        assert_eq!(
+            c.module_counts_in(TimeRange::new(3_100_000, 3_200_000)),
+            (1, 2, 200_000)
+        );
+        assert_eq!(c.module_counts_in(TimeRange::new(0, 900_000)), (0, 0, 0));
+        // `under`: a key's children, not a longer sibling.
+        assert!(under("layers[0]/mlp", "layers[0]"));
+        assert!(!under("layers[01]", "layers[0]"));
+    }
+}
