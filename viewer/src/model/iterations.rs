@@ -2,6 +2,7 @@
 //! (`schema::analysis::iterations`), worded for the table, and their distribution.
 
 use candle_trace_schema::analysis::findings::iteration_key;
+use candle_trace_schema::analysis::range::TimeRange;
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::profile::ProfileDocument;
 
@@ -110,6 +111,27 @@ impl IterationsPanel {
     }
 }
 
+impl IterationsPanel {
+    /// The rows of the forwards that ran in `range` (a forward crossing an edge with its part
+    /// inside), each with its time inside it, and the line that says so.
+    pub fn in_range(&self, range: TimeRange) -> (Vec<(usize, u64)>, String) {
+        let rows: Vec<(usize, u64)> = self
+            .rows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| range.inside(r.start_ns, r.duration_ns).map(|t| (i, t)))
+            .collect();
+        let inside = rows.iter().fold(0u64, |a, r| a.saturating_add(r.1));
+        let line = format!(
+            "{} of {} forward(s) ran in the range, {} of forward time inside it.",
+            rows.len(),
+            self.rows.len(),
+            format_ns(inside)
+        );
+        (rows, line)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +179,17 @@ mod tests {
         assert_eq!(
             starts,
             [1_000_000, 3_000_000, 4_000_000, 5_500_000, 7_000_000]
+        );
+        // 2.5–5.75 ms: 0.5 ms of forward 0 (1–3), forwards 1 (3–4) and 2 (4–5) whole,
+        // 0.25 ms of forward 3 (5.5–7); forward 4 (7–8) not.
+        let (inside, line) = p.in_range(TimeRange::new(2_500_000, 5_750_000));
+        assert_eq!(
+            inside,
+            [(0, 500_000), (1, 1_000_000), (2, 1_000_000), (3, 250_000)]
+        );
+        assert_eq!(
+            line,
+            "4 of 5 forward(s) ran in the range, 2.75 ms of forward time inside it."
         );
         // Without the chart's time 0: after the first forward.
         assert_eq!(IterationsPanel::of(&doc, None).rows[1].start, "2.00 ms");

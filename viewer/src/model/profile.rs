@@ -1,5 +1,6 @@
 //! The request table of an inference profile.
 
+use candle_trace_schema::analysis::range::TimeRange;
 use candle_trace_schema::analysis::requests::RequestSummary;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::profile::{ProfileDocument, ProfileRecord};
@@ -172,6 +173,8 @@ pub struct SnapshotChart {
     pub current_points: Vec<(String, String)>,
     /// Top of the byte axis, human.
     pub max: String,
+    /// Axis start, human.
+    pub start: String,
     /// Axis end, human.
     pub extent: String,
 }
@@ -209,6 +212,24 @@ pub fn snapshot_chart(doc: &ProfileDocument, origin_unix_nanos: Option<i64>) -> 
             }
         })
         .collect();
+    chart_of(rows, 0)
+}
+
+impl SnapshotChart {
+    /// The snapshots taken in `range` (their times inside it), drawn from its start.
+    pub fn in_range(&self, range: TimeRange) -> SnapshotChart {
+        let rows = self
+            .rows
+            .iter()
+            .filter(|r| range.contains(r.at_ns))
+            .cloned()
+            .collect();
+        chart_of(rows, range.start_ns)
+    }
+}
+
+/// The chart of `rows`, its time axis from `from_ns`.
+fn chart_of(rows: Vec<SnapshotRow>, from_ns: u64) -> SnapshotChart {
     if rows.is_empty() {
         return SnapshotChart::default();
     }
@@ -219,7 +240,7 @@ pub fn snapshot_chart(doc: &ProfileDocument, origin_unix_nanos: Option<i64>) -> 
         .flatten()
         .max()
         .unwrap_or(0);
-    let x = Scale::new(0.0, end as f64, 8.0, SNAPSHOT_W - 8.0);
+    let x = Scale::new(from_ns as f64, end as f64, 8.0, SNAPSHOT_W - 8.0);
     let y = Scale::new(0.0, top as f64, SNAPSHOT_H - 4.0, 12.0);
     let pts = |f: &dyn Fn(&SnapshotRow) -> Option<u64>| -> Vec<(f64, f64)> {
         rows.iter()
@@ -232,6 +253,7 @@ pub fn snapshot_chart(doc: &ProfileDocument, origin_unix_nanos: Option<i64>) -> 
         high_water_path: polyline(&pts(&|r| r.high_water_bytes)),
         current_points: current.iter().map(|&(a, b)| (num(a), num(b))).collect(),
         max: format_bytes(top),
+        start: format_ns(from_ns),
         extent: format_ns(end),
         rows,
     }
@@ -287,6 +309,11 @@ mod tests {
         // time, whose 0 is req-1's open.
         let at: Vec<u64> = c.rows.iter().map(|r| r.at_ns).collect();
         assert_eq!(at, [3_010_000, 6_770_000, 11_105_000]);
+        // 3.01–11 ms holds the first two (ends included), not the third.
+        let r = c.in_range(TimeRange::new(3_010_000, 11_000_000));
+        let lines: Vec<u64> = r.rows.iter().map(|r| r.line).collect();
+        assert_eq!(lines, [6, 11]);
+        assert!(c.in_range(TimeRange::new(0, 3_000_000)).rows.is_empty());
         assert_eq!(
             settings_text(&doc),
             ("kernel".to_string(), "not stated".to_string())

@@ -19,6 +19,7 @@
 //! - The memory lane is the snapshots' `current_bytes` over time, drawn with the earliest group.
 
 use candle_trace_schema::analysis::findings::iteration_key;
+use candle_trace_schema::analysis::profile_modules::ModuleSpan;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::{Meta, Phase, SpanKind, TimingMode, TRACE_SCHEMA};
 use candle_trace_schema::format::profile::ProfileDocument;
@@ -74,6 +75,9 @@ pub enum SpanRole {
         /// Its forward call within its group: a request's `forward_index`, an engine's
         /// `iteration`.
         call: u64,
+        /// Whether the modules tab has a row for it: a `module` span, or one the capture
+        /// named by its weights (`analysis::module_tree::profile_tree`'s rule).
+        in_tree: bool,
     },
 }
 
@@ -167,6 +171,12 @@ fn request_document(request: &str, items: &[Item]) -> (TraceDocument, Vec<SpanRo
     )
 }
 
+/// Whether the modules tab has a row for module span `s` (`profile_tree`'s rule).
+fn in_tree(s: &ModuleSpan) -> bool {
+    (s.span_kind == SpanKind::Module || s.module.as_deref().is_some_and(|m| !m.is_empty()))
+        && !s.path.is_empty()
+}
+
 impl ProfileChart {
     /// The chart of `doc`.
     pub fn of(doc: &ProfileDocument) -> Self {
@@ -209,6 +219,7 @@ impl ProfileChart {
                             name: s.name.clone(),
                             forward: Some(forward.clone()),
                             call: call.forward_index,
+                            in_tree: in_tree(s),
                         },
                         module: s.module.clone(),
                         start_ns: at(slot.at.start_ns.saturating_add(s.start_ns)),
@@ -291,6 +302,7 @@ impl ProfileChart {
                                 name: s.name.clone(),
                                 forward: None,
                                 call: call.forward_index,
+                                in_tree: in_tree(s),
                             },
                             module: s.module.clone(),
                             start_ns: at(lane.open_ns.saturating_add(s.start_ns)),

@@ -13,6 +13,7 @@
 
 use candle_trace_schema::analysis::modules::ModuleGrouping;
 use candle_trace_schema::analysis::range::TimeRange;
+use candle_trace_schema::format::events::SpanKind;
 use hashbrown::HashSet;
 
 use super::profile_chart::{Owner, ProfileChart, SpanRole};
@@ -114,7 +115,12 @@ impl ProfileChart {
     pub fn module_spans(&self, key: &str, grouping: ModuleGrouping) -> Vec<ChartSpan> {
         let of = |keep: &dyn Fn(&str, &str) -> bool| {
             self.spans_where(|_, r| match r {
-                SpanRole::Module { path, name, .. } => keep(path, name),
+                SpanRole::Module {
+                    path,
+                    name,
+                    in_tree: true,
+                    ..
+                } => keep(path, name),
                 _ => false,
             })
         };
@@ -134,7 +140,12 @@ impl ProfileChart {
     /// Span `s`'s module row key in `grouping`, when it is a module span.
     pub fn module_of(&self, s: ChartSpan, grouping: ModuleGrouping) -> Option<&str> {
         match self.role(s)? {
-            SpanRole::Module { path, name, .. } => Some(match grouping {
+            SpanRole::Module {
+                path,
+                name,
+                in_tree: true,
+                ..
+            } => Some(match grouping {
                 ModuleGrouping::Path => path,
                 ModuleGrouping::Name => name,
             }),
@@ -189,29 +200,78 @@ impl ProfileChart {
             .is_some_and(|(a, b)| a <= at_ns && at_ns <= b)
     }
 
-    /// The forward calls and module spans inside `range`, and the module spans' time inside
-    /// it: `(forward calls, module spans, ns)`. A forward call counts when one of its module
-    /// spans does.
-    pub fn module_counts_in(&self, range: TimeRange) -> (u64, u64, u64) {
-        let mut calls: HashSet<(usize, u64)> = HashSet::new();
-        let (mut spans, mut ns) = (0u64, 0u64);
+    /// The module spans (`span_kind` module, as the totals count them) inside `range`, with
+    /// their time inside it.
+    fn module_spans_in(&self, range: TimeRange) -> Vec<(ChartSpan, &SpanRole, u64)> {
+        let mut out = Vec::new();
         for (g, x) in self.groups.iter().enumerate() {
             for (i, r) in x.roles.iter().enumerate() {
-                let SpanRole::Module { call, .. } = r else {
+                let module =
+                    x.model.doc.spans.get(i).map(|s| s.span_kind) == Some(SpanKind::Module);
+                if !matches!(r, SpanRole::Module { .. }) || !module {
                     continue;
-                };
+                }
                 let s = ChartSpan {
                     group: g,
                     span: i as u32,
                 };
                 if let Some(t) = self.inside(s, range) {
-                    calls.insert((g, *call));
-                    spans += 1;
-                    ns = ns.saturating_add(t);
+                    out.push((s, r, t));
                 }
             }
         }
-        (calls.len() as u64, spans, ns)
+        out
+    }
+
+    /// The forward calls and module spans inside `range`, and the module spans' time inside
+    /// it: `(forward calls, module spans, ns)`. A forward call counts when one of its module
+    /// spans does.
+    pub fn module_counts_in(&self, range: TimeRange) -> (u64, u64, u64) {
+        let spans = self.module_spans_in(range);
+        let calls: HashSet<(usize, u64)> = spans
+            .iter()
+            .filter_map(|(s, r, _)| match r {
+                SpanRole::Module { call, .. } => Some((s.group, *call)),
+                _ => None,
+            })
+            .collect();
+        let ns = spans.iter().fold(0u64, |a, (_, _, t)| a.saturating_add(*t));
+        (calls.len() as u64, spans.len() as u64, ns)
+    }
+
+    /// The module spans inside `range` by module key (or by name): `(key, spans, time inside)`,
+    /// the most time first, then by key.
+    pub fn module_rows_in(
+        &self,
+        range: TimeRange,
+        grouping: ModuleGrouping,
+    ) -> Vec<(String, u64, u64)> {
+        let mut rows: Vec<(String, u64, u64)> = Vec::new();
+        for (_, r, t) in self.module_spans_in(range) {
+            let SpanRole::Module { path, name, .. } = r else {
+                continue;
+            };
+            let key = match grouping {
+                ModuleGrouping::Path => path,
+                ModuleGrouping::Name => name,
+            };
+            match rows.iter_mut().find(|row| row.0 == *key) {
+                Some(row) => {
+                    row.1 += 1;
+                    row.2 = row.2.saturating_add(t);
+                }
+                None => rows.push((key.clone(), 1, t)),
+            }
+        }
+        rows.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        rows
+    }
+
+    /// The time of request `id`'s span inside `range` (`None`: it did not run in it).
+    pub fn request_inside(&self, id: &str, range: TimeRange) -> Option<u64> {
+        self.request_spans(id)
+            .first()
+            .and_then(|s| self.inside(*s, range))
     }
 }
 
@@ -310,6 +370,45 @@ mod tests {
         assert!(c.holds_snapshot(at[0], "a", 3_500_000));
         assert!(!c.holds_snapshot(at[0], "b", 3_500_000));
         assert!(!c.holds_snapshot(at[0], "a", 4_500_000));
+    }
+
+    #[test]
+    fn module_spans_in_a_range_of_two_requests() {
+        // `modules/module_spans.profile.jsonl`: r1 opens at 0 with forward calls at 0 and
+        // 20 µs, r2 opens 13 ns later with one at 0; each call is `forward` (a function)
+        // over block(linear), block(linear), lm_head: 5 module spans. 0–15 µs holds r1's
+        // first call and r2's: 2 calls, 10 module spans, all of their time (2 × (4 + 3 +
+        // 4 + 3 + 1) µs).
+        let c = ProfileChart::of(&read_profile(include_bytes!(
+            "../../../tests/fixtures/modules/module_spans.profile.jsonl"
+        )));
+        let r = TimeRange::new(0, 15_000);
+        assert_eq!(c.module_counts_in(r), (2, 10, 30_000));
+        assert_eq!(
+            c.module_counts_in(TimeRange::new(0, 100_000)),
+            (3, 15, 45_000)
+        );
+        // From 22 to 26 µs: r1's second call only; its first block (20.1–24.1 µs) 2.1 µs
+        // inside, its linear (20.2–23.2) 1.2 µs, the second block (24.1–28.1) 1.9 µs, its
+        // linear (24.2–27.2) 1.8 µs.
+        let by_name = c.module_rows_in(TimeRange::new(22_000, 26_000), ModuleGrouping::Name);
+        assert_eq!(
+            by_name,
+            [
+                ("block".to_string(), 2, 4_000),
+                ("linear".to_string(), 2, 3_000),
+            ]
+        );
+        assert_eq!(
+            c.module_counts_in(TimeRange::new(22_000, 26_000)),
+            (1, 4, 7_000)
+        );
+        // The `forward` function span is no module row.
+        assert!(c.module_spans("forward", ModuleGrouping::Name).is_empty());
+        assert_eq!(c.module_spans("lm_head", ModuleGrouping::Name).len(), 3);
+        // r1's request span (0–50 µs): 15 µs of it inside 0–15 µs.
+        assert_eq!(c.request_inside("r1", r), Some(15_000));
+        assert_eq!(c.request_inside("r1", TimeRange::new(60_000, 70_000)), None);
     }
 
     #[test]
