@@ -13,6 +13,7 @@
 
 use candle_trace_schema::analysis::modules::ModuleGrouping;
 use candle_trace_schema::analysis::range::TimeRange;
+use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::events::SpanKind;
 use hashbrown::HashSet;
 
@@ -275,6 +276,81 @@ impl ProfileChart {
     }
 }
 
+/// `n of total nouns ran in the range` (the line over a tab's rows while a range is
+/// selected).
+pub fn in_range_text(n: usize, total: usize, noun: &str) -> String {
+    format!("{n} of {total} {noun} ran in the range.")
+}
+
+/// The Modules tab's line while a range is selected: `In the range: 2 forward calls, 10
+/// module spans, 30.0 µs of module time inside it`.
+pub fn module_range_text(calls: u64, spans: u64, ns: u64) -> String {
+    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "In the range: {}, {}, {} of module time inside it",
+        plural(calls, "forward call", "forward calls"),
+        plural(spans, "module span", "module spans"),
+        format_ns(ns)
+    )
+}
+
+impl ProfileChart {
+    /// The rows of `ids` (requests, in the table's order) whose request ran in `range`, each
+    /// with its time inside it.
+    pub fn requests_in<'a>(
+        &self,
+        ids: impl Iterator<Item = &'a str>,
+        range: TimeRange,
+    ) -> Vec<(usize, u64)> {
+        ids.enumerate()
+            .filter_map(|(i, id)| self.request_inside(id, range).map(|t| (i, t)))
+            .collect()
+    }
+
+    /// What the details panel says of span `s`: only what a profile's span has (no step, no
+    /// ids or lines of the chart's own making): its name, lane, what it stands for, the module
+    /// its capture named, its start on the chart's time, duration and self time.
+    pub fn span_fields(&self, s: ChartSpan) -> Vec<(&'static str, String)> {
+        let Some(g) = self.groups.get(s.group) else {
+            return Vec::new();
+        };
+        let Some(span) = g.model.doc.spans.get(s.span as usize) else {
+            return Vec::new();
+        };
+        let owner = match &g.owner {
+            Owner::Request(id) => format!("request {id}"),
+            Owner::Engine(id) => format!("engine {id}"),
+        };
+        let what = match self.role(s) {
+            Some(SpanRole::Request) => format!("{owner}, from its open to its close"),
+            Some(SpanRole::Queued) => format!("{owner} waiting for its first forward"),
+            Some(SpanRole::Forward(Some(k))) => format!("batched forward {k}"),
+            Some(SpanRole::Forward(None)) => format!("a forward of {owner}"),
+            Some(SpanRole::Stage) => format!("a decode stage of {owner}"),
+            Some(SpanRole::Module { path, call, .. }) => {
+                format!("module span {path} of forward call {call}")
+            }
+            None => owner.clone(),
+        };
+        let (start, end) = self.axis_extent(s).unwrap_or((0, 0));
+        let self_ns = g.model.doc.tree.self_ns.get(s.span as usize).copied();
+        let mut fields = vec![
+            ("name", span.name.to_string()),
+            ("lane", g.label.clone()),
+            ("stands for", what),
+        ];
+        if let Some(m) = span.module.as_deref().filter(|m| !m.is_empty()) {
+            fields.push(("module", m.to_string()));
+        }
+        fields.push(("start (chart time)", format_ns(start)));
+        fields.push(("duration", format_ns(end - start)));
+        if let Some(t) = self_ns {
+            fields.push(("self time", format_ns(t)));
+        }
+        fields
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,6 +429,44 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_spans_details_hold_only_what_it_has() {
+        let c = batched();
+        let block = c.module_spans("block", ModuleGrouping::Name)[0];
+        let fields = c.span_fields(block);
+        let keys: Vec<&str> = fields.iter().map(|f| f.0).collect();
+        assert_eq!(
+            keys,
+            [
+                "name",
+                "lane",
+                "stands for",
+                "start (chart time)",
+                "duration",
+                "self time"
+            ]
+        );
+        // block: 3.01 ms on the chart, 0.8 ms long, its linear (0.3 ms) under it.
+        assert_eq!(fields[3].1, "3.01 ms");
+        assert_eq!(fields[4].1, "800 µs");
+        assert_eq!(fields[5].1, "500 µs");
+        let b = c.request_spans("b")[0];
+        assert_eq!(
+            c.span_fields(b)[2].1,
+            "request b, from its open to its close"
+        );
+        // In 0.1–0.3 ms only a ran (b opens at 0.2 ms: 0.1 ms of it).
+        let ids = ["a", "b", "c", "d"];
+        assert_eq!(
+            c.requests_in(ids.into_iter(), TimeRange::new(100_000, 300_000)),
+            [(0, 200_000), (1, 100_000)]
+        );
+        assert_eq!(
+            in_range_text(2, 4, "requests"),
+            "2 of 4 requests ran in the range."
+        );
+    }
+
+    #[test]
     fn a_snapshot_lies_in_the_innermost_span_running_then() {
         let c = batched();
         // a at 3.5 ms: its request span (0–5.2 ms) holds its decode → token 2 (3–4 ms).
@@ -384,6 +498,14 @@ mod tests {
         )));
         let r = TimeRange::new(0, 15_000);
         assert_eq!(c.module_counts_in(r), (2, 10, 30_000));
+        assert_eq!(
+            module_range_text(2, 10, 30_000),
+            "In the range: 2 forward calls, 10 module spans, 30.0 µs of module time inside it"
+        );
+        assert_eq!(
+            module_range_text(1, 1, 0),
+            "In the range: 1 forward call, 1 module span, 0 ns of module time inside it"
+        );
         assert_eq!(
             c.module_counts_in(TimeRange::new(0, 100_000)),
             (3, 15, 45_000)
