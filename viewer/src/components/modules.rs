@@ -570,7 +570,8 @@ pub fn ProfileModulesView(
                 }
                 ". Module spans of every request's prefill and decode forward calls (and of each engine's batched forwards, which serve several requests at once), as a tree by their place in the model (calls and total count each key's outermost spans), or every place of a leaf name together; requests = the requests served by the forward calls with such a span, each once (an engine's batched forward serves those its iteration lists)."
             </p>
-            {coverage.map(|c| view! { <p data-testid="profile-modules-coverage">{c}</p> })}
+            // The coverage is the whole run's: not shown beside a range's numbers.
+            {move || page.range.get().is_none().then(|| coverage.clone().map(|c| view! { <p data-testid="profile-modules-coverage">{c}</p> }))}
             {move || if let Some(r) = page.time_range() {
                 in_range.clone()(r).into_any()
             } else if by_name() {
