@@ -69,8 +69,11 @@ pub struct LoadSeq(pub RwSignal<u64>);
 /// modules tab should bring into view (a finding's link).
 #[derive(Clone, Copy)]
 pub struct PageState {
-    /// Which view this is (its tabs).
+    /// Which view this is.
     pub kind: ViewKind,
+    /// Its tabs, left to right (the kind's, or fewer: a profile hides the serving tabs it has
+    /// nothing for).
+    pub tabs: &'static [Tab],
     /// The open tab.
     pub tab: RwSignal<Tab>,
     /// A range selected on the time axis `[start, end]`, axis ns.
@@ -87,11 +90,17 @@ impl PageState {
     /// The state of a new view of `files`: the tab the URL fragment names when it was
     /// written for the same files (and this view has it), else the view's first tab.
     pub fn new(kind: ViewKind, files: &str) -> Self {
+        Self::with_tabs(kind, kind.tabs(), files)
+    }
+
+    /// [`PageState::new`] with `tabs` of the view's kind.
+    pub fn with_tabs(kind: ViewKind, tabs: &'static [Tab], files: &str) -> Self {
         let state = read_fragment();
         let tab = (state.files == files).then_some(state.tab).flatten();
         PageState {
             kind,
-            tab: RwSignal::new(kind.tab_or_first(tab.as_deref())),
+            tabs,
+            tab: RwSignal::new(crate::model::panel::tab_or_first_of(tabs, tab.as_deref())),
             range: RwSignal::new(None),
             active: RwSignal::new(0),
             reveal: RwSignal::new(None),

@@ -11,6 +11,7 @@ use hashbrown::HashSet;
 use candle_trace_schema::analysis::modules::ModuleGrouping;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
+use super::profile::ProfileLinks;
 use super::rows::{
     keep_focus, reveal_row_in, row_key, row_of, row_window_of, spacer, HoverSpans, PanelScroll,
 };
@@ -19,10 +20,12 @@ use super::tables::ShowAllRows;
 use super::{PageState, TabStates, TraceContext};
 use crate::model::module_tree::{KeyStyle, ModuleTree, TreeColumn, TreeRow};
 use crate::model::modules::{NO_MODULE_SPANS, SHOWN_ROWS};
+use crate::model::profile_links::module_range_text;
 use crate::model::profile_modules::NO_PROFILE_MODULE_SPANS;
 use crate::model::sort::SortState;
 use crate::model::virtual_rows::WHOLE_ROWS;
 use crate::model::ProfileModel;
+use candle_trace_schema::analysis::range::TimeRange;
 
 /// The "group by module path / leaf name" choice of a modules table; its `data-value` is
 /// `path` or `name`.
@@ -397,6 +400,10 @@ pub fn ProfileModulesView(
         }
         .into_any();
     }
+    let Some(links) = use_context::<ProfileLinks>() else {
+        return ().into_any();
+    };
+    let page = links.page;
     let by = RwSignal::new(ModuleGrouping::Path);
     let show_all = RwSignal::new(false);
     let total = Signal::derive({
@@ -406,9 +413,52 @@ pub fn ProfileModulesView(
     let by_name = move || by.get() == ModuleGrouping::Name;
     let totals = panel.totals_text();
     let coverage = panel.coverage.clone();
+    // The module row key (by path, by name) of the selected span.
+    let linked = {
+        let links = links.clone();
+        Memo::new(move |_| {
+            links.selected().and_then(|s| {
+                let key = |g| links.chart.module_of(s, g).map(str::to_string);
+                Some((key(ModuleGrouping::Path)?, key(ModuleGrouping::Name)?))
+            })
+        })
+    };
+    Effect::new(move |_| {
+        if linked.get().is_some() {
+            super::profile::reveal_linked_row();
+        }
+    });
+    let is_linked = move |key: String, grouping: ModuleGrouping| {
+        move || {
+            linked.with(|l| {
+                l.as_ref().is_some_and(|(path, name)| match grouping {
+                    ModuleGrouping::Path => *path == key,
+                    ModuleGrouping::Name => *name == key,
+                })
+            })
+        }
+    };
     let flat = {
         let model = model.clone();
+        let chart = links.chart.clone();
+        let events = {
+            let model = model.clone();
+            links.on_rows(move |i| {
+                model
+                    .modules
+                    .rows(ModuleGrouping::Name)
+                    .get(i)
+                    .map(|r| chart.module_spans(&r.key, ModuleGrouping::Name))
+                    .unwrap_or_default()
+            })
+        };
         move || {
+            let (e1, e2, e3, e4) = (
+                events.clone(),
+                events.clone(),
+                events.clone(),
+                events.clone(),
+            );
             view! {
                 <table>
                     <thead><tr>
@@ -416,25 +466,82 @@ pub fn ProfileModulesView(
                         <th scope="col">"calls"</th><th scope="col">"total"</th>
                         <th scope="col">"mean"</th><th scope="col">"requests"</th>
                     </tr></thead>
-                    <tbody>
+                    <tbody
+                        on:click=move |ev| e1.click(&ev)
+                        on:keydown=move |ev| e2.key(&ev)
+                        on:mouseover=move |ev| e3.over(&ev)
+                        on:mouseleave=move |_| e4.leave()
+                    >
                         {move || {
                             let rows = model.modules.rows(ModuleGrouping::Name);
                             let n = if show_all.get() { rows.len() } else { SHOWN_ROWS };
-                            rows.iter().take(n).map(|r| view! {
-                                <tr data-testid="profile-module-row" data-key=r.key.clone() data-calls=r.calls.to_string()
+                            rows.iter().take(n).enumerate().map(|(i, r)| {
+                                let linked = is_linked(r.key.clone(), ModuleGrouping::Name);
+                                view! {
+                                <tr data-testid="profile-module-row" data-row=i.to_string() tabindex="0" data-key=r.key.clone() data-calls=r.calls.to_string()
                                     data-total=r.total_ns.to_string() data-mean=r.mean_ns.to_string()
-                                    data-requests=r.requests.to_string()>
+                                    data-requests=r.requests.to_string()
+                                    class:linked=linked.clone() data-linked=move || linked().to_string()>
                                     <th scope="row" class="name">{r.key.clone()}</th>
                                     <td class="num">{r.calls}</td>
                                     <td class="num">{r.total.clone()}</td>
                                     <td class="num">{r.mean.clone()}</td>
                                     <td class="num">{r.requests}</td>
                                 </tr>
-                            }).collect_view()
+                            }}).collect_view()
                         }}
                     </tbody>
                 </table>
                 <ShowAllRows testid="profile-modules" noun="module names" total=total show_all=show_all />
+            }
+        }
+    };
+    // While a range is selected: its forward calls and module spans, by the grouping.
+    let in_range = {
+        let chart = links.chart.clone();
+        let links = links.clone();
+        move |r: TimeRange| {
+            let (calls, spans, ns) = chart.module_counts_in(r);
+            let grouping = by.get();
+            let rows = Arc::new(chart.module_rows_in(r, grouping));
+            let events = {
+                let (rows, chart) = (rows.clone(), chart.clone());
+                links.on_rows(move |i| {
+                    rows.get(i)
+                        .map(|row| chart.module_spans(&row.0, grouping))
+                        .unwrap_or_default()
+                })
+            };
+            let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
+            view! {
+                <p class="muted" data-testid="profile-modules-in-range" data-calls=calls.to_string() data-spans=spans.to_string() data-ns=ns.to_string()>
+                    "Module spans by the time each spent inside the range (the tree, with calls and self time, covers the whole run: clear the range to see it)."
+                </p>
+                <table>
+                    <thead><tr>
+                        <th scope="col">"module"</th>
+                        <th scope="col">"spans in range"</th><th scope="col">"time in range"</th>
+                    </tr></thead>
+                    <tbody
+                        on:click=move |ev| e1.click(&ev)
+                        on:keydown=move |ev| e2.key(&ev)
+                        on:mouseover=move |ev| e3.over(&ev)
+                        on:mouseleave=move |_| e4.leave()
+                    >
+                        {rows.iter().enumerate().map(|(i, (key, n, t))| {
+                            let linked = is_linked(key.clone(), grouping);
+                            view! {
+                                <tr data-testid="profile-module-range-row" data-row=i.to_string() tabindex="0" data-key=key.clone()
+                                    data-spans=n.to_string() data-inside=t.to_string()
+                                    class:linked=linked.clone() data-linked=move || linked().to_string()>
+                                    <th scope="row" class="name">{key.clone()}</th>
+                                    <td class="num">{*n}</td>
+                                    <td class="num">{format_ns(*t)}</td>
+                                </tr>
+                            }
+                        }).collect_view()}
+                    </tbody>
+                </table>
             }
         }
     };
@@ -446,14 +553,26 @@ pub fn ProfileModulesView(
                 <GroupBySelect testid="profile-modules-by" by=by />
             </div>
             <p class="muted" data-testid="profile-modules-totals">
-                {totals}
+                {
+                    let chart = links.chart.clone();
+                    move || match page.time_range() {
+                        Some(r) => {
+                            let (calls, spans, ns) = chart.module_counts_in(r);
+                            module_range_text(calls, spans, ns)
+                        }
+                        None => totals.clone(),
+                    }
+                }
                 ". Module spans of every request's prefill and decode forward calls (and of each engine's batched forwards, which serve several requests at once), as a tree by their place in the model (calls and total count each key's outermost spans), or every place of a leaf name together; requests = the requests served by the forward calls with such a span, each once (an engine's batched forward serves those its iteration lists)."
             </p>
-            {coverage.map(|c| view! { <p data-testid="profile-modules-coverage">{c}</p> })}
-            {move || if by_name() {
+            // The coverage is the whole run's: not shown beside a range's numbers.
+            {move || page.range.get().is_none().then(|| coverage.clone().map(|c| view! { <p data-testid="profile-modules-coverage">{c}</p> }))}
+            {move || if let Some(r) = page.time_range() {
+                in_range.clone()(r).into_any()
+            } else if by_name() {
                 flat.clone()().into_any()
             } else {
-                view! { <ProfileModuleTree tree=tree.clone() /> }.into_any()
+                view! { <ProfileModuleTree tree=tree.clone() links=links.clone() is_linked=Callback::new(move |key: String| is_linked(key, ModuleGrouping::Path)()) /> }.into_any()
             }}
         </section>
     }
@@ -466,9 +585,23 @@ pub fn ProfileModulesView(
 fn ProfileModuleTree(
     /// The tree (the schema's, time only).
     tree: ModuleTree,
+    /// The chart, linked: a node's row stands for its key's module spans.
+    links: ProfileLinks,
+    /// Whether the selected span is one of a key's (its row is marked).
+    is_linked: Callback<String, bool>,
 ) -> impl IntoView {
     let tree = Arc::new(tree);
     let tree_click = tree.clone();
+    let events = {
+        let (tree, chart) = (tree.clone(), links.chart.clone());
+        links.on_rows(move |n| {
+            tree.nodes
+                .get(n)
+                .map(|node| chart.module_spans(&node.key, ModuleGrouping::Path))
+                .unwrap_or_default()
+        })
+    };
+    let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
     let sort = RwSignal::new(SortState::new(TreeColumn::Total, true));
     let expanded: RwSignal<HashSet<String>> = RwSignal::new(tree.keys_to_depth(0));
     let header =
@@ -498,8 +631,14 @@ fn ProfileModuleTree(
                 {header("self", TreeColumn::SelfTime, true, true)}
                 <th scope="col" class="num">"mean"</th>
             </tr></thead>
-            <tbody on:click=move |ev: web_sys::MouseEvent| {
-                    // The toggle names its node (`data-row`: its index in the tree).
+            <tbody
+                on:keydown=move |ev| e2.key(&ev)
+                on:mouseover=move |ev| e3.over(&ev)
+                on:mouseleave=move |_| e4.leave()
+                on:click=move |ev: web_sys::MouseEvent| {
+                    // A row's click selects its spans; its toggle's (`data-row`: the node's
+                    // index in the tree) opens or closes it.
+                    e1.click(&ev);
                     let Some(n) = ev
                         .target()
                         .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
@@ -524,8 +663,12 @@ fn ProfileModuleTree(
                         let node = &tree.nodes[n];
                         let has_children = !node.children.is_empty();
                         let is_open = open.contains(&node.key);
+                        let key = node.key.clone();
+                        let linked = move || is_linked.run(key.clone());
                         view! {
-                            <tr data-testid="profile-module-row" data-key=node.key.clone() data-calls=node.calls.to_string()
+                            <tr data-testid="profile-module-row" data-row=n.to_string() tabindex="0"
+                                class:linked=linked.clone() data-linked=move || linked().to_string()
+                                data-key=node.key.clone() data-calls=node.calls.to_string()
                                 data-total=node.total_ns.to_string() data-self=node.self_ns.to_string()
                                 data-measured=node.measured.to_string()
                                 attr:aria-level=(node.depth + 1).to_string()

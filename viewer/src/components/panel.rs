@@ -63,7 +63,7 @@ pub fn TabPanel(
     #[prop(optional)]
     details: Option<ViewFn>,
 ) -> impl IntoView {
-    let tabs = page.kind.tabs();
+    let tabs = page.tabs;
     let height = RwSignal::new(panel_px(stored_px(), window_px()));
     let resize = window_event_listener(leptos::ev::resize, move |_| {
         height.set(panel_px(Some(height.get_untracked()), window_px()));
@@ -206,14 +206,14 @@ pub fn TabPanel(
         .collect_view();
     let range_bar = move || {
         page.time_range().map(|r| {
-            let follows = page.tab.get().follows_range();
+            let follows = page.kind.follows_range(page.tab.get());
             view! {
                 <div class="range-bar" data-testid="range-bar" data-start-ns=r.start_ns.to_string()
                     data-end-ns=r.end_ns.to_string() role="status">
                     <span>{range_text(r)}</span>
                     <span class="muted" data-testid="range-note" data-follows=follows.to_string()>
                         {if follows {
-                            " — this tab counts only what ran inside it (a span crossing an edge with its part inside)."
+                            " — this tab counts only what ran inside it (a span crossing an edge with its part inside, a snapshot taken inside it)."
                         } else {
                             " — this tab covers the whole run: it does not follow a range."
                         }}

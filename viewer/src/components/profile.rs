@@ -7,23 +7,232 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 
+use candle_trace_schema::analysis::units::format_ns;
+use wasm_bindgen::JsCast;
+
 use super::cards::SummaryCards;
 use super::diagnostics::Diagnostics;
 use super::findings::FindingsView;
 use super::header::FindingsCount;
 use super::modules::ProfileModulesView;
-use super::panel::TabPanel;
-use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart};
+use super::panel::{next_frame, TabPanel};
+use super::rows::row_of;
+use super::timeline::{ChartGroup, Colours, FlameChart};
 use super::PageState;
 use crate::model::findings::FindingsPanel;
 use crate::model::iterations::IterationsPanel;
 use crate::model::latency::{HistogramChart, HIST_H, HIST_W};
-use crate::model::panel::{Tab, ViewKind};
+use crate::model::panel::{profile_tabs, Tab, ViewKind};
 use crate::model::profile::{EventRow, SNAPSHOT_H, SNAPSHOT_W};
+use crate::model::profile_chart::ProfileChart;
+use crate::model::profile_links::{in_range_text, ChartSpan};
 use crate::model::resources::{ResourcesPanel, RESOURCE_H, RESOURCE_W};
 use crate::model::waterfall::{LANE_H, WATERFALL_W};
 use crate::model::ProfileModel;
 use crate::timeline::palette::Theme;
+
+/// A profile's tabs and its chart, linked both ways (`model::profile_links`): a row's click
+/// (or Enter, Space) selects and shows its first span and outlines them all; hovering a row
+/// outlines its spans; the rows the selected span stands in are marked (`data-linked`) and
+/// brought into view.
+#[derive(Clone)]
+pub struct ProfileLinks {
+    /// The chart's spans and what they stand for.
+    pub chart: Arc<ProfileChart>,
+    /// The chart's groups (their selections and outlines).
+    groups: Arc<Vec<ChartGroup>>,
+    /// The view's state (the active group, the range).
+    pub page: PageState,
+    /// What was outlined before the pointer entered a row.
+    before: StoredValue<Option<Vec<Arc<Vec<u32>>>>>,
+}
+
+impl ProfileLinks {
+    /// Outline `spans` (each group its own), nothing else.
+    fn outline(&self, spans: &[ChartSpan]) {
+        let per_group = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(g, _)| {
+                Arc::new(
+                    spans
+                        .iter()
+                        .filter(|s| s.group == g)
+                        .map(|s| s.span)
+                        .collect::<Vec<u32>>(),
+                )
+            })
+            .collect();
+        self.set_outlines(per_group);
+    }
+
+    fn set_outlines(&self, per_group: Vec<Arc<Vec<u32>>>) {
+        for (x, h) in self.groups.iter().zip(per_group) {
+            if x.ctx.highlighted.with_untracked(|now| **now != *h) {
+                x.ctx.highlighted.set(h);
+            }
+        }
+    }
+
+    /// The pointer entered a row standing for `spans`.
+    pub fn enter(&self, spans: &[ChartSpan]) {
+        if self.before.with_value(Option::is_none) {
+            let now = self
+                .groups
+                .iter()
+                .map(|x| x.ctx.highlighted.get_untracked())
+                .collect();
+            self.before.set_value(Some(now));
+        }
+        self.outline(spans);
+    }
+
+    /// The pointer left the rows.
+    pub fn leave(&self) {
+        if let Some(before) = self.before.try_get_value().flatten() {
+            self.before.set_value(None);
+            self.set_outlines(before);
+        }
+    }
+
+    /// A row standing for `spans` was activated: its first span selected and shown (every
+    /// other group's selection cleared), all of them outlined, also after the pointer leaves.
+    pub fn activate(&self, spans: &[ChartSpan]) {
+        let Some(first) = spans.first().copied() else {
+            return;
+        };
+        self.outline(spans);
+        self.before.set_value(Some(
+            self.groups
+                .iter()
+                .map(|x| x.ctx.highlighted.get_untracked())
+                .collect(),
+        ));
+        for (g, x) in self.groups.iter().enumerate() {
+            if g != first.group && x.ctx.selected.get_untracked().is_some() {
+                x.ctx.selected.set(None);
+            }
+        }
+        if let Some(x) = self.groups.get(first.group) {
+            x.ctx.select_and_show(first.span);
+        }
+    }
+
+    /// The selected span: the active group's, else the first group's that has one.
+    pub fn selected(&self) -> Option<ChartSpan> {
+        let of = |g: usize| {
+            self.groups.get(g).and_then(|x| {
+                x.ctx
+                    .selected
+                    .get()
+                    .map(|span| ChartSpan { group: g, span })
+            })
+        };
+        of(self.page.active.get()).or_else(|| (0..self.groups.len()).find_map(of))
+    }
+
+    /// The table body's events for rows standing for `spans_of(row)` (`data-row`): click,
+    /// Enter or Space on a row activates it, hovering outlines its spans. Clicks on a button
+    /// in a row (a tree's toggle) are the button's.
+    pub fn on_rows(
+        &self,
+        spans_of: impl Fn(usize) -> Vec<ChartSpan> + Clone + Send + Sync + 'static,
+    ) -> RowEvents {
+        RowEvents {
+            links: self.clone(),
+            spans_of: Arc::new(spans_of),
+        }
+    }
+}
+
+/// The row events of one table (see [`ProfileLinks::on_rows`]).
+#[derive(Clone)]
+pub struct RowEvents {
+    links: ProfileLinks,
+    spans_of: Arc<dyn Fn(usize) -> Vec<ChartSpan> + Send + Sync>,
+}
+
+/// Whether `ev` happened on (or in) a button.
+fn on_button(ev: &web_sys::Event) -> bool {
+    ev.target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .and_then(|el| el.closest("button").ok().flatten())
+        .is_some()
+}
+
+impl RowEvents {
+    /// A click.
+    pub fn click(&self, ev: &web_sys::MouseEvent) {
+        if on_button(ev) {
+            return;
+        }
+        if let Some(i) = row_of(ev) {
+            self.links.activate(&(self.spans_of)(i));
+        }
+    }
+
+    /// A key: Enter or Space on a row activates it (the focus stays on the row).
+    pub fn key(&self, ev: &web_sys::KeyboardEvent) {
+        if (ev.key() == "Enter" || ev.key() == " ") && !on_button(ev) {
+            if let Some(i) = row_of(ev) {
+                ev.prevent_default();
+                self.links.activate(&(self.spans_of)(i));
+            }
+        }
+    }
+
+    /// The pointer over a row.
+    pub fn over(&self, ev: &web_sys::MouseEvent) {
+        if let Some(i) = row_of(ev) {
+            self.links.enter(&(self.spans_of)(i));
+        }
+    }
+
+    /// The pointer left the table.
+    pub fn leave(&self) {
+        self.links.leave();
+    }
+}
+
+/// After the selection changed, bring the open tab's first marked row into view (scrolling
+/// the tab's content only, the focus left where it is).
+pub fn reveal_linked_row() {
+    leptos::task::spawn_local(async {
+        next_frame().await;
+        let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+            return;
+        };
+        let row = doc
+            .query_selector("[data-testid=tabpanel] tr[data-linked=true]")
+            .ok()
+            .flatten();
+        let Some(row) = row else { return };
+        let Some(el) = row
+            .closest(".tab-content")
+            .ok()
+            .flatten()
+            .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+        else {
+            return;
+        };
+        let (r, box_) = (
+            row.get_bounding_client_rect(),
+            el.get_bounding_client_rect(),
+        );
+        let now = f64::from(el.scroll_top());
+        let top = r.top() - box_.top() + now;
+        let view = f64::from(el.client_height());
+        let to = if top < now {
+            top
+        } else if top + r.height() > now + view {
+            top + r.height() - view
+        } else {
+            return;
+        };
+        el.set_scroll_top(to.round() as i32);
+    });
+}
 
 /// A latency histogram with percentile lines.
 #[component]
@@ -98,30 +307,118 @@ fn EventList(
     }
 }
 
-/// The batched forwards of a profile: the distribution, then one row per forward.
+/// The batched forwards of a profile: the distribution, then one row per forward (while a
+/// range is selected, the forwards that ran in it, with their time inside it). A row stands
+/// for the engine's forward and the requests' bars it ran.
 #[component]
 fn IterationsView(
     /// The tab's numbers.
     panel: IterationsPanel,
+    /// The chart, linked.
+    links: ProfileLinks,
 ) -> impl IntoView {
     let opt = |v: Option<(u64, u64)>, i: usize| {
         v.map(|p| if i == 0 { p.0 } else { p.1 }.to_string())
             .unwrap_or_default()
     };
+    let panel = Arc::new(panel);
+    let page = links.page;
+    let events = {
+        let panel = panel.clone();
+        let chart = links.chart.clone();
+        links.on_rows(move |i| {
+            panel
+                .rows
+                .get(i)
+                .map(|r| chart.forward_spans(&r.key))
+                .unwrap_or_default()
+        })
+    };
+    // (row, time inside the range) of the rows shown, and the range's line.
+    let shown = {
+        let panel = panel.clone();
+        Memo::new(move |_| match page.time_range() {
+            Some(r) => {
+                let (rows, line) = panel.in_range(r);
+                (
+                    rows.into_iter()
+                        .map(|(i, t)| (i, Some(t)))
+                        .collect::<Vec<_>>(),
+                    Some(line),
+                )
+            }
+            None => ((0..panel.rows.len()).map(|i| (i, None)).collect(), None),
+        })
+    };
+    let linked = {
+        let links = links.clone();
+        Memo::new(move |_| {
+            links
+                .selected()
+                .and_then(|s| links.chart.forward_of(s).map(str::to_string))
+        })
+    };
+    Effect::new(move |_| {
+        if linked.get().is_some() {
+            reveal_linked_row();
+        }
+    });
+    let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
+    let body = {
+        let panel = panel.clone();
+        move || {
+            let (rows, _) = shown.get();
+            rows.into_iter()
+                .filter_map(|(i, inside)| panel.rows.get(i).map(|r| (i, r.clone(), inside)))
+                .map(|(i, r, inside)| {
+                    let key = r.key.clone();
+                    let is_linked = move || linked.with(|k| k.as_deref() == Some(key.as_str()));
+                    view! {
+                        <tr data-testid="iteration-row" data-row=i.to_string() tabindex="0" data-key=r.key.clone()
+                            data-batch-size=r.batch_size.to_string()
+                            data-prefill=r.prefill_tokens.to_string() data-decode=r.decode_tokens.to_string()
+                            data-duration=r.duration_ns.to_string() data-start=r.start_ns.to_string()
+                            data-inside=inside.map(|t| t.to_string()).unwrap_or_default()
+                            data-line=r.line.to_string()
+                            class:problem=r.status == "failure"
+                            class:linked=is_linked.clone() data-linked=move || is_linked().to_string()>
+                            <td>{r.engine.clone()}</td>
+                            <td class="num">{r.iteration}</td>
+                            <td class="num">{r.start.clone()}</td>
+                            <td class="num">{r.duration.clone()}</td>
+                            {inside.map(|t| view! { <td class="num">{format_ns(t)}</td> })}
+                            <td class="num">{r.batch_size}</td>
+                            <td class="num">{r.prefill_tokens}</td>
+                            <td class="num">{r.decode_tokens}</td>
+                            <td class="num">{r.committed_tokens}</td>
+                            <td class="num">{r.tokens_per_s.clone()}</td>
+                            <td>{r.requests.clone()}</td>
+                            <td>{r.status.clone()}</td>
+                        </tr>
+                    }
+                })
+                .collect_view()
+        }
+    };
+    let headline = panel.headline.clone();
     view! {
         <section class="iterations panel" data-testid="iterations" data-value=panel.rows.len().to_string()
             data-batch-p50=opt(panel.batch_size, 0) data-batch-p90=opt(panel.batch_size, 1)
             data-duration-p50=opt(panel.duration_ns, 0) data-duration-p90=opt(panel.duration_ns, 1)>
             <h3>"Batched forwards"</h3>
-            <p data-testid="iterations-headline">{panel.headline.clone()}</p>
+            <p data-testid="iterations-headline">{headline}</p>
+            {move || shown.with(|(rows, line)| line.clone().map(|l| view! {
+                <p data-testid="iterations-in-range" data-value=rows.len().to_string()>{l}</p>
+            }))}
             {(!panel.rows.is_empty()).then(|| view! {
                 <table>
                     <thead>
                         <tr>
                             <th scope="col">"engine"</th>
                             <th scope="col">"iteration"</th>
-                            <th scope="col">"start"</th>
+                            <th scope="col" title="after the profile's time 0 (its first request's open or first forward), where the chart's axis puts it">"start (chart time)"</th>
                             <th scope="col">"duration"</th>
+                            {move || page.range.get().is_some().then(|| view! { <th scope="col">"in range"</th> })}
                             <th scope="col">"batch"</th>
                             <th scope="col">"prefill"</th>
                             <th scope="col">"decode"</th>
@@ -131,25 +428,13 @@ fn IterationsView(
                             <th scope="col">"status"</th>
                         </tr>
                     </thead>
-                    <tbody>
-                        {panel.rows.iter().map(|r| view! {
-                            <tr data-testid="iteration-row" data-key=r.key.clone() data-batch-size=r.batch_size.to_string()
-                                data-prefill=r.prefill_tokens.to_string() data-decode=r.decode_tokens.to_string()
-                                data-duration=r.duration_ns.to_string() data-line=r.line.to_string()
-                                class:problem=r.status == "failure">
-                                <td>{r.engine.clone()}</td>
-                                <td class="num">{r.iteration}</td>
-                                <td class="num">{r.start.clone()}</td>
-                                <td class="num">{r.duration.clone()}</td>
-                                <td class="num">{r.batch_size}</td>
-                                <td class="num">{r.prefill_tokens}</td>
-                                <td class="num">{r.decode_tokens}</td>
-                                <td class="num">{r.committed_tokens}</td>
-                                <td class="num">{r.tokens_per_s.clone()}</td>
-                                <td>{r.requests.clone()}</td>
-                                <td>{r.status.clone()}</td>
-                            </tr>
-                        }).collect_view()}
+                    <tbody
+                        on:click=move |ev| e1.click(&ev)
+                        on:keydown=move |ev| e2.key(&ev)
+                        on:mouseover=move |ev| e3.over(&ev)
+                        on:mouseleave=move |_| e4.leave()
+                    >
+                        {body}
                     </tbody>
                 </table>
             })}
@@ -163,7 +448,23 @@ fn IterationsView(
 fn ResourcesView(
     /// The tab's numbers.
     panel: ResourcesPanel,
+    /// The chart, linked: a holder's row stands for its request's span.
+    links: ProfileLinks,
 ) -> impl IntoView {
+    // The request the selected span is in (its holder rows are marked).
+    let linked = {
+        let links = links.clone();
+        Memo::new(move |_| {
+            links
+                .selected()
+                .and_then(|s| links.chart.request_of(s).map(str::to_string))
+        })
+    };
+    Effect::new(move |_| {
+        if linked.get().is_some() {
+            reveal_linked_row();
+        }
+    });
     view! {
         <section class="resources panel" data-testid="resources" data-value=panel.kinds.len().to_string()>
             <h3>"Resources"</h3>
@@ -198,12 +499,27 @@ fn ResourcesView(
                             {k.reasons.iter().map(|r| view! { <li data-testid="resource-reason">{r.clone()}</li> }).collect_view()}
                         </ul>
                     })}
+                    {
+                        let holders: Arc<Vec<String>> = Arc::new(k.holders.iter().map(|h| h.holder.clone()).collect());
+                        let chart = links.chart.clone();
+                        let events = links.on_rows(move |i| holders.get(i).map(|h| chart.request_spans(h)).unwrap_or_default());
+                        let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
+                        view! {
                     <table>
                         <thead><tr><th scope="col">"request"</th><th scope="col">"reserved"</th><th scope="col">"committed"</th><th scope="col">"released"</th><th scope="col">"rolled back"</th><th scope="col">"held at end"</th><th scope="col">"deferred"</th><th scope="col">"rejected"</th></tr></thead>
-                        <tbody>
-                            {k.holders.iter().map(|h| view! {
-                                <tr data-testid="resource-holder" data-holder=h.holder.clone() data-held=h.held.to_string()
-                                    data-deferrals=h.deferrals.to_string() class:problem=h.leaked>
+                        <tbody
+                            on:click=move |ev| e1.click(&ev)
+                            on:keydown=move |ev| e2.key(&ev)
+                            on:mouseover=move |ev| e3.over(&ev)
+                            on:mouseleave=move |_| e4.leave()
+                        >
+                            {k.holders.iter().enumerate().map(|(i, h)| {
+                                let holder = h.holder.clone();
+                                let is_linked = move || linked.with(|l| l.as_deref() == Some(holder.as_str()));
+                                view! {
+                                <tr data-testid="resource-holder" data-row=i.to_string() tabindex="0" data-holder=h.holder.clone() data-held=h.held.to_string()
+                                    data-deferrals=h.deferrals.to_string() class:problem=h.leaked
+                                    class:linked=is_linked.clone() data-linked=move || is_linked().to_string()>
                                     <td>{h.holder.clone()}</td>
                                     <td class="num">{h.reserved}</td>
                                     <td class="num">{h.committed}</td>
@@ -213,9 +529,11 @@ fn ResourcesView(
                                     <td class="num">{h.deferrals}</td>
                                     <td class="num">{h.rejections}</td>
                                 </tr>
-                            }).collect_view()}
+                            }}).collect_view()}
                         </tbody>
                     </table>
+                        }
+                    }
                 </figure>
             }).collect_view()}
         </section>
@@ -237,7 +555,11 @@ pub fn ProfileView(
     theme: Signal<Theme>,
 ) -> impl IntoView {
     let (detail, rate) = model.settings.clone();
-    let page = PageState::new(ViewKind::Profile, &file_name);
+    let tabs = profile_tabs(
+        !model.iterations.rows.is_empty(),
+        !model.resources.kinds.is_empty() || model.resources.unreadable > 0,
+    );
+    let page = PageState::with_tabs(ViewKind::Profile, tabs, &file_name);
     provide_context(page);
     let groups: Arc<Vec<ChartGroup>> = Arc::new(
         model
@@ -250,14 +572,22 @@ pub fn ProfileView(
     let offsets: Vec<i64> = model.chart.groups.iter().map(|g| g.offset_ns).collect();
     let colours = Colours::by_pass(&groups);
     let findings = Arc::new(model.findings.clone());
+    let links = ProfileLinks {
+        chart: model.chart.clone(),
+        groups: groups.clone(),
+        page,
+        before: StoredValue::new(None),
+    };
+    provide_context(links.clone());
     let content = {
         let model = model.clone();
         let findings = findings.clone();
-        Callback::new(move |tab: Tab| profile_tab(tab, &model, &findings))
+        let links = links.clone();
+        Callback::new(move |tab: Tab| profile_tab(tab, &model, &findings, &links))
     };
     let details = {
-        let groups = groups.clone();
-        ViewFn::from(move || view! { <ChartDetails groups=groups.clone() page=page /> })
+        let links = links.clone();
+        ViewFn::from(move || view! { <ProfileSpanDetails links=links.clone() /> })
     };
     view! {
         <section class="app-view" data-testid="document" data-file=file_name.clone() data-format="profile">
@@ -291,67 +621,342 @@ pub fn ProfileView(
     }
 }
 
-/// The content of a profile's tab.
-fn profile_tab(tab: Tab, model: &Arc<ProfileModel>, findings: &Arc<FindingsPanel>) -> AnyView {
+/// The selected span's details: only what a profile's span has
+/// ([`ProfileChart::span_fields`]), its children one click away.
+#[component]
+fn ProfileSpanDetails(
+    /// The chart, linked.
+    links: ProfileLinks,
+) -> impl IntoView {
+    let chart = links.chart.clone();
+    move || {
+        match links.selected() {
+        None => view! {
+            <section class="details" data-testid="span-details" aria-label="selected span">
+                <p class="muted">"Click a span in the timeline or a row in a table to see its details."</p>
+            </section>
+        }
+        .into_any(),
+        Some(s) => {
+            let fields = chart.span_fields(s);
+            let children: Vec<(u32, String, u64)> = chart
+                .groups
+                .get(s.group)
+                .map(|g| {
+                    g.model
+                        .doc
+                        .tree
+                        .children(s.span as usize)
+                        .iter()
+                        .filter_map(|&c| {
+                            let span = g.model.doc.spans.get(c as usize)?;
+                            let label = span.module.as_deref().unwrap_or(&span.name).to_string();
+                            Some((c, label, span.duration_or_zero()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let links = links.clone();
+            let show = links.clone();
+            view! {
+                <section class="details" data-testid="span-details" aria-label="selected span">
+                    <div class="table-bar">
+                        <h3>"Span details"</h3>
+                        <button type="button" data-testid="zoom-to-span" on:click=move |_| show.activate(&[s])>
+                            "Show in timeline"
+                        </button>
+                    </div>
+                    <div class="details-grid">
+                        <dl class="fields">
+                            {fields.into_iter().map(|(k, v)| view! { <div data-field=k><dt>{k}</dt><dd>{v}</dd></div> }).collect_view()}
+                        </dl>
+                        <div>
+                            <h4>{format!("Children ({})", children.len())}</h4>
+                            <ul class="children">
+                                {children.into_iter().map(|(c, name, dur)| {
+                                    let links = links.clone();
+                                    let child = ChartSpan { group: s.group, span: c };
+                                    view! {
+                                        <li>
+                                            <button type="button" class="link" on:click=move |_| links.activate(&[child])>
+                                                {name}
+                                            </button>
+                                            " " {format_ns(dur)}
+                                        </li>
+                                    }
+                                }).collect_view()}
+                            </ul>
+                        </div>
+                    </div>
+                </section>
+            }
+            .into_any()
+        }
+    }
+    }
+}
+
+/// The request table (while a range is selected, the requests that ran in it, with their
+/// time inside it); a row stands for its request's span, and any span of a request marks its
+/// row.
+#[component]
+fn RequestTable(
+    /// The profile's view models.
+    model: Arc<ProfileModel>,
+    /// The chart, linked.
+    links: ProfileLinks,
+) -> impl IntoView {
     let has_modules = model.modules.has_module_events();
+    let page = links.page;
+    let events = {
+        let model = model.clone();
+        let chart = links.chart.clone();
+        links.on_rows(move |i| {
+            model
+                .requests
+                .get(i)
+                .map(|r| chart.request_spans(&r.request_id))
+                .unwrap_or_default()
+        })
+    };
+    let shown = {
+        let model = model.clone();
+        let chart = links.chart.clone();
+        Memo::new(move |_| match page.time_range() {
+            Some(r) => {
+                let rows =
+                    chart.requests_in(model.requests.iter().map(|q| q.request_id.as_str()), r);
+                let line = in_range_text(rows.len(), model.requests.len(), "requests");
+                (
+                    rows.into_iter()
+                        .map(|(i, t)| (i, Some(t)))
+                        .collect::<Vec<_>>(),
+                    Some(line),
+                )
+            }
+            None => ((0..model.requests.len()).map(|i| (i, None)).collect(), None),
+        })
+    };
+    let linked = {
+        let links = links.clone();
+        Memo::new(move |_| {
+            links
+                .selected()
+                .and_then(|s| links.chart.request_of(s).map(str::to_string))
+        })
+    };
+    Effect::new(move |_| {
+        if linked.get().is_some() {
+            reveal_linked_row();
+        }
+    });
+    let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
+    let body = move || {
+        let (rows, _) = shown.get();
+        rows.into_iter()
+            .filter_map(|(i, inside)| model.requests.get(i).map(|r| (i, r.clone(), inside)))
+            .map(|(i, r, inside)| {
+                let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+                let id = r.request_id.clone();
+                let is_linked = move || linked.with(|l| l.as_deref() == Some(id.as_str()));
+                view! {
+                    <tr class=r.status data-testid="request-row" data-row=i.to_string() tabindex="0"
+                        data-request=r.request_id.clone()
+                        data-status=r.status data-duration=opt(r.duration_us) data-ttft=opt(r.ttft_us)
+                        data-itl=opt(r.itl_us_avg) data-tokens=r.output_tokens.clone()
+                        data-forwards=opt(r.forward_calls) data-module-spans=opt(r.module_spans)
+                        data-inside=opt(inside)
+                        class:linked=is_linked.clone() data-linked=move || is_linked().to_string()>
+                        <td>{r.request_id.clone()}</td>
+                        <td>{r.status}</td>
+                        <td>{r.model.clone()}</td>
+                        <td>{r.backend.clone()}</td>
+                        <td>{r.phases.clone()}</td>
+                        <td class="num">{r.duration.clone()}</td>
+                        {inside.map(|t| view! { <td class="num">{format_ns(t)}</td> })}
+                        <td class="num">{r.ttft.clone()}</td>
+                        <td class="num">{r.output_tokens.clone()}</td>
+                        <td class="num">{r.itl_avg.clone()}</td>
+                        <td class="num">
+                            {r.event_count}
+                            {(r.invalid_event_count > 0)
+                                .then(|| format!(" ({} invalid)", r.invalid_event_count))}
+                        </td>
+                        {has_modules.then(|| view! {
+                            <td class="num">{opt(r.forward_calls)}</td>
+                            <td class="num">{opt(r.module_spans)}</td>
+                        })}
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <section class="requests" data-testid="request-table">
+            <h3>"Requests"</h3>
+            {move || shown.with(|(rows, line)| line.clone().map(|l| view! {
+                <p data-testid="requests-in-range" data-value=rows.len().to_string()>
+                    {l} " Their other numbers are the whole requests'."
+                </p>
+            }))}
+            <table>
+                <thead>
+                    <tr>
+                        <th scope="col">"request"</th>
+                        <th scope="col">"status"</th>
+                        <th scope="col">"model"</th>
+                        <th scope="col">"backend"</th>
+                        <th scope="col">"phases"</th>
+                        <th scope="col">"duration"</th>
+                        {move || page.range.get().is_some().then(|| view! { <th scope="col">"in range"</th> })}
+                        <th scope="col">"TTFT"</th>
+                        <th scope="col">"tokens"</th>
+                        <th scope="col">"mean ITL"</th>
+                        <th scope="col">"events"</th>
+                        {has_modules.then(|| view! { <th scope="col">"forward calls"</th><th scope="col">"module spans"</th> })}
+                    </tr>
+                </thead>
+                <tbody
+                    on:click=move |ev| e1.click(&ev)
+                    on:keydown=move |ev| e2.key(&ev)
+                    on:mouseover=move |ev| e3.over(&ev)
+                    on:mouseleave=move |_| e4.leave()
+                >
+                    {body}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+/// The memory snapshots (while a range is selected, those taken in it). A row stands for the
+/// spans of its request (or engine) running when it was taken, the innermost selected; a
+/// selected span marks the snapshots its owner took while it ran.
+#[component]
+fn SnapshotsView(
+    /// The profile's view models.
+    model: Arc<ProfileModel>,
+    /// The chart, linked.
+    links: ProfileLinks,
+) -> impl IntoView {
+    if model.snapshots.rows.is_empty() {
+        return view! {
+            <section class="snapshots panel" data-testid="snapshots">
+                <h3>"Memory snapshots"</h3>
+                <p class="muted">"No memory snapshots (not captured: a request's `memory` events)."</p>
+            </section>
+        }
+        .into_any();
+    }
+    let page = links.page;
+    let all = model.snapshots.clone();
+    let chart_now = {
+        let all = all.clone();
+        Memo::new(move |_| match page.time_range() {
+            Some(r) => Arc::new(all.in_range(r)),
+            None => Arc::new(all.clone()),
+        })
+    };
+    let events = {
+        let all = all.clone();
+        let chart = links.chart.clone();
+        links.on_rows(move |i| {
+            all.rows
+                .get(i)
+                .map(|r| chart.spans_at(&r.request_id, r.at_ns))
+                .unwrap_or_default()
+        })
+    };
+    let selected = {
+        let links = links.clone();
+        Memo::new(move |_| links.selected())
+    };
+    Effect::new(move |_| {
+        if selected.get().is_some() {
+            reveal_linked_row();
+        }
+    });
+    let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
+    let chart = links.chart.clone();
+    let total = all.rows.len();
+    let body = move || {
+        let now = chart_now.get();
+        now.rows
+            .iter()
+            .map(|r| {
+                // Its index among all snapshots (the rows' `data-row`).
+                let i = all.rows.iter().position(|a| a.line == r.line).unwrap_or(0);
+                let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+                let (owner, at, chart) = (r.request_id.clone(), r.at_ns, chart.clone());
+                let is_linked = move || {
+                    selected.get().is_some_and(|s| chart.holds_snapshot(s, &owner, at))
+                };
+                view! {
+                    <tr data-testid="snapshot-row" data-row=i.to_string() tabindex="0" data-line=r.line.to_string()
+                        data-at=r.at_ns.to_string() data-current=opt(r.current_bytes)
+                        data-high-water=opt(r.high_water_bytes)
+                        data-available=r.available_bytes.map(|v| v.to_string()).unwrap_or_default()
+                        class:linked=is_linked.clone() data-linked=move || is_linked().to_string()>
+                        <td class="num">{r.at.clone()}</td>
+                        <td>{r.request_id.clone()}</td>
+                        <td>{r.scope.clone()}</td>
+                        <td class="num">{r.texts[0].clone()}</td>
+                        <td class="num">{r.texts[1].clone()}</td>
+                        <td class="num">{r.texts[2].clone()}</td>
+                        <td class="num">{r.line}</td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <section class="snapshots panel" data-testid="snapshots">
+            <h3>"Memory snapshots"</h3>
+            {move || page.range.get().is_some().then(|| {
+                let n = chart_now.with(|c| c.rows.len());
+                view! { <p data-testid="snapshots-in-range" data-value=n.to_string()>{in_range_text(n, total, "snapshots")}</p> }
+            })}
+            {move || {
+                let s = chart_now.get();
+                (!s.rows.is_empty()).then(|| view! {
+                    <ul class="legend"><li><span class="swatch snap-current"></span>"current"</li><li><span class="swatch snap-high"></span>"high water"</li></ul>
+                    <svg class="chart" viewBox=format!("0 0 {SNAPSHOT_W} {SNAPSHOT_H}") preserveAspectRatio="none" role="img" aria-label="memory snapshots over time: current and high water">
+                        <path class="snap-high" d=s.high_water_path.clone()></path>
+                        <path class="snap-current" d=s.current_path.clone()></path>
+                        {s.current_points.iter().map(|(x, y)| view! { <circle class="snap-dot" cx=x.clone() cy=y.clone() r="3"></circle> }).collect_view()}
+                    </svg>
+                    <div class="chart-axis" aria-hidden="true"><span>{s.start.clone()}</span><span>{format!("top {}", s.max)}</span><span>{s.extent.clone()}</span></div>
+                })
+            }}
+            <table>
+                <thead><tr><th scope="col" title="after the profile's time 0, where the chart's axis puts it">"time (chart time)"</th><th scope="col">"request"</th><th scope="col">"scope"</th><th scope="col">"current"</th><th scope="col">"high water"</th><th scope="col">"available"</th><th scope="col">"line"</th></tr></thead>
+                <tbody
+                    on:click=move |ev| e1.click(&ev)
+                    on:keydown=move |ev| e2.key(&ev)
+                    on:mouseover=move |ev| e3.over(&ev)
+                    on:mouseleave=move |_| e4.leave()
+                >
+                    {body}
+                </tbody>
+            </table>
+        </section>
+    }
+    .into_any()
+}
+
+/// The content of a profile's tab.
+fn profile_tab(
+    tab: Tab,
+    model: &Arc<ProfileModel>,
+    findings: &Arc<FindingsPanel>,
+    links: &ProfileLinks,
+) -> AnyView {
     let model = model.clone();
+    let links = links.clone();
     match tab {
         Tab::Findings => view! { <FindingsView panel=findings.clone() /> }.into_any(),
         Tab::Requests => view! {
-            <section class="requests" data-testid="request-table">
-                <h3>"Requests"</h3>
-                <table>
-                    <thead>
-                        <tr>
-                            <th scope="col">"request"</th>
-                            <th scope="col">"status"</th>
-                            <th scope="col">"model"</th>
-                            <th scope="col">"backend"</th>
-                            <th scope="col">"phases"</th>
-                            <th scope="col">"duration"</th>
-                            <th scope="col">"TTFT"</th>
-                            <th scope="col">"tokens"</th>
-                            <th scope="col">"mean ITL"</th>
-                            <th scope="col">"events"</th>
-                            {has_modules.then(|| view! { <th scope="col">"forward calls"</th><th scope="col">"module spans"</th> })}
-                        </tr>
-                    </thead>
-                    <tbody>
-                        {model
-                            .requests
-                            .iter()
-                            .map(|r| {
-                                let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-                                view! {
-                                    <tr class=r.status data-testid="request-row" data-request=r.request_id.clone()
-                                        data-status=r.status data-duration=opt(r.duration_us) data-ttft=opt(r.ttft_us)
-                                        data-itl=opt(r.itl_us_avg) data-tokens=r.output_tokens.clone()
-                                        data-forwards=opt(r.forward_calls) data-module-spans=opt(r.module_spans)>
-                                        <td>{r.request_id.clone()}</td>
-                                        <td>{r.status}</td>
-                                        <td>{r.model.clone()}</td>
-                                        <td>{r.backend.clone()}</td>
-                                        <td>{r.phases.clone()}</td>
-                                        <td class="num">{r.duration.clone()}</td>
-                                        <td class="num">{r.ttft.clone()}</td>
-                                        <td class="num">{r.output_tokens.clone()}</td>
-                                        <td class="num">{r.itl_avg.clone()}</td>
-                                        <td class="num">
-                                            {r.event_count}
-                                            {(r.invalid_event_count > 0)
-                                                .then(|| format!(" ({} invalid)", r.invalid_event_count))}
-                                        </td>
-                                        {has_modules.then(|| view! {
-                                            <td class="num">{opt(r.forward_calls)}</td>
-                                            <td class="num">{opt(r.module_spans)}</td>
-                                        })}
-                                    </tr>
-                                }
-                            })
-                            .collect_view()}
-                    </tbody>
-                </table>
-            </section>
+            <RequestTable model=model.clone() links=links.clone() />
             <section class="waterfalls panel" data-testid="waterfalls">
                 <h3>"Request waterfalls"</h3>
                 <ul class="legend">
@@ -397,8 +1002,8 @@ fn profile_tab(tab: Tab, model: &Arc<ProfileModel>, findings: &Arc<FindingsPanel
             </div>
         }
         .into_any(),
-        Tab::Iterations => view! { <IterationsView panel=model.iterations.clone() /> }.into_any(),
-        Tab::Resources => view! { <ResourcesView panel=model.resources.clone() /> }.into_any(),
+        Tab::Iterations => view! { <IterationsView panel=model.iterations.clone() links=links /> }.into_any(),
+        Tab::Resources => view! { <ResourcesView panel=model.resources.clone() links=links /> }.into_any(),
         Tab::Latency => view! {
             <section class="latency panel" data-testid="latency">
                 <h3>"Latency distributions"</h3>
@@ -411,47 +1016,7 @@ fn profile_tab(tab: Tab, model: &Arc<ProfileModel>, findings: &Arc<FindingsPanel
         }
         .into_any(),
         Tab::Modules => view! { <ProfileModulesView model=model.clone() /> }.into_any(),
-        Tab::Memory => view! {
-            <section class="snapshots panel" data-testid="snapshots">
-                <h3>"Memory snapshots"</h3>
-                {if model.snapshots.rows.is_empty() {
-                    view! { <p class="muted">"No memory snapshots."</p> }.into_any()
-                } else {
-                    let s = model.snapshots.clone();
-                    view! {
-                        <ul class="legend"><li><span class="swatch snap-current"></span>"current"</li><li><span class="swatch snap-high"></span>"high water"</li></ul>
-                        <svg class="chart" viewBox=format!("0 0 {SNAPSHOT_W} {SNAPSHOT_H}") preserveAspectRatio="none" role="img" aria-label="memory snapshots over time: current and high water">
-                            <path class="snap-high" d=s.high_water_path.clone()></path>
-                            <path class="snap-current" d=s.current_path.clone()></path>
-                            {s.current_points.iter().map(|(x, y)| view! { <circle class="snap-dot" cx=x.clone() cy=y.clone() r="3"></circle> }).collect_view()}
-                        </svg>
-                        <div class="chart-axis" aria-hidden="true"><span>"0"</span><span>{format!("top {}", s.max)}</span><span>{s.extent.clone()}</span></div>
-                        <table>
-                            <thead><tr><th scope="col">"time"</th><th scope="col">"request"</th><th scope="col">"scope"</th><th scope="col">"current"</th><th scope="col">"high water"</th><th scope="col">"available"</th><th scope="col">"line"</th></tr></thead>
-                            <tbody>
-                                {s.rows.iter().map(|r| {
-                                    let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-                                    view! {
-                                        <tr data-testid="snapshot-row" data-line=r.line.to_string() data-current=opt(r.current_bytes)
-                                            data-high-water=opt(r.high_water_bytes)
-                                            data-available=r.available_bytes.map(|v| v.to_string()).unwrap_or_default()>
-                                            <td class="num">{r.at.clone()}</td>
-                                            <td>{r.request_id.clone()}</td>
-                                            <td>{r.scope.clone()}</td>
-                                            <td class="num">{r.texts[0].clone()}</td>
-                                            <td class="num">{r.texts[1].clone()}</td>
-                                            <td class="num">{r.texts[2].clone()}</td>
-                                            <td class="num">{r.line}</td>
-                                        </tr>
-                                    }
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    }.into_any()
-                }}
-            </section>
-        }
-        .into_any(),
+        Tab::Memory => view! { <SnapshotsView model=model.clone() links=links /> }.into_any(),
         _ => ().into_any(),
     }
 }

@@ -2,6 +2,7 @@
 //! (`schema::analysis::iterations`), worded for the table, and their distribution.
 
 use candle_trace_schema::analysis::findings::iteration_key;
+use candle_trace_schema::analysis::range::TimeRange;
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::profile::ProfileDocument;
 
@@ -14,7 +15,9 @@ pub struct IterationRow {
     pub engine: String,
     /// Its number within the engine.
     pub iteration: u64,
-    /// Start after the first forward's, human.
+    /// Start on the chart's axis (ns after the profile's time 0).
+    pub start_ns: u64,
+    /// Start on the chart's axis, human.
     pub start: String,
     /// Exact duration, ns.
     pub duration_ns: u64,
@@ -52,10 +55,14 @@ pub struct IterationsPanel {
 }
 
 impl IterationsPanel {
-    /// The batched forwards of `doc`.
-    pub fn of(doc: &ProfileDocument) -> Self {
+    /// The batched forwards of `doc`, their starts after `origin_unix_nanos` (the chart's
+    /// time 0; without one, the first forward's start).
+    pub fn of(doc: &ProfileDocument, origin_unix_nanos: Option<i64>) -> Self {
         let all = doc.iterations();
-        let first = all.iterations.first().map_or(0, |i| i.start_unix_nanos);
+        let first = origin_unix_nanos
+            .or_else(|| all.iterations.first().map(|i| i.start_unix_nanos))
+            .unwrap_or(0);
+        let after = |t: i64| u64::try_from(i128::from(t) - i128::from(first)).unwrap_or(0);
         let rows: Vec<IterationRow> = all
             .iterations
             .iter()
@@ -63,10 +70,8 @@ impl IterationsPanel {
                 key: iteration_key(&it.engine, it.iteration),
                 engine: it.engine.clone(),
                 iteration: it.iteration,
-                start: format!(
-                    "+{}",
-                    format_ns(u64::try_from(it.start_unix_nanos - first).unwrap_or(0))
-                ),
+                start_ns: after(it.start_unix_nanos),
+                start: format_ns(after(it.start_unix_nanos)),
                 duration_ns: it.duration_ns,
                 duration: format_ns(it.duration_ns),
                 batch_size: it.batch_size,
@@ -106,6 +111,27 @@ impl IterationsPanel {
     }
 }
 
+impl IterationsPanel {
+    /// The rows of the forwards that ran in `range` (a forward crossing an edge with its part
+    /// inside), each with its time inside it, and the line that says so.
+    pub fn in_range(&self, range: TimeRange) -> (Vec<(usize, u64)>, String) {
+        let rows: Vec<(usize, u64)> = self
+            .rows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| range.inside(r.start_ns, r.duration_ns).map(|t| (i, t)))
+            .collect();
+        let inside = rows.iter().fold(0u64, |a, r| a.saturating_add(r.1));
+        let line = format!(
+            "{} of {} forward(s) ran in the range, {} of forward time inside it.",
+            rows.len(),
+            self.rows.len(),
+            format_ns(inside)
+        );
+        (rows, line)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,7 +146,9 @@ mod tests {
 
     #[test]
     fn the_forwards_of_the_serving_fixture() {
-        let p = IterationsPanel::of(&serving());
+        let doc = serving();
+        // The chart's time 0: a's open (`serving/make.py`).
+        let p = IterationsPanel::of(&doc, doc.request_axis().origin_unix_nanos);
         let rows: Vec<(&str, u64, u64, u64, &str, &str)> = p
             .rows
             .iter()
@@ -135,17 +163,36 @@ mod tests {
                 )
             })
             .collect();
-        // Forwards at 1, 3, 4, 5.5, 7 ms; 9 / 2 ms, 2 / 1 ms, 2 / 1 ms, 7 / 1.5 ms, 1 / 1 ms.
+        // Forwards at 1, 3, 4, 5.5, 7 ms after a's open, where the chart's axis puts them;
+        // 9 / 2 ms, 2 / 1 ms, 2 / 1 ms, 7 / 1.5 ms, 1 / 1 ms.
         assert_eq!(
             rows,
             [
-                ("engine-0/0", 2, 9, 0, "4500", "+0 ns"),
-                ("engine-0/1", 2, 0, 2, "2000", "+2.00 ms"),
-                ("engine-0/2", 2, 0, 2, "2000", "+3.00 ms"),
-                ("engine-0/3", 2, 6, 1, "4666", "+4.50 ms"),
-                ("engine-0/4", 1, 0, 1, "1000", "+6.00 ms"),
+                ("engine-0/0", 2, 9, 0, "4500", "1.00 ms"),
+                ("engine-0/1", 2, 0, 2, "2000", "3.00 ms"),
+                ("engine-0/2", 2, 0, 2, "2000", "4.00 ms"),
+                ("engine-0/3", 2, 6, 1, "4666", "5.50 ms"),
+                ("engine-0/4", 1, 0, 1, "1000", "7.00 ms"),
             ]
         );
+        let starts: Vec<u64> = p.rows.iter().map(|r| r.start_ns).collect();
+        assert_eq!(
+            starts,
+            [1_000_000, 3_000_000, 4_000_000, 5_500_000, 7_000_000]
+        );
+        // 2.5–5.75 ms: 0.5 ms of forward 0 (1–3), forwards 1 (3–4) and 2 (4–5) whole,
+        // 0.25 ms of forward 3 (5.5–7); forward 4 (7–8) not.
+        let (inside, line) = p.in_range(TimeRange::new(2_500_000, 5_750_000));
+        assert_eq!(
+            inside,
+            [(0, 500_000), (1, 1_000_000), (2, 1_000_000), (3, 250_000)]
+        );
+        assert_eq!(
+            line,
+            "4 of 5 forward(s) ran in the range, 2.75 ms of forward time inside it."
+        );
+        // Without the chart's time 0: after the first forward.
+        assert_eq!(IterationsPanel::of(&doc, None).rows[1].start, "2.00 ms");
         assert_eq!(p.rows[3].requests, "c, b");
         assert_eq!(p.batch_size, Some((2, 2)));
         assert_eq!(p.duration_ns, Some((1_000_000, 2_000_000)));
@@ -157,9 +204,12 @@ mod tests {
 
     #[test]
     fn a_profile_without_batched_forwards_says_so() {
-        let p = IterationsPanel::of(&read_profile(include_bytes!(
-            "../../../tests/fixtures/infer_run.profile.jsonl"
-        )));
+        let p = IterationsPanel::of(
+            &read_profile(include_bytes!(
+                "../../../tests/fixtures/infer_run.profile.jsonl"
+            )),
+            None,
+        );
         assert!(p.rows.is_empty());
         assert!(p.headline.starts_with("No batched forwards"));
     }

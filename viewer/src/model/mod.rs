@@ -23,6 +23,7 @@ pub mod panel;
 pub mod phases;
 pub mod profile;
 pub mod profile_chart;
+pub mod profile_links;
 pub mod profile_modules;
 pub mod progress;
 pub mod range;
@@ -356,6 +357,8 @@ impl ProfileModel {
         let requests = doc.requests();
         let (ttft, itl) = latency::latency_charts_of(&requests);
         let (failures, diagnostic_only) = profile::event_lists(doc);
+        let chart = profile_chart::ProfileChart::of(doc);
+        let origin = chart.origin_unix_nanos;
         ProfileModel {
             cards: summary::profile_cards(&doc.summary_with(&requests)),
             diagnostics: DiagnosticsPanel::of(&doc.diagnostics),
@@ -364,13 +367,13 @@ impl ProfileModel {
             itl,
             waterfalls: waterfall::waterfalls(doc),
             modules,
-            snapshots: profile::snapshot_chart(doc),
+            snapshots: profile::snapshot_chart(doc, origin),
             failures,
             diagnostic_only,
             settings: profile::settings_text(doc),
             findings: findings::FindingsPanel::of_profile(&profile_findings(doc)),
-            chart: Arc::new(profile_chart::ProfileChart::of(doc)),
-            iterations: iterations::IterationsPanel::of(doc),
+            chart: Arc::new(chart),
+            iterations: iterations::IterationsPanel::of(doc, origin),
             resources: resources::ResourcesPanel::of(doc),
         }
     }

@@ -176,10 +176,57 @@ impl ViewKind {
 
     /// The tab named `id` when this view has it, else the view's first tab.
     pub fn tab_or_first(self, id: Option<&str>) -> Tab {
-        let tabs = self.tabs();
-        id.and_then(Tab::of_id)
-            .filter(|t| tabs.contains(t))
-            .unwrap_or(tabs[0])
+        tab_or_first_of(self.tabs(), id)
+    }
+
+    /// Whether this view's `tab` follows a range selection of the chart. A profile's
+    /// Requests, Iterations, Modules and Memory do; its Findings, Resources and Latency cover
+    /// the whole run.
+    pub fn follows_range(self, tab: Tab) -> bool {
+        match self {
+            ViewKind::Profile => matches!(
+                tab,
+                Tab::Requests | Tab::Iterations | Tab::Modules | Tab::Memory
+            ),
+            _ => tab.follows_range(),
+        }
+    }
+}
+
+/// The tab of `tabs` named `id`, else the first of `tabs` (a name another file's view had,
+/// or a tab this one hides, opens the first).
+pub fn tab_or_first_of(tabs: &[Tab], id: Option<&str>) -> Tab {
+    id.and_then(Tab::of_id)
+        .filter(|t| tabs.contains(t))
+        .or_else(|| tabs.first().copied())
+        .unwrap_or(Tab::Findings)
+}
+
+/// A profile's tabs: [`ViewKind::Profile`]'s, less Iterations without batched forwards (an
+/// engine's `iteration` events) and Resources without `resource` events. Those two are a
+/// serving engine's and a scheduler's: a profile without them never had them to capture.
+/// Latency, Modules and Memory stay, saying what was not captured and how to capture it.
+pub fn profile_tabs(iterations: bool, resources: bool) -> &'static [Tab] {
+    const BASE: [Tab; 4] = [Tab::Findings, Tab::Requests, Tab::Latency, Tab::Modules];
+    match (iterations, resources) {
+        (true, true) => ViewKind::Profile.tabs(),
+        (true, false) => &[
+            BASE[0],
+            BASE[1],
+            Tab::Iterations,
+            BASE[2],
+            BASE[3],
+            Tab::Memory,
+        ],
+        (false, true) => &[
+            BASE[0],
+            BASE[1],
+            Tab::Resources,
+            BASE[2],
+            BASE[3],
+            Tab::Memory,
+        ],
+        (false, false) => &[BASE[0], BASE[1], BASE[2], BASE[3], Tab::Memory],
     }
 }
 
@@ -272,6 +319,52 @@ pub fn keyed_px(key: &str, px: f64, step_px: f64, window_px: f64) -> Option<f64>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_profile_hides_the_serving_tabs_it_has_nothing_for() {
+        let ids = |tabs: &[Tab]| tabs.iter().map(|t| t.id()).collect::<Vec<_>>();
+        assert_eq!(ids(profile_tabs(true, true)), ids(ViewKind::Profile.tabs()));
+        assert_eq!(
+            ids(profile_tabs(false, false)),
+            ["findings", "requests", "latency", "modules", "memory"]
+        );
+        assert_eq!(
+            ids(profile_tabs(false, true)),
+            [
+                "findings",
+                "requests",
+                "resources",
+                "latency",
+                "modules",
+                "memory"
+            ]
+        );
+        assert_eq!(
+            ids(profile_tabs(true, false)),
+            [
+                "findings",
+                "requests",
+                "iterations",
+                "latency",
+                "modules",
+                "memory"
+            ]
+        );
+        // A URL naming a hidden tab opens the first.
+        let tabs = profile_tabs(false, false);
+        assert_eq!(tab_or_first_of(tabs, Some("iterations")), Tab::Findings);
+        assert_eq!(tab_or_first_of(tabs, Some("memory")), Tab::Memory);
+        // Which of a profile's tabs follow a range.
+        let follows: Vec<&str> = ViewKind::Profile
+            .tabs()
+            .iter()
+            .filter(|t| ViewKind::Profile.follows_range(**t))
+            .map(|t| t.id())
+            .collect();
+        assert_eq!(follows, ["requests", "iterations", "modules", "memory"]);
+        assert!(ViewKind::Trace.follows_range(Tab::Ops));
+        assert!(!ViewKind::Trace.follows_range(Tab::Gradients));
+    }
 
     #[test]
     fn every_view_has_its_tabs_with_distinct_ids() {

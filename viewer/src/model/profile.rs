@@ -1,5 +1,6 @@
 //! The request table of an inference profile.
 
+use candle_trace_schema::analysis::range::TimeRange;
 use candle_trace_schema::analysis::requests::RequestSummary;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::profile::{ProfileDocument, ProfileRecord};
@@ -145,7 +146,7 @@ pub struct SnapshotRow {
     pub request_id: String,
     /// Scope.
     pub scope: String,
-    /// ns since the first snapshot.
+    /// On the chart's axis: ns after the profile's time 0.
     pub at_ns: u64,
     /// Time, human.
     pub at: String,
@@ -172,26 +173,28 @@ pub struct SnapshotChart {
     pub current_points: Vec<(String, String)>,
     /// Top of the byte axis, human.
     pub max: String,
+    /// Axis start, human.
+    pub start: String,
     /// Axis end, human.
     pub extent: String,
 }
 
-/// The snapshot chart of `doc` (current and high water on one byte axis; available in the table).
-pub fn snapshot_chart(doc: &ProfileDocument) -> SnapshotChart {
+/// The snapshot chart of `doc` (current and high water on one byte axis; available in the
+/// table), its times after `origin_unix_nanos` (the chart's time 0; without one, the first
+/// snapshot's).
+pub fn snapshot_chart(doc: &ProfileDocument, origin_unix_nanos: Option<i64>) -> SnapshotChart {
     let mut snaps = doc.memory_snapshots();
     snaps.sort_by_key(|s| s.ts_unix_nanos.unwrap_or(i64::MAX));
-    let t0 = snaps
-        .iter()
-        .filter_map(|s| s.ts_unix_nanos)
-        .min()
+    let t0 = origin_unix_nanos
+        .or_else(|| snaps.iter().filter_map(|s| s.ts_unix_nanos).min())
         .unwrap_or(0);
     let bytes_text = |v: Option<u64>| v.map_or_else(|| "—".to_string(), format_bytes);
     let rows: Vec<SnapshotRow> = snaps
         .iter()
         .map(|s| {
-            let at_ns = s
-                .ts_unix_nanos
-                .map_or(0, |t| u64::try_from(t - t0).unwrap_or(0));
+            let at_ns = s.ts_unix_nanos.map_or(0, |t| {
+                u64::try_from(i128::from(t) - i128::from(t0)).unwrap_or(0)
+            });
             SnapshotRow {
                 line: s.line,
                 request_id: s.request_id.clone().unwrap_or_default(),
@@ -209,6 +212,24 @@ pub fn snapshot_chart(doc: &ProfileDocument) -> SnapshotChart {
             }
         })
         .collect();
+    chart_of(rows, 0)
+}
+
+impl SnapshotChart {
+    /// The snapshots taken in `range` (their times inside it), drawn from its start.
+    pub fn in_range(&self, range: TimeRange) -> SnapshotChart {
+        let rows = self
+            .rows
+            .iter()
+            .filter(|r| range.contains(r.at_ns))
+            .cloned()
+            .collect();
+        chart_of(rows, range.start_ns)
+    }
+}
+
+/// The chart of `rows`, its time axis from `from_ns`.
+fn chart_of(rows: Vec<SnapshotRow>, from_ns: u64) -> SnapshotChart {
     if rows.is_empty() {
         return SnapshotChart::default();
     }
@@ -219,7 +240,7 @@ pub fn snapshot_chart(doc: &ProfileDocument) -> SnapshotChart {
         .flatten()
         .max()
         .unwrap_or(0);
-    let x = Scale::new(0.0, end as f64, 8.0, SNAPSHOT_W - 8.0);
+    let x = Scale::new(from_ns as f64, end as f64, 8.0, SNAPSHOT_W - 8.0);
     let y = Scale::new(0.0, top as f64, SNAPSHOT_H - 4.0, 12.0);
     let pts = |f: &dyn Fn(&SnapshotRow) -> Option<u64>| -> Vec<(f64, f64)> {
         rows.iter()
@@ -232,6 +253,7 @@ pub fn snapshot_chart(doc: &ProfileDocument) -> SnapshotChart {
         high_water_path: polyline(&pts(&|r| r.high_water_bytes)),
         current_points: current.iter().map(|&(a, b)| (num(a), num(b))).collect(),
         max: format_bytes(top),
+        start: format_ns(from_ns),
         extent: format_ns(end),
         rows,
     }
@@ -280,8 +302,18 @@ mod tests {
             .any(|f| f.detail.starts_with("kv_cache_exhausted")));
         assert_eq!(diagnostic.len(), 1);
         assert_eq!(diagnostic[0].phase, "kernel");
-        let c = snapshot_chart(&doc);
+        let c = snapshot_chart(&doc, doc.request_axis().origin_unix_nanos);
         assert_eq!(c.rows.len(), doc.memory_snapshots().len());
+        // `make_fixtures.py`: each request's snapshot 5 µs after its decode ends (req-1's at
+        // 2.985 + 0.02 ms, req-2's at 5 + 1.765 ms, req-3's at 9 + 2.1 ms), on the chart's
+        // time, whose 0 is req-1's open.
+        let at: Vec<u64> = c.rows.iter().map(|r| r.at_ns).collect();
+        assert_eq!(at, [3_010_000, 6_770_000, 11_105_000]);
+        // 3.01–11 ms holds the first two (ends included), not the third.
+        let r = c.in_range(TimeRange::new(3_010_000, 11_000_000));
+        let lines: Vec<u64> = r.rows.iter().map(|r| r.line).collect();
+        assert_eq!(lines, [6, 11]);
+        assert!(c.in_range(TimeRange::new(0, 3_000_000)).rows.is_empty());
         assert_eq!(
             settings_text(&doc),
             ("kernel".to_string(), "not stated".to_string())

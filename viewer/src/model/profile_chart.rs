@@ -18,6 +18,8 @@
 //!   function spans are `function` spans, decode stages `op` spans, module spans `module` spans.
 //! - The memory lane is the snapshots' `current_bytes` over time, drawn with the earliest group.
 
+use candle_trace_schema::analysis::findings::iteration_key;
+use candle_trace_schema::analysis::profile_modules::ModuleSpan;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::{Meta, Phase, SpanKind, TimingMode, TRACE_SCHEMA};
 use candle_trace_schema::format::profile::ProfileDocument;
@@ -32,19 +34,64 @@ use crate::timeline::memory_curve::DeviceCurve;
 struct Item {
     name: String,
     kind: SpanKind,
+    /// What it stands for (what a tab's row links it to).
+    role: SpanRole,
     /// A module span's weight path, when the capture named it.
     module: Option<String>,
     start_ns: i64,
     duration_ns: u64,
 }
 
-/// One request as a lane group.
+/// Whose lane group it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// A request's (its id).
+    Request(String),
+    /// An engine's batched forwards (its id).
+    Engine(String),
+}
+
+/// What a span of the chart stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpanRole {
+    /// A request's own span, from its open to its close.
+    Request,
+    /// A request waiting for its first forward.
+    Queued,
+    /// A forward: an engine's batched forward, or the one that ran a request's prompt or
+    /// decode tokens; with the batched forward's key (`engine/iteration`) when it was one.
+    Forward(Option<String>),
+    /// A decode-stage interval of a request.
+    Stage,
+    /// A module span: its module key in its forward call and its name; with the batched
+    /// forward's key when it ran in an engine's forward.
+    Module {
+        /// The module key (`analysis::profile_modules::ModuleSpan::path`).
+        path: String,
+        /// The span's name (its leaf name).
+        name: String,
+        /// The engine's forward it ran in (`engine/iteration`).
+        forward: Option<String>,
+        /// Its forward call within its group: a request's `forward_index`, an engine's
+        /// `iteration`.
+        call: u64,
+        /// Whether the modules tab has a row for it: a `module` span, or one the capture
+        /// named by its weights (`analysis::module_tree::profile_tree`'s rule).
+        in_tree: bool,
+    },
+}
+
+/// One request (or engine) as a lane group.
 #[derive(Debug, Clone)]
 pub struct RequestGroup {
     /// `request <id>`.
     pub label: String,
+    /// Whose it is.
+    pub owner: Owner,
     /// The request's spans as a trace.
     pub model: TraceModel,
+    /// What each of its spans stands for, indexed like `model.doc.spans`.
+    pub roles: Vec<SpanRole>,
     /// Where its own 0 sits on the axis.
     pub offset_ns: i64,
 }
@@ -54,12 +101,16 @@ pub struct RequestGroup {
 pub struct ProfileChart {
     /// One group per request with something to draw, in order of first appearance.
     pub groups: Vec<RequestGroup>,
+    /// Unix ns of the axis's time 0 (`None` when nothing is placed): the times every tab
+    /// shows are after it.
+    pub origin_unix_nanos: Option<i64>,
 }
 
 /// The trace of `items` (times relative to the earliest), nested by containment: a meta
 /// (line 1) and, for each item, a span whose start and end stand on the lines they would in the
-/// trace/6 text of it (2 and 3 for the first), so its diagnostics name the same lines.
-fn request_document(request: &str, items: &[Item]) -> TraceDocument {
+/// trace/6 text of it (2 and 3 for the first), so its diagnostics name the same lines; and what
+/// each of its spans stands for.
+fn request_document(request: &str, items: &[Item]) -> (TraceDocument, Vec<SpanRole>) {
     let earliest = items.iter().map(|i| i.start_ns).min().unwrap_or(0);
     // By start, the longest first when two start together.
     let mut order: Vec<usize> = (0..items.len()).collect();
@@ -113,7 +164,17 @@ fn request_document(request: &str, items: &[Item]) -> TraceDocument {
         });
         open.push((i, end));
     }
-    TraceDocument::assemble(Lined::new(1, meta), spans, Vec::new())
+    let roles = order.iter().map(|&i| items[i].role.clone()).collect();
+    (
+        TraceDocument::assemble(Lined::new(1, meta), spans, Vec::new()),
+        roles,
+    )
+}
+
+/// Whether the modules tab has a row for module span `s` (`profile_tree`'s rule).
+fn in_tree(s: &ModuleSpan) -> bool {
+    (s.span_kind == SpanKind::Module || s.module.as_deref().is_some_and(|m| !m.is_empty()))
+        && !s.path.is_empty()
 }
 
 impl ProfileChart {
@@ -126,7 +187,7 @@ impl ProfileChart {
         let modules = doc.module_spans();
         let waterfalls = doc.waterfalls();
         let at = |ns: u64| i64::try_from(ns).unwrap_or(i64::MAX);
-        let mut placed: Vec<(String, Vec<Item>)> = Vec::new();
+        let mut placed: Vec<(String, Owner, Vec<Item>)> = Vec::new();
         for engine in &axis.engines {
             let mut items: Vec<Item> = engine
                 .forwards
@@ -134,6 +195,7 @@ impl ProfileChart {
                 .map(|f| Item {
                     name: format!("forward {} · batch {}", f.iteration, f.batch_size),
                     kind: SpanKind::Function,
+                    role: SpanRole::Forward(Some(iteration_key(&engine.engine, f.iteration))),
                     module: None,
                     start_ns: at(f.at.start_ns),
                     duration_ns: f.at.end_ns - f.at.start_ns,
@@ -148,16 +210,28 @@ impl ProfileChart {
                     else {
                         continue;
                     };
+                    let forward = iteration_key(&engine.engine, call.forward_index);
                     items.extend(call.spans.iter().map(|s| Item {
                         name: s.name.clone(),
                         kind: s.span_kind,
+                        role: SpanRole::Module {
+                            path: s.path.clone(),
+                            name: s.name.clone(),
+                            forward: Some(forward.clone()),
+                            call: call.forward_index,
+                            in_tree: in_tree(s),
+                        },
                         module: s.module.clone(),
                         start_ns: at(slot.at.start_ns.saturating_add(s.start_ns)),
                         duration_ns: s.duration_ns,
                     }));
                 }
             }
-            placed.push((format!("engine {}", engine.engine), items));
+            placed.push((
+                format!("engine {}", engine.engine),
+                Owner::Engine(engine.engine.clone()),
+                items,
+            ));
         }
         for group in &axis.groups {
             for lane in &group.requests {
@@ -182,9 +256,17 @@ impl ProfileChart {
                         [k] => format!("{} → token {k}", s.0),
                         [k, .., last] => format!("{} → tokens {k}–{last}", s.0),
                     };
+                    // The batched forward that ran it, where one did.
+                    let batched = lane.forwards.iter().find_map(|r| {
+                        let e = axis.engines.get(r.engine)?;
+                        let f = e.forwards.get(r.forward)?;
+                        (f.at.start_ns == s.1 && f.at.end_ns == s.2)
+                            .then(|| iteration_key(&e.engine, f.iteration))
+                    });
                     items.push(Item {
                         name,
                         kind: SpanKind::Function,
+                        role: SpanRole::Forward(batched),
                         module: None,
                         start_ns: at(s.1),
                         duration_ns: s.2 - s.1,
@@ -194,6 +276,7 @@ impl ProfileChart {
                     items.push(Item {
                         name: String::from("queued"),
                         kind: SpanKind::Function,
+                        role: SpanRole::Queued,
                         module: None,
                         start_ns: at(q.start_ns),
                         duration_ns: q.end_ns - q.start_ns,
@@ -203,6 +286,7 @@ impl ProfileChart {
                     items.extend(w.stages.iter().map(|st| Item {
                         name: st.stage.clone(),
                         kind: SpanKind::Op,
+                        role: SpanRole::Stage,
                         module: None,
                         start_ns: at(lane.open_ns.saturating_add(st.start_ns)),
                         duration_ns: st.end_ns.saturating_sub(st.start_ns),
@@ -213,6 +297,13 @@ impl ProfileChart {
                         items.extend(call.spans.iter().map(|s| Item {
                             name: s.name.clone(),
                             kind: s.span_kind,
+                            role: SpanRole::Module {
+                                path: s.path.clone(),
+                                name: s.name.clone(),
+                                forward: None,
+                                call: call.forward_index,
+                                in_tree: in_tree(s),
+                            },
                             module: s.module.clone(),
                             start_ns: at(lane.open_ns.saturating_add(s.start_ns)),
                             duration_ns: s.duration_ns,
@@ -230,6 +321,7 @@ impl ProfileChart {
                 items.push(Item {
                     name: String::from("request"),
                     kind: SpanKind::Function,
+                    role: SpanRole::Request,
                     module: None,
                     start_ns: at(lane.open_ns),
                     duration_ns: end.saturating_sub(lane.open_ns),
@@ -238,23 +330,28 @@ impl ProfileChart {
                     Some(thread) => format!("request {} · {thread}", lane.request_id),
                     None => format!("request {}", lane.request_id),
                 };
-                placed.push((label, items));
+                placed.push((label, Owner::Request(lane.request_id.clone()), items));
             }
         }
         let groups: Vec<RequestGroup> = placed
             .into_iter()
-            .filter(|(_, items)| !items.is_empty())
-            .map(|(label, items)| {
+            .filter(|(_, _, items)| !items.is_empty())
+            .map(|(label, owner, items)| {
                 let offset_ns = items.iter().map(|i| i.start_ns).min().unwrap_or(0);
-                let model = TraceModel::without_findings(request_document(&label, &items));
+                let (doc, roles) = request_document(&label, &items);
                 RequestGroup {
                     label,
-                    model,
+                    owner,
+                    model: TraceModel::without_findings(doc),
+                    roles,
                     offset_ns,
                 }
             })
             .collect();
-        let mut chart = ProfileChart { groups };
+        let mut chart = ProfileChart {
+            groups,
+            origin_unix_nanos: Some(origin),
+        };
         chart.add_snapshots(doc, origin);
         chart
     }
@@ -396,6 +493,44 @@ mod tests {
         assert_eq!(curve.timestamp_ns, vec![0, 1_000_000]);
         assert_eq!(curve.live_bytes, vec![100, 300]);
         assert!(chart.groups[1].model.memory_curves.is_empty());
+    }
+
+    #[test]
+    fn a_requests_span_lasts_what_its_row_says() {
+        // `make_fixtures.py`: req-1 opens at 0 and its `request` span lasts 3015 µs; req-2
+        // opens at 5 ms, 1775 µs; req-3 at 9 ms, 2110 µs. The chart draws each from its open
+        // for that long: the Requests table's duration.
+        let doc = read_profile(include_bytes!(
+            "../../../tests/fixtures/infer_run.profile.jsonl"
+        ));
+        let chart = ProfileChart::of(&doc);
+        let drawn: Vec<(&str, i64, u64)> = chart
+            .groups
+            .iter()
+            .map(|g| {
+                let request = g.roles.iter().position(|r| *r == SpanRole::Request);
+                let span = &g.model.doc.spans[request.unwrap()];
+                (
+                    g.label.as_str(),
+                    g.offset_ns + span.start_ns as i64,
+                    span.duration_or_zero(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            drawn,
+            [
+                ("request req-1", 0, 3_015_000),
+                ("request req-2", 5_000_000, 1_775_000),
+                ("request req-3", 9_000_000, 2_110_000),
+            ]
+        );
+        let rows = super::super::profile::request_rows(
+            doc.requests(),
+            &super::super::profile_modules::ProfileModulesPanel::of(&doc),
+        );
+        let durations: Vec<Option<u64>> = rows.iter().map(|r| r.duration_us).collect();
+        assert_eq!(durations, [Some(3015), Some(1775), Some(2110)]);
     }
 
     #[test]
