@@ -112,7 +112,27 @@ impl Tab {
     /// Whether the tab's numbers follow a range selection of the chart (the others cover
     /// the whole run and say so while a range is selected).
     pub fn follows_range(self) -> bool {
-        matches!(self, Tab::Modules | Tab::Ops | Tab::Memory | Tab::Phases)
+        matches!(
+            self,
+            Tab::Modules | Tab::Ops | Tab::Memory | Tab::Phases | Tab::Efficiency
+        )
+    }
+
+    /// What the range bar says of the open tab while a range is selected: how the tab counts
+    /// the range, or that it covers the whole run.
+    pub fn range_note(self) -> &'static str {
+        match self {
+            Tab::Efficiency => {
+                " — this tab counts only the ops that ran inside it; an op crossing an edge counts \
+                 with its part inside: that time, and its FLOPs and bytes in the same proportion \
+                 (rounded down), so its FLOP/s is unchanged."
+            }
+            t if t.follows_range() => {
+                " — this tab counts only what ran inside it (a span crossing an edge with its part \
+                 inside)."
+            }
+            _ => " — this tab covers the whole run: it does not follow a range.",
+        }
     }
 }
 
@@ -315,6 +335,36 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), Tab::ALL.len());
         assert_eq!(Tab::of_id("nope"), None);
+    }
+
+    #[test]
+    fn the_tabs_that_follow_a_range_and_what_the_range_bar_says() {
+        let following = |kind: ViewKind| {
+            kind.tabs()
+                .iter()
+                .filter(|t| t.follows_range())
+                .map(|t| t.id())
+                .collect::<Vec<_>>()
+        };
+        // Gradients (per parameter, no time) and findings (of the whole run) do not.
+        assert_eq!(
+            following(ViewKind::Trace),
+            ["modules", "ops", "memory", "phases", "efficiency"]
+        );
+        assert_eq!(
+            following(ViewKind::Steps),
+            ["modules", "ops", "memory", "phases", "efficiency"]
+        );
+        assert_eq!(following(ViewKind::Profile), ["modules", "memory"]);
+        assert!(Tab::Efficiency
+            .range_note()
+            .contains("its FLOPs and bytes in the same proportion"));
+        assert!(Tab::Ops.range_note().contains("with its part inside"));
+        assert_eq!(
+            Tab::Gradients.range_note(),
+            " — this tab covers the whole run: it does not follow a range."
+        );
+        assert_eq!(Tab::Findings.range_note(), Tab::Gradients.range_note());
     }
 
     #[test]
