@@ -386,7 +386,7 @@ test('a range selection: the tabs show the numbers of the part inside it, worked
   // 50 ns → 80 M FLOP/s, 16 B / 50 ns; the add at 950 is outside. In all 44 FLOPs in 230 ns.
   await openTab(page, 'efficiency');
   assert.equal(await page.getAttribute('[data-testid=range-note]', 'data-follows'), 'true');
-  assert.match(await page.textContent('[data-testid=range-note]'), /an op crossing an edge counts with its part inside: that time, and its FLOPs and bytes in the same proportion/);
+  assert.match(await page.textContent('[data-testid=range-note]'), /one crossing an edge with its part inside, its FLOPs and bytes in proportion \(FLOP\/s unchanged\)/);
   const effCols = ['data-op', 'data-count', 'data-total', 'data-flops', 'data-flops-per-s'];
   assert.deepEqual(await attrs(page, '[data-testid=flops-row]', effCols), [
     { 'data-op': 'matmul', 'data-count': '3', 'data-total': '180', 'data-flops': '40', 'data-flops-per-s': '222222222' },

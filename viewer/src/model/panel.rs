@@ -123,9 +123,8 @@ impl Tab {
     pub fn range_note(self) -> &'static str {
         match self {
             Tab::Efficiency => {
-                " — this tab counts only the ops that ran inside it; an op crossing an edge counts \
-                 with its part inside: that time, and its FLOPs and bytes in the same proportion \
-                 (rounded down), so its FLOP/s is unchanged."
+                " — this tab counts the ops inside it; one crossing an edge with its part inside, \
+                 its FLOPs and bytes in proportion (FLOP/s unchanged)."
             }
             t if t.follows_range() => {
                 " — this tab counts only what ran inside it (a span crossing an edge with its part \
@@ -356,9 +355,9 @@ mod tests {
             ["modules", "ops", "memory", "phases", "efficiency"]
         );
         assert_eq!(following(ViewKind::Profile), ["modules", "memory"]);
-        assert!(Tab::Efficiency
-            .range_note()
-            .contains("its FLOPs and bytes in the same proportion"));
+        assert!(Tab::Efficiency.range_note().contains(
+            "one crossing an edge with its part inside, its FLOPs and bytes in proportion"
+        ));
         assert!(Tab::Ops.range_note().contains("with its part inside"));
         assert_eq!(
             Tab::Gradients.range_note(),
