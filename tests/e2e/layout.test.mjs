@@ -399,7 +399,9 @@ test('a row keeps the focus when activated; arrows move it between rows; the cli
  * step 0..1000 (measured) { forward 0..400 { enc 50..350 { lin 100..300 } lin 360..390 }
  * backward 400..900 { enc 450..850 } optimizer 900..1000 }, ops matmul 100..250, add
  * 250..300, matmul 360..390, matmul 500..800, add 950 (0 ns); cpu memory: +100 B at 100,
- * +300 B at 300, −100 B at 500, +50 B at 700.
+ * +300 B at 300, −100 B at 500, +50 B at 700. Every op writes 2×2 f32 (16 B); a matmul reads
+ * 48 B = 12 f32 = 1·(2+2)·K, so K = 3: 2·2·2·3 = 24 FLOPs, 64 B moved; an add is 4 FLOPs (one
+ * per output element), 16 B moved.
  */
 function rangeFixture() {
   const lines = [
@@ -420,10 +422,10 @@ function rangeFixture() {
     { kind: 'span_start', id: 'opt', parent_id: 'step', name: 'optimizer', start_ns: 900, span_kind: 'function', step: 'optimizer' },
     { kind: 'span_end', id: 'opt', duration_ns: 100 },
     { kind: 'span_end', id: 'step', duration_ns: 1000 },
-    { kind: 'op', span_id: 'lin', op_name: 'matmul', shape: [2, 2], dtype: 'f32', device: 'cpu', duration_ns: 150, timestamp_ns: 100 },
+    { kind: 'op', span_id: 'lin', op_name: 'matmul', shape: [2, 2], dtype: 'f32', device: 'cpu', input_storage_bytes: 48, duration_ns: 150, timestamp_ns: 100 },
     { kind: 'op', span_id: 'lin', op_name: 'add', shape: [2, 2], dtype: 'f32', device: 'cpu', duration_ns: 50, timestamp_ns: 250 },
-    { kind: 'op', span_id: 'lin2', op_name: 'matmul', shape: [2, 2], dtype: 'f32', device: 'cpu', duration_ns: 30, timestamp_ns: 360 },
-    { kind: 'op', span_id: 'benc', op_name: 'matmul', shape: [2, 2], dtype: 'f32', device: 'cpu', duration_ns: 300, timestamp_ns: 500 },
+    { kind: 'op', span_id: 'lin2', op_name: 'matmul', shape: [2, 2], dtype: 'f32', device: 'cpu', input_storage_bytes: 48, duration_ns: 30, timestamp_ns: 360 },
+    { kind: 'op', span_id: 'benc', op_name: 'matmul', shape: [2, 2], dtype: 'f32', device: 'cpu', input_storage_bytes: 48, duration_ns: 300, timestamp_ns: 500 },
     { kind: 'op', span_id: 'opt', op_name: 'add', shape: [2, 2], dtype: 'f32', device: 'cpu', duration_ns: 0, timestamp_ns: 950 },
     { kind: 'memory', timestamp_ns: 100, tensor_id: 'a', span_id: 'lin', device: 'cpu', bytes: 100, action: 'alloc', dtype: 'u8' },
     { kind: 'memory', timestamp_ns: 300, tensor_id: 'b', span_id: 'lin', device: 'cpu', bytes: 300, action: 'alloc', dtype: 'u8' },
@@ -455,6 +457,27 @@ test('a range selection: the tabs show the numbers of the part inside it, worked
   const end = Number(await chart.getAttribute('data-range-end-ns'));
   assert.ok(Math.abs(start - 250) <= 5 && Math.abs(end - 750) <= 5, `dragged ${start}..${end}`);
   assert.equal(await page.getAttribute('[data-testid=range-bar]', 'data-start-ns'), String(start));
+  // On the efficiency tab, Shift+drag again, 32% to 68% (about 320..680 ns): only the matmul
+  // 360..390 (whole: 24 FLOPs in 30 ns) and the matmul 500..800 (crossing the end: its t = end
+  // − 500 ns inside, 24·t/300 FLOPs rounded down) ran inside; no add did, so no add row.
+  await openTab(page, 'efficiency');
+  await page.keyboard.down('Shift');
+  await page.mouse.move(box.x + box.width * 0.32, box.y + 60);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + 60, { steps: 4 });
+  await page.mouse.move(box.x + box.width * 0.68, box.y + 60, { steps: 4 });
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+  const end2 = Number(await chart.getAttribute('data-range-end-ns'));
+  const start2 = Number(await chart.getAttribute('data-range-start-ns'));
+  assert.ok(Math.abs(start2 - 320) <= 5 && Math.abs(end2 - 680) <= 5, `dragged ${start2}..${end2}`);
+  await page.waitForSelector(`[data-testid=range-bar][data-end-ns="${end2}"]`);
+  await page.waitForSelector('[data-testid=flops-row][data-op=matmul][data-count="2"]');
+  assert.equal(await page.getAttribute('[data-testid=range-note]', 'data-follows'), 'true');
+  const t = end2 - 500;
+  assert.deepEqual(await attrs(page, '[data-testid=flops-row]', ['data-op', 'data-count', 'data-total', 'data-flops']), [
+    { 'data-op': 'matmul', 'data-count': '2', 'data-total': String(30 + t), 'data-flops': String(24 + Math.floor(24 * t / 300)) },
+  ]);
   // Exactly 200..600 ns through the URL (the fragment keeps the range), for numbers by hand.
   await page.evaluate(() => { location.hash = '#files=range-step.trace6.jsonl&range=200-600&tab=modules'; });
   await page.reload();
@@ -490,11 +513,39 @@ test('a range selection: the tabs show the numbers of the part inside it, worked
   assert.equal(await page.getAttribute('[data-testid=phase-region]', 'data-value'), '400');
   assert.equal(await page.getAttribute('[data-testid=phase-forward]', 'data-value'), '200');
   assert.equal(await page.getAttribute('[data-testid=phase-backward]', 'data-value'), '200');
+  // Efficiency (flops::efficiency_in): the matmuls 100..250 and 500..800 cross the edges
+  // with a third of their time inside (50 of 150, 100 of 300 ns): 24 / 3 = 8 FLOPs and
+  // 64 / 3 = 21.3 → 21 B each; 360..390 is whole: 24 FLOPs, 64 B. matmul: 3 ops, 180 ns,
+  // 40 FLOPs → 40e9 / 180 = 222 222 222 FLOP/s, 106 B / 180 ns. add 250..300 whole: 4 FLOPs in
+  // 50 ns → 80 M FLOP/s, 16 B / 50 ns; the add at 950 is outside. In all 44 FLOPs in 230 ns.
+  await openTab(page, 'efficiency');
+  assert.equal(await page.getAttribute('[data-testid=range-note]', 'data-follows'), 'true');
+  assert.match(await page.textContent('[data-testid=range-note]'), /one crossing an edge with its part inside, its FLOPs and bytes in proportion \(FLOP\/s unchanged\)/);
+  const effCols = ['data-op', 'data-count', 'data-total', 'data-flops', 'data-flops-per-s'];
+  assert.deepEqual(await attrs(page, '[data-testid=flops-row]', effCols), [
+    { 'data-op': 'matmul', 'data-count': '3', 'data-total': '180', 'data-flops': '40', 'data-flops-per-s': '222222222' },
+    { 'data-op': 'add', 'data-count': '1', 'data-total': '50', 'data-flops': '4', 'data-flops-per-s': '80000000' },
+  ]);
+  const bytesPerNs = await attrs(page, '[data-testid=flops-row]', ['data-bytes-per-ns']);
+  assert.deepEqual(bytesPerNs.map((r) => Number(r['data-bytes-per-ns'])), [106 / 180, 16 / 50]);
+  assert.equal(await page.getAttribute('[data-testid=flops-total]', 'data-value'), '44');
+  assert.equal(await page.getAttribute('[data-testid=flops-rate]', 'data-value'), '191304347');
   // Tabs that do not follow a range say so.
   await openTab(page, 'gradients');
   assert.equal(await page.getAttribute('[data-testid=range-note]', 'data-follows'), 'false');
-  // Clearing the range restores the whole run.
+  await openTab(page, 'findings');
+  assert.equal(await page.getAttribute('[data-testid=range-note]', 'data-follows'), 'false');
+  // Clearing the range restores the whole run: efficiency of every op (matmuls 3 × 24 FLOPs in
+  // 480 ns → 150 M FLOP/s; adds 2 × 4 in 50 ns → 160 M FLOP/s) ...
+  await openTab(page, 'efficiency');
   await page.click('[data-testid=range-clear]');
+  await page.waitForSelector('[data-testid=range-bar]', { state: 'detached' });
+  await page.waitForSelector('[data-testid=flops-row][data-op=add][data-count="2"]');
+  assert.deepEqual(await attrs(page, '[data-testid=flops-row]', effCols), [
+    { 'data-op': 'matmul', 'data-count': '3', 'data-total': '480', 'data-flops': '72', 'data-flops-per-s': '150000000' },
+    { 'data-op': 'add', 'data-count': '2', 'data-total': '50', 'data-flops': '8', 'data-flops-per-s': '160000000' },
+  ]);
+  // ... and the ops.
   await openTab(page, 'ops');
   assert.deepEqual(await attrs(page, '[data-testid=op-row]', ['data-op', 'data-count', 'data-total']), [
     { 'data-op': 'matmul', 'data-count': '3', 'data-total': '480' },

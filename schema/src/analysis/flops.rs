@@ -37,6 +37,10 @@
 //! `flops_per_s = flops · 10⁹ / duration_ns` (integer, over the estimated ops only; `None` when
 //! their time is 0). Bytes moved = `input_storage_bytes` + output bytes (`storage_bytes` or
 //! derived); `bytes_per_ns` = bytes moved / duration_ns as f64 (`None` when the time is 0).
+//!
+//! # Ranges
+//! [`efficiency_in`] counts the ops inside a time range: an op crossing an edge with its time
+//! inside and the same fraction of its FLOPs and bytes moved (its rates unchanged).
 
 use alloc::string::String;
 use alloc::string::ToString;
@@ -45,6 +49,7 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::range::TimeRange;
 use crate::format::document::TraceDocument;
 use crate::format::events::dtype_size;
 use crate::format::table::OpRow;
@@ -292,7 +297,7 @@ pub struct OpEfficiency {
     pub formula: Option<FlopFormula>,
 }
 
-/// Efficiency of the whole trace.
+/// Efficiency of the whole trace, or of a range of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Efficiency {
     /// Per op name, by FLOPs (largest first), then total time (largest first), then name.
@@ -318,8 +323,30 @@ fn rate(flops: u64, ns: u64) -> Option<u64> {
     })
 }
 
-/// The efficiency table of `doc`.
+/// The efficiency table of `doc`: [`efficiency_in`] over every time, where each op counts
+/// whole.
 pub fn efficiency(doc: &TraceDocument) -> Efficiency {
+    efficiency_in(doc, TimeRange::ALL)
+}
+
+/// `v` scaled by an op's time inside a range, `inside_ns` of its `duration_ns`, rounded down;
+/// all of `v` when all of the op is inside (an op of 0 ns included).
+fn in_proportion(v: u64, inside_ns: u64, duration_ns: u64) -> u64 {
+    if inside_ns >= duration_ns {
+        return v;
+    }
+    let part = u128::from(v) * u128::from(inside_ns) / u128::from(duration_ns);
+    u64::try_from(part).unwrap_or(v)
+}
+
+/// The efficiency table of the ops of `doc` inside `range` (the viewer's range selection).
+/// Which ops count, and their time inside, follow [`TimeRange::inside`]: an op wholly inside
+/// counts whole; an op crossing an edge counts with its part inside: its time is that part and
+/// its FLOPs and bytes moved are the same fraction of its own (each rounded down), so its
+/// FLOP/s and bytes per ns are unchanged; an op outside does not count, and a name with no op
+/// inside has no row. `count`, `estimated_count` and the dtype mix count every op that
+/// counts, one each.
+pub fn efficiency_in(doc: &TraceDocument, range: TimeRange) -> Efficiency {
     let shapes = ShapeIndex::of(doc);
     let mut rows: Vec<OpEfficiency> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
@@ -334,6 +361,10 @@ pub fn efficiency(doc: &TraceDocument) -> Efficiency {
         flops_per_s: None,
     };
     for op in &doc.ops {
+        let Some(time) = range.inside(op.timestamp_ns, op.duration_ns) else {
+            continue;
+        };
+        let part = |v: u64| in_proportion(v, time, op.duration_ns);
         let r = *index.entry(op.op_name).or_insert_with(|| {
             rows.push(OpEfficiency {
                 op_name: op.op_name.to_string(),
@@ -353,26 +384,26 @@ pub fn efficiency(doc: &TraceDocument) -> Efficiency {
         });
         let row = &mut rows[r];
         row.count += 1;
-        row.total_ns = row.total_ns.saturating_add(op.duration_ns);
-        row.bytes_moved = row
-            .bytes_moved
-            .saturating_add(op.input_storage_bytes)
-            .saturating_add(op.output_bytes());
+        row.total_ns = row.total_ns.saturating_add(time);
+        row.bytes_moved = row.bytes_moved.saturating_add(part(
+            op.input_storage_bytes.saturating_add(op.output_bytes()),
+        ));
         let dtype = op.dtype.to_ascii_lowercase();
         match dtypes[r].iter_mut().find(|(d, _)| *d == dtype) {
             Some((_, n)) => *n += 1,
             None => dtypes[r].push((dtype, 1)),
         }
         total.count += 1;
-        total.total_ns = total.total_ns.saturating_add(op.duration_ns);
+        total.total_ns = total.total_ns.saturating_add(time);
         if let Some((flops, formula)) = estimate(&op, &shapes) {
+            let flops = part(flops);
             row.estimated_count += 1;
             row.flops = row.flops.saturating_add(flops);
-            row.estimated_ns = row.estimated_ns.saturating_add(op.duration_ns);
+            row.estimated_ns = row.estimated_ns.saturating_add(time);
             row.formula.get_or_insert(formula);
             total.estimated_count += 1;
             total.flops = total.flops.saturating_add(flops);
-            total.estimated_ns = total.estimated_ns.saturating_add(op.duration_ns);
+            total.estimated_ns = total.estimated_ns.saturating_add(time);
         }
     }
     for (row, mut d) in rows.iter_mut().zip(dtypes) {

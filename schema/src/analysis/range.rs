@@ -1,6 +1,7 @@
 //! Numbers for a time range of a trace (the viewer's range selection): module spans, ops,
 //! training phases, memory events and each device's live-bytes peak, counting only what
-//! happened inside the range.
+//! happened inside the range. The op-efficiency table of a range is
+//! [`efficiency_in`](crate::analysis::flops::efficiency_in), by the rules below.
 //!
 //! Rules (SCHEMA.md defines no range; these are the viewer's, stated once here):
 //! - A **range** is `[start_ns, end_ns]` in the trace's own time (`start_ns ≤ end_ns`).
@@ -20,6 +21,11 @@
 //!   of the counted ops; `output_bytes` and `input_bytes` add the whole bytes of each counted
 //!   op (bytes cannot be split). Grouping and order are those of
 //!   [`op_groups`](crate::analysis::ops::op_groups).
+//! - Op efficiency ([`efficiency_in`](crate::analysis::flops::efficiency_in)): the counted ops,
+//!   each with its time inside; an op crossing an edge brings the same fraction of its FLOP
+//!   estimate and of its bytes moved (rounded down) as of its time, so that its FLOP/s and
+//!   bytes per ns are those of the whole op (a rate, unlike the op tab's byte totals, which
+//!   stay whole).
 //! - Phases: the breakdown of [`phase_breakdown`](crate::analysis::phases::phase_breakdown)
 //!   with the region's and each outermost stepped span's time inside the range; module pairs
 //!   as [`module_pairs`](crate::analysis::phases::module_pairs) pairs them (the outermost
@@ -368,6 +374,7 @@ pub fn live_peak_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::flops::{efficiency, efficiency_in, Efficiency};
     use crate::analysis::modules::module_rows;
     use crate::analysis::ops::op_groups;
     use crate::analysis::phases::{module_pairs, phase_breakdown};
@@ -385,6 +392,10 @@ mod tests {
     ///     enc   450..850 module        op: matmul 500..800
     ///   opt     900..1000 function, step optimizer   op: add 950..950 (0 ns)
     /// ```
+    ///
+    /// Every op's output is 2×2 f32 (16 B). The matmuls read 48 B of inputs: 12 f32 elements
+    /// = b·(M+N)·K = 1·4·K, so K = 3 and each is 2·1·2·2·3 = 24 FLOPs moving 48 + 16 = 64 B;
+    /// an add is 4 FLOPs (one per output element) moving 16 B.
     ///
     /// memory on cpu: alloc 100 B at 100, alloc 300 B at 300, free (the 100 B) at 500,
     /// alloc 50 B at 700 → live 100, 400, 300, 350.
@@ -423,13 +434,13 @@ mod tests {
         "\n",
         r#"{"kind":"span_end","id":"step","duration_ns":1000}"#,
         "\n",
-        r#"{"kind":"op","span_id":"lin","op_name":"matmul","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":150,"timestamp_ns":100}"#,
+        r#"{"kind":"op","span_id":"lin","op_name":"matmul","shape":[2,2],"dtype":"f32","device":"cpu","input_storage_bytes":48,"duration_ns":150,"timestamp_ns":100}"#,
         "\n",
         r#"{"kind":"op","span_id":"lin","op_name":"add","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":50,"timestamp_ns":250}"#,
         "\n",
-        r#"{"kind":"op","span_id":"lin2","op_name":"matmul","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":30,"timestamp_ns":360}"#,
+        r#"{"kind":"op","span_id":"lin2","op_name":"matmul","shape":[2,2],"dtype":"f32","device":"cpu","input_storage_bytes":48,"duration_ns":30,"timestamp_ns":360}"#,
         "\n",
-        r#"{"kind":"op","span_id":"benc","op_name":"matmul","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":300,"timestamp_ns":500}"#,
+        r#"{"kind":"op","span_id":"benc","op_name":"matmul","shape":[2,2],"dtype":"f32","device":"cpu","input_storage_bytes":48,"duration_ns":300,"timestamp_ns":500}"#,
         "\n",
         r#"{"kind":"op","span_id":"opt","op_name":"add","shape":[2,2],"dtype":"f32","device":"cpu","duration_ns":0,"timestamp_ns":950}"#,
         "\n",
@@ -575,6 +586,90 @@ mod tests {
         );
     }
 
+    /// (name, count, total_ns, flops, estimated_ns, flops_per_s, bytes_moved) of each row.
+    type EffRow<'a> = (&'a str, u64, u64, u64, u64, Option<u64>, u64);
+
+    fn eff_rows(e: &Efficiency) -> Vec<EffRow<'_>> {
+        e.rows
+            .iter()
+            .map(|r| {
+                (
+                    r.op_name.as_str(),
+                    r.count,
+                    r.total_ns,
+                    r.flops,
+                    r.estimated_ns,
+                    r.flops_per_s,
+                    r.bytes_moved,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn efficiency_in_a_range_worked_out_by_hand() {
+        let d = doc();
+        // The whole run: matmuls 3 × 24 = 72 FLOPs in 150 + 30 + 300 = 480 ns → 72e9 / 480 =
+        // 150 M FLOP/s, 3 × 64 = 192 B; adds 2 × 4 = 8 FLOPs in 50 + 0 ns → 160 M FLOP/s, 32 B.
+        let whole = efficiency(&d);
+        assert_eq!(
+            eff_rows(&whole),
+            vec![
+                ("matmul", 3, 480, 72, 480, Some(150_000_000), 192),
+                ("add", 2, 50, 8, 50, Some(160_000_000), 32),
+            ]
+        );
+        // Range 200..600:
+        // - matmul 100..250 crosses the start: 50 of its 150 ns inside, a third: 24 / 3 = 8
+        //   FLOPs, 64 / 3 = 21.3 → 21 B;
+        // - add 250..300 and matmul 360..390 are wholly inside: 4 FLOPs in 50 ns, 16 B; 24
+        //   FLOPs in 30 ns, 64 B;
+        // - matmul 500..800 crosses the end: 100 of 300 ns, a third: 8 FLOPs, 21 B;
+        // - add at 950 is outside.
+        // matmul: 3 ops, 50 + 30 + 100 = 180 ns, 8 + 24 + 8 = 40 FLOPs → 40e9 / 180 =
+        // 222 222 222.2 FLOP/s (rounded down), 21 + 64 + 21 = 106 B → 106 / 180 B/ns.
+        let e = efficiency_in(&d, TimeRange::new(200, 600));
+        assert_eq!(
+            eff_rows(&e),
+            vec![
+                ("matmul", 3, 180, 40, 180, Some(222_222_222), 106),
+                ("add", 1, 50, 4, 50, Some(80_000_000), 16),
+            ]
+        );
+        assert_eq!(e.rows[0].bytes_per_ns, Some(106.0 / 180.0));
+        assert_eq!(e.rows[0].dtypes, vec![("f32".into(), 3)]);
+        // Totals: 44 FLOPs in 230 ns → 44e9 / 230 = 191 304 347.8 FLOP/s; 4 ops, all estimated.
+        assert_eq!(
+            (
+                e.flops,
+                e.estimated_ns,
+                e.total_ns,
+                e.count,
+                e.estimated_count,
+                e.flops_per_s
+            ),
+            (44, 230, 230, 4, 4, Some(191_304_347))
+        );
+        // An op crossing an edge keeps its FLOP/s: 500..800 alone in 700..1000 (100 of 300 ns)
+        // is 8 FLOPs in 100 ns = 80 M FLOP/s = 24 FLOPs / 300 ns; the 0 ns add at 950 counts
+        // whole, 4 FLOPs in 0 ns (no rate of its own).
+        let e = efficiency_in(&d, TimeRange::new(700, 1000));
+        assert_eq!(
+            eff_rows(&e),
+            vec![
+                ("matmul", 1, 100, 8, 100, Some(80_000_000), 21),
+                ("add", 1, 0, 4, 0, None, 16),
+            ]
+        );
+        assert_eq!(e.rows[1].bytes_per_ns, None);
+        // Between the ops (300..360) no op counts, and no name has a row.
+        let e = efficiency_in(&d, TimeRange::new(300, 360));
+        assert_eq!(
+            (e.rows.len(), e.count, e.flops, e.flops_per_s),
+            (0, 0, 0, None)
+        );
+    }
+
     #[test]
     fn phases_and_memory_in_a_range_worked_out_by_hand() {
         let d = doc();
@@ -703,6 +798,18 @@ mod tests {
                     "{name}"
                 );
             }
+            // A finite range covering every op gives the whole run's efficiency table.
+            let ops_end = d
+                .ops
+                .iter()
+                .map(|op| op.timestamp_ns.saturating_add(op.duration_ns))
+                .max()
+                .unwrap_or(0);
+            assert_eq!(
+                efficiency_in(&d, TimeRange::new(0, ops_end)),
+                efficiency(&d),
+                "{name}"
+            );
             assert_eq!(phases_in(&d, TimeRange::ALL), phase_breakdown(&d), "{name}");
             assert_eq!(
                 module_pairs_in(&d, &paths, TimeRange::ALL),

@@ -2,21 +2,25 @@
 
 use leptos::prelude::*;
 
+use std::sync::Arc;
+
 use super::missing::MissingPanel;
 use super::rows::LinkedRows;
-use super::TraceContext;
+use super::{PageState, TraceContext};
+use crate::model::efficiency::{si, EfficiencyPanel};
 use crate::model::links::op_name_spans;
 use crate::model::missing::Panel;
 
-/// Estimated FLOPs, FLOP/s, bytes moved per ns and dtype mix per op name; a row links to the
-/// spans its op ran in ([`LinkedRows`]).
+/// Estimated FLOPs, FLOP/s, bytes moved per ns and dtype mix per op name; while a range is
+/// selected on the chart, of the ops inside it (an op crossing an edge with its part inside).
+/// A row links to the spans its op ran in ([`LinkedRows`]).
 #[component]
 pub fn EfficiencyView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
-    let e = ctx.model.efficiency().clone();
-    if e.count == 0 {
+    let whole = ctx.model.efficiency().clone();
+    if whole.count == 0 {
         // No ops: "not captured (layer_ops off)" when the file says so, else that there are
         // none; and how to capture them.
         let not_captured = ctx.model.capture.not_captured.ops.clone();
@@ -25,7 +29,41 @@ pub fn EfficiencyView() -> impl IntoView {
         }
         .into_any();
     }
-    use crate::model::efficiency::si;
+    let Some(page) = use_context::<PageState>() else {
+        return view! { <EfficiencyOf ctx=ctx panel=whole /> }.into_any();
+    };
+    let panel = {
+        let ctx = ctx.clone();
+        Memo::new(move |_| match page.time_range() {
+            None => whole.clone(),
+            Some(r) => Arc::new(EfficiencyPanel::in_range(&ctx.model.doc, r)),
+        })
+    };
+    (move || {
+        let p = panel.get();
+        if p.count == 0 {
+            return view! {
+                <section class="efficiency panel" data-testid="efficiency">
+                    <h3>"Op efficiency"</h3>
+                    <p class="muted" data-testid="efficiency-range-empty">"No op ran inside the range."</p>
+                </section>
+            }
+            .into_any();
+        }
+        view! { <EfficiencyOf ctx=ctx.clone() panel=p /> }.into_any()
+    })
+    .into_any()
+}
+
+/// The efficiency table of `panel` (with ops); a row links to every span its op ran in.
+#[component]
+fn EfficiencyOf(
+    /// The trace.
+    ctx: TraceContext,
+    /// The whole run's or a range's efficiency.
+    panel: Arc<EfficiencyPanel>,
+) -> impl IntoView {
+    let e = panel;
     let mut by_name = op_name_spans(&ctx.model.doc);
     let links = LinkedRows::of_trace(
         &ctx,
@@ -55,6 +93,7 @@ pub fn EfficiencyView() -> impl IntoView {
                     <li>"conv1d / conv2d: 2 · output elements · C_in/groups · kernel size, when the weight's shape is known."</li>
                     <li>"Elementwise (add, mul, relu, gelu, exp …): 1 per output element. Reductions (sum, mean, max …): 1 per input element. Softmax: 5 per element."</li>
                     <li>"FLOP/s = FLOPs / time of the estimated ops. Bytes/ns = (input + output bytes) / time of all the ops with the name."</li>
+                    <li>"In a range: only the ops inside it; an op crossing an edge counts its time inside, and its FLOPs and bytes in the same proportion (rounded down), so its FLOP/s is unchanged."</li>
                 </ul>
             </details>
             <table>
@@ -71,7 +110,9 @@ pub fn EfficiencyView() -> impl IntoView {
                     on:mouseleave=move |_| links.leave()
                 >
                     {e.rows.iter().enumerate().map(|(pos, r)| view! {
-                        <tr data-testid="flops-row" data-op=r.op_name.clone() data-flops=r.flops.to_string()
+                        <tr data-testid="flops-row" data-op=r.op_name.clone() data-count=r.count.to_string()
+                            data-total=r.total_ns.to_string()
+                            data-flops=r.flops.to_string()
                             data-row=pos.to_string() tabindex=links.has_spans(pos).then_some("0")
                             class:linked=move || links.linked(pos) data-linked=move || links.linked(pos).to_string()
                             data-flops-per-s=r.flops_per_s.map(|v| v.to_string()).unwrap_or_default()
@@ -90,5 +131,4 @@ pub fn EfficiencyView() -> impl IntoView {
             </table>
         </section>
     }
-    .into_any()
 }

@@ -206,17 +206,14 @@ pub fn TabPanel(
         .collect_view();
     let range_bar = move || {
         page.time_range().map(|r| {
-            let follows = page.kind.follows_range(page.tab.get());
+            let tab = page.tab.get();
+            let follows = page.kind.follows_range(tab);
             view! {
                 <div class="range-bar" data-testid="range-bar" data-start-ns=r.start_ns.to_string()
                     data-end-ns=r.end_ns.to_string() role="status">
                     <span>{range_text(r)}</span>
                     <span class="muted" data-testid="range-note" data-follows=follows.to_string()>
-                        {if follows {
-                            " — this tab counts only what ran inside it (a span crossing an edge with its part inside, a snapshot taken inside it)."
-                        } else {
-                            " — this tab covers the whole run: it does not follow a range."
-                        }}
+                        {page.kind.range_note(tab)}
                     </span>
                     <button type="button" data-testid="range-clear" on:click=move |_| page.range.set(None)>
                         "Clear range"

@@ -1,7 +1,10 @@
 //! The op-efficiency panel: estimated FLOPs, FLOP/s and bytes moved per ns per op name, with
 //! the dtype mix. The formulas are `candle_trace_schema::analysis::flops`'; this only formats them.
 
-use candle_trace_schema::analysis::flops::{self, efficiency, FlopFormula};
+use candle_trace_schema::analysis::flops::{
+    self, efficiency, efficiency_in, Efficiency, FlopFormula,
+};
+use candle_trace_schema::analysis::range::TimeRange;
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::document::TraceDocument;
 
@@ -31,6 +34,8 @@ pub struct EfficiencyRow {
     pub op_name: String,
     /// Ops.
     pub count: u64,
+    /// Total time (the time inside, in a range).
+    pub total_ns: u64,
     /// Total time, human.
     pub time: String,
     /// Exact FLOPs (0 without an estimate).
@@ -85,7 +90,17 @@ fn formula_name(f: Option<FlopFormula>, op: &str) -> &'static str {
 impl EfficiencyPanel {
     /// The panel of `doc`; default without ops.
     pub fn of(doc: &TraceDocument) -> Self {
-        let e = efficiency(doc);
+        Self::of_table(&efficiency(doc))
+    }
+
+    /// The panel of the ops of `doc` inside `range` (`schema::analysis::flops::efficiency_in`:
+    /// an op crossing an edge with its part inside); default when no op ran inside it.
+    pub fn in_range(doc: &TraceDocument, range: TimeRange) -> Self {
+        Self::of_table(&efficiency_in(doc, range))
+    }
+
+    /// The panel of the schema's table; default without ops.
+    fn of_table(e: &Efficiency) -> Self {
         if e.count == 0 {
             return EfficiencyPanel::default();
         }
@@ -95,6 +110,7 @@ impl EfficiencyPanel {
             .map(|r| EfficiencyRow {
                 op_name: r.op_name.clone(),
                 count: r.count,
+                total_ns: r.total_ns,
                 time: format_ns(r.total_ns),
                 flops: r.flops,
                 flops_text: if r.estimated_count > 0 {
@@ -176,5 +192,84 @@ mod tests {
         );
         let adam = p.rows.iter().find(|r| r.op_name == "adamw_update").unwrap();
         assert_eq!(adam.formula, "no formula");
+    }
+
+    #[test]
+    fn a_range_counts_the_part_of_each_op_inside_it() {
+        // matmul 100..500 (400 ns), output [2,2] f32 (16 B) reading 48 B = 12 f32 = 1·(2+2)·K:
+        // K = 3, 2·2·2·3 = 24 FLOPs, 64 B moved. add 500..550 (50 ns), output [2,5] f32: 10
+        // FLOPs, 40 B moved. relu 600..700 lies outside the range.
+        let text = concat!(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2026-01-01T00:00:00Z","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            "\n",
+            r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            "\n",
+            r#"{"kind":"op","span_id":"s","op_name":"matmul","shape":[2,2],"dtype":"f32","device":"cpu","input_storage_bytes":48,"duration_ns":400,"timestamp_ns":100}"#,
+            "\n",
+            r#"{"kind":"op","span_id":"s","op_name":"add","shape":[2,5],"dtype":"f32","device":"cpu","duration_ns":50,"timestamp_ns":500}"#,
+            "\n",
+            r#"{"kind":"op","span_id":"s","op_name":"relu","shape":[8],"dtype":"f32","device":"cpu","duration_ns":100,"timestamp_ns":600}"#,
+            "\n",
+            r#"{"kind":"span_end","id":"s","duration_ns":1000}"#,
+            "\n",
+        );
+        let doc = TraceDocument::from_bytes(text.as_bytes());
+        // Range 400..520: matmul 400..500, 100 of its 400 ns → a quarter: 6 FLOPs, 16 B, so
+        // 6e9 / 100 = 60 M FLOP/s (24e9 / 400 whole) and 0.16 B/ns (64 / 400); add 500..520,
+        // 20 of 50 ns → two fifths: 4 FLOPs, 16 B, 200 M FLOP/s (10e9 / 50), 0.8 B/ns (40 / 50).
+        let p = EfficiencyPanel::in_range(&doc, TimeRange::new(400, 520));
+        let rows: Vec<_> = p
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r.op_name.as_str(),
+                    r.count,
+                    r.time.as_str(),
+                    r.flops,
+                    r.flops_per_s,
+                    r.flops_per_s_text.as_str(),
+                    r.bytes_per_ns_text.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (
+                    "matmul",
+                    1,
+                    "100 ns",
+                    6,
+                    Some(60_000_000),
+                    "60.0 MFLOP/s",
+                    "0.160"
+                ),
+                (
+                    "add",
+                    1,
+                    "20 ns",
+                    4,
+                    Some(200_000_000),
+                    "200 MFLOP/s",
+                    "0.800"
+                ),
+            ]
+        );
+        // 10 FLOPs in 120 ns: 83 333 333 FLOP/s.
+        assert_eq!((p.flops, p.flops_per_s), (10, Some(83_333_333)));
+        assert_eq!(p.coverage, "2 of 2 ops (100.0 % of op time)");
+        // Between the ops: nothing inside, the panel of no ops.
+        assert_eq!(
+            EfficiencyPanel::in_range(&doc, TimeRange::new(560, 590)),
+            EfficiencyPanel::default()
+        );
+        // A range over every op is the whole run: 24 + 10 + 8 FLOPs.
+        let whole = EfficiencyPanel::of(&doc);
+        assert_eq!(
+            EfficiencyPanel::in_range(&doc, TimeRange::new(0, 1000)),
+            whole
+        );
+        assert_eq!(whole.flops, 42);
     }
 }

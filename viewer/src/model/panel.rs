@@ -109,10 +109,14 @@ impl Tab {
         Tab::ALL.into_iter().find(|t| t.id() == id)
     }
 
-    /// Whether the tab's numbers follow a range selection of the chart (the others cover
-    /// the whole run and say so while a range is selected).
-    pub fn follows_range(self) -> bool {
-        matches!(self, Tab::Modules | Tab::Ops | Tab::Memory | Tab::Phases)
+    /// Whether the tab's numbers follow a range selection of the chart in a trace's views
+    /// (the others cover the whole run and say so while a range is selected); a profile's
+    /// tabs have their own rule ([`ViewKind::follows_range`]).
+    fn follows_range(self) -> bool {
+        matches!(
+            self,
+            Tab::Modules | Tab::Ops | Tab::Memory | Tab::Phases | Tab::Efficiency
+        )
     }
 }
 
@@ -189,6 +193,28 @@ impl ViewKind {
                 Tab::Requests | Tab::Iterations | Tab::Modules | Tab::Memory
             ),
             _ => tab.follows_range(),
+        }
+    }
+
+    /// What the range bar says of this view's open `tab` while a range is selected: how the
+    /// tab counts the range, or that it covers the whole run.
+    pub fn range_note(self, tab: Tab) -> &'static str {
+        match tab {
+            _ if !self.follows_range(tab) => {
+                " — this tab covers the whole run: it does not follow a range."
+            }
+            Tab::Efficiency => {
+                " — this tab counts the ops inside it; one crossing an edge with its part inside, \
+                 its FLOPs and bytes in proportion (FLOP/s unchanged)."
+            }
+            _ if self == ViewKind::Profile => {
+                " — this tab counts only what ran inside it (a span crossing an edge with its part \
+                 inside, a snapshot taken inside it)."
+            }
+            _ => {
+                " — this tab counts only what ran inside it (a span crossing an edge with its part \
+                 inside)."
+            }
         }
     }
 }
@@ -408,6 +434,39 @@ mod tests {
         ids.dedup();
         assert_eq!(ids.len(), Tab::ALL.len());
         assert_eq!(Tab::of_id("nope"), None);
+    }
+
+    #[test]
+    fn the_tabs_that_follow_a_range_and_what_the_range_bar_says() {
+        let following = |kind: ViewKind| {
+            kind.tabs()
+                .iter()
+                .filter(|t| kind.follows_range(**t))
+                .map(|t| t.id())
+                .collect::<Vec<_>>()
+        };
+        // Gradients (per parameter, no time) and findings (of the whole run) do not.
+        assert_eq!(
+            following(ViewKind::Trace),
+            ["modules", "ops", "memory", "phases", "efficiency"]
+        );
+        assert_eq!(
+            following(ViewKind::Steps),
+            ["modules", "ops", "memory", "phases", "efficiency"]
+        );
+        let trace = ViewKind::Trace;
+        assert!(trace.range_note(Tab::Efficiency).contains(
+            "one crossing an edge with its part inside, its FLOPs and bytes in proportion"
+        ));
+        assert!(trace.range_note(Tab::Ops).contains("with its part inside)"));
+        assert!(!trace.range_note(Tab::Memory).contains("snapshot"));
+        assert!(ViewKind::Profile
+            .range_note(Tab::Memory)
+            .contains("a snapshot taken inside it"));
+        let whole = " — this tab covers the whole run: it does not follow a range.";
+        assert_eq!(trace.range_note(Tab::Gradients), whole);
+        assert_eq!(trace.range_note(Tab::Findings), whole);
+        assert_eq!(ViewKind::Profile.range_note(Tab::Latency), whole);
     }
 
     #[test]
