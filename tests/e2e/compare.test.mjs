@@ -37,7 +37,7 @@ async function dropOn(page, selector, file) {
 /** The viewer's classification of a path (model/compare.rs: change_of, 1% threshold). */
 function changeOf(p) {
   if (p.presence === 'new') return 'new';
-  if (p.presence === 'vanished') return 'faster';
+  if (p.presence === 'vanished') return 'vanished';
   if (p.percent != null && Math.abs(p.percent) < 1) return 'unchanged';
   if (p.delta_ns < 0) return 'faster';
   if (p.delta_ns > 0) return 'slower';
@@ -87,9 +87,10 @@ async function checkDeltas(page, want, how) {
   assert.deepEqual(grads, want.gradients.map((g) => ({
     param: `${g.root}/${g.key}`, base: g.base ?? 'none', cand: g.cand ?? 'none',
   })), `${how}: gradients`);
-  // The timeline legend counts candidate spans per change of their path.
-  const counts = { faster: 0, slower: 0, unchanged: 0, new: 0 };
-  for (const p of want.paths) counts[changeOf(p)] += p.cand_count;
+  // The timeline legend counts candidate spans per change of their path (vanished paths: the
+  // baseline's spans).
+  const counts = { faster: 0, slower: 0, unchanged: 0, new: 0, vanished: 0 };
+  for (const p of want.paths) counts[changeOf(p)] += p.presence === 'vanished' ? p.base_count : p.cand_count;
   for (const [change, n] of Object.entries(counts)) {
     assert.equal(await page.getAttribute(`[data-testid=change-${change}]`, 'data-value'), String(n),
       `${how}: spans ${change}`);

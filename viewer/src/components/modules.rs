@@ -68,6 +68,7 @@ pub fn ModulesTab() -> impl IntoView {
     }
     let states = use_context::<TabStates>().unwrap_or_else(TabStates::new);
     let (by, sort) = (states.modules_by, states.modules_sort);
+    let allocator_off = ctx.model.capture.not_captured.memory.is_some();
     let hover = HoverSpans::new(&ctx);
     let model = ctx.model.clone();
     let tree = {
@@ -359,7 +360,7 @@ pub fn ModulesTab() -> impl IntoView {
                                         {node.share_text()}
                                     </td>
                                     {node.extras.clone().map(|e| view! {
-                                        <td class="num" data-testid="module-alloc" data-value=e.alloc_bytes.to_string()>{format_bytes(e.alloc_bytes)}</td>
+                                        <td class="num" data-testid="module-alloc" data-value=e.alloc_bytes.to_string()>{e.alloc_text(allocator_off)}</td>
                                         <td class="num" data-testid="module-graph" data-value=e.graph_bytes.to_string()>{format_bytes(e.graph_bytes)}</td>
                                         <td class="num" data-testid="module-params" data-value=e.param_bytes.map(|b| b.to_string()).unwrap_or_default()>{e.params_text()}</td>
                                         <td class:problem={e.gradients.problems() > 0} data-testid="module-gradients"

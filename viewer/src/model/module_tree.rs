@@ -88,6 +88,16 @@ impl Extras {
             .map_or_else(|| "–".to_string(), format_bytes)
     }
 
+    /// The bytes allocated in it, or `not captured` when the allocator was off (its 0 is no
+    /// measurement).
+    pub fn alloc_text(&self, allocator_off: bool) -> String {
+        if allocator_off {
+            crate::model::summary::NOT_CAPTURED.to_string()
+        } else {
+            format_bytes(self.alloc_bytes)
+        }
+    }
+
     /// The gradient norm with three significant digits (`–` without one).
     pub fn norm_text(&self) -> String {
         self.grad_norm
@@ -493,6 +503,19 @@ impl ModuleLinks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allocated_bytes_say_not_captured_with_the_allocator_off() {
+        let e = Extras {
+            alloc_bytes: 2048,
+            graph_bytes: 0,
+            param_bytes: None,
+            gradients: GradientCounts::default(),
+            grad_norm: None,
+        };
+        assert_eq!(e.alloc_text(false), "2.00 KiB");
+        assert_eq!(e.alloc_text(true), "not captured");
+    }
     use candle_trace_schema::analysis::module_tree::trace_tree;
     use candle_trace_schema::analysis::modules::{module_rows, ModuleGrouping, ModuleRow};
 
