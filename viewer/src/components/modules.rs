@@ -9,13 +9,13 @@ use wasm_bindgen::JsCast;
 use hashbrown::HashSet;
 
 use candle_trace_schema::analysis::modules::ModuleGrouping;
-use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::units::format_ns;
 
 use super::rows::{reveal_row_in, row_of, row_window_of, spacer, HoverSpans, PanelScroll};
 use super::sortable::sort_header;
 use super::tables::ShowAllRows;
 use super::{PageState, TabStates, TraceContext};
-use crate::model::module_tree::{KeyStyle, ModuleTree, TreeColumn, TreeRow};
+use crate::model::module_tree::{bytes_text, KeyStyle, ModuleTree, TreeColumn, TreeRow};
 use crate::model::modules::{NO_MODULE_SPANS, SHOWN_ROWS};
 use crate::model::profile_modules::NO_PROFILE_MODULE_SPANS;
 use crate::model::sort::SortState;
@@ -68,7 +68,6 @@ pub fn ModulesTab() -> impl IntoView {
     }
     let states = use_context::<TabStates>().unwrap_or_else(TabStates::new);
     let (by, sort) = (states.modules_by, states.modules_sort);
-    let allocator_off = ctx.model.capture.not_captured.memory.is_some();
     let hover = HoverSpans::new(&ctx);
     let model = ctx.model.clone();
     let tree = {
@@ -220,6 +219,8 @@ pub fn ModulesTab() -> impl IntoView {
             t.gradients_note.clone(),
         ]
     };
+    // Bytes whose source was off say so rather than 0.
+    let (allocs_off, graph_off) = (notes[0].is_some(), notes[1].is_some());
     let coverage = model.modules().coverage.clone();
     let backward_note = model.modules().backward_note;
     let header =
@@ -360,8 +361,8 @@ pub fn ModulesTab() -> impl IntoView {
                                         {node.share_text()}
                                     </td>
                                     {node.extras.clone().map(|e| view! {
-                                        <td class="num" data-testid="module-alloc" data-value=e.alloc_bytes.to_string()>{e.alloc_text(allocator_off)}</td>
-                                        <td class="num" data-testid="module-graph" data-value=e.graph_bytes.to_string()>{format_bytes(e.graph_bytes)}</td>
+                                        <td class="num" data-testid="module-alloc" data-value=e.alloc_bytes.to_string()>{bytes_text(e.alloc_bytes, allocs_off)}</td>
+                                        <td class="num" data-testid="module-graph" data-value=e.graph_bytes.to_string()>{bytes_text(e.graph_bytes, graph_off)}</td>
                                         <td class="num" data-testid="module-params" data-value=e.param_bytes.map(|b| b.to_string()).unwrap_or_default()>{e.params_text()}</td>
                                         <td class:problem={e.gradients.problems() > 0} data-testid="module-gradients"
                                             data-present=e.gradients.present.to_string() data-missing=e.gradients.missing.to_string()

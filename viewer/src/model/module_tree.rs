@@ -88,20 +88,20 @@ impl Extras {
             .map_or_else(|| "–".to_string(), format_bytes)
     }
 
-    /// The bytes allocated in it, or `not captured` when the allocator was off (its 0 is no
-    /// measurement).
-    pub fn alloc_text(&self, allocator_off: bool) -> String {
-        if allocator_off {
-            crate::model::summary::NOT_CAPTURED.to_string()
-        } else {
-            format_bytes(self.alloc_bytes)
-        }
-    }
-
     /// The gradient norm with three significant digits (`–` without one).
     pub fn norm_text(&self) -> String {
         self.grad_norm
             .map_or_else(|| "–".to_string(), |n| format!("{n:.3e}"))
+    }
+}
+
+/// A node's bytes (allocated, graph), or `not captured` when their source was off (the tree's
+/// `alloc_note`, `graph_note`): a 0 that is no measurement.
+pub fn bytes_text(bytes: u64, not_captured: bool) -> String {
+    if not_captured {
+        crate::model::summary::NOT_CAPTURED.to_string()
+    } else {
+        format_bytes(bytes)
     }
 }
 
@@ -505,16 +505,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn allocated_bytes_say_not_captured_with_the_allocator_off() {
-        let e = Extras {
-            alloc_bytes: 2048,
-            graph_bytes: 0,
-            param_bytes: None,
-            gradients: GradientCounts::default(),
-            grad_norm: None,
-        };
-        assert_eq!(e.alloc_text(false), "2.00 KiB");
-        assert_eq!(e.alloc_text(true), "not captured");
+    fn bytes_say_not_captured_when_their_source_was_off() {
+        assert_eq!(bytes_text(2048, false), "2.00 KiB");
+        assert_eq!(bytes_text(0, false), "0 B");
+        assert_eq!(bytes_text(0, true), "not captured");
     }
     use candle_trace_schema::analysis::module_tree::trace_tree;
     use candle_trace_schema::analysis::modules::{module_rows, ModuleGrouping, ModuleRow};
