@@ -109,6 +109,11 @@ test('compare a baseline and a candidate by the pickers: every delta equals comp
   assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'compare');
   assert.equal(await page.getAttribute('[data-testid=document]', 'data-comparable'), 'true');
   assert.equal(await page.locator('[data-testid=compare-refusal]').count(), 0);
+  // The header lists each summary number that changed, in words, baseline → candidate.
+  for (const d of want.summary) {
+    assert.equal(await page.locator(`[data-testid=changed-${d.field}]`).count(), d.base === d.cand ? 0 : 1, d.field);
+  }
+  assert.equal(await page.textContent('[data-testid=changed-total_ns]'), '100 µs → 80.0 µs (−20.0%)measured total');
   await checkDeltas(page, want, 'picker');
   // New and vanished paths are marked.
   await openTab(page, 'paths');
@@ -155,6 +160,7 @@ test('differing meta is refused naming the field and values; compare anyway show
   assert.equal(await item.getAttribute('data-base'), m.base);
   assert.equal(await item.getAttribute('data-cand'), m.cand);
   assert.equal(await page.locator('[data-testid=compare-deltas]').count(), 0, 'no deltas before compare anyway');
+  assert.equal(await page.locator('[data-testid^=changed-]').count(), 0, 'no changed numbers in the header before compare anyway');
   await page.screenshot({ path: join(artifacts, 'compare-refused.png'), fullPage: true });
   await page.click('[data-testid=compare-anyway]');
   await page.waitForSelector('[data-testid=compare-deltas]');

@@ -557,9 +557,10 @@ pub fn CompareView(
         >
             <header class="doc-header">
                 <h2>{title}</h2>
-                {(!changed.is_empty()).then(|| view! {
+                // The numbers that changed, once the sides are comparable (or compared anyway).
+                {move || ((comparable || forced.get()) && !changed.is_empty()).then(|| view! {
                     <section class="cards changed-numbers" aria-label="changed summary numbers">
-                        {changed.into_iter().map(|(field, label, text)| view! {
+                        {changed.clone().into_iter().map(|(field, label, text)| view! {
                             <div class="card" data-testid=format!("changed-{field}")>
                                 <div class="card-value">{text}</div>
                                 <div class="card-label">{label}</div>
