@@ -37,7 +37,7 @@ async function dropOn(page, selector, file) {
 /** The viewer's classification of a path (model/compare.rs: change_of, 1% threshold). */
 function changeOf(p) {
   if (p.presence === 'new') return 'new';
-  if (p.presence === 'vanished') return 'faster';
+  if (p.presence === 'vanished') return 'vanished';
   if (p.percent != null && Math.abs(p.percent) < 1) return 'unchanged';
   if (p.delta_ns < 0) return 'faster';
   if (p.delta_ns > 0) return 'slower';
@@ -87,9 +87,10 @@ async function checkDeltas(page, want, how) {
   assert.deepEqual(grads, want.gradients.map((g) => ({
     param: `${g.root}/${g.key}`, base: g.base ?? 'none', cand: g.cand ?? 'none',
   })), `${how}: gradients`);
-  // The timeline legend counts candidate spans per change of their path.
-  const counts = { faster: 0, slower: 0, unchanged: 0, new: 0 };
-  for (const p of want.paths) counts[changeOf(p)] += p.cand_count;
+  // The timeline legend counts candidate spans per change of their path (vanished paths: the
+  // baseline's spans).
+  const counts = { faster: 0, slower: 0, unchanged: 0, new: 0, vanished: 0 };
+  for (const p of want.paths) counts[changeOf(p)] += p.presence === 'vanished' ? p.base_count : p.cand_count;
   for (const [change, n] of Object.entries(counts)) {
     assert.equal(await page.getAttribute(`[data-testid=change-${change}]`, 'data-value'), String(n),
       `${how}: spans ${change}`);
@@ -108,6 +109,11 @@ test('compare a baseline and a candidate by the pickers: every delta equals comp
   assert.equal(await page.getAttribute('[data-testid=document]', 'data-format'), 'compare');
   assert.equal(await page.getAttribute('[data-testid=document]', 'data-comparable'), 'true');
   assert.equal(await page.locator('[data-testid=compare-refusal]').count(), 0);
+  // The header lists each summary number that changed, in words, baseline → candidate.
+  for (const d of want.summary) {
+    assert.equal(await page.locator(`[data-testid=changed-${d.field}]`).count(), d.base === d.cand ? 0 : 1, d.field);
+  }
+  assert.equal(await page.textContent('[data-testid=changed-total_ns]'), '100 µs → 80.0 µs (−20.0%)measured total');
   await checkDeltas(page, want, 'picker');
   // New and vanished paths are marked.
   await openTab(page, 'paths');
@@ -154,6 +160,7 @@ test('differing meta is refused naming the field and values; compare anyway show
   assert.equal(await item.getAttribute('data-base'), m.base);
   assert.equal(await item.getAttribute('data-cand'), m.cand);
   assert.equal(await page.locator('[data-testid=compare-deltas]').count(), 0, 'no deltas before compare anyway');
+  assert.equal(await page.locator('[data-testid^=changed-]').count(), 0, 'no changed numbers in the header before compare anyway');
   await page.screenshot({ path: join(artifacts, 'compare-refused.png'), fullPage: true });
   await page.click('[data-testid=compare-anyway]');
   await page.waitForSelector('[data-testid=compare-deltas]');

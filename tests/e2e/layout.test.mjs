@@ -628,3 +628,183 @@ test('keys work after a click on the minimap or the memory strip; ? lists every 
   assert.deepEqual(seen.errors, []);
   await page.close();
 });
+
+/** Every header part's height, the header's, the top bar's and where the load timings are. */
+async function headerBoxes(page) {
+  return page.evaluate(() => {
+    const header = document.querySelector('.doc-header');
+    // The header's parts: its lines that hold one thing (a line of several parts, such as the
+    // numbers' strip beside the capture chips, may wrap between them), each part of a line.
+    const parts = [...header.querySelectorAll(':scope > :not(.doc-line), .run-header, .doc-line > *')]
+      .filter((e) => e.getClientRects().length > 0)
+      .map((e) => ({ what: `${e.tagName.toLowerCase()}.${e.className}`, h: Math.round(e.getBoundingClientRect().height) }));
+    const timings = document.querySelector('[data-testid=load-timings]');
+    return {
+      header: Math.round(header.getBoundingClientRect().height),
+      parts,
+      timingsInTopbar: Boolean(timings?.closest('.topbar')),
+      timingsTitle: timings?.getAttribute('title') ?? '',
+      timingsHeight: Math.round(timings?.getBoundingClientRect().height ?? -1),
+    };
+  });
+}
+
+test('a compact header in every view at 1280×720: each part one line, the load timings a few words in the top bar', async () => {
+  const views = [
+    ...VIEWS,
+    ['profile', async (page) => openByPicker(page, join(fixtures, 'serving', 'batched.profile.jsonl'))],
+  ];
+  for (const [name, open] of views) {
+    const { page, seen } = await openPage('/', { width: 1280, height: 720 });
+    await open(page);
+    const b = await headerBoxes(page);
+    const label = `${name}: ${JSON.stringify(b)}`;
+    // One line is at most 30 px (a 14 px font, a chip's border); no part takes two.
+    for (const p of b.parts) assert.ok(p.h <= 30, `${p.what} is ${p.h} px high: ${label}`);
+    // At most three lines: identity, numbers, capture chips.
+    assert.ok(b.header <= 3 * 30, `header ${b.header} px: ${label}`);
+    // One file's view says how long it took to open (a set's views do not time their load).
+    if (name === 'trace' || name === 'profile') {
+      assert.ok(b.timingsInTopbar && b.timingsHeight <= 30, label);
+      assert.match(b.timingsTitle, /^Opened .* in .*: .*read .* laid out in/, label);
+    }
+    assert.deepEqual(seen.errors, [], name);
+    await page.close();
+  }
+});
+
+test('the header: a capture warning is a chip, and its dropdowns open one at a time inside the window', async () => {
+  const { page, seen } = await openPage('/', { width: 1280, height: 720 });
+  await openByPicker(page, join(fixtures, 'modules', 'llama_modules.trace6.jsonl'));
+  // The warning is folded into a chip whose dropdown holds the text.
+  assert.equal(await page.textContent('[data-testid=capture-alerts] > summary'), '1 capture warning');
+  assert.equal(await page.locator('[data-testid=capture-warning]').isVisible(), false);
+  await page.click('[data-testid=capture-alerts] > summary');
+  assert.equal(await page.locator('[data-testid=capture-warning]').isVisible(), true);
+  await page.click('[data-testid=run-details] > summary');
+  await page.click('[data-testid=diagnostics] > summary');
+  const open = await page.$$eval('.doc-header details[open]', (els) => els.map((e) => e.dataset.testid));
+  assert.deepEqual(open, ['diagnostics']);
+  // Its table inside the window, its column headers each on one line, none clipped.
+  const box = await page.locator('[data-testid=diagnostics] > table').boundingBox();
+  assert.ok(box.x >= 0 && box.x + box.width <= 1280, JSON.stringify(box));
+  const ths = await page.$$eval('[data-testid=diagnostics] th', (els) => els.map((e) => ({
+    t: e.textContent, sw: e.scrollWidth, cw: e.clientWidth, h: e.getBoundingClientRect().height,
+  })));
+  for (const th of ths) assert.ok(th.sw <= th.cw && th.h <= 30, JSON.stringify(th));
+  // With the allocator off, no "0 B" or 0 allocations: not captured.
+  for (const f of ['alloc_count', 'free_count', 'peak_bytes']) {
+    assert.match(await page.textContent(`[data-testid=summary-${f}]`), /not captured/, f);
+  }
+  await openTab(page, 'modules');
+  // The allocator and the graph were off: the modules' bytes say not captured, not 0 B.
+  for (const what of ['alloc', 'graph']) {
+    const shown = await page.$$eval(`[data-testid=module-${what}]`, (els) => els.map((e) => e.textContent));
+    assert.ok(shown.length > 0 && shown.every((t) => t === 'not captured'), `${what}: ${shown.join()}`);
+  }
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+/** One-word texts (no space, under 40 characters) in `selector` that take two lines. */
+async function brokenWords(page, selector) {
+  return page.$$eval(selector, (els) => els.flatMap((e) => {
+    const walk = document.createTreeWalker(e, NodeFilter.SHOW_TEXT);
+    const broken = [];
+    for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+      const text = t.textContent.trim();
+      if (!text || /\s/.test(text) || text.length >= 40) continue;
+      const r = document.createRange();
+      r.selectNodeContents(t);
+      const lines = new Set([...r.getClientRects()].map((x) => Math.round(x.top)));
+      if (lines.size > 1) broken.push(text);
+    }
+    return broken;
+  }));
+}
+
+test('tables break names only between words and never a column header (ops tab, span details, compare, several files)', async () => {
+  for (const [width, height] of [[1440, 900], [1280, 720]]) {
+    const { page, seen } = await openPage('/', { width, height });
+    await openByPicker(page, TRAIN);
+    await openTab(page, 'ops');
+    // The selected span's details (with its ops table) beside the tab.
+    await page.click('[data-testid=op-row]');
+    for (const sel of ['.tab-panel th', '.tab-panel td']) {
+      assert.deepEqual(await brokenWords(page, sel), [], `${width}: ${sel}`);
+    }
+    const clipped = await page.$$eval('.tab-panel thead th', (els) => els
+      .filter((e) => e.getClientRects().length && e.scrollWidth > e.clientWidth).map((e) => e.textContent));
+    assert.deepEqual(clipped, [], `${width}: clipped headers`);
+    await page.close();
+    const multi = await openPage('/', { width, height });
+    const n = await loadSeq(multi.page);
+    await multi.page.setInputFiles('[data-testid=file-input]', [join(fixtures, 'modules', 'llama_modules.trace6.jsonl'),
+      join(fixtures, 'modules', 'mistral_names.trace6.jsonl')]);
+    await waitNextDocument(multi.page, n);
+    await openTab(multi.page, 'files');
+    assert.deepEqual(await brokenWords(multi.page, '[data-testid=multi-summary] th'), [], `${width}: file names`);
+    // Columns are labelled in words, the totals by their rule.
+    const heads = await multi.page.$$eval('[data-testid=multi-summary] thead th', (els) => els.map((e) => e.textContent));
+    assert.deepEqual(heads, ['file', 'measured total', 'ops', 'spans', 'root spans', 'max depth', 'allocs', 'frees', 'peak memory']);
+    assert.match(await multi.page.textContent('[data-testid=multi-total-max_depth]'), /^max \d+$/);
+    assert.match(await multi.page.textContent('[data-testid=multi-total-total_ns]'), /^span /);
+    assert.match(await multi.page.textContent('[data-testid=multi-0-peak_bytes]'), /not captured/);
+    assert.deepEqual(seen.errors.concat(multi.seen.errors), []);
+    await multi.page.close();
+  }
+});
+
+test('the memory lane\'s legend covers no curve and has an opaque background; a range leaves the toolbar in place', async () => {
+  for (const theme of ['light', 'dark']) {
+    const { page, seen } = await openPage('/', { width: 1280, height: 720 });
+    await page.emulateMedia({ colorScheme: theme });
+    await openByPicker(page, TRAIN);
+    const legend = await page.evaluate(() => {
+      const l = document.querySelector('[data-testid=memory-legend]');
+      const c = document.querySelector('[data-testid=memory-curve]').getBoundingClientRect();
+      const b = l.getBoundingClientRect();
+      return { bg: getComputedStyle(l).backgroundColor, overlap: b.top < c.bottom && b.bottom > c.top, h: b.height };
+    });
+    // rgb(...) is opaque; rgba(..., a < 1) or transparent is not.
+    assert.match(legend.bg, /^rgb\(/, `${theme}: ${JSON.stringify(legend)}`);
+    assert.ok(!legend.overlap && legend.h <= 20, `${theme}: ${JSON.stringify(legend)}`);
+    // A range: the toolbar keeps its height and the chart its place.
+    const before = await page.locator('[data-testid=timeline-canvas]').boundingBox();
+    const toolbar = await page.locator('.chart-toolbar').boundingBox();
+    // Shift+drag over the chart selects a range.
+    await page.keyboard.down('Shift');
+    await page.mouse.move(before.x + before.width * 0.25, before.y + 60);
+    await page.mouse.down();
+    await page.mouse.move(before.x + before.width * 0.6, before.y + 60, { steps: 4 });
+    await page.mouse.up();
+    await page.keyboard.up('Shift');
+    await page.waitForSelector('[data-testid=range-bar]');
+    assert.equal((await page.locator('.chart-toolbar').boundingBox()).height, toolbar.height, `${theme}: the toolbar grew`);
+    assert.equal(await page.locator('[data-testid=range-clear-chart]').isVisible(), true);
+    const after = await page.locator('[data-testid=timeline-canvas]').boundingBox();
+    assert.equal(after.y, before.y, `${theme}: the chart moved`);
+    assert.deepEqual(seen.errors, []);
+    await page.close();
+  }
+});
+
+test('the panel dragged to the top leaves the chart at least 40% of the main area', async () => {
+  for (const [width, height] of [[1440, 900], [1280, 720]]) {
+    const { page, seen } = await openPage('/', { width, height });
+    await openByPicker(page, join(fixtures, 'modules', 'llama_modules.trace6.jsonl'));
+    const splitter = await page.locator('[data-testid=panel-splitter]').boundingBox();
+    await page.mouse.move(splitter.x + splitter.width / 2, splitter.y + 3);
+    await page.mouse.down();
+    await page.mouse.move(splitter.x + splitter.width / 2, 0, { steps: 5 });
+    await page.mouse.up();
+    const g = await page.evaluate(() => ({
+      main: document.querySelector('main').getBoundingClientRect().height,
+      chart: document.querySelector('.chart-area').getBoundingClientRect().height,
+      canvas: document.querySelector('[data-testid=timeline-canvas]').getBoundingClientRect().height,
+    }));
+    assert.ok(g.chart >= 0.4 * g.main && g.canvas >= 120, `${width}×${height}: ${JSON.stringify(g)}`);
+    assert.deepEqual(seen.errors, []);
+    await page.close();
+  }
+});

@@ -416,6 +416,7 @@ pub fn App() -> impl IntoView {
             <ComparePicker on_open=on_compare />
             <span class="hint" title="several files at once: the steps of one run, or one lane group each">"or drop files anywhere"</span>
             <span class="spacer"></span>
+            {move || last_load.get().map(|t| view! { <LoadTimingsLine timings=t /> })}
             <button type="button" data-testid="shortcuts-open" aria-haspopup="dialog"
                 aria-label="keyboard shortcuts" on:click=move |_| help.update(|h| *h = !*h)>"?"</button>
             <ThemeToggle choice=theme_choice />
@@ -456,7 +457,6 @@ pub fn App() -> impl IntoView {
             data-load-seq=move || load_seq.get().to_string()
             data-shown-seq=move || shown_seq.get().to_string()
         >
-            {move || last_load.get().map(|t| view! { <LoadTimingsLine timings=t /> })}
             {move || match opened.get() {
                 None => view! { <Welcome /> }.into_any(),
                 Some((name, Opened::Trace(model))) => {
@@ -511,7 +511,8 @@ impl std::ops::Deref for ShownTimings {
     }
 }
 
-/// One line saying how long opening the file took and where (benchmarks read its data-*).
+/// How long opening the file took, in the top bar: the total in a few words, the breakdown
+/// (each stage and where it ran) in its tooltip (benchmarks read its data-*).
 #[component]
 fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
     // The timings come from a millisecond clock (`Date.now()`): 0 is under a millisecond, not
@@ -567,10 +568,12 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
             ms(timings.layout_ms),
         )
     };
+    let short = format!("opened {} in {}", format_bytes(timings.bytes), ms(total));
     view! {
-        <p
+        <span
             class="load-timings"
             data-testid="load-timings"
+            title=text
             data-in-worker=timings.in_worker.to_string()
             data-bytes=timings.bytes.to_string()
             data-start-ms=format!("{:.1}", timings.start_ms)
@@ -583,8 +586,8 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
             data-handover-ms=format!("{:.1}", timings.handover_ms)
             data-layout-ms=format!("{:.1}", timings.layout_ms)
         >
-            {text}
-        </p>
+            {short}
+        </span>
     }
 }
 

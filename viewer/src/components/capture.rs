@@ -2,12 +2,14 @@
 
 use leptos::prelude::*;
 
+use super::header::HEADER_POPOVERS;
 use super::TraceContext;
-use crate::model::capture::NOT_STATED;
+use crate::model::capture::{CapturePanel, NOT_STATED};
 
-/// The "captured" line near the summary cards: each source on or off with its event count
-/// (`data-testid="capture-source"`, `data-source`, `data-on`, `data-value`), dropped events
-/// and every capture warning; "capture sources not stated" for files without the line.
+/// The "captured" chips of the header: each source on or off with its event count
+/// (`data-testid="capture-source"`, `data-source`, `data-on`, `data-value`), then one chip
+/// counting the dropped events and capture warnings, which opens them; "capture sources not
+/// stated" for files without the line.
 #[component]
 pub fn CaptureSourcesView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
@@ -39,15 +41,30 @@ pub fn CaptureSourcesView() -> impl IntoView {
                     }.into_any()
                 }}
             </div>
-            {c.dropped.clone().map(|d| view! {
-                <p class="capture-warning" data-testid="capture-dropped" data-value=c.events_dropped.to_string()>{d}</p>
-            })}
-            {c.warnings.iter().map(|w| view! {
-                <p class="capture-warning" role="alert" data-testid="capture-warning">"Capture warning: " {w.clone()}</p>
-            }).collect_view()}
+            {capture_alerts(&c)}
         </section>
     }
     .into_any()
+}
+
+/// The chip `2 capture warnings` (dropped events count as one), whose dropdown lists them
+/// (`data-testid="capture-dropped"`, `capture-warning`); nothing when there are none.
+fn capture_alerts(c: &CapturePanel) -> Option<impl IntoView> {
+    c.alerts_label().map(|label| {
+        view! {
+            <details class="capture-alerts dropdown" name=HEADER_POPOVERS data-testid="capture-alerts">
+                <summary class="capture-warning-chip">{label}</summary>
+                <div class="dropdown-body">
+                    {c.dropped.clone().map(|d| view! {
+                        <p class="capture-warning" data-testid="capture-dropped" data-value=c.events_dropped.to_string()>{d}</p>
+                    })}
+                    {c.warnings.iter().map(|w| view! {
+                        <p class="capture-warning" role="alert" data-testid="capture-warning">"Capture warning: " {w.clone()}</p>
+                    }).collect_view()}
+                </div>
+            </details>
+        }
+    })
 }
 
 /// A panel's "not captured (<source> off)" in place of a 0.

@@ -14,6 +14,7 @@ use crate::timeline::minimap::window_on_minimap;
 use crate::timeline::palette::{axis_color, device_color, highlight_color, merged_fill, Theme};
 use crate::timeline::raster::{rgb, Raster};
 use crate::timeline::scene::{minimap_rects, Rect, Scene, SpanSource, MINIMAP_PX};
+use crate::timeline::ticks::label_x;
 use crate::timeline::viewport::Viewport;
 
 /// Height of the memory strip.
@@ -192,7 +193,8 @@ pub(super) fn paint(
     ctx.set_font("11px system-ui, sans-serif");
     ctx.set_fill_style_str(axis_color(theme));
     for t in &s.ticks {
-        let _ = ctx.fill_text(&t.label, t.x.round() + 3.5, axis - 8.0);
+        let label_w = ctx.measure_text(&t.label).map_or(0.0, |m| m.width());
+        let _ = ctx.fill_text(&t.label, label_x(t.x, label_w, width), axis - 8.0);
     }
     if !s.headers.is_empty() {
         ctx.set_font("bold 12px system-ui, sans-serif");

@@ -25,6 +25,7 @@ use crate::model::compare::{
 use crate::model::links::{op_group_spans, parameter_spans, path_spans, peak_spans};
 use crate::model::panel::{Tab, ViewKind};
 use crate::model::sort::SortState;
+use crate::model::summary::trace_label;
 use crate::timeline::palette::Theme;
 
 /// The first file of an input's or a drop's file list.
@@ -160,7 +161,7 @@ fn SummaryDeltas(
                                 data-cand=s.cand.to_string()
                                 data-percent=percent_attr(s.percent)
                             >
-                                <th scope="row">{s.field}</th>
+                                <th scope="row" title=s.field>{trace_label(s.field).to_string()}</th>
                                 <td class="num">{fmt(s.base)}</td>
                                 <td class="num">{fmt(s.cand)}</td>
                                 <td class="num">{delta}</td>
@@ -515,6 +516,7 @@ pub fn CompareView(
     let c = Arc::new(model.comparison.clone());
     let comparable = model.refusal.is_none();
     let title = format!("{} compared with {}", model.cand_name, model.base_name);
+    let changed = model.changed_numbers();
     let refusal = model.refusal.clone().map(|text| {
         let mismatches = c.mismatches.clone();
         view! {
@@ -620,7 +622,7 @@ pub fn CompareView(
                     <div class="chart-area compare-timeline">
                         <FlameChart groups=groups offsets=offsets colours=colours theme=theme files=files page=page>
                             <ul class="legend" aria-label="change legend"
-                                title="counts: candidate spans; each span takes its name path's change (a vanished path's baseline spans count as faster); grey = merged spans of mixed changes">
+                                title="counts: candidate spans (vanished: the baseline's spans of paths the candidate lacks); each span takes its name path's change; grey = merged spans of mixed changes">
                                 {Change::ALL.iter().zip(counts).map(|(ch, n)| {
                                     let ch = *ch;
                                     view! {
@@ -659,6 +661,17 @@ pub fn CompareView(
         >
             <header class="doc-header">
                 <h2>{title}</h2>
+                // The numbers that changed, once the sides are comparable (or compared anyway).
+                {move || ((comparable || forced.get()) && !changed.is_empty()).then(|| view! {
+                    <section class="cards changed-numbers" aria-label="changed summary numbers">
+                        {changed.clone().into_iter().map(|(field, label, text)| view! {
+                            <div class="card" data-testid=format!("changed-{field}")>
+                                <div class="card-value">{text}</div>
+                                <div class="card-label">{label}</div>
+                            </div>
+                        }).collect_view()}
+                    </section>
+                })}
                 {refusal}
                 {move || (forced.get() && !comparable).then(|| view! {
                     <p class="untrusted" data-testid="compare-forced">"Compared anyway: the meta above differ, so read the deltas with care."</p>

@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 
+use super::header::HEADER_POPOVERS;
 use crate::model::diagnostics::DiagnosticsPanel;
 
 /// Every diagnostic with its line (`data-testid="diagnostic"`, `data-line`, `data-severity`);
@@ -28,7 +29,8 @@ pub fn Diagnostics(
                     </div>
                 }
             })}
-        <details class="diagnostics" open=!empty && !collapsed data-testid="diagnostics">
+        <details class="diagnostics" open=!empty && !collapsed name=collapsed.then_some(HEADER_POPOVERS)
+            data-testid="diagnostics">
             <summary>"Diagnostics: " {if empty { "none".to_string() } else { headline }}</summary>
             <table>
                 <thead>

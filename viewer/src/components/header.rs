@@ -10,6 +10,10 @@ use crate::model::findings::FindingsPanel;
 use crate::model::header::RunHeader;
 use crate::model::panel::Tab;
 
+/// The `name` shared by the header's dropdowns (run details, diagnostics, capture warnings): the
+/// browser keeps at most one of them open, so their bodies never cover each other.
+pub const HEADER_POPOVERS: &str = "header-popover";
+
 /// Facts shown on the header's line; the rest (and the tags) are under "run details".
 const INLINE_FACTS: [&str; 4] = ["phase", "device", "capture step", "timing mode"];
 
@@ -40,7 +44,7 @@ pub fn RunHeaderView(
             <dl class="facts inline-facts">
                 {inline.into_iter().map(|(k, v)| view! { <div><dt>{k}</dt><dd>{v}</dd></div> }).collect_view()}
             </dl>
-            <details class="run-details dropdown" data-testid="run-details">
+            <details class="run-details dropdown" name=HEADER_POPOVERS data-testid="run-details">
                 <summary>"run details"</summary>
                 <div class="dropdown-body">
                     <dl class="facts">

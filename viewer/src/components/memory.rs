@@ -70,7 +70,7 @@ fn MemoryRunView() -> impl IntoView {
             </table>
             <h4>{format!("Largest of {} allocations live at the peak", m.live_count)}</h4>
             <table>
-                <thead><tr><th scope="col">"tensor"</th><th scope="col">"bytes"</th><th scope="col">"category"</th><th scope="col">"allocated in"</th></tr></thead>
+                <thead><tr><th scope="col">"tensor"</th><th scope="col">"bytes"</th><th scope="col">"category"</th><th scope="col" title="the module (or span) the allocation was made in, then its op">"allocated in"</th></tr></thead>
                 <tbody
                     node_ref=links.body()
                     on:click=move |ev| links.on_click(&ev)
@@ -216,7 +216,7 @@ fn MemoryChartsRunView() -> impl IntoView {
             {(!charts.reconcile.is_empty()).then(|| {
                 let max = charts.max_unexplained.clone();
                 view! {
-                    <h4>"Memory no recorded allocation explains"</h4>
+                    <h4>"Device memory not explained by recorded allocations"</h4>
                     {max.map(|m| view! {
                         <p data-testid="memory-unexplained-max" data-value=m.gap.unexplained_bytes.to_string()
                             data-time=m.gap.timestamp_ns.to_string() data-device=m.gap.device.clone()>

@@ -9,7 +9,7 @@ use wasm_bindgen::JsCast;
 use hashbrown::HashSet;
 
 use candle_trace_schema::analysis::modules::ModuleGrouping;
-use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::units::format_ns;
 
 use super::profile::ProfileLinks;
 use super::rows::{
@@ -18,7 +18,7 @@ use super::rows::{
 use super::sortable::sort_header;
 use super::tables::ShowAllRows;
 use super::{PageState, TabStates, TraceContext};
-use crate::model::module_tree::{KeyStyle, ModuleTree, TreeColumn, TreeRow};
+use crate::model::module_tree::{bytes_text, KeyStyle, ModuleTree, TreeColumn, TreeRow};
 use crate::model::modules::{NO_MODULE_SPANS, SHOWN_ROWS};
 use crate::model::profile_links::module_range_text;
 use crate::model::profile_modules::NO_PROFILE_MODULE_SPANS;
@@ -226,6 +226,8 @@ pub fn ModulesTab() -> impl IntoView {
             t.gradients_note.clone(),
         ]
     };
+    // Bytes whose source was off say so rather than 0.
+    let (allocs_off, graph_off) = (notes[0].is_some(), notes[1].is_some());
     let coverage = model.modules().coverage.clone();
     let backward_note = model.modules().backward_note;
     let header =
@@ -357,8 +359,8 @@ pub fn ModulesTab() -> impl IntoView {
                                         {node.share_text()}
                                     </td>
                                     {node.extras.clone().map(|e| view! {
-                                        <td class="num" data-testid="module-alloc" data-value=e.alloc_bytes.to_string()>{format_bytes(e.alloc_bytes)}</td>
-                                        <td class="num" data-testid="module-graph" data-value=e.graph_bytes.to_string()>{format_bytes(e.graph_bytes)}</td>
+                                        <td class="num" data-testid="module-alloc" data-value=e.alloc_bytes.to_string()>{bytes_text(e.alloc_bytes, allocs_off)}</td>
+                                        <td class="num" data-testid="module-graph" data-value=e.graph_bytes.to_string()>{bytes_text(e.graph_bytes, graph_off)}</td>
                                         <td class="num" data-testid="module-params" data-value=e.param_bytes.map(|b| b.to_string()).unwrap_or_default()>{e.params_text()}</td>
                                         <td class:problem={e.gradients.problems() > 0} data-testid="module-gradients"
                                             data-present=e.gradients.present.to_string() data-missing=e.gradients.missing.to_string()

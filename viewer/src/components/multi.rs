@@ -10,15 +10,18 @@ use candle_trace_schema::analysis::summary::TraceSummary;
 use candle_trace_schema::format::detect::AnyDocument;
 use candle_trace_schema::format::document::TraceDocument;
 
+use super::cards::SummaryCards;
 use super::panel::TabPanel;
 use super::rows::LinkedRows;
 use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart, PassLegend};
 use super::{PageState, TraceContext};
 use crate::load::{LoadError, Source};
 use crate::model::links::root_spans;
-use crate::model::multi::{offset_ns_of_us_text, total_rule, us_text_of_offset_ns, MultiModel};
+use crate::model::multi::{
+    offset_ns_of_us_text, total_cards, total_rule, us_text_of_offset_ns, MultiModel,
+};
 use crate::model::panel::{Tab, ViewKind};
-use crate::model::summary::trace_cards;
+use crate::model::summary::{trace_cards, SummaryCard};
 use crate::timeline::layout::ChartLayout;
 use crate::timeline::palette::Theme;
 use crate::worker::{self, Stage};
@@ -61,27 +64,21 @@ pub async fn load_traces(
     Ok(docs)
 }
 
-const FIELDS: [&str; 8] = [
-    "total_ns",
-    "op_count",
-    "span_count",
-    "root_span_count",
-    "max_depth",
-    "alloc_count",
-    "free_count",
-    "peak_bytes",
-];
-
-/// One row of the summary table: the eight numbers as cards (value and display).
-fn cells(s: &TraceSummary, testid_prefix: String) -> impl IntoView {
-    let cards = trace_cards(s);
-    FIELDS
+/// One row of the summary table: the eight numbers as cards (value and display), each cell
+/// titled with `title` of its field (the total's rule) when given.
+fn cells(
+    cards: &[SummaryCard],
+    testid_prefix: &str,
+    title: Option<fn(&str) -> &'static str>,
+) -> impl IntoView {
+    cards
         .iter()
-        .map(|f| {
-            let card = cards.iter().find(|c| c.field == *f).cloned();
-            let (value, display) = card.map_or((0, String::new()), |c| (c.value, c.display));
+        .map(|c| {
             view! {
-                <td class="num" data-testid=format!("{testid_prefix}-{f}") data-value=value.to_string()>{display}</td>
+                <td class="num" class:not-captured=c.not_captured.is_some()
+                    title=title.map(|t| t(&c.field))
+                    data-not-captured=c.not_captured.clone()
+                    data-testid=format!("{testid_prefix}-{}", c.field) data-value=c.value.to_string()>{c.display.clone()}</td>
             }
         })
         .collect_view()
@@ -129,6 +126,7 @@ pub fn MultiView(
         })
     };
     let n = model.files.len();
+    let header_model = model.clone();
     let page = PageState::new(ViewKind::Multi, &files);
     provide_context(page);
     // A file's row (in either tab) links to its lane group: its root spans.
@@ -162,7 +160,9 @@ pub fn MultiView(
                     <table data-testid="multi-summary">
                         <thead><tr>
                             <th scope="col">"file"</th>
-                            {FIELDS.iter().map(|f| view! { <th scope="col" class="num">{*f}</th> }).collect_view()}
+                            {trace_cards(&TraceSummary::default()).into_iter().map(|c| view! {
+                                <th scope="col" class="num" title=c.field>{c.label}</th>
+                            }).collect_view()}
                         </tr></thead>
                         <tbody
                             node_ref=links.body()
@@ -177,29 +177,25 @@ pub fn MultiView(
                                     class:linked=move || links.linked(i)
                                     data-linked=move || links.linked(i).to_string()>
                                     <th scope="row">{f.name.clone()}</th>
-                                    {cells(&f.summary, format!("multi-{i}"))}
+                                    {cells(&f.model.cards, &format!("multi-{i}"), None)}
                                 </tr>
                             }).collect_view()}
                         </tbody>
                         <tfoot>
                             <tr data-testid="multi-total">
                                 <th scope="row">"total"</th>
-                                {move || {
-                                    let t = totals.get();
-                                    let cards = trace_cards(&t);
-                                    FIELDS.iter().map(|f| {
-                                        let card = cards.iter().find(|c| c.field == *f).cloned();
-                                        let (value, display) = card.map_or((0, String::new()), |c| (c.value, c.display));
-                                        view! {
-                                            <td class="num" title=total_rule(f) data-testid=format!("multi-total-{f}") data-value=value.to_string()>{display}</td>
-                                        }
-                                    }).collect_view()
-                                }}
+                                {
+                                    let model = model.clone();
+                                    move || {
+                                        let files: Vec<&[SummaryCard]> = model.files.iter().map(|f| f.model.cards.as_slice()).collect();
+                                        cells(&total_cards(&totals.get(), &files), "multi-total", Some(total_rule))
+                                    }
+                                }
                             </tr>
                         </tfoot>
                     </table>
                     <p class="muted">
-                        "Totals: counts are summed; max_depth and peak_bytes are the largest file's (peaks of different files happen at unrelated times); total_ns is the wall span from the earliest measured span start to the latest measured span end with the files aligned as in the alignment tab."
+                        "Totals: counts are summed; max depth and peak memory are the largest file's (max: peaks of different files happen at unrelated times); the measured total is the wall span (span) from the earliest measured span start to the latest measured span end, with the files aligned as in the alignment tab. A number no file captured says not captured."
                     </p>
                 </section>
             }
@@ -280,6 +276,11 @@ pub fn MultiView(
         <section class="app-view" data-testid="document" data-format="multi" data-files=n.to_string()>
             <header class="doc-header">
                 <h2>{format!("{n} traces on one time axis")}</h2>
+                // The files' totals (as in the files tab), following the alignment.
+                {move || {
+                    let files: Vec<&[SummaryCard]> = header_model.files.iter().map(|f| f.model.cards.as_slice()).collect();
+                    view! { <SummaryCards cards=total_cards(&totals.get(), &files) /> }
+                }}
             </header>
             <div class="chart-area">
                 <FlameChart groups=groups offsets=offsets colours=colours theme=theme files=files page=page>

@@ -741,11 +741,15 @@ pub fn FlameChart(
                 >
                     "Fit"
                 </button>
-                {move || page.range.get().is_some().then(|| view! {
-                    <button type="button" data-testid="range-clear-chart" on:click=move |_| page.range.set(None)>
-                        "Clear range"
-                    </button>
-                })}
+                // Always in place (hidden without a range), so that adding a range does not
+                // move the toolbar's other items or the chart.
+                <button type="button" class="range-clear" data-testid="range-clear-chart"
+                    class:unset=move || page.range.get().is_none()
+                    disabled=move || page.range.get().is_none()
+                    aria-hidden=move || page.range.get().is_none().to_string()
+                    on:click=move |_| page.range.set(None)>
+                    "Clear range"
+                </button>
                 {children.map(|c| c())}
                 <span class="spacer"></span>
                 <span class="chart-hint muted">"Shift+drag: range · ? keys"</span>
@@ -802,7 +806,7 @@ pub fn FlameChart(
                 view! {
                     <div class="memory-strip">
                         <canvas class="memory-curve" node_ref=memory_ref style:height=format!("{MEMORY_PX}px") data-testid="memory-curve" aria-label="live bytes over time per device"></canvas>
-                        <ul class="legend" aria-label="memory legend">
+                        <ul class="legend" aria-label="memory legend" data-testid="memory-legend">
                             <li>"live memory:"</li>
                             {memory_legend.into_iter().map(|(i, device, peak)| view! {
                                 <li>

@@ -42,6 +42,16 @@ pub struct CapturePanel {
 }
 
 impl CapturePanel {
+    /// The header chip's words: `2 capture warnings` (dropped events count as one warning),
+    /// `None` when there is nothing to warn about.
+    pub fn alerts_label(&self) -> Option<String> {
+        match self.warnings.len() + usize::from(self.dropped.is_some()) {
+            0 => None,
+            1 => Some("1 capture warning".to_string()),
+            n => Some(format!("{n} capture warnings")),
+        }
+    }
+
     /// The panel of `doc`.
     pub fn of(doc: &TraceDocument) -> Self {
         let not_captured = NotCaptured::of(doc);
@@ -128,6 +138,8 @@ mod tests {
             Some("events dropped: 3 (the writer's rings were full)")
         );
         assert_eq!(p.warnings, vec!["no tracing spans".to_string()]);
+        // One warning and the dropped events: two in the header's chip.
+        assert_eq!(p.alerts_label().as_deref(), Some("2 capture warnings"));
         // No ops with layer_ops off; allocator on with no events is a true 0; gradients not
         // listed at all counts as off.
         assert_eq!(
@@ -148,6 +160,7 @@ mod tests {
         assert!(!p.stated);
         assert!(p.sources.is_empty());
         assert_eq!(p.dropped, None);
+        assert_eq!(p.alerts_label(), None);
         assert_eq!(p.not_captured.ops.as_deref(), Some("not captured"));
         assert_eq!(p.not_captured.memory.as_deref(), Some("not captured"));
         assert_eq!(p.not_captured.gradients.as_deref(), Some("not captured"));

@@ -14,6 +14,7 @@ use candle_trace_schema::analysis::compare::{
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 
+use super::summary::trace_label;
 use super::TraceModel;
 use crate::timeline::layout::align_at;
 use crate::timeline::palette::Theme;
@@ -32,24 +33,28 @@ pub enum Change {
     Unchanged,
     /// The path is only in the candidate.
     New,
+    /// The path is only in the baseline (its spans are drawn in the baseline's lanes).
+    Vanished,
 }
 
 impl Change {
     /// The legend's order.
-    pub const ALL: [Change; 4] = [
+    pub const ALL: [Change; 5] = [
         Change::Faster,
         Change::Slower,
         Change::Unchanged,
         Change::New,
+        Change::Vanished,
     ];
 
-    /// `faster`, `slower`, `unchanged` or `new`.
+    /// `faster`, `slower`, `unchanged`, `new` or `vanished`.
     pub fn as_str(self) -> &'static str {
         match self {
             Change::Faster => "faster",
             Change::Slower => "slower",
             Change::Unchanged => "unchanged",
             Change::New => "new",
+            Change::Vanished => "vanished",
         }
     }
 
@@ -60,6 +65,7 @@ impl Change {
             Change::Slower => "slower",
             Change::Unchanged => "within 1%",
             Change::New => "new in candidate",
+            Change::Vanished => "only in baseline",
         }
     }
 
@@ -69,11 +75,11 @@ impl Change {
     }
 }
 
-/// How one path changed (`Vanished` paths have no candidate span; they count as faster).
+/// How one path changed.
 pub fn change_of(p: &PathDelta) -> Change {
     match p.presence {
         Presence::New => Change::New,
-        Presence::Vanished => Change::Faster,
+        Presence::Vanished => Change::Vanished,
         Presence::Both => match p.percent {
             Some(pc) if pc.abs() < UNCHANGED_PERCENT => Change::Unchanged,
             _ if p.delta_ns < 0 => Change::Faster,
@@ -84,17 +90,20 @@ pub fn change_of(p: &PathDelta) -> Change {
 }
 
 /// The fill of a span block coloured by change. Blue/orange rather than green/red so that
-/// red-green colour-blind readers tell faster from slower; new is purple, unchanged grey.
+/// red-green colour-blind readers tell faster from slower; new is purple, vanished a dark
+/// teal (hatched nowhere: its own hue), unchanged grey.
 pub fn change_fill(change: Change, theme: Theme) -> &'static str {
     match (theme, change) {
         (Theme::Light, Change::Faster) => "#2f6fc0",
         (Theme::Light, Change::Slower) => "#d9600f",
         (Theme::Light, Change::Unchanged) => "#b4b9c0",
         (Theme::Light, Change::New) => "#8e44ad",
+        (Theme::Light, Change::Vanished) => "#0f766e",
         (Theme::Dark, Change::Faster) => "#4f8ad8",
         (Theme::Dark, Change::Slower) => "#e07a2c",
         (Theme::Dark, Change::Unchanged) => "#5a6069",
         (Theme::Dark, Change::New) => "#a45cc4",
+        (Theme::Dark, Change::Vanished) => "#2bb3a3",
     }
 }
 
@@ -234,12 +243,13 @@ pub struct CompareModel {
     pub baseline: Arc<TraceModel>,
     /// The candidate's view models (the chart's second lane group).
     pub candidate: Arc<TraceModel>,
-    /// The change of each baseline span (by its path; vanished paths count as faster).
+    /// The change of each baseline span (by its path).
     pub base_changes: Vec<Change>,
     /// The change of each candidate span.
     pub changes: Vec<Change>,
-    /// Candidate spans per change, in [`Change::ALL`] order (the legend's counts).
-    pub change_counts: [u64; 4],
+    /// Spans per change, in [`Change::ALL`] order (the legend's counts): the candidate's,
+    /// and for `Vanished` the baseline's (a vanished path has no candidate span).
+    pub change_counts: [u64; 5],
 }
 
 impl CompareModel {
@@ -254,8 +264,10 @@ impl CompareModel {
         let base_changes = span_changes(&base, &comparison);
         let refusal = (!comparison.is_comparable()).then(|| refusal_text(&comparison.mismatches));
         let changes = span_changes(&cand, &comparison);
-        let mut change_counts = [0u64; 4];
-        for c in &changes {
+        let mut change_counts = [0u64; 5];
+        // Candidate spans by change, and the baseline's spans of the paths that vanished.
+        let vanished = base_changes.iter().filter(|c| **c == Change::Vanished);
+        for c in changes.iter().chain(vanished) {
             if let Some(pos) = Change::ALL.iter().position(|x| x == c) {
                 change_counts[pos] += 1;
             }
@@ -271,6 +283,39 @@ impl CompareModel {
             changes,
             change_counts,
         }
+    }
+
+    /// The header's strip: each summary number that differs between the sides, as
+    /// (field, label, `100 µs → 80.0 µs (−20.0%)`), each side worded as its own card (`not
+    /// captured` where its source was off).
+    pub fn changed_numbers(&self) -> Vec<(&'static str, &'static str, String)> {
+        let shown = |m: &TraceModel, field: &str| {
+            m.cards
+                .iter()
+                .find(|c| c.field == field)
+                .map(|c| c.display.clone())
+                .unwrap_or_default()
+        };
+        self.comparison
+            .summary
+            .iter()
+            .filter(|s| s.base != s.cand)
+            .map(|s| {
+                let percent = s
+                    .percent
+                    .map(|_| format!(" ({})", percent_text(s.percent, Presence::Both)))
+                    .unwrap_or_default();
+                (
+                    s.field,
+                    trace_label(s.field),
+                    format!(
+                        "{} \u{2192} {}{percent}",
+                        shown(&self.baseline, s.field),
+                        shown(&self.candidate, s.field)
+                    ),
+                )
+            })
+            .collect()
     }
 
     /// The change of candidate span `i` (unchanged for an index out of range).
@@ -396,7 +441,7 @@ mod tests {
         assert_eq!(change_of(&delta("n", 0, 5, Presence::New)), Change::New);
         assert_eq!(
             change_of(&delta("v", 5, 0, Presence::Vanished)),
-            Change::Faster
+            Change::Vanished
         );
     }
 
@@ -414,8 +459,14 @@ mod tests {
             } else {
                 "#0f141a"
             };
-            // Faster, slower and new stand out from the page (3:1, WCAG for graphics).
-            for c in [Change::Faster, Change::Slower, Change::New] {
+            // Faster, slower, new and vanished stand out from the page (3:1, WCAG for
+            // graphics).
+            for c in [
+                Change::Faster,
+                Change::Slower,
+                Change::New,
+                Change::Vanished,
+            ] {
                 assert!(
                     contrast(change_fill(c, theme), bg) >= 3.0,
                     "{c:?} {theme:?}"
@@ -437,10 +488,30 @@ mod tests {
             assert_eq!(*change, change_of(p), "{path}");
             assert_ne!(p.presence, Presence::Vanished);
         }
-        assert_eq!(m.change_counts.iter().sum::<u64>(), doc.spans.len() as u64);
+        assert_eq!(
+            m.change_counts[..4].iter().sum::<u64>(),
+            doc.spans.len() as u64
+        );
         // The pair has a new path (only in the candidate) and faster ones.
         assert!(m.change_counts[3] > 0, "{:?}", m.change_counts);
         assert!(m.change_counts[0] > 0, "{:?}", m.change_counts);
+        // base.trace6.jsonl's one optimizer span vanished from the candidate.
+        assert_eq!(m.change_counts[4], 1, "{:?}", m.change_counts);
+    }
+
+    #[test]
+    fn the_header_names_the_numbers_that_changed() {
+        let (base, cand) = (fixture("base.trace6.jsonl"), fixture("cand.trace6.jsonl"));
+        let m = CompareModel::new("b".into(), base, "c".into(), cand);
+        let shown = m.changed_numbers();
+        // base: step 100 µs, 6 spans; cand: step 80 µs, 7 spans (fused_gelu new, sgd for
+        // optimizer); 3 ops on both sides.
+        let total = shown.iter().find(|(f, _, _)| *f == "total_ns").unwrap();
+        assert_eq!(total.1, "measured total");
+        assert_eq!(total.2, "100 µs \u{2192} 80.0 µs (\u{2212}20.0%)");
+        let spans = shown.iter().find(|(f, _, _)| *f == "span_count").unwrap();
+        assert_eq!(spans.2, "6 \u{2192} 7 (+16.7%)");
+        assert!(shown.iter().all(|(f, _, _)| *f != "op_count"));
     }
 
     #[test]
@@ -452,8 +523,8 @@ mod tests {
         // base.trace6.jsonl: step 100 µs → 80 µs in the candidate: faster on both sides.
         assert_eq!(m.side_change(0, side(b, "step")), Change::Faster);
         assert_eq!(m.side_change(1, side(c, "step")), Change::Faster);
-        // The baseline's optimizer span vanished (faster); the candidate's sgd is new.
-        assert_eq!(m.side_change(0, side(b, "opt")), Change::Faster);
+        // The baseline's optimizer span vanished; the candidate's sgd is new.
+        assert_eq!(m.side_change(0, side(b, "opt")), Change::Vanished);
         assert_eq!(m.side_change(1, side(c, "sgd")), Change::New);
         // Both measured regions start at 0: no offset. backward starts at 42 µs in the
         // baseline and 32 µs in the candidate: aligning on it moves the candidate 10 µs.

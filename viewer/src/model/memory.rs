@@ -112,10 +112,7 @@ impl MemoryPanel {
                     tensor_id: a.tensor_id.clone(),
                     bytes: format_bytes(a.bytes),
                     category: a.category.as_str(),
-                    origin: match &a.op_name {
-                        Some(op) => format!("{place} · {op}"),
-                        None => place.to_string(),
-                    },
+                    origin: origin_text(place, a.op_name.as_deref()),
                     span: span.map(|i| i as u32),
                 }
             })
@@ -133,9 +130,25 @@ impl MemoryPanel {
     }
 }
 
+/// Where an allocation was made: its module or span, then the op that made it (`block.0 ·
+/// matmul`); the name once when the op is the span itself (`add`, not `add · add`).
+pub fn origin_text(place: &str, op: Option<&str>) -> String {
+    match op {
+        Some(op) if op != place => format!("{place} · {op}"),
+        _ => place.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_origin_names_a_place_and_an_op_once_each() {
+        assert_eq!(origin_text("block.0", Some("matmul")), "block.0 · matmul");
+        assert_eq!(origin_text("add", Some("add")), "add");
+        assert_eq!(origin_text("step", None), "step");
+    }
 
     #[test]
     fn golden_memory_panel() {

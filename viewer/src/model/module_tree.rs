@@ -95,6 +95,16 @@ impl Extras {
     }
 }
 
+/// A node's bytes (allocated, graph), or `not captured` when their source was off (the tree's
+/// `alloc_note`, `graph_note`): a 0 that is no measurement.
+pub fn bytes_text(bytes: u64, not_captured: bool) -> String {
+    if not_captured {
+        crate::model::summary::NOT_CAPTURED.to_string()
+    } else {
+        format_bytes(bytes)
+    }
+}
+
 /// A share as the CLI writes it: `12.5%`, or `–` without a measured total.
 pub fn share_text(share: Option<f64>) -> String {
     share.map_or(String::from("–"), |s| format!("{:.1}%", s * 100.0))
@@ -493,6 +503,13 @@ impl ModuleLinks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_say_not_captured_when_their_source_was_off() {
+        assert_eq!(bytes_text(2048, false), "2.00 KiB");
+        assert_eq!(bytes_text(0, false), "0 B");
+        assert_eq!(bytes_text(0, true), "not captured");
+    }
     use candle_trace_schema::analysis::module_tree::trace_tree;
     use candle_trace_schema::analysis::modules::{module_rows, ModuleGrouping, ModuleRow};
 

@@ -23,6 +23,7 @@ use candle_trace_schema::analysis::summary::TraceSummary;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::profile::is_rfc3339;
 
+use super::summary::{trace_cards, SummaryCard, NOT_CAPTURED};
 use super::TraceModel;
 
 /// Unix nanoseconds of an RFC 3339 `date-time` (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`),
@@ -194,6 +195,33 @@ pub fn totals(files: &[FileTotalsInput]) -> TraceSummary {
         free_count: sum(|s| s.free_count),
         peak_bytes: max(|s| s.peak_bytes),
     }
+}
+
+/// The totals row's cards: each total worded by its rule (`max 4` for a maximum, `span 1.20 ms`
+/// for the aligned wall span, a plain sum otherwise), and `not captured` where no file
+/// captured the number's source (`files`: each file's cards, marked by
+/// [`super::summary::mark_not_captured`]).
+pub fn total_cards(totals: &TraceSummary, files: &[&[SummaryCard]]) -> Vec<SummaryCard> {
+    let mut cards = trace_cards(totals);
+    for c in &mut cards {
+        let captured_nowhere = !files.is_empty()
+            && files.iter().all(|f| {
+                f.iter()
+                    .find(|x| x.field == c.field)
+                    .is_some_and(|x| x.not_captured.is_some())
+            });
+        if captured_nowhere {
+            c.display = NOT_CAPTURED.to_string();
+            c.not_captured = Some(NOT_CAPTURED.to_string());
+            continue;
+        }
+        match c.field.as_str() {
+            "total_ns" => c.display = format!("span {}", c.display),
+            "max_depth" | "peak_bytes" => c.display = format!("max {}", c.display),
+            _ => {}
+        }
+    }
+    cards
 }
 
 /// The rule behind each total, for the table's header tooltips and the docs.
@@ -413,6 +441,55 @@ mod tests {
         assert_eq!(totals(&[]), totals(&[]));
         assert_eq!(totals(&[]).total_ns, 0);
         assert_eq!(total_rule("peak_bytes"), "maximum over the files");
+    }
+
+    #[test]
+    fn total_cards_say_their_rule_and_what_no_file_captured() {
+        let t = TraceSummary {
+            total_ns: 1_200_000,
+            op_count: 7,
+            max_depth: 4,
+            peak_bytes: 2048,
+            ..TraceSummary::default()
+        };
+        let mut off = trace_cards(&TraceSummary::default());
+        crate::model::summary::mark_not_captured(
+            &mut off,
+            &candle_trace_schema::analysis::summary::NotCaptured {
+                ops: None,
+                memory: Some("not captured (allocator off)".into()),
+                gradients: None,
+            },
+        );
+        let on = trace_cards(&t);
+        let shown = |cards: Vec<SummaryCard>| -> Vec<(String, String)> {
+            cards.into_iter().map(|c| (c.field, c.display)).collect()
+        };
+        // One file with the allocator on: every total is a number.
+        assert_eq!(
+            shown(total_cards(&t, &[&off, &on])),
+            [
+                ("total_ns", "span 1.20 ms"),
+                ("op_count", "7"),
+                ("span_count", "0"),
+                ("root_span_count", "0"),
+                ("max_depth", "max 4"),
+                ("alloc_count", "0"),
+                ("free_count", "0"),
+                ("peak_bytes", "max 2.00 KiB"),
+            ]
+            .map(|(f, d)| (f.to_string(), d.to_string()))
+        );
+        // No file captured memory: its three totals say so.
+        let both_off = total_cards(&t, &[&off, &off]);
+        let not: Vec<&str> = both_off
+            .iter()
+            .filter(|c| c.not_captured.is_some())
+            .map(|c| c.field.as_str())
+            .collect();
+        assert_eq!(not, ["alloc_count", "free_count", "peak_bytes"]);
+        assert_eq!(both_off[7].display, "not captured");
+        assert_eq!(both_off[7].value, 2048);
     }
 
     #[test]

@@ -305,16 +305,20 @@ pub fn tab_of_row(testid: &str) -> Option<Tab> {
 pub const DEFAULT_SHARE: f64 = 0.25;
 /// The panel is never lower than this (its tab bar and a few rows).
 pub const MIN_PANEL_PX: f64 = 120.0;
-/// Room always left above the panel for the header and the chart.
-pub const MIN_ABOVE_PX: f64 = 300.0;
+/// The chart keeps at least this share of the window however tall the panel is dragged.
+pub const MIN_CHART_SHARE: f64 = 0.4;
+/// What sits above the panel besides the chart: the top bar, the view's header, the chart's
+/// toolbar, the minimap and the splitter (their height at most, with a header of three lines).
+pub const CHROME_ABOVE_PX: f64 = 200.0;
 /// The `localStorage` key of the remembered height.
 pub const STORAGE_KEY: &str = "candle-trace.panel-px";
 
 /// The panel's height in a window `window_px` high: `wanted` (a remembered or dragged
-/// height) kept between [`MIN_PANEL_PX`] and the window less [`MIN_ABOVE_PX`]; without one,
-/// [`DEFAULT_SHARE`] of the window. A window too low for both minimums gets the minimum panel.
+/// height) kept between [`MIN_PANEL_PX`] and what leaves the chart [`MIN_CHART_SHARE`] of the
+/// window under [`CHROME_ABOVE_PX`] of header and toolbars; without one, [`DEFAULT_SHARE`] of
+/// the window. A window too low for both minimums gets the minimum panel.
 pub fn panel_px(wanted: Option<f64>, window_px: f64) -> f64 {
-    let most = (window_px - MIN_ABOVE_PX).max(MIN_PANEL_PX);
+    let most = (window_px * (1.0 - MIN_CHART_SHARE) - CHROME_ABOVE_PX).max(MIN_PANEL_PX);
     let px = wanted
         .filter(|p| p.is_finite())
         .unwrap_or((window_px * DEFAULT_SHARE).round());
@@ -517,13 +521,17 @@ mod tests {
     fn the_panel_height_stays_in_bounds() {
         // 900 px window: 25% = 225 px by default.
         assert_eq!(panel_px(None, 900.0), 225.0);
-        assert_eq!(panel_px(Some(400.0), 900.0), 400.0);
-        // At most the window less 300 px, at least 120 px.
-        assert_eq!(panel_px(Some(800.0), 900.0), 600.0);
+        assert_eq!(panel_px(Some(300.0), 900.0), 300.0);
+        // At most what leaves the chart 40% of the window (360 px of 900) under 200 px of
+        // header and toolbars: 900 - 360 - 200 = 340 px; at least 120 px.
+        assert_eq!(panel_px(Some(800.0), 900.0), 340.0);
+        // 720 px: 720 - 288 - 200 = 232 px.
+        assert_eq!(panel_px(Some(800.0), 720.0), 232.0);
         assert_eq!(panel_px(Some(10.0), 900.0), 120.0);
         assert_eq!(panel_px(Some(f64::NAN), 900.0), 225.0);
         // A window lower than both minimums: the minimum panel.
         assert_eq!(panel_px(Some(300.0), 350.0), 120.0);
+        assert_eq!(panel_px(Some(300.0), 500.0), 120.0);
         assert_eq!(parse_stored(Some(" 240 ")), Some(240.0));
         for bad in [
             None,
@@ -539,7 +547,8 @@ mod tests {
         assert_eq!(dragged_px(252.0, 600.0, 550.0, 900.0), 302.0);
         // A 720 px window: 180 px.
         assert_eq!(panel_px(None, 720.0), 180.0);
-        assert_eq!(dragged_px(252.0, 600.0, 0.0, 900.0), 600.0);
+        // Dragged to the top: the cap.
+        assert_eq!(dragged_px(252.0, 600.0, 0.0, 900.0), 340.0);
         assert_eq!(keyed_px("ArrowUp", 252.0, 24.0, 900.0), Some(276.0));
         assert_eq!(keyed_px("ArrowDown", 130.0, 24.0, 900.0), Some(120.0));
         assert_eq!(keyed_px("w", 252.0, 24.0, 900.0), None);

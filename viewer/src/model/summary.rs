@@ -74,21 +74,56 @@ pub fn trace_cards(s: &TraceSummary) -> Vec<SummaryCard> {
     ]
 }
 
+/// The human label of a trace summary field (`total_ns` → `measured total`), the field itself
+/// for one that is not a card's.
+pub fn trace_label(field: &str) -> &str {
+    trace_cards(&TraceSummary::default())
+        .into_iter()
+        .find(|c| c.field == field)
+        .map_or(field, |c| c.label)
+}
+
 /// Word the cards a switched-off source left at 0 as not captured (`op_count` for
-/// `layer_ops`, `peak_bytes` for `allocator`: the CLI `summary`'s rule); `value` stays the
-/// exact integer of `summary --json`.
+/// `layer_ops`, `peak_bytes` for `allocator`: the CLI `summary`'s rule, with its reason; the
+/// allocator's counts, `alloc_count` and `free_count`, say `not captured` beside it); `value`
+/// stays the exact integer of `summary --json`.
 pub fn mark_not_captured(cards: &mut [SummaryCard], n: &NotCaptured) {
     for c in cards {
-        let why = match c.field.as_str() {
-            "op_count" => &n.ops,
-            "peak_bytes" => &n.memory,
+        let (why, display) = match c.field.as_str() {
+            "op_count" => (&n.ops, None),
+            "peak_bytes" => (&n.memory, None),
+            "alloc_count" | "free_count" => (&n.memory, Some(NOT_CAPTURED)),
             _ => continue,
         };
         if let Some(why) = why {
-            c.display.clone_from(why);
+            c.display = display.map_or_else(|| why.clone(), str::to_string);
             c.not_captured = Some(why.clone());
         }
     }
+}
+
+/// A count's words when its source was off (the reason is on the card's peak beside it).
+pub const NOT_CAPTURED: &str = "not captured";
+
+/// The cards in runs for the header's strip: a series of cards sharing a label (a profile's
+/// `TTFT` p50, p90, p99, max: fields `<series>-<name>`) is one run that shows its label once,
+/// every other card a run of its own (`None`: each card shows its own label).
+pub fn card_runs(cards: &[SummaryCard]) -> Vec<(Option<&'static str>, Vec<SummaryCard>)> {
+    let series = |c: &SummaryCard| c.field.split_once('-').map(|(s, _)| s.to_string());
+    let mut runs: Vec<(Option<&'static str>, Vec<SummaryCard>)> = Vec::new();
+    for c in cards {
+        let joins = match (runs.last(), series(c)) {
+            (Some((Some(label), run)), Some(s)) => {
+                *label == c.label && run.last().and_then(series).as_deref() == Some(s.as_str())
+            }
+            _ => false,
+        };
+        match runs.last_mut() {
+            Some((_, run)) if joins => run.push(c.clone()),
+            _ => runs.push((series(c).map(|_| c.label), vec![c.clone()])),
+        }
+    }
+    runs
 }
 
 fn percentile_cards(
@@ -127,14 +162,14 @@ pub fn profile_cards(s: &ProfileSummary) -> Vec<SummaryCard> {
         card("event_count", "events", s.event_count, count(s.event_count)),
         card(
             "invalid_event_count",
-            "invalid events",
+            "invalid",
             s.invalid_event_count,
             count(s.invalid_event_count),
         ),
         card("error_count", "errors", s.error_count, count(s.error_count)),
         card(
             "memory_snapshot_count",
-            "memory snapshots",
+            "snapshots",
             s.memory_snapshot_count,
             count(s.memory_snapshot_count),
         ),
@@ -212,6 +247,85 @@ mod tests {
         assert_eq!(peak.display, "2.00 KiB");
         assert_eq!(peak.not_captured, None);
         assert!(cards.iter().filter(|c| c.not_captured.is_some()).count() == 1);
+        // The allocator off: its peak gives the reason, its two counts say not captured.
+        let mut cards = trace_cards(&TraceSummary::default());
+        let off = "not captured (allocator off)";
+        mark_not_captured(
+            &mut cards,
+            &NotCaptured {
+                ops: None,
+                memory: Some(off.into()),
+                gradients: None,
+            },
+        );
+        let shown: Vec<(&str, &str, Option<&str>)> = cards
+            .iter()
+            .filter(|c| c.not_captured.is_some())
+            .map(|c| {
+                (
+                    c.field.as_str(),
+                    c.display.as_str(),
+                    c.not_captured.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("alloc_count", "not captured", Some(off)),
+                ("free_count", "not captured", Some(off)),
+                ("peak_bytes", off, Some(off)),
+            ]
+        );
+    }
+
+    #[test]
+    fn fields_have_human_labels() {
+        assert_eq!(trace_label("total_ns"), "measured total");
+        assert_eq!(trace_label("peak_bytes"), "peak memory");
+        assert_eq!(trace_label("root_span_count"), "root spans");
+        assert_eq!(trace_label("other"), "other");
+    }
+
+    #[test]
+    fn a_series_of_cards_is_one_run_with_one_label() {
+        let doc = read_profile(include_bytes!(
+            "../../../tests/fixtures/infer_run.profile.jsonl"
+        ));
+        let runs = card_runs(&profile_cards(&doc.summary()));
+        let shape: Vec<(Option<&str>, Vec<&str>)> = runs
+            .iter()
+            .map(|(l, r)| (*l, r.iter().map(|c| c.field.as_str()).collect()))
+            .collect();
+        // Five counts, each its own run; then TTFT's and ITL's four percentiles each.
+        assert_eq!(shape.len(), 7);
+        assert_eq!(shape[0], (None, vec!["request_count"]));
+        assert_eq!(
+            shape[5],
+            (
+                Some("TTFT"),
+                vec!["ttft_us-p50", "ttft_us-p90", "ttft_us-p99", "ttft_us-max"]
+            )
+        );
+        assert_eq!(
+            shape[6],
+            (
+                Some("ITL"),
+                vec![
+                    "itl_nanos-p50",
+                    "itl_nanos-p90",
+                    "itl_nanos-p99",
+                    "itl_nanos-max"
+                ]
+            )
+        );
+        // A trace's eight cards: eight runs of one.
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/train_step.trace6.jsonl"
+        ));
+        let runs = card_runs(&trace_cards(&doc.summary()));
+        assert_eq!(runs.len(), 8);
+        assert!(runs.iter().all(|(l, r)| l.is_none() && r.len() == 1));
     }
 
     #[test]

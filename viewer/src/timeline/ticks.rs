@@ -82,9 +82,36 @@ pub fn ticks(view: &Viewport, min_spacing_px: f64) -> Vec<Tick> {
     out
 }
 
+/// Gap between a tick's rule and its label, and between a label and the chart's right edge.
+pub const LABEL_GAP_PX: f64 = 3.5;
+
+/// Where a tick's label `label_w` wide starts: just right of its rule at `tick_x`, moved left
+/// as far as needed to end inside a chart `width_px` wide (the last label is never cut off),
+/// and never left of the chart.
+pub fn label_x(tick_x: f64, label_w: f64, width_px: f64) -> f64 {
+    (tick_x.round() + LABEL_GAP_PX)
+        .min(width_px - label_w - LABEL_GAP_PX)
+        .max(0.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_stay_inside_the_chart() {
+        // Room to the right: the label starts 3.5 px right of its rule.
+        assert_eq!(label_x(100.0, 30.0, 1000.0), 103.5);
+        assert_eq!(label_x(99.6, 30.0, 1000.0), 103.5);
+        // A rule 10 px from the right edge of a 1000 px chart, its label 30 px wide: it ends
+        // 3.5 px inside the edge, left of its rule.
+        assert_eq!(label_x(990.0, 30.0, 1000.0), 966.5);
+        assert!(label_x(990.0, 30.0, 1000.0) + 30.0 <= 1000.0);
+        // Exactly fitting stays put.
+        assert_eq!(label_x(963.0, 30.0, 1000.0), 966.5);
+        // A chart narrower than the label: from its left edge.
+        assert_eq!(label_x(5.0, 30.0, 20.0), 0.0);
+    }
 
     #[test]
     fn steps_are_one_two_five() {
