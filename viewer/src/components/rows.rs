@@ -12,6 +12,7 @@ use wasm_bindgen::JsCast;
 
 use super::panel::next_frame;
 use super::TraceContext;
+use crate::model::links::{by_group, GroupRows};
 use crate::model::profile_links::ChartSpan;
 use crate::model::virtual_rows::{row_window, scroll_to_show, with_kept, RowWindow, WHOLE_ROWS};
 
@@ -352,29 +353,13 @@ impl LinkedRows {
     /// The rows of a table over `groups` (files side by side) whose row `r` stands for
     /// `per_group[g][r]` in group `g` (each list sorted).
     pub fn of_groups(groups: &[TraceContext], per_group: Vec<Vec<Vec<u32>>>) -> Self {
-        let per_group = Arc::new(per_group);
-        let spans = per_group.clone();
+        let rows = Arc::new(GroupRows::new(per_group));
+        let of = rows.clone();
         Self::new(
             groups,
             Pick::EachGroup,
-            move |pos| {
-                spans
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(group, rows)| {
-                        rows.get(pos)
-                            .into_iter()
-                            .flatten()
-                            .map(move |&span| ChartSpan { group, span })
-                    })
-                    .collect()
-            },
-            move |pos, s| {
-                per_group
-                    .get(s.group)
-                    .and_then(|rows| rows.get(pos))
-                    .is_some_and(|spans| spans.binary_search(&s.span).is_ok())
-            },
+            move |pos| rows.spans(pos),
+            move |pos, s| of.holds(pos, s),
         )
     }
 
@@ -422,13 +407,7 @@ impl LinkedRows {
     /// `spans` by group (each in its order).
     fn per_group(&self, spans: &[ChartSpan]) -> Vec<Arc<Vec<u32>>> {
         let n = self.groups.with_value(Vec::len);
-        let mut per_group = vec![Vec::new(); n];
-        for s in spans {
-            if let Some(g) = per_group.get_mut(s.group) {
-                g.push(s.span);
-            }
-        }
-        per_group.into_iter().map(Arc::new).collect()
+        by_group(spans, n).into_iter().map(Arc::new).collect()
     }
 
     /// Select, show and outline row `pos`'s spans; the focus stays on the row.
