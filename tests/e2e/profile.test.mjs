@@ -1,6 +1,6 @@
 // Browser tests of the inference profile view as an application (issue #40): every tab whose
 // rows stand for spans linked both ways with the chart (a row selects, shows and outlines its
-// spans; a span marks its rows; rows by keyboard), a range's numbers in each tab, the times
+// spans; a span marks its rows; rows by keyboard: Enter, Space, ↑/↓), a range's numbers in each tab, the times
 // of the tabs on the chart's axis, profile-only span details, and the serving tabs shown only
 // where a profile has them. Numbers are worked out by hand from the fixtures' generators
 // (tests/fixtures/make_fixtures.py, serving/make.py, modules/make.py).
@@ -70,6 +70,17 @@ test('requests and spans linked both ways, by pointer and keyboard; the request 
   assert.equal((await details(page)).lane, 'request req-3');
   assert.equal(await page.evaluate(() => document.activeElement.dataset.request), 'req-3');
   assert.deepEqual(await linked(page, 'request-row', 'data-request'), ['req-3']);
+  // ↑ and ↓ move the focus between rows (the tab does not scroll instead); Space activates.
+  await page.keyboard.press('ArrowUp');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.request), 'req-2');
+  await page.keyboard.press('ArrowUp');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.request), 'req-2');
+  assert.deepEqual(await linked(page, 'request-row', 'data-request'), ['req-3']);
+  await page.keyboard.press(' ');
+  assert.equal((await details(page)).lane, 'request req-2');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.request), 'req-2');
+  assert.deepEqual(await linked(page, 'request-row', 'data-request'), ['req-2']);
   // A click on req-1's request span (its group's first lane: axis 22 px, header 18 px, a
   // 20 px lane; 0–3.015 ms of a fitted 0–11.1 ms axis) marks req-1's row; its duration is
   // the row's (3015 µs: the file's `duration_us`).

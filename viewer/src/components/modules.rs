@@ -13,7 +13,8 @@ use candle_trace_schema::analysis::units::format_ns;
 
 use super::profile::ProfileLinks;
 use super::rows::{
-    keep_focus, reveal_row_in, row_key, row_of, row_window_of, spacer, HoverSpans, PanelScroll,
+    keep_focus, reveal_row_in, row_key, row_of, row_window_of, spacer, HoverSpans, LinkedRows,
+    PanelScroll,
 };
 use super::sortable::sort_header;
 use super::tables::ShowAllRows;
@@ -415,52 +416,34 @@ pub fn ProfileModulesView(
     let by_name = move || by.get() == ModuleGrouping::Name;
     let totals = panel.totals_text();
     let coverage = panel.coverage.clone();
-    // The module row key (by path, by name) of the selected span.
-    let linked = {
+    // A row stands for its key's module spans; a module span marks its key's row.
+    let module_rows = {
         let links = links.clone();
-        Memo::new(move |_| {
-            links.selected().and_then(|s| {
-                let key = |g| links.chart.module_of(s, g).map(str::to_string);
-                Some((key(ModuleGrouping::Path)?, key(ModuleGrouping::Name)?))
-            })
-        })
-    };
-    Effect::new(move |_| {
-        if linked.get().is_some() {
-            super::profile::reveal_linked_row();
-        }
-    });
-    let is_linked = move |key: String, grouping: ModuleGrouping| {
-        move || {
-            linked.with(|l| {
-                l.as_ref().is_some_and(|(path, name)| match grouping {
-                    ModuleGrouping::Path => *path == key,
-                    ModuleGrouping::Name => *name == key,
-                })
-            })
+        move |keys: Arc<Vec<String>>, grouping: ModuleGrouping| {
+            let (chart, by, of) = (links.chart.clone(), links.chart.clone(), keys.clone());
+            links.rows(
+                move |i| {
+                    keys.get(i)
+                        .map(|k| chart.module_spans(k, grouping))
+                        .unwrap_or_default()
+                },
+                move |i, s| of.get(i).map(String::as_str) == by.module_of(s, grouping),
+            )
         }
     };
     let flat = {
         let model = model.clone();
-        let chart = links.chart.clone();
-        let events = {
-            let model = model.clone();
-            links.on_rows(move |i| {
-                model
-                    .modules
-                    .rows(ModuleGrouping::Name)
-                    .get(i)
-                    .map(|r| chart.module_spans(&r.key, ModuleGrouping::Name))
-                    .unwrap_or_default()
-            })
-        };
+        let module_rows = module_rows.clone();
+        let keys: Arc<Vec<String>> = Arc::new(
+            model
+                .modules
+                .rows(ModuleGrouping::Name)
+                .iter()
+                .map(|r| r.key.clone())
+                .collect(),
+        );
         move || {
-            let (e1, e2, e3, e4) = (
-                events.clone(),
-                events.clone(),
-                events.clone(),
-                events.clone(),
-            );
+            let rows = module_rows(keys.clone(), ModuleGrouping::Name);
             view! {
                 <table>
                     <thead><tr>
@@ -469,21 +452,21 @@ pub fn ProfileModulesView(
                         <th scope="col">"mean"</th><th scope="col">"requests"</th>
                     </tr></thead>
                     <tbody
-                        on:click=move |ev| e1.click(&ev)
-                        on:keydown=move |ev| e2.key(&ev)
-                        on:mouseover=move |ev| e3.over(&ev)
-                        on:mouseleave=move |_| e4.leave()
+                        node_ref=rows.body()
+                        on:click=move |ev| rows.on_click(&ev)
+                        on:keydown=move |ev| rows.on_key(&ev)
+                        on:mouseover=move |ev| rows.on_over(&ev)
+                        on:mouseleave=move |_| rows.leave()
                     >
                         {move || {
-                            let rows = model.modules.rows(ModuleGrouping::Name);
-                            let n = if show_all.get() { rows.len() } else { SHOWN_ROWS };
-                            rows.iter().take(n).enumerate().map(|(i, r)| {
-                                let linked = is_linked(r.key.clone(), ModuleGrouping::Name);
+                            let all = model.modules.rows(ModuleGrouping::Name);
+                            let n = if show_all.get() { all.len() } else { SHOWN_ROWS };
+                            all.iter().take(n).enumerate().map(|(i, r)| {
                                 view! {
                                 <tr data-testid="profile-module-row" data-row=i.to_string() tabindex="0" data-key=r.key.clone() data-calls=r.calls.to_string()
                                     data-total=r.total_ns.to_string() data-mean=r.mean_ns.to_string()
                                     data-requests=r.requests.to_string()
-                                    class:linked=linked.clone() data-linked=move || linked().to_string()>
+                                    class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
                                     <th scope="row" class="name">{r.key.clone()}</th>
                                     <td class="num">{r.calls}</td>
                                     <td class="num">{r.total.clone()}</td>
@@ -501,20 +484,15 @@ pub fn ProfileModulesView(
     // While a range is selected: its forward calls and module spans, by the grouping.
     let in_range = {
         let chart = links.chart.clone();
-        let links = links.clone();
+        let module_rows = module_rows.clone();
         move |r: TimeRange| {
             let (calls, spans, ns) = chart.module_counts_in(r);
             let grouping = by.get();
-            let rows = Arc::new(chart.module_rows_in(r, grouping));
-            let events = {
-                let (rows, chart) = (rows.clone(), chart.clone());
-                links.on_rows(move |i| {
-                    rows.get(i)
-                        .map(|row| chart.module_spans(&row.0, grouping))
-                        .unwrap_or_default()
-                })
-            };
-            let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
+            let in_range = chart.module_rows_in(r, grouping);
+            let rows = module_rows(
+                Arc::new(in_range.iter().map(|(key, _, _)| key.clone()).collect()),
+                grouping,
+            );
             view! {
                 <p class="muted" data-testid="profile-modules-in-range" data-calls=calls.to_string() data-spans=spans.to_string() data-ns=ns.to_string()>
                     "Module spans by the time each spent inside the range (the tree, with calls and self time, covers the whole run: clear the range to see it)."
@@ -525,17 +503,17 @@ pub fn ProfileModulesView(
                         <th scope="col">"spans in range"</th><th scope="col">"time in range"</th>
                     </tr></thead>
                     <tbody
-                        on:click=move |ev| e1.click(&ev)
-                        on:keydown=move |ev| e2.key(&ev)
-                        on:mouseover=move |ev| e3.over(&ev)
-                        on:mouseleave=move |_| e4.leave()
+                        node_ref=rows.body()
+                        on:click=move |ev| rows.on_click(&ev)
+                        on:keydown=move |ev| rows.on_key(&ev)
+                        on:mouseover=move |ev| rows.on_over(&ev)
+                        on:mouseleave=move |_| rows.leave()
                     >
-                        {rows.iter().enumerate().map(|(i, (key, n, t))| {
-                            let linked = is_linked(key.clone(), grouping);
+                        {in_range.iter().enumerate().map(|(i, (key, n, t))| {
                             view! {
                                 <tr data-testid="profile-module-range-row" data-row=i.to_string() tabindex="0" data-key=key.clone()
                                     data-spans=n.to_string() data-inside=t.to_string()
-                                    class:linked=linked.clone() data-linked=move || linked().to_string()>
+                                    class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
                                     <th scope="row" class="name">{key.clone()}</th>
                                     <td class="num">{*n}</td>
                                     <td class="num">{format_ns(*t)}</td>
@@ -574,7 +552,8 @@ pub fn ProfileModulesView(
             } else if by_name() {
                 flat.clone()().into_any()
             } else {
-                view! { <ProfileModuleTree tree=tree.clone() links=links.clone() is_linked=Callback::new(move |key: String| is_linked(key, ModuleGrouping::Path)()) /> }.into_any()
+                let keys = Arc::new(tree.nodes.iter().map(|n| n.key.clone()).collect());
+                view! { <ProfileModuleTree tree=tree.clone() rows=module_rows(keys, ModuleGrouping::Path) /> }.into_any()
             }}
         </section>
     }
@@ -587,23 +566,12 @@ pub fn ProfileModulesView(
 fn ProfileModuleTree(
     /// The tree (the schema's, time only).
     tree: ModuleTree,
-    /// The chart, linked: a node's row stands for its key's module spans.
-    links: ProfileLinks,
-    /// Whether the selected span is one of a key's (its row is marked).
-    is_linked: Callback<String, bool>,
+    /// Its rows, linked with the chart: a node's row (`data-row`: its index in the tree)
+    /// stands for its key's module spans.
+    rows: LinkedRows,
 ) -> impl IntoView {
     let tree = Arc::new(tree);
     let tree_click = tree.clone();
-    let events = {
-        let (tree, chart) = (tree.clone(), links.chart.clone());
-        links.on_rows(move |n| {
-            tree.nodes
-                .get(n)
-                .map(|node| chart.module_spans(&node.key, ModuleGrouping::Path))
-                .unwrap_or_default()
-        })
-    };
-    let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
     let sort = RwSignal::new(SortState::new(TreeColumn::Total, true));
     let expanded: RwSignal<HashSet<String>> = RwSignal::new(tree.keys_to_depth(0));
     let header =
@@ -634,13 +602,14 @@ fn ProfileModuleTree(
                 <th scope="col" class="num">"mean"</th>
             </tr></thead>
             <tbody
-                on:keydown=move |ev| e2.key(&ev)
-                on:mouseover=move |ev| e3.over(&ev)
-                on:mouseleave=move |_| e4.leave()
+                node_ref=rows.body()
+                on:keydown=move |ev| rows.on_key(&ev)
+                on:mouseover=move |ev| rows.on_over(&ev)
+                on:mouseleave=move |_| rows.leave()
                 on:click=move |ev: web_sys::MouseEvent| {
                     // A row's click selects its spans; its toggle's (`data-row`: the node's
                     // index in the tree) opens or closes it.
-                    e1.click(&ev);
+                    rows.on_click(&ev);
                     let Some(n) = ev
                         .target()
                         .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
@@ -665,11 +634,9 @@ fn ProfileModuleTree(
                         let node = &tree.nodes[n];
                         let has_children = !node.children.is_empty();
                         let is_open = open.contains(&node.key);
-                        let key = node.key.clone();
-                        let linked = move || is_linked.run(key.clone());
                         view! {
                             <tr data-testid="profile-module-row" data-row=n.to_string() tabindex="0"
-                                class:linked=linked.clone() data-linked=move || linked().to_string()
+                                class:linked=move || rows.linked(n) data-linked=move || rows.linked(n).to_string()
                                 data-key=node.key.clone() data-calls=node.calls.to_string()
                                 data-total=node.total_ns.to_string() data-self=node.self_ns.to_string()
                                 data-measured=node.measured.to_string()

@@ -8,17 +8,16 @@ use std::sync::Arc;
 use leptos::prelude::*;
 
 use candle_trace_schema::analysis::units::format_ns;
-use wasm_bindgen::JsCast;
 
 use super::cards::SummaryCards;
 use super::diagnostics::Diagnostics;
 use super::findings::FindingsView;
 use super::header::FindingsCount;
 use super::modules::ProfileModulesView;
-use super::panel::{next_frame, TabPanel};
-use super::rows::row_of;
+use super::panel::TabPanel;
+use super::rows::{select_only, LinkedRows, Pick};
 use super::timeline::{ChartGroup, Colours, FlameChart};
-use super::PageState;
+use super::{PageState, TraceContext};
 use crate::model::findings::FindingsPanel;
 use crate::model::iterations::IterationsPanel;
 use crate::model::latency::{HistogramChart, HIST_H, HIST_W};
@@ -31,207 +30,54 @@ use crate::model::waterfall::{LANE_H, WATERFALL_W};
 use crate::model::ProfileModel;
 use crate::timeline::palette::Theme;
 
-/// A profile's tabs and its chart, linked both ways (`model::profile_links`): a row's click
-/// (or Enter, Space) selects and shows its first span and outlines them all; hovering a row
-/// outlines its spans; the rows the selected span stands in are marked (`data-linked`) and
-/// brought into view.
+/// A profile's chart as its tabs' tables link to it (`model::profile_links`): each table's
+/// rows are [`LinkedRows`] over the chart's groups, a row's activation selecting its first
+/// span only (the chart has one selection).
 #[derive(Clone)]
 pub struct ProfileLinks {
     /// The chart's spans and what they stand for.
     pub chart: Arc<ProfileChart>,
-    /// The chart's groups (their selections and outlines).
-    groups: Arc<Vec<ChartGroup>>,
+    /// The chart's groups' contexts (their selections and outlines).
+    groups: Arc<Vec<TraceContext>>,
     /// The view's state (the active group, the range).
     pub page: PageState,
-    /// What was outlined before the pointer entered a row.
-    before: StoredValue<Option<Vec<Arc<Vec<u32>>>>>,
 }
 
 impl ProfileLinks {
-    /// Outline `spans` (each group its own), nothing else.
-    fn outline(&self, spans: &[ChartSpan]) {
-        let per_group = self
-            .groups
-            .iter()
-            .enumerate()
-            .map(|(g, _)| {
-                Arc::new(
-                    spans
-                        .iter()
-                        .filter(|s| s.group == g)
-                        .map(|s| s.span)
-                        .collect::<Vec<u32>>(),
-                )
-            })
-            .collect();
-        self.set_outlines(per_group);
+    /// The rows of a table whose row `r` (`data-row`) stands for `spans_of(r)` and is linked
+    /// to a selected span `s` when `links_to(r, s)`.
+    pub fn rows(
+        &self,
+        spans_of: impl Fn(usize) -> Vec<ChartSpan> + Send + Sync + 'static,
+        links_to: impl Fn(usize, ChartSpan) -> bool + Send + Sync + 'static,
+    ) -> LinkedRows {
+        LinkedRows::new(&self.groups, Pick::First, spans_of, links_to)
     }
 
-    fn set_outlines(&self, per_group: Vec<Arc<Vec<u32>>>) {
-        for (x, h) in self.groups.iter().zip(per_group) {
-            if x.ctx.highlighted.with_untracked(|now| **now != *h) {
-                x.ctx.highlighted.set(h);
+    /// Select, show and outline span `s` alone.
+    fn show(&self, s: ChartSpan) {
+        for (g, ctx) in self.groups.iter().enumerate() {
+            let outline = if g == s.group {
+                vec![s.span]
+            } else {
+                Vec::new()
+            };
+            if ctx.highlighted.with_untracked(|now| **now != outline) {
+                ctx.highlighted.set(Arc::new(outline));
             }
         }
-    }
-
-    /// The pointer entered a row standing for `spans`.
-    pub fn enter(&self, spans: &[ChartSpan]) {
-        if self.before.with_value(Option::is_none) {
-            let now = self
-                .groups
-                .iter()
-                .map(|x| x.ctx.highlighted.get_untracked())
-                .collect();
-            self.before.set_value(Some(now));
-        }
-        self.outline(spans);
-    }
-
-    /// The pointer left the rows.
-    pub fn leave(&self) {
-        if let Some(before) = self.before.try_get_value().flatten() {
-            self.before.set_value(None);
-            self.set_outlines(before);
-        }
-    }
-
-    /// A row standing for `spans` was activated: its first span selected and shown (every
-    /// other group's selection cleared), all of them outlined, also after the pointer leaves.
-    pub fn activate(&self, spans: &[ChartSpan]) {
-        let Some(first) = spans.first().copied() else {
-            return;
-        };
-        self.outline(spans);
-        self.before.set_value(Some(
-            self.groups
-                .iter()
-                .map(|x| x.ctx.highlighted.get_untracked())
-                .collect(),
-        ));
-        for (g, x) in self.groups.iter().enumerate() {
-            if g != first.group && x.ctx.selected.get_untracked().is_some() {
-                x.ctx.selected.set(None);
-            }
-        }
-        if let Some(x) = self.groups.get(first.group) {
-            x.ctx.select_and_show(first.span);
-        }
+        select_only(&self.groups.iter().collect::<Vec<_>>(), s);
     }
 
     /// The selected span: the active group's, else the first group's that has one.
     pub fn selected(&self) -> Option<ChartSpan> {
         let of = |g: usize| {
-            self.groups.get(g).and_then(|x| {
-                x.ctx
-                    .selected
-                    .get()
-                    .map(|span| ChartSpan { group: g, span })
-            })
+            self.groups
+                .get(g)
+                .and_then(|ctx| ctx.selected.get().map(|span| ChartSpan { group: g, span }))
         };
         of(self.page.active.get()).or_else(|| (0..self.groups.len()).find_map(of))
     }
-
-    /// The table body's events for rows standing for `spans_of(row)` (`data-row`): click,
-    /// Enter or Space on a row activates it, hovering outlines its spans. Clicks on a button
-    /// in a row (a tree's toggle) are the button's.
-    pub fn on_rows(
-        &self,
-        spans_of: impl Fn(usize) -> Vec<ChartSpan> + Clone + Send + Sync + 'static,
-    ) -> RowEvents {
-        RowEvents {
-            links: self.clone(),
-            spans_of: Arc::new(spans_of),
-        }
-    }
-}
-
-/// The row events of one table (see [`ProfileLinks::on_rows`]).
-#[derive(Clone)]
-pub struct RowEvents {
-    links: ProfileLinks,
-    spans_of: Arc<dyn Fn(usize) -> Vec<ChartSpan> + Send + Sync>,
-}
-
-/// Whether `ev` happened on (or in) a button.
-fn on_button(ev: &web_sys::Event) -> bool {
-    ev.target()
-        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-        .and_then(|el| el.closest("button").ok().flatten())
-        .is_some()
-}
-
-impl RowEvents {
-    /// A click.
-    pub fn click(&self, ev: &web_sys::MouseEvent) {
-        if on_button(ev) {
-            return;
-        }
-        if let Some(i) = row_of(ev) {
-            self.links.activate(&(self.spans_of)(i));
-        }
-    }
-
-    /// A key: Enter or Space on a row activates it (the focus stays on the row).
-    pub fn key(&self, ev: &web_sys::KeyboardEvent) {
-        if (ev.key() == "Enter" || ev.key() == " ") && !on_button(ev) {
-            if let Some(i) = row_of(ev) {
-                ev.prevent_default();
-                self.links.activate(&(self.spans_of)(i));
-            }
-        }
-    }
-
-    /// The pointer over a row.
-    pub fn over(&self, ev: &web_sys::MouseEvent) {
-        if let Some(i) = row_of(ev) {
-            self.links.enter(&(self.spans_of)(i));
-        }
-    }
-
-    /// The pointer left the table.
-    pub fn leave(&self) {
-        self.links.leave();
-    }
-}
-
-/// After the selection changed, bring the open tab's first marked row into view (scrolling
-/// the tab's content only, the focus left where it is).
-pub fn reveal_linked_row() {
-    leptos::task::spawn_local(async {
-        next_frame().await;
-        let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
-            return;
-        };
-        let row = doc
-            .query_selector("[data-testid=tabpanel] tr[data-linked=true]")
-            .ok()
-            .flatten();
-        let Some(row) = row else { return };
-        let Some(el) = row
-            .closest(".tab-content")
-            .ok()
-            .flatten()
-            .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
-        else {
-            return;
-        };
-        let (r, box_) = (
-            row.get_bounding_client_rect(),
-            el.get_bounding_client_rect(),
-        );
-        let now = f64::from(el.scroll_top());
-        let top = r.top() - box_.top() + now;
-        let view = f64::from(el.client_height());
-        let to = if top < now {
-            top
-        } else if top + r.height() > now + view {
-            top + r.height() - view
-        } else {
-            return;
-        };
-        el.set_scroll_top(to.round() as i32);
-    });
 }
 
 /// A latency histogram with percentile lines.
@@ -323,16 +169,25 @@ fn IterationsView(
     };
     let panel = Arc::new(panel);
     let page = links.page;
-    let events = {
-        let panel = panel.clone();
-        let chart = links.chart.clone();
-        links.on_rows(move |i| {
-            panel
-                .rows
-                .get(i)
-                .map(|r| chart.forward_spans(&r.key))
-                .unwrap_or_default()
-        })
+    // A forward's row stands for its spans; a span that is, ran in or stands for the
+    // forward marks it.
+    let rows = {
+        let (panel, chart) = (panel.clone(), links.chart.clone());
+        let (of, by) = (panel.clone(), links.chart.clone());
+        links.rows(
+            move |i| {
+                panel
+                    .rows
+                    .get(i)
+                    .map(|r| chart.forward_spans(&r.key))
+                    .unwrap_or_default()
+            },
+            move |i, s| {
+                of.rows
+                    .get(i)
+                    .is_some_and(|r| by.forward_of(s) == Some(r.key.as_str()))
+            },
+        )
     };
     // (row, time inside the range) of the rows shown, and the range's line.
     let shown = {
@@ -350,29 +205,13 @@ fn IterationsView(
             None => ((0..panel.rows.len()).map(|i| (i, None)).collect(), None),
         })
     };
-    let linked = {
-        let links = links.clone();
-        Memo::new(move |_| {
-            links
-                .selected()
-                .and_then(|s| links.chart.forward_of(s).map(str::to_string))
-        })
-    };
-    Effect::new(move |_| {
-        if linked.get().is_some() {
-            reveal_linked_row();
-        }
-    });
-    let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
     let body = {
         let panel = panel.clone();
         move || {
-            let (rows, _) = shown.get();
-            rows.into_iter()
+            let (now, _) = shown.get();
+            now.into_iter()
                 .filter_map(|(i, inside)| panel.rows.get(i).map(|r| (i, r.clone(), inside)))
                 .map(|(i, r, inside)| {
-                    let key = r.key.clone();
-                    let is_linked = move || linked.with(|k| k.as_deref() == Some(key.as_str()));
                     view! {
                         <tr data-testid="iteration-row" data-row=i.to_string() tabindex="0" data-key=r.key.clone()
                             data-batch-size=r.batch_size.to_string()
@@ -381,7 +220,7 @@ fn IterationsView(
                             data-inside=inside.map(|t| t.to_string()).unwrap_or_default()
                             data-line=r.line.to_string()
                             class:problem=r.status == "failure"
-                            class:linked=is_linked.clone() data-linked=move || is_linked().to_string()>
+                            class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
                             <td>{r.engine.clone()}</td>
                             <td class="num">{r.iteration}</td>
                             <td class="num">{r.start.clone()}</td>
@@ -429,10 +268,11 @@ fn IterationsView(
                         </tr>
                     </thead>
                     <tbody
-                        on:click=move |ev| e1.click(&ev)
-                        on:keydown=move |ev| e2.key(&ev)
-                        on:mouseover=move |ev| e3.over(&ev)
-                        on:mouseleave=move |_| e4.leave()
+                        node_ref=rows.body()
+                        on:click=move |ev| rows.on_click(&ev)
+                        on:keydown=move |ev| rows.on_key(&ev)
+                        on:mouseover=move |ev| rows.on_over(&ev)
+                        on:mouseleave=move |_| rows.leave()
                     >
                         {body}
                     </tbody>
@@ -451,20 +291,6 @@ fn ResourcesView(
     /// The chart, linked: a holder's row stands for its request's span.
     links: ProfileLinks,
 ) -> impl IntoView {
-    // The request the selected span is in (its holder rows are marked).
-    let linked = {
-        let links = links.clone();
-        Memo::new(move |_| {
-            links
-                .selected()
-                .and_then(|s| links.chart.request_of(s).map(str::to_string))
-        })
-    };
-    Effect::new(move |_| {
-        if linked.get().is_some() {
-            reveal_linked_row();
-        }
-    });
     view! {
         <section class="resources panel" data-testid="resources" data-value=panel.kinds.len().to_string()>
             <h3>"Resources"</h3>
@@ -500,26 +326,29 @@ fn ResourcesView(
                         </ul>
                     })}
                     {
+                        // A holder's row stands for its request's span; any span of the
+                        // request marks it.
                         let holders: Arc<Vec<String>> = Arc::new(k.holders.iter().map(|h| h.holder.clone()).collect());
-                        let chart = links.chart.clone();
-                        let events = links.on_rows(move |i| holders.get(i).map(|h| chart.request_spans(h)).unwrap_or_default());
-                        let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
-                        view! {
+                        let (chart, by, of) = (links.chart.clone(), links.chart.clone(), holders.clone());
+                        let rows = links.rows(
+                            move |i| holders.get(i).map(|h| chart.request_spans(h)).unwrap_or_default(),
+                            move |i, s| of.get(i).is_some_and(|h| by.request_of(s) == Some(h.as_str())),
+                        );
+                                            view! {
                     <table>
                         <thead><tr><th scope="col">"request"</th><th scope="col">"reserved"</th><th scope="col">"committed"</th><th scope="col">"released"</th><th scope="col">"rolled back"</th><th scope="col">"held at end"</th><th scope="col">"deferred"</th><th scope="col">"rejected"</th></tr></thead>
                         <tbody
-                            on:click=move |ev| e1.click(&ev)
-                            on:keydown=move |ev| e2.key(&ev)
-                            on:mouseover=move |ev| e3.over(&ev)
-                            on:mouseleave=move |_| e4.leave()
+                            node_ref=rows.body()
+                            on:click=move |ev| rows.on_click(&ev)
+                            on:keydown=move |ev| rows.on_key(&ev)
+                            on:mouseover=move |ev| rows.on_over(&ev)
+                            on:mouseleave=move |_| rows.leave()
                         >
                             {k.holders.iter().enumerate().map(|(i, h)| {
-                                let holder = h.holder.clone();
-                                let is_linked = move || linked.with(|l| l.as_deref() == Some(holder.as_str()));
                                 view! {
                                 <tr data-testid="resource-holder" data-row=i.to_string() tabindex="0" data-holder=h.holder.clone() data-held=h.held.to_string()
                                     data-deferrals=h.deferrals.to_string() class:problem=h.leaked
-                                    class:linked=is_linked.clone() data-linked=move || is_linked().to_string()>
+                                    class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
                                     <td>{h.holder.clone()}</td>
                                     <td class="num">{h.reserved}</td>
                                     <td class="num">{h.committed}</td>
@@ -574,9 +403,8 @@ pub fn ProfileView(
     let findings = Arc::new(model.findings.clone());
     let links = ProfileLinks {
         chart: model.chart.clone(),
-        groups: groups.clone(),
+        groups: Arc::new(groups.iter().map(|g| g.ctx.clone()).collect()),
         page,
-        before: StoredValue::new(None),
     };
     provide_context(links.clone());
     let content = {
@@ -662,7 +490,7 @@ fn ProfileSpanDetails(
                 <section class="details" data-testid="span-details" aria-label="selected span">
                     <div class="table-bar">
                         <h3>"Span details"</h3>
-                        <button type="button" data-testid="zoom-to-span" on:click=move |_| show.activate(&[s])>
+                        <button type="button" data-testid="zoom-to-span" on:click=move |_| show.show(s)>
                             "Show in timeline"
                         </button>
                     </div>
@@ -678,7 +506,7 @@ fn ProfileSpanDetails(
                                     let child = ChartSpan { group: s.group, span: c };
                                     view! {
                                         <li>
-                                            <button type="button" class="link" on:click=move |_| links.activate(&[child])>
+                                            <button type="button" class="link" on:click=move |_| links.show(child)>
                                                 {name}
                                             </button>
                                             " " {format_ns(dur)}
@@ -708,16 +536,24 @@ fn RequestTable(
 ) -> impl IntoView {
     let has_modules = model.modules.has_module_events();
     let page = links.page;
-    let events = {
-        let model = model.clone();
-        let chart = links.chart.clone();
-        links.on_rows(move |i| {
-            model
-                .requests
-                .get(i)
-                .map(|r| chart.request_spans(&r.request_id))
-                .unwrap_or_default()
-        })
+    // A request's row stands for its span; any span of the request marks it.
+    let rows = {
+        let (model, chart) = (model.clone(), links.chart.clone());
+        let (of, by) = (model.clone(), links.chart.clone());
+        links.rows(
+            move |i| {
+                model
+                    .requests
+                    .get(i)
+                    .map(|r| chart.request_spans(&r.request_id))
+                    .unwrap_or_default()
+            },
+            move |i, s| {
+                of.requests
+                    .get(i)
+                    .is_some_and(|r| by.request_of(s) == Some(r.request_id.as_str()))
+            },
+        )
     };
     let shown = {
         let model = model.clone();
@@ -737,28 +573,12 @@ fn RequestTable(
             None => ((0..model.requests.len()).map(|i| (i, None)).collect(), None),
         })
     };
-    let linked = {
-        let links = links.clone();
-        Memo::new(move |_| {
-            links
-                .selected()
-                .and_then(|s| links.chart.request_of(s).map(str::to_string))
-        })
-    };
-    Effect::new(move |_| {
-        if linked.get().is_some() {
-            reveal_linked_row();
-        }
-    });
-    let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
     let body = move || {
-        let (rows, _) = shown.get();
-        rows.into_iter()
+        let (now, _) = shown.get();
+        now.into_iter()
             .filter_map(|(i, inside)| model.requests.get(i).map(|r| (i, r.clone(), inside)))
             .map(|(i, r, inside)| {
                 let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-                let id = r.request_id.clone();
-                let is_linked = move || linked.with(|l| l.as_deref() == Some(id.as_str()));
                 view! {
                     <tr class=r.status data-testid="request-row" data-row=i.to_string() tabindex="0"
                         data-request=r.request_id.clone()
@@ -766,7 +586,7 @@ fn RequestTable(
                         data-itl=opt(r.itl_us_avg) data-tokens=r.output_tokens.clone()
                         data-forwards=opt(r.forward_calls) data-module-spans=opt(r.module_spans)
                         data-inside=opt(inside)
-                        class:linked=is_linked.clone() data-linked=move || is_linked().to_string()>
+                        class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
                         <td>{r.request_id.clone()}</td>
                         <td>{r.status}</td>
                         <td>{r.model.clone()}</td>
@@ -817,10 +637,11 @@ fn RequestTable(
                     </tr>
                 </thead>
                 <tbody
-                    on:click=move |ev| e1.click(&ev)
-                    on:keydown=move |ev| e2.key(&ev)
-                    on:mouseover=move |ev| e3.over(&ev)
-                    on:mouseleave=move |_| e4.leave()
+                    node_ref=rows.body()
+                    on:click=move |ev| rows.on_click(&ev)
+                    on:keydown=move |ev| rows.on_key(&ev)
+                    on:mouseover=move |ev| rows.on_over(&ev)
+                    on:mouseleave=move |_| rows.leave()
                 >
                     {body}
                 </tbody>
@@ -857,27 +678,26 @@ fn SnapshotsView(
             None => Arc::new(all.clone()),
         })
     };
-    let events = {
-        let all = all.clone();
-        let chart = links.chart.clone();
-        links.on_rows(move |i| {
-            all.rows
-                .get(i)
-                .map(|r| chart.spans_at(&r.request_id, r.at_ns))
-                .unwrap_or_default()
-        })
+    let rows = {
+        let (model, chart) = (model.clone(), links.chart.clone());
+        let (of, by) = (model.clone(), links.chart.clone());
+        links.rows(
+            move |i| {
+                model
+                    .snapshots
+                    .rows
+                    .get(i)
+                    .map(|r| chart.spans_at(&r.request_id, r.at_ns))
+                    .unwrap_or_default()
+            },
+            move |i, s| {
+                of.snapshots
+                    .rows
+                    .get(i)
+                    .is_some_and(|r| by.holds_snapshot(s, &r.request_id, r.at_ns))
+            },
+        )
     };
-    let selected = {
-        let links = links.clone();
-        Memo::new(move |_| links.selected())
-    };
-    Effect::new(move |_| {
-        if selected.get().is_some() {
-            reveal_linked_row();
-        }
-    });
-    let (e1, e2, e3, e4) = (events.clone(), events.clone(), events.clone(), events);
-    let chart = links.chart.clone();
     let total = all.rows.len();
     let body = move || {
         let now = chart_now.get();
@@ -887,16 +707,12 @@ fn SnapshotsView(
                 // Its index among all snapshots (the rows' `data-row`).
                 let i = all.rows.iter().position(|a| a.line == r.line).unwrap_or(0);
                 let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-                let (owner, at, chart) = (r.request_id.clone(), r.at_ns, chart.clone());
-                let is_linked = move || {
-                    selected.get().is_some_and(|s| chart.holds_snapshot(s, &owner, at))
-                };
                 view! {
                     <tr data-testid="snapshot-row" data-row=i.to_string() tabindex="0" data-line=r.line.to_string()
                         data-at=r.at_ns.to_string() data-current=opt(r.current_bytes)
                         data-high-water=opt(r.high_water_bytes)
                         data-available=r.available_bytes.map(|v| v.to_string()).unwrap_or_default()
-                        class:linked=is_linked.clone() data-linked=move || is_linked().to_string()>
+                        class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
                         <td class="num">{r.at.clone()}</td>
                         <td>{r.request_id.clone()}</td>
                         <td>{r.scope.clone()}</td>
@@ -931,10 +747,11 @@ fn SnapshotsView(
             <table>
                 <thead><tr><th scope="col" title="after the profile's time 0, where the chart's axis puts it">"time (chart time)"</th><th scope="col">"request"</th><th scope="col">"scope"</th><th scope="col">"current"</th><th scope="col">"high water"</th><th scope="col">"available"</th><th scope="col">"line"</th></tr></thead>
                 <tbody
-                    on:click=move |ev| e1.click(&ev)
-                    on:keydown=move |ev| e2.key(&ev)
-                    on:mouseover=move |ev| e3.over(&ev)
-                    on:mouseleave=move |_| e4.leave()
+                    node_ref=rows.body()
+                    on:click=move |ev| rows.on_click(&ev)
+                    on:keydown=move |ev| rows.on_key(&ev)
+                    on:mouseover=move |ev| rows.on_over(&ev)
+                    on:mouseleave=move |_| rows.leave()
                 >
                     {body}
                 </tbody>

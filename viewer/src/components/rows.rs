@@ -2,7 +2,7 @@
 //! [`crate::model::virtual_rows`]), hovering a row to outline its spans in the chart, bringing
 //! a row linked to the selected span into view, a row's keys (Enter or Space activate it, ↑/↓
 //! move the focus between rows) and keeping the focus on a row its table built again, and
-//! [`LinkedRows`]: a small table's rows linked both ways with the chart's groups.
+//! [`LinkedRows`]: a table's rows linked both ways with the chart's groups.
 
 use std::sync::Arc;
 
@@ -12,6 +12,8 @@ use wasm_bindgen::JsCast;
 
 use super::panel::next_frame;
 use super::TraceContext;
+use crate::model::links::{by_group, GroupRows};
+use crate::model::profile_links::ChartSpan;
 use crate::model::virtual_rows::{row_window, scroll_to_show, with_kept, RowWindow, WHOLE_ROWS};
 
 /// Height of a row of a long (windowed) table, CSS pixels (`web/style.css`: `tr.vrow`).
@@ -121,17 +123,6 @@ pub fn reveal_row_in(scroll: PanelScroll, body: NodeRef<Tbody>, i: usize, rows: 
     el.set_scroll_top(to.round() as i32);
 }
 
-/// Where the row with `data-row` `pos` is among the rows built in `body` (a sorted table builds
-/// them in another order; a shortened one not at all).
-fn built_at(body: NodeRef<Tbody>, pos: usize) -> Option<usize> {
-    let rows = body.get_untracked()?.rows();
-    let want = pos.to_string();
-    (0..rows.length()).find_map(|i| {
-        let row = rows.item(i)?;
-        (row.get_attribute("data-row").as_deref() == Some(want.as_str())).then_some(i as usize)
-    })
-}
-
 /// The table row an event happened on, when it happened on the row itself (not on a button
 /// or a field inside it).
 fn event_row(ev: &web_sys::Event) -> Option<web_sys::HtmlElement> {
@@ -227,75 +218,131 @@ impl HoverSpans {
         }
     }
 
+    /// Outline `spans` (the chart is drawn again only when they change).
+    fn outline(&self, spans: Arc<Vec<u32>>) {
+        if self.ctx_highlighted.with_untracked(|now| **now != *spans) {
+            self.ctx_highlighted.set(spans);
+        }
+    }
+
     /// The pointer entered a row standing for `spans`.
     pub fn enter(&self, spans: Arc<Vec<u32>>) {
         if self.before.with_value(Option::is_none) {
             self.before
                 .set_value(Some(self.ctx_highlighted.get_untracked()));
         }
-        self.ctx_highlighted.set(spans);
+        self.outline(spans);
     }
 
     /// The pointer left the row.
     pub fn leave(&self) {
         if let Some(before) = self.before.try_get_value().flatten() {
             self.before.set_value(None);
-            self.ctx_highlighted.set(before);
+            self.outline(before);
         }
     }
 
     /// A row was clicked: what it outlines now stays after the pointer leaves.
     pub fn pin(&self, spans: Arc<Vec<u32>>) {
         self.before.set_value(Some(spans.clone()));
-        self.ctx_highlighted.set(spans);
+        self.outline(spans);
     }
 }
 
-/// A small table's rows linked both ways with the chart's groups (one group in a trace's
-/// view, baseline and candidate in a comparison, one per file in the several-files view): a
-/// row's click (or Enter, Space) selects its first span in each group that has one, shows it
-/// (the last such group's) and outlines them all; hovering a row outlines its spans; the rows
-/// of a group's selected span are `linked`, the first brought into view.
+/// How a row's activation selects its spans.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// Its first span in each group that has one: groups that are files side by side (a
+    /// comparison's baseline and candidate, the several-files view), each with its selection.
+    EachGroup,
+    /// Its first span only, every other group's selection cleared: groups that are lane
+    /// groups of one document (an inference profile's engines and requests), whose chart has
+    /// one selection.
+    First,
+}
+
+/// Select and show span `s` of `groups` (lane groups of one document), every other group's
+/// selection cleared.
+pub fn select_only(groups: &[&TraceContext], s: ChartSpan) {
+    for (g, ctx) in groups.iter().enumerate() {
+        if g != s.group && ctx.selected.get_untracked().is_some() {
+            ctx.selected.set(None);
+        }
+    }
+    if let Some(ctx) = groups.get(s.group) {
+        ctx.select_and_show(s.span);
+    }
+}
+
+/// The spans a row stands for (by its `data-row`), in the order its activation picks them.
+type SpansOf = Arc<dyn Fn(usize) -> Vec<ChartSpan> + Send + Sync>;
+/// Whether a row (by its `data-row`) is linked to a selected span.
+type LinksTo = Arc<dyn Fn(usize, ChartSpan) -> bool + Send + Sync>;
+
+/// A table's rows linked both ways with the chart's groups (one group in a trace's view,
+/// baseline and candidate in a comparison, one per file in the several-files view, engines
+/// and requests in an inference profile): a row's click (or Enter, Space) selects its first
+/// span ([`Pick`]), shows it and outlines all its spans; hovering a row outlines its spans
+/// (leaving puts back what was outlined before); ↑/↓ move the focus between rows and the
+/// focus stays on an activated row ([`row_key`], [`keep_focus`]); the rows linked to a
+/// selected span are `linked`, the first built one brought into view.
 #[derive(Clone, Copy)]
 pub struct LinkedRows {
     /// Each group's context and its rows' hover.
     groups: StoredValue<Vec<(TraceContext, HoverSpans)>>,
-    /// `[row][group]`: the spans the row stands for in the group, sorted.
-    spans: StoredValue<Vec<Vec<Arc<Vec<u32>>>>>,
+    /// The spans a row stands for.
+    spans_of: StoredValue<SpansOf>,
+    /// Whether a row is linked to a selected span.
+    links_to: StoredValue<LinksTo>,
+    /// Each group's selected span.
+    selected: Memo<Vec<ChartSpan>>,
+    /// How a row's activation selects.
+    pick: Pick,
     /// The table's body.
     body: NodeRef<Tbody>,
 }
 
 impl LinkedRows {
-    /// The rows of a table over `groups` whose row `r` stands for `spans[r][g]` in group `g`
-    /// (each list sorted; a row is built with `data-row` `r`); brings the first row of a newly
-    /// selected span into view.
-    pub fn new(groups: &[TraceContext], spans: Vec<Vec<Vec<u32>>>) -> Self {
+    /// The rows of a table over `groups` whose row `r` (built with `data-row` `r`) stands
+    /// for `spans_of(r)` and is linked to a selected span `s` when `links_to(r, s)`; brings
+    /// the first built row linked to a newly selected span into view.
+    pub fn new(
+        groups: &[TraceContext],
+        pick: Pick,
+        spans_of: impl Fn(usize) -> Vec<ChartSpan> + Send + Sync + 'static,
+        links_to: impl Fn(usize, ChartSpan) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let groups = StoredValue::new(
+            groups
+                .iter()
+                .map(|c| (c.clone(), HoverSpans::new(c)))
+                .collect::<Vec<_>>(),
+        );
+        let selected = Memo::new(move |_| {
+            groups.with_value(|g| {
+                g.iter()
+                    .enumerate()
+                    .filter_map(|(group, (c, _))| {
+                        c.selected.get().map(|span| ChartSpan { group, span })
+                    })
+                    .collect()
+            })
+        });
         let links = LinkedRows {
-            groups: StoredValue::new(
-                groups
-                    .iter()
-                    .map(|c| (c.clone(), HoverSpans::new(c)))
-                    .collect(),
-            ),
-            spans: StoredValue::new(
-                spans
-                    .into_iter()
-                    .map(|r| r.into_iter().map(Arc::new).collect())
-                    .collect(),
-            ),
+            groups,
+            spans_of: StoredValue::new(Arc::new(spans_of)),
+            links_to: StoredValue::new(Arc::new(links_to)),
+            selected,
+            pick,
             body: NodeRef::new(),
         };
         let scroll = use_context::<PanelScroll>();
-        let rows = links.spans.with_value(Vec::len);
         Effect::new(move |_| {
-            let selected = links.selected();
-            if selected.iter().all(Option::is_none) {
+            let selected = links.selected.get();
+            if selected.is_empty() {
                 return;
             }
-            let at = (0..rows)
-                .find(|&pos| links.links_to(pos, &selected))
-                .and_then(|pos| built_at(links.body, pos));
+            let at = links.first_built(|pos| links.links(pos, &selected));
             if let (Some(i), Some(scroll)) = (at, scroll) {
                 reveal_row_in(scroll, links.body, i, 0);
             }
@@ -303,26 +350,22 @@ impl LinkedRows {
         links
     }
 
-    /// The rows of a table over `groups` whose row `r` stands for `per_group[g][r]` in group
-    /// `g`.
+    /// The rows of a table over `groups` (files side by side) whose row `r` stands for
+    /// `per_group[g][r]` in group `g` (each list sorted).
     pub fn of_groups(groups: &[TraceContext], per_group: Vec<Vec<Vec<u32>>>) -> Self {
-        let rows = per_group.iter().map(Vec::len).max().unwrap_or(0);
-        let mut spans: Vec<Vec<Vec<u32>>> = vec![Vec::with_capacity(groups.len()); rows];
-        for group in per_group {
-            let mut group = group.into_iter();
-            for row in &mut spans {
-                row.push(group.next().unwrap_or_default());
-            }
-        }
-        Self::new(groups, spans)
+        let rows = Arc::new(GroupRows::new(per_group));
+        let of = rows.clone();
+        Self::new(
+            groups,
+            Pick::EachGroup,
+            move |pos| rows.spans(pos),
+            move |pos, s| of.holds(pos, s),
+        )
     }
 
-    /// The rows of a table over one trace's chart: row `r` stands for `spans[r]`.
+    /// The rows of a table over one trace's chart: row `r` stands for `spans[r]` (sorted).
     pub fn of_trace(ctx: &TraceContext, spans: Vec<Vec<u32>>) -> Self {
-        Self::new(
-            std::slice::from_ref(ctx),
-            spans.into_iter().map(|s| vec![s]).collect(),
-        )
+        Self::of_groups(std::slice::from_ref(ctx), vec![spans])
     }
 
     /// The table's body (its rows' events are taken there).
@@ -330,72 +373,81 @@ impl LinkedRows {
         self.body
     }
 
-    /// Each group's selected span (tracked).
-    fn selected(&self) -> Vec<Option<u32>> {
-        self.groups
-            .with_value(|g| g.iter().map(|(c, _)| c.selected.get()).collect())
+    /// Whether row `pos` is linked to a span of `selected`.
+    fn links(&self, pos: usize, selected: &[ChartSpan]) -> bool {
+        self.links_to
+            .with_value(|f| selected.iter().any(|&s| f(pos, s)))
     }
 
-    /// Whether row `pos` stands for a span of `selected` (each group's).
-    fn links_to(&self, pos: usize, selected: &[Option<u32>]) -> bool {
-        self.spans.with_value(|rows| {
-            rows.get(pos).is_some_and(|r| {
-                r.iter()
-                    .zip(selected)
-                    .any(|(spans, s)| s.is_some_and(|s| spans.binary_search(&s).is_ok()))
-            })
+    /// Where the first row built in the body (in its order: a sorted table builds its rows
+    /// in another order, a shortened one not all) whose `data-row` passes `keep` is.
+    fn first_built(&self, keep: impl Fn(usize) -> bool) -> Option<usize> {
+        let rows = self.body.get_untracked()?.rows();
+        (0..rows.length()).find_map(|i| {
+            let pos = rows.item(i)?.get_attribute("data-row")?.parse().ok()?;
+            keep(pos).then_some(i as usize)
         })
     }
 
-    /// Whether row `pos` stands for a selected span (tracked: for the row's marks).
+    /// Whether row `pos` is linked to a selected span (tracked: for the row's marks).
     pub fn linked(&self, pos: usize) -> bool {
-        self.links_to(pos, &self.selected())
+        self.selected.with(|s| self.links(pos, s))
     }
 
     /// Whether row `pos` stands for any span (a row without one takes no focus or click).
     pub fn has_spans(&self, pos: usize) -> bool {
-        self.spans.with_value(|rows| {
-            rows.get(pos)
-                .is_some_and(|r| r.iter().any(|s| !s.is_empty()))
-        })
+        !self.spans_of(pos).is_empty()
     }
 
-    /// The spans row `pos` stands for in each group (none for each past the table's end).
-    fn spans_of(&self, pos: usize) -> Vec<Arc<Vec<u32>>> {
+    /// The spans row `pos` stands for.
+    fn spans_of(&self, pos: usize) -> Vec<ChartSpan> {
+        self.spans_of.with_value(|f| f(pos))
+    }
+
+    /// `spans` by group (each in its order).
+    fn per_group(&self, spans: &[ChartSpan]) -> Vec<Arc<Vec<u32>>> {
         let n = self.groups.with_value(Vec::len);
-        self.spans.with_value(|rows| {
-            rows.get(pos)
-                .cloned()
-                .unwrap_or_else(|| vec![Arc::default(); n])
-        })
+        by_group(spans, n).into_iter().map(Arc::new).collect()
     }
 
-    /// Select, show and outline row `pos`'s spans.
+    /// Select, show and outline row `pos`'s spans; the focus stays on the row.
     pub fn activate(&self, pos: usize) {
-        if !self.has_spans(pos) {
-            return;
-        }
         let spans = self.spans_of(pos);
+        let Some(&first) = spans.first() else {
+            return;
+        };
+        let per_group = self.per_group(&spans);
         self.groups.with_value(|groups| {
-            let mut shown = None;
-            for ((ctx, hover), s) in groups.iter().zip(&spans) {
+            for ((_, hover), s) in groups.iter().zip(&per_group) {
                 hover.pin(s.clone());
-                ctx.selected.set(s.first().copied());
-                if let Some(&first) = s.first() {
-                    shown = Some((ctx, first));
+            }
+            match self.pick {
+                Pick::EachGroup => {
+                    let mut shown = None;
+                    for ((ctx, _), s) in groups.iter().zip(&per_group) {
+                        ctx.selected.set(s.first().copied());
+                        if let Some(&first) = s.first() {
+                            shown = Some((ctx, first));
+                        }
+                    }
+                    if let Some((ctx, first)) = shown {
+                        ctx.select_and_show(first);
+                    }
+                }
+                Pick::First => {
+                    let contexts: Vec<&TraceContext> = groups.iter().map(|(c, _)| c).collect();
+                    select_only(&contexts, first);
                 }
             }
-            if let Some((ctx, first)) = shown {
-                ctx.select_and_show(first);
-            }
         });
+        keep_focus(self.body, pos);
     }
 
     /// The pointer is over row `pos`: outline its spans.
     pub fn enter(&self, pos: usize) {
-        let spans = self.spans_of(pos);
+        let per_group = self.per_group(&self.spans_of(pos));
         self.groups.with_value(|groups| {
-            for ((_, hover), s) in groups.iter().zip(spans) {
+            for ((_, hover), s) in groups.iter().zip(per_group) {
                 hover.enter(s);
             }
         });

@@ -1,7 +1,8 @@
 //! Which spans a row of a panel's table stands for, so that the row and the chart link both
 //! ways (a click selects and shows the spans, hovering outlines them, the selected span marks
 //! its row): a training phase's spans, a module pair's, a gradient group's module's, an op
-//! name's or op group's, the allocations of a category live at the memory peak, a file's.
+//! name's or op group's, the allocations of a category live at the memory peak, a file's; and
+//! a table's rows' spans in each group as [`ChartSpan`]s.
 
 use hashbrown::HashMap;
 
@@ -11,6 +12,8 @@ use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
 use candle_trace_schema::analysis::spans::span_path;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::Pass;
+
+use super::profile_links::ChartSpan;
 
 /// Visit every span below `region` with the step of its nearest stepped ancestor strictly
 /// between `region` and it (`None`: none), as the phases table sums them.
@@ -209,6 +212,51 @@ pub fn root_spans(doc: &TraceDocument) -> Vec<u32> {
     sorted(doc.tree.roots.clone())
 }
 
+/// A table's rows' spans in each of the chart's groups (`[group][row]`, each list sorted; a
+/// group with fewer rows stands for no span in the others).
+pub struct GroupRows(Vec<Vec<Vec<u32>>>);
+
+impl GroupRows {
+    /// Rows whose row `r` stands for `per_group[g][r]` in group `g` (each list sorted).
+    pub fn new(per_group: Vec<Vec<Vec<u32>>>) -> Self {
+        GroupRows(per_group)
+    }
+
+    /// Row `pos`'s spans: group by group, each group's in its order.
+    pub fn spans(&self, pos: usize) -> Vec<ChartSpan> {
+        self.0
+            .iter()
+            .enumerate()
+            .flat_map(|(group, rows)| {
+                rows.get(pos)
+                    .into_iter()
+                    .flatten()
+                    .map(move |&span| ChartSpan { group, span })
+            })
+            .collect()
+    }
+
+    /// Whether row `pos` stands for span `s`.
+    pub fn holds(&self, pos: usize, s: ChartSpan) -> bool {
+        self.0
+            .get(s.group)
+            .and_then(|rows| rows.get(pos))
+            .is_some_and(|spans| spans.binary_search(&s.span).is_ok())
+    }
+}
+
+/// `spans` split by group, for `groups` groups (each group's in their order; a span of a
+/// group past them left out).
+pub fn by_group(spans: &[ChartSpan], groups: usize) -> Vec<Vec<u32>> {
+    let mut per_group = vec![Vec::new(); groups];
+    for s in spans {
+        if let Some(g) = per_group.get_mut(s.group) {
+            g.push(s.span);
+        }
+    }
+    per_group
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -350,5 +398,31 @@ mod tests {
     #[test]
     fn a_file_is_its_root_spans() {
         assert_eq!(root_spans(&fixture()), [0]);
+    }
+
+    /// A span of group `group`.
+    fn cs(group: usize, span: u32) -> ChartSpan {
+        ChartSpan { group, span }
+    }
+
+    #[test]
+    fn a_rows_spans_go_group_by_group_and_a_shorter_group_has_none() {
+        // Baseline: rows [1, 4] and [2]; candidate: row [0, 3] only.
+        let rows = GroupRows::new(vec![vec![vec![1, 4], vec![2]], vec![vec![0, 3]]]);
+        assert_eq!(rows.spans(0), vec![cs(0, 1), cs(0, 4), cs(1, 0), cs(1, 3)]);
+        assert_eq!(rows.spans(1), vec![cs(0, 2)]);
+        assert_eq!(rows.spans(2), vec![]);
+        assert!(rows.holds(0, cs(0, 4)) && rows.holds(0, cs(1, 3)));
+        // Span 4 of the candidate, span 0 of the baseline, a third group: not row 0's.
+        assert!(!rows.holds(0, cs(1, 4)) && !rows.holds(0, cs(0, 0)) && !rows.holds(0, cs(2, 1)));
+        assert!(rows.holds(1, cs(0, 2)) && !rows.holds(1, cs(1, 2)));
+        assert!(!rows.holds(5, cs(0, 1)));
+    }
+
+    #[test]
+    fn spans_split_by_group_keep_their_order() {
+        let spans = [cs(1, 7), cs(0, 3), cs(1, 2), cs(3, 9)];
+        assert_eq!(by_group(&spans, 2), vec![vec![3], vec![7, 2]]);
+        assert_eq!(by_group(&[], 3), vec![Vec::<u32>::new(); 3]);
     }
 }
