@@ -263,8 +263,6 @@ fn PathDeltas(
                                 <tr
                                     tabindex="0"
                                     class:active=active
-                                    class:linked=move || links.linked(i)
-                                    data-linked=move || links.linked(i).to_string()
                                     data-row=i.to_string()
                                     data-testid="path-delta"
                                     data-path=p.path.clone()
@@ -275,8 +273,7 @@ fn PathDeltas(
                                     data-cand-count=p.cand_count.to_string()
                                     data-value=p.delta_ns.to_string()
                                     data-percent=percent_attr(p.percent)
-                                    class=format!("presence-{}", p.presence.as_str())
-                                >
+                                    class=format!("presence-{}", p.presence.as_str()) {..links.linked_attrs(i)}>
                                     <td class="path">
                                         {p.path.clone()}
                                         {(p.presence != Presence::Both).then(|| view! { <span class="tag">{p.presence.as_str()}</span> })}
@@ -322,21 +319,13 @@ fn OpDeltas(
             <h3>"Ops (name, shape, dtype)"</h3>
             <table>
                 <thead><tr><th scope="col">"op"</th><th scope="col">"shape"</th><th scope="col">"dtype"</th><th scope="col" class="num">"baseline"</th><th scope="col" class="num">"candidate"</th><th scope="col" class="num">"change"</th><th scope="col" class="num">"%"</th></tr></thead>
-                <tbody
-                    node_ref=links.body()
-                    on:click=move |ev| links.on_click(&ev)
-                    on:keydown=move |ev| links.on_key(&ev)
-                    on:mouseover=move |ev| links.on_over(&ev)
-                    on:mouseleave=move |_| links.leave()
-                >
+                <tbody {..links.body_attrs()}>
                     {c.ops.iter().enumerate().map(|(pos, o)| {
                         let shape = format!("{:?}", o.shape);
                         view! {
                             <tr
                                 data-row=pos.to_string()
                                 tabindex=links.has_spans(pos).then_some("0")
-                                class:linked=move || links.linked(pos)
-                                data-linked=move || links.linked(pos).to_string()
                                 data-testid="op-delta"
                                 data-op=o.op_name.clone()
                                 data-shape=shape.clone()
@@ -347,8 +336,7 @@ fn OpDeltas(
                                 data-base-count=o.base_count.to_string()
                                 data-cand-count=o.cand_count.to_string()
                                 data-value=o.delta_ns.to_string()
-                                data-percent=percent_attr(o.percent)
-                            >
+                                data-percent=percent_attr(o.percent) {..links.linked_attrs(pos)}>
                                 <td>{o.op_name.clone()} {(o.presence != Presence::Both).then(|| view! { <span class="tag">{o.presence.as_str()}</span> })}</td>
                                 <td>{shape.clone()}</td>
                                 <td>{o.dtype.clone()}</td>
@@ -396,24 +384,15 @@ fn MemoryDeltas(
             <h3>"Memory at the peak"</h3>
             <table>
                 <thead><tr><th scope="col">""</th><th scope="col" class="num">"baseline"</th><th scope="col" class="num">"candidate"</th><th scope="col" class="num">"change"</th></tr></thead>
-                <tbody
-                    node_ref=links.body()
-                    on:click=move |ev| links.on_click(&ev)
-                    on:keydown=move |ev| links.on_key(&ev)
-                    on:mouseover=move |ev| links.on_over(&ev)
-                    on:mouseleave=move |_| links.leave()
-                >
+                <tbody {..links.body_attrs()}>
                     <tr
                         data-row="0"
                         tabindex=links.has_spans(0).then_some("0")
-                        class:linked=move || links.linked(0)
-                        data-linked=move || links.linked(0).to_string()
                         data-testid="memory-delta-peak"
                         data-value=m.delta_bytes.to_string()
                         data-base=m.base_peak_bytes.to_string()
                         data-cand=m.cand_peak_bytes.to_string()
-                        data-percent=percent_attr(m.percent)
-                    >
+                        data-percent=percent_attr(m.percent) {..links.linked_attrs(0)}>
                         <th scope="row">"peak"</th>
                         <td class="num">{format_bytes(m.base_peak_bytes)} " " <span class="muted">{m.base_peak_device.clone().unwrap_or_default()}</span></td>
                         <td class="num">{format_bytes(m.cand_peak_bytes)} " " <span class="muted">{m.cand_peak_device.clone().unwrap_or_default()}</span></td>
@@ -423,13 +402,10 @@ fn MemoryDeltas(
                         <tr
                             data-row=(i + 1).to_string()
                             tabindex=links.has_spans(i + 1).then_some("0")
-                            class:linked=move || links.linked(i + 1)
-                            data-linked=move || links.linked(i + 1).to_string()
                             data-testid=format!("memory-delta-{}", cat.category)
                             data-value=cat.delta_bytes.to_string()
                             data-base=cat.base_bytes.to_string()
-                            data-cand=cat.cand_bytes.to_string()
-                        >
+                            data-cand=cat.cand_bytes.to_string() {..links.linked_attrs(i + 1)}>
                             <th scope="row">{cat.category}</th>
                             <td class="num">{format_bytes(cat.base_bytes)}</td>
                             <td class="num">{format_bytes(cat.cand_bytes)}</td>
@@ -473,24 +449,15 @@ fn GradientChanges(
                 view! {
                     <table>
                         <thead><tr><th scope="col">"parameter"</th><th scope="col">"baseline"</th><th scope="col">"candidate"</th></tr></thead>
-                        <tbody
-                            node_ref=links.body()
-                            on:click=move |ev| links.on_click(&ev)
-                            on:keydown=move |ev| links.on_key(&ev)
-                            on:mouseover=move |ev| links.on_over(&ev)
-                            on:mouseleave=move |_| links.leave()
-                        >
+                        <tbody {..links.body_attrs()}>
                             {c.gradients.iter().enumerate().map(|(pos, g)| view! {
                                 <tr
                                     data-row=pos.to_string()
                                     tabindex=links.has_spans(pos).then_some("0")
-                                    class:linked=move || links.linked(pos)
-                                    data-linked=move || links.linked(pos).to_string()
                                     data-testid="gradient-change"
                                     data-param=format!("{}/{}", g.root, g.key)
                                     data-base=state(g.base)
-                                    data-cand=state(g.cand)
-                                >
+                                    data-cand=state(g.cand) {..links.linked_attrs(pos)}>
                                     <td>{format!("{}/{}", g.root, g.key)}</td>
                                     <td>{state(g.base)}</td>
                                     <td>{state(g.cand)}</td>

@@ -102,21 +102,14 @@ fn EfficiencyOf(
                     <th scope="col">"FLOPs"</th><th scope="col">"FLOP/s"</th><th scope="col">"bytes/ns"</th>
                     <th scope="col">"dtypes"</th><th scope="col">"formula"</th>
                 </tr></thead>
-                <tbody
-                    node_ref=links.body()
-                    on:click=move |ev| links.on_click(&ev)
-                    on:keydown=move |ev| links.on_key(&ev)
-                    on:mouseover=move |ev| links.on_over(&ev)
-                    on:mouseleave=move |_| links.leave()
-                >
+                <tbody {..links.body_attrs()}>
                     {e.rows.iter().enumerate().map(|(pos, r)| view! {
                         <tr data-testid="flops-row" data-op=r.op_name.clone() data-count=r.count.to_string()
                             data-total=r.total_ns.to_string()
                             data-flops=r.flops.to_string()
                             data-row=pos.to_string() tabindex=links.has_spans(pos).then_some("0")
-                            class:linked=move || links.linked(pos) data-linked=move || links.linked(pos).to_string()
                             data-flops-per-s=r.flops_per_s.map(|v| v.to_string()).unwrap_or_default()
-                            data-bytes-per-ns=r.bytes_per_ns.map(|v| v.to_string()).unwrap_or_default()>
+                            data-bytes-per-ns=r.bytes_per_ns.map(|v| v.to_string()).unwrap_or_default() {..links.linked_attrs(pos)}>
                             <th scope="row">{r.op_name.clone()}</th>
                             <td class="num">{r.count}</td>
                             <td class="num">{r.time.clone()}</td>

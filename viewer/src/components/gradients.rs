@@ -65,18 +65,10 @@ pub fn GradientView() -> impl IntoView {
                         <th scope="col">"present"</th><th scope="col">"missing"</th>
                         <th scope="col">"zero"</th><th scope="col">"non-finite"</th>
                     </tr></thead>
-                    <tbody
-                        node_ref=group_links.body()
-                        on:click=move |ev| group_links.on_click(&ev)
-                        on:keydown=move |ev| group_links.on_key(&ev)
-                        on:mouseover=move |ev| group_links.on_over(&ev)
-                        on:mouseleave=move |_| group_links.leave()
-                    >
+                    <tbody {..group_links.body_attrs()}>
                         {g.groups.iter().enumerate().map(|(pos, r)| view! {
                             <tr class:problem=r.problem data-testid="gradient-group" data-module=r.module.clone() data-flow=r.flow
-                                data-row=pos.to_string() tabindex=group_links.has_spans(pos).then_some("0")
-                                class:linked=move || group_links.linked(pos)
-                                data-linked=move || group_links.linked(pos).to_string()>
+                                data-row=pos.to_string() tabindex=group_links.has_spans(pos).then_some("0") {..group_links.linked_attrs(pos)}>
                                 <td class="name">{r.module.clone()}</td><td>{r.params}</td><td>{r.present}</td>
                                 <td>{r.missing}</td><td>{r.zero}</td><td>{r.non_finite}</td>
                             </tr>

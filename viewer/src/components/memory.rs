@@ -71,18 +71,10 @@ fn MemoryRunView() -> impl IntoView {
             <h4>{format!("Largest of {} allocations live at the peak", m.live_count)}</h4>
             <table>
                 <thead><tr><th scope="col">"tensor"</th><th scope="col">"bytes"</th><th scope="col">"category"</th><th scope="col" title="the module (or span) the allocation was made in, then its op">"allocated in"</th></tr></thead>
-                <tbody
-                    node_ref=links.body()
-                    on:click=move |ev| links.on_click(&ev)
-                    on:keydown=move |ev| links.on_key(&ev)
-                    on:mouseover=move |ev| links.on_over(&ev)
-                    on:mouseleave=move |_| links.leave()
-                >
+                <tbody {..links.body_attrs()}>
                     {m.live.iter().enumerate().map(|(pos, l)| view! {
                         <tr data-testid="live-row" data-row=pos.to_string() data-tensor=l.tensor_id.clone()
-                            tabindex=links.has_spans(pos).then_some("0")
-                            class:linked=move || links.linked(pos)
-                            data-linked=move || links.linked(pos).to_string()>
+                            tabindex=links.has_spans(pos).then_some("0") {..links.linked_attrs(pos)}>
                             <td>{l.tensor_id.clone()}</td>
                             <td class="num">{l.bytes.clone()}</td>
                             <td>{l.category}</td>

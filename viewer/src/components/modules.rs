@@ -451,13 +451,7 @@ pub fn ProfileModulesView(
                         <th scope="col">"calls"</th><th scope="col">"total"</th>
                         <th scope="col">"mean"</th><th scope="col">"requests"</th>
                     </tr></thead>
-                    <tbody
-                        node_ref=rows.body()
-                        on:click=move |ev| rows.on_click(&ev)
-                        on:keydown=move |ev| rows.on_key(&ev)
-                        on:mouseover=move |ev| rows.on_over(&ev)
-                        on:mouseleave=move |_| rows.leave()
-                    >
+                    <tbody {..rows.body_attrs()}>
                         {move || {
                             let all = model.modules.rows(ModuleGrouping::Name);
                             let n = if show_all.get() { all.len() } else { SHOWN_ROWS };
@@ -465,8 +459,7 @@ pub fn ProfileModulesView(
                                 view! {
                                 <tr data-testid="profile-module-row" data-row=i.to_string() tabindex="0" data-key=r.key.clone() data-calls=r.calls.to_string()
                                     data-total=r.total_ns.to_string() data-mean=r.mean_ns.to_string()
-                                    data-requests=r.requests.to_string()
-                                    class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
+                                    data-requests=r.requests.to_string() {..rows.linked_attrs(i)}>
                                     <th scope="row" class="name">{r.key.clone()}</th>
                                     <td class="num">{r.calls}</td>
                                     <td class="num">{r.total.clone()}</td>
@@ -502,18 +495,11 @@ pub fn ProfileModulesView(
                         <th scope="col">"module"</th>
                         <th scope="col">"spans in range"</th><th scope="col">"time in range"</th>
                     </tr></thead>
-                    <tbody
-                        node_ref=rows.body()
-                        on:click=move |ev| rows.on_click(&ev)
-                        on:keydown=move |ev| rows.on_key(&ev)
-                        on:mouseover=move |ev| rows.on_over(&ev)
-                        on:mouseleave=move |_| rows.leave()
-                    >
+                    <tbody {..rows.body_attrs()}>
                         {in_range.iter().enumerate().map(|(i, (key, n, t))| {
                             view! {
                                 <tr data-testid="profile-module-range-row" data-row=i.to_string() tabindex="0" data-key=key.clone()
-                                    data-spans=n.to_string() data-inside=t.to_string()
-                                    class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
+                                    data-spans=n.to_string() data-inside=t.to_string() {..rows.linked_attrs(i)}>
                                     <th scope="row" class="name">{key.clone()}</th>
                                     <td class="num">{*n}</td>
                                     <td class="num">{format_ns(*t)}</td>
@@ -636,13 +622,12 @@ fn ProfileModuleTree(
                         let is_open = open.contains(&node.key);
                         view! {
                             <tr data-testid="profile-module-row" data-row=n.to_string() tabindex="0"
-                                class:linked=move || rows.linked(n) data-linked=move || rows.linked(n).to_string()
                                 data-key=node.key.clone() data-calls=node.calls.to_string()
                                 data-total=node.total_ns.to_string() data-self=node.self_ns.to_string()
                                 data-measured=node.measured.to_string()
                                 attr:aria-level=(node.depth + 1).to_string()
                                 aria-expanded=has_children.then(|| is_open.to_string())
-                                class:group=!node.measured>
+                                class:group=!node.measured {..rows.linked_attrs(n)}>
                                 <th scope="row" class="name" style:padding-left=format!("{}px", 8 + node.depth * 16)>
                                     {has_children.then(|| view! {
                                         <button type="button" class="tree-toggle" data-testid="profile-module-toggle"

@@ -164,18 +164,10 @@ pub fn MultiView(
                                 <th scope="col" class="num" title=c.field>{c.label}</th>
                             }).collect_view()}
                         </tr></thead>
-                        <tbody
-                            node_ref=links.body()
-                            on:click=move |ev| links.on_click(&ev)
-                            on:keydown=move |ev| links.on_key(&ev)
-                            on:mouseover=move |ev| links.on_over(&ev)
-                            on:mouseleave=move |_| links.leave()
-                        >
+                        <tbody {..links.body_attrs()}>
                             {model.files.iter().enumerate().map(|(i, f)| view! {
                                 <tr data-testid=format!("multi-file-{i}") data-file=f.name.clone()
-                                    data-row=i.to_string() tabindex=links.has_spans(i).then_some("0")
-                                    class:linked=move || links.linked(i)
-                                    data-linked=move || links.linked(i).to_string()>
+                                    data-row=i.to_string() tabindex=links.has_spans(i).then_some("0") {..links.linked_attrs(i)}>
                                     <th scope="row">{f.name.clone()}</th>
                                     {cells(&f.model.cards, &format!("multi-{i}"), None)}
                                 </tr>
@@ -211,21 +203,13 @@ pub fn MultiView(
                     <p class="muted">"Each file's meta timestamp is the wall time of its 0 ns: the earliest file starts at 0 and the others at their distance from it. Files without a usable timestamp start at 0. Type an offset (µs) to move a file."</p>
                     <table>
                         <thead><tr><th scope="col">"file"</th><th scope="col">"placed by"</th><th scope="col">"offset (µs)"</th></tr></thead>
-                        <tbody
-                            node_ref=links.body()
-                            on:click=move |ev| links.on_click(&ev)
-                            on:keydown=move |ev| links.on_key(&ev)
-                            on:mouseover=move |ev| links.on_over(&ev)
-                            on:mouseleave=move |_| links.leave()
-                        >
+                        <tbody {..links.body_attrs()}>
                             {model.files.iter().enumerate().map(|(i, f)| {
                                 let auto = f.alignment.offset_ns;
                                 view! {
                                     <tr
                                         data-row=i.to_string()
                                         tabindex=links.has_spans(i).then_some("0")
-                                        class:linked=move || links.linked(i)
-                                        data-linked=move || links.linked(i).to_string()
                                         data-testid=format!("group-{i}")
                                         data-file=f.name.clone()
                                         data-align=f.alignment.source.as_str()
@@ -234,8 +218,7 @@ pub fn MultiView(
                                         data-shift-ns=move || {
                                             let o = offsets.with(|o| o.get(i).copied().unwrap_or(0));
                                             (i128::from(o) - i128::from(axis_origin.get())).to_string()
-                                        }
-                                    >
+                                        } {..links.linked_attrs(i)}>
                                         <th scope="row">{f.name.clone()}</th>
                                         <td>{f.alignment.source.note()} {(auto != 0).then(|| format!(" (+{} µs)", us_text_of_offset_ns(auto)))}</td>
                                         <td>

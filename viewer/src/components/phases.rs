@@ -112,18 +112,10 @@ fn PhasesOf(
             </div>
             <table>
                 <thead><tr><th scope="col">"phase"</th><th scope="col">"time"</th><th scope="col">"share"</th></tr></thead>
-                <tbody
-                    node_ref=phase_links.body()
-                    on:click=move |ev| phase_links.on_click(&ev)
-                    on:keydown=move |ev| phase_links.on_key(&ev)
-                    on:mouseover=move |ev| phase_links.on_over(&ev)
-                    on:mouseleave=move |_| phase_links.leave()
-                >
+                <tbody {..phase_links.body_attrs()}>
                     {p.rows.iter().enumerate().map(|(pos, r)| view! {
                         <tr data-testid=format!("phase-{}", r.phase) data-value=r.ns.to_string()
-                            data-row=pos.to_string() tabindex=phase_links.has_spans(pos).then_some("0")
-                            class:linked=move || phase_links.linked(pos)
-                            data-linked=move || phase_links.linked(pos).to_string()>
+                            data-row=pos.to_string() tabindex=phase_links.has_spans(pos).then_some("0") {..phase_links.linked_attrs(pos)}>
                             <th scope="row"><span class=format!("swatch ph-{}", r.phase)></span>{r.phase}</th>
                             <td class="num">{r.time.clone()}</td>
                             <td class="num">{r.share.clone()}</td>
@@ -142,19 +134,11 @@ fn PhasesOf(
                             <th scope="col">"module"</th><th scope="col">"forward"</th><th scope="col">"backward"</th>
                             <th scope="col">"backward / forward"</th><th scope="col">"compared"</th>
                         </tr></thead>
-                        <tbody
-                            node_ref=pair_links.body()
-                            on:click=move |ev| pair_links.on_click(&ev)
-                            on:keydown=move |ev| pair_links.on_key(&ev)
-                            on:mouseover=move |ev| pair_links.on_over(&ev)
-                            on:mouseleave=move |_| pair_links.leave()
-                        >
+                        <tbody {..pair_links.body_attrs()}>
                             {move || modules.iter().enumerate().take(if show_all.get() { total } else { SHOWN_ROWS }).map(|(pos, m)| view! {
                                 <tr data-testid="module-pair" data-path=m.path.clone()
                                     data-row=pos.to_string() tabindex=pair_links.has_spans(pos).then_some("0")
-                                    class:linked=move || pair_links.linked(pos)
-                                    data-linked=move || pair_links.linked(pos).to_string()
-                                    data-forward=m.forward_ns.to_string() data-backward=m.backward_ns.to_string()>
+                                    data-forward=m.forward_ns.to_string() data-backward=m.backward_ns.to_string() {..pair_links.linked_attrs(pos)}>
                                     <th scope="row">{m.path.clone()}</th>
                                     <td class="num">{m.forward.clone()}</td>
                                     <td class="num">{m.backward.clone()}</td>

@@ -219,8 +219,7 @@ fn IterationsView(
                             data-duration=r.duration_ns.to_string() data-start=r.start_ns.to_string()
                             data-inside=inside.map(|t| t.to_string()).unwrap_or_default()
                             data-line=r.line.to_string()
-                            class:problem=r.status == "failure"
-                            class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
+                            class:problem=r.status == "failure" {..rows.linked_attrs(i)}>
                             <td>{r.engine.clone()}</td>
                             <td class="num">{r.iteration}</td>
                             <td class="num">{r.start.clone()}</td>
@@ -267,13 +266,7 @@ fn IterationsView(
                             <th scope="col">"status"</th>
                         </tr>
                     </thead>
-                    <tbody
-                        node_ref=rows.body()
-                        on:click=move |ev| rows.on_click(&ev)
-                        on:keydown=move |ev| rows.on_key(&ev)
-                        on:mouseover=move |ev| rows.on_over(&ev)
-                        on:mouseleave=move |_| rows.leave()
-                    >
+                    <tbody {..rows.body_attrs()}>
                         {body}
                     </tbody>
                 </table>
@@ -337,18 +330,11 @@ fn ResourcesView(
                                             view! {
                     <table>
                         <thead><tr><th scope="col">"request"</th><th scope="col">"reserved"</th><th scope="col">"committed"</th><th scope="col">"released"</th><th scope="col">"rolled back"</th><th scope="col">"held at end"</th><th scope="col">"deferred"</th><th scope="col">"rejected"</th></tr></thead>
-                        <tbody
-                            node_ref=rows.body()
-                            on:click=move |ev| rows.on_click(&ev)
-                            on:keydown=move |ev| rows.on_key(&ev)
-                            on:mouseover=move |ev| rows.on_over(&ev)
-                            on:mouseleave=move |_| rows.leave()
-                        >
+                        <tbody {..rows.body_attrs()}>
                             {k.holders.iter().enumerate().map(|(i, h)| {
                                 view! {
                                 <tr data-testid="resource-holder" data-row=i.to_string() tabindex="0" data-holder=h.holder.clone() data-held=h.held.to_string()
-                                    data-deferrals=h.deferrals.to_string() class:problem=h.leaked
-                                    class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
+                                    data-deferrals=h.deferrals.to_string() class:problem=h.leaked {..rows.linked_attrs(i)}>
                                     <td>{h.holder.clone()}</td>
                                     <td class="num">{h.reserved}</td>
                                     <td class="num">{h.committed}</td>
@@ -585,8 +571,7 @@ fn RequestTable(
                         data-status=r.status data-duration=opt(r.duration_us) data-ttft=opt(r.ttft_us)
                         data-itl=opt(r.itl_us_avg) data-tokens=r.output_tokens.clone()
                         data-forwards=opt(r.forward_calls) data-module-spans=opt(r.module_spans)
-                        data-inside=opt(inside)
-                        class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
+                        data-inside=opt(inside) {..rows.linked_attrs(i)}>
                         <td>{r.request_id.clone()}</td>
                         <td>{r.status}</td>
                         <td>{r.model.clone()}</td>
@@ -636,13 +621,7 @@ fn RequestTable(
                         {has_modules.then(|| view! { <th scope="col">"forward calls"</th><th scope="col">"module spans"</th> })}
                     </tr>
                 </thead>
-                <tbody
-                    node_ref=rows.body()
-                    on:click=move |ev| rows.on_click(&ev)
-                    on:keydown=move |ev| rows.on_key(&ev)
-                    on:mouseover=move |ev| rows.on_over(&ev)
-                    on:mouseleave=move |_| rows.leave()
-                >
+                <tbody {..rows.body_attrs()}>
                     {body}
                 </tbody>
             </table>
@@ -711,8 +690,7 @@ fn SnapshotsView(
                     <tr data-testid="snapshot-row" data-row=i.to_string() tabindex="0" data-line=r.line.to_string()
                         data-at=r.at_ns.to_string() data-current=opt(r.current_bytes)
                         data-high-water=opt(r.high_water_bytes)
-                        data-available=r.available_bytes.map(|v| v.to_string()).unwrap_or_default()
-                        class:linked=move || rows.linked(i) data-linked=move || rows.linked(i).to_string()>
+                        data-available=r.available_bytes.map(|v| v.to_string()).unwrap_or_default() {..rows.linked_attrs(i)}>
                         <td class="num">{r.at.clone()}</td>
                         <td>{r.request_id.clone()}</td>
                         <td>{r.scope.clone()}</td>
@@ -746,13 +724,7 @@ fn SnapshotsView(
             }}
             <table>
                 <thead><tr><th scope="col" title="after the profile's time 0, where the chart's axis puts it">"time (chart time)"</th><th scope="col">"request"</th><th scope="col">"scope"</th><th scope="col">"current"</th><th scope="col">"high water"</th><th scope="col">"available"</th><th scope="col">"line"</th></tr></thead>
-                <tbody
-                    node_ref=rows.body()
-                    on:click=move |ev| rows.on_click(&ev)
-                    on:keydown=move |ev| rows.on_key(&ev)
-                    on:mouseover=move |ev| rows.on_over(&ev)
-                    on:mouseleave=move |_| rows.leave()
-                >
+                <tbody {..rows.body_attrs()}>
                     {body}
                 </tbody>
             </table>

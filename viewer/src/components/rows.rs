@@ -394,6 +394,32 @@ impl LinkedRows {
         self.selected.with(|s| self.links(pos, s))
     }
 
+    /// The `<tbody>`'s attributes (`<tbody {..links.body_attrs()}>`): its node, for the
+    /// reveal and the focus, and the rows' events (click, keys, hover), taken on the body for
+    /// every row. One set of handlers for every table, so the page's wasm holds them once.
+    pub fn body_attrs(self) -> impl leptos::attr::Attribute {
+        view! {
+            <{..}
+                node_ref=self.body
+                on:click=move |ev| self.on_click(&ev)
+                on:keydown=move |ev| self.on_key(&ev)
+                on:mouseover=move |ev| self.on_over(&ev)
+                on:mouseleave=move |_| self.leave()
+            />
+        }
+    }
+
+    /// Row `pos`'s mark (`<tr … {..links.linked_attrs(pos)}>`): class `linked` and
+    /// `data-linked` while it is linked to a selected span.
+    pub fn linked_attrs(self, pos: usize) -> impl leptos::attr::Attribute {
+        view! {
+            <{..}
+                class:linked=move || self.linked(pos)
+                data-linked=move || self.linked(pos).to_string()
+            />
+        }
+    }
+
     /// Whether row `pos` stands for any span (a row without one takes no focus or click).
     pub fn has_spans(&self, pos: usize) -> bool {
         !self.spans_of(pos).is_empty()
