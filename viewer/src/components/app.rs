@@ -16,7 +16,7 @@ use super::compare::{ComparePicker, CompareView};
 use super::diagnostics::Diagnostics;
 use super::multi::{load_traces, MultiView};
 use super::profile::ProfileView;
-use super::steps::StepsPage;
+use super::steps_page::StepsPage;
 use super::theme::{theme_signals, ThemeToggle};
 use super::trace_view::TraceView;
 use super::LoadSeq;
@@ -193,7 +193,7 @@ pub fn App() -> impl IntoView {
                             // letting the samples they read go.
                             let later = Arc::clone(&model);
                             spawn_local(async move {
-                                super::panel::next_frame().await;
+                                super::frame::next_frame().await;
                                 yield_now().await;
                                 later.memory_charts();
                             });

@@ -11,7 +11,7 @@ use hashbrown::HashSet;
 use candle_trace_schema::analysis::modules::ModuleGrouping;
 use candle_trace_schema::analysis::units::format_ns;
 
-use super::profile::ProfileLinks;
+use super::profile_rows::ProfileLinks;
 use super::rows::{
     keep_focus, reveal_row_in, row_key, row_of, row_window_of, spacer, HoverSpans, LinkedRows,
     PanelScroll,

@@ -6,6 +6,7 @@
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
+use super::frame::next_frame;
 use super::rows::PanelScroll;
 use super::{LoadSeq, PageState};
 use crate::model::panel::{
@@ -38,16 +39,6 @@ fn store_px(px: f64) {
     if let Some(s) = storage() {
         let _ = s.set_item(STORAGE_KEY, &format!("{px:.0}"));
     }
-}
-
-/// Resolves in the next animation frame's callbacks, before that frame is painted.
-pub async fn next_frame() {
-    let promise = js_sys::Promise::new(&mut |resolve, _reject| {
-        request_animation_frame(move || {
-            let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
-        });
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 /// The tab panel of a view: `content` builds a tab's content when it opens (after the chart's

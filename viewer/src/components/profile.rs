@@ -15,70 +15,19 @@ use super::findings::FindingsView;
 use super::header::FindingsCount;
 use super::modules::ProfileModulesView;
 use super::panel::TabPanel;
-use super::rows::{select_only, LinkedRows, Pick};
+use super::profile_rows::ProfileLinks;
 use super::timeline::{ChartGroup, Colours, FlameChart};
-use super::{PageState, TraceContext};
+use super::PageState;
 use crate::model::findings::FindingsPanel;
 use crate::model::iterations::IterationsPanel;
 use crate::model::latency::{HistogramChart, HIST_H, HIST_W};
 use crate::model::panel::{profile_tabs, Tab, ViewKind};
 use crate::model::profile::{EventRow, SNAPSHOT_H, SNAPSHOT_W};
-use crate::model::profile_chart::ProfileChart;
 use crate::model::profile_links::{in_range_text, ChartSpan};
 use crate::model::resources::{ResourcesPanel, RESOURCE_H, RESOURCE_W};
 use crate::model::waterfall::{LANE_H, WATERFALL_W};
 use crate::model::ProfileModel;
 use crate::timeline::palette::Theme;
-
-/// A profile's chart as its tabs' tables link to it (`model::profile_links`): each table's
-/// rows are [`LinkedRows`] over the chart's groups, a row's activation selecting its first
-/// span only (the chart has one selection).
-#[derive(Clone)]
-pub struct ProfileLinks {
-    /// The chart's spans and what they stand for.
-    pub chart: Arc<ProfileChart>,
-    /// The chart's groups' contexts (their selections and outlines).
-    groups: Arc<Vec<TraceContext>>,
-    /// The view's state (the active group, the range).
-    pub page: PageState,
-}
-
-impl ProfileLinks {
-    /// The rows of a table whose row `r` (`data-row`) stands for `spans_of(r)` and is linked
-    /// to a selected span `s` when `links_to(r, s)`.
-    pub fn rows(
-        &self,
-        spans_of: impl Fn(usize) -> Vec<ChartSpan> + Send + Sync + 'static,
-        links_to: impl Fn(usize, ChartSpan) -> bool + Send + Sync + 'static,
-    ) -> LinkedRows {
-        LinkedRows::new(&self.groups, Pick::First, spans_of, links_to)
-    }
-
-    /// Select, show and outline span `s` alone.
-    fn show(&self, s: ChartSpan) {
-        for (g, ctx) in self.groups.iter().enumerate() {
-            let outline = if g == s.group {
-                vec![s.span]
-            } else {
-                Vec::new()
-            };
-            if ctx.highlighted.with_untracked(|now| **now != outline) {
-                ctx.highlighted.set(Arc::new(outline));
-            }
-        }
-        select_only(&self.groups.iter().collect::<Vec<_>>(), s);
-    }
-
-    /// The selected span: the active group's, else the first group's that has one.
-    pub fn selected(&self) -> Option<ChartSpan> {
-        let of = |g: usize| {
-            self.groups
-                .get(g)
-                .and_then(|ctx| ctx.selected.get().map(|span| ChartSpan { group: g, span }))
-        };
-        of(self.page.active.get()).or_else(|| (0..self.groups.len()).find_map(of))
-    }
-}
 
 /// A latency histogram with percentile lines.
 #[component]

@@ -10,7 +10,7 @@ use leptos::html::Tbody;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::panel::next_frame;
+use super::frame::next_frame;
 use super::TraceContext;
 use crate::model::links::{by_group, GroupRows};
 use crate::model::profile_links::ChartSpan;

@@ -280,7 +280,7 @@ pub fn FlameChart(
     {
         let groups = groups.clone();
         leptos::task::spawn_local(async move {
-            super::panel::next_frame().await;
+            super::frame::next_frame().await;
             crate::load::yield_now().await;
             let mut built = false;
             for x in groups.iter() {
