@@ -19,13 +19,12 @@ use super::sortable::sort_header;
 use super::timeline::{ChartDetails, ChartGroup, Colours, FlameChart};
 use super::{PageState, TraceContext};
 use crate::model::compare::{
-    change_fill, path_order, percent_text, signed_bytes, signed_count, signed_ns, Change,
-    CompareModel, PathSort,
+    change_fill, path_order, percent_text, signed_bytes, signed_ns, Change, CompareModel, PathSort,
+    SummaryRow,
 };
 use crate::model::links::{op_group_spans, parameter_spans, path_spans, peak_spans};
 use crate::model::panel::{Tab, ViewKind};
 use crate::model::sort::SortState;
-use crate::model::summary::trace_label;
 use crate::timeline::palette::Theme;
 
 /// The first file of an input's or a drop's file list.
@@ -130,11 +129,13 @@ fn percent_attr(p: Option<f64>) -> String {
     p.map_or_else(String::new, |v| format!("{v}"))
 }
 
-/// The eight summary numbers, baseline → candidate.
+/// The eight summary numbers, baseline → candidate ([`CompareModel::summary_rows`]).
 #[component]
 fn SummaryDeltas(
     /// The comparison.
     c: Arc<TraceComparison>,
+    /// Each row, worded.
+    rows: Vec<SummaryRow>,
 ) -> impl IntoView {
     view! {
         <section class="compare-summary">
@@ -142,32 +143,21 @@ fn SummaryDeltas(
             <table>
                 <thead><tr><th scope="col">"number"</th><th scope="col" class="num">"baseline"</th><th scope="col" class="num">"candidate"</th><th scope="col" class="num">"change"</th><th scope="col" class="num">"%"</th></tr></thead>
                 <tbody>
-                    {c.summary.iter().map(|s| {
-                        let fmt = |v: u64| match s.field {
-                            "total_ns" => format_ns(v),
-                            "peak_bytes" => format_bytes(v),
-                            _ => v.to_string(),
-                        };
-                        let delta = match s.field {
-                            "total_ns" => signed_ns(s.delta),
-                            "peak_bytes" => signed_bytes(s.delta),
-                            _ => signed_count(s.delta),
-                        };
-                        view! {
-                            <tr
-                                data-testid=format!("delta-{}", s.field)
-                                data-value=s.delta.to_string()
-                                data-base=s.base.to_string()
-                                data-cand=s.cand.to_string()
-                                data-percent=percent_attr(s.percent)
-                            >
-                                <th scope="row" title=s.field>{trace_label(s.field).to_string()}</th>
-                                <td class="num">{fmt(s.base)}</td>
-                                <td class="num">{fmt(s.cand)}</td>
-                                <td class="num">{delta}</td>
-                                <td class="num">{if s.base == 0 && s.cand == 0 { "0.0%".to_string() } else { percent_text(s.percent, Presence::Both) }}</td>
-                            </tr>
-                        }
+                    {c.summary.iter().zip(rows).map(|(s, r)| view! {
+                        <tr
+                            data-testid=format!("delta-{}", s.field)
+                            data-value=s.delta.to_string()
+                            data-base=s.base.to_string()
+                            data-cand=s.cand.to_string()
+                            data-percent=percent_attr(s.percent)
+                            data-captured=r.captured.to_string()
+                        >
+                            <th scope="row" title=s.field>{r.label}</th>
+                            <td class="num">{r.base}</td>
+                            <td class="num">{r.cand}</td>
+                            <td class="num">{r.change}</td>
+                            <td class="num">{r.percent}</td>
+                        </tr>
                     }).collect_view()}
                 </tbody>
             </table>
@@ -563,6 +553,7 @@ pub fn CompareView(
                     })
                 };
                 let counts = model.change_counts;
+                let summary_rows = model.summary_rows();
                 let files = format!("{} + {}", model.base_name, model.cand_name);
                 let page = PageState::new(ViewKind::Compare, &files);
                 provide_context(page);
@@ -572,7 +563,7 @@ pub fn CompareView(
                     Callback::new(move |tab: Tab| -> AnyView {
                         let sides = sides.clone();
                         match tab {
-                            Tab::Summary => view! { <SummaryDeltas c=c.clone() /> }.into_any(),
+                            Tab::Summary => view! { <SummaryDeltas c=c.clone() rows=summary_rows.clone() /> }.into_any(),
                             Tab::Paths => view! { <PathDeltas c=c.clone() sides=sides on_pick=on_pick picked=picked.into() /> }.into_any(),
                             Tab::Ops => view! { <OpDeltas c=c.clone() sides=sides /> }.into_any(),
                             Tab::Memory => view! { <MemoryDeltas c=c.clone() sides=sides /> }.into_any(),

@@ -228,6 +228,25 @@ pub fn path_order(paths: &[PathDelta], key: PathSort, descending: bool) -> Vec<u
     order
 }
 
+/// A row of the compare view's Summary tab ([`CompareModel::summary_rows`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    /// The summary field (`total_ns` …).
+    pub field: &'static str,
+    /// Its human label.
+    pub label: &'static str,
+    /// The baseline's value, as its card words it.
+    pub base: String,
+    /// The candidate's value, as its card words it.
+    pub cand: String,
+    /// The change (`−20.0 µs`), `—` where a side did not capture the number.
+    pub change: String,
+    /// The change in percent, `—` likewise.
+    pub percent: String,
+    /// Whether both sides captured the number's source.
+    pub captured: bool,
+}
+
 /// Everything the comparison view shows.
 #[derive(Debug, Clone)]
 pub struct CompareModel {
@@ -314,6 +333,52 @@ impl CompareModel {
                         shown(&self.candidate, s.field)
                     ),
                 )
+            })
+            .collect()
+    }
+
+    /// The Summary tab's rows: each of the eight numbers on both sides, worded as that side's
+    /// card (`not captured` where its source was off, not `0`), with the change and its
+    /// percentage, `—` where a side did not capture the number.
+    pub fn summary_rows(&self) -> Vec<SummaryRow> {
+        let card = |m: &TraceModel, field: &str| {
+            m.cards
+                .iter()
+                .find(|c| c.field == field)
+                .map(|c| (c.display.clone(), c.not_captured.is_some()))
+                .unwrap_or_default()
+        };
+        self.comparison
+            .summary
+            .iter()
+            .map(|s| {
+                let (base, base_off) = card(&self.baseline, s.field);
+                let (cand, cand_off) = card(&self.candidate, s.field);
+                let captured = !base_off && !cand_off;
+                let (change, percent) = if !captured {
+                    ("\u{2014}".to_string(), "\u{2014}".to_string())
+                } else {
+                    let change = match s.field {
+                        "total_ns" => signed_ns(s.delta),
+                        "peak_bytes" => signed_bytes(s.delta),
+                        _ => signed_count(s.delta),
+                    };
+                    let percent = if s.base == 0 && s.cand == 0 {
+                        "0.0%".to_string()
+                    } else {
+                        percent_text(s.percent, Presence::Both)
+                    };
+                    (change, percent)
+                };
+                SummaryRow {
+                    field: s.field,
+                    label: trace_label(s.field),
+                    base,
+                    cand,
+                    change,
+                    percent,
+                    captured,
+                }
             })
             .collect()
     }
@@ -512,6 +577,57 @@ mod tests {
         let spans = shown.iter().find(|(f, _, _)| *f == "span_count").unwrap();
         assert_eq!(spans.2, "6 \u{2192} 7 (+16.7%)");
         assert!(shown.iter().all(|(f, _, _)| *f != "op_count"));
+    }
+
+    #[test]
+    fn the_summary_says_not_captured_where_a_side_had_its_allocator_off() {
+        let base_text = std::fs::read_to_string(format!(
+            "{}/../tests/fixtures/compare/base.trace6.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        // The candidate: the baseline with its four memory lines gone and the allocator off.
+        let mut cand_text: String = base_text
+            .lines()
+            .filter(|l| !l.contains(r#""kind":"memory""#))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        cand_text.push_str(r#"{"kind":"capture_sources","sources":[{"source":"tracing","on":true,"events":6},{"source":"allocator","on":false}],"events_dropped":0,"warnings":[]}"#);
+        cand_text.push('\n');
+        let m = CompareModel::new(
+            "b".into(),
+            TraceDocument::from_bytes(base_text.as_bytes()),
+            "c".into(),
+            TraceDocument::from_bytes(cand_text.as_bytes()),
+        );
+        let rows = m.summary_rows();
+        let row = |f: &str| rows.iter().find(|r| r.field == f).unwrap();
+        // The baseline's peak: 512 + 1024 + 512 B live at 50 µs = 2 KiB; its 3 allocs.
+        let peak = row("peak_bytes");
+        assert_eq!(peak.base, "2.00 KiB");
+        assert!(peak.cand.starts_with("not captured"), "{}", peak.cand);
+        assert_eq!(
+            (peak.change.as_str(), peak.percent.as_str(), peak.captured),
+            ("\u{2014}", "\u{2014}", false)
+        );
+        let allocs = row("alloc_count");
+        assert_eq!(
+            (allocs.base.as_str(), allocs.cand.as_str()),
+            ("3", "not captured")
+        );
+        // A number both sides captured keeps its change: the same 6 spans on both sides.
+        let spans = row("span_count");
+        assert_eq!(
+            (
+                spans.base.as_str(),
+                spans.cand.as_str(),
+                spans.change.as_str(),
+                spans.percent.as_str()
+            ),
+            ("6", "6", "0", "0.0%")
+        );
+        assert!(spans.captured);
+        assert_eq!(rows.len(), 8);
     }
 
     #[test]
