@@ -26,6 +26,7 @@ pub mod reconcile;
 pub mod request_axis;
 pub mod requests;
 pub mod resources;
+pub mod sort;
 pub mod spans;
 pub mod steps;
 pub mod summary;

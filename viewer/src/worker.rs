@@ -550,7 +550,10 @@ impl Pending {
         let (_, rx) = self.worker.as_mut()?;
         loop {
             match rx.next().await? {
-                Heard::Findings(json) => return serde_json::from_str(&json).ok(),
+                Heard::Findings(json) => {
+                    // From bytes, as the profile's lines are read: one JSON reader in the page.
+                    return serde_json::from_slice(json.as_bytes()).ok();
+                }
                 Heard::Progress(_) | Heard::Ready => {}
                 _ => return None,
             }

@@ -20,6 +20,7 @@
 //!   parameter whose state differs, including ones present in only one file.
 //! - The eight summary numbers, in SCHEMA.md's order.
 
+use crate::analysis::sort;
 use crate::analysis::spans::span_path;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
@@ -252,7 +253,7 @@ fn snake_case<T: Serialize>(value: &T) -> String {
 }
 
 fn by_abs_delta<T>(rows: &mut [T], delta: impl Fn(&T) -> i64, key: impl Fn(&T) -> String) {
-    rows.sort_by(|a, b| {
+    sort::by(rows, |a, b| {
         delta(b)
             .unsigned_abs()
             .cmp(&delta(a).unsigned_abs())

@@ -57,6 +57,7 @@
 //! [`level_ends`]: crate::analysis::modules::level_ends
 //! [`StepSet`]: crate::analysis::steps::StepSet
 
+use crate::analysis::sort;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -172,7 +173,7 @@ pub struct Findings {
 
 impl Findings {
     fn ranked(mut findings: Vec<Finding>, notes: Vec<String>) -> Findings {
-        findings.sort_by(|a, b| {
+        sort::by(&mut findings, |a, b| {
             let (ka, va) = a.stake.rank();
             let (kb, vb) = b.stake.rank();
             ka.cmp(&kb)

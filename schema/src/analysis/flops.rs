@@ -42,6 +42,7 @@
 //! [`efficiency_in`] counts the ops inside a time range: an op crossing an edge with its time
 //! inside and the same fraction of its FLOPs and bytes moved (its rates unchanged).
 
+use crate::analysis::sort;
 use alloc::string::String;
 use alloc::string::ToString;
 use alloc::vec::Vec;
@@ -413,10 +414,10 @@ pub fn efficiency_in(doc: &TraceDocument, range: TimeRange) -> Efficiency {
             None
         };
         row.bytes_per_ns = (row.total_ns > 0).then(|| row.bytes_moved as f64 / row.total_ns as f64);
-        d.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        sort::by(&mut d, |a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         row.dtypes = d;
     }
-    rows.sort_by(|a, b| {
+    sort::by(&mut rows, |a, b| {
         b.flops
             .cmp(&a.flops)
             .then(b.total_ns.cmp(&a.total_ns))

@@ -10,6 +10,7 @@
 //! - A group's **flow** is `all_missing` when every parameter of it is missing, `partly_missing`
 //!   when some are, `none_missing` otherwise (zero and non-finite gradients did arrive).
 
+use crate::analysis::sort;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -275,7 +276,7 @@ pub fn gradients_for_review(gradients: &[Lined<Gradient>]) -> Vec<usize> {
         }
     }
     let mut order: Vec<usize> = (0..gradients.len()).collect();
-    order.sort_by(|&a, &b| {
+    sort::by(&mut order, |&a, &b| {
         let (ga, gb) = (&gradients[a], &gradients[b]);
         rank(ga.state)
             .cmp(&rank(gb.state))

@@ -20,6 +20,7 @@
 //! - Order: by start, then engine, then iteration, then line.
 //! - The distributions are nearest-rank [`Percentiles`] over every placed iteration.
 
+use crate::analysis::sort;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use serde::Serialize;
@@ -160,7 +161,7 @@ impl ProfileDocument {
                 None => out.unreadable += 1,
             }
         }
-        out.iterations.sort_by(|a, b| {
+        sort::by(&mut out.iterations, |a, b| {
             a.start_unix_nanos
                 .cmp(&b.start_unix_nanos)
                 .then_with(|| a.engine.cmp(&b.engine))

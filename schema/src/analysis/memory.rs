@@ -12,6 +12,7 @@
 //!   Live bytes by category and live allocations "at the peak" are those of the peak device.
 //! - A device's capacity is the largest `used_bytes + free_bytes` of its `device_memory` lines.
 
+use crate::analysis::sort;
 use alloc::format;
 use alloc::string::String;
 use alloc::string::ToString;
@@ -365,7 +366,9 @@ pub(crate) fn replay<'a, R: MemoryRecords<'a>>(
                 }
             })
             .collect();
-        live_at_peak.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.tensor_id.cmp(&b.tensor_id)));
+        sort::by(&mut live_at_peak, |a, b| {
+            b.bytes.cmp(&a.bytes).then(a.tensor_id.cmp(&b.tensor_id))
+        });
         profile.live_at_peak = live_at_peak;
     }
     (profile, diagnostics)

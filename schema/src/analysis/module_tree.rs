@@ -32,6 +32,7 @@
 //! - An inference profile's tree ([`profile_tree`]) adds up the module spans of every forward
 //!   call given, keyed per call; it has time only.
 
+use crate::analysis::sort;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -220,7 +221,9 @@ fn preorder(nodes: &[ModuleNode], column: ModuleColumn, descending: bool) -> Vec
         }
     }
     let sort = |list: &mut Vec<usize>| {
-        list.sort_by(|&a, &b| compare(&nodes[a], &nodes[b], column, descending));
+        sort::by(list, |&a, &b| {
+            compare(&nodes[a], &nodes[b], column, descending)
+        });
     };
     sort(&mut roots);
     for list in &mut kids {
@@ -401,7 +404,7 @@ impl<'a> Builder<'a> {
         }
         // Sums, children before parents (a child's key is longer).
         let mut by_length: Vec<usize> = (0..n).collect();
-        by_length.sort_by_key(|&i| core::cmp::Reverse(texts[i].len()));
+        sort::by_key(&mut by_length, |&i| core::cmp::Reverse(texts[i].len()));
         let mut inclusive: Vec<Own> = own.clone();
         let mut time: Vec<Own> = vec![Own::default(); n];
         let mut child_time: Vec<Own> = vec![Own::default(); n];

@@ -44,6 +44,7 @@
 //! one hash lookup per module span: O(n) expected, plus, in names mode, the length of the names
 //! compared for the common prefixes.
 
+use crate::analysis::sort;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -444,15 +445,19 @@ fn measured_total(doc: &TraceDocument) -> u64 {
         .fold(0, u64::saturating_add)
 }
 
-/// Group rows by key in first-seen order, then sort by `total` descending, ties by key.
 /// Module rows by total time, largest first, then by key (also a range's rows:
 /// [`crate::analysis::range`]).
 pub(crate) fn sort_module_rows(rows: &mut [ModuleRow]) {
-    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.key.cmp(&b.key)));
+    sort::by(rows, |a, b| {
+        b.total_ns.cmp(&a.total_ns).then_with(|| a.key.cmp(&b.key))
+    });
 }
 
+/// `rows` sorted by `total`, largest first, ties by key.
 fn rows_by_key<R>(mut rows: Vec<R>, total: impl Fn(&R) -> u64, key: impl Fn(&R) -> &str) -> Vec<R> {
-    rows.sort_by(|a, b| total(b).cmp(&total(a)).then_with(|| key(a).cmp(key(b))));
+    sort::by(&mut rows, |a, b| {
+        total(b).cmp(&total(a)).then_with(|| key(a).cmp(key(b)))
+    });
     rows
 }
 

@@ -1,5 +1,6 @@
 //! Op aggregates: ops grouped by name, or by (name, shape, dtype).
 
+use crate::analysis::sort;
 use alloc::string::String;
 use alloc::string::ToString;
 use alloc::vec::Vec;
@@ -106,7 +107,7 @@ pub fn op_groups(ops: &OpTable, grouping: OpGrouping) -> Vec<OpGroup> {
 /// groups: [`crate::analysis::range`]).
 pub(crate) fn sort_groups(groups: &mut [OpGroup]) {
     // Stable: first-use order among equal keys.
-    groups.sort_by(|a, b| {
+    sort::by(groups, |a, b| {
         b.total_ns
             .cmp(&a.total_ns)
             .then_with(|| a.op_name.cmp(&b.op_name))

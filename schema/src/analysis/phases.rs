@@ -20,6 +20,7 @@
 //!   that key ([`ModulePaths::outermost`]) per step. Rows are ordered by forward + backward time,
 //!   largest first, then by key.
 
+use crate::analysis::sort;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -191,7 +192,7 @@ pub fn module_pairs(doc: &TraceDocument) -> Vec<ModulePair> {
 /// Module pairs by forward + backward time, largest first, then by path (also a range's pairs:
 /// [`crate::analysis::range`]).
 pub(crate) fn sort_pairs(rows: &mut [ModulePair]) {
-    rows.sort_by(|a, b| {
+    sort::by(rows, |a, b| {
         let ta = a.forward_ns.saturating_add(a.backward_ns);
         let tb = b.forward_ns.saturating_add(b.backward_ns);
         tb.cmp(&ta).then_with(|| a.path.cmp(&b.path))

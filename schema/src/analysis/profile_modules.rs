@@ -37,6 +37,7 @@
 //!   [`MODULE_PHASE`](crate::format::profile::MODULE_PHASE) out of a request's `phases`, and [`ProfileDocument::waterfalls`] draws no
 //!   bar or marker for them.
 
+use crate::analysis::sort;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
@@ -332,7 +333,9 @@ fn rows_of(requests: &[RequestModules], grouping: ModuleGrouping) -> Vec<Profile
         row.mean_ns = row.total_ns / row.calls.max(1);
         row.requests = served.len() as u64;
     }
-    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.key.cmp(&b.key)));
+    sort::by(&mut rows, |a, b| {
+        b.total_ns.cmp(&a.total_ns).then_with(|| a.key.cmp(&b.key))
+    });
     rows
 }
 
@@ -439,7 +442,7 @@ impl ProfileDocument {
             }
         }
         for p in out.values_mut() {
-            p.decodes.sort_unstable();
+            sort::by(&mut p.decodes, Ord::cmp);
         }
         out
     }

@@ -11,6 +11,7 @@
 //!   or a different accounting).
 //! - The largest unexplained gap is the largest `unexplained_bytes`, the earliest on ties.
 
+use crate::analysis::sort;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -62,7 +63,8 @@ pub fn reconcile(doc: &TraceDocument) -> Reconciliation {
 pub fn reconcile_with(doc: &TraceDocument, samples: &[MemorySample]) -> Reconciliation {
     let profile = &doc.memory_profile;
     let mut order: Vec<usize> = (0..doc.device_memory.len()).collect();
-    order.sort_by_key(|&i| (doc.device_memory[i].timestamp_ns, i));
+    // Stable: ties in file order.
+    sort::by_key(&mut order, |&i| doc.device_memory[i].timestamp_ns);
     let points: Vec<CheckpointGap> = order
         .into_iter()
         .map(|i| {

@@ -20,6 +20,7 @@
 //!   requests are ordered by open, then by the line of their first event.
 //! - An engine's events are its own lane, not a request's ([`engine_of`]).
 
+use crate::analysis::sort;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use hashbrown::HashMap;
@@ -285,8 +286,8 @@ fn place(
         let Some(open) = open_of(g) else { continue };
         let mut prefill: Vec<Interval> = g.prefill.iter().map(|&p| interval(p)).collect();
         let mut decode: Vec<Interval> = g.decode.iter().map(|&d| interval(d)).collect();
-        prefill.sort_unstable_by_key(|i| (i.start_ns, i.end_ns));
-        decode.sort_unstable_by_key(|i| (i.start_ns, i.end_ns));
+        sort::by_key(&mut prefill, |i| (i.start_ns, i.end_ns));
+        sort::by_key(&mut decode, |i| (i.start_ns, i.end_ns));
         let first = prefill.iter().chain(&decode).map(|i| i.start_ns).min();
         let open_ns = at(open);
         let thread = g
@@ -323,7 +324,7 @@ fn place(
             line: g.line,
         });
     }
-    lanes.sort_by_key(|l| (l.open_ns, l.line));
+    sort::by_key(&mut lanes, |l| (l.open_ns, l.line));
     let mut group_of: HashMap<Option<String>, usize> = HashMap::new();
     for lane in lanes {
         let key = lane.thread.clone();
@@ -337,7 +338,7 @@ fn place(
         axis.groups[g].requests.push(lane);
     }
     // Requests without a thread last.
-    axis.groups.sort_by_key(|g| g.thread.is_none());
+    sort::by_key(&mut axis.groups, |g| g.thread.is_none());
     axis.extent_ns = axis
         .engines
         .iter()

@@ -22,6 +22,7 @@
 //! - Leaks: a holder that holds more than 0 once every event is read (reserved, never
 //!   released).
 
+use crate::analysis::sort;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -172,7 +173,7 @@ impl ProfileDocument {
             }
             order.push((r.event.ts_unix_nanos.unwrap_or(i64::MAX), r.line, i));
         }
-        order.sort_unstable();
+        sort::by(&mut order, Ord::cmp);
         let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
         let mut holders: BTreeMap<(usize, String), usize> = BTreeMap::new();
         let mut reasons: BTreeMap<(usize, ResourceAction, String), usize> = BTreeMap::new();

@@ -7,6 +7,7 @@
 //! Every ranking is largest first with ties in file order (a total order), and a limited ranking
 //! is exactly the head of the full one.
 
+use crate::analysis::sort;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -55,16 +56,17 @@ pub struct ResolvedEdge<'a> {
 
 /// Span indices sorted by duration, longest first (ties by file order), at most `limit`.
 pub fn slowest_spans(doc: &TraceDocument, limit: usize) -> Vec<usize> {
-    top_spans(doc.spans.len(), limit, |i| doc.spans[i].duration_or_zero())
+    top_spans(doc.spans.len(), limit, &|i| doc.spans[i].duration_or_zero())
 }
 
 /// Span indices sorted by self time, largest first (ties by file order), at most `limit`.
 pub fn spans_by_self_time(doc: &TraceDocument, limit: usize) -> Vec<usize> {
-    top_spans(doc.spans.len(), limit, |i| doc.tree.self_ns[i])
+    top_spans(doc.spans.len(), limit, &|i| doc.tree.self_ns[i])
 }
 
-/// The first `limit` of `0..n` by `key`, largest first, ties by index.
-fn top_spans(n: usize, limit: usize, key: impl Fn(usize) -> u64) -> Vec<usize> {
+/// The first `limit` of `0..n` by `key`, largest first, ties by index (`key` behind `&dyn`: the
+/// selection and the sort are compiled once for every caller).
+fn top_spans(n: usize, limit: usize, key: &dyn Fn(usize) -> u64) -> Vec<usize> {
     // Largest key first, ties by file order: a total order, so selecting the first `limit`
     // and sorting only those gives exactly the head of a full sort, in O(n) rather than
     // O(n log n) (a large trace's tables ask for a few dozen).
@@ -77,7 +79,7 @@ fn top_spans(n: usize, limit: usize, key: impl Fn(usize) -> u64) -> Vec<usize> {
         order.select_nth_unstable_by(limit - 1, by_key);
         order.truncate(limit);
     }
-    order.sort_by(by_key);
+    sort::by(&mut order, by_key);
     order
 }
 

@@ -25,6 +25,7 @@
 //!   `tensor` records and op outputs; unresolved ids are skipped) and of the `tensor` records in
 //!   those spans. A path churns when two steps that both saw shapes there saw different sets.
 
+use crate::analysis::sort;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -204,20 +205,21 @@ fn shapes_by_path(doc: &TraceDocument, paths: &ModulePaths) -> BTreeMap<String, 
     for t in &doc.tensors {
         add(&t.span_id, &t.shape);
     }
-    by_id
-        .into_iter()
-        .filter_map(|(id, set)| {
-            let text = paths.texts().get(id as usize)?;
-            (!text.is_empty()).then(|| (text.clone(), set))
-        })
-        .collect()
+    // Inserted one by one: `collect` into a map sorts its input with a sort of its own.
+    let mut by_path = BTreeMap::new();
+    for (id, set) in by_id {
+        if let Some(text) = paths.texts().get(id as usize).filter(|t| !t.is_empty()) {
+            by_path.insert(text.clone(), set);
+        }
+    }
+    by_path
 }
 
 impl StepSet {
     /// Analyse `docs`, one per step.
     pub fn of(docs: &[&TraceDocument]) -> StepSet {
         let mut order: Vec<usize> = (0..docs.len()).collect();
-        order.sort_by_key(|&i| {
+        sort::by_key(&mut order, |&i| {
             (
                 docs[i].meta.as_ref().map_or(u64::MAX, |m| m.capture_step),
                 i,
@@ -273,7 +275,7 @@ impl StepSet {
             .into_iter()
             .filter_map(|(key, per_step)| spread_row(key, per_step))
             .collect();
-        modules.sort_by(|a, b| {
+        sort::by(&mut modules, |a, b| {
             b.spread
                 .median
                 .cmp(&a.spread.median)
@@ -356,7 +358,9 @@ fn outliers(
             } else {
                 Vec::new()
             };
-            module_paths.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            sort::by(&mut module_paths, |a, b| {
+                b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0))
+            });
             module_paths.truncate(3);
             Outlier {
                 step: pos,
@@ -368,7 +372,7 @@ fn outliers(
             }
         })
         .collect();
-    out.sort_by(|a, b| {
+    sort::by(&mut out, |a, b| {
         b.excess_ns
             .unsigned_abs()
             .cmp(&a.excess_ns.unsigned_abs())

@@ -114,14 +114,13 @@ impl SpanTree {
                 None => roots.push(i as u32),
             }
         }
-        let by_start = |a: &u32, b: &u32| {
-            let (sa, sb) = (&spans[*a as usize], &spans[*b as usize]);
-            sa.start_ns.cmp(&sb.start_ns).then(a.cmp(b))
-        };
         for i in 0..n {
-            child_list[child_start[i] as usize..child_start[i + 1] as usize].sort_by(by_start);
+            by_start(
+                spans,
+                &mut child_list[child_start[i] as usize..child_start[i + 1] as usize],
+            );
         }
-        roots.sort_by(by_start);
+        by_start(spans, &mut roots);
 
         // Depth: breadth-first from the roots (every span reaches a root once cycles are broken).
         let mut depth = vec![0u32; n];
@@ -224,6 +223,15 @@ impl SpanTree {
         }
         out
     }
+}
+
+/// Sorts span indices by start time, ties by index. Outside [`SpanTree::layout`], which is
+/// generic over its resolver, so that the sort is compiled once.
+fn by_start(spans: &[Span], list: &mut [u32]) {
+    list.sort_by(|a, b| {
+        let (sa, sb) = (&spans[*a as usize], &spans[*b as usize]);
+        sa.start_ns.cmp(&sb.start_ns).then(a.cmp(b))
+    });
 }
 
 /// Find every cycle in the parent links, report it once, and cut it at its first-in-file member.

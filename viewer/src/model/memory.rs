@@ -2,6 +2,7 @@
 //! the largest allocations live at the peak.
 
 use candle_trace_schema::analysis::modules::ModulePaths;
+use candle_trace_schema::analysis::sort;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::TensorCategory;
@@ -69,7 +70,7 @@ impl MemoryPanel {
             .map(|&c| (c, p.peak_by_category[c.index()]))
             .filter(|&(_, b)| b > 0)
             .collect();
-        by_category.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        sort::by(&mut by_category, |a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         let devices = p
             .devices
             .iter()

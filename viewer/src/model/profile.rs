@@ -2,6 +2,7 @@
 
 use candle_trace_schema::analysis::range::TimeRange;
 use candle_trace_schema::analysis::requests::RequestSummary;
+use candle_trace_schema::analysis::sort;
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 use candle_trace_schema::format::profile::{ProfileDocument, ProfileRecord};
 
@@ -184,7 +185,7 @@ pub struct SnapshotChart {
 /// snapshot's).
 pub fn snapshot_chart(doc: &ProfileDocument, origin_unix_nanos: Option<i64>) -> SnapshotChart {
     let mut snaps = doc.memory_snapshots();
-    snaps.sort_by_key(|s| s.ts_unix_nanos.unwrap_or(i64::MAX));
+    sort::by_key(&mut snaps, |s| s.ts_unix_nanos.unwrap_or(i64::MAX));
     let t0 = origin_unix_nanos
         .or_else(|| snaps.iter().filter_map(|s| s.ts_unix_nanos).min())
         .unwrap_or(0);

@@ -20,6 +20,7 @@
 
 use candle_trace_schema::analysis::findings::iteration_key;
 use candle_trace_schema::analysis::profile_modules::ModuleSpan;
+use candle_trace_schema::analysis::sort;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::{Meta, Phase, SpanKind, TimingMode, TRACE_SCHEMA};
 use candle_trace_schema::format::profile::ProfileDocument;
@@ -242,7 +243,7 @@ impl ProfileChart {
                     .map(|i| ("prefill", i.start_ns, i.end_ns))
                     .chain(lane.decode.iter().map(|i| ("decode", i.start_ns, i.end_ns)))
                     .collect();
-                segments.sort_by_key(|s| (s.1, s.2));
+                sort::by_key(&mut segments, |s| (s.1, s.2));
                 // The commits each segment holds (1-based token numbers).
                 let mut held: Vec<Vec<usize>> = vec![Vec::new(); segments.len()];
                 for (k, &c) in lane.commits_ns.iter().enumerate() {
@@ -376,7 +377,7 @@ impl ProfileChart {
         if snaps.is_empty() {
             return;
         }
-        snaps.sort_unstable();
+        sort::by(&mut snaps, Ord::cmp);
         let base = i128::from(origin) + i128::from(first);
         let mut curve = DeviceCurve {
             device: "memory snapshots (current)".to_string(),

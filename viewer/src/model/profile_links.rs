@@ -13,6 +13,7 @@
 
 use candle_trace_schema::analysis::modules::ModuleGrouping;
 use candle_trace_schema::analysis::range::TimeRange;
+use candle_trace_schema::analysis::sort;
 use candle_trace_schema::analysis::units::format_ns;
 use candle_trace_schema::format::events::SpanKind;
 use hashbrown::HashSet;
@@ -97,7 +98,9 @@ impl ProfileChart {
         let mut spans =
             self.spans_where(|_, r| matches!(r, SpanRole::Forward(Some(k)) if k == key));
         // Engines' groups come first: their span leads.
-        spans.sort_by_key(|s| (!matches!(self.owner(*s), Some(Owner::Engine(_))), *s));
+        sort::by_key(&mut spans, |s| {
+            (!matches!(self.owner(*s), Some(Owner::Engine(_))), *s)
+        });
         spans
     }
 
@@ -186,7 +189,7 @@ impl ProfileChart {
                 (depth, s)
             })
             .collect();
-        spans.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        sort::by(&mut spans, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         spans.into_iter().map(|(_, s)| s).collect()
     }
 
@@ -264,7 +267,7 @@ impl ProfileChart {
                 None => rows.push((key.clone(), 1, t)),
             }
         }
-        rows.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        sort::by(&mut rows, |a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
         rows
     }
 

@@ -44,7 +44,7 @@ impl<C: Copy + PartialEq> SortState<C> {
 /// Sort indices by `cmp` (stable). One sorting routine for every caller: each `sort_by` with a
 /// closure of its own would be compiled into the page's wasm again.
 pub fn sort_indices(v: &mut [usize], cmp: &dyn Fn(usize, usize) -> core::cmp::Ordering) {
-    v.sort_by(|&a, &b| cmp(a, b));
+    candle_trace_schema::analysis::sort::by(v, |&a, &b| cmp(a, b));
 }
 
 /// The mark after a header's label for its `aria-sort`.

@@ -13,7 +13,6 @@
 //! capture order ([`trace_findings`]), so their links lead into that step's timeline and tables
 //! ([`StepsModel::finding_step`]); the outlier-step finding's link leads to the outlier's row.
 
-use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use candle_trace_schema::analysis::findings::trace_findings;
@@ -38,7 +37,9 @@ pub fn is_one_runs_steps(docs: &[&TraceDocument]) -> bool {
         return false;
     };
     let first = &metas[0];
-    let steps: BTreeSet<u64> = metas.iter().map(|m| m.capture_step).collect();
+    let mut steps: Vec<u64> = metas.iter().map(|m| m.capture_step).collect();
+    steps.sort_unstable();
+    steps.dedup();
     steps.len() == metas.len()
         && metas
             .iter()
@@ -226,7 +227,7 @@ impl StepsModel {
         }
         let set = StepSet::of(&refs);
         let findings = trace_findings(&refs);
-        let outlier_steps: BTreeSet<usize> = set.outliers.iter().map(|o| o.step).collect();
+        let outlier_steps: Vec<usize> = set.outliers.iter().map(|o| o.step).collect();
         let steps: Vec<StepLine> = set
             .steps
             .iter()

@@ -2,6 +2,7 @@
 //! filled batches, queueing against TTFT, KV-cache pressure and resource accounting (the rules
 //! are the [parent module](super)'s).
 
+use crate::analysis::sort;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -29,7 +30,7 @@ pub fn profile_findings(doc: &ProfileDocument) -> Findings {
                             .then(|| (r.request_id.as_str(), t, prompt_tokens(doc, &r.request_id)))
                     })
                     .collect();
-                slow.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+                sort::by(&mut slow, |a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
                 let mut evidence = alloc::vec![format!(
                     "TTFT p50 {} µs, p90 {} µs, p99 {} µs over {} request(s)",
                     p.p50, p.p90, p.p99, p.count
@@ -231,7 +232,7 @@ fn serving_findings(
                     format_ns(p50(&ttfts))
                 ),
             ];
-            queued.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            sort::by(&mut queued, |a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
             for (id, queue, ttft) in queued.iter().take(3) {
                 evidence.push(format!(
                     "{id}: queued {} of its {} TTFT",

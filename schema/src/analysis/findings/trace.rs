@@ -1,6 +1,7 @@
 //! The findings of one or several trace files: gradients, phases, the dominant module, outlier
 //! steps, the memory peak (the rules are the [parent module](super)'s).
 
+use crate::analysis::sort;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -77,7 +78,7 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
         .collect();
     // Nearest the loss first: the modules the forward ran, the last one first; then those it
     // ran in no span of theirs, in file order (the sort is stable).
-    stopped.sort_by_key(|g| core::cmp::Reverse(g.1));
+    sort::by_key(&mut stopped, |g| core::cmp::Reverse(g.1));
     if doc.gradients.is_empty() {
         notes.push(String::from(
             "gradients_missing: the trace has no gradient records",
@@ -309,7 +310,7 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
             .filter(|(_, b)| *b > 0)
             .map(|(c, b)| (*c, b))
             .collect();
-        held.sort_by_key(|h| core::cmp::Reverse(h.1));
+        sort::by_key(&mut held, |h| core::cmp::Reverse(h.1));
         let holder = |c: TensorCategory| match c {
             TensorCategory::Activation => "activations (kept for backward)",
             TensorCategory::Optimizer => "optimizer state",
