@@ -466,8 +466,15 @@ test('a range selection: the tabs show the numbers of the part inside it, worked
   await page.mouse.down();
   await page.mouse.move(box.x + box.width * 0.5, box.y + 60, { steps: 4 });
   await page.mouse.move(box.x + box.width * 0.68, box.y + 60, { steps: 4 });
+  // While the drag goes on the chart draws it, and the tabs keep the last range's numbers
+  // (they follow on release, not on every move).
+  const dragEnd = Number(await chart.getAttribute('data-drag-end-ns'));
+  assert.ok(Math.abs(dragEnd - 680) <= 5, `dragging to ${dragEnd}`);
+  assert.equal(await chart.getAttribute('data-range-end-ns'), String(end));
+  assert.equal(await page.getAttribute('[data-testid=range-bar]', 'data-end-ns'), String(end));
   await page.mouse.up();
   await page.keyboard.up('Shift');
+  assert.equal(await chart.getAttribute('data-drag-end-ns'), '');
   const end2 = Number(await chart.getAttribute('data-range-end-ns'));
   const start2 = Number(await chart.getAttribute('data-range-start-ns'));
   assert.ok(Math.abs(start2 - 320) <= 5 && Math.abs(end2 - 680) <= 5, `dragged ${start2}..${end2}`);

@@ -81,8 +81,12 @@ pub struct PageState {
     pub tabs: &'static [Tab],
     /// The open tab.
     pub tab: RwSignal<Tab>,
-    /// A range selected on the time axis `[start, end]`, axis ns.
+    /// A range selected on the time axis `[start, end]`, axis ns: what the tabs' numbers
+    /// follow, set when a drag ends (or from the URL, a table, a key).
     pub range: RwSignal<Option<(u64, u64)>>,
+    /// The range being dragged, drawn on the chart as the pointer moves; it becomes
+    /// [`PageState::range`] on release, so the tabs are not recomputed on every move.
+    pub dragging: RwSignal<Option<(u64, u64)>>,
     /// The chart's active group.
     pub active: RwSignal<usize>,
     /// A module key to show in the modules tab (its ancestors expanded), then cleared.
@@ -107,6 +111,7 @@ impl PageState {
             tabs,
             tab: RwSignal::new(crate::model::panel::tab_or_first_of(tabs, tab.as_deref())),
             range: RwSignal::new(None),
+            dragging: RwSignal::new(None),
             active: RwSignal::new(0),
             reveal: RwSignal::new(None),
             step: StoredValue::new(None),

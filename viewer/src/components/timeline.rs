@@ -370,7 +370,7 @@ pub fn FlameChart(
                 rows: Rows::new(&l, scroll_top.get(), height),
                 selected: &selected,
                 highlighted: &hl,
-                range: page.range.get(),
+                range: page.dragging.get().or_else(|| page.range.get()),
             };
             let memory = memory_ref.get();
             paint_frame(
@@ -448,8 +448,8 @@ pub fn FlameChart(
             let moved = pointer.try_update_value(|p| p.moved(x, f64::from(ev.client_x()), &view));
             match moved {
                 Some(Moved::Range(Some(r))) => {
-                    if page.range.get_untracked() != Some(r) {
-                        page.range.set(Some(r));
+                    if page.dragging.get_untracked() != Some(r) {
+                        page.dragging.set(Some(r));
                     }
                 }
                 Some(Moved::Range(None)) | None => {}
@@ -468,12 +468,14 @@ pub fn FlameChart(
         let select = select.clone();
         move |ev: web_sys::MouseEvent| {
             let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
+            commit_drag(page);
             if pointer.try_update_value(|p| p.up(x)) == Some(true) {
                 select(span_at(x, y));
             }
         }
     };
     let on_leave = move |_| {
+        commit_drag(page);
         pointer.update_value(Pointer::leave);
         hover.set(None);
     };
@@ -676,8 +678,8 @@ pub fn FlameChart(
                 .to_string()
         }
     };
-    let range_attr = move |end: bool| {
-        page.range
+    let range_attr = move |range: RwSignal<Option<(u64, u64)>>, end: bool| {
+        range
             .get()
             .map(|(s, e)| if end { e } else { s }.to_string())
             .unwrap_or_default()
@@ -691,8 +693,10 @@ pub fn FlameChart(
             data-view-start-ns=move || format!("{:.0}", view_sig.get().start_ns)
             data-view-end-ns=move || format!("{:.0}", view_sig.get().end_ns())
             data-selected=selected_id
-            data-range-start-ns=move || range_attr(false)
-            data-range-end-ns=move || range_attr(true)
+            data-range-start-ns=move || range_attr(page.range, false)
+            data-range-end-ns=move || range_attr(page.range, true)
+            data-drag-start-ns=move || range_attr(page.dragging, false)
+            data-drag-end-ns=move || range_attr(page.dragging, true)
             data-lanes-top=move || format!("{:.0}", rows().top_px)
             data-highlighted=highlighted_count
             on:keydown=on_key
@@ -819,5 +823,15 @@ pub fn FlameChart(
                 }
             })}
         </div>
+    }
+}
+
+/// The range dragged so far becomes the view's range (the tabs follow it from now on).
+fn commit_drag(page: PageState) {
+    if let Some(r) = page.dragging.get_untracked() {
+        page.dragging.set(None);
+        if page.range.get_untracked() != Some(r) {
+            page.range.set(Some(r));
+        }
     }
 }
