@@ -9,6 +9,7 @@ use std::time::Instant;
 use candle_trace_viewer::model::{
     efficiency, gradients, memory, memory_chart, phases, spans, TraceModel,
 };
+use candle_trace_viewer::schema::analysis::flops::OpEstimates;
 use candle_trace_viewer::schema::analysis::modules::ModulePaths;
 use candle_trace_viewer::schema::format::document::TraceDocument;
 
@@ -29,7 +30,10 @@ fn main() {
     timed("gradient panel", || gradients::GradientPanel::of(&doc, 50));
     timed("memory charts", || memory_chart::MemoryCharts::of(&doc));
     timed("phases", || phases::PhasesPanel::of(&doc));
-    timed("efficiency", || efficiency::EfficiencyPanel::of(&doc));
+    let estimates = timed("op estimates", || OpEstimates::of(&doc));
+    timed("efficiency", || {
+        efficiency::EfficiencyPanel::of(&doc, &estimates)
+    });
     timed("gradient table", || gradients::GradientTable::of(&doc));
     timed("span rows", || {
         spans::span_rows(&doc, &paths, spans::SpanOrder::Total, 50)

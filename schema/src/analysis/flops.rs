@@ -348,7 +348,29 @@ fn in_proportion(v: u64, inside_ns: u64, duration_ns: u64) -> u64 {
 /// inside has no row. `count`, `estimated_count` and the dtype mix count every op that
 /// counts, one each.
 pub fn efficiency_in(doc: &TraceDocument, range: TimeRange) -> Efficiency {
-    let shapes = ShapeIndex::of(doc);
+    efficiency_in_with(doc, &OpEstimates::of(doc), range)
+}
+
+/// Each op's FLOP estimate ([`estimate`]) of a document, in op order: made once, it lets
+/// [`efficiency_in_with`] count range after range without indexing the shapes again (most
+/// of the work of one range).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpEstimates(Vec<Option<(u64, FlopFormula)>>);
+
+impl OpEstimates {
+    /// The estimates of every op of `doc`.
+    pub fn of(doc: &TraceDocument) -> Self {
+        let shapes = ShapeIndex::of(doc);
+        OpEstimates(doc.ops.iter().map(|op| estimate(&op, &shapes)).collect())
+    }
+}
+
+/// [`efficiency_in`] with the ops' estimates made beforehand (`estimates` of the same `doc`).
+pub fn efficiency_in_with(
+    doc: &TraceDocument,
+    estimates: &OpEstimates,
+    range: TimeRange,
+) -> Efficiency {
     let mut rows: Vec<OpEfficiency> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut dtypes: Vec<Vec<(String, u64)>> = Vec::new();
@@ -361,7 +383,7 @@ pub fn efficiency_in(doc: &TraceDocument, range: TimeRange) -> Efficiency {
         count: 0,
         flops_per_s: None,
     };
-    for op in &doc.ops {
+    for (op, estimate) in doc.ops.iter().zip(&estimates.0) {
         let Some(time) = range.inside(op.timestamp_ns, op.duration_ns) else {
             continue;
         };
@@ -389,14 +411,17 @@ pub fn efficiency_in(doc: &TraceDocument, range: TimeRange) -> Efficiency {
         row.bytes_moved = row.bytes_moved.saturating_add(part(
             op.input_storage_bytes.saturating_add(op.output_bytes()),
         ));
-        let dtype = op.dtype.to_ascii_lowercase();
-        match dtypes[r].iter_mut().find(|(d, _)| *d == dtype) {
+        // Compared without case and lowercased once, when first seen.
+        match dtypes[r]
+            .iter_mut()
+            .find(|(d, _)| d.eq_ignore_ascii_case(op.dtype))
+        {
             Some((_, n)) => *n += 1,
-            None => dtypes[r].push((dtype, 1)),
+            None => dtypes[r].push((op.dtype.to_ascii_lowercase(), 1)),
         }
         total.count += 1;
         total.total_ns = total.total_ns.saturating_add(time);
-        if let Some((flops, formula)) = estimate(&op, &shapes) {
+        if let Some((flops, formula)) = *estimate {
             let flops = part(flops);
             row.estimated_count += 1;
             row.flops = row.flops.saturating_add(flops);
@@ -534,6 +559,42 @@ mod tests {
             estimate(&doc.ops.row(1), &shapes),
             Some((48, FlopFormula::Matmul))
         );
+    }
+
+    #[test]
+    fn dtypes_mix_without_case_and_estimates_serve_every_range() {
+        // Three adds of 10 elements at 0, 100 and 200 ns, 50 ns each, dtypes F32, f32, BF16.
+        let add = |t: u64, dtype: &str| {
+            alloc::format!(
+                r#"{{"kind":"op","span_id":"s","op_name":"add","inputs":[],"shape":[10],"dtype":"{dtype}","device":"cpu","timestamp_ns":{t},"duration_ns":50}}"#
+            )
+        };
+        let lines = [
+            String::from(
+                r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            ),
+            String::from(
+                r#"{"kind":"span_start","id":"s","name":"s","start_ns":0,"span_kind":"function","measured":true}"#,
+            ),
+            add(0, "F32"),
+            add(100, "f32"),
+            add(200, "BF16"),
+            String::from(r#"{"kind":"span_end","id":"s","duration_ns":250}"#),
+        ];
+        let doc = TraceDocument::from_bytes(lines.join("\n").as_bytes());
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let estimates = OpEstimates::of(&doc);
+        let whole = efficiency_in_with(&doc, &estimates, TimeRange::ALL);
+        assert_eq!(whole.rows.len(), 1);
+        // Most first, then by name; lowercased.
+        let mix = [(String::from("f32"), 2), (String::from("bf16"), 1)];
+        assert_eq!(whole.rows[0].dtypes, mix);
+        assert_eq!((whole.count, whole.flops, whole.total_ns), (3, 30, 150));
+        // 125..225 ns with the same estimates: half of the second add (10·25/50 = 5 FLOPs) and
+        // the first 25 ns of the third (5 FLOPs): 10 FLOPs in 50 ns.
+        let part = efficiency_in_with(&doc, &estimates, TimeRange::new(125, 225));
+        assert_eq!((part.count, part.flops, part.total_ns), (2, 10, 50));
+        assert_eq!(part, efficiency_in(&doc, TimeRange::new(125, 225)));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The op-efficiency panel.
 
+use candle_trace_schema::analysis::range::TimeRange;
 use leptos::prelude::*;
 
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use super::missing::MissingPanel;
 use super::rows::LinkedRows;
 use super::{PageState, TraceContext};
 use crate::model::efficiency::{si, EfficiencyPanel};
-use crate::model::links::op_name_spans;
+use crate::model::links::op_name_spans_in;
 use crate::model::missing::Panel;
 
 /// Estimated FLOPs, FLOP/s, bytes moved per ns and dtype mix per op name; while a range is
@@ -30,17 +31,24 @@ pub fn EfficiencyView() -> impl IntoView {
         .into_any();
     }
     let Some(page) = use_context::<PageState>() else {
-        return view! { <EfficiencyOf ctx=ctx panel=whole /> }.into_any();
+        return view! { <EfficiencyOf ctx=ctx panel=whole range=TimeRange::ALL /> }.into_any();
     };
     let panel = {
         let ctx = ctx.clone();
         Memo::new(move |_| match page.time_range() {
-            None => whole.clone(),
-            Some(r) => Arc::new(EfficiencyPanel::in_range(&ctx.model.doc, r)),
+            None => (whole.clone(), TimeRange::ALL),
+            Some(r) => (
+                Arc::new(EfficiencyPanel::in_range(
+                    &ctx.model.doc,
+                    ctx.model.op_estimates(),
+                    r,
+                )),
+                r,
+            ),
         })
     };
     (move || {
-        let p = panel.get();
+        let (p, range) = panel.get();
         if p.count == 0 {
             return view! {
                 <section class="efficiency panel" data-testid="efficiency">
@@ -50,26 +58,29 @@ pub fn EfficiencyView() -> impl IntoView {
             }
             .into_any();
         }
-        view! { <EfficiencyOf ctx=ctx.clone() panel=p /> }.into_any()
+        view! { <EfficiencyOf ctx=ctx.clone() panel=p range=range /> }.into_any()
     })
     .into_any()
 }
 
-/// The efficiency table of `panel` (with ops); a row links to every span its op ran in.
+/// The efficiency table of `panel` (with ops); a row links to every span its ops inside
+/// `range` ran in.
 #[component]
 fn EfficiencyOf(
     /// The trace.
     ctx: TraceContext,
     /// The whole run's or a range's efficiency.
     panel: Arc<EfficiencyPanel>,
+    /// The range `panel` counts ([`TimeRange::ALL`]: the whole run).
+    range: TimeRange,
 ) -> impl IntoView {
     let e = panel;
-    let mut by_name = op_name_spans(&ctx.model.doc);
+    let mut by_name = op_name_spans_in(&ctx.model.doc, ctx.model.op_spans(), range);
     let links = LinkedRows::of_trace(
         &ctx,
         e.rows
             .iter()
-            .map(|r| by_name.remove(&r.op_name).unwrap_or_default())
+            .map(|r| by_name.remove(r.op_name.as_str()).unwrap_or_default())
             .collect(),
     );
     view! {

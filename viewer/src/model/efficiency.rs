@@ -2,7 +2,7 @@
 //! the dtype mix. The formulas are `candle_trace_schema::analysis::flops`'; this only formats them.
 
 use candle_trace_schema::analysis::flops::{
-    self, efficiency, efficiency_in, Efficiency, FlopFormula,
+    self, efficiency_in_with, Efficiency, FlopFormula, OpEstimates,
 };
 use candle_trace_schema::analysis::range::TimeRange;
 use candle_trace_schema::analysis::units::format_ns;
@@ -88,15 +88,15 @@ fn formula_name(f: Option<FlopFormula>, op: &str) -> &'static str {
 }
 
 impl EfficiencyPanel {
-    /// The panel of `doc`; default without ops.
-    pub fn of(doc: &TraceDocument) -> Self {
-        Self::of_table(&efficiency(doc))
+    /// The panel of `doc` (`estimates` its ops'); default without ops.
+    pub fn of(doc: &TraceDocument, estimates: &OpEstimates) -> Self {
+        Self::in_range(doc, estimates, TimeRange::ALL)
     }
 
     /// The panel of the ops of `doc` inside `range` (`schema::analysis::flops::efficiency_in`:
     /// an op crossing an edge with its part inside); default when no op ran inside it.
-    pub fn in_range(doc: &TraceDocument, range: TimeRange) -> Self {
-        Self::of_table(&efficiency_in(doc, range))
+    pub fn in_range(doc: &TraceDocument, estimates: &OpEstimates, range: TimeRange) -> Self {
+        Self::of_table(&efficiency_in_with(doc, estimates, range))
     }
 
     /// The panel of the schema's table; default without ops.
@@ -177,7 +177,7 @@ mod tests {
         let doc = TraceDocument::from_bytes(include_bytes!(
             "../../../tests/fixtures/valid_panels.trace6.jsonl"
         ));
-        let p = EfficiencyPanel::of(&doc);
+        let p = EfficiencyPanel::of(&doc, &OpEstimates::of(&doc));
         assert_eq!((p.flops, p.flops_per_s), (163_072, Some(9_110_167_597)));
         assert_eq!(p.coverage, "8 of 10 ops (81.7 % of op time)");
         let mm = &p.rows[0];
@@ -217,7 +217,7 @@ mod tests {
         // Range 400..520: matmul 400..500, 100 of its 400 ns → a quarter: 6 FLOPs, 16 B, so
         // 6e9 / 100 = 60 M FLOP/s (24e9 / 400 whole) and 0.16 B/ns (64 / 400); add 500..520,
         // 20 of 50 ns → two fifths: 4 FLOPs, 16 B, 200 M FLOP/s (10e9 / 50), 0.8 B/ns (40 / 50).
-        let p = EfficiencyPanel::in_range(&doc, TimeRange::new(400, 520));
+        let p = EfficiencyPanel::in_range(&doc, &OpEstimates::of(&doc), TimeRange::new(400, 520));
         let rows: Vec<_> = p
             .rows
             .iter()
@@ -261,13 +261,13 @@ mod tests {
         assert_eq!(p.coverage, "2 of 2 ops (100.0 % of op time)");
         // Between the ops: nothing inside, the panel of no ops.
         assert_eq!(
-            EfficiencyPanel::in_range(&doc, TimeRange::new(560, 590)),
+            EfficiencyPanel::in_range(&doc, &OpEstimates::of(&doc), TimeRange::new(560, 590)),
             EfficiencyPanel::default()
         );
         // A range over every op is the whole run: 24 + 10 + 8 FLOPs.
-        let whole = EfficiencyPanel::of(&doc);
+        let whole = EfficiencyPanel::of(&doc, &OpEstimates::of(&doc));
         assert_eq!(
-            EfficiencyPanel::in_range(&doc, TimeRange::new(0, 1000)),
+            EfficiencyPanel::in_range(&doc, &OpEstimates::of(&doc), TimeRange::new(0, 1000)),
             whole
         );
         assert_eq!(whole.flops, 42);

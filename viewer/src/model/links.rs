@@ -9,6 +9,7 @@ use hashbrown::HashMap;
 use candle_trace_schema::analysis::gradients::module_of;
 use candle_trace_schema::analysis::modules::{is_module_span, module_name, ModulePaths};
 use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
+use candle_trace_schema::analysis::range::TimeRange;
 use candle_trace_schema::analysis::spans::span_path;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::Pass;
@@ -136,11 +137,34 @@ pub fn parameter_spans(doc: &TraceDocument, keys: &[&str]) -> Vec<Vec<u32>> {
     module_spans(doc, &modules)
 }
 
-/// Each op name's spans: those its ops ran in (sorted).
-pub fn op_name_spans(doc: &TraceDocument) -> HashMap<String, Vec<u32>> {
-    op_groups(&doc.ops, OpGrouping::Name)
+/// Each op's span (its document index), in op order: made once, so that a range's op rows
+/// find their spans without looking every op's span id up again.
+pub fn op_span_indices(doc: &TraceDocument) -> Vec<Option<u32>> {
+    doc.ops
+        .iter()
+        .map(|op| doc.span_index(op.span_id).map(|i| i as u32))
+        .collect()
+}
+
+/// Each op name's spans: those its ops inside `range` ran in (sorted), the ops that the
+/// efficiency rows of that range count (`TimeRange::inside`; [`TimeRange::ALL`]: every op's).
+/// `op_spans` is [`op_span_indices`] of `doc`.
+pub fn op_name_spans_in<'a>(
+    doc: &'a TraceDocument,
+    op_spans: &[Option<u32>],
+    range: TimeRange,
+) -> HashMap<&'a str, Vec<u32>> {
+    let mut by_name: HashMap<&'a str, Vec<u32>> = HashMap::new();
+    for (op, span) in doc.ops.iter().zip(op_spans) {
+        if range.inside(op.timestamp_ns, op.duration_ns).is_none() {
+            continue;
+        }
+        let spans = by_name.entry(op.op_name).or_default();
+        spans.extend(*span);
+    }
+    by_name
         .into_iter()
-        .map(|g| (g.op_name, op_spans(doc, &g.op_indices)))
+        .map(|(name, spans)| (name, sorted(spans)))
         .collect()
 }
 
@@ -345,7 +369,8 @@ mod tests {
     #[test]
     fn an_op_name_is_the_spans_its_ops_ran_in() {
         let doc = fixture();
-        let by_name = op_name_spans(&doc);
+        let op_spans = op_span_indices(&doc);
+        let by_name = op_name_spans_in(&doc, &op_spans, TimeRange::ALL);
         // matmul ran in fwd.fc1.matmul, fwd.fc2.matmul, bwd.matmul.1 and bwd.matmul.2.
         assert_eq!(by_name["matmul"], [3, 8, 15, 18]);
         // dequantize ran in the fc1 module span itself.
@@ -360,6 +385,13 @@ mod tests {
             ("matmul", &[8, 16], "f16"),
         ];
         assert_eq!(op_group_spans(&doc, &keys), [vec![3], vec![15], vec![]]);
+        // In 100..450 µs: the matmuls at 31–89 µs (fc1) and 591–669 µs (bwd.matmul.2) are
+        // outside, 201–249 µs (fc2) inside, 441–509 µs (bwd.matmul.1) crosses the end.
+        let in_range = op_name_spans_in(&doc, &op_spans, TimeRange::new(100_000, 450_000));
+        assert_eq!(in_range["matmul"], [8, 15]);
+        // No op of a name inside: no entry.
+        let early = op_name_spans_in(&doc, &op_spans, TimeRange::new(0, 1_000));
+        assert!(early.is_empty(), "{early:?}");
     }
 
     #[test]

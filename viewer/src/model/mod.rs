@@ -38,6 +38,7 @@ pub mod waterfall;
 use std::sync::{Arc, OnceLock};
 
 use candle_trace_schema::analysis::findings::{profile_findings, trace_findings, Findings};
+use candle_trace_schema::analysis::flops::OpEstimates;
 use candle_trace_schema::analysis::modules::{is_module_span, ModulePaths};
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::memory::MemorySample;
@@ -211,6 +212,8 @@ struct Later {
     memory_charts: OnceLock<Arc<memory_chart::MemoryCharts>>,
     phases: OnceLock<Arc<phases::PhasesPanel>>,
     efficiency: OnceLock<Arc<efficiency::EfficiencyPanel>>,
+    op_estimates: OnceLock<OpEstimates>,
+    op_spans: OnceLock<Vec<Option<u32>>>,
     gradient_table: OnceLock<Arc<gradients::GradientTable>>,
     modules: OnceLock<Arc<modules::ModulesPanel>>,
     module_paths: OnceLock<Arc<ModulePaths>>,
@@ -279,9 +282,28 @@ impl TraceModel {
 
     /// Op efficiency.
     pub fn efficiency(&self) -> &Arc<efficiency::EfficiencyPanel> {
+        self.later.efficiency.get_or_init(|| {
+            Arc::new(efficiency::EfficiencyPanel::of(
+                &self.doc,
+                self.op_estimates(),
+            ))
+        })
+    }
+
+    /// Each op's FLOP estimate, made once: the efficiency of the whole run and of every range
+    /// count from it.
+    pub fn op_estimates(&self) -> &OpEstimates {
         self.later
-            .efficiency
-            .get_or_init(|| Arc::new(efficiency::EfficiencyPanel::of(&self.doc)))
+            .op_estimates
+            .get_or_init(|| OpEstimates::of(&self.doc))
+    }
+
+    /// Each op's span, made once (`links::op_span_indices`): the op rows of the whole run
+    /// and of every range find their spans from it.
+    pub fn op_spans(&self) -> &[Option<u32>] {
+        self.later
+            .op_spans
+            .get_or_init(|| links::op_span_indices(&self.doc))
     }
 
     /// Every gradient, sortable, and the norm histogram.
