@@ -72,8 +72,8 @@ pub fn OpTable() -> impl IntoView {
                 OpGrouping::Name
             };
             let mut rows = match page.and_then(|p| p.time_range()) {
-                Some(r) => op_rows_in(&model.doc, grouping, r),
-                None => op_rows(&model.doc, grouping),
+                Some(r) => op_rows_in(&model.doc, model.op_spans(), grouping, r),
+                None => op_rows(&model.doc, model.op_spans(), grouping),
             };
             let s = sort.get();
             sort_op_rows(&mut rows, s.column, s.descending);

@@ -73,26 +73,28 @@ pub fn rate_text(bytes_per_ns: Option<f64>) -> String {
 }
 
 /// The rows for `doc` with this grouping, in the schema's order (total time, largest first).
-pub fn op_rows(doc: &TraceDocument, grouping: OpGrouping) -> Vec<OpRow> {
-    rows_of_groups(doc, op_groups(&doc.ops, grouping))
+pub fn op_rows(doc: &TraceDocument, op_spans: &[Option<u32>], grouping: OpGrouping) -> Vec<OpRow> {
+    rows_of_groups(op_spans, op_groups(&doc.ops, grouping))
 }
 
 /// The rows for the ops of `doc` inside `range`
 /// (`schema::analysis::range::op_groups_in`), in the schema's order.
 pub fn op_rows_in(
     doc: &TraceDocument,
+    op_spans: &[Option<u32>],
     grouping: OpGrouping,
     range: candle_trace_schema::analysis::range::TimeRange,
 ) -> Vec<OpRow> {
     rows_of_groups(
-        doc,
+        op_spans,
         candle_trace_schema::analysis::range::op_groups_in(&doc.ops, grouping, range),
     )
 }
 
-/// Op groups of `doc` as rows.
+/// Op groups as rows, each with the spans its ops ran in (`op_spans`: each op's span,
+/// `links::op_span_indices`).
 fn rows_of_groups(
-    doc: &TraceDocument,
+    op_spans: &[Option<u32>],
     groups: Vec<candle_trace_schema::analysis::ops::OpGroup>,
 ) -> Vec<OpRow> {
     groups
@@ -101,8 +103,7 @@ fn rows_of_groups(
             let mut spans: Vec<u32> = g
                 .op_indices
                 .iter()
-                .filter_map(|&i| doc.span_index(doc.ops.row(i).span_id))
-                .map(|i| i as u32)
+                .filter_map(|&i| op_spans.get(i).copied().flatten())
                 .collect();
             spans.sort_unstable();
             spans.dedup();
@@ -165,6 +166,7 @@ pub fn sort_op_rows(rows: &mut Vec<OpRow>, column: OpColumn, descending: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::links::op_span_indices;
 
     fn doc() -> TraceDocument {
         TraceDocument::from_bytes(include_bytes!(
@@ -175,7 +177,7 @@ mod tests {
     #[test]
     fn rows_by_name_cover_every_op() {
         let d = doc();
-        let rows = op_rows(&d, OpGrouping::Name);
+        let rows = op_rows(&d, &op_span_indices(&d), OpGrouping::Name);
         let n: u64 = rows.iter().map(|r| r.count).sum();
         assert_eq!(n, 18);
         assert!(rows.iter().all(|r| r.shape.is_none() && r.dtype.is_none()));
@@ -186,8 +188,8 @@ mod tests {
     #[test]
     fn grouping_by_shape_splits_groups() {
         let d = doc();
-        let by_name = op_rows(&d, OpGrouping::Name);
-        let by_shape = op_rows(&d, OpGrouping::NameShapeDtype);
+        let by_name = op_rows(&d, &op_span_indices(&d), OpGrouping::Name);
+        let by_shape = op_rows(&d, &op_span_indices(&d), OpGrouping::NameShapeDtype);
         assert!(by_shape.len() >= by_name.len());
         assert!(by_shape
             .iter()
@@ -197,7 +199,7 @@ mod tests {
     #[test]
     fn sorting_by_each_column() {
         let d = doc();
-        let mut rows = op_rows(&d, OpGrouping::Name);
+        let mut rows = op_rows(&d, &op_span_indices(&d), OpGrouping::Name);
         sort_op_rows(&mut rows, OpColumn::Name, false);
         assert!(rows.windows(2).all(|w| w[0].op_name <= w[1].op_name));
         sort_op_rows(&mut rows, OpColumn::Count, true);
