@@ -95,9 +95,8 @@ pub struct PageState {
     /// Whether the next chart keeps `view` (carried over from another step) instead of
     /// fitting its whole axis; taken by the chart.
     pub carried: StoredValue<bool>,
-    /// What became of the range when another step was shown (clipped or cleared), with the
-    /// range it speaks of: shown while the range is still that one.
-    pub range_note: RwSignal<Option<(Option<(u64, u64)>, String)>>,
+    /// What became of the range when another step was shown (clipped or cleared).
+    pub range_note: RwSignal<Option<crate::model::step_switch::RangeNote>>,
 }
 
 impl PageState {
@@ -131,8 +130,8 @@ impl PageState {
         let range = self.range.get();
         self.range_note
             .get()
-            .filter(|(r, _)| *r == range)
-            .map(|(_, text)| text)
+            .filter(|n| n.range == range)
+            .map(|n| n.text)
     }
 
     /// The selected range as the schema's type, `None` without one.

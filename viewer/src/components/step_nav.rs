@@ -79,8 +79,7 @@ impl StepsNav {
         let carried = carry_range(range, from_x, to_x);
         let note = carried_note(carried, range, from_x, step.as_deref().unwrap_or("?"), to_x);
         page.range.set(carried.range());
-        page.range_note
-            .set(note.map(|text| (carried.range(), text)));
+        page.range_note.set(note);
     }
 
     /// When finding row `i` leads into a step other than the shown one: show that step and

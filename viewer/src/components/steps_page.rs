@@ -36,7 +36,7 @@ pub fn StepsPage(
         let range = page.range.get();
         let stale = page
             .range_note
-            .with_untracked(|n| n.as_ref().is_some_and(|(r, _)| *r != range));
+            .with_untracked(|n| n.as_ref().is_some_and(|n| n.range != range));
         if stale {
             page.range_note.set(None);
         }

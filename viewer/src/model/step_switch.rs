@@ -63,6 +63,16 @@ pub fn carry_range(range: (u64, u64), from: StepExtent, to: StepExtent) -> Carri
     }
 }
 
+/// The range bar's note on a range carried onto another step, and the range it speaks of
+/// (`None`: the range was cleared); shown while the range is still that one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeNote {
+    /// The range selected on the next step.
+    pub range: Option<(u64, u64)>,
+    /// What became of it.
+    pub text: String,
+}
+
 /// What the range bar says about a range carried onto step `step` spanning `to` (`range` as
 /// it was, on the step spanning `from`): nothing when it was kept whole; else the cut or the
 /// clearing, in offsets from each step's start as the chart shows them.
@@ -72,20 +82,22 @@ pub fn carried_note(
     from: StepExtent,
     step: &str,
     to: StepExtent,
-) -> Option<String> {
+) -> Option<RangeNote> {
     let offset = |ns: u64| format_ns(ns.saturating_sub(from.start_ns));
     let length = format_ns(to.end_ns.saturating_sub(to.start_ns));
-    match carried {
-        CarriedRange::Kept(_) => None,
-        CarriedRange::Clipped(_) => {
-            Some(format!("clipped to step {step}'s end: it lasts {length}"))
-        }
-        CarriedRange::Outside => Some(format!(
+    let text = match carried {
+        CarriedRange::Kept(_) => return None,
+        CarriedRange::Clipped(_) => format!("clipped to step {step}'s end: it lasts {length}"),
+        CarriedRange::Outside => format!(
             "The range {} – {} was cleared: step {step} lasts {length}",
             offset(range.0),
             offset(range.1)
-        )),
-    }
+        ),
+    };
+    Some(RangeNote {
+        range: carried.range(),
+        text,
+    })
 }
 
 #[cfg(test)]
@@ -156,15 +168,21 @@ mod tests {
         assert_eq!(carried_note(kept, (100_000, 200_000), six, "4", four), None);
         let clipped = carry_range((800_000, 1_200_000), six, four);
         assert_eq!(
-            carried_note(clipped, (800_000, 1_200_000), six, "4", four).as_deref(),
-            Some("clipped to step 4's end: it lasts 1.00 ms")
+            carried_note(clipped, (800_000, 1_200_000), six, "4", four),
+            Some(RangeNote {
+                range: Some((800_000, 1_000_000)),
+                text: "clipped to step 4's end: it lasts 1.00 ms".into()
+            })
         );
         // Offsets from step A's start (3 s): 1.2 ms – 1.5 ms.
         let a = extent(3_000_000_000, 3_001_600_000);
         let gone = carry_range((3_001_200_000, 3_001_500_000), a, four);
         assert_eq!(
-            carried_note(gone, (3_001_200_000, 3_001_500_000), a, "4", four).as_deref(),
-            Some("The range 1.20 ms – 1.50 ms was cleared: step 4 lasts 1.00 ms")
+            carried_note(gone, (3_001_200_000, 3_001_500_000), a, "4", four),
+            Some(RangeNote {
+                range: None,
+                text: "The range 1.20 ms – 1.50 ms was cleared: step 4 lasts 1.00 ms".into()
+            })
         );
     }
 }
