@@ -371,6 +371,12 @@ test('showing another step keeps the place: tab, tables, window and range at the
   await page.keyboard.press('w');
   await page.keyboard.press('w');
   await page.waitForFunction(() => Number(document.querySelector('[data-testid=flame-chart]').dataset.viewEndNs) < 1_000_000);
+  // The panel made taller by a key on its edge.
+  const height = Number(await page.getAttribute('[data-testid=tab-panel]', 'data-height'));
+  await page.focus('[data-testid=panel-splitter]');
+  await page.keyboard.press('ArrowUp');
+  await page.waitForFunction((h) => Number(document.querySelector('[data-testid=tab-panel]').dataset.height) > h, height);
+  const taller = await page.getAttribute('[data-testid=tab-panel]', 'data-height');
   const a = await place();
   const [rs, re] = a.range.map(Number);
   assert.ok(Math.abs(rs - 250_000) <= 10_000 && Math.abs(re - 500_000) <= 10_000, `dragged ${rs}..${re}`);
@@ -388,6 +394,7 @@ test('showing another step keeps the place: tab, tables, window and range at the
   assert.equal(await page.getAttribute('[data-testid=tab-modules]', 'aria-selected'), 'true');
   assert.equal(await page.getAttribute('[data-testid=modules-by]', 'data-value'), 'name');
   assert.equal(await sortOf(), sort);
+  assert.equal(await page.getAttribute('[data-testid=tab-panel]', 'data-height'), taller);
   await page.waitForFunction((r) => location.hash.includes('&step=6') && location.hash.includes('&tab=modules')
     && location.hash.includes(`range=${r}`), `${rs + SHIFT}-${re + SHIFT}`);
 
@@ -405,6 +412,7 @@ test('showing another step keeps the place: tab, tables, window and range at the
   const cleared = await carried();
   assert.equal(cleared.length, 1);
   assert.match(cleared[0], /^The range \d[\d.]* ms – \d[\d.]* ms was cleared: step 4 lasts 1\.01 ms$/);
+  await page.screenshot({ path: join(artifacts, 'steps-range-cleared.png') });
   await page.waitForFunction(() => location.hash.includes('&step=4') && !location.hash.includes('range='));
 
   // A range partly past it is clipped to its end: on step 4, 90% – 99.5% (about 909 µs –
@@ -416,6 +424,7 @@ test('showing another step keeps the place: tab, tables, window and range at the
   await show(0, '2');
   assert.deepEqual((await place()).range, [String(ks), '1000000']);
   assert.deepEqual(await carried(), ["clipped to step 2's end: it lasts 1.00 ms"]);
+  await page.screenshot({ path: join(artifacts, 'steps-range-clipped.png') });
   await page.click('[data-testid=range-clear]');
   assert.deepEqual(await carried(), []);
   assert.equal(await page.getAttribute('[data-testid=tab-modules]', 'aria-selected'), 'true');
