@@ -313,6 +313,125 @@ test('any step of a set shows in detail: the outlier row shows step 6, kept in t
   await page.close();
 });
 
+test('showing another step keeps the place: tab, tables, window and range at the same offsets from its start', async () => {
+  // steps_outlier with step 6 on a clock 5 ms later (every start_ns and timestamp_ns + 5 000 000),
+  // as step files are: each recorder counts from its own start. By hand from the fixtures:
+  // step 2 spans 0 – 1 000 000 ns, step 4 0 – 1 010 000 ns, step 6 5 000 000 – 6 600 000 ns.
+  const SHIFT = 5_000_000;
+  const dir = join(artifacts, 'steps-place');
+  mkdirSync(dir, { recursive: true });
+  const files = stepFiles('steps_outlier').map((f) => {
+    const name = f.split('/').pop();
+    let text = readFileSync(f, 'utf8');
+    if (name === 'step-6.trace6.jsonl') {
+      text = text.replace(/"(start_ns|timestamp_ns)":(\d+)/g, (_, k, v) => `"${k}":${Number(v) + SHIFT}`);
+    }
+    writeFileSync(join(dir, name), text);
+    return join(dir, name);
+  });
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  let n = await loadSeq(page);
+  await page.setInputFiles('[data-testid=file-input]', files);
+  await waitNextDocument(page, n);
+  const chart = page.locator('[data-testid=flame-chart]');
+  const num = async (name) => Number(await chart.getAttribute(name));
+  const place = async () => ({
+    view: [await num('data-view-start-ns'), await num('data-view-end-ns')],
+    range: [await chart.getAttribute('data-range-start-ns'), await chart.getAttribute('data-range-end-ns')],
+  });
+  /** Show the step at picker position `pos` (the heading's "showing step"). */
+  const show = async (pos, step) => {
+    const before = await loadSeq(page);
+    await page.selectOption('[data-testid=steps-shown]', String(pos));
+    await waitNextDocument(page, before);
+    assert.equal(await page.getAttribute('[data-testid=steps-heading]', 'data-step'), step);
+  };
+  /** Shift+drag over the chart from `a` to `b` (fractions of the canvas's width). */
+  const drag = async (a, b) => {
+    const box = await page.locator('[data-testid=timeline-canvas]').boundingBox();
+    await page.keyboard.down('Shift');
+    await page.mouse.move(box.x + box.width * a, box.y + 60);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * (a + b) / 2, box.y + 60, { steps: 4 });
+    await page.mouse.move(box.x + box.width * b, box.y + 60, { steps: 4 });
+    await page.mouse.up();
+    await page.keyboard.up('Shift');
+  };
+  const sortOf = () => page.$eval('[data-testid=modules-sort-module]', (b) => b.closest('th').getAttribute('aria-sort'));
+  const carried = () => page.$$eval('[data-testid=range-carried]', (els) => els.map((e) => e.textContent));
+
+  // Step 2: the modules tab by leaf name, sorted by module; a range over 25% – 50% of the
+  // canvas (about 250 – 500 µs); zoomed in twice (W).
+  await openTab(page, 'modules');
+  await page.selectOption('[data-testid=modules-by]', 'name');
+  await page.click('[data-testid=modules-sort-module]');
+  const sort = await sortOf();
+  assert.ok(sort === 'ascending' || sort === 'descending', `sorted by module: ${sort}`);
+  await drag(0.25, 0.5);
+  await page.keyboard.press('w');
+  await page.keyboard.press('w');
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid=flame-chart]').dataset.viewEndNs) < 1_000_000);
+  // The panel made taller by a key on its edge.
+  const height = Number(await page.getAttribute('[data-testid=tab-panel]', 'data-height'));
+  await page.focus('[data-testid=panel-splitter]');
+  await page.keyboard.press('ArrowUp');
+  await page.waitForFunction((h) => Number(document.querySelector('[data-testid=tab-panel]').dataset.height) > h, height);
+  const taller = await page.getAttribute('[data-testid=tab-panel]', 'data-height');
+  const a = await place();
+  const [rs, re] = a.range.map(Number);
+  assert.ok(Math.abs(rs - 250_000) <= 10_000 && Math.abs(re - 500_000) <= 10_000, `dragged ${rs}..${re}`);
+  assert.ok(a.view[0] > 0 && a.view[1] < 1_000_000, `zoomed in: ${a.view}`);
+
+  // Step 6 (its own clock, 5 ms later): the same window and range 5 ms later, the same tab,
+  // grouping and sort; the URL names step 6 with them.
+  await show(4, '6');
+  const b = await place();
+  assert.ok(Math.abs(b.view[0] - (a.view[0] + SHIFT)) <= 1 && Math.abs(b.view[1] - (a.view[1] + SHIFT)) <= 1,
+    `window ${a.view} on step 2, ${b.view} on step 6`);
+  assert.deepEqual(b.range, [String(rs + SHIFT), String(re + SHIFT)]);
+  assert.equal(await page.getAttribute('[data-testid=range-bar]', 'data-start-ns'), String(rs + SHIFT));
+  assert.deepEqual(await carried(), []);
+  assert.equal(await page.getAttribute('[data-testid=tab-modules]', 'aria-selected'), 'true');
+  assert.equal(await page.getAttribute('[data-testid=modules-by]', 'data-value'), 'name');
+  assert.equal(await sortOf(), sort);
+  assert.equal(await page.getAttribute('[data-testid=tab-panel]', 'data-height'), taller);
+  await page.waitForFunction((r) => location.hash.includes('&step=6') && location.hash.includes('&tab=modules')
+    && location.hash.includes(`range=${r}`), `${rs + SHIFT}-${re + SHIFT}`);
+
+  // A range wholly past the next step's end is cleared, and the range bar says so: on step 6
+  // fitted, 80% – 95% (about 1.28 – 1.52 ms from its start) is past step 4's 1.01 ms. A view of
+  // all of step 6 shows all of step 4.
+  await page.click('[data-testid=zoom-fit]');
+  await drag(0.8, 0.95);
+  const [gs, ge] = (await place()).range.map(Number);
+  assert.ok(gs - SHIFT > 1_010_000 && ge - SHIFT < 1_600_000, `dragged ${gs}..${ge}`);
+  await show(2, '4');
+  const c = await place();
+  assert.deepEqual(c, { view: [0, 1_010_000], range: ['', ''] });
+  assert.equal(await page.locator('[data-testid=range-bar]').count(), 0);
+  const cleared = await carried();
+  assert.equal(cleared.length, 1);
+  assert.match(cleared[0], /^The range \d[\d.]* ms – \d[\d.]* ms was cleared: step 4 lasts 1\.01 ms$/);
+  await page.screenshot({ path: join(artifacts, 'steps-range-cleared.png') });
+  await page.waitForFunction(() => location.hash.includes('&step=4') && !location.hash.includes('range='));
+
+  // A range partly past it is clipped to its end: on step 4, 90% – 99.5% (about 909 µs –
+  // 1.005 ms) ends past step 2's 1 ms.
+  await drag(0.9, 0.995);
+  assert.deepEqual(await carried(), [], 'a new range drops the note');
+  const [ks, ke] = (await place()).range.map(Number);
+  assert.ok(ks < 1_000_000 && ke > 1_000_000, `dragged ${ks}..${ke}`);
+  await show(0, '2');
+  assert.deepEqual((await place()).range, [String(ks), '1000000']);
+  assert.deepEqual(await carried(), ["clipped to step 2's end: it lasts 1.00 ms"]);
+  await page.screenshot({ path: join(artifacts, 'steps-range-clipped.png') });
+  await page.click('[data-testid=range-clear]');
+  assert.deepEqual(await carried(), []);
+  assert.equal(await page.getAttribute('[data-testid=tab-modules]', 'aria-selected'), 'true');
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
 test('a finding naming a span of the first step shows that step, the span selected', async () => {
   // steps_outlier with step 2's backward cut to 100 µs (under half its 400 µs forward): the
   // set's backward_short finding reads step 2 and links its measured span `s`.

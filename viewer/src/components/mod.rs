@@ -39,6 +39,7 @@ use leptos::prelude::*;
 use crate::model::panel::{Tab, ViewKind};
 use crate::model::TraceModel;
 use crate::timeline::fragment::ChartState;
+use crate::timeline::viewport::Viewport;
 
 /// What the trace components share: the model, the selected span, the spans highlighted by a
 /// table or a search, and a range the timeline should show next.
@@ -93,6 +94,13 @@ pub struct PageState {
     pub reveal: RwSignal<Option<String>>,
     /// The step of a step set shown in detail (the URL's `step`), `None` in other views.
     pub step: StoredValue<Option<String>>,
+    /// The chart's visible window (a steps view keeps it from one step's chart to the next).
+    pub view: RwSignal<Viewport>,
+    /// Whether the next chart keeps `view` (carried over from another step) instead of
+    /// fitting its whole axis; taken by the chart.
+    pub carried: StoredValue<bool>,
+    /// What became of the range when another step was shown (clipped or cleared).
+    pub range_note: RwSignal<Option<crate::model::step_switch::RangeNote>>,
 }
 
 impl PageState {
@@ -115,7 +123,20 @@ impl PageState {
             active: RwSignal::new(0),
             reveal: RwSignal::new(None),
             step: StoredValue::new(None),
+            view: RwSignal::new(Viewport::fit(0, 1, 1000.0)),
+            carried: StoredValue::new(false),
+            range_note: RwSignal::new(None),
         }
+    }
+
+    /// The note on the range bar about the range carried from another step, while the range
+    /// is still the one it speaks of.
+    pub fn carried_range_note(&self) -> Option<String> {
+        let range = self.range.get();
+        self.range_note
+            .get()
+            .filter(|n| n.range == range)
+            .map(|n| n.text)
     }
 
     /// The selected range as the schema's type, `None` without one.

@@ -196,22 +196,33 @@ pub fn TabPanel(
         })
         .collect_view();
     let range_bar = move || {
-        page.time_range().map(|r| {
-            let tab = page.tab.get();
-            let follows = page.kind.follows_range(tab);
-            view! {
-                <div class="range-bar" data-testid="range-bar" data-start-ns=r.start_ns.to_string()
-                    data-end-ns=r.end_ns.to_string() role="status">
-                    <span>{range_text(r)}</span>
-                    <span class="muted" data-testid="range-note" data-follows=follows.to_string()>
-                        {page.kind.range_note(tab)}
-                    </span>
-                    <button type="button" data-testid="range-clear" on:click=move |_| page.range.set(None)>
-                        "Clear range"
-                    </button>
-                </div>
+        // What became of the range when another step was shown (clipped, or cleared).
+        let carried = page.carried_range_note().map(|text| {
+            view! { <span class="range-carried" data-testid="range-carried">{text}</span> }
+        });
+        match page.time_range() {
+            Some(r) => {
+                let tab = page.tab.get();
+                let follows = page.kind.follows_range(tab);
+                view! {
+                    <div class="range-bar" data-testid="range-bar" data-start-ns=r.start_ns.to_string()
+                        data-end-ns=r.end_ns.to_string() role="status">
+                        <span>{range_text(r)}</span>
+                        {carried}
+                        <span class="muted" data-testid="range-note" data-follows=follows.to_string()>
+                            {page.kind.range_note(tab)}
+                        </span>
+                        <button type="button" data-testid="range-clear" on:click=move |_| page.range.set(None)>
+                            "Clear range"
+                        </button>
+                    </div>
+                }
+                .into_any()
             }
-        })
+            None => carried
+                .map(|c| view! { <div class="range-bar" role="status">{c}</div> })
+                .into_any(),
+        }
     };
     view! {
         <div

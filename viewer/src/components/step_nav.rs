@@ -10,6 +10,7 @@ use super::targets::go_to;
 use super::{PageState, TraceContext};
 use crate::model::findings::FindingTarget;
 use crate::model::panel::{tab_of_row, Tab};
+use crate::model::step_switch::{carried_note, carry_range, StepExtent};
 use crate::model::steps::StepsModel;
 
 /// What takes the focus in the next step's view, once it is up.
@@ -22,11 +23,14 @@ pub enum FocusNext {
 }
 
 /// Which step of a set is shown in detail, and what the next step's view does once it is up
-/// (each step's view is built anew: its chart, header and tabs read that step's model).
+/// (each step's view is built anew: its chart, header and tabs read that step's model; the
+/// view's state, `page`, and its tabs' grouping and sort outlive it).
 #[derive(Clone, Copy)]
 pub struct StepsNav {
     /// The set.
     pub model: StoredValue<Arc<StepsModel>>,
+    /// The state every step's view shares: the open tab, the chart's window, the range.
+    pub page: PageState,
     /// The shown step's position in the set's steps.
     pub shown: RwSignal<usize>,
     /// The tab the next step's view opens.
@@ -38,14 +42,44 @@ pub struct StepsNav {
 }
 
 impl StepsNav {
-    /// Show the step at `pos` with `tab` open (nothing when it is shown already).
+    /// Show the step at `pos` with `tab` open (nothing when it is shown already), at the same
+    /// place: the chart's window and the range at the same offsets from its start.
     pub fn show(&self, pos: usize, tab: Tab, focus: Option<FocusNext>) {
-        if self.shown.get_untracked() == pos {
+        let from = self.shown.get_untracked();
+        if from == pos {
             return;
         }
+        self.carry(from, pos);
         self.tab.set_value(Some(tab));
         self.focus.set_value(focus);
         self.shown.set(pos);
+    }
+
+    /// Move the chart's window and the range from step `from` onto step `to`, each at the same
+    /// offsets from its step's start (`model::step_switch`); the range bar says when the range
+    /// was clipped or cleared.
+    fn carry(&self, from: usize, to: usize) {
+        let (models, step) = self.model.with_value(|m| {
+            (
+                m.model(from).zip(m.model(to)),
+                m.steps.get(to).map(|s| s.step.clone()),
+            )
+        });
+        let Some((a, b)) = models else {
+            return;
+        };
+        let (from_x, to_x) = (StepExtent::of(&a.lanes), StepExtent::of(&b.lanes));
+        let page = self.page;
+        page.view
+            .update(|v| *v = v.carried(from_x.start_ns, to_x.start_ns, to_x.end_ns));
+        page.carried.set_value(true);
+        let Some(range) = page.range.get_untracked() else {
+            return;
+        };
+        let carried = carry_range(range, from_x, to_x);
+        let note = carried_note(carried, range, from_x, step.as_deref().unwrap_or("?"), to_x);
+        page.range.set(carried.range());
+        page.range_note.set(note);
     }
 
     /// When finding row `i` leads into a step other than the shown one: show that step and

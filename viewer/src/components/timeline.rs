@@ -101,11 +101,16 @@ pub fn FlameChart(
             Arc::new(ChartLayout::new(&pairs))
         })
     };
-    let view_sig = RwSignal::new(layout.get_untracked().fit(1000.0));
-    // The axis bounds and width the window was last settled on.
-    let settle = StoredValue::new(Settle::new(
-        layout.with_untracked(|l| (l.start_ns, l.end_ns)),
-    ));
+    let view_sig = page.view;
+    let bounds = layout.with_untracked(|l| (l.start_ns, l.end_ns));
+    // The axis bounds and width the window was last settled on: a window carried over from
+    // another step's chart is kept, any other starts as the whole axis.
+    let settle = if page.carried.try_update_value(std::mem::take) == Some(true) {
+        StoredValue::new(Settle::sized(bounds))
+    } else {
+        view_sig.set(layout.get_untracked().fit(1000.0));
+        StoredValue::new(Settle::new(bounds))
+    };
     // The group whose selection the details, F and the arrow keys use.
     let active = page.active;
     let hover: RwSignal<Option<Hover>> = RwSignal::new(None);

@@ -44,15 +44,21 @@ pub fn TraceView(
     /// The step set, when the trace is its step shown in detail.
     #[prop(optional)]
     steps: Option<Arc<StepsModel>>,
+    /// The view's state, when it outlives this view (a step set's, shared by its steps).
+    #[prop(optional)]
+    page: Option<PageState>,
+    /// The tabs' grouping and sort, when they outlive this view (a step set's).
+    #[prop(optional)]
+    tab_states: Option<TabStates>,
 ) -> impl IntoView {
     let kind = if steps.is_some() {
         ViewKind::Steps
     } else {
         ViewKind::Trace
     };
-    let page = PageState::new(kind, &file_name);
+    let page = page.unwrap_or_else(|| PageState::new(kind, &file_name));
     provide_context(page);
-    provide_context(TabStates::new());
+    provide_context(tab_states.unwrap_or_else(TabStates::new));
     let ctx = TraceContext {
         model: model.clone(),
         selected: RwSignal::new(None),

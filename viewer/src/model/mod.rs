@@ -30,6 +30,7 @@ pub mod range;
 pub mod resources;
 pub mod sort;
 pub mod spans;
+pub mod step_switch;
 pub mod steps;
 pub mod summary;
 pub mod virtual_rows;

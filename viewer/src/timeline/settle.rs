@@ -22,6 +22,15 @@ impl Settle {
         }
     }
 
+    /// A chart whose window was given for an axis of `bounds` at the canvas's width (a window
+    /// carried over from another chart): it is kept, following later widths.
+    pub fn sized(bounds: (u64, u64)) -> Self {
+        Settle {
+            fitted: bounds,
+            sized: true,
+        }
+    }
+
     /// The window to show instead of `view` on an axis of `bounds` in a canvas `width_px`
     /// wide, or `None` when `view` is the one to paint.
     pub fn next(&mut self, view: &Viewport, bounds: (u64, u64), width_px: f64) -> Option<Viewport> {
@@ -71,5 +80,15 @@ mod tests {
         assert_eq!(moved, wider.rebound(0, 2000));
         assert_eq!(moved.bound_end_ns, 2000.0);
         assert_eq!(s.next(&moved, (0, 2000), 400.0), None);
+    }
+
+    #[test]
+    fn a_carried_window_is_kept_then_follows_the_width() {
+        // 200 – 400 ns of 0 – 1000 ns in 500 px, given to a chart of the same width.
+        let carried = Viewport::fit(0, 1000, 500.0).show_range(200, 400, 0.0);
+        let mut s = Settle::sized((0, 1000));
+        assert_eq!(s.next(&carried, (0, 1000), 500.0), None);
+        let wider = s.next(&carried, (0, 1000), 600.0).expect("adopt the width");
+        assert_eq!((wider.start_ns, wider.ns_per_px), (200.0, 0.4));
     }
 }

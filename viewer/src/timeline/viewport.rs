@@ -137,6 +137,22 @@ impl Viewport {
         }
     }
 
+    /// The same window on another step's axis `[start_ns, end_ns]`: each step file has its own
+    /// time origin, so the window keeps its offset from its step's start (`from_start_ns`, the
+    /// earliest span of the step it showed) and its scale; a view of all of its step shows all
+    /// of the next, and a window running past the next step's end moves inside it
+    /// ([`Viewport::rebound`]).
+    pub fn carried(&self, from_start_ns: u64, start_ns: u64, end_ns: u64) -> Self {
+        let shift = start_ns as f64 - from_start_ns as f64;
+        Viewport {
+            start_ns: self.start_ns + shift,
+            bound_start_ns: self.bound_start_ns + shift,
+            bound_end_ns: self.bound_end_ns + shift,
+            ..*self
+        }
+        .rebound(start_ns, end_ns)
+    }
+
     /// Centre the view on `ns` keeping the scale.
     pub fn centered_on(&self, ns: f64) -> Self {
         Viewport {
@@ -193,6 +209,27 @@ mod tests {
         assert!(close(v.zoom_at(0.0, 1e-9).ns_per_px, 1.0));
         assert_eq!(v.zoom_at(0.0, f64::NAN), v);
         assert_eq!(v.zoom_at(0.0, 0.0), v);
+    }
+
+    #[test]
+    fn a_window_carried_to_another_step_keeps_its_offsets_and_scale() {
+        // 1000 px on a step of 0 – 1 000 000 ns, zoomed to 200 000 – 400 000 ns (200 ns/px).
+        let zoomed = Viewport::fit(0, 1_000_000, 1000.0).show_range(200_000, 400_000, 0.0);
+        // Onto a step of 0 – 1 600 000 ns: the same window.
+        let c = zoomed.carried(0, 0, 1_600_000);
+        assert!(close(c.start_ns, 200_000.0) && close(c.end_ns(), 400_000.0));
+        assert!(close(c.bound_end_ns, 1_600_000.0));
+        // Onto a step on its own clock, 7 s – 7.0009 s: 200 µs – 400 µs after its start.
+        let c = zoomed.carried(0, 7_000_000_000, 7_000_900_000);
+        assert!(close(c.start_ns, 7_000_200_000.0) && close(c.end_ns(), 7_000_400_000.0));
+        // Onto a step of 0 – 300 000 ns: 200 ns/px kept, moved to end at its end.
+        let c = zoomed.carried(0, 0, 300_000);
+        assert!(close(c.ns_per_px, 200.0));
+        assert!(close(c.start_ns, 100_000.0) && close(c.end_ns(), 300_000.0));
+        // A view of all of its step shows all of the next.
+        let whole = Viewport::fit(5_000, 1_005_000, 1000.0);
+        let c = whole.carried(5_000, 0, 1_600_000);
+        assert!(close(c.start_ns, 0.0) && close(c.end_ns(), 1_600_000.0));
     }
 
     #[test]
