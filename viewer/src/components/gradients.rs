@@ -68,7 +68,7 @@ pub fn GradientView() -> impl IntoView {
                     <tbody {..group_links.body_attrs()}>
                         {g.groups.iter().enumerate().map(|(pos, r)| view! {
                             <tr class:problem=r.problem data-testid="gradient-group" data-module=r.module.clone() data-flow=r.flow
-                                data-row=pos.to_string() tabindex=group_links.has_spans(pos).then_some("0") {..group_links.linked_attrs(pos)}>
+                                data-row=pos.to_string() {..group_links.linked_attrs(pos)}>
                                 <td class="name">{r.module.clone()}</td><td>{r.params}</td><td>{r.present}</td>
                                 <td>{r.missing}</td><td>{r.zero}</td><td>{r.non_finite}</td>
                             </tr>

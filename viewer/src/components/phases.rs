@@ -115,7 +115,7 @@ fn PhasesOf(
                 <tbody {..phase_links.body_attrs()}>
                     {p.rows.iter().enumerate().map(|(pos, r)| view! {
                         <tr data-testid=format!("phase-{}", r.phase) data-value=r.ns.to_string()
-                            data-row=pos.to_string() tabindex=phase_links.has_spans(pos).then_some("0") {..phase_links.linked_attrs(pos)}>
+                            data-row=pos.to_string() {..phase_links.linked_attrs(pos)}>
                             <th scope="row"><span class=format!("swatch ph-{}", r.phase)></span>{r.phase}</th>
                             <td class="num">{r.time.clone()}</td>
                             <td class="num">{r.share.clone()}</td>
@@ -137,7 +137,7 @@ fn PhasesOf(
                         <tbody {..pair_links.body_attrs()}>
                             {move || modules.iter().enumerate().take(if show_all.get() { total } else { SHOWN_ROWS }).map(|(pos, m)| view! {
                                 <tr data-testid="module-pair" data-path=m.path.clone()
-                                    data-row=pos.to_string() tabindex=pair_links.has_spans(pos).then_some("0")
+                                    data-row=pos.to_string()
                                     data-forward=m.forward_ns.to_string() data-backward=m.backward_ns.to_string() {..pair_links.linked_attrs(pos)}>
                                     <th scope="row">{m.path.clone()}</th>
                                     <td class="num">{m.forward.clone()}</td>
