@@ -9,6 +9,7 @@ use hashbrown::HashMap;
 use candle_trace_schema::analysis::gradients::module_of;
 use candle_trace_schema::analysis::modules::{is_module_span, module_name, ModulePaths};
 use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
+use candle_trace_schema::analysis::range::TimeRange;
 use candle_trace_schema::analysis::spans::span_path;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::Pass;
@@ -42,31 +43,46 @@ fn sorted(mut spans: Vec<u32>) -> Vec<u32> {
     spans
 }
 
-/// The spans whose time phase `pass` of the measured region `region` sums: the spans below
-/// it with that step and no stepped ancestor below the region (sorted).
-pub fn phase_spans(doc: &TraceDocument, region: usize, pass: Pass) -> Vec<u32> {
+/// Whether span `i` counts in `range` ([`TimeRange::inside`]: it overlaps the range, or one of
+/// duration 0 starts in it).
+fn counts_in(doc: &TraceDocument, i: usize, range: TimeRange) -> bool {
+    let s = &doc.spans[i];
+    range.inside(s.start_ns, s.duration_or_zero()).is_some()
+}
+
+/// The spans whose time phase `pass` of the measured region `region` sums inside `range`
+/// ([`TimeRange::ALL`]: the whole run): the spans below it with that step and no stepped
+/// ancestor below the region that count in the range
+/// ([`phases_in`](candle_trace_schema::analysis::range::phases_in)'s rule; sorted).
+pub fn phase_spans(doc: &TraceDocument, region: usize, pass: Pass, range: TimeRange) -> Vec<u32> {
     let mut out = Vec::new();
     walk_region(doc, region, |i, inherited| {
-        if inherited.is_none() && doc.spans[i].pass == Some(pass) {
+        if inherited.is_none() && doc.spans[i].pass == Some(pass) && counts_in(doc, i, range) {
             out.push(i as u32);
         }
     });
     sorted(out)
 }
 
-/// For each key of `rows` (module pairs' paths), the module spans the pair sums: the
-/// outermost module spans of that key below `region` that ran in forward or backward (sorted).
+/// For each key of `rows` (module pairs' paths), the module spans the pair sums inside `range`
+/// ([`TimeRange::ALL`]: the whole run): the outermost module spans of that key below `region`
+/// that ran in forward or backward and count in the range
+/// ([`module_pairs_in`](candle_trace_schema::analysis::range::module_pairs_in)'s rule; sorted).
 pub fn pair_spans(
     doc: &TraceDocument,
     paths: &ModulePaths,
     region: usize,
     rows: &[&str],
+    range: TimeRange,
 ) -> Vec<Vec<u32>> {
     let row_of: HashMap<&str, usize> = rows.iter().enumerate().map(|(r, &p)| (p, r)).collect();
     let mut out = vec![Vec::new(); rows.len()];
     walk_region(doc, region, |i, _| {
         let pass = doc.spans[i].pass;
-        if paths.outermost(i) && matches!(pass, Some(Pass::Forward | Pass::Backward)) {
+        if paths.outermost(i)
+            && matches!(pass, Some(Pass::Forward | Pass::Backward))
+            && counts_in(doc, i, range)
+        {
             if let Some(&r) = row_of.get(paths.path(i)) {
                 out[r].push(i as u32);
             }
@@ -297,9 +313,18 @@ mod tests {
         let region = measured_region(&doc).unwrap();
         assert_eq!(region, 0);
         // forward (fwd), backward (bwd), optimizer (opt): the children of train_step.
-        assert_eq!(phase_spans(&doc, region, Pass::Forward), [1]);
-        assert_eq!(phase_spans(&doc, region, Pass::Backward), [14]);
-        assert_eq!(phase_spans(&doc, region, Pass::Optimizer), [20]);
+        assert_eq!(
+            phase_spans(&doc, region, Pass::Forward, TimeRange::ALL),
+            [1]
+        );
+        assert_eq!(
+            phase_spans(&doc, region, Pass::Backward, TimeRange::ALL),
+            [14]
+        );
+        assert_eq!(
+            phase_spans(&doc, region, Pass::Optimizer, TimeRange::ALL),
+            [20]
+        );
     }
 
     #[test]
@@ -307,8 +332,107 @@ mod tests {
         let doc = fixture();
         let paths = ModulePaths::new(&doc);
         // Module spans fc1, relu, fc2, mse_loss, all forward, none in the backward.
-        let got = pair_spans(&doc, &paths, 0, &["fc1", "mse_loss", "nowhere"]);
+        let got = pair_spans(
+            &doc,
+            &paths,
+            0,
+            &["fc1", "mse_loss", "nowhere"],
+            TimeRange::ALL,
+        );
         assert_eq!(got, [vec![2], vec![10], vec![]]);
+    }
+
+    /// A hand-made training step: step 0–1000 (measured) with forward 100–400 (modules `emb`
+    /// 150–250 and `fc` 300–350), backward 400–800 (module `fc` 450–600) and optimizer 800–950.
+    /// Spans in file order: step 0, fwd 1, fwd.a 2, fwd.b 3, bwd 4, bwd.a 5, opt 6.
+    fn small_step() -> TraceDocument {
+        let meta = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2024-05-29T16:26:40Z","capture_step":0,"warmup_steps":0,"device":"cpu","measured_region_device_synchronized":false,"timing_mode":"host","tags":{},"candle_version":"0.8.0"}"#;
+        let start = |id: &str,
+                     parent: Option<&str>,
+                     name: &str,
+                     kind: &str,
+                     at: u64,
+                     step: Option<&str>| {
+            let parent = parent.map_or(String::new(), |p| format!(r#","parent_id":"{p}""#));
+            let step = step.map_or(String::new(), |s| format!(r#","step":"{s}""#));
+            let measured = if parent.is_empty() {
+                r#","measured":true"#
+            } else {
+                ""
+            };
+            format!(
+                r#"{{"kind":"span_start","id":"{id}","name":"{name}","start_ns":{at},"span_kind":"{kind}"{parent}{step}{measured}}}"#
+            )
+        };
+        let end =
+            |id: &str, ns: u64| format!(r#"{{"kind":"span_end","id":"{id}","duration_ns":{ns}}}"#);
+        let lines = [
+            meta.to_string(),
+            start("step", None, "train_step", "function", 0, None),
+            start(
+                "fwd",
+                Some("step"),
+                "forward",
+                "function",
+                100,
+                Some("forward"),
+            ),
+            start("fwd.a", Some("fwd"), "emb", "module", 150, Some("forward")),
+            end("fwd.a", 100),
+            start("fwd.b", Some("fwd"), "fc", "module", 300, Some("forward")),
+            end("fwd.b", 50),
+            end("fwd", 300),
+            start(
+                "bwd",
+                Some("step"),
+                "backward",
+                "function",
+                400,
+                Some("backward"),
+            ),
+            start("bwd.a", Some("bwd"), "fc", "module", 450, Some("backward")),
+            end("bwd.a", 150),
+            end("bwd", 400),
+            start(
+                "opt",
+                Some("step"),
+                "optimizer",
+                "function",
+                800,
+                Some("optimizer"),
+            ),
+            end("opt", 150),
+            end("step", 1000),
+        ];
+        TraceDocument::from_bytes(lines.join("\n").as_bytes())
+    }
+
+    #[test]
+    fn in_a_range_a_phase_and_a_pair_are_the_spans_that_count_in_it() {
+        use candle_trace_schema::analysis::range::phases_in;
+        let doc = small_step();
+        assert_eq!(ids(&doc, &["step", "fwd.b", "bwd.a", "opt"]), [0, 3, 5, 6]);
+        let paths = ModulePaths::new(&doc);
+        let phases = |r: TimeRange| {
+            [Pass::Forward, Pass::Backward, Pass::Optimizer].map(|p| phase_spans(&doc, 0, p, r))
+        };
+        let pairs = |r: TimeRange| pair_spans(&doc, &paths, 0, &["fc", "emb"], r);
+        // The whole run: each phase's outermost span; `fc` forward and backward, `emb` forward.
+        assert_eq!(phases(TimeRange::ALL), [vec![1], vec![4], vec![6]]);
+        assert_eq!(pairs(TimeRange::ALL), [vec![3, 5], vec![2]]);
+        // 320–500: forward (80 ns of it) and backward (100 ns), not the optimizer; `fc`'s
+        // forward (30 ns) and backward (50 ns) calls, not `emb` (150–250).
+        let r = TimeRange::new(320, 500);
+        assert_eq!(phases(r), [vec![1], vec![4], vec![]]);
+        assert_eq!(pairs(r), [vec![3, 5], vec![]]);
+        let b = phases_in(&doc, r).unwrap();
+        assert_eq!((b.forward_ns, b.backward_ns, b.optimizer_ns), (80, 100, 0));
+        // 400–440: forward ends where it starts (no overlap): only backward counts; no module.
+        let r = TimeRange::new(400, 440);
+        assert_eq!(phases(r), [vec![], vec![4], vec![]]);
+        assert_eq!(pairs(r), [Vec::<u32>::new(), vec![]]);
+        let b = phases_in(&doc, r).unwrap();
+        assert_eq!((b.forward_ns, b.backward_ns, b.optimizer_ns), (0, 40, 0));
     }
 
     #[test]
