@@ -418,7 +418,7 @@ fn GradientChanges(
             .iter()
             .map(|x| {
                 let keys: Vec<&str> = c.gradients.iter().map(|g| g.key.as_str()).collect();
-                parameter_spans(&x.model.doc, &keys)
+                parameter_spans(&x.model.doc, x.model.module_paths(), &keys)
             })
             .collect();
         LinkedRows::of_groups(&sides, per_side)

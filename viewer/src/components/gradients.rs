@@ -15,7 +15,8 @@ use crate::model::sort::SortState;
 
 /// Gradient counts per state, the norm histogram (log scale) and every parameter, sortable,
 /// with a filter for problems (missing, zero, non-finite). A module's row links to its module's
-/// spans, the backward ones where there are some ([`LinkedRows`]).
+/// spans, the backward ones where there are some; a module without a span (an embedding or
+/// head the trace did not wrap in a module span) is a plain row ([`LinkedRows`]).
 #[component]
 pub fn GradientView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
@@ -46,7 +47,8 @@ pub fn GradientView() -> impl IntoView {
     let group_links = {
         let groups = gradient_groups(&ctx.model.doc.gradients);
         let modules: Vec<&str> = groups.iter().map(|group| group.module.as_str()).collect();
-        LinkedRows::of_trace(&ctx, module_spans(&ctx.model.doc, &modules))
+        let spans = module_spans(&ctx.model.doc, ctx.model.module_paths(), &modules);
+        LinkedRows::of_trace(&ctx, spans)
     };
     view! {
         <section class="gradients panel" data-testid="gradients">

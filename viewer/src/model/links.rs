@@ -99,9 +99,12 @@ fn name_ends(name: &str) -> impl Iterator<Item = &str> {
 
 /// For each module of `modules` (gradient groups': the parameter keys without their last
 /// segment), its spans (sorted): the module spans whose module name or span name is it or ends
-/// in `.` and it (`model.fc1` for `fc1`), only those of the backward where some ran in it. The
-/// top level (`""`, the whole model) is the backward's outermost spans.
-pub fn module_spans(doc: &TraceDocument, modules: &[&str]) -> Vec<Vec<u32>> {
+/// in `.` and it (`model.fc1` for `fc1`), or, in names mode, whose module key is it (`paths`:
+/// a Llama `block` holding `model.layers.0.…` is `model.layers.0`, as the module tree joins a
+/// parameter to it), only those of the backward where some ran in it. The top level (`""`,
+/// the whole model) is the backward's outermost spans. A module no span answers to (a model's
+/// embedding or head the trace did not wrap in a module span) has none.
+pub fn module_spans(doc: &TraceDocument, paths: &ModulePaths, modules: &[&str]) -> Vec<Vec<u32>> {
     let backward = |i: usize| doc.spans[i].pass == Some(Pass::Backward);
     // Every module span under each key it answers to, in document order (one pass).
     let mut by_key: HashMap<&str, Vec<u32>> = HashMap::new();
@@ -111,6 +114,7 @@ pub fn module_spans(doc: &TraceDocument, modules: &[&str]) -> Vec<Vec<u32>> {
         }
         let mut keys: Vec<&str> = name_ends(&s.name)
             .chain(module_name(s).into_iter().flat_map(name_ends))
+            .chain(paths.module_of(i))
             .collect();
         keys.sort_unstable();
         keys.dedup();
@@ -147,9 +151,9 @@ pub fn module_spans(doc: &TraceDocument, modules: &[&str]) -> Vec<Vec<u32>> {
 }
 
 /// For each parameter key of `keys`, its module's spans (see [`module_spans`]).
-pub fn parameter_spans(doc: &TraceDocument, keys: &[&str]) -> Vec<Vec<u32>> {
+pub fn parameter_spans(doc: &TraceDocument, paths: &ModulePaths, keys: &[&str]) -> Vec<Vec<u32>> {
     let modules: Vec<&str> = keys.iter().map(|k| module_of(k)).collect();
-    module_spans(doc, &modules)
+    module_spans(doc, paths, &modules)
 }
 
 /// Each op name's spans: those its ops ran in (sorted).
@@ -277,6 +281,7 @@ pub fn by_group(spans: &[ChartSpan], groups: usize) -> Vec<Vec<u32>> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use candle_trace_schema::analysis::gradients::gradient_groups;
     use candle_trace_schema::analysis::phases::measured_region;
 
     fn fixture() -> TraceDocument {
@@ -440,13 +445,76 @@ mod tests {
         let doc = fixture();
         // fc1 and fc2 ran forward only (no backward module spans): their forward spans; head
         // has no module span; the top level is the backward (bwd), not the ops below it.
+        let paths = ModulePaths::new(&doc);
         assert_eq!(
-            module_spans(&doc, &["fc1", "head", ""]),
+            module_spans(&doc, &paths, &["fc1", "head", ""]),
             [vec![2], vec![], vec![14]]
         );
         assert_eq!(
-            parameter_spans(&doc, &["fc2.bias", "w"]),
+            parameter_spans(&doc, &paths, &["fc2.bias", "w"]),
             [vec![7], vec![14]]
+        );
+        // The fixture's gradient groups: fc1 and fc2 have their module spans; head (`scale`,
+        // `bias`), embed and aux none: no span of the trace is named so or ran inside them.
+        let groups = gradient_groups(&doc.gradients);
+        let modules: Vec<&str> = groups.iter().map(|g| g.module.as_str()).collect();
+        assert_eq!(modules, ["fc1", "fc2", "head", "embed", "aux"]);
+        assert_eq!(
+            module_spans(&doc, &paths, &modules),
+            [vec![2], vec![7], vec![], vec![], vec![]]
+        );
+    }
+
+    #[test]
+    fn a_named_model_links_its_parameters_modules_and_not_an_unwrapped_embedding() {
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/modules/mistral_names.trace6.jsonl"
+        ));
+        let paths = ModulePaths::new(&doc);
+        let groups = gradient_groups(&doc.gradients);
+        let modules: Vec<&str> = groups.iter().map(|g| g.module.as_str()).collect();
+        let got = module_spans(&doc, &paths, &modules);
+        // Every forward module span (s2–s22, no backward ones) is named after its module; the
+        // embedding's gradient has no span: the fixture wraps no embedding in a module span.
+        let of = |m: &str| got[modules.iter().position(|&k| k == m).unwrap()].clone();
+        assert_eq!(groups.len(), 21);
+        assert_eq!(of("model.embed_tokens"), Vec::<u32>::new());
+        assert_eq!(of("lm_head"), ids(&doc, &["s22"]));
+        assert_eq!(of("model.norm"), ids(&doc, &["s21"]));
+        assert_eq!(of("model.layers.1.mlp.down_proj"), ids(&doc, &["s20"]));
+        assert_eq!(got.iter().filter(|s| s.is_empty()).count(), 1);
+    }
+
+    #[test]
+    fn in_names_mode_a_block_is_the_module_its_children_share() {
+        // A Llama `block` owns no weight and has no module name: its key is the prefix of the
+        // modules it holds, `model.layers.0`, where a parameter of the layer itself belongs.
+        let meta = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2024-05-29T16:26:40Z","capture_step":0,"warmup_steps":0,"device":"cpu","measured_region_device_synchronized":false,"timing_mode":"host","tags":{},"candle_version":"0.8.0"}"#;
+        let lines = [
+            meta,
+            r#"{"kind":"span_start","id":"u","name":"update","start_ns":0,"span_kind":"function","measured":true}"#,
+            r#"{"kind":"span_start","id":"b","name":"block","start_ns":10,"span_kind":"module","parent_id":"u"}"#,
+            r#"{"kind":"span_start","id":"q","name":"linear","start_ns":20,"span_kind":"module","parent_id":"b","module":"model.layers.0.self_attn.q_proj"}"#,
+            r#"{"kind":"span_end","id":"q","duration_ns":10}"#,
+            r#"{"kind":"span_start","id":"d","name":"linear","start_ns":40,"span_kind":"module","parent_id":"b","module":"model.layers.0.mlp.down_proj"}"#,
+            r#"{"kind":"span_end","id":"d","duration_ns":10}"#,
+            r#"{"kind":"span_end","id":"b","duration_ns":50}"#,
+            r#"{"kind":"span_end","id":"u","duration_ns":100}"#,
+        ];
+        let doc = TraceDocument::from_bytes(lines.join("\n").as_bytes());
+        let paths = ModulePaths::new(&doc);
+        assert_eq!(paths.module_of(1), Some("model.layers.0"));
+        assert_eq!(
+            parameter_spans(
+                &doc,
+                &paths,
+                &[
+                    "model.layers.0.scale",
+                    "model.layers.0.mlp.down_proj.weight",
+                    "model.embed_tokens.weight"
+                ]
+            ),
+            [ids(&doc, &["b"]), ids(&doc, &["d"]), vec![]]
         );
     }
 
@@ -457,7 +525,7 @@ mod tests {
         doc.spans[5].name = "model.fc1".into();
         doc.spans[5].pass = Some(Pass::Backward);
         assert_eq!(
-            module_spans(&doc, &["fc1", "model.fc1", "c1"]),
+            module_spans(&doc, &ModulePaths::new(&doc), &["fc1", "model.fc1", "c1"]),
             [vec![5], vec![5], vec![]]
         );
         assert_eq!(
