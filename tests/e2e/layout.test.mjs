@@ -309,6 +309,23 @@ test('efficiency, phases, gradients and memory rows link both ways with their sp
   await highlighted(page, 1);
   assert.equal(await page.getAttribute('[data-testid=phase-backward]', 'data-linked'), 'true');
   assert.equal(await page.getAttribute('[data-testid=phase-other]', 'tabindex'), null);
+  // A row that stands for no span is no link: not focusable, no pointer, no hover background,
+  // and hovering it outlines nothing new (what the click outlined stays).
+  const look = (sel) => page.$eval(sel, (e) => ({ cursor: getComputedStyle(e).cursor, bg: getComputedStyle(e).backgroundColor, focusable: e.tabIndex >= 0 }));
+  const plain = await look('[data-testid=phase-other]');
+  await page.hover('[data-testid=phase-other]');
+  assert.deepEqual(await look('[data-testid=phase-other]'), { ...plain, focusable: false });
+  assert.notEqual(plain.cursor, 'pointer');
+  await highlighted(page, 1);
+  assert.equal(await chart.getAttribute('data-selected'), 'bwd');
+  await page.hover('[data-testid=phase-optimizer]');
+  assert.equal((await look('[data-testid=phase-optimizer]')).cursor, 'pointer');
+  // ↑/↓ never land on it: ↓ from optimizer (the last row with spans above it) stays there.
+  await page.focus('[data-testid=phase-optimizer]');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'phase-optimizer');
+  await page.keyboard.press('ArrowUp');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.testid), 'phase-backward');
   await page.hover('[data-testid=phase-forward]');
   await highlighted(page, 1);
   await page.click('[data-testid=module-pair][data-path=fc2]');
@@ -332,6 +349,29 @@ test('efficiency, phases, gradients and memory rows link both ways with their sp
   await highlighted(page, 1);
   assert.deepEqual(await linkedRows('[data-testid=live-row]', 'data-tensor'), ['relu.grad']);
   assert.equal(await chart.getAttribute('data-selected'), 'bwd.relu_backward');
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('a gradient group links to the module span the module tree joins it to; one without a span is no link', async () => {
+  // mistral_names: every forward linear and norm is a module span named after its module
+  // (lm_head is s22, model.norm s21); no span wraps the embedding (model.embed_tokens).
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  await openByPicker(page, join(fixtures, 'modules', 'mistral_names.trace6.jsonl'));
+  await openTab(page, 'gradients');
+  await page.click('[data-testid=gradient-group][data-module=lm_head]');
+  await selectedIs(page, 's22');
+  await highlighted(page, 1);
+  assert.equal(await page.getAttribute('[data-testid=gradient-group][data-module=lm_head]', 'data-linked'), 'true');
+  await page.click('[data-testid=gradient-group][data-module="model.norm"]');
+  await selectedIs(page, 's21');
+  const embed = '[data-testid=gradient-group][data-module="model.embed_tokens"]';
+  assert.equal(await page.getAttribute(embed, 'tabindex'), null);
+  assert.notEqual(await page.$eval(embed, (e) => getComputedStyle(e).cursor), 'pointer');
+  await page.click(embed);
+  assert.equal(await page.getAttribute('[data-testid=flame-chart]', 'data-selected'), 's21');
+  const linked = await page.$$eval('[data-testid=gradient-group][tabindex="0"]', (els) => els.length);
+  assert.equal(linked, 20);
   assert.deepEqual(seen.errors, []);
   await page.close();
 });
@@ -520,6 +560,17 @@ test('a range selection: the tabs show the numbers of the part inside it, worked
   assert.equal(await page.getAttribute('[data-testid=phase-region]', 'data-value'), '400');
   assert.equal(await page.getAttribute('[data-testid=phase-forward]', 'data-value'), '200');
   assert.equal(await page.getAttribute('[data-testid=phase-backward]', 'data-value'), '200');
+  // Its rows link to the spans those numbers count (overlapping 200..600): forward is fwd,
+  // backward bwd; the optimizer (900..1000) counts 0 and stands for no span, so it is no link;
+  // the module pair enc is its forward enc (50..350) and backward benc (450..850).
+  assert.equal(await page.getAttribute('[data-testid=phase-optimizer]', 'data-value'), '0');
+  assert.equal(await page.getAttribute('[data-testid=phase-optimizer]', 'tabindex'), null);
+  await page.click('[data-testid=phase-backward]');
+  await selectedIs(page, 'bwd');
+  await highlighted(page, 1);
+  await page.click('[data-testid=module-pair][data-path=enc]');
+  await selectedIs(page, 'enc');
+  await highlighted(page, 2);
   // Efficiency (flops::efficiency_in): the matmuls 100..250 and 500..800 cross the edges
   // with a third of their time inside (50 of 150, 100 of 300 ns): 24 / 3 = 8 FLOPs and
   // 64 / 3 = 21.3 → 21 B each; 360..390 is whole: 24 FLOPs, 64 B. matmul: 3 ops, 180 ns,
@@ -559,6 +610,11 @@ test('a range selection: the tabs show the numbers of the part inside it, worked
     { 'data-op': 'add', 'data-count': '2', 'data-total': '50' },
   ]);
   assert.equal(await page.locator('[data-testid=range-bar]').count(), 0);
+  // The whole run's optimizer row stands for opt again.
+  await openTab(page, 'phases');
+  await page.waitForSelector('[data-testid=phase-optimizer][tabindex="0"]');
+  await page.click('[data-testid=phase-optimizer]');
+  await selectedIs(page, 'opt');
   await page.screenshot({ path: join(artifacts, 'layout-range.png') });
   assert.deepEqual(seen.errors, []);
   await page.close();
@@ -650,7 +706,7 @@ async function headerBoxes(page) {
       header: Math.round(header.getBoundingClientRect().height),
       parts,
       timingsInTopbar: Boolean(timings?.closest('.topbar')),
-      timingsTitle: timings?.getAttribute('title') ?? '',
+      timingsText: timings?.querySelector('[data-testid=load-timings-breakdown]')?.textContent ?? '',
       timingsHeight: Math.round(timings?.getBoundingClientRect().height ?? -1),
     };
   });
@@ -673,11 +729,53 @@ test('a compact header in every view at 1280×720: each part one line, the load 
     // One file's view says how long it took to open (a set's views do not time their load).
     if (name === 'trace' || name === 'profile') {
       assert.ok(b.timingsInTopbar && b.timingsHeight <= 30, label);
-      assert.match(b.timingsTitle, /^Opened .* in .*: .*read .* laid out in/, label);
+      assert.match(b.timingsText, /^Opened .* in .*:read .*laid out in /, label);
     }
     assert.deepEqual(seen.errors, [], name);
     await page.close();
   }
+});
+
+test('the load timings: a dropdown of the header, opened and closed by keyboard, one line high', async () => {
+  const { page, seen } = await openPage('/', { width: 1280, height: 720 });
+  await openByPicker(page, join(fixtures, 'modules', 'llama_modules.trace6.jsonl'));
+  const height = () => page.evaluate(() => document.documentElement.scrollHeight);
+  const before = { doc: await height(), header: await page.$eval('.doc-header', (e) => e.getBoundingClientRect().height) };
+  const body = page.locator('[data-testid=load-timings-breakdown]');
+  assert.equal(await body.isVisible(), false);
+  // Another header dropdown is open: opening the timings closes it (one at a time).
+  await page.click('[data-testid=run-details] > summary');
+  // Tab order reaches the summary; Enter opens the breakdown, a stage a line.
+  await page.focus('[data-testid=load-timings] > summary');
+  await page.keyboard.press('Enter');
+  assert.equal(await body.isVisible(), true);
+  assert.deepEqual(await page.$$eval('details[open]', (els) => els.map((e) => e.dataset.testid)), ['load-timings']);
+  const lines = await page.$$eval('[data-testid=load-timings-breakdown] li', (els) => els.map((e) => e.textContent));
+  assert.ok(lines.some((l) => /^read .* and analysed .* in the worker$/.test(l)), lines.join(' | '));
+  assert.match(lines.at(-1), /^laid out in /);
+  assert.match(await page.textContent('[data-testid=load-timings-breakdown] p'), /^Opened .* in .*:$/);
+  // Inside the window, over the page: the header and the document keep their heights.
+  const box = await body.boundingBox();
+  assert.ok(box.x >= 0 && box.x + box.width <= 1280 && box.y + box.height <= 720, JSON.stringify(box));
+  assert.equal(await height(), before.doc);
+  assert.equal(await page.$eval('.doc-header', (e) => e.getBoundingClientRect().height), before.header);
+  assert.ok((await page.locator('[data-testid=load-timings]').boundingBox()).height <= 30);
+  // Escape closes it and leaves the focus on its summary; Space opens it again.
+  await page.keyboard.press('Escape');
+  assert.equal(await body.isVisible(), false);
+  assert.equal(await page.evaluate(() => document.activeElement.parentElement.dataset.testid), 'load-timings');
+  await page.keyboard.press(' ');
+  assert.equal(await body.isVisible(), true);
+  await page.keyboard.press('Escape');
+  assert.equal(await body.isVisible(), false);
+  // Escape closes the header's other dropdowns the same way.
+  await page.focus('[data-testid=run-details] > summary');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.getAttribute('[data-testid=run-details]', 'open'), '');
+  await page.keyboard.press('Escape');
+  assert.equal(await page.getAttribute('[data-testid=run-details]', 'open'), null);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
 });
 
 test('the header: a capture warning is a chip, and its dropdowns open one at a time inside the window', async () => {

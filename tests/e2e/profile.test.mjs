@@ -6,8 +6,9 @@
 // (tests/fixtures/make_fixtures.py, serving/make.py, modules/make.py).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { useHarness, fixtures, openPage, openByPicker, openTab } from './harness.mjs';
+import { useHarness, fixtures, artifacts, openPage, openByPicker, openTab } from './harness.mjs';
 
 useHarness();
 
@@ -111,6 +112,47 @@ test('requests and spans linked both ways, by pointer and keyboard; the request 
   await page.click('[data-testid=resource-holder][data-holder=req-1]');
   assert.equal((await details(page)).lane, 'request req-1');
   assert.deepEqual(await linked(page, 'resource-holder', 'data-holder'), ['req-1']);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
+test('a row that stands for no span is no link: not focusable, no pointer or hover, skipped by ↑/↓', async () => {
+  // infer_run with req-1's snapshot moved from 3.01 ms to 903.01 ms, when none of req-1's
+  // spans runs (its request span ends at 3.01 ms): that row stands for no span.
+  const text = readFileSync(INFER, 'utf8')
+    .replace('"ts_unix_nanos":1717000000003010000', '"ts_unix_nanos":1717000000903010000')
+    .replace('16:26:40.003010000Z', '16:26:40.903010000Z');
+  mkdirSync(artifacts, { recursive: true });
+  const file = join(artifacts, 'late-snapshot.profile.jsonl');
+  writeFileSync(file, text);
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  await openByPicker(page, file);
+  await openTab(page, 'memory');
+  const look = (at) => page.$eval(`[data-testid=snapshot-row][data-at="${at}"]`, (e) => ({
+    tabindex: e.getAttribute('tabindex'), cursor: getComputedStyle(e).cursor, bg: getComputedStyle(e).backgroundColor,
+  }));
+  const late = await look('903010000');
+  assert.deepEqual({ tabindex: late.tabindex, pointer: late.cursor === 'pointer' }, { tabindex: null, pointer: false });
+  assert.deepEqual(await attrs(page, '[data-testid=snapshot-row]', ['data-at', 'tabindex']), [
+    { 'data-at': '6770000', tabindex: '0' },
+    { 'data-at': '11105000', tabindex: '0' },
+    { 'data-at': '903010000', tabindex: null },
+  ]);
+  assert.equal((await look('6770000')).cursor, 'pointer');
+  // A click selects req-2's request; hovering or clicking the late row changes nothing.
+  await page.click('[data-testid=snapshot-row][data-at="6770000"]');
+  assert.equal((await details(page)).lane, 'request req-2');
+  const selected = await chartAttr(page, 'data-selected');
+  await page.hover('[data-testid=snapshot-row][data-at="903010000"]');
+  assert.deepEqual(await look('903010000'), late);
+  assert.equal(await chartAttr(page, 'data-highlighted'), '1');
+  await page.click('[data-testid=snapshot-row][data-at="903010000"]');
+  assert.equal(await chartAttr(page, 'data-selected'), selected);
+  assert.notEqual(await page.evaluate(() => document.activeElement.dataset.at ?? null), '903010000');
+  // ↓ from the last linked row does not land on it.
+  await page.focus('[data-testid=snapshot-row][data-at="11105000"]');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.at), '11105000');
   assert.deepEqual(seen.errors, []);
   await page.close();
 });

@@ -14,6 +14,7 @@ use candle_trace_schema::format::detect::AnyDocument;
 
 use super::compare::{ComparePicker, CompareView};
 use super::diagnostics::Diagnostics;
+use super::header::{close_on_escape, HEADER_POPOVERS};
 use super::multi::{load_traces, MultiView};
 use super::profile::ProfileView;
 use super::steps_page::StepsPage;
@@ -511,8 +512,9 @@ impl std::ops::Deref for ShownTimings {
     }
 }
 
-/// How long opening the file took, in the top bar: the total in a few words, the breakdown
-/// (each stage and where it ran) in its tooltip (benchmarks read its data-*).
+/// How long opening the file took, in the top bar: the total in a few words, a dropdown of the
+/// header's ([`HEADER_POPOVERS`]: a click, Enter or Space opens it, Escape closes it) with the
+/// breakdown, each stage and where it ran, a line each (benchmarks read its data-*).
 #[component]
 fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
     // The timings come from a millisecond clock (`Date.now()`): 0 is under a millisecond, not
@@ -540,40 +542,46 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
         + timings.analyse_ms
         + timings.handover_ms
         + timings.layout_ms;
-    let text = if timings.in_worker {
-        let start = if timings.start_ms >= 1.0 {
-            format!("worker started in {}, ", ms(timings.start_ms))
-        } else {
-            String::new()
-        };
-        format!(
-            "Opened {} in {}: {start}read {} and analysed {}{rate} in the worker, handed {} to the page (encode {} and decode {}, overlapping; done {} after the analysis), laid out in {}.",
-            format_bytes(timings.bytes),
-            ms(total),
-            ms(timings.read_ms),
-            ms(timings.analyse_ms),
-            format_bytes(timings.transfer_bytes),
-            ms(timings.encode_ms),
-            ms(timings.receive_ms),
-            ms(timings.handover_ms),
-            ms(timings.layout_ms),
-        )
+    // The breakdown, a stage a line.
+    let lines: Vec<String> = if timings.in_worker {
+        let start = (timings.start_ms >= 1.0)
+            .then(|| format!("worker started in {}", ms(timings.start_ms)));
+        start
+            .into_iter()
+            .chain([
+                format!(
+                    "read {} and analysed {}{rate} in the worker",
+                    ms(timings.read_ms),
+                    ms(timings.analyse_ms)
+                ),
+                format!(
+                    "handed {} to the page (encode {} and decode {}, overlapping; done {} after the analysis)",
+                    format_bytes(timings.transfer_bytes),
+                    ms(timings.encode_ms),
+                    ms(timings.receive_ms),
+                    ms(timings.handover_ms),
+                ),
+                format!("laid out in {}", ms(timings.layout_ms)),
+            ])
+            .collect()
     } else {
-        format!(
-            "Opened {} in {}: read {} and analysed {}{rate} on the page (no worker available), laid out in {}.",
-            format_bytes(timings.bytes),
-            ms(total),
-            ms(timings.read_ms),
-            ms(timings.analyse_ms),
-            ms(timings.layout_ms),
-        )
+        vec![
+            format!(
+                "read {} and analysed {}{rate} on the page (no worker available)",
+                ms(timings.read_ms),
+                ms(timings.analyse_ms)
+            ),
+            format!("laid out in {}", ms(timings.layout_ms)),
+        ]
     };
+    let head = format!("Opened {} in {}:", format_bytes(timings.bytes), ms(total));
     let short = format!("opened {} in {}", format_bytes(timings.bytes), ms(total));
     view! {
-        <span
-            class="load-timings"
+        <details
+            class="load-timings dropdown"
+            name=HEADER_POPOVERS
             data-testid="load-timings"
-            title=text
+            on:keydown=move |ev| close_on_escape(&ev)
             data-in-worker=timings.in_worker.to_string()
             data-bytes=timings.bytes.to_string()
             data-start-ms=format!("{:.1}", timings.start_ms)
@@ -586,8 +594,12 @@ fn LoadTimingsLine(timings: ShownTimings) -> impl IntoView {
             data-handover-ms=format!("{:.1}", timings.handover_ms)
             data-layout-ms=format!("{:.1}", timings.layout_ms)
         >
-            {short}
-        </span>
+            <summary>{short}</summary>
+            <div class="dropdown-body" data-testid="load-timings-breakdown">
+                <p>{head}</p>
+                <ul>{lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}</ul>
+            </div>
+        </details>
     }
 }
 

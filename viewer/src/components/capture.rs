@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use super::header::HEADER_POPOVERS;
+use super::header::{close_on_escape, HEADER_POPOVERS};
 use super::TraceContext;
 use crate::model::capture::{CapturePanel, NOT_STATED};
 
@@ -52,7 +52,8 @@ pub fn CaptureSourcesView() -> impl IntoView {
 fn capture_alerts(c: &CapturePanel) -> Option<impl IntoView> {
     c.alerts_label().map(|label| {
         view! {
-            <details class="capture-alerts dropdown" name=HEADER_POPOVERS data-testid="capture-alerts">
+            <details class="capture-alerts dropdown" name=HEADER_POPOVERS data-testid="capture-alerts"
+                on:keydown=move |ev| close_on_escape(&ev)>
                 <summary class="capture-warning-chip">{label}</summary>
                 <div class="dropdown-body">
                     {c.dropped.clone().map(|d| view! {

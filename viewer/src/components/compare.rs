@@ -251,7 +251,6 @@ fn PathDeltas(
                             let active = marked.as_deref() == Some(p.path.as_str());
                             Some(view! {
                                 <tr
-                                    tabindex="0"
                                     class:active=active
                                     data-row=i.to_string()
                                     data-testid="path-delta"
@@ -315,7 +314,6 @@ fn OpDeltas(
                         view! {
                             <tr
                                 data-row=pos.to_string()
-                                tabindex=links.has_spans(pos).then_some("0")
                                 data-testid="op-delta"
                                 data-op=o.op_name.clone()
                                 data-shape=shape.clone()
@@ -377,7 +375,6 @@ fn MemoryDeltas(
                 <tbody {..links.body_attrs()}>
                     <tr
                         data-row="0"
-                        tabindex=links.has_spans(0).then_some("0")
                         data-testid="memory-delta-peak"
                         data-value=m.delta_bytes.to_string()
                         data-base=m.base_peak_bytes.to_string()
@@ -391,7 +388,6 @@ fn MemoryDeltas(
                     {m.by_category.iter().enumerate().map(|(i, cat)| view! {
                         <tr
                             data-row=(i + 1).to_string()
-                            tabindex=links.has_spans(i + 1).then_some("0")
                             data-testid=format!("memory-delta-{}", cat.category)
                             data-value=cat.delta_bytes.to_string()
                             data-base=cat.base_bytes.to_string()
@@ -422,7 +418,7 @@ fn GradientChanges(
             .iter()
             .map(|x| {
                 let keys: Vec<&str> = c.gradients.iter().map(|g| g.key.as_str()).collect();
-                parameter_spans(&x.model.doc, &keys)
+                parameter_spans(&x.model.doc, x.model.module_paths(), &keys)
             })
             .collect();
         LinkedRows::of_groups(&sides, per_side)
@@ -443,7 +439,6 @@ fn GradientChanges(
                             {c.gradients.iter().enumerate().map(|(pos, g)| view! {
                                 <tr
                                     data-row=pos.to_string()
-                                    tabindex=links.has_spans(pos).then_some("0")
                                     data-testid="gradient-change"
                                     data-param=format!("{}/{}", g.root, g.key)
                                     data-base=state(g.base)

@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use super::header::HEADER_POPOVERS;
+use super::header::{close_on_escape, HEADER_POPOVERS};
 use crate::model::diagnostics::DiagnosticsPanel;
 
 /// Every diagnostic with its line (`data-testid="diagnostic"`, `data-line`, `data-severity`);
@@ -30,7 +30,7 @@ pub fn Diagnostics(
                 }
             })}
         <details class="diagnostics" open=!empty && !collapsed name=collapsed.then_some(HEADER_POPOVERS)
-            data-testid="diagnostics">
+            data-testid="diagnostics" on:keydown=move |ev| close_on_escape(&ev)>
             <summary>"Diagnostics: " {if empty { "none".to_string() } else { headline }}</summary>
             <table>
                 <thead>

@@ -118,7 +118,7 @@ fn EfficiencyOf(
                         <tr data-testid="flops-row" data-op=r.op_name.clone() data-count=r.count.to_string()
                             data-total=r.total_ns.to_string()
                             data-flops=r.flops.to_string()
-                            data-row=pos.to_string() tabindex=links.has_spans(pos).then_some("0")
+                            data-row=pos.to_string()
                             data-flops-per-s=r.flops_per_s.map(|v| v.to_string()).unwrap_or_default()
                             data-bytes-per-ns=r.bytes_per_ns.map(|v| v.to_string()).unwrap_or_default() {..links.linked_attrs(pos)}>
                             <th scope="row">{r.op_name.clone()}</th>

@@ -15,7 +15,8 @@ use crate::model::sort::SortState;
 
 /// Gradient counts per state, the norm histogram (log scale) and every parameter, sortable,
 /// with a filter for problems (missing, zero, non-finite). A module's row links to its module's
-/// spans, the backward ones where there are some ([`LinkedRows`]).
+/// spans, the backward ones where there are some; a module without a span (an embedding or
+/// head the trace did not wrap in a module span) is a plain row ([`LinkedRows`]).
 #[component]
 pub fn GradientView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
@@ -46,7 +47,8 @@ pub fn GradientView() -> impl IntoView {
     let group_links = {
         let groups = gradient_groups(&ctx.model.doc.gradients);
         let modules: Vec<&str> = groups.iter().map(|group| group.module.as_str()).collect();
-        LinkedRows::of_trace(&ctx, module_spans(&ctx.model.doc, &modules))
+        let spans = module_spans(&ctx.model.doc, ctx.model.module_paths(), &modules);
+        LinkedRows::of_trace(&ctx, spans)
     };
     view! {
         <section class="gradients panel" data-testid="gradients">
@@ -68,7 +70,7 @@ pub fn GradientView() -> impl IntoView {
                     <tbody {..group_links.body_attrs()}>
                         {g.groups.iter().enumerate().map(|(pos, r)| view! {
                             <tr class:problem=r.problem data-testid="gradient-group" data-module=r.module.clone() data-flow=r.flow
-                                data-row=pos.to_string() tabindex=group_links.has_spans(pos).then_some("0") {..group_links.linked_attrs(pos)}>
+                                data-row=pos.to_string() {..group_links.linked_attrs(pos)}>
                                 <td class="name">{r.module.clone()}</td><td>{r.params}</td><td>{r.present}</td>
                                 <td>{r.missing}</td><td>{r.zero}</td><td>{r.non_finite}</td>
                             </tr>

@@ -4,15 +4,45 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 use super::PageState;
 use crate::model::findings::FindingsPanel;
 use crate::model::header::RunHeader;
 use crate::model::panel::Tab;
 
-/// The `name` shared by the header's dropdowns (run details, diagnostics, capture warnings): the
-/// browser keeps at most one of them open, so their bodies never cover each other.
+/// The `name` shared by the header's dropdowns (run details, diagnostics, capture warnings, and
+/// the top bar's load timings): the browser keeps at most one of them open, so their bodies
+/// never cover each other; Escape closes the open one ([`close_on_escape`]).
 pub const HEADER_POPOVERS: &str = "header-popover";
+
+/// Escape in an open header dropdown (a `<details>` named [`HEADER_POPOVERS`], on which the
+/// handler sits) closes it and gives the focus to its summary, as a menu does.
+pub fn close_on_escape(ev: &web_sys::KeyboardEvent) {
+    if ev.key() != "Escape" {
+        return;
+    }
+    let Some(details) = ev
+        .current_target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+    else {
+        return;
+    };
+    let dropdown = details.get_attribute("name").as_deref() == Some(HEADER_POPOVERS);
+    if !dropdown || !details.has_attribute("open") {
+        return;
+    }
+    ev.prevent_default();
+    let _ = details.remove_attribute("open");
+    let summary = details
+        .query_selector(":scope > summary")
+        .ok()
+        .flatten()
+        .and_then(|s| s.dyn_into::<web_sys::HtmlElement>().ok());
+    if let Some(summary) = summary {
+        let _ = summary.focus();
+    }
+}
 
 /// Facts shown on the header's line; the rest (and the tags) are under "run details".
 const INLINE_FACTS: [&str; 4] = ["phase", "device", "capture step", "timing mode"];
@@ -44,7 +74,8 @@ pub fn RunHeaderView(
             <dl class="facts inline-facts">
                 {inline.into_iter().map(|(k, v)| view! { <div><dt>{k}</dt><dd>{v}</dd></div> }).collect_view()}
             </dl>
-            <details class="run-details dropdown" name=HEADER_POPOVERS data-testid="run-details">
+            <details class="run-details dropdown" name=HEADER_POPOVERS data-testid="run-details"
+                on:keydown=move |ev| close_on_escape(&ev)>
                 <summary>"run details"</summary>
                 <div class="dropdown-body">
                     <dl class="facts">

@@ -73,8 +73,7 @@ fn MemoryRunView() -> impl IntoView {
                 <thead><tr><th scope="col">"tensor"</th><th scope="col">"bytes"</th><th scope="col">"category"</th><th scope="col" title="the module (or span) the allocation was made in, then its op">"allocated in"</th></tr></thead>
                 <tbody {..links.body_attrs()}>
                     {m.live.iter().enumerate().map(|(pos, l)| view! {
-                        <tr data-testid="live-row" data-row=pos.to_string() data-tensor=l.tensor_id.clone()
-                            tabindex=links.has_spans(pos).then_some("0") {..links.linked_attrs(pos)}>
+                        <tr data-testid="live-row" data-row=pos.to_string() data-tensor=l.tensor_id.clone() {..links.linked_attrs(pos)}>
                             <td>{l.tensor_id.clone()}</td>
                             <td class="num">{l.bytes.clone()}</td>
                             <td>{l.category}</td>

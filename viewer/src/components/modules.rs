@@ -457,7 +457,7 @@ pub fn ProfileModulesView(
                             let n = if show_all.get() { all.len() } else { SHOWN_ROWS };
                             all.iter().take(n).enumerate().map(|(i, r)| {
                                 view! {
-                                <tr data-testid="profile-module-row" data-row=i.to_string() tabindex="0" data-key=r.key.clone() data-calls=r.calls.to_string()
+                                <tr data-testid="profile-module-row" data-row=i.to_string() data-key=r.key.clone() data-calls=r.calls.to_string()
                                     data-total=r.total_ns.to_string() data-mean=r.mean_ns.to_string()
                                     data-requests=r.requests.to_string() {..rows.linked_attrs(i)}>
                                     <th scope="row" class="name">{r.key.clone()}</th>
@@ -498,7 +498,7 @@ pub fn ProfileModulesView(
                     <tbody {..rows.body_attrs()}>
                         {in_range.iter().enumerate().map(|(i, (key, n, t))| {
                             view! {
-                                <tr data-testid="profile-module-range-row" data-row=i.to_string() tabindex="0" data-key=key.clone()
+                                <tr data-testid="profile-module-range-row" data-row=i.to_string() data-key=key.clone()
                                     data-spans=n.to_string() data-inside=t.to_string() {..rows.linked_attrs(i)}>
                                     <th scope="row" class="name">{key.clone()}</th>
                                     <td class="num">{*n}</td>
@@ -621,7 +621,7 @@ fn ProfileModuleTree(
                         let has_children = !node.children.is_empty();
                         let is_open = open.contains(&node.key);
                         view! {
-                            <tr data-testid="profile-module-row" data-row=n.to_string() tabindex="0"
+                            <tr data-testid="profile-module-row" data-row=n.to_string()
                                 data-key=node.key.clone() data-calls=node.calls.to_string()
                                 data-total=node.total_ns.to_string() data-self=node.self_ns.to_string()
                                 data-measured=node.measured.to_string()

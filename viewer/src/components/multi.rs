@@ -167,7 +167,7 @@ pub fn MultiView(
                         <tbody {..links.body_attrs()}>
                             {model.files.iter().enumerate().map(|(i, f)| view! {
                                 <tr data-testid=format!("multi-file-{i}") data-file=f.name.clone()
-                                    data-row=i.to_string() tabindex=links.has_spans(i).then_some("0") {..links.linked_attrs(i)}>
+                                    data-row=i.to_string() {..links.linked_attrs(i)}>
                                     <th scope="row">{f.name.clone()}</th>
                                     {cells(&f.model.cards, &format!("multi-{i}"), None)}
                                 </tr>
@@ -209,7 +209,6 @@ pub fn MultiView(
                                 view! {
                                     <tr
                                         data-row=i.to_string()
-                                        tabindex=links.has_spans(i).then_some("0")
                                         data-testid=format!("group-{i}")
                                         data-file=f.name.clone()
                                         data-align=f.alignment.source.as_str()

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use std::sync::Arc;
 
 use candle_trace_schema::analysis::phases::measured_region;
-use candle_trace_schema::analysis::range::{module_pairs_in, phases_in};
+use candle_trace_schema::analysis::range::{module_pairs_in, phases_in, TimeRange};
 use candle_trace_schema::format::events::Pass;
 
 use super::missing::MissingPanel;
@@ -20,14 +20,15 @@ use crate::model::phases::PhasesPanel;
 /// Forward / backward / optimizer / other of the measured region (a bar and a table), and
 /// each module's forward time next to its backward time; while a range is selected on the
 /// chart, of the part inside it. A phase's row links to its spans, a module's to its forward
-/// and backward spans ([`LinkedRows`]).
+/// and backward spans, in a range those that count in it ([`LinkedRows`]).
 #[component]
 pub fn PhasesView() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
         return ().into_any();
     };
     let Some(page) = use_context::<PageState>() else {
-        return view! { <PhasesOf panel=ctx.model.phases().clone() /> }.into_any();
+        return view! { <PhasesOf panel=ctx.model.phases().clone() range=TimeRange::ALL /> }
+            .into_any();
     };
     (move || {
         let panel = match page.time_range() {
@@ -44,7 +45,7 @@ pub fn PhasesView() -> impl IntoView {
                 })
             }
         };
-        view! { <PhasesOf panel=panel /> }
+        view! { <PhasesOf panel=panel range=page.time_range().unwrap_or(TimeRange::ALL) /> }
     })
     .into_any()
 }
@@ -54,6 +55,9 @@ pub fn PhasesView() -> impl IntoView {
 fn PhasesOf(
     /// The whole run's or a range's phases.
     panel: Arc<PhasesPanel>,
+    /// The range its numbers count ([`TimeRange::ALL`]: the whole run); its rows link to the
+    /// spans that count in it.
+    range: TimeRange,
 ) -> impl IntoView {
     let p = panel;
     let Some(ctx) = use_context::<TraceContext>() else {
@@ -71,9 +75,9 @@ fn PhasesOf(
         p.rows
             .iter()
             .map(|r| match r.phase {
-                "forward" => phase_spans(doc, region, Pass::Forward),
-                "backward" => phase_spans(doc, region, Pass::Backward),
-                "optimizer" => phase_spans(doc, region, Pass::Optimizer),
+                "forward" => phase_spans(doc, region, Pass::Forward, range),
+                "backward" => phase_spans(doc, region, Pass::Backward, range),
+                "optimizer" => phase_spans(doc, region, Pass::Optimizer, range),
                 // The time between the phases: no span of its own.
                 _ => Vec::new(),
             })
@@ -82,7 +86,7 @@ fn PhasesOf(
     let pair_paths: Vec<&str> = p.modules.iter().map(|m| m.path.as_str()).collect();
     let pair_links = LinkedRows::of_trace(
         &ctx,
-        pair_spans(doc, ctx.model.module_paths(), region, &pair_paths),
+        pair_spans(doc, ctx.model.module_paths(), region, &pair_paths, range),
     );
     // A model with thousands of module paths would make thousands of rows (a 1M-span trace's
     // 6 667 made 54 000 elements and a 0.7 s layout): the heaviest first, the rest on request.
@@ -115,7 +119,7 @@ fn PhasesOf(
                 <tbody {..phase_links.body_attrs()}>
                     {p.rows.iter().enumerate().map(|(pos, r)| view! {
                         <tr data-testid=format!("phase-{}", r.phase) data-value=r.ns.to_string()
-                            data-row=pos.to_string() tabindex=phase_links.has_spans(pos).then_some("0") {..phase_links.linked_attrs(pos)}>
+                            data-row=pos.to_string() {..phase_links.linked_attrs(pos)}>
                             <th scope="row"><span class=format!("swatch ph-{}", r.phase)></span>{r.phase}</th>
                             <td class="num">{r.time.clone()}</td>
                             <td class="num">{r.share.clone()}</td>
@@ -137,7 +141,7 @@ fn PhasesOf(
                         <tbody {..pair_links.body_attrs()}>
                             {move || modules.iter().enumerate().take(if show_all.get() { total } else { SHOWN_ROWS }).map(|(pos, m)| view! {
                                 <tr data-testid="module-pair" data-path=m.path.clone()
-                                    data-row=pos.to_string() tabindex=pair_links.has_spans(pos).then_some("0")
+                                    data-row=pos.to_string()
                                     data-forward=m.forward_ns.to_string() data-backward=m.backward_ns.to_string() {..pair_links.linked_attrs(pos)}>
                                     <th scope="row">{m.path.clone()}</th>
                                     <td class="num">{m.forward.clone()}</td>

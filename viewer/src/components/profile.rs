@@ -162,7 +162,7 @@ fn IterationsView(
                 .filter_map(|(i, inside)| panel.rows.get(i).map(|r| (i, r.clone(), inside)))
                 .map(|(i, r, inside)| {
                     view! {
-                        <tr data-testid="iteration-row" data-row=i.to_string() tabindex="0" data-key=r.key.clone()
+                        <tr data-testid="iteration-row" data-row=i.to_string() data-key=r.key.clone()
                             data-batch-size=r.batch_size.to_string()
                             data-prefill=r.prefill_tokens.to_string() data-decode=r.decode_tokens.to_string()
                             data-duration=r.duration_ns.to_string() data-start=r.start_ns.to_string()
@@ -282,7 +282,7 @@ fn ResourcesView(
                         <tbody {..rows.body_attrs()}>
                             {k.holders.iter().enumerate().map(|(i, h)| {
                                 view! {
-                                <tr data-testid="resource-holder" data-row=i.to_string() tabindex="0" data-holder=h.holder.clone() data-held=h.held.to_string()
+                                <tr data-testid="resource-holder" data-row=i.to_string() data-holder=h.holder.clone() data-held=h.held.to_string()
                                     data-deferrals=h.deferrals.to_string() class:problem=h.leaked {..rows.linked_attrs(i)}>
                                     <td>{h.holder.clone()}</td>
                                     <td class="num">{h.reserved}</td>
@@ -515,7 +515,7 @@ fn RequestTable(
             .map(|(i, r, inside)| {
                 let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
                 view! {
-                    <tr class=r.status data-testid="request-row" data-row=i.to_string() tabindex="0"
+                    <tr class=r.status data-testid="request-row" data-row=i.to_string()
                         data-request=r.request_id.clone()
                         data-status=r.status data-duration=opt(r.duration_us) data-ttft=opt(r.ttft_us)
                         data-itl=opt(r.itl_us_avg) data-tokens=r.output_tokens.clone()
@@ -636,7 +636,7 @@ fn SnapshotsView(
                 let i = all.rows.iter().position(|a| a.line == r.line).unwrap_or(0);
                 let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
                 view! {
-                    <tr data-testid="snapshot-row" data-row=i.to_string() tabindex="0" data-line=r.line.to_string()
+                    <tr data-testid="snapshot-row" data-row=i.to_string() data-line=r.line.to_string()
                         data-at=r.at_ns.to_string() data-current=opt(r.current_bytes)
                         data-high-water=opt(r.high_water_bytes)
                         data-available=r.available_bytes.map(|v| v.to_string()).unwrap_or_default() {..rows.linked_attrs(i)}>

@@ -285,7 +285,8 @@ type LinksTo = Arc<dyn Fn(usize, ChartSpan) -> bool + Send + Sync>;
 /// span ([`Pick`]), shows it and outlines all its spans; hovering a row outlines its spans
 /// (leaving puts back what was outlined before); ↑/↓ move the focus between rows and the
 /// focus stays on an activated row ([`row_key`], [`keep_focus`]); the rows linked to a
-/// selected span are `linked`, the first built one brought into view.
+/// selected span are `linked`, the first built one brought into view. A row that stands for no
+/// span is not presented as a link ([`LinkedRows::linked_attrs`]).
 #[derive(Clone, Copy)]
 pub struct LinkedRows {
     /// Each group's context and its rows' hover.
@@ -409,11 +410,15 @@ impl LinkedRows {
         }
     }
 
-    /// Row `pos`'s mark (`<tr … {..links.linked_attrs(pos)}>`): class `linked` and
-    /// `data-linked` while it is linked to a selected span.
+    /// Row `pos`'s link (`<tr … {..links.linked_attrs(pos)}>`): `tabindex` where it stands for
+    /// a span (the page styles such rows as clickable, `tr[tabindex]`, and ↑/↓ step over the
+    /// others; a row without one is plain: no focus, click or hover outline); class `linked`
+    /// and `data-linked` while it is linked to a selected span.
     pub fn linked_attrs(self, pos: usize) -> impl leptos::attr::Attribute {
+        let spans = self.has_spans(pos);
         view! {
             <{..}
+                tabindex=spans.then_some("0")
                 class:linked=move || self.linked(pos)
                 data-linked=move || self.linked(pos).to_string()
             />
@@ -421,7 +426,7 @@ impl LinkedRows {
     }
 
     /// Whether row `pos` stands for any span (a row without one takes no focus or click).
-    pub fn has_spans(&self, pos: usize) -> bool {
+    fn has_spans(&self, pos: usize) -> bool {
         !self.spans_of(pos).is_empty()
     }
 
@@ -469,8 +474,13 @@ impl LinkedRows {
         keep_focus(self.body, pos);
     }
 
-    /// The pointer is over row `pos`: outline its spans.
+    /// The pointer is over row `pos`: outline its spans (over a row without any, what was
+    /// outlined before the table).
     pub fn enter(&self, pos: usize) {
+        if !self.has_spans(pos) {
+            self.leave();
+            return;
+        }
         let per_group = self.per_group(&self.spans_of(pos));
         self.groups.with_value(|groups| {
             for ((_, hover), s) in groups.iter().zip(per_group) {

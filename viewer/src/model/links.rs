@@ -43,31 +43,46 @@ fn sorted(mut spans: Vec<u32>) -> Vec<u32> {
     spans
 }
 
-/// The spans whose time phase `pass` of the measured region `region` sums: the spans below
-/// it with that step and no stepped ancestor below the region (sorted).
-pub fn phase_spans(doc: &TraceDocument, region: usize, pass: Pass) -> Vec<u32> {
+/// Whether span `i` counts in `range` ([`TimeRange::inside`]: it overlaps the range, or one of
+/// duration 0 starts in it).
+fn counts_in(doc: &TraceDocument, i: usize, range: TimeRange) -> bool {
+    let s = &doc.spans[i];
+    range.inside(s.start_ns, s.duration_or_zero()).is_some()
+}
+
+/// The spans whose time phase `pass` of the measured region `region` sums inside `range`
+/// ([`TimeRange::ALL`]: the whole run): the spans below it with that step and no stepped
+/// ancestor below the region that count in the range
+/// ([`phases_in`](candle_trace_schema::analysis::range::phases_in)'s rule; sorted).
+pub fn phase_spans(doc: &TraceDocument, region: usize, pass: Pass, range: TimeRange) -> Vec<u32> {
     let mut out = Vec::new();
     walk_region(doc, region, |i, inherited| {
-        if inherited.is_none() && doc.spans[i].pass == Some(pass) {
+        if inherited.is_none() && doc.spans[i].pass == Some(pass) && counts_in(doc, i, range) {
             out.push(i as u32);
         }
     });
     sorted(out)
 }
 
-/// For each key of `rows` (module pairs' paths), the module spans the pair sums: the
-/// outermost module spans of that key below `region` that ran in forward or backward (sorted).
+/// For each key of `rows` (module pairs' paths), the module spans the pair sums inside `range`
+/// ([`TimeRange::ALL`]: the whole run): the outermost module spans of that key below `region`
+/// that ran in forward or backward and count in the range
+/// ([`module_pairs_in`](candle_trace_schema::analysis::range::module_pairs_in)'s rule; sorted).
 pub fn pair_spans(
     doc: &TraceDocument,
     paths: &ModulePaths,
     region: usize,
     rows: &[&str],
+    range: TimeRange,
 ) -> Vec<Vec<u32>> {
     let row_of: HashMap<&str, usize> = rows.iter().enumerate().map(|(r, &p)| (p, r)).collect();
     let mut out = vec![Vec::new(); rows.len()];
     walk_region(doc, region, |i, _| {
         let pass = doc.spans[i].pass;
-        if paths.outermost(i) && matches!(pass, Some(Pass::Forward | Pass::Backward)) {
+        if paths.outermost(i)
+            && matches!(pass, Some(Pass::Forward | Pass::Backward))
+            && counts_in(doc, i, range)
+        {
             if let Some(&r) = row_of.get(paths.path(i)) {
                 out[r].push(i as u32);
             }
@@ -84,9 +99,12 @@ fn name_ends(name: &str) -> impl Iterator<Item = &str> {
 
 /// For each module of `modules` (gradient groups': the parameter keys without their last
 /// segment), its spans (sorted): the module spans whose module name or span name is it or ends
-/// in `.` and it (`model.fc1` for `fc1`), only those of the backward where some ran in it. The
-/// top level (`""`, the whole model) is the backward's outermost spans.
-pub fn module_spans(doc: &TraceDocument, modules: &[&str]) -> Vec<Vec<u32>> {
+/// in `.` and it (`model.fc1` for `fc1`), or, in names mode, whose module key is it (`paths`:
+/// a Llama `block` holding `model.layers.0.…` is `model.layers.0`, as the module tree joins a
+/// parameter to it), only those of the backward where some ran in it. The top level (`""`,
+/// the whole model) is the backward's outermost spans. A module no span answers to (a model's
+/// embedding or head the trace did not wrap in a module span) has none.
+pub fn module_spans(doc: &TraceDocument, paths: &ModulePaths, modules: &[&str]) -> Vec<Vec<u32>> {
     let backward = |i: usize| doc.spans[i].pass == Some(Pass::Backward);
     // Every module span under each key it answers to, in document order (one pass).
     let mut by_key: HashMap<&str, Vec<u32>> = HashMap::new();
@@ -96,6 +114,7 @@ pub fn module_spans(doc: &TraceDocument, modules: &[&str]) -> Vec<Vec<u32>> {
         }
         let mut keys: Vec<&str> = name_ends(&s.name)
             .chain(module_name(s).into_iter().flat_map(name_ends))
+            .chain(paths.module_of(i))
             .collect();
         keys.sort_unstable();
         keys.dedup();
@@ -132,9 +151,9 @@ pub fn module_spans(doc: &TraceDocument, modules: &[&str]) -> Vec<Vec<u32>> {
 }
 
 /// For each parameter key of `keys`, its module's spans (see [`module_spans`]).
-pub fn parameter_spans(doc: &TraceDocument, keys: &[&str]) -> Vec<Vec<u32>> {
+pub fn parameter_spans(doc: &TraceDocument, paths: &ModulePaths, keys: &[&str]) -> Vec<Vec<u32>> {
     let modules: Vec<&str> = keys.iter().map(|k| module_of(k)).collect();
-    module_spans(doc, &modules)
+    module_spans(doc, paths, &modules)
 }
 
 /// Each op's span (its document index), in op order: made once, so that a range's op rows
@@ -285,6 +304,7 @@ pub fn by_group(spans: &[ChartSpan], groups: usize) -> Vec<Vec<u32>> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use candle_trace_schema::analysis::gradients::gradient_groups;
     use candle_trace_schema::analysis::phases::measured_region;
 
     fn fixture() -> TraceDocument {
@@ -321,9 +341,18 @@ mod tests {
         let region = measured_region(&doc).unwrap();
         assert_eq!(region, 0);
         // forward (fwd), backward (bwd), optimizer (opt): the children of train_step.
-        assert_eq!(phase_spans(&doc, region, Pass::Forward), [1]);
-        assert_eq!(phase_spans(&doc, region, Pass::Backward), [14]);
-        assert_eq!(phase_spans(&doc, region, Pass::Optimizer), [20]);
+        assert_eq!(
+            phase_spans(&doc, region, Pass::Forward, TimeRange::ALL),
+            [1]
+        );
+        assert_eq!(
+            phase_spans(&doc, region, Pass::Backward, TimeRange::ALL),
+            [14]
+        );
+        assert_eq!(
+            phase_spans(&doc, region, Pass::Optimizer, TimeRange::ALL),
+            [20]
+        );
     }
 
     #[test]
@@ -331,8 +360,107 @@ mod tests {
         let doc = fixture();
         let paths = ModulePaths::new(&doc);
         // Module spans fc1, relu, fc2, mse_loss, all forward, none in the backward.
-        let got = pair_spans(&doc, &paths, 0, &["fc1", "mse_loss", "nowhere"]);
+        let got = pair_spans(
+            &doc,
+            &paths,
+            0,
+            &["fc1", "mse_loss", "nowhere"],
+            TimeRange::ALL,
+        );
         assert_eq!(got, [vec![2], vec![10], vec![]]);
+    }
+
+    /// A hand-made training step: step 0–1000 (measured) with forward 100–400 (modules `emb`
+    /// 150–250 and `fc` 300–350), backward 400–800 (module `fc` 450–600) and optimizer 800–950.
+    /// Spans in file order: step 0, fwd 1, fwd.a 2, fwd.b 3, bwd 4, bwd.a 5, opt 6.
+    fn small_step() -> TraceDocument {
+        let meta = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2024-05-29T16:26:40Z","capture_step":0,"warmup_steps":0,"device":"cpu","measured_region_device_synchronized":false,"timing_mode":"host","tags":{},"candle_version":"0.8.0"}"#;
+        let start = |id: &str,
+                     parent: Option<&str>,
+                     name: &str,
+                     kind: &str,
+                     at: u64,
+                     step: Option<&str>| {
+            let parent = parent.map_or(String::new(), |p| format!(r#","parent_id":"{p}""#));
+            let step = step.map_or(String::new(), |s| format!(r#","step":"{s}""#));
+            let measured = if parent.is_empty() {
+                r#","measured":true"#
+            } else {
+                ""
+            };
+            format!(
+                r#"{{"kind":"span_start","id":"{id}","name":"{name}","start_ns":{at},"span_kind":"{kind}"{parent}{step}{measured}}}"#
+            )
+        };
+        let end =
+            |id: &str, ns: u64| format!(r#"{{"kind":"span_end","id":"{id}","duration_ns":{ns}}}"#);
+        let lines = [
+            meta.to_string(),
+            start("step", None, "train_step", "function", 0, None),
+            start(
+                "fwd",
+                Some("step"),
+                "forward",
+                "function",
+                100,
+                Some("forward"),
+            ),
+            start("fwd.a", Some("fwd"), "emb", "module", 150, Some("forward")),
+            end("fwd.a", 100),
+            start("fwd.b", Some("fwd"), "fc", "module", 300, Some("forward")),
+            end("fwd.b", 50),
+            end("fwd", 300),
+            start(
+                "bwd",
+                Some("step"),
+                "backward",
+                "function",
+                400,
+                Some("backward"),
+            ),
+            start("bwd.a", Some("bwd"), "fc", "module", 450, Some("backward")),
+            end("bwd.a", 150),
+            end("bwd", 400),
+            start(
+                "opt",
+                Some("step"),
+                "optimizer",
+                "function",
+                800,
+                Some("optimizer"),
+            ),
+            end("opt", 150),
+            end("step", 1000),
+        ];
+        TraceDocument::from_bytes(lines.join("\n").as_bytes())
+    }
+
+    #[test]
+    fn in_a_range_a_phase_and_a_pair_are_the_spans_that_count_in_it() {
+        use candle_trace_schema::analysis::range::phases_in;
+        let doc = small_step();
+        assert_eq!(ids(&doc, &["step", "fwd.b", "bwd.a", "opt"]), [0, 3, 5, 6]);
+        let paths = ModulePaths::new(&doc);
+        let phases = |r: TimeRange| {
+            [Pass::Forward, Pass::Backward, Pass::Optimizer].map(|p| phase_spans(&doc, 0, p, r))
+        };
+        let pairs = |r: TimeRange| pair_spans(&doc, &paths, 0, &["fc", "emb"], r);
+        // The whole run: each phase's outermost span; `fc` forward and backward, `emb` forward.
+        assert_eq!(phases(TimeRange::ALL), [vec![1], vec![4], vec![6]]);
+        assert_eq!(pairs(TimeRange::ALL), [vec![3, 5], vec![2]]);
+        // 320–500: forward (80 ns of it) and backward (100 ns), not the optimizer; `fc`'s
+        // forward (30 ns) and backward (50 ns) calls, not `emb` (150–250).
+        let r = TimeRange::new(320, 500);
+        assert_eq!(phases(r), [vec![1], vec![4], vec![]]);
+        assert_eq!(pairs(r), [vec![3, 5], vec![]]);
+        let b = phases_in(&doc, r).unwrap();
+        assert_eq!((b.forward_ns, b.backward_ns, b.optimizer_ns), (80, 100, 0));
+        // 400–440: forward ends where it starts (no overlap): only backward counts; no module.
+        let r = TimeRange::new(400, 440);
+        assert_eq!(phases(r), [vec![], vec![4], vec![]]);
+        assert_eq!(pairs(r), [Vec::<u32>::new(), vec![]]);
+        let b = phases_in(&doc, r).unwrap();
+        assert_eq!((b.forward_ns, b.backward_ns, b.optimizer_ns), (0, 40, 0));
     }
 
     #[test]
@@ -340,13 +468,76 @@ mod tests {
         let doc = fixture();
         // fc1 and fc2 ran forward only (no backward module spans): their forward spans; head
         // has no module span; the top level is the backward (bwd), not the ops below it.
+        let paths = ModulePaths::new(&doc);
         assert_eq!(
-            module_spans(&doc, &["fc1", "head", ""]),
+            module_spans(&doc, &paths, &["fc1", "head", ""]),
             [vec![2], vec![], vec![14]]
         );
         assert_eq!(
-            parameter_spans(&doc, &["fc2.bias", "w"]),
+            parameter_spans(&doc, &paths, &["fc2.bias", "w"]),
             [vec![7], vec![14]]
+        );
+        // The fixture's gradient groups: fc1 and fc2 have their module spans; head (`scale`,
+        // `bias`), embed and aux none: no span of the trace is named so or ran inside them.
+        let groups = gradient_groups(&doc.gradients);
+        let modules: Vec<&str> = groups.iter().map(|g| g.module.as_str()).collect();
+        assert_eq!(modules, ["fc1", "fc2", "head", "embed", "aux"]);
+        assert_eq!(
+            module_spans(&doc, &paths, &modules),
+            [vec![2], vec![7], vec![], vec![], vec![]]
+        );
+    }
+
+    #[test]
+    fn a_named_model_links_its_parameters_modules_and_not_an_unwrapped_embedding() {
+        let doc = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/modules/mistral_names.trace6.jsonl"
+        ));
+        let paths = ModulePaths::new(&doc);
+        let groups = gradient_groups(&doc.gradients);
+        let modules: Vec<&str> = groups.iter().map(|g| g.module.as_str()).collect();
+        let got = module_spans(&doc, &paths, &modules);
+        // Every forward module span (s2–s22, no backward ones) is named after its module; the
+        // embedding's gradient has no span: the fixture wraps no embedding in a module span.
+        let of = |m: &str| got[modules.iter().position(|&k| k == m).unwrap()].clone();
+        assert_eq!(groups.len(), 21);
+        assert_eq!(of("model.embed_tokens"), Vec::<u32>::new());
+        assert_eq!(of("lm_head"), ids(&doc, &["s22"]));
+        assert_eq!(of("model.norm"), ids(&doc, &["s21"]));
+        assert_eq!(of("model.layers.1.mlp.down_proj"), ids(&doc, &["s20"]));
+        assert_eq!(got.iter().filter(|s| s.is_empty()).count(), 1);
+    }
+
+    #[test]
+    fn in_names_mode_a_block_is_the_module_its_children_share() {
+        // A Llama `block` owns no weight and has no module name: its key is the prefix of the
+        // modules it holds, `model.layers.0`, where a parameter of the layer itself belongs.
+        let meta = r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2024-05-29T16:26:40Z","capture_step":0,"warmup_steps":0,"device":"cpu","measured_region_device_synchronized":false,"timing_mode":"host","tags":{},"candle_version":"0.8.0"}"#;
+        let lines = [
+            meta,
+            r#"{"kind":"span_start","id":"u","name":"update","start_ns":0,"span_kind":"function","measured":true}"#,
+            r#"{"kind":"span_start","id":"b","name":"block","start_ns":10,"span_kind":"module","parent_id":"u"}"#,
+            r#"{"kind":"span_start","id":"q","name":"linear","start_ns":20,"span_kind":"module","parent_id":"b","module":"model.layers.0.self_attn.q_proj"}"#,
+            r#"{"kind":"span_end","id":"q","duration_ns":10}"#,
+            r#"{"kind":"span_start","id":"d","name":"linear","start_ns":40,"span_kind":"module","parent_id":"b","module":"model.layers.0.mlp.down_proj"}"#,
+            r#"{"kind":"span_end","id":"d","duration_ns":10}"#,
+            r#"{"kind":"span_end","id":"b","duration_ns":50}"#,
+            r#"{"kind":"span_end","id":"u","duration_ns":100}"#,
+        ];
+        let doc = TraceDocument::from_bytes(lines.join("\n").as_bytes());
+        let paths = ModulePaths::new(&doc);
+        assert_eq!(paths.module_of(1), Some("model.layers.0"));
+        assert_eq!(
+            parameter_spans(
+                &doc,
+                &paths,
+                &[
+                    "model.layers.0.scale",
+                    "model.layers.0.mlp.down_proj.weight",
+                    "model.embed_tokens.weight"
+                ]
+            ),
+            [ids(&doc, &["b"]), ids(&doc, &["d"]), vec![]]
         );
     }
 
@@ -357,7 +548,7 @@ mod tests {
         doc.spans[5].name = "model.fc1".into();
         doc.spans[5].pass = Some(Pass::Backward);
         assert_eq!(
-            module_spans(&doc, &["fc1", "model.fc1", "c1"]),
+            module_spans(&doc, &ModulePaths::new(&doc), &["fc1", "model.fc1", "c1"]),
             [vec![5], vec![5], vec![]]
         );
         assert_eq!(
