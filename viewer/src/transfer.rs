@@ -38,6 +38,8 @@
 //!
 //! A chunk ends only between tables, so every table lies within one chunk.
 
+pub use findings::{decode_findings, encode_findings};
+
 use std::collections::TryReserveError;
 use std::fmt;
 
@@ -52,6 +54,7 @@ mod columns;
 mod device_memory;
 mod diagnostics;
 mod edges;
+mod findings;
 mod gradients;
 mod head;
 mod memory;

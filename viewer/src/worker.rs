@@ -17,7 +17,9 @@
 //!   chunks, then `{type: "done", readMs, recordsMs, analyseMs, encodeMs, analysedAt}` (the
 //!   times measured in the worker: `recordsMs` the records' encoding before the analysis,
 //!   `encodeMs` both stages of encoding, `analysedAt` the analysis's end on `Date.now()`'s
-//!   clock); or `{type: "failed", message}`.
+//!   clock); after it, for a trace the page asked findings of (`findings: true`),
+//!   `{type: "findings", bytes: ArrayBuffer, ms}` (`transfer::encode_findings`); or
+//!   `{type: "failed", message}`.
 //!
 //! A worker serves one file. The page starts the next one ahead of need ([`prepare`], at mount
 //! and two seconds after each load): while the user picks a file, a spare worker loads its
@@ -255,7 +257,7 @@ async fn parse(port: web_sys::MessagePort, data: JsValue) {
     set(&m, "analysedAt", analysed_at.into());
     post(&m);
     // While the page lays the document out, its findings (the costly whole-document
-    // analysis left), which cross as JSON: a few dozen ranked rows.
+    // analysis left): a few dozen ranked rows, as bytes (`transfer::encode_findings`).
     let wants_findings = Reflect::get(&data, &"findings".into())
         .ok()
         .and_then(|f| f.as_bool())
@@ -264,15 +266,11 @@ async fn parse(port: web_sys::MessagePort, data: JsValue) {
         let since = js_sys::Date::now();
         let findings = trace_findings(&[t]);
         drop(doc);
-        match serde_json::to_string(&findings) {
-            Ok(json) => {
-                let m = message("findings");
-                set(&m, "json", json.into());
-                set(&m, "ms", (js_sys::Date::now() - since).into());
-                post(&m);
-            }
-            Err(e) => fail(format!("the worker could not write the findings: {e}")),
-        }
+        let array = Uint8Array::from(&crate::transfer::encode_findings(&findings)[..]);
+        let m = message("findings");
+        set(&m, "bytes", array.buffer().into());
+        set(&m, "ms", (js_sys::Date::now() - since).into());
+        post(&m);
     }
 }
 
@@ -286,8 +284,8 @@ enum Heard {
     /// A chunk of the document.
     Chunk(js_sys::ArrayBuffer),
     Done(Box<Finished>),
-    /// A trace's findings, as JSON.
-    Findings(String),
+    /// A trace's findings, as `transfer::encode_findings` wrote them.
+    Findings(js_sys::ArrayBuffer),
     Failed(String),
     /// The worker died (an uncaught error: typically out of memory).
     Crashed(String),
@@ -382,9 +380,10 @@ fn heard_of(data: &JsValue) -> Option<Heard> {
                 .ok()?,
         ),
         "findings" => Heard::Findings(
-            Reflect::get(data, &"json".into())
-                .ok()
-                .and_then(|j| j.as_string())?,
+            Reflect::get(data, &"bytes".into())
+                .ok()?
+                .dyn_into::<js_sys::ArrayBuffer>()
+                .ok()?,
         ),
         "done" => Heard::Done(Box::new(Finished {
             analysed_at: num("analysedAt").unwrap_or(0.0),
@@ -550,9 +549,9 @@ impl Pending {
         let (_, rx) = self.worker.as_mut()?;
         loop {
             match rx.next().await? {
-                Heard::Findings(json) => {
-                    // From bytes, as the profile's lines are read: one JSON reader in the page.
-                    return serde_json::from_slice(json.as_bytes()).ok();
+                Heard::Findings(bytes) => {
+                    return crate::transfer::decode_findings(&Uint8Array::new(&bytes).to_vec())
+                        .ok();
                 }
                 Heard::Progress(_) | Heard::Ready => {}
                 _ => return None,

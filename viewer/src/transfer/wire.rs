@@ -134,6 +134,12 @@ impl Out {
         }
     }
 
+    /// A string: its length in bytes, then its UTF-8.
+    pub fn str(&mut self, s: &str) {
+        self.u64(s.len() as u64);
+        self.buf.extend_from_slice(s.as_bytes());
+    }
+
     /// A table's head: its rows and how many columns follow.
     pub fn table_head(&mut self, n: usize, k: usize) {
         self.u64(n as u64);
@@ -220,6 +226,24 @@ impl<'b> In<'b> {
         } else {
             None
         })
+    }
+
+    /// A string written by [`Out::str`], checked to be UTF-8.
+    pub fn str(&mut self) -> Result<&'b str> {
+        let at = self.at;
+        let n = self.len()?;
+        std::str::from_utf8(self.take(n)?)
+            .map_err(|_| broken(format!("the string at byte {at} is not UTF-8")))
+    }
+
+    /// Whether every byte has been read.
+    pub fn is_at_end(&self) -> bool {
+        self.at == self.bytes.len()
+    }
+
+    /// How many bytes are left to read.
+    pub fn left(&self) -> usize {
+        self.bytes.len().saturating_sub(self.at)
     }
 
     /// A length or count that must fit in memory.
