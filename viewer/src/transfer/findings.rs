@@ -77,7 +77,7 @@ pub fn decode_findings(bytes: &[u8]) -> Result<Findings> {
     }
     let left_out = at.len()?;
     let notes = read_strings(&mut at)?;
-    if !at.is_at_end() {
+    if at.left() != 0 {
         return Err(broken("bytes after the findings"));
     }
     Ok(Findings {

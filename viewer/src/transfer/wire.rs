@@ -236,11 +236,6 @@ impl<'b> In<'b> {
             .map_err(|_| broken(format!("the string at byte {at} is not UTF-8")))
     }
 
-    /// Whether every byte has been read.
-    pub fn is_at_end(&self) -> bool {
-        self.at == self.bytes.len()
-    }
-
     /// How many bytes are left to read.
     pub fn left(&self) -> usize {
         self.bytes.len().saturating_sub(self.at)
@@ -259,7 +254,7 @@ impl<'b> In<'b> {
         let n = self.len()?;
         let k = self.u32()? as usize;
         // Each column takes at least its length's 8 bytes: a larger count is hostile.
-        if k > (self.bytes.len() - self.at) / 8 {
+        if k > self.left() / 8 {
             return Err(broken(format!(
                 "a table at byte {start} has {k} columns, more than its bytes hold"
             )));
