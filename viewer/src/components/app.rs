@@ -127,8 +127,9 @@ pub fn App() -> impl IntoView {
     let open = move |name: String, source: Source| {
         let my_gen = generation.get_value() + 1;
         generation.set_value(my_gen);
-        error.set(None);
-        progress.set(Some(Progress::new("Reading", name.clone())));
+        let reading = Progress::new("Reading", name.clone());
+        // The load's task is queued before the signals below wake the views that show them,
+        // so the worker gets the file before the page redraws its header.
         spawn_local(async move {
             let is_current = move || generation.try_get_value() == Some(my_gen);
             let result = worker::open(
@@ -222,6 +223,8 @@ pub fn App() -> impl IntoView {
                 }
             }
         });
+        error.set(None);
+        progress.set(Some(reading));
     };
 
     // Several files at once: read one after another, then compare or lay out together.
