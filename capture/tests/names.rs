@@ -17,7 +17,7 @@ use candle_trace_schema::format::diagnostics::Severity;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::SpanKind;
 use candle_trace_schema::format::events::{source, GradientState};
-use candle_transformers::models::{bert, llama, mistral, qwen2, with_tracing};
+use candle_transformers::models::{bert, llama, mistral, qwen2, t5, with_tracing};
 use common::SharedBuf;
 
 /// One recorder at a time: tracing spans go to the one routed recorder of the process.
@@ -504,6 +504,9 @@ fn bert_output_blocks_are_modules_named_by_what_they_hold() {
             (SpanKind::Module, "bert.encoder.layer.1.output"),
         ]
     );
+    // `encoder` runs the numbered layers `bert.encoder.layer.0` and `.1`: it is the module
+    // holding that list, `bert.encoder`, not the list `bert.encoder.layer`.
+    assert_eq!(keys("encoder"), [(SpanKind::Module, "bert.encoder")]);
     // `inter` holds one named layer (its dense) and the activation: a function span, so the
     // dense's row does not take the activation's time.
     assert_eq!(
@@ -523,5 +526,95 @@ fn bert_output_blocks_are_modules_named_by_what_they_hold() {
     assert_eq!(
         f.title,
         "41 parameter(s) in 22 module(s) get no gradient; the last of them in the forward: cls.predictions.transform.LayerNorm"
+    );
+}
+
+#[test]
+fn t5_blocks_are_the_modules_holding_their_numbered_layers() {
+    // T5's `block` span runs its layers `layer.0` … (self-attention, then cross-attention in
+    // the decoder, then the feed-forward), each layer's weights under `…block.N.layer.K`.
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let cfg = t5::Config {
+            vocab_size: 64,
+            d_model: 32,
+            d_kv: 8,
+            d_ff: 64,
+            num_layers: 2,
+            num_decoder_layers: Some(2),
+            num_heads: 4,
+            relative_attention_num_buckets: 8,
+            relative_attention_max_distance: 16,
+            dropout_rate: 0.0,
+            use_cache: false,
+            ..t5::Config::default()
+        };
+        let varmap = VarMap::new();
+        let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &device));
+        let mut model = t5::T5ForConditionalGeneration::load(vb, &cfg)?;
+        let mut opt = SGD::new(varmap.all_vars(), 1e-3)?;
+        let src = Tensor::from_vec((0..8u32).collect::<Vec<_>>(), (1, 8), &device)?;
+        let tgt = Tensor::from_vec((0..5u32).collect::<Vec<_>>(), (1, 5), &device)?;
+        let labels = Tensor::new(&[7u32], &device)?;
+        let loss = recorder
+            .forward(|| candle_nn::loss::cross_entropy(&model.forward(&src, &tgt)?, &labels))?;
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+        Ok(())
+    });
+    let paths = ModulePaths::new(&doc);
+    let keys = |name: &str| -> Vec<(SpanKind, &str)> {
+        doc.spans
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.name == name)
+            .map(|(i, s)| (s.span_kind, paths.path(i)))
+            .collect()
+    };
+    use SpanKind::Module;
+    // The encoder runs first; each block is the module holding its list `layer`.
+    assert_eq!(
+        keys("block"),
+        [
+            (Module, "encoder.block.0"),
+            (Module, "encoder.block.1"),
+            (Module, "decoder.block.0"),
+            (Module, "decoder.block.1"),
+        ]
+    );
+    // A layer holds its norm and its attention or feed-forward: the layer itself.
+    assert_eq!(
+        keys("self-attn"),
+        [
+            (Module, "encoder.block.0.layer.0"),
+            (Module, "encoder.block.1.layer.0"),
+            (Module, "decoder.block.0.layer.0"),
+            (Module, "decoder.block.1.layer.0"),
+        ]
+    );
+    assert_eq!(
+        keys("cross-attn"),
+        [
+            (Module, "decoder.block.0.layer.1"),
+            (Module, "decoder.block.1.layer.1"),
+        ]
+    );
+    assert_eq!(
+        keys("layer-ff"),
+        [
+            (Module, "encoder.block.0.layer.1"),
+            (Module, "encoder.block.1.layer.1"),
+            (Module, "decoder.block.0.layer.2"),
+            (Module, "decoder.block.1.layer.2"),
+        ]
+    );
+    // The shared embedding, fetched under `decoder.embed_tokens` (no `shared.weight` in an
+    // empty VarMap), runs once per stack.
+    assert_eq!(
+        keys("embedding")
+            .into_iter()
+            .filter(|k| k.1 == "decoder.embed_tokens")
+            .count(),
+        2
     );
 }
