@@ -12,6 +12,7 @@ use candle_nn::{Optimizer, VarBuilder, VarMap, SGD};
 use candle_trace_capture::prelude::*;
 use candle_trace_capture::{nn, Recorder};
 use candle_trace_schema::analysis::findings::trace_findings;
+use candle_trace_schema::analysis::module_tree::trace_tree;
 use candle_trace_schema::analysis::modules::ModulePaths;
 use candle_trace_schema::format::diagnostics::Severity;
 use candle_trace_schema::format::document::TraceDocument;
@@ -617,4 +618,69 @@ fn t5_blocks_are_the_modules_holding_their_numbered_layers() {
             .count(),
         2
     );
+}
+
+#[test]
+fn recurrent_layers_built_through_capture_are_named_modules() {
+    use candle_core::IndexOp;
+    use candle_nn::RNN;
+    // Embedding (vocabulary 10, 4 wide) → LSTM (hidden 8) over the whole sequence, beside a
+    // GRU (hidden 8) stepped by hand over the same 3 positions → linear head to 3 classes.
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let varmap = VarMap::new();
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
+        let embed = nn::embedding(10, 4, vb.pp("embed"))?;
+        let lstm = nn::lstm(4, 8, Default::default(), vb.pp("lstm"))?;
+        let gru = nn::gru(4, 8, Default::default(), vb.pp("dec"))?;
+        let head = nn::linear(8, 3, vb.pp("head"))?;
+        let mut opt = SGD::new(varmap.all_vars(), 1e-2)?;
+        let ids = Tensor::new(&[[1u32, 4, 7]], &device)?;
+        let ys = Tensor::new(&[2u32], &device)?;
+        let loss = recorder.forward(|| {
+            let xs = embed.forward(&ids)?;
+            let states = lstm.seq(&xs)?;
+            let mut g = gru.zero_state(1)?;
+            for t in 0..3 {
+                g = gru.step(&xs.i((.., t, ..))?.contiguous()?, &g)?;
+            }
+            let h = (states[2].h() + g.h())?;
+            candle_nn::loss::cross_entropy(&head.forward(&h)?, &ys)
+        })?;
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+        Ok(())
+    });
+    // The LSTM's sequence is one call, each GRU step one.
+    let want = expect(&[
+        ("embedding", String::from("embed")),
+        ("lstm", String::from("lstm")),
+        ("gru", String::from("dec")),
+        ("gru", String::from("dec")),
+        ("gru", String::from("dec")),
+        ("linear", String::from("head")),
+    ]);
+    assert_eq!(named(&doc), want);
+    assert_eq!(
+        unnamed(&doc),
+        ["backward", "forward", "optimizer", "train_step"]
+    );
+    // Each is a leaf layer: one `op` row per call, named after its span.
+    let ops = |name: &str| doc.ops.iter().filter(|o| o.op_name == name).count();
+    assert_eq!((ops("lstm"), ops("gru")), (1, 3));
+    // The module rows meet the weights' gradients: LSTM weight_ih 32 × 4, weight_hh 32 × 8,
+    // two biases of 32 (4 gates × 8), f32: (128 + 256 + 64) × 4 = 1792 bytes; GRU (3 gates):
+    // (96 + 192 + 48) × 4 = 1344.
+    let paths = ModulePaths::new(&doc);
+    let tree = trace_tree(&doc, &paths);
+    let node = |key: &str| tree.nodes.iter().find(|n| n.key == key).unwrap();
+    let lstm = node("lstm");
+    assert!(lstm.measured);
+    assert_eq!(lstm.calls, 1);
+    assert_eq!(lstm.param_bytes, Some(1792));
+    assert_eq!(lstm.gradients.present, 4);
+    let gru = node("dec");
+    assert_eq!(gru.calls, 3);
+    assert_eq!(gru.param_bytes, Some(1344));
+    assert_eq!(gru.gradients.present, 4);
 }
