@@ -684,3 +684,51 @@ fn recurrent_layers_built_through_capture_are_named_modules() {
     assert_eq!(gru.param_bytes, Some(1344));
     assert_eq!(gru.gradients.present, 4);
 }
+
+#[test]
+fn a_layer_whose_output_is_multiplied_by_zero_gets_all_zero_gradients_and_a_finding() {
+    // loss = Σ fc1(x) + Σ (fc2(x) ⊙ 0), x all ones, 0 a tensor of zeros: fc1's weight gets 2
+    // (the batch) in every entry and its bias 2, fc2's weight and bias exactly 0. candle computes fc2's gradients
+    // (they are not missing): a finding names the module they cannot train.
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let varmap = VarMap::new();
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
+        let fc1 = nn::linear(4, 3, vb.pp("fc1"))?;
+        let fc2 = nn::linear(4, 3, vb.pp("fc2"))?;
+        let mut opt = SGD::new(varmap.all_vars(), 1e-2)?;
+        let xs = Tensor::ones((2, 4), DType::F32, &device)?;
+        let zeros = Tensor::zeros((2, 3), DType::F32, &device)?;
+        let loss = recorder.forward(|| {
+            fc1.forward(&xs)?.sum_all()? + fc2.forward(&xs)?.mul(&zeros)?.sum_all()?
+        })?;
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+        Ok(())
+    });
+    let states: BTreeMap<&str, GradientState> = doc
+        .gradients
+        .iter()
+        .map(|g| (g.key.as_str(), g.state))
+        .collect();
+    use GradientState::{Present, Zero};
+    assert_eq!(
+        states.into_iter().collect::<Vec<_>>(),
+        [
+            ("fc1.bias", Present),
+            ("fc1.weight", Present),
+            ("fc2.bias", Zero),
+            ("fc2.weight", Zero),
+        ]
+    );
+    let f = trace_findings(&[&doc])
+        .findings
+        .into_iter()
+        .find(|f| f.rule == "gradients_unusable")
+        .unwrap();
+    assert_eq!(
+        f.title,
+        "2 parameter(s) in 1 module(s) get an all-zero gradient; first: fc2"
+    );
+    assert_eq!(f.evidence, ["fc2: 2 all zero of 2 parameter(s)"]);
+}

@@ -7,6 +7,10 @@
 //!   modules the forward ran (a span whose `module` is the gradients' module), the last one
 //!   first and named in the title, then the others in file order (the first
 //!   [`EVIDENCE_LINES`], then how many more); at stake: the parameters without one.
+//! - `gradients_unusable` — [`gradient_groups`]: every module with parameters whose gradient
+//!   arrived all zero or NaN / infinite (it cannot train them), those with a non-finite one
+//!   first, then nearest the loss as for `gradients_missing`; the first named in the title.
+//!   At stake: those parameters.
 //! - `backward_short` / `backward_long` — [`phase_breakdown`]:
 //!   backward below half the forward time (gradients reach few parameters), or above 3 × the
 //!   forward time. At stake: forward − backward, or backward − 3 × forward. Needs a forward
@@ -252,6 +256,56 @@ mod tests {
             .iter()
             .map(|x| (x.rule.as_str(), x.stake))
             .collect()
+    }
+
+    #[test]
+    fn gradients_that_arrive_all_zero_or_not_finite_are_a_finding() {
+        // `a` has two parameters, one all zero; `b` one NaN; `c` one missing (that is
+        // `gradients_missing`'s); `d` one present. No spans: file order, non-finite first.
+        let mut text = String::from(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+        );
+        for (i, (key, state)) in [
+            ("a.weight", "zero"),
+            ("a.bias", "present"),
+            ("b.weight", "non_finite"),
+            ("c.weight", "missing"),
+            ("d.weight", "present"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            text.push_str(&format!(
+                "\n{{\"kind\":\"gradient\",\"event_id\":\"g{i}\",\"root\":\"varmap\",\"key\":\"{key}\",\"state\":\"{state}\"}}"
+            ));
+        }
+        text.push('\n');
+        let d = TraceDocument::from_bytes(text.as_bytes());
+        let f = trace_findings(&[&d]);
+        let bad = f
+            .findings
+            .iter()
+            .find(|x| x.rule == "gradients_unusable")
+            .unwrap();
+        assert_eq!(
+            bad.title,
+            "2 parameter(s) in 2 module(s) get an unusable gradient (1 all zero, 1 NaN or infinite); first: b"
+        );
+        assert_eq!(bad.stake, Stake::Count(2));
+        assert_eq!(
+            bad.evidence,
+            [
+                "b: 1 NaN or infinite of 1 parameter(s)",
+                "a: 1 all zero of 2 parameter(s)"
+            ]
+        );
+        assert_eq!(
+            bad.link,
+            Some(Link::Row {
+                table: String::from("gradients"),
+                key: String::from("b")
+            })
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use hashbrown::HashMap;
 
-use crate::analysis::gradients::{gradient_groups, GradientFlow};
+use crate::analysis::gradients::{gradient_groups, GradientFlow, GradientGroup};
 use crate::analysis::modules::{level_ends, module_rows, ModuleGrouping, ModulePaths};
 use crate::analysis::phases::phase_breakdown;
 use crate::analysis::steps::StepSet;
@@ -85,18 +85,7 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
         ));
     } else if let Some(&(first_stop, last_run)) = stopped.first() {
         let missing: u64 = stopped.iter().map(|(g, _)| g.counts.missing).sum();
-        // Named as in the gradients tab and every other table; only where the parameters
-        // come from several roots (a `VarMap` each) does a name say its root.
-        let several_roots = groups.iter().any(|g| g.root != groups[0].root);
-        let module = |g: &crate::analysis::gradients::GradientGroup| match (
-            several_roots,
-            g.module.is_empty(),
-        ) {
-            (false, false) => g.module.clone(),
-            (false, true) => String::from("(top level)"),
-            (true, false) => format!("{}.{}", g.root, g.module),
-            (true, true) => format!("{} (top level)", g.root),
-        };
+        let module = |g: &GradientGroup| group_name(&groups, g);
         let mut title = format!(
             "{missing} parameter(s) in {} module(s) get no gradient",
             stopped.len()
@@ -133,6 +122,62 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
                 lines
             },
             link: row("gradients", &first_stop.module),
+        });
+    }
+
+    // Gradients that arrive but cannot train: all zero, or NaN or infinite.
+    let unusable = |g: &GradientGroup| g.counts.zero + g.counts.non_finite;
+    let bad_in = groups.iter().filter(|g| unusable(g) > 0);
+    let last_run = last_forward_starts(doc, bad_in.clone().map(|g| g.module.as_str()));
+    let mut bad: Vec<_> = bad_in
+        .map(|g| (g, last_run.get(g.module.as_str()).copied()))
+        .collect();
+    // Non-finite first (one NaN spreads to every parameter at the next update), then nearest
+    // the loss, as for missing gradients (the sorts are stable).
+    sort::by_key(&mut bad, |g| core::cmp::Reverse(g.1));
+    sort::by_key(&mut bad, |g| core::cmp::Reverse(g.0.counts.non_finite > 0));
+    if let Some(&(first, _)) = bad.first() {
+        let zero: u64 = bad.iter().map(|(g, _)| g.counts.zero).sum();
+        let non_finite: u64 = bad.iter().map(|(g, _)| g.counts.non_finite).sum();
+        let kinds = match (zero, non_finite) {
+            (_, 0) => String::from("an all-zero gradient"),
+            (0, _) => String::from("a NaN or infinite gradient"),
+            (z, n) => format!("an unusable gradient ({z} all zero, {n} NaN or infinite)"),
+        };
+        let mut evidence: Vec<String> = bad
+            .iter()
+            .take(EVIDENCE_LINES)
+            .map(|(g, _)| {
+                let parts: Vec<String> = [
+                    (g.counts.non_finite, "NaN or infinite"),
+                    (g.counts.zero, "all zero"),
+                ]
+                .iter()
+                .filter(|(k, _)| *k > 0)
+                .map(|(k, what)| format!("{k} {what}"))
+                .collect();
+                format!(
+                    "{}: {} of {} parameter(s)",
+                    group_name(&groups, g),
+                    parts.join(", "),
+                    g.params
+                )
+            })
+            .collect();
+        if bad.len() > EVIDENCE_LINES {
+            evidence.push(format!("and {} more module(s)", bad.len() - EVIDENCE_LINES));
+        }
+        found.push(Finding {
+            rule: String::from("gradients_unusable"),
+            title: format!(
+                "{} parameter(s) in {} module(s) get {kinds}; first: {}",
+                zero + non_finite,
+                bad.len(),
+                group_name(&groups, first)
+            ),
+            stake: Stake::Count(zero + non_finite),
+            evidence,
+            link: row("gradients", &first.module),
         });
     }
 
@@ -348,6 +393,18 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
         });
     }
     Findings::ranked(found, notes)
+}
+
+/// A gradient group's module as the gradients tab and every other table name it; only where
+/// the parameters come from several roots (a `VarMap` each) does a name say its root.
+fn group_name(groups: &[GradientGroup], g: &GradientGroup) -> String {
+    let several_roots = groups.iter().any(|x| x.root != g.root);
+    match (several_roots, g.module.is_empty()) {
+        (false, false) => g.module.clone(),
+        (false, true) => String::from("(top level)"),
+        (true, false) => format!("{}.{}", g.root, g.module),
+        (true, true) => format!("{} (top level)", g.root),
+    }
 }
 
 /// What holds bytes live at the memory peak, as the `memory_peak` finding names it.
