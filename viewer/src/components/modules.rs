@@ -637,6 +637,7 @@ fn ProfileModuleTree(
                                         </button>
                                     })}
                                     {node.label.clone()}
+                                    {node.note().map(|(note, title)| view! { <span class="muted" title=title>{note}</span> })}
                                 </th>
                                 <td class="num">{node.calls_text()}</td>
                                 <td class="num">{node.total_text()}</td>
