@@ -8,10 +8,11 @@
 //!   module tree, and name spans that own no weight (`block`, `attn`, `mlp`) by the longest
 //!   common prefix of what they contain (SCHEMA.md §4, "Module names").
 //! - **A model of plain candle-nn layers**, which open no span: build its layers with this
-//!   module's constructors ([`linear`], [`conv2d`], [`embedding`], [`layer_norm`], [`rms_norm`]
-//!   …), drop-in replacements for candle-nn's that return the same layer wrapped in a span
-//!   ([`Traced`]) named by `vb.prefix()`. A block of your own: hold a [`block`] span and enter
-//!   it in its `forward` (or open any `tracing` span with a `module` field).
+//!   module's constructors ([`linear`], [`conv2d`], [`embedding`], [`layer_norm`], [`rms_norm`],
+//!   [`lstm`], [`gru`] …), drop-in replacements for candle-nn's that return the same layer
+//!   wrapped in a span ([`Traced`]) named by `vb.prefix()`. A block of your own: hold a
+//!   [`block`] span and enter it in its `forward` (or open any `tracing` span with a `module`
+//!   field).
 //!
 //! ```
 //! use candle_core::{DType, Device, Module, Tensor};
@@ -154,6 +155,34 @@ pub type GroupNorm = Traced<candle_nn::GroupNorm>;
 pub type Conv1d = Traced<candle_nn::Conv1d>;
 /// [`candle_nn::Conv2d`] in its span ([`conv2d`], [`conv2d_no_bias`]).
 pub type Conv2d = Traced<candle_nn::Conv2d>;
+/// [`candle_nn::LSTM`] in its span ([`lstm`]): an [`RNN`](candle_nn::RNN).
+pub type Lstm = Traced<candle_nn::LSTM>;
+/// [`candle_nn::GRU`] in its span ([`gru`]): an [`RNN`](candle_nn::RNN).
+pub type Gru = Traced<candle_nn::GRU>;
+
+/// A recurrent layer in its span: a whole sequence (`seq`, `seq_init`) is one call, each
+/// `step` called by the program one call; the state's making and stacking are not counted.
+impl<L: candle_nn::RNN> candle_nn::RNN for Traced<L> {
+    type State = L::State;
+
+    fn zero_state(&self, batch_dim: usize) -> Result<Self::State> {
+        self.inner.zero_state(batch_dim)
+    }
+
+    fn step(&self, input: &Tensor, state: &Self::State) -> Result<Self::State> {
+        let _enter = self.span.enter();
+        self.inner.step(input, state)
+    }
+
+    fn seq_init(&self, input: &Tensor, init_state: &Self::State) -> Result<Vec<Self::State>> {
+        let _enter = self.span.enter();
+        self.inner.seq_init(input, init_state)
+    }
+
+    fn states_to_tensor(&self, states: &[Self::State]) -> Result<Tensor> {
+        self.inner.states_to_tensor(states)
+    }
+}
 
 /// A span for a block of your own, named `module` (usually its `vb.prefix()`): create it when
 /// the block is built, enter it in the block's `forward`. Readers nest the layers entered
@@ -210,6 +239,14 @@ traced!(
 traced!(
     /// [`candle_nn::conv2d`], in a `conv2d` span.
     conv2d(in_channels: usize, out_channels: usize, kernel_size: usize, cfg: candle_nn::Conv2dConfig) -> candle_nn::Conv2d, "conv2d"
+);
+traced!(
+    /// [`candle_nn::lstm()`], in an `lstm` span (one call per sequence, see [`Lstm`]).
+    lstm(in_dim: usize, hidden_dim: usize, config: candle_nn::LSTMConfig) -> candle_nn::LSTM, "lstm"
+);
+traced!(
+    /// [`candle_nn::gru()`], in a `gru` span (one call per sequence, see [`Gru`]).
+    gru(in_dim: usize, hidden_dim: usize, config: candle_nn::GRUConfig) -> candle_nn::GRU, "gru"
 );
 traced!(
     /// [`candle_nn::conv2d_no_bias`], in a `conv2d` span.

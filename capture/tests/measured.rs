@@ -10,8 +10,10 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::{Optimizer, VarBuilder, VarMap, SGD};
 use candle_trace_capture::alloc::TrackingAllocator;
 use candle_trace_capture::Recorder;
+use candle_trace_schema::analysis::findings::trace_findings;
+use candle_trace_schema::analysis::units::format_bytes;
 use candle_trace_schema::format::diagnostics::Severity;
-use candle_trace_schema::format::events::{source, MemoryAction};
+use candle_trace_schema::format::events::{source, MemoryAction, TensorCategory};
 use candle_transformers::models::llama::{Cache, Llama};
 use common::SharedBuf;
 
@@ -235,4 +237,70 @@ fn installing_after_the_model_is_built_is_reported() {
         .diagnostics
         .iter()
         .any(|d| d.severity == Severity::Warning && d.message.contains(warning)));
+}
+
+#[test]
+fn an_adamw_peak_is_the_update_s_temporaries_not_optimizer_state() {
+    // One linear layer 512 → 256 (a 512 KiB weight, a 1 KiB bias), batch 2, one AdamW update
+    // captured. candle-nn 0.11's `AdamW::step` computes, per parameter, `next_m`, `next_v`,
+    // `m_hat`, `v_hat`, `next_theta`, `adjusted_grad` and the new `next_theta` as fresh
+    // tensors, all live until its loop body ends (at least seven of the weight's size), copies
+    // them into its state (`Var::set`) and drops them: every optimizer allocation live at the
+    // peak is freed before the update ends. Those ≥ 3.5 MiB outweigh what the backward keeps
+    // (the weight's 512 KiB gradient and the GradStore's other entries, under 2 MiB) and the
+    // forward's few KiB: the peak is in the optimizer.
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = SharedBuf::default();
+    let recorder = capturing_into(&out);
+    let device = Device::Cpu;
+    let varmap = VarMap::new();
+    let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
+    let fc = candle_nn::linear(512, 256, vb.pp("fc")).unwrap();
+    let mut opt =
+        candle_nn::AdamW::new(varmap.all_vars(), candle_nn::ParamsAdamW::default()).unwrap();
+    let xs = Tensor::ones((2, 512), DType::F32, &device).unwrap();
+    let ys = Tensor::new(&[1u32, 7], &device).unwrap();
+    let loss = recorder
+        .forward(|| {
+            let logits = candle_nn::Module::forward(&fc, &xs)?;
+            candle_nn::loss::cross_entropy(&logits, &ys)
+        })
+        .unwrap();
+    let grads = recorder.backward(&loss).unwrap();
+    recorder.optimizer_step(&mut opt, &grads, &varmap).unwrap();
+    recorder.finish().unwrap();
+
+    let doc = out.document();
+    assert_eq!(doc.diagnostics, vec![], "a clean trace");
+    let m = &doc.memory_profile;
+    let optimizer = m.peak_by_category[TensorCategory::Optimizer.index()];
+    // The weight's temporaries only: whole multiples of its 524 288 bytes, at least seven.
+    assert_eq!(optimizer % 524_288, 0, "{optimizer}");
+    assert!(optimizer >= 7 * 524_288, "{optimizer}");
+    let f = trace_findings(&[&doc]);
+    let peak = f.findings.iter().find(|x| x.rule == "memory_peak").unwrap();
+    assert!(
+        peak.title.ends_with(
+            " in optimizer, held mostly by the optimizer step's temporaries (freed before it ended)"
+        ),
+        "{}",
+        peak.title
+    );
+    let temporaries = format!(
+        "the optimizer step's temporaries (freed before it ended): {} (",
+        format_bytes(optimizer)
+    );
+    assert!(
+        peak.evidence[0].starts_with(&temporaries),
+        "{:?}",
+        peak.evidence
+    );
+    assert!(
+        !peak
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("optimizer state")),
+        "{:?}",
+        peak.evidence
+    );
 }

@@ -12,12 +12,13 @@ use candle_nn::{Optimizer, VarBuilder, VarMap, SGD};
 use candle_trace_capture::prelude::*;
 use candle_trace_capture::{nn, Recorder};
 use candle_trace_schema::analysis::findings::trace_findings;
+use candle_trace_schema::analysis::module_tree::trace_tree;
 use candle_trace_schema::analysis::modules::ModulePaths;
 use candle_trace_schema::format::diagnostics::Severity;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::events::SpanKind;
 use candle_trace_schema::format::events::{source, GradientState};
-use candle_transformers::models::{bert, llama, mistral, qwen2, with_tracing};
+use candle_transformers::models::{bert, llama, mistral, qwen2, t5, with_tracing};
 use common::SharedBuf;
 
 /// One recorder at a time: tracing spans go to the one routed recorder of the process.
@@ -504,6 +505,9 @@ fn bert_output_blocks_are_modules_named_by_what_they_hold() {
             (SpanKind::Module, "bert.encoder.layer.1.output"),
         ]
     );
+    // `encoder` runs the numbered layers `bert.encoder.layer.0` and `.1`: it is the module
+    // holding that list, `bert.encoder`, not the list `bert.encoder.layer`.
+    assert_eq!(keys("encoder"), [(SpanKind::Module, "bert.encoder")]);
     // `inter` holds one named layer (its dense) and the activation: a function span, so the
     // dense's row does not take the activation's time.
     assert_eq!(
@@ -524,4 +528,207 @@ fn bert_output_blocks_are_modules_named_by_what_they_hold() {
         f.title,
         "41 parameter(s) in 22 module(s) get no gradient; the last of them in the forward: cls.predictions.transform.LayerNorm"
     );
+}
+
+#[test]
+fn t5_blocks_are_the_modules_holding_their_numbered_layers() {
+    // T5's `block` span runs its layers `layer.0` … (self-attention, then cross-attention in
+    // the decoder, then the feed-forward), each layer's weights under `…block.N.layer.K`.
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let cfg = t5::Config {
+            vocab_size: 64,
+            d_model: 32,
+            d_kv: 8,
+            d_ff: 64,
+            num_layers: 2,
+            num_decoder_layers: Some(2),
+            num_heads: 4,
+            relative_attention_num_buckets: 8,
+            relative_attention_max_distance: 16,
+            dropout_rate: 0.0,
+            use_cache: false,
+            ..t5::Config::default()
+        };
+        let varmap = VarMap::new();
+        let vb = name_modules(VarBuilder::from_varmap(&varmap, DType::F32, &device));
+        let mut model = t5::T5ForConditionalGeneration::load(vb, &cfg)?;
+        let mut opt = SGD::new(varmap.all_vars(), 1e-3)?;
+        let src = Tensor::from_vec((0..8u32).collect::<Vec<_>>(), (1, 8), &device)?;
+        let tgt = Tensor::from_vec((0..5u32).collect::<Vec<_>>(), (1, 5), &device)?;
+        let labels = Tensor::new(&[7u32], &device)?;
+        let loss = recorder
+            .forward(|| candle_nn::loss::cross_entropy(&model.forward(&src, &tgt)?, &labels))?;
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+        Ok(())
+    });
+    let paths = ModulePaths::new(&doc);
+    let keys = |name: &str| -> Vec<(SpanKind, &str)> {
+        doc.spans
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.name == name)
+            .map(|(i, s)| (s.span_kind, paths.path(i)))
+            .collect()
+    };
+    use SpanKind::Module;
+    // The encoder runs first; each block is the module holding its list `layer`.
+    assert_eq!(
+        keys("block"),
+        [
+            (Module, "encoder.block.0"),
+            (Module, "encoder.block.1"),
+            (Module, "decoder.block.0"),
+            (Module, "decoder.block.1"),
+        ]
+    );
+    // A layer holds its norm and its attention or feed-forward: the layer itself.
+    assert_eq!(
+        keys("self-attn"),
+        [
+            (Module, "encoder.block.0.layer.0"),
+            (Module, "encoder.block.1.layer.0"),
+            (Module, "decoder.block.0.layer.0"),
+            (Module, "decoder.block.1.layer.0"),
+        ]
+    );
+    assert_eq!(
+        keys("cross-attn"),
+        [
+            (Module, "decoder.block.0.layer.1"),
+            (Module, "decoder.block.1.layer.1"),
+        ]
+    );
+    assert_eq!(
+        keys("layer-ff"),
+        [
+            (Module, "encoder.block.0.layer.1"),
+            (Module, "encoder.block.1.layer.1"),
+            (Module, "decoder.block.0.layer.2"),
+            (Module, "decoder.block.1.layer.2"),
+        ]
+    );
+    // The shared embedding, fetched under `decoder.embed_tokens` (no `shared.weight` in an
+    // empty VarMap), runs once per stack.
+    assert_eq!(
+        keys("embedding")
+            .into_iter()
+            .filter(|k| k.1 == "decoder.embed_tokens")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn recurrent_layers_built_through_capture_are_named_modules() {
+    use candle_core::IndexOp;
+    use candle_nn::RNN;
+    // Embedding (vocabulary 10, 4 wide) → LSTM (hidden 8) over the whole sequence, beside a
+    // GRU (hidden 8) stepped by hand over the same 3 positions → linear head to 3 classes.
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let varmap = VarMap::new();
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
+        let embed = nn::embedding(10, 4, vb.pp("embed"))?;
+        let lstm = nn::lstm(4, 8, Default::default(), vb.pp("lstm"))?;
+        let gru = nn::gru(4, 8, Default::default(), vb.pp("dec"))?;
+        let head = nn::linear(8, 3, vb.pp("head"))?;
+        let mut opt = SGD::new(varmap.all_vars(), 1e-2)?;
+        let ids = Tensor::new(&[[1u32, 4, 7]], &device)?;
+        let ys = Tensor::new(&[2u32], &device)?;
+        let loss = recorder.forward(|| {
+            let xs = embed.forward(&ids)?;
+            let states = lstm.seq(&xs)?;
+            let mut g = gru.zero_state(1)?;
+            for t in 0..3 {
+                g = gru.step(&xs.i((.., t, ..))?.contiguous()?, &g)?;
+            }
+            let h = (states[2].h() + g.h())?;
+            candle_nn::loss::cross_entropy(&head.forward(&h)?, &ys)
+        })?;
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+        Ok(())
+    });
+    // The LSTM's sequence is one call, each GRU step one.
+    let want = expect(&[
+        ("embedding", String::from("embed")),
+        ("lstm", String::from("lstm")),
+        ("gru", String::from("dec")),
+        ("gru", String::from("dec")),
+        ("gru", String::from("dec")),
+        ("linear", String::from("head")),
+    ]);
+    assert_eq!(named(&doc), want);
+    assert_eq!(
+        unnamed(&doc),
+        ["backward", "forward", "optimizer", "train_step"]
+    );
+    // Each is a leaf layer: one `op` row per call, named after its span.
+    let ops = |name: &str| doc.ops.iter().filter(|o| o.op_name == name).count();
+    assert_eq!((ops("lstm"), ops("gru")), (1, 3));
+    // The module rows meet the weights' gradients: LSTM weight_ih 32 × 4, weight_hh 32 × 8,
+    // two biases of 32 (4 gates × 8), f32: (128 + 256 + 64) × 4 = 1792 bytes; GRU (3 gates):
+    // (96 + 192 + 48) × 4 = 1344.
+    let paths = ModulePaths::new(&doc);
+    let tree = trace_tree(&doc, &paths);
+    let node = |key: &str| tree.nodes.iter().find(|n| n.key == key).unwrap();
+    let lstm = node("lstm");
+    assert!(lstm.measured);
+    assert_eq!(lstm.calls, 1);
+    assert_eq!(lstm.param_bytes, Some(1792));
+    assert_eq!(lstm.gradients.present, 4);
+    let gru = node("dec");
+    assert_eq!(gru.calls, 3);
+    assert_eq!(gru.param_bytes, Some(1344));
+    assert_eq!(gru.gradients.present, 4);
+}
+
+#[test]
+fn a_layer_whose_output_is_multiplied_by_zero_gets_all_zero_gradients_and_a_finding() {
+    // loss = Σ fc1(x) + Σ (fc2(x) ⊙ 0), x all ones, 0 a tensor of zeros: fc1's weight gets 2
+    // (the batch) in every entry and its bias 2, fc2's weight and bias exactly 0. candle computes fc2's gradients
+    // (they are not missing): a finding names the module they cannot train.
+    let doc = capture(|recorder| {
+        let device = Device::Cpu;
+        let varmap = VarMap::new();
+        let vb = VarBuilder::from_varmap(&varmap, DType::F32, &device);
+        let fc1 = nn::linear(4, 3, vb.pp("fc1"))?;
+        let fc2 = nn::linear(4, 3, vb.pp("fc2"))?;
+        let mut opt = SGD::new(varmap.all_vars(), 1e-2)?;
+        let xs = Tensor::ones((2, 4), DType::F32, &device)?;
+        let zeros = Tensor::zeros((2, 3), DType::F32, &device)?;
+        let loss = recorder.forward(|| {
+            fc1.forward(&xs)?.sum_all()? + fc2.forward(&xs)?.mul(&zeros)?.sum_all()?
+        })?;
+        let grads = recorder.backward(&loss)?;
+        recorder.optimizer_step(&mut opt, &grads, &varmap)?;
+        Ok(())
+    });
+    let states: BTreeMap<&str, GradientState> = doc
+        .gradients
+        .iter()
+        .map(|g| (g.key.as_str(), g.state))
+        .collect();
+    use GradientState::{Present, Zero};
+    assert_eq!(
+        states.into_iter().collect::<Vec<_>>(),
+        [
+            ("fc1.bias", Present),
+            ("fc1.weight", Present),
+            ("fc2.bias", Zero),
+            ("fc2.weight", Zero),
+        ]
+    );
+    let f = trace_findings(&[&doc])
+        .findings
+        .into_iter()
+        .find(|f| f.rule == "gradients_unusable")
+        .unwrap();
+    assert_eq!(
+        f.title,
+        "2 parameter(s) in 1 module(s) get an all-zero gradient; first: fc2"
+    );
+    assert_eq!(f.evidence, ["fc2: 2 all zero of 2 parameter(s)"]);
 }

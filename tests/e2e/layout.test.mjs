@@ -372,6 +372,14 @@ test('a gradient group links to the module span the module tree joins it to; one
   assert.equal(await page.getAttribute('[data-testid=flame-chart]', 'data-selected'), 's21');
   const linked = await page.$$eval('[data-testid=gradient-group][tabindex="0"]', (els) => els.length);
   assert.equal(linked, 20);
+  // In the module tree the embedding, known only from its weights, says "no span" and shows
+  // no time (the CLI's row: `no span`, `–`), beside `model`, a group of measured levels.
+  await openTab(page, 'modules');
+  await page.click('[data-testid=modules-expand-all]');
+  const row = async (key) => page.$eval(`[data-testid=module-row][data-key="${key}"]`,
+    (tr) => [...tr.children].slice(0, 6).map((c) => c.textContent.trim()));
+  assert.deepEqual(await row('model.embed_tokens'), ['embed_tokens (no span)', '–', '–', '–', '–', '–']);
+  assert.match((await row('model'))[0], /^▾?model \(group\)$/);
   assert.deepEqual(seen.errors, []);
   await page.close();
 });

@@ -212,6 +212,9 @@ async function checkProfileModuleRows(page, want, by, label) {
     const rows = await attrs(page, '[data-testid=profile-module-row]', ['data-key', 'data-calls', 'data-total', 'data-self', 'data-measured']);
     assert.deepEqual(rows, want.map((r) => ({ 'data-key': r.key, 'data-calls': String(r.calls), 'data-total': String(r.total_ns),
       'data-self': String(r.self_ns), 'data-measured': String(r.measured) })), label);
+    // A level no span has says "(group)", as the trace's modules tab and the CLI (Σ children).
+    const notes = await page.$$eval('[data-testid=profile-module-row] th', (ths) => ths.map((th) => th.textContent.endsWith(' (group)')));
+    assert.deepEqual(notes, want.map((r) => !r.measured), label);
     return rows.length;
   }
   const all = page.locator('[data-testid=profile-modules-all]');

@@ -93,6 +93,8 @@ fn tree_table(tree: &ModuleTree, limit: usize, time_only: bool) -> Table {
         }
     };
     for n in tree.nodes.iter().take(limit) {
+        // A module no span ran, known only from its weights: its time was not measured.
+        let no_span = !n.measured && n.children == 0;
         let mut cells = vec![
             format!("{}{}", "  ".repeat(n.depth as usize), n.label),
             String::from(match (n.measured, n.children) {
@@ -105,7 +107,11 @@ fn tree_table(tree: &ModuleTree, limit: usize, time_only: bool) -> Table {
             } else {
                 String::from("–")
             },
-            format_ns(n.total_ns),
+            if no_span {
+                String::from("–")
+            } else {
+                format_ns(n.total_ns)
+            },
             if n.measured {
                 format_ns(n.self_ns)
             } else {
@@ -125,7 +131,11 @@ fn tree_table(tree: &ModuleTree, limit: usize, time_only: bool) -> Table {
             .map(|(k, name)| format!("{k} {name}"))
             .collect();
             cells.extend([
-                share_text(n.share),
+                if no_span {
+                    String::from("–")
+                } else {
+                    share_text(n.share)
+                },
                 bytes(n.alloc_bytes, &tree.alloc_note),
                 bytes(n.graph_bytes, &tree.graph_note),
                 n.param_bytes.map_or(String::from("–"), format_bytes),

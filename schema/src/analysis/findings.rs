@@ -7,6 +7,10 @@
 //!   modules the forward ran (a span whose `module` is the gradients' module), the last one
 //!   first and named in the title, then the others in file order (the first
 //!   [`EVIDENCE_LINES`], then how many more); at stake: the parameters without one.
+//! - `gradients_unusable` — [`gradient_groups`]: every module with parameters whose gradient
+//!   arrived all zero or NaN / infinite (it cannot train them), those with a non-finite one
+//!   first, then nearest the loss as for `gradients_missing`; the first named in the title.
+//!   At stake: those parameters.
 //! - `backward_short` / `backward_long` — [`phase_breakdown`]:
 //!   backward below half the forward time (gradients reach few parameters), or above 3 × the
 //!   forward time. At stake: forward − backward, or backward − 3 × forward. Needs a forward
@@ -25,7 +29,10 @@
 //! - `memory_peak` — the [memory profile](crate::format::memory::MemoryProfile): the peak, the training
 //!   step of the outermost stepped span open at the peak's timestamp (on the span clock), and
 //!   the categories live at the peak (activations kept for backward, optimizer state,
-//!   gradients …), largest first. At stake: the peak bytes.
+//!   gradients …), largest first; of the category that step allocates (forward: activations,
+//!   backward: gradients, optimizer: optimizer), the bytes freed after the peak and before
+//!   the step's span ended are that step's temporaries, named apart (candle's AdamW makes a
+//!   dozen per parameter and copies the result into its state). At stake: the peak bytes.
 //! - `ttft_tail` — inference: TTFT p99 more than 2 × p50 ([`LatencyStats`](crate::analysis::requests::LatencyStats)),
 //!   with the requests at or above the p90 and their `shape.prompt_tokens`. At stake:
 //!   (p99 − p50) µs in ns. Needs at least [`MIN_REQUESTS`] requests with a TTFT.
@@ -210,6 +217,7 @@ mod tests {
     use crate::format::document::TraceDocument;
     use crate::format::profile::ProfileDocument;
     use alloc::string::ToString;
+    use alloc::vec;
 
     /// A step of `forward_ns`, then `backward_ns`, lasting twice their sum (so that neither
     /// takes more than half of it).
@@ -248,6 +256,124 @@ mod tests {
             .iter()
             .map(|x| (x.rule.as_str(), x.stake))
             .collect()
+    }
+
+    #[test]
+    fn gradients_that_arrive_all_zero_or_not_finite_are_a_finding() {
+        // `a` has two parameters, one all zero; `b` one NaN; `c` one missing (that is
+        // `gradients_missing`'s); `d` one present. No spans: file order, non-finite first.
+        let mut text = String::from(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+        );
+        for (i, (key, state)) in [
+            ("a.weight", "zero"),
+            ("a.bias", "present"),
+            ("b.weight", "non_finite"),
+            ("c.weight", "missing"),
+            ("d.weight", "present"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            text.push_str(&format!(
+                "\n{{\"kind\":\"gradient\",\"event_id\":\"g{i}\",\"root\":\"varmap\",\"key\":\"{key}\",\"state\":\"{state}\"}}"
+            ));
+        }
+        text.push('\n');
+        let d = TraceDocument::from_bytes(text.as_bytes());
+        let f = trace_findings(&[&d]);
+        let bad = f
+            .findings
+            .iter()
+            .find(|x| x.rule == "gradients_unusable")
+            .unwrap();
+        assert_eq!(
+            bad.title,
+            "2 parameter(s) in 2 module(s) get an unusable gradient (1 all zero, 1 NaN or infinite); first: b"
+        );
+        assert_eq!(bad.stake, Stake::Count(2));
+        assert_eq!(
+            bad.evidence,
+            [
+                "b: 1 NaN or infinite of 1 parameter(s)",
+                "a: 1 all zero of 2 parameter(s)"
+            ]
+        );
+        assert_eq!(
+            bad.link,
+            Some(Link::Row {
+                table: String::from("gradients"),
+                key: String::from("b")
+            })
+        );
+    }
+
+    #[test]
+    fn the_memory_peak_tells_a_pass_s_temporaries_from_what_it_keeps() {
+        // forward 0–100, backward 100–200, optimizer 200–400. Live at the optimizer's peak
+        // (t = 230): a forward activation a1 (1000 B, never freed), a backward gradient g1
+        // (2000 B, freed at 390, after the backward: kept), optimizer allocations o1 (4000 B)
+        // and o2 (3000 B) freed at 300, inside the optimizer, and o3 (1000 B, never freed).
+        // a2 (500 B) is freed at 50, before the peak. Peak 11000 B: the optimizer step's
+        // temporaries 7000 (64%), gradients 2000 (18%), activations 1000 (9%), optimizer state
+        // 1000 (9%); ties keep the categories' order.
+        let mut lines = vec![
+            String::from(
+                r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            ),
+            String::from(
+                r#"{"kind":"span_start","id":"s","name":"step","start_ns":0,"span_kind":"function","measured":true}"#,
+            ),
+        ];
+        for (id, step, start, ns) in [
+            ("f", "forward", 0, 100),
+            ("b", "backward", 100, 100),
+            ("o", "optimizer", 200, 200),
+        ] {
+            lines.push(format!(
+                r#"{{"kind":"span_start","id":"{id}","parent_id":"s","name":"{step}","start_ns":{start},"span_kind":"function","step":"{step}"}}"#
+            ));
+            lines.push(format!(
+                r#"{{"kind":"span_end","id":"{id}","duration_ns":{ns}}}"#
+            ));
+        }
+        lines.push(String::from(
+            r#"{"kind":"span_end","id":"s","duration_ns":400}"#,
+        ));
+        for (ts, tensor, span, bytes, action, category) in [
+            (10, "a1", "f", 1000, "alloc", "activation"),
+            (20, "a2", "f", 500, "alloc", "activation"),
+            (50, "a2", "f", 500, "free", "activation"),
+            (120, "g1", "b", 2000, "alloc", "gradient"),
+            (210, "o1", "o", 4000, "alloc", "optimizer"),
+            (220, "o2", "o", 3000, "alloc", "optimizer"),
+            (230, "o3", "o", 1000, "alloc", "optimizer"),
+            (300, "o1", "o", 4000, "free", "optimizer"),
+            (300, "o2", "o", 3000, "free", "optimizer"),
+            (390, "g1", "o", 2000, "free", "gradient"),
+        ] {
+            lines.push(format!(
+                r#"{{"kind":"memory","timestamp_ns":{ts},"tensor_id":"{tensor}","span_id":"{span}","device":"cpu","bytes":{bytes},"action":"{action}","dtype":"u8","category":"{category}"}}"#
+            ));
+        }
+        let text = lines.join("\n") + "\n";
+        let d = TraceDocument::from_bytes(text.as_bytes());
+        assert!(d.diagnostics.is_empty(), "{:?}", d.diagnostics);
+        let f = trace_findings(&[&d]);
+        let peak = f.findings.iter().find(|x| x.rule == "memory_peak").unwrap();
+        assert_eq!(
+            peak.title,
+            "memory peaks at 10.7 KiB in optimizer, held mostly by the optimizer step's temporaries (freed before it ended)"
+        );
+        assert_eq!(
+            peak.evidence,
+            [
+                "the optimizer step's temporaries (freed before it ended): 6.84 KiB (64%)",
+                "gradients: 1.95 KiB (18%)",
+                "activations (kept for backward): 1000 B (9%)",
+                "optimizer state: 1000 B (9%)",
+            ]
+        );
     }
 
     #[test]

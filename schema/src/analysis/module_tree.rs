@@ -973,11 +973,12 @@ mod tests {
 
     #[test]
     fn a_key_that_is_a_prefix_holds_the_levels_below_it() {
-        // A `stack` span over both layers takes their common prefix `model.layers`, so the
-        // layers are its children `0` and `1`, not the group `model`'s.
+        // A `stack` span named `model.layers` over both layers: the layers are its children
+        // `0` and `1`, not the group `model`'s. (Unnamed, it would take the module holding the
+        // list, `model`: `a_span_around_numbered_layers_keys_the_holder` below.)
         let mut l = Lines::new();
         let fwd = l.span(None, "forward", "function", 100, None);
-        let stack = l.span(Some(&fwd), "stack", "module", 50, None);
+        let stack = l.span(Some(&fwd), "stack", "module", 50, Some("model.layers"));
         l.span(
             Some(&stack),
             "linear",
@@ -1006,6 +1007,47 @@ mod tests {
                 r("      fc", true, 1, 20, 20),
                 r("    1", false, 0, 10, 0),
                 r("      fc", true, 1, 10, 10),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_span_around_numbered_layers_keys_the_holder() {
+        // BERT's `encoder` span over `bert.encoder.layer.0` and `.1` is the module
+        // `bert.encoder` (measured, the layers' parent), not a measured level `layer` under a
+        // group `encoder`.
+        let mut l = Lines::new();
+        let fwd = l.span(None, "forward", "function", 100, None);
+        let enc = l.span(Some(&fwd), "encoder", "module", 50, None);
+        l.span(
+            Some(&enc),
+            "linear",
+            "module",
+            20,
+            Some("bert.encoder.layer.0.dense"),
+        );
+        l.span(
+            Some(&enc),
+            "linear",
+            "module",
+            10,
+            Some("bert.encoder.layer.1.dense"),
+        );
+        let doc = l.doc();
+        let tree = trace_tree(&doc, &ModulePaths::new(&doc));
+        let r = |label: &str, measured: bool, calls: u64, total: u64, self_ns: u64| {
+            (String::from(label), measured, calls, total, self_ns)
+        };
+        // encoder: 50 ns, self 50 − 20 − 10 = 20.
+        assert_eq!(
+            rows(&tree),
+            [
+                r("bert", false, 0, 50, 0),
+                r("  encoder", true, 1, 50, 20),
+                r("    layer.0", false, 0, 20, 0),
+                r("      dense", true, 1, 20, 20),
+                r("    layer.1", false, 0, 10, 0),
+                r("      dense", true, 1, 10, 10),
             ]
         );
     }

@@ -13,7 +13,12 @@
 //!   2. else a module span whose descendants (in the layout tree, [`SpanTree`]) carry names has
 //!      the longest common prefix of those names by `.`-segments (`model.layers.1` is a prefix
 //!      of `model.layers.1.mlp`; `model.layers.1` and `model.layers.10` share `model.layers`),
-//!      when that prefix is not empty;
+//!      when that prefix is not empty; when every one of those names goes on past the prefix
+//!      with a segment of digits (the prefix is a list of numbered layers, which runs no
+//!      forward of its own), the prefix without its last segment, the module that holds the
+//!      list (T5's `block` span around `decoder.block.0.layer.0` … `layer.2` is
+//!      `decoder.block.0`, BERT's `encoder` around `bert.encoder.layer.0` … is `bert.encoder`),
+//!      when that is not empty;
 //!   3. else a module span has `<key of its nearest module ancestor>/<segment>`, or just
 //!      `<segment>` without one (Llama's `attn-rot` inside `attn`:
 //!      `model.layers.0.self_attn/attn-rot`);
@@ -88,10 +93,30 @@ fn common_segments(a: &str, b: &str) -> usize {
 /// A prefix of a span's module name: `(span index, byte length)`.
 type Prefix = (u32, u32);
 
-/// Per span, the longest common prefix of the module names of its strict descendants (`None`:
-/// no descendant has a name; a length of 0: they share none). One pass over the spans in
-/// reverse pre-order, so every child is done before its parent.
-fn prefixes_below(spans: &[Span], tree: &SpanTree) -> Vec<Option<Prefix>> {
+/// The names of a group of spans: their longest common prefix, and whether every one of them
+/// goes on past it with a segment of digits (the prefix is a list of numbered layers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Names {
+    prefix: Prefix,
+    indexed: bool,
+}
+
+/// Whether `segment` is a list index: one or more ASCII digits.
+fn is_index(segment: &str) -> bool {
+    !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The segment of `text` that starts at byte `at` (a segment boundary: 0, or a `.`'s place).
+fn segment_at(text: &str, at: usize) -> &str {
+    let from = if at == 0 { 0 } else { at + 1 };
+    let rest = text.get(from..).unwrap_or("");
+    rest.split('.').next().unwrap_or("")
+}
+
+/// Per span, the names of its strict descendants (`None`: no descendant has a name; a prefix
+/// length of 0: they share none). One pass over the spans in reverse pre-order, so every child
+/// is done before its parent.
+fn prefixes_below(spans: &[Span], tree: &SpanTree) -> Vec<Option<Names>> {
     let text = |p: Prefix| {
         spans
             .get(p.0 as usize)
@@ -99,17 +124,29 @@ fn prefixes_below(spans: &[Span], tree: &SpanTree) -> Vec<Option<Prefix>> {
             .and_then(|m| m.get(..p.1 as usize))
             .unwrap_or("")
     };
-    let join = |a: Option<Prefix>, b: Option<Prefix>| match (a, b) {
+    // Whether every name of group `g` goes on past its first `n` bytes with an index: past
+    // its own prefix, its flag; inside it, the prefix's own next segment (all share it).
+    let indexed_past = |g: Names, n: usize| {
+        if n >= g.prefix.1 as usize {
+            g.indexed
+        } else {
+            is_index(segment_at(text(g.prefix), n))
+        }
+    };
+    let join = |a: Option<Names>, b: Option<Names>| match (a, b) {
         (Some(x), Some(y)) => {
-            let n = common_segments(text(x), text(y));
-            Some((x.0, u32::try_from(n).unwrap_or(0)))
+            let n = common_segments(text(x.prefix), text(y.prefix));
+            Some(Names {
+                prefix: (x.prefix.0, u32::try_from(n).unwrap_or(0)),
+                indexed: indexed_past(x, n) && indexed_past(y, n),
+            })
         }
         (x, None) | (None, x) => x,
     };
     let n = spans.len();
-    let mut below: Vec<Option<Prefix>> = vec![None; n];
+    let mut below: Vec<Option<Names>> = vec![None; n];
     // Below and including each span.
-    let mut within: Vec<Option<Prefix>> = vec![None; n];
+    let mut within: Vec<Option<Names>> = vec![None; n];
     for &i in tree.preorder().iter().rev() {
         let i = i as usize;
         let mut acc = None;
@@ -117,10 +154,35 @@ fn prefixes_below(spans: &[Span], tree: &SpanTree) -> Vec<Option<Prefix>> {
             acc = join(acc, within[c as usize]);
         }
         below[i] = acc;
-        let own = module_name(&spans[i]).map(|m| (i as u32, u32::try_from(m.len()).unwrap_or(0)));
+        // A name of its own ends at its own length: it goes on past nothing.
+        let own = module_name(&spans[i]).map(|m| Names {
+            prefix: (i as u32, u32::try_from(m.len()).unwrap_or(0)),
+            indexed: false,
+        });
         within[i] = join(own, acc);
     }
     below
+}
+
+/// Rule 2's key of a span whose descendants' names are `names`: their common prefix, or, when
+/// that is a list of numbered layers, the module holding the list (the prefix without its last
+/// segment, where one is left); `None` for an empty prefix.
+fn holder_of(spans: &[Span], names: Names) -> Option<Prefix> {
+    let (at, len) = names.prefix;
+    if len == 0 {
+        return None;
+    }
+    if names.indexed {
+        let text = spans
+            .get(at as usize)
+            .and_then(module_name)
+            .and_then(|m| m.get(..len as usize))
+            .unwrap_or("");
+        if let Some(dot) = text.rfind('.').filter(|&d| d > 0) {
+            return Some((at, u32::try_from(dot).unwrap_or(0)));
+        }
+    }
+    Some((at, len))
 }
 
 /// The module key of every span of a document (see the module docs for the rule).
@@ -206,9 +268,11 @@ impl ModulePaths {
                 // Rule 1, its own name; rule 2, the common prefix of the names below it.
                 let named: Option<Prefix> = match module_name(span) {
                     Some(m) => Some((c, u32::try_from(m.len()).unwrap_or(0))),
-                    None if names && span.span_kind == SpanKind::Module => {
-                        below.get(c as usize).copied().flatten().filter(|p| p.1 > 0)
-                    }
+                    None if names && span.span_kind == SpanKind::Module => below
+                        .get(c as usize)
+                        .copied()
+                        .flatten()
+                        .and_then(|b| holder_of(spans, b)),
                     None => None,
                 };
                 let path = if let Some(p) = named {
@@ -1049,9 +1113,55 @@ mod tests {
         let doc = d.read();
         let paths = ModulePaths::new(&doc);
         let p = |id: &str| paths.path(doc.span_index(id).unwrap()).to_string();
-        assert_eq!(p(&stack), "model.layers");
+        // `model.layers.1.mlp` and `model.layers.10.mlp` share `model.layers`, a list of
+        // numbered layers both go on past with an index: the span is the module holding it.
+        assert_eq!(p(&stack), "model");
         assert_eq!(p(&pair), "model.layers.1.mlp");
         assert_eq!(p(&apart), "apart");
+    }
+
+    #[test]
+    fn a_span_around_numbered_layers_is_the_module_holding_the_list() {
+        // T5's decoder block: a `block` span around its three layers `layer.0` … `layer.2`
+        // (`self-attn`, `cross-attn`, `layer-ff`), each holding named linears.
+        let mut d = Doc::new();
+        let fwd = d.span(None, "forward", "function", 100);
+        let block = d.span(Some(&fwd), "block", "module", 90);
+        let mut layers = Vec::new();
+        for (k, (name, inner)) in [
+            ("self-attn", "SelfAttention.q"),
+            ("cross-attn", "EncDecAttention.q"),
+            ("layer-ff", "DenseReluDense.wi"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let layer = d.span(Some(&block), name, "module", 20);
+            let m = format!("decoder.block.0.layer.{k}.{inner}");
+            d.named(Some(&layer), "linear", "module", 5, Some(&m));
+            layers.push(layer);
+        }
+        // One numbered layer beside a name that is no index: the plain prefix.
+        let mixed = d.span(Some(&fwd), "mixed", "module", 5);
+        d.named(Some(&mixed), "linear", "module", 1, Some("enc.layers.0.q"));
+        d.named(Some(&mixed), "norm", "module", 1, Some("enc.layers.norm"));
+        // A span holding a named list itself and its layers: the list's own name ends there.
+        let own = d.span(Some(&fwd), "own", "module", 5);
+        d.named(Some(&own), "list", "module", 3, Some("dec.layers"));
+        d.named(Some(&own), "linear", "module", 1, Some("dec.layers.0.q"));
+        // A list at the root of the names: nothing is left above it, so the list it stays.
+        let root_list = d.span(Some(&fwd), "stack", "module", 5);
+        d.named(Some(&root_list), "linear", "module", 1, Some("h.0.attn"));
+        d.named(Some(&root_list), "linear", "module", 1, Some("h.1.attn"));
+        let doc = d.read();
+        let paths = ModulePaths::new(&doc);
+        let p = |id: &str| paths.path(doc.span_index(id).unwrap()).to_string();
+        assert_eq!(p(&block), "decoder.block.0");
+        // Each layer holds one named linear: its prefix is the linear's whole name.
+        assert_eq!(p(&layers[0]), "decoder.block.0.layer.0.SelfAttention.q");
+        assert_eq!(p(&mixed), "enc.layers");
+        assert_eq!(p(&own), "dec.layers");
+        assert_eq!(p(&root_list), "h");
     }
 
     #[test]

@@ -263,7 +263,7 @@ pub fn ModulesTab() -> impl IntoView {
                 })}
                 <details class="how-to-read">
                     <summary>"how to read"</summary>
-                    "Modules by their place in the model (their weights' names, or the nesting of module spans), as a tree, or every place of a leaf name together; calls and total count a module's outermost spans, self every span; share = total / measured total; memory and gradients include the node's subtree; every level sorts by the column clicked. A group (a level no span has) adds up its children."
+                    "Modules by their place in the model (their weights' names, or the nesting of module spans), as a tree, or every place of a leaf name together; calls and total count a module's outermost spans, self every span; share = total / measured total; memory and gradients include the node's subtree; every level sorts by the column clicked. A group (a level no span has) adds up its children; a module known only from its weights, which no span ran, says no span and shows no time."
                 </details>
             </div>
             {move || (count.get() == 0).then(|| view! {
@@ -348,7 +348,7 @@ pub fn ModulesTab() -> impl IntoView {
                                             </button>
                                         })}
                                         {node.label.clone()}
-                                        {(!node.measured).then(|| view! { <span class="muted" title="a group: no span ran it; its total adds up its children's">" (group)"</span> })}
+                                        {node.note().map(|(note, title)| view! { <span class="muted" title=title>{note}</span> })}
                                     </th>
                                     <td class="num">{node.calls_text()}</td>
                                     <td class="num">{node.total_text()}</td>
@@ -637,6 +637,7 @@ fn ProfileModuleTree(
                                         </button>
                                     })}
                                     {node.label.clone()}
+                                    {node.note().map(|(note, title)| view! { <span class="muted" title=title>{note}</span> })}
                                 </th>
                                 <td class="num">{node.calls_text()}</td>
                                 <td class="num">{node.total_text()}</td>

@@ -153,9 +153,38 @@ pub struct Node {
 }
 
 impl Node {
-    /// Total time, human.
+    /// A module no span ran that has nothing below it: known only from its weights (its
+    /// parameters and gradients), its time not measured. The CLI's `no span`.
+    pub fn no_span(&self) -> bool {
+        !self.measured && self.children.is_empty()
+    }
+
+    /// The note after the label and its tooltip: `(group)` for a level no span has that adds
+    /// up its children, `(no span)` for a module known only from its weights, none for a
+    /// measured node.
+    pub fn note(&self) -> Option<(&'static str, &'static str)> {
+        if self.measured {
+            None
+        } else if self.no_span() {
+            Some((
+                " (no span)",
+                "no span ran it: a module known from its weights (parameters, gradients); its time was not measured",
+            ))
+        } else {
+            Some((
+                " (group)",
+                "a group: no span ran it; its total adds up its children's",
+            ))
+        }
+    }
+
+    /// Total time, human; `–` for a module no span ran ([`Node::no_span`]): not measured, not 0.
     pub fn total_text(&self) -> String {
-        format_ns(self.total_ns)
+        if self.no_span() {
+            "–".to_string()
+        } else {
+            format_ns(self.total_ns)
+        }
     }
     /// Self time, human; `–` for a group (no span ran it), as the CLI shows it.
     pub fn self_text(&self) -> String {
@@ -174,9 +203,13 @@ impl Node {
             "–".to_string()
         }
     }
-    /// Share, as the modules table writes it.
+    /// Share, as the modules table writes it; `–` for a module no span ran.
     pub fn share_text(&self) -> String {
-        share_text(self.share)
+        if self.no_span() {
+            "–".to_string()
+        } else {
+            share_text(self.share)
+        }
     }
 }
 
@@ -728,6 +761,36 @@ mod tests {
                 (0..schema.nodes.len()).collect::<Vec<_>>()
             );
         }
+    }
+
+    #[test]
+    fn a_module_no_span_ran_says_so_and_shows_no_time() {
+        // mistral_names: `model.embed_tokens` fetches its weight outside any span (candle-nn's
+        // embedding opens none) and gets a gradient; `model` is a group of measured levels.
+        let d = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/modules/mistral_names.trace6.jsonl"
+        ));
+        let t = ModuleTree::of_schema(&trace_tree(&d, &ModulePaths::new(&d)));
+        let n = |k: &str| &t.nodes[t.node_of_key(k).unwrap()];
+        let embed = n("model.embed_tokens");
+        assert!(embed.no_span());
+        assert_eq!(embed.note().map(|(text, _)| text), Some(" (no span)"));
+        assert_eq!(
+            (
+                embed.calls_text(),
+                embed.total_text(),
+                embed.self_text(),
+                embed.share_text()
+            ),
+            ("–".into(), "–".into(), "–".into(), "–".into())
+        );
+        let model = n("model");
+        assert!(!model.no_span());
+        assert_eq!(model.note().map(|(text, _)| text), Some(" (group)"));
+        assert_ne!(model.total_text(), "–");
+        let head = n("lm_head");
+        assert_eq!(head.note(), None);
+        assert_eq!(head.total_text(), format_ns(head.total_ns));
     }
 
     #[test]

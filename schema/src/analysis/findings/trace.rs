@@ -7,13 +7,13 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use hashbrown::HashMap;
 
-use crate::analysis::gradients::{gradient_groups, GradientFlow};
+use crate::analysis::gradients::{gradient_groups, GradientFlow, GradientGroup};
 use crate::analysis::modules::{level_ends, module_rows, ModuleGrouping, ModulePaths};
 use crate::analysis::phases::phase_breakdown;
 use crate::analysis::steps::StepSet;
 use crate::analysis::units::{format_bytes, format_ns};
 use crate::format::document::TraceDocument;
-use crate::format::events::{Pass, TensorCategory};
+use crate::format::events::{MemoryAction, Pass, TensorCategory};
 
 use super::{percent, row, Finding, Findings, Link, Stake, EVIDENCE_LINES};
 
@@ -85,18 +85,7 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
         ));
     } else if let Some(&(first_stop, last_run)) = stopped.first() {
         let missing: u64 = stopped.iter().map(|(g, _)| g.counts.missing).sum();
-        // Named as in the gradients tab and every other table; only where the parameters
-        // come from several roots (a `VarMap` each) does a name say its root.
-        let several_roots = groups.iter().any(|g| g.root != groups[0].root);
-        let module = |g: &crate::analysis::gradients::GradientGroup| match (
-            several_roots,
-            g.module.is_empty(),
-        ) {
-            (false, false) => g.module.clone(),
-            (false, true) => String::from("(top level)"),
-            (true, false) => format!("{}.{}", g.root, g.module),
-            (true, true) => format!("{} (top level)", g.root),
-        };
+        let module = |g: &GradientGroup| group_name(&groups, g);
         let mut title = format!(
             "{missing} parameter(s) in {} module(s) get no gradient",
             stopped.len()
@@ -133,6 +122,62 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
                 lines
             },
             link: row("gradients", &first_stop.module),
+        });
+    }
+
+    // Gradients that arrive but cannot train: all zero, or NaN or infinite.
+    let unusable = |g: &GradientGroup| g.counts.zero + g.counts.non_finite;
+    let bad_in = groups.iter().filter(|g| unusable(g) > 0);
+    let last_run = last_forward_starts(doc, bad_in.clone().map(|g| g.module.as_str()));
+    let mut bad: Vec<_> = bad_in
+        .map(|g| (g, last_run.get(g.module.as_str()).copied()))
+        .collect();
+    // Non-finite first (one NaN spreads to every parameter at the next update), then nearest
+    // the loss, as for missing gradients (the sorts are stable).
+    sort::by_key(&mut bad, |g| core::cmp::Reverse(g.1));
+    sort::by_key(&mut bad, |g| core::cmp::Reverse(g.0.counts.non_finite > 0));
+    if let Some(&(first, _)) = bad.first() {
+        let zero: u64 = bad.iter().map(|(g, _)| g.counts.zero).sum();
+        let non_finite: u64 = bad.iter().map(|(g, _)| g.counts.non_finite).sum();
+        let kinds = match (zero, non_finite) {
+            (_, 0) => String::from("an all-zero gradient"),
+            (0, _) => String::from("a NaN or infinite gradient"),
+            (z, n) => format!("an unusable gradient ({z} all zero, {n} NaN or infinite)"),
+        };
+        let mut evidence: Vec<String> = bad
+            .iter()
+            .take(EVIDENCE_LINES)
+            .map(|(g, _)| {
+                let parts: Vec<String> = [
+                    (g.counts.non_finite, "NaN or infinite"),
+                    (g.counts.zero, "all zero"),
+                ]
+                .iter()
+                .filter(|(k, _)| *k > 0)
+                .map(|(k, what)| format!("{k} {what}"))
+                .collect();
+                format!(
+                    "{}: {} of {} parameter(s)",
+                    group_name(&groups, g),
+                    parts.join(", "),
+                    g.params
+                )
+            })
+            .collect();
+        if bad.len() > EVIDENCE_LINES {
+            evidence.push(format!("and {} more module(s)", bad.len() - EVIDENCE_LINES));
+        }
+        found.push(Finding {
+            rule: String::from("gradients_unusable"),
+            title: format!(
+                "{} parameter(s) in {} module(s) get {kinds}; first: {}",
+                zero + non_finite,
+                bad.len(),
+                group_name(&groups, first)
+            ),
+            stake: Stake::Count(zero + non_finite),
+            evidence,
+            link: row("gradients", &first.module),
         });
     }
 
@@ -303,22 +348,28 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
     if let Some(why) = crate::analysis::summary::NotCaptured::of(doc).memory {
         notes.push(format!("memory_peak: memory {why}"));
     } else if m.peak_bytes > 0 {
-        let phase = m.peak_timestamp_ns.and_then(|ts| step_at(doc, ts));
-        let mut held: Vec<(TensorCategory, u64)> = TensorCategory::ALL
+        let pass = m.peak_timestamp_ns.and_then(|ts| pass_at(doc, ts));
+        let phase = pass.map(|(p, _)| pass_name(p));
+        // The bytes the open pass allocated and freed before it ended: its temporaries, not
+        // what its category keeps (activations for backward, gradients, optimizer state).
+        let temporaries = match (pass, m.peak_timestamp_ns) {
+            (Some((p, end_ns)), Some(ts)) => freed_by(doc, category_of(p), ts, end_ns),
+            _ => 0,
+        };
+        let mut held: Vec<(Holder, u64)> = TensorCategory::ALL
             .iter()
             .zip(m.peak_by_category)
+            .flat_map(|(c, b)| match pass {
+                Some((p, _)) if category_of(p) == *c => {
+                    let t = temporaries.min(b);
+                    [(Holder::Kept(*c), b - t), (Holder::Temporaries(p), t)]
+                }
+                _ => [(Holder::Kept(*c), b), (Holder::Kept(*c), 0)],
+            })
             .filter(|(_, b)| *b > 0)
-            .map(|(c, b)| (*c, b))
             .collect();
         sort::by_key(&mut held, |h| core::cmp::Reverse(h.1));
-        let holder = |c: TensorCategory| match c {
-            TensorCategory::Activation => "activations (kept for backward)",
-            TensorCategory::Optimizer => "optimizer state",
-            TensorCategory::Gradient => "gradients",
-            TensorCategory::Parameter => "parameters",
-            TensorCategory::Other => "other",
-        };
-        let held_by = held.first().map_or("nothing recorded", |(c, _)| holder(*c));
+        let held_by = held.first().map_or("nothing recorded", |(h, _)| h.text());
         found.push(Finding {
             rule: String::from("memory_peak"),
             title: format!(
@@ -329,10 +380,10 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
             stake: Stake::Bytes(m.peak_bytes),
             evidence: held
                 .iter()
-                .map(|(c, b)| {
+                .map(|(h, b)| {
                     format!(
                         "{}: {} ({})",
-                        holder(*c),
+                        h.text(),
                         format_bytes(*b),
                         percent(*b, m.peak_bytes)
                     )
@@ -344,17 +395,102 @@ pub fn trace_findings(docs: &[&TraceDocument]) -> Findings {
     Findings::ranked(found, notes)
 }
 
-/// The step (`forward` …) of the outermost stepped span open at `ts`, or `None`.
-fn step_at(doc: &TraceDocument, ts: u64) -> Option<&'static str> {
+/// A gradient group's module as the gradients tab and every other table name it; only where
+/// the parameters come from several roots (a `VarMap` each) does a name say its root.
+fn group_name(groups: &[GradientGroup], g: &GradientGroup) -> String {
+    let several_roots = groups.iter().any(|x| x.root != g.root);
+    match (several_roots, g.module.is_empty()) {
+        (false, false) => g.module.clone(),
+        (false, true) => String::from("(top level)"),
+        (true, false) => format!("{}.{}", g.root, g.module),
+        (true, true) => format!("{} (top level)", g.root),
+    }
+}
+
+/// What holds bytes live at the memory peak, as the `memory_peak` finding names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holder {
+    /// Bytes of a category kept past the pass that allocated them (or any, for a category
+    /// the pass open at the peak did not allocate).
+    Kept(TensorCategory),
+    /// Bytes the pass open at the peak allocated and freed before it ended.
+    Temporaries(Pass),
+}
+
+impl Holder {
+    fn text(self) -> &'static str {
+        match self {
+            Holder::Kept(TensorCategory::Activation) => "activations (kept for backward)",
+            Holder::Kept(TensorCategory::Optimizer) => "optimizer state",
+            Holder::Kept(TensorCategory::Gradient) => "gradients",
+            Holder::Kept(TensorCategory::Parameter) => "parameters",
+            Holder::Kept(TensorCategory::Other) => "other",
+            Holder::Temporaries(Pass::Forward) => {
+                "the forward's temporaries (freed before it ended)"
+            }
+            Holder::Temporaries(Pass::Backward) => {
+                "the backward's temporaries (freed before it ended)"
+            }
+            Holder::Temporaries(Pass::Optimizer) => {
+                "the optimizer step's temporaries (freed before it ended)"
+            }
+        }
+    }
+}
+
+/// The category of the memory a pass allocates (capture's rule, SCHEMA.md §4).
+fn category_of(pass: Pass) -> TensorCategory {
+    match pass {
+        Pass::Forward => TensorCategory::Activation,
+        Pass::Backward => TensorCategory::Gradient,
+        Pass::Optimizer => TensorCategory::Optimizer,
+    }
+}
+
+/// A pass's name in a finding.
+fn pass_name(pass: Pass) -> &'static str {
+    match pass {
+        Pass::Forward => "forward",
+        Pass::Backward => "backward",
+        Pass::Optimizer => "optimizer",
+    }
+}
+
+/// The step (`forward` …) of the outermost stepped span open at `ts` and that span's end, or
+/// `None`.
+fn pass_at(doc: &TraceDocument, ts: u64) -> Option<(Pass, u64)> {
     doc.spans
         .iter()
         .enumerate()
         .filter(|(_, s)| s.pass.is_some() && s.start_ns <= ts && ts < s.end_ns())
         .min_by_key(|(i, _)| doc.tree.depth.get(*i).copied().unwrap_or(u32::MAX))
-        .and_then(|(_, s)| s.pass)
-        .map(|s| match s {
-            Pass::Forward => "forward",
-            Pass::Backward => "backward",
-            Pass::Optimizer => "optimizer",
-        })
+        .and_then(|(_, s)| Some((s.pass?, s.end_ns())))
+}
+
+/// The bytes of the allocations of `category` live at the peak (`peak_ns`) that are freed
+/// after it and no later than `end_ns`.
+fn freed_by(doc: &TraceDocument, category: TensorCategory, peak_ns: u64, end_ns: u64) -> u64 {
+    let m = &doc.memory_profile;
+    let Some(device) = m.peak_device.as_deref() else {
+        return 0;
+    };
+    let mut live: HashMap<&str, u64> = m
+        .live_at_peak
+        .iter()
+        .filter(|a| a.category == category)
+        .map(|a| (a.tensor_id.as_str(), a.bytes))
+        .collect();
+    let mut freed = 0u64;
+    for r in doc.memory.iter() {
+        if r.action == MemoryAction::Free
+            && r.device == device
+            && peak_ns < r.timestamp_ns
+            && r.timestamp_ns <= end_ns
+        {
+            if let Some(bytes) = live.remove(r.tensor_id) {
+                freed = freed.saturating_add(bytes);
+            }
+        }
+    }
+    freed
 }
