@@ -34,7 +34,9 @@
 //!   the step's span ended are that step's temporaries, named apart (candle's AdamW makes a
 //!   dozen per parameter and copies the result into its state). At stake: the peak bytes.
 //! - `ttft_tail` — inference: TTFT p99 more than 2 × p50 ([`LatencyStats`](crate::analysis::requests::LatencyStats)),
-//!   with the requests at or above the p90 and their `shape.prompt_tokens`. At stake:
+//!   with the requests at or above the p90 and their `shape.prompt_tokens`; the request whose
+//!   earliest event is the profile's earliest is named as the first (whatever the server sets up
+//!   on its first request counts in its TTFT), in the title too when it is the slowest. At stake:
 //!   (p99 − p50) µs in ns. Needs at least [`MIN_REQUESTS`] requests with a TTFT.
 //! - `itl_drift` — inference: a request whose mean inter-token latency over the second half of
 //!   its `itl_nanos` is more than 1.5 × the mean over the first half (integer means; the middle
@@ -743,6 +745,45 @@ mod tests {
             .notes
             .iter()
             .any(|n| n.starts_with("batch_underfill: 3 batched forward(s)")));
+    }
+
+    #[test]
+    fn a_ttft_tail_led_by_the_first_request_says_so() {
+        use crate::analysis::request_axis::tests::request;
+        // TTFTs a 5000, b 1000, c 1100, d 1200 µs, a opened first: sorted 1000, 1100, 1200,
+        // 5000, p50 (rank 2) 1100, p90 (rank ceil 3.6 = 4) and p99 5000 > 2 × 1100.
+        let ms: i64 = 1_000_000;
+        let text = [
+            request("a", 0, "main", 6000, &[5_000_000, 5_500_000]),
+            request("b", 10 * ms, "main", 2000, &[1_000_000, 1_500_000]),
+            request("c", 20 * ms, "main", 2000, &[1_100_000, 1_600_000]),
+            request("d", 30 * ms, "main", 2000, &[1_200_000, 1_700_000]),
+        ]
+        .concat();
+        let doc = crate::format::profile::read_profile(text.as_bytes());
+        let f = profile_findings(&doc);
+        let tail = f.findings.iter().find(|x| x.rule == "ttft_tail").unwrap();
+        assert_eq!(
+            tail.title,
+            "TTFT p99 (5000 µs) is 4.5× the p50 (1100 µs); the slowest is the profile's first request"
+        );
+        assert_eq!(
+            tail.evidence[1],
+            "a: TTFT 5000 µs, prompt 4 tokens; the profile's first request (what the server set \
+             up on its first request counts in its TTFT)"
+        );
+        // The same TTFTs with d opened first: nothing said of a.
+        let text = [
+            request("a", 0, "main", 6000, &[5_000_000, 5_500_000]),
+            request("b", 10 * ms, "main", 2000, &[1_000_000, 1_500_000]),
+            request("c", 20 * ms, "main", 2000, &[1_100_000, 1_600_000]),
+            request("d", -ms, "main", 2000, &[1_200_000, 1_700_000]),
+        ]
+        .concat();
+        let f = profile_findings(&crate::format::profile::read_profile(text.as_bytes()));
+        let tail = f.findings.iter().find(|x| x.rule == "ttft_tail").unwrap();
+        assert_eq!(tail.title, "TTFT p99 (5000 µs) is 4.5× the p50 (1100 µs)");
+        assert_eq!(tail.evidence[1], "a: TTFT 5000 µs, prompt 4 tokens");
     }
 
     #[test]

@@ -31,17 +31,24 @@ pub fn profile_findings(doc: &ProfileDocument) -> Findings {
                     })
                     .collect();
                 sort::by(&mut slow, |a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+                let first = first_request(doc);
                 let mut evidence = alloc::vec![format!(
                     "TTFT p50 {} µs, p90 {} µs, p99 {} µs over {} request(s)",
                     p.p50, p.p90, p.p99, p.count
                 )];
                 for (id, t, prompt) in &slow {
                     evidence.push(format!(
-                        "{id}: TTFT {t} µs, prompt {}",
+                        "{id}: TTFT {t} µs, prompt {}{}",
                         prompt.map_or_else(
                             || String::from("length unknown"),
                             |n| format!("{n} tokens")
-                        )
+                        ),
+                        if first == Some(*id) {
+                            "; the profile's first request (what the server set up on its first \
+                             request counts in its TTFT)"
+                        } else {
+                            ""
+                        }
                     ));
                 }
                 let median_prompt = {
@@ -58,10 +65,15 @@ pub fn profile_findings(doc: &ProfileDocument) -> Findings {
                 found.push(Finding {
                     rule: String::from("ttft_tail"),
                     title: format!(
-                        "TTFT p99 ({} µs) is {:.1}× the p50 ({} µs)",
+                        "TTFT p99 ({} µs) is {:.1}× the p50 ({} µs){}",
                         p.p99,
                         p.p99 as f64 / p.p50.max(1) as f64,
-                        p.p50
+                        p.p50,
+                        if slow.first().map(|s| s.0) == first && first.is_some() {
+                            "; the slowest is the profile's first request"
+                        } else {
+                            ""
+                        }
                     ),
                     stake: Stake::Ns((p.p99 - p.p50).saturating_mul(1000)),
                     evidence,
@@ -343,6 +355,21 @@ fn percent_of(part: i64, whole: i64) -> String {
 }
 
 /// `shape.prompt_tokens` of the request's first event that has it.
+/// The request whose earliest event is the profile's earliest (the first in the file among
+/// equals); engines' events are no request's.
+fn first_request(doc: &ProfileDocument) -> Option<&str> {
+    let mut first: Option<(i64, &str)> = None;
+    for r in &doc.records {
+        let (Some(id), Some(ts)) = (r.event.request_id.as_deref(), r.event.ts_unix_nanos) else {
+            continue;
+        };
+        if crate::format::profile::engine_of(r).is_none() && first.is_none_or(|(t, _)| ts < t) {
+            first = Some((ts, id));
+        }
+    }
+    first.map(|(_, id)| id)
+}
+
 fn prompt_tokens(doc: &ProfileDocument, request_id: &str) -> Option<u64> {
     doc.records
         .iter()
