@@ -196,7 +196,9 @@ fn common_prefix<'a>(names: &[&'a str]) -> Option<&'a str> {
 /// One factual sentence about where gradients arrived, from [`gradient_groups`]; `None`
 /// without gradients. It states how many parameters have no gradient, which modules received
 /// gradients, and how many modules received none (with their shared name prefix and a few
-/// names); modules with only some parameters missing are named apart. It does not guess the
+/// names); modules with only some parameters missing are named apart. How many gradients
+/// arrived zero or non-finite is said beside the missing ones, as such a module still counts
+/// among those that receive gradients. It does not guess the
 /// model's layer order: modules are listed in file order.
 pub fn gradient_finding(groups: &[GradientGroup]) -> Option<String> {
     let params: u64 = groups.iter().map(|g| g.params).sum();
@@ -204,6 +206,8 @@ pub fn gradient_finding(groups: &[GradientGroup]) -> Option<String> {
         return None;
     }
     let missing: u64 = groups.iter().map(|g| g.counts.missing).sum();
+    let zero: u64 = groups.iter().map(|g| g.counts.zero).sum();
+    let non_finite: u64 = groups.iter().map(|g| g.counts.non_finite).sum();
     let of_flow = |flow: GradientFlow| -> Vec<&str> {
         groups
             .iter()
@@ -217,8 +221,6 @@ pub fn gradient_finding(groups: &[GradientGroup]) -> Option<String> {
         of_flow(GradientFlow::AllMissing),
     );
     if missing == 0 {
-        let zero: u64 = groups.iter().map(|g| g.counts.zero).sum();
-        let non_finite: u64 = groups.iter().map(|g| g.counts.non_finite).sum();
         let mut s = format!("all {params} parameters have a gradient");
         if zero + non_finite > 0 {
             s.push_str(&format!(" ({zero} zero, {non_finite} non-finite)"));
@@ -231,6 +233,13 @@ pub fn gradient_finding(groups: &[GradientGroup]) -> Option<String> {
         let verb = if missing == 1 { "has" } else { "have" };
         format!("{missing} of {params} parameters {verb} no gradient")
     };
+    if zero + non_finite > 0 {
+        // The modules named below as receiving gradients may receive only these.
+        s.push_str(&format!(
+            " and {} a gradient that cannot train ({zero} zero, {non_finite} non-finite)",
+            zero + non_finite
+        ));
+    }
     let receivers: Vec<&str> = none.iter().chain(&partly).copied().collect();
     if !receivers.is_empty() {
         let only = if all.is_empty() { "" } else { "only " };
@@ -515,11 +524,13 @@ mod tests {
                 ("other", "head", 1, 0, 0, GradientFlow::NoneMissing),
             ]
         );
-        // 3 of 6 missing; receivers: head, head (two roots), then the partly module enc.fc;
-        // one module without any: the top level (no shared prefix with one name).
+        // 3 of 6 missing, and of the 3 with one r's head is zero and other's non-finite;
+        // receivers: head, head (two roots), then the partly module enc.fc; one module without
+        // any: the top level (no shared prefix with one name).
         assert_eq!(
             gradient_finding(&groups).unwrap(),
-            "3 of 6 parameters have no gradient; only head, head and enc.fc receive gradients; \
+            "3 of 6 parameters have no gradient and 2 a gradient that cannot train (1 zero, \
+             1 non-finite); only head, head and enc.fc receive gradients; \
              no gradient reaches 1 module: (top level); some parameters missing in enc.fc"
         );
         assert_eq!(module_of("a.b.c"), "a.b");

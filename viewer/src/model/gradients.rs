@@ -308,11 +308,13 @@ mod tests {
             ]
         );
         assert!(g.groups[3].problem && !g.groups[2].problem);
+        // The fixture's `encoder.norm` arrives zero and `head.scale` non-finite.
         assert_eq!(
             g.finding.as_deref(),
             Some(
-                "1 of 8 parameters has no gradient; only fc1, fc2, head and aux receive \
-                 gradients; no gradient reaches 1 module: embed"
+                "1 of 8 parameters has no gradient and 2 a gradient that cannot train \
+                 (1 zero, 1 non-finite); only fc1, fc2, head and aux receive gradients; \
+                 no gradient reaches 1 module: embed"
             )
         );
     }
