@@ -186,6 +186,29 @@ mod tests {
     }
 
     #[test]
+    fn a_group_whose_ops_ran_in_no_span_stands_for_none() {
+        // tests/fixtures/links/README.md: spans step 0, fc1 1, act 2 (document order); matmul
+        // (300 ns) ran in fc1, add (200 ns) names the span `gone`, which is none, relu (100 ns)
+        // ran in act.
+        let d = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/links/unlinked_ops.trace6.jsonl"
+        ));
+        let rows = op_rows(&d, &op_span_indices(&d), OpGrouping::Name);
+        let got: Vec<(&str, u64, &[u32])> = rows
+            .iter()
+            .map(|r| (r.op_name.as_str(), r.total_ns, r.spans.as_slice()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("matmul", 300, &[1][..]),
+                ("add", 200, &[][..]),
+                ("relu", 100, &[2][..])
+            ]
+        );
+    }
+
+    #[test]
     fn grouping_by_shape_splits_groups() {
         let d = doc();
         let by_name = op_rows(&d, &op_span_indices(&d), OpGrouping::Name);
