@@ -72,7 +72,7 @@ pub fn OpTable() -> impl IntoView {
                 OpGrouping::Name
             };
             let mut rows = match page.and_then(|p| p.time_range()) {
-                Some(r) => op_rows_in(&model.doc, model.op_spans(), grouping, r),
+                Some(r) => op_rows_in(&model.doc, model.op_index(), model.op_spans(), grouping, r),
                 None => op_rows(&model.doc, model.op_spans(), grouping),
             };
             let s = sort.get();

@@ -5,6 +5,7 @@ use super::sort::sort_indices;
 use core::cmp::Ordering;
 
 use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
+use candle_trace_schema::analysis::range::{op_groups_in_with, OpIndex, TimeRange};
 use candle_trace_schema::format::document::TraceDocument;
 
 /// One row of the op table.
@@ -77,17 +78,18 @@ pub fn op_rows(doc: &TraceDocument, op_spans: &[Option<u32>], grouping: OpGroupi
     rows_of_groups(op_spans, op_groups(&doc.ops, grouping))
 }
 
-/// The rows for the ops of `doc` inside `range`
-/// (`schema::analysis::range::op_groups_in`), in the schema's order.
+/// The rows for the ops of `doc` inside `range` (`schema::analysis::range::op_groups_in`, from
+/// `index`: [`OpIndex::of`] `doc`'s ops), in the schema's order.
 pub fn op_rows_in(
     doc: &TraceDocument,
+    index: &OpIndex,
     op_spans: &[Option<u32>],
     grouping: OpGrouping,
-    range: candle_trace_schema::analysis::range::TimeRange,
+    range: TimeRange,
 ) -> Vec<OpRow> {
     rows_of_groups(
         op_spans,
-        candle_trace_schema::analysis::range::op_groups_in(&doc.ops, grouping, range),
+        op_groups_in_with(&doc.ops, index, grouping, range),
     )
 }
 
