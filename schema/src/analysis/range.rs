@@ -275,16 +275,25 @@ pub struct OpIndex {
 impl OpIndex {
     /// The index of `ops`.
     pub fn of(ops: &OpTable) -> Self {
+        // An op's group by the numbers of its stored strings and shape (cheap to hash), each
+        // such triple's group by the texts once (two numbers may stand for one text).
         let numbers = |grouping: OpGrouping| {
-            let mut index: HashMap<OpKey<'_>, u32> = HashMap::new();
-            let of_op: Vec<u32> = ops
-                .iter()
-                .map(|op| {
-                    let next = u32::try_from(index.len()).unwrap_or(u32::MAX);
-                    *index.entry(op_key(&op, grouping)).or_insert(next)
+            let mut by_key: HashMap<OpKey<'_>, u32> = HashMap::new();
+            let mut by_cells: HashMap<(u32, u32, u32), u32> = HashMap::new();
+            let of_op: Vec<u32> = (0..ops.len())
+                .zip(ops.cells())
+                .map(|(i, c)| {
+                    let cells = match grouping {
+                        OpGrouping::Name => (c.op_name, u32::MAX, u32::MAX),
+                        OpGrouping::NameShapeDtype => (c.op_name, c.shape, c.dtype),
+                    };
+                    *by_cells.entry(cells).or_insert_with(|| {
+                        let next = u32::try_from(by_key.len()).unwrap_or(u32::MAX);
+                        *by_key.entry(op_key(&ops.row(i), grouping)).or_insert(next)
+                    })
                 })
                 .collect();
-            (of_op, index.len())
+            (of_op, by_key.len())
         };
         let (by_name, names) = numbers(OpGrouping::Name);
         let (by_shape, shapes) = numbers(OpGrouping::NameShapeDtype);
