@@ -197,9 +197,11 @@ test('compare shows both sides in one chart; a path row selects both spans; keys
   await page.waitForSelector('[data-testid=span-details] dl.fields');
   assert.equal(await page.textContent('[data-testid=span-details] dl.fields dd'), 'backward');
   // Aligned by that path: backward starts at 42 µs in the baseline, 32 µs in the candidate.
-  await page.selectOption('[data-testid=compare-align]', 'path');
+  await page.click('[data-testid=compare-align-menu] > summary');
+  await page.check('[data-testid=compare-align] input[value=path]');
   await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=chart-group]')].map((e) => e.dataset.shiftNs).join() === '0,10000');
-  await page.selectOption('[data-testid=compare-align]', 'start');
+  assert.equal(await page.textContent('[data-testid=compare-align-menu] > summary'), 'align: path');
+  await page.check('[data-testid=compare-align] input[value=start]');
   await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=chart-group]')].map((e) => e.dataset.shiftNs).join() === '0,0');
   // Keys zoom and fit; search finds in both sides; a click on the candidate's root selects
   // it alone.
@@ -220,6 +222,59 @@ test('compare shows both sides in one chart; a path row selects both spans; keys
   await page.screenshot({ path: join(artifacts, 'compare-chart.png'), fullPage: true });
   assert.deepEqual(seen.errors, []);
   await page.close();
+});
+
+test('the compare chart\'s toolbar is one line at 1280×720 and 1440×900, its alignment a keyboard dropdown', async () => {
+  for (const [width, height] of [[1280, 720], [1440, 900]]) {
+    for (const theme of ['light', 'dark']) {
+      const how = `${width}×${height} ${theme}`;
+      const { page, seen } = await openPage('/', { width, height });
+      await page.emulateMedia({ colorScheme: theme });
+      await page.click('[data-testid=compare-open]');
+      await page.setInputFiles('[data-testid=compare-base-input]', BASE);
+      const n = await loadSeq(page);
+      await page.setInputFiles('[data-testid=compare-cand-input]', CAND);
+      await waitNextDocument(page, n);
+      // Every control shown shares one row: the toolbar is no taller than its tallest item, and
+      // the hint at its end is whole (not cut short).
+      const bar = await page.evaluate(() => {
+        const t = document.querySelector('.chart-toolbar');
+        const items = [...t.children].filter((c) => c.getClientRects().length > 0)
+          .map((c) => c.getBoundingClientRect());
+        const hint = t.querySelector('.chart-hint');
+        return {
+          height: t.getBoundingClientRect().height,
+          tallest: Math.max(...items.map((r) => r.height)),
+          tops: items.map((r) => Math.round(r.top + r.height / 2)),
+          items: items.length,
+          hintCut: hint.scrollWidth > hint.clientWidth,
+        };
+      });
+      assert.ok(bar.items >= 6, `${how}: ${JSON.stringify(bar)}`);
+      assert.ok(bar.height <= bar.tallest + 1, `${how}: the toolbar takes more than one row: ${JSON.stringify(bar)}`);
+      assert.ok(Math.max(...bar.tops) - Math.min(...bar.tops) <= 4, `${how}: ${JSON.stringify(bar)}`);
+      assert.equal(bar.hintCut, false, `${how}: the hint is cut`);
+      // The legend's counts stay in the toolbar; the alignment opens by keyboard, a choice is
+      // made with the arrows, Escape closes it and gives the focus back to its summary.
+      assert.equal(await page.locator('[data-testid=change-new]').isVisible(), true);
+      const menu = page.locator('[data-testid=compare-align-menu]');
+      await menu.locator('summary').focus();
+      await page.keyboard.press('Enter');
+      assert.equal(await menu.getAttribute('open'), '');
+      await page.keyboard.press('Tab');
+      await page.keyboard.press('ArrowDown');
+      assert.equal(await page.isChecked('[data-testid=compare-align] input[value=path]'), true);
+      assert.equal(await menu.locator('summary').textContent(), 'align: path');
+      const body = await page.locator('[data-testid=compare-align]').boundingBox();
+      assert.ok(body.x >= 0 && body.x + body.width <= width, `${how}: the dropdown leaves the window`);
+      await page.screenshot({ path: join(artifacts, `compare-toolbar-${width}-${theme}.png`) });
+      await page.keyboard.press('Escape');
+      assert.equal(await menu.getAttribute('open'), null);
+      assert.equal(await page.evaluate(() => document.activeElement.closest('summary') !== null), true);
+      assert.deepEqual(seen.errors, []);
+      await page.close();
+    }
+  }
 });
 
 /** [first measured start, last measured end] of a trace/6 file, read here independently. */

@@ -384,6 +384,56 @@ test('a gradient group links to the module span the module tree joins it to; one
   await page.close();
 });
 
+test('op and module rows follow the rows\' rule: one that stands for no span is no link', async () => {
+  // tests/fixtures/links/README.md: by total time the op rows are matmul (ran in fc1), add (its
+  // span `gone` is none) and relu (ran in act); fc1 and act are module spans.
+  const { page, seen } = await openPage('/', { width: 1440, height: 900 });
+  await openByPicker(page, join(fixtures, 'links', 'unlinked_ops.trace6.jsonl'));
+  const chart = page.locator('[data-testid=flame-chart]');
+  const op = (name) => `[data-testid=op-row][data-op=${name}]`;
+  const look = (sel) => page.$eval(sel, (e) => ({ cursor: getComputedStyle(e).cursor, bg: getComputedStyle(e).backgroundColor, focusable: e.tabIndex >= 0 }));
+  const focused = () => page.evaluate(() => document.activeElement.dataset.op ?? document.activeElement.dataset.key);
+  await openTab(page, 'ops');
+  assert.deepEqual(await attrs(page, '[data-testid=op-row]', ['data-op', 'tabindex']), [
+    { 'data-op': 'matmul', tabindex: '0' }, { 'data-op': 'add', tabindex: null }, { 'data-op': 'relu', tabindex: '0' },
+  ]);
+  await page.click(op('matmul'));
+  await selectedIs(page, 'fc1');
+  await highlighted(page, 1);
+  assert.equal(await page.getAttribute(op('matmul'), 'data-linked'), 'true');
+  // add: no pointer, no hover background, hovering outlines nothing new, a click selects nothing.
+  const plain = await look(op('add'));
+  await page.hover(op('add'));
+  assert.deepEqual(await look(op('add')), { ...plain, focusable: false });
+  assert.notEqual(plain.cursor, 'pointer');
+  await highlighted(page, 1);
+  await page.click(op('add'));
+  assert.equal(await chart.getAttribute('data-selected'), 'fc1');
+  assert.equal((await look(op('relu'))).cursor, 'pointer');
+  // ↑/↓ step over it.
+  await page.focus(op('matmul'));
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await focused(), 'relu');
+  await page.keyboard.press('Enter');
+  await selectedIs(page, 'act');
+  assert.equal(await focused(), 'relu');
+  await page.keyboard.press('ArrowUp');
+  assert.equal(await focused(), 'matmul');
+  // Modules: each row stands for its span, so each is a link; a click selects it.
+  await openTab(page, 'modules');
+  const modules = await attrs(page, '[data-testid=module-row]', ['data-key', 'tabindex']);
+  assert.equal(modules.length, 2);
+  assert.ok(modules.every((m) => m.tabindex === '0'), JSON.stringify(modules));
+  const fc1 = modules.find((m) => m['data-key'].endsWith('fc1'))['data-key'];
+  assert.equal(await page.getAttribute(`[data-testid=module-row][data-key="${fc1}"]`, 'data-linked'), 'false');
+  await page.click(`[data-testid=module-row][data-key="${fc1}"]`);
+  await selectedIs(page, 'fc1');
+  assert.equal(await page.getAttribute(`[data-testid=module-row][data-key="${fc1}"]`, 'data-linked'), 'true');
+  assert.equal(await focused(), fc1);
+  assert.deepEqual(seen.errors, []);
+  await page.close();
+});
+
 test('a row keeps the focus when activated; arrows move it between rows; the clicked row stays in view', async () => {
   const { page, seen } = await openPage('/', { width: 1440, height: 900 });
   await openByPicker(page, TRAIN);

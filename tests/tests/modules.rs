@@ -49,10 +49,11 @@ fn modules_without_names_are_a_tree_of_nesting_paths() {
     // 30 module spans, 30 places, every one measured.
     assert_eq!((nodes.len(), &v["node_count"]), (30, &json!(30)));
     assert!(nodes.iter().all(|n| n["measured"] == true));
-    // block[0]: 1000 ns; self = 1000 − (50 + 500 + 50 + 300) = 100; share 1000 / 10000
-    // (the measured `update`). Ties with block[1] are broken by key. Its four children:
-    // rms-norm[0], attn, rms-norm[1], mlp. No gradient matches a nesting path; the allocator
-    // and the graph were not captured.
+    // block[0]: 1000 ns; self = 1000 − (50 + 500 + 50 + 300) = 100 (its children run one
+    // after another, so that is also the time none of them covers: see
+    // `sibling_spans_run_one_after_another`); share 1000 / 10000 (the measured `update`). Ties
+    // with block[1] are broken by key. Its four children: rms-norm[0], attn, rms-norm[1], mlp.
+    // No gradient matches a nesting path; the allocator and the graph were not captured.
     assert_eq!(
         nodes[0],
         json!({"key": "block[0]", "label": "block[0]", "depth": 0, "parent": null,
@@ -129,6 +130,86 @@ fn modules_without_names_are_a_tree_of_nesting_paths() {
         cli(&["query", &trace, "--kind", "slowest", "--by", "name"]).0,
         2
     );
+}
+
+/// `llama_modules`' spans by id (`s0`, `s1`, … in make.py's order), as the CLI reads them:
+/// `[start, end)`.
+fn span_times() -> std::collections::HashMap<String, (u64, u64)> {
+    let v = json_of(&[
+        "query",
+        &fixture(TRACE),
+        "--kind",
+        "slowest",
+        "--limit",
+        "100",
+        "--json",
+    ]);
+    v["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let start = s["start_ns"].as_u64().unwrap();
+            let end = start + s["duration_ns"].as_u64().unwrap();
+            (s["id"].as_str().unwrap().to_string(), (start, end))
+        })
+        .collect()
+}
+
+#[test]
+fn sibling_spans_run_one_after_another() {
+    // make.py's `trace()` starts a span 10 ns after its parent's start, or after its previous
+    // sibling's end, as a real capture's calls run (nested, never overlapping). By hand:
+    // update s0 [0, 10000), forward s1 at 0 + 10, block[0] s2 at 10 + 10 for 1000 ns; in it
+    // rms-norm s3 at 30 (50 ns, to 80), attn s4 at 80 + 10 (500 ns, to 590); in attn three
+    // 40 ns linears (100–140, 150–190, 200–240), two 20 ns attn-rots (250–270, 280–300), then
+    // the linear s10 holding the matmul at 310; after attn, rms-norm s11 at 600 (to 650), mlp
+    // s12 at 660 (300 ns), its linears at 670, 770 and 870 (90 ns each), the last ending with
+    // mlp at 960. block[1] s16 starts 10 ns after block[0]'s end: 1030; the head's rms-norm
+    // s30 10 ns after block[1]'s end (2030): 2040 (70 ns), its linear s31 at 2120 (110 ns).
+    let at = span_times();
+    assert_eq!(at.len(), 32);
+    for (id, want) in [
+        ("s0", (0, 10000)),
+        ("s1", (10, 9010)),
+        ("s2", (20, 1020)),
+        ("s3", (30, 80)),
+        ("s4", (90, 590)),
+        ("s7", (200, 240)),
+        ("s9", (280, 300)),
+        ("s10", (310, 350)),
+        ("s11", (600, 650)),
+        ("s12", (660, 960)),
+        ("s15", (870, 960)),
+        ("s16", (1030, 2030)),
+        ("s30", (2040, 2110)),
+        ("s31", (2120, 2230)),
+    ] {
+        assert_eq!(at[id], want, "{id}");
+    }
+    // Every span lies in its parent (`parent_id` read from the file) and no two siblings
+    // overlap.
+    let text = std::fs::read_to_string(fixture(TRACE)).unwrap();
+    let mut children: std::collections::HashMap<String, Vec<(u64, u64)>> = Default::default();
+    for line in text.lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        if let (Some("span_start"), Some(parent)) = (e["kind"].as_str(), e["parent_id"].as_str()) {
+            let (start, end) = at[e["id"].as_str().unwrap()];
+            let (p_start, p_end) = at[parent];
+            assert!(p_start <= start && end <= p_end, "{e}");
+            children
+                .entry(parent.to_string())
+                .or_default()
+                .push((start, end));
+        }
+    }
+    for (parent, mut spans) in children {
+        spans.sort_unstable();
+        assert!(
+            spans.windows(2).all(|w| w[0].1 <= w[1].0),
+            "{parent}'s children overlap: {spans:?}"
+        );
+    }
 }
 
 #[test]

@@ -36,6 +36,7 @@
 //!   (after the last event before it) and every value after an event inside it.
 
 use alloc::string::ToString;
+use alloc::vec;
 use alloc::vec::Vec;
 
 use hashbrown::HashMap;
@@ -48,7 +49,7 @@ use crate::analysis::ops::{sort_groups, OpGroup, OpGrouping};
 use crate::analysis::phases::{measured_region, sort_pairs, ModulePair, PhaseBreakdown};
 use crate::format::document::TraceDocument;
 use crate::format::events::{MemoryAction, Pass};
-use crate::format::table::OpTable;
+use crate::format::table::{OpRow, OpTable};
 
 /// A closed time range, ns in the trace's own time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,40 +176,45 @@ pub fn module_rows_in(
 /// (op name, (shape, dtype) when grouping by them), as `op_groups` keys its groups.
 type OpKey<'a> = (&'a str, Option<(&'a [u64], &'a str)>);
 
-/// Ops inside `range`, grouped as [`op_groups`](crate::analysis::ops::op_groups) groups them,
-/// with each op's time clipped to the range (module docs). `op_indices` lists the counted
-/// ops.
-pub fn op_groups_in(ops: &OpTable, grouping: OpGrouping, range: TimeRange) -> Vec<OpGroup> {
-    let mut groups: Vec<OpGroup> = Vec::new();
-    let mut sums: Vec<u128> = Vec::new();
-    let mut index: HashMap<OpKey<'_>, usize> = HashMap::new();
-    for (i, op) in ops.iter().enumerate() {
-        let Some(time) = range.inside(op.timestamp_ns, op.duration_ns) else {
-            continue;
-        };
-        let key = match grouping {
-            OpGrouping::Name => (op.op_name, None),
-            OpGrouping::NameShapeDtype => (op.op_name, Some((op.shape, op.dtype))),
-        };
-        let g = *index.entry(key).or_insert_with(|| {
-            groups.push(OpGroup {
-                op_name: op.op_name.to_string(),
-                shape: key.1.map(|(s, _)| s.to_vec()),
-                dtype: key.1.map(|(_, d)| d.to_string()),
-                count: 0,
-                total_ns: 0,
-                mean_ns: 0,
-                max_ns: 0,
-                min_ns: u64::MAX,
-                output_bytes: 0,
-                input_bytes: 0,
-                op_indices: Vec::new(),
-            });
-            sums.push(0);
-            groups.len() - 1
+/// `op`'s group key under `grouping`.
+fn op_key<'a>(op: &OpRow<'a>, grouping: OpGrouping) -> OpKey<'a> {
+    match grouping {
+        OpGrouping::Name => (op.op_name, None),
+        OpGrouping::NameShapeDtype => (op.op_name, Some((op.shape, op.dtype))),
+    }
+}
+
+/// Op groups being counted: each group and the exact sum of its ops' times (for the mean).
+#[derive(Default)]
+struct GroupSums {
+    groups: Vec<OpGroup>,
+    sums: Vec<u128>,
+}
+
+impl GroupSums {
+    /// Open a group keyed by `key`; its number.
+    fn open(&mut self, key: OpKey<'_>) -> usize {
+        self.groups.push(OpGroup {
+            op_name: key.0.to_string(),
+            shape: key.1.map(|(s, _)| s.to_vec()),
+            dtype: key.1.map(|(_, d)| d.to_string()),
+            count: 0,
+            total_ns: 0,
+            mean_ns: 0,
+            max_ns: 0,
+            min_ns: u64::MAX,
+            output_bytes: 0,
+            input_bytes: 0,
+            op_indices: Vec::new(),
         });
-        sums[g] = sums[g].saturating_add(u128::from(time));
-        let group = &mut groups[g];
+        self.sums.push(0);
+        self.groups.len() - 1
+    }
+
+    /// Count op `i` (`op`) in group `g` with `time` inside the range.
+    fn add(&mut self, g: usize, i: usize, op: &OpRow<'_>, time: u64) {
+        self.sums[g] = self.sums[g].saturating_add(u128::from(time));
+        let group = &mut self.groups[g];
         group.count += 1;
         group.total_ns = group.total_ns.saturating_add(time);
         group.max_ns = group.max_ns.max(time);
@@ -217,11 +223,161 @@ pub fn op_groups_in(ops: &OpTable, grouping: OpGrouping, range: TimeRange) -> Ve
         group.input_bytes = group.input_bytes.saturating_add(op.input_storage_bytes);
         group.op_indices.push(i);
     }
-    for (g, sum) in groups.iter_mut().zip(sums) {
-        g.mean_ns = u64::try_from(sum / u128::from(g.count.max(1))).unwrap_or(u64::MAX);
+
+    /// The groups with their means, in `op_groups`' order.
+    fn finish(self) -> Vec<OpGroup> {
+        let mut groups = self.groups;
+        for (g, sum) in groups.iter_mut().zip(self.sums) {
+            g.mean_ns = u64::try_from(sum / u128::from(g.count.max(1))).unwrap_or(u64::MAX);
+        }
+        sort_groups(&mut groups);
+        groups
     }
-    sort_groups(&mut groups);
-    groups
+}
+
+/// Ops inside `range`, grouped as [`op_groups`](crate::analysis::ops::op_groups) groups them,
+/// with each op's time clipped to the range (module docs). `op_indices` lists the counted
+/// ops. Reads every op; [`op_groups_in_with`] gives the same groups range after range.
+pub fn op_groups_in(ops: &OpTable, grouping: OpGrouping, range: TimeRange) -> Vec<OpGroup> {
+    let mut sums = GroupSums::default();
+    let mut index: HashMap<OpKey<'_>, usize> = HashMap::new();
+    for (i, op) in ops.iter().enumerate() {
+        let Some(time) = range.inside(op.timestamp_ns, op.duration_ns) else {
+            continue;
+        };
+        let key = op_key(&op, grouping);
+        let g = *index.entry(key).or_insert_with(|| sums.open(key));
+        sums.add(g, i, &op, time);
+    }
+    sums.finish()
+}
+
+/// How many ops of the time order share one latest end in [`OpIndex`].
+const END_BLOCK: usize = 64;
+
+/// An op table arranged for counting range after range ([`op_groups_in_with`]), made once:
+/// each op's group number under each grouping (so a range hashes no name), and the ops in
+/// order of their start with the latest end so far every [`END_BLOCK`] ops (so a range finds
+/// the ops that can count in it by binary search, not by reading every op).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpIndex {
+    /// Each op's group number by name, then by (name, shape, dtype), numbered as first met.
+    group_of: [Vec<u32>; 2],
+    /// How many groups each grouping has.
+    groups: [usize; 2],
+    /// Op indices in order of `timestamp_ns` (file order among equal starts).
+    by_start: Vec<u32>,
+    /// The latest end (`timestamp_ns + duration_ns`, saturating) of the ops of `by_start`
+    /// up to the end of each block of [`END_BLOCK`].
+    ends_by_block: Vec<u64>,
+}
+
+impl OpIndex {
+    /// The index of `ops`.
+    pub fn of(ops: &OpTable) -> Self {
+        // An op's group by the numbers of its stored strings and shape (cheap to hash), each
+        // such triple's group by the texts once (two numbers may stand for one text).
+        let numbers = |grouping: OpGrouping| {
+            let mut by_key: HashMap<OpKey<'_>, u32> = HashMap::new();
+            let mut by_cells: HashMap<(u32, u32, u32), u32> = HashMap::new();
+            let of_op: Vec<u32> = (0..ops.len())
+                .zip(ops.cells())
+                .map(|(i, c)| {
+                    let cells = match grouping {
+                        OpGrouping::Name => (c.op_name, u32::MAX, u32::MAX),
+                        OpGrouping::NameShapeDtype => (c.op_name, c.shape, c.dtype),
+                    };
+                    *by_cells.entry(cells).or_insert_with(|| {
+                        let next = u32::try_from(by_key.len()).unwrap_or(u32::MAX);
+                        *by_key.entry(op_key(&ops.row(i), grouping)).or_insert(next)
+                    })
+                })
+                .collect();
+            (of_op, by_key.len())
+        };
+        let (by_name, names) = numbers(OpGrouping::Name);
+        let (by_shape, shapes) = numbers(OpGrouping::NameShapeDtype);
+        let cells = ops.cells();
+        let mut by_start: Vec<u32> = (0..cells.len())
+            .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+            .collect();
+        // Stable: file order among equal starts (a trace's ops mostly come in start order).
+        by_start.sort_by_key(|&i| cells[i as usize].timestamp_ns);
+        let mut latest = 0u64;
+        let ends_by_block = by_start
+            .chunks(END_BLOCK)
+            .map(|block| {
+                for &i in block {
+                    let c = &cells[i as usize];
+                    latest = latest.max(c.timestamp_ns.saturating_add(c.duration_ns));
+                }
+                latest
+            })
+            .collect();
+        OpIndex {
+            group_of: [by_name, by_shape],
+            groups: [names, shapes],
+            by_start,
+            ends_by_block,
+        }
+    }
+
+    /// The ops of `ops` (this index's table) that count in `range`, each with its time inside,
+    /// in file order. Only ops that start by the range's end and whose block of the time order
+    /// reaches its start are read: any other starts after it, or ends before it, so it does
+    /// not count ([`TimeRange::inside`]).
+    fn counted(&self, ops: &OpTable, range: TimeRange) -> Vec<(usize, u64)> {
+        let cells = ops.cells();
+        let start_of = |i: u32| cells.get(i as usize).map_or(u64::MAX, |c| c.timestamp_ns);
+        let first = self
+            .ends_by_block
+            .partition_point(|&end| end < range.start_ns)
+            .saturating_mul(END_BLOCK);
+        let last = self
+            .by_start
+            .partition_point(|&i| start_of(i) <= range.end_ns);
+        let mut counted: Vec<(usize, u64)> = self
+            .by_start
+            .get(first.min(last)..last)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|&i| {
+                let c = cells.get(i as usize)?;
+                let time = range.inside(c.timestamp_ns, c.duration_ns)?;
+                Some((i as usize, time))
+            })
+            .collect();
+        counted.sort_unstable_by_key(|&(i, _)| i);
+        counted
+    }
+}
+
+/// [`op_groups_in`] with the ops arranged beforehand (`index`: [`OpIndex::of`] the same
+/// `ops`): the same groups, reading only the ops that can count in `range`.
+pub fn op_groups_in_with(
+    ops: &OpTable,
+    index: &OpIndex,
+    grouping: OpGrouping,
+    range: TimeRange,
+) -> Vec<OpGroup> {
+    let g = usize::from(grouping == OpGrouping::NameShapeDtype);
+    let (group_of, groups) = (&index.group_of[g], index.groups[g]);
+    let mut sums = GroupSums::default();
+    // Each group number's group in the range, opened as first met in file order.
+    let mut slot = vec![usize::MAX; groups];
+    for (i, time) in index.counted(ops, range) {
+        let (Some(op), Some(&n)) = (ops.get(i), group_of.get(i)) else {
+            continue;
+        };
+        let Some(s) = slot.get_mut(n as usize) else {
+            continue;
+        };
+        if *s == usize::MAX {
+            *s = sums.open(op_key(&op, grouping));
+        }
+        sums.add(*s, i, &op, time);
+    }
+    sums.finish()
 }
 
 /// The training-phase breakdown of the measured region inside `range`; `None` without a
@@ -378,6 +534,8 @@ mod tests {
     use crate::analysis::modules::module_rows;
     use crate::analysis::ops::op_groups;
     use crate::analysis::phases::{module_pairs, phase_breakdown};
+    use alloc::format;
+    use alloc::string::String;
     use alloc::vec;
 
     /// A training step written by hand (times in ns):
@@ -584,6 +742,107 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![("add", 1, 0)]
         );
+    }
+
+    /// `op_groups_in_with` equals `op_groups_in` (which reads every op) over every range
+    /// between two of `points` and the ops' starts and ends, one ns before and after each too:
+    /// ranges whose edges cross ops, touch them, or hold none.
+    fn fast_op_groups_equal_every_op_read(ops: &OpTable, points: &[u64], stride: usize) {
+        let index = OpIndex::of(ops);
+        let mut at: Vec<u64> = points.to_vec();
+        for op in ops.iter() {
+            let end = op.timestamp_ns.saturating_add(op.duration_ns);
+            for t in [op.timestamp_ns, end] {
+                at.extend([t.saturating_sub(1), t, t.saturating_add(1)]);
+            }
+        }
+        at.sort_unstable();
+        at.dedup();
+        let at: Vec<u64> = at.into_iter().step_by(stride).collect();
+        for (k, &a) in at.iter().enumerate() {
+            for &b in &at[k..] {
+                let r = TimeRange::new(a, b);
+                for g in [OpGrouping::Name, OpGrouping::NameShapeDtype] {
+                    assert_eq!(
+                        op_groups_in_with(ops, &index, g, r),
+                        op_groups_in(ops, g, r),
+                        "{r:?} {g:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn op_groups_from_the_index_equal_every_op_read_on_a_hand_made_step() {
+        // The step above: matmuls crossing 200 and 600, a 0 ns add at 950.
+        let d = doc();
+        fast_op_groups_equal_every_op_read(&d.ops, &[0, 200, 600, u64::MAX], 1);
+        // And the hand-worked range itself.
+        let index = OpIndex::of(&d.ops);
+        let g = op_groups_in_with(&d.ops, &index, OpGrouping::Name, TimeRange::new(200, 600));
+        assert_eq!(
+            g.iter()
+                .map(|g| (g.op_name.as_str(), g.count, g.total_ns))
+                .collect::<Vec<_>>(),
+            vec![("matmul", 3, 180), ("add", 1, 50)]
+        );
+        assert_eq!(g[0].op_indices, vec![0, 2, 3]);
+    }
+
+    /// A trace of `n` ops out of start order in the file (a small generator, fixed seed): equal
+    /// starts, 0 ns ops, one op lasting over most of the others, one whose end saturates at
+    /// `u64::MAX`, names with shapes and dtypes that group apart (`f32` and `F32` too).
+    fn scattered_ops(n: u64) -> TraceDocument {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let mut text = String::from(concat!(
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"2026-01-01T00:00:00Z","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            "\n",
+        ));
+        let names = ["matmul", "add", "relu"];
+        let dtypes = ["f32", "bf16", "F32"];
+        for i in 0..n {
+            let (start, duration) = match i {
+                7 => (100, 9_000),
+                11 => (u64::MAX - 5, 100),
+                _ => (next(200) * 50, [0, 10, 50, 120][next(4) as usize]),
+            };
+            let shape = if next(2) == 0 { "[2,2]" } else { "[4]" };
+            text.push_str(&format!(
+                r#"{{"kind":"op","span_id":"s","op_name":"{}","shape":{shape},"dtype":"{}","device":"cpu","duration_ns":{duration},"timestamp_ns":{start}}}"#,
+                names[next(3) as usize],
+                dtypes[next(3) as usize],
+            ));
+            text.push('\n');
+        }
+        TraceDocument::from_bytes(text.as_bytes())
+    }
+
+    #[test]
+    fn op_groups_from_the_index_equal_every_op_read_on_scattered_ops() {
+        let d = scattered_ops(300);
+        assert_eq!(d.ops.len(), 300);
+        let starts: Vec<u64> = d.ops.iter().map(|o| o.timestamp_ns).collect();
+        assert!(starts.windows(2).any(|w| w[0] > w[1]), "not in start order");
+        fast_op_groups_equal_every_op_read(&d.ops, &[0, 5_000, u64::MAX - 1, u64::MAX], 10);
+    }
+
+    #[cfg(feature = "std")]
+    #[test]
+    fn op_groups_from_the_index_equal_every_op_read_on_train_step() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/train_step.trace6.jsonl"
+        );
+        let d = TraceDocument::from_bytes(&std::fs::read(path).unwrap());
+        assert_eq!(d.ops.len(), 18);
+        fast_op_groups_equal_every_op_read(&d.ops, &[0, u64::MAX], 1);
     }
 
     /// (name, count, total_ns, flops, estimated_ns, flops_per_s, bytes_moved) of each row.

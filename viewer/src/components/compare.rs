@@ -13,6 +13,7 @@ use wasm_bindgen::JsCast;
 use candle_trace_schema::analysis::compare::{Presence, TraceComparison};
 use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
+use super::header::{close_on_escape, HEADER_POPOVERS};
 use super::panel::TabPanel;
 use super::rows::{keep_focus, row_key, row_of, LinkedRows};
 use super::sortable::sort_header;
@@ -26,6 +27,41 @@ use crate::model::links::{op_group_spans, parameter_spans, path_spans, peak_span
 use crate::model::panel::{Tab, ViewKind};
 use crate::model::sort::SortState;
 use crate::timeline::palette::Theme;
+
+/// Where the two sides are aligned, a dropdown of the chart's toolbar (one of the header's, so at
+/// most one is open and Escape closes it): the summary names the choice in a word, the body
+/// offers both (`data-testid="compare-align"`, radios `start` and `path`).
+#[component]
+fn AlignChoice(
+    /// Whether the sides are aligned at the picked path's first span (else at the starts).
+    by_path: RwSignal<bool>,
+) -> impl IntoView {
+    let choice = move |value: &'static str, words: &'static str| {
+        let path = value == "path";
+        view! {
+            <label>
+                <input type="radio" name="compare-align" value=value
+                    prop:checked=move || by_path.get() == path
+                    on:change=move |_| by_path.set(path) />
+                {words}
+            </label>
+        }
+    };
+    view! {
+        <details class="align-choice dropdown" name=HEADER_POPOVERS data-testid="compare-align-menu"
+            on:keydown=move |ev| close_on_escape(&ev)>
+            <summary title="where the two sides are aligned">
+                {move || if by_path.get() { "align: path" } else { "align: starts" }}
+            </summary>
+            <div class="dropdown-body" role="radiogroup" aria-labelledby="compare-align-words"
+                data-testid="compare-align">
+                <p id="compare-align-words">"Align the sides at"</p>
+                {choice("start", "the measured-region starts")}
+                {choice("path", "the selected path's first span")}
+            </div>
+        </details>
+    }
+}
 
 /// The first file of an input's or a drop's file list.
 fn first_file(files: Option<web_sys::FileList>) -> Option<web_sys::File> {
@@ -579,23 +615,14 @@ pub fn CompareView(
                                 {Change::ALL.iter().zip(counts).map(|(ch, n)| {
                                     let ch = *ch;
                                     view! {
-                                        <li data-testid=format!("change-{}", ch.as_str()) data-value=n.to_string()>
+                                        <li data-testid=format!("change-{}", ch.as_str()) data-value=n.to_string() title=ch.meaning()>
                                             <span class="swatch" style:background=move || change_fill(ch, theme.get())></span>
                                             {ch.label()} {format!(" ({n})")}
                                         </li>
                                     }
                                 }).collect_view()}
                             </ul>
-                            <label>
-                                "Align at "
-                                <select
-                                    data-testid="compare-align"
-                                    on:change=move |ev| by_path.set(event_target_value(&ev) == "path")
-                                >
-                                    <option value="start" selected=true>"the measured-region starts"</option>
-                                    <option value="path">"the selected path's first span"</option>
-                                </select>
-                            </label>
+                            <AlignChoice by_path=by_path />
                         </FlameChart>
                     </div>
                     <TabPanel page=page content=content details=details />

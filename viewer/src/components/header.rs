@@ -11,9 +11,10 @@ use crate::model::findings::FindingsPanel;
 use crate::model::header::RunHeader;
 use crate::model::panel::Tab;
 
-/// The `name` shared by the header's dropdowns (run details, diagnostics, capture warnings, and
-/// the top bar's load timings): the browser keeps at most one of them open, so their bodies
-/// never cover each other; Escape closes the open one ([`close_on_escape`]).
+/// The `name` shared by the header's dropdowns (run details, diagnostics, capture warnings, the
+/// top bar's load timings, and the compare chart's alignment): the browser keeps at most one of
+/// them open, so their bodies never cover each other; Escape closes the open one
+/// ([`close_on_escape`]).
 pub const HEADER_POPOVERS: &str = "header-popover";
 
 /// Escape in an open header dropdown (a `<details>` named [`HEADER_POPOVERS`], on which the

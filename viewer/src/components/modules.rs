@@ -12,10 +12,7 @@ use candle_trace_schema::analysis::modules::ModuleGrouping;
 use candle_trace_schema::analysis::units::format_ns;
 
 use super::profile_rows::ProfileLinks;
-use super::rows::{
-    keep_focus, reveal_row_in, row_key, row_of, row_window_of, spacer, HoverSpans, LinkedRows,
-    PanelScroll,
-};
+use super::rows::{reveal_row_in, row_of, row_window_of, spacer, LinkedRows, PanelScroll, Reveal};
 use super::sortable::sort_header;
 use super::tables::ShowAllRows;
 use super::{PageState, TabStates, TraceContext};
@@ -74,7 +71,6 @@ pub fn ModulesTab() -> impl IntoView {
     }
     let states = use_context::<TabStates>().unwrap_or_else(TabStates::new);
     let (by, sort) = (states.modules_by, states.modules_sort);
-    let hover = HoverSpans::new(&ctx);
     let model = ctx.model.clone();
     let tree = {
         let model = model.clone();
@@ -123,8 +119,36 @@ pub fn ModulesTab() -> impl IntoView {
         let open = expanded.get();
         Arc::new(t.visible(&open, sort.get()))
     });
-    let body = NodeRef::<leptos::html::Tbody>::new();
     let count = Signal::derive(move || visible.with(|v| v.len()));
+    // A visible row (by its place) stands for its node's subtree's spans, and is linked to a
+    // selected span whose module key is its node's; the tab reveals that row itself, expanding
+    // the tree to it.
+    let node_at = move |pos: usize| visible.with_untracked(|v| v.get(pos).copied());
+    let links = {
+        let (spans_model, key_model) = (model.clone(), model.clone());
+        LinkedRows::of_trace_rows(
+            &ctx,
+            Reveal::Own,
+            move |pos| {
+                let Some(n) = node_at(pos) else {
+                    return Vec::new();
+                };
+                let by_name = by.get_untracked() == ModuleGrouping::Name;
+                tree.with_untracked(|t| spans_model.modules().links.node_spans(t, n, by_name))
+            },
+            move |pos, s| {
+                let by_name = by.get_untracked() == ModuleGrouping::Name;
+                let key = key_model
+                    .modules()
+                    .links
+                    .key_of_span(&key_model.doc, s, by_name);
+                node_at(pos).zip(key).is_some_and(|(n, key)| {
+                    tree.with_untracked(|t| t.nodes.get(n).is_some_and(|x| x.key == key))
+                })
+            },
+        )
+    };
+    let body = links.body();
     let window = row_window_of(body, count);
     let scroll = use_context::<PanelScroll>();
     // Show the node with `key`: expand its ancestors, then bring its row into view.
@@ -173,37 +197,6 @@ pub fn ModulesTab() -> impl IntoView {
             }
         });
     }
-    // The spans a visible row (by its place) stands for: its node's subtree's.
-    let spans_at = {
-        let model = model.clone();
-        move |pos: usize| -> Vec<u32> {
-            let t = tree.get_untracked();
-            let Some(n) = visible.with_untracked(|v| v.get(pos).copied()) else {
-                return Vec::new();
-            };
-            let keys: Vec<&str> = t
-                .subtree(n)
-                .iter()
-                .map(|&x| t.nodes[x].key.as_str())
-                .collect();
-            let by_name = by.get_untracked() == ModuleGrouping::Name;
-            model.modules().links.spans_of(keys, by_name)
-        }
-    };
-    // A row's click (or Enter, Space): select and show its first span, outline them all.
-    let activate = {
-        let spans_at = spans_at.clone();
-        let ctx = ctx.clone();
-        Callback::new(move |pos: usize| {
-            let spans = Arc::new(spans_at(pos));
-            hover.pin(spans.clone());
-            if let Some(&first) = spans.first() {
-                ctx.select_and_show(first);
-            }
-            // The rows are built again with their marks: the focus stays on this one.
-            keep_focus(body, pos);
-        })
-    };
     // The toggle of a visible row (by its place).
     let toggle = Callback::new(move |pos: usize| {
         let t = tree.get_untracked();
@@ -286,59 +279,48 @@ pub fn ModulesTab() -> impl IntoView {
                 </tr></thead>
                 <tbody
                     node_ref=body
+                    on:keydown=move |ev| links.on_key(&ev)
+                    on:mouseover=move |ev| links.on_over(&ev)
+                    on:mouseleave=move |_| links.leave()
                     on:click=move |ev: web_sys::MouseEvent| {
-                        let Some(pos) = row_of(&ev) else { return };
+                        // A row's click selects its spans (not on its toggle: that is a
+                        // button), its toggle's opens or closes it.
+                        links.on_click(&ev);
                         let on_toggle = ev
                             .target()
                             .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
                             .and_then(|el| el.closest("button.tree-toggle").ok().flatten())
                             .is_some();
-                        if on_toggle {
+                        if let (true, Some(pos)) = (on_toggle, row_of(&ev)) {
                             toggle.run(pos);
-                        } else {
-                            activate.run(pos);
                         }
                     }
-                    on:keydown=move |ev: web_sys::KeyboardEvent| {
-                        // A key on the toggle button is the button's (its click).
-                        row_key(&ev, |pos| activate.run(pos));
-                    }
-                    on:mouseover=move |ev| {
-                        if let Some(pos) = row_of(&ev) {
-                            hover.enter(Arc::new(spans_at(pos)));
-                        }
-                    }
-                    on:mouseleave=move |_| hover.leave()
                 >
                     {move || {
                         let t = tree.get();
                         let v = visible.get();
                         let w = window.get();
                         let long = v.len() > WHOLE_ROWS;
-                        // Expansion and the selected span's row are part of each row as built
-                        // (the rows are built again when they change: no closure per row).
+                        // Expansion is part of each row as built (the rows are built again
+                        // when it changes: no closure per row).
                         let open = expanded.get();
-                        let linked_to = linked_key.get();
                         let columns = if t.nodes.first().is_some_and(|n| n.extras.is_some()) { 11 } else { 6 };
                         let first = w.first.min(v.len());
                         let built = v[first..w.end.min(v.len())].iter().enumerate().map(|(k, &n)| {
                             let node = &t.nodes[n];
                             let has_children = !node.children.is_empty();
                             let is_open = has_children.then(|| open.contains(&node.key).to_string());
-                            let linked = linked_to.as_deref() == Some(node.key.as_str());
                             let mean = node.total_ns / node.calls.max(1);
                             view! {
                                 <tr data-testid="module-row" data-row=(first + k).to_string() data-key=node.key.clone()
+                                    {..links.linked_attrs(first + k)}
                                     data-calls=node.calls.to_string()
                                     data-total=node.total_ns.to_string() data-self=node.self_ns.to_string()
                                     data-measured=node.measured.to_string()
                                     data-expanded=is_open.clone()
-                                    data-linked=linked.to_string()
                                     attr:aria-level=(node.depth + 1).to_string()
                                     aria-expanded=is_open.clone()
-                                    tabindex="0"
                                     class:vrow=long
-                                    class:linked=linked
                                     class:group=!node.measured>
                                     <th scope="row" class="name" style:padding-left=format!("{}px", 8 + node.depth * 16)>
                                         {has_children.then(|| view! {

@@ -274,6 +274,19 @@ pub fn select_only(groups: &[&TraceContext], s: ChartSpan) {
     }
 }
 
+/// How a table of [`LinkedRows`] brings the first row linked to a newly selected span into view.
+#[derive(Clone, Copy)]
+pub enum Reveal {
+    /// The first such row built in the body, in its order (a table that builds every row, or
+    /// whose `data-row` is not a row's place).
+    FirstBuilt,
+    /// The first such row by place: the table's `data-row` `r` is its `r`-th of `count` rows,
+    /// so a long table's row is brought into view before it is built.
+    ByPlace(Signal<usize>),
+    /// None: the table brings its rows into view itself (a tree expands to the row first).
+    Own,
+}
+
 /// The spans a row stands for (by its `data-row`), in the order its activation picks them.
 type SpansOf = Arc<dyn Fn(usize) -> Vec<ChartSpan> + Send + Sync>;
 /// Whether a row (by its `data-row`) is linked to a selected span.
@@ -313,6 +326,41 @@ impl LinkedRows {
         spans_of: impl Fn(usize) -> Vec<ChartSpan> + Send + Sync + 'static,
         links_to: impl Fn(usize, ChartSpan) -> bool + Send + Sync + 'static,
     ) -> Self {
+        Self::revealing(groups, pick, Reveal::FirstBuilt, spans_of, links_to)
+    }
+
+    /// The rows of a table over one trace's chart whose row `r` (`data-row`: its place) stands
+    /// for the spans `spans_of(r)` (sorted) and is linked to a selected span `s` when
+    /// `links_to(r, s)`, a table built again when its rows change (sorted, regrouped, of a
+    /// range); `reveal`: how the row linked to a newly selected span is brought into view.
+    pub fn of_trace_rows(
+        ctx: &TraceContext,
+        reveal: Reveal,
+        spans_of: impl Fn(usize) -> Vec<u32> + Send + Sync + 'static,
+        links_to: impl Fn(usize, u32) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Self::revealing(
+            std::slice::from_ref(ctx),
+            Pick::EachGroup,
+            reveal,
+            move |pos| {
+                spans_of(pos)
+                    .into_iter()
+                    .map(|span| ChartSpan { group: 0, span })
+                    .collect()
+            },
+            move |pos, s| s.group == 0 && links_to(pos, s.span),
+        )
+    }
+
+    /// [`LinkedRows::new`], the linked row brought into view as `reveal` says.
+    fn revealing(
+        groups: &[TraceContext],
+        pick: Pick,
+        reveal: Reveal,
+        spans_of: impl Fn(usize) -> Vec<ChartSpan> + Send + Sync + 'static,
+        links_to: impl Fn(usize, ChartSpan) -> bool + Send + Sync + 'static,
+    ) -> Self {
         let groups = StoredValue::new(
             groups
                 .iter()
@@ -337,15 +385,25 @@ impl LinkedRows {
             pick,
             body: NodeRef::new(),
         };
-        let scroll = use_context::<PanelScroll>();
+        let Some(scroll) = use_context::<PanelScroll>() else {
+            return links;
+        };
         Effect::new(move |_| {
             let selected = links.selected.get();
             if selected.is_empty() {
                 return;
             }
-            let at = links.first_built(|pos| links.links(pos, &selected));
-            if let (Some(i), Some(scroll)) = (at, scroll) {
-                reveal_row_in(scroll, links.body, i, 0);
+            let linked = |pos: usize| links.links(pos, &selected);
+            let at = match reveal {
+                Reveal::FirstBuilt => links.first_built(linked).map(|i| (i, 0)),
+                Reveal::ByPlace(count) => {
+                    let n = count.get_untracked();
+                    (0..n).find(|&pos| linked(pos)).map(|i| (i, n))
+                }
+                Reveal::Own => None,
+            };
+            if let Some((i, rows)) = at {
+                reveal_row_in(scroll, links.body, i, rows);
             }
         });
         links

@@ -9,7 +9,8 @@ use candle_trace_schema::analysis::units::{format_bytes, format_ns};
 
 use super::capture::NotCapturedNote;
 use super::rows::{
-    keep_focus, reveal_row_in, row_key, row_of, row_window_of, spacer, HoverSpans, PanelScroll,
+    keep_focus, reveal_row_in, row_key, row_of, row_window_of, spacer, HoverSpans, LinkedRows,
+    PanelScroll, Reveal,
 };
 use super::sortable::sort_header;
 use super::{PageState, TabStates, TraceContext};
@@ -50,9 +51,10 @@ pub fn ShowAllRows(
 }
 
 /// Ops grouped by name or by (name, shape, dtype), sortable by every column; while a range is
-/// selected on the chart, the ops inside it. A row's click selects and shows the first span
-/// its ops ran in and outlines them all; hovering a row outlines its spans; the rows of the
-/// selected span's ops are marked (`data-linked`) and brought into view.
+/// selected on the chart, the ops inside it. Rows are [`LinkedRows`]: a row's click selects
+/// and shows the first span its ops ran in and outlines them all; hovering a row outlines its
+/// spans; the rows of the selected span's ops are marked (`data-linked`) and brought into
+/// view; a group whose ops ran in no span is no link.
 #[component]
 pub fn OpTable() -> impl IntoView {
     let Some(ctx) = use_context::<TraceContext>() else {
@@ -61,8 +63,6 @@ pub fn OpTable() -> impl IntoView {
     let page = use_context::<PageState>();
     let states = use_context::<TabStates>().unwrap_or_else(TabStates::new);
     let (by_shape, sort) = (states.ops_by_shape, states.ops_sort);
-    let active: RwSignal<Option<usize>> = RwSignal::new(None);
-    let hover = HoverSpans::new(&ctx);
     let rows = {
         let model = ctx.model.clone();
         Memo::new(move |_| {
@@ -72,7 +72,7 @@ pub fn OpTable() -> impl IntoView {
                 OpGrouping::Name
             };
             let mut rows = match page.and_then(|p| p.time_range()) {
-                Some(r) => op_rows_in(&model.doc, model.op_spans(), grouping, r),
+                Some(r) => op_rows_in(&model.doc, model.op_index(), model.op_spans(), grouping, r),
                 None => op_rows(&model.doc, model.op_spans(), grouping),
             };
             let s = sort.get();
@@ -80,44 +80,22 @@ pub fn OpTable() -> impl IntoView {
             Arc::new(rows)
         })
     };
-    Effect::new(move |_| {
-        rows.track();
-        active.set(None);
-    });
-    let body = NodeRef::<leptos::html::Tbody>::new();
     let count = Signal::derive(move || rows.with(|r| r.len()));
+    let links = LinkedRows::of_trace_rows(
+        &ctx,
+        Reveal::ByPlace(count),
+        move |pos| rows.with_untracked(|r| r.get(pos).map(|r| r.spans.clone()).unwrap_or_default()),
+        move |pos, s| {
+            rows.with_untracked(|r| {
+                r.get(pos)
+                    .is_some_and(|r| r.spans.binary_search(&s).is_ok())
+            })
+        },
+    );
+    let body = links.body();
     let window = row_window_of(body, count);
-    // The selected span's rows: marked, and the first brought into view.
-    let selected = ctx.selected;
-    let scroll = use_context::<PanelScroll>();
-    Effect::new(move |_| {
-        let Some(s) = selected.get() else { return };
-        let at = rows.with_untracked(|r| r.iter().position(|r| r.spans.binary_search(&s).is_ok()));
-        if let (Some(i), Some(scroll)) = (at, scroll) {
-            reveal_row_in(scroll, body, i, count.get_untracked());
-        }
-    });
     let columns = move || if by_shape.get() { 9 } else { 7 };
     let not_captured = ctx.model.capture.not_captured.ops.clone();
-    // A row's click (or Enter, Space): select and show the first span its ops ran in, and
-    // outline them all.
-    let activate = {
-        let ctx = ctx.clone();
-        Callback::new(move |pos: usize| {
-            let Some(spans) =
-                rows.with_untracked(|r| r.get(pos).map(|r| Arc::new(r.spans.clone())))
-            else {
-                return;
-            };
-            active.set(Some(pos));
-            hover.pin(spans.clone());
-            if let Some(&first) = spans.first() {
-                ctx.select_and_show(first);
-            }
-            // The rows are built again with their marks: the focus stays on this one.
-            keep_focus(body, pos);
-        })
-    };
     view! {
         <section class="op-table" data-testid="op-table" data-rows=move || count.get().to_string()>
             <div class="table-bar">
@@ -160,53 +138,27 @@ pub fn OpTable() -> impl IntoView {
                             .collect_view()}
                     </tr>
                 </thead>
-                <tbody
-                    node_ref=body
-                    on:click=move |ev| {
-                        if let Some(pos) = row_of(&ev) {
-                            activate.run(pos);
-                        }
-                    }
-                    on:keydown=move |ev: web_sys::KeyboardEvent| {
-                        row_key(&ev, |pos| activate.run(pos));
-                    }
-                    on:mouseover=move |ev| {
-                        if let Some(pos) = row_of(&ev) {
-                            if let Some(spans) = rows.with_untracked(|r| r.get(pos).map(|r| Arc::new(r.spans.clone()))) {
-                                hover.enter(spans);
-                            }
-                        }
-                    }
-                    on:mouseleave=move |_| hover.leave()
-                >
+                <tbody {..links.body_attrs()}>
                     {move || {
                         let rows = rows.get();
                         let shape_cols = by_shape.get();
                         let w = window.get();
                         let long = rows.len() > WHOLE_ROWS;
-                        // The rows of the selected span's ops are marked; these change on a
-                        // click, so the rows are built again then (no closure per row).
-                        let sel = selected.get();
-                        let clicked = active.get();
                         let built = rows
                             .iter()
                             .enumerate()
                             .skip(w.first)
                             .take(w.end - w.first)
                             .map(|(pos, r)| {
-                                let linked = sel.is_some_and(|s| r.spans.binary_search(&s).is_ok());
                                 view! {
                                     <tr
-                                        tabindex="0"
                                         class:vrow=long
-                                        class:active={clicked == Some(pos)}
-                                        class:linked=linked
                                         data-row=pos.to_string()
-                                        data-linked=linked.to_string()
                                         data-testid="op-row"
                                         data-op=r.op_name.clone()
                                         data-count=r.count.to_string()
                                         data-total=r.total_ns.to_string()
+                                        {..links.linked_attrs(pos)}
                                     >
                                         <td>{r.op_name.clone()}</td>
                                         {shape_cols.then(|| view! {

@@ -760,8 +760,9 @@ pub fn FlameChart(
                     "Clear range"
                 </button>
                 {children.map(|c| c())}
-                <span class="spacer"></span>
-                <span class="chart-hint muted">"Shift+drag: range · ? keys"</span>
+                <span class="chart-hint muted" title="Shift+drag: select a range · ?: the chart's keys">
+                    "Shift+drag: range · ? keys"
+                </span>
             </div>
             <ul class="visually-hidden" aria-label="lane groups">{group_items}</ul>
             <canvas

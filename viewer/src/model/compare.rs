@@ -58,14 +58,26 @@ impl Change {
         }
     }
 
-    /// The legend's words.
+    /// The legend's words: short, so the chart's toolbar stays one line (the tables tag paths
+    /// `new` and `vanished` too); [`Change::meaning`] says them in full.
     pub fn label(self) -> &'static str {
         match self {
             Change::Faster => "faster",
             Change::Slower => "slower",
-            Change::Unchanged => "within 1%",
-            Change::New => "new in candidate",
-            Change::Vanished => "only in baseline",
+            Change::Unchanged => "±1%",
+            Change::New => "new",
+            Change::Vanished => "vanished",
+        }
+    }
+
+    /// What a legend entry means, in full (its tooltip).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Change::Faster => "faster in the candidate by 1% or more",
+            Change::Slower => "slower in the candidate by 1% or more",
+            Change::Unchanged => "within 1% of the baseline",
+            Change::New => "new in the candidate: paths the baseline lacks",
+            Change::Vanished => "only in the baseline: paths the candidate lacks",
         }
     }
 

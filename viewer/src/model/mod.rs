@@ -41,6 +41,7 @@ use std::sync::{Arc, OnceLock};
 use candle_trace_schema::analysis::findings::{profile_findings, trace_findings, Findings};
 use candle_trace_schema::analysis::flops::OpEstimates;
 use candle_trace_schema::analysis::modules::{is_module_span, ModulePaths};
+use candle_trace_schema::analysis::range::OpIndex;
 use candle_trace_schema::format::document::TraceDocument;
 use candle_trace_schema::format::memory::MemorySample;
 use candle_trace_schema::format::profile::ProfileDocument;
@@ -215,6 +216,7 @@ struct Later {
     efficiency: OnceLock<Arc<efficiency::EfficiencyPanel>>,
     op_estimates: OnceLock<OpEstimates>,
     op_spans: OnceLock<Vec<Option<u32>>>,
+    op_index: OnceLock<OpIndex>,
     gradient_table: OnceLock<Arc<gradients::GradientTable>>,
     modules: OnceLock<Arc<modules::ModulesPanel>>,
     module_paths: OnceLock<Arc<ModulePaths>>,
@@ -305,6 +307,14 @@ impl TraceModel {
         self.later
             .op_spans
             .get_or_init(|| links::op_span_indices(&self.doc))
+    }
+
+    /// The ops by group and by time, made once (`range::OpIndex`): the op rows of every range
+    /// count from it.
+    pub fn op_index(&self) -> &OpIndex {
+        self.later
+            .op_index
+            .get_or_init(|| OpIndex::of(&self.doc.ops))
     }
 
     /// Every gradient, sortable, and the norm histogram.

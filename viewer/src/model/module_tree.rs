@@ -514,6 +514,18 @@ impl ModuleLinks {
         }
     }
 
+    /// The spans node `n` of `tree` stands for: its subtree's (sorted, deduplicated; none for
+    /// a node whose keys no module span has).
+    pub fn node_spans(&self, tree: &ModuleTree, n: usize, by_name: bool) -> Vec<u32> {
+        let keys = tree.subtree(n);
+        self.spans_of(
+            keys.iter()
+                .filter_map(|&x| tree.nodes.get(x))
+                .map(|x| x.key.as_str()),
+            by_name,
+        )
+    }
+
     /// The spans of the nodes `keys` (each list in document order), deduplicated and sorted.
     pub fn spans_of<'a>(&self, keys: impl IntoIterator<Item = &'a str>, by_name: bool) -> Vec<u32> {
         let map = if by_name {
@@ -813,18 +825,21 @@ mod tests {
         // By name, `attn` stands for both attn spans; by path each its own.
         assert_eq!(links.spans_of(["attn"], true), vec![idx("a0"), idx("a1")]);
         assert_eq!(links.spans_of(["block[1]/attn"], false), vec![idx("a1")]);
-        // A node and its subtree.
+        // A node's row stands for its subtree's spans.
         let rows = module_rows(&d, &paths, ModuleGrouping::Path);
         let t = ModuleTree::build(tree_rows(&rows), KeyStyle::Nesting);
         let b0 = t.node_of_key("block[0]").unwrap();
-        let keys: Vec<&str> = t
-            .subtree(b0)
-            .iter()
-            .map(|&n| t.nodes[n].key.as_str())
-            .collect();
         assert_eq!(
-            links.spans_of(keys, false),
+            links.node_spans(&t, b0, false),
             vec![idx("b0"), idx("a0"), idx("l0")]
+        );
+        // A node whose keys no module span of the document has stands for none (its row is
+        // no link); one past the tree too.
+        let other = ModuleTree::build([row("elsewhere", 1, 10, 10)], KeyStyle::Nesting);
+        assert_eq!(links.node_spans(&other, 0, false), Vec::<u32>::new());
+        assert_eq!(
+            links.node_spans(&t, t.nodes.len(), false),
+            Vec::<u32>::new()
         );
         // The tree of the panel's rows: block[0] (400) holds attn (300) holds linear (200).
         assert_eq!(t.roots.len(), 2);

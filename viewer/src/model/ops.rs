@@ -5,6 +5,7 @@ use super::sort::sort_indices;
 use core::cmp::Ordering;
 
 use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
+use candle_trace_schema::analysis::range::{op_groups_in_with, OpIndex, TimeRange};
 use candle_trace_schema::format::document::TraceDocument;
 
 /// One row of the op table.
@@ -77,17 +78,18 @@ pub fn op_rows(doc: &TraceDocument, op_spans: &[Option<u32>], grouping: OpGroupi
     rows_of_groups(op_spans, op_groups(&doc.ops, grouping))
 }
 
-/// The rows for the ops of `doc` inside `range`
-/// (`schema::analysis::range::op_groups_in`), in the schema's order.
+/// The rows for the ops of `doc` inside `range` (`schema::analysis::range::op_groups_in`, from
+/// `index`: [`OpIndex::of`] `doc`'s ops), in the schema's order.
 pub fn op_rows_in(
     doc: &TraceDocument,
+    index: &OpIndex,
     op_spans: &[Option<u32>],
     grouping: OpGrouping,
-    range: candle_trace_schema::analysis::range::TimeRange,
+    range: TimeRange,
 ) -> Vec<OpRow> {
     rows_of_groups(
         op_spans,
-        candle_trace_schema::analysis::range::op_groups_in(&doc.ops, grouping, range),
+        op_groups_in_with(&doc.ops, index, grouping, range),
     )
 }
 
@@ -183,6 +185,29 @@ mod tests {
         assert!(rows.iter().all(|r| r.shape.is_none() && r.dtype.is_none()));
         assert!(rows.windows(2).all(|w| w[0].total_ns >= w[1].total_ns));
         assert!(rows.iter().all(|r| !r.spans.is_empty()));
+    }
+
+    #[test]
+    fn a_group_whose_ops_ran_in_no_span_stands_for_none() {
+        // tests/fixtures/links/README.md: spans step 0, fc1 1, act 2 (document order); matmul
+        // (300 ns) ran in fc1, add (200 ns) names the span `gone`, which is none, relu (100 ns)
+        // ran in act.
+        let d = TraceDocument::from_bytes(include_bytes!(
+            "../../../tests/fixtures/links/unlinked_ops.trace6.jsonl"
+        ));
+        let rows = op_rows(&d, &op_span_indices(&d), OpGrouping::Name);
+        let got: Vec<(&str, u64, &[u32])> = rows
+            .iter()
+            .map(|r| (r.op_name.as_str(), r.total_ns, r.spans.as_slice()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("matmul", 300, &[1][..]),
+                ("add", 200, &[][..]),
+                ("relu", 100, &[2][..])
+            ]
+        );
     }
 
     #[test]
