@@ -228,9 +228,9 @@ fn ops_by_module_path() {
         v["groups"],
         json!([
             {"path": "block[0]/attn/linear[3]", "count": 1, "total_ns": 30, "mean_ns": 30,
-             "max_ns": 30, "output_bytes": 64},
+             "max_ns": 30, "output_bytes": 64, "output_unknown": 0},
             {"path": "block[1]/attn/linear[3]", "count": 1, "total_ns": 30, "mean_ns": 30,
-             "max_ns": 30, "output_bytes": 64},
+             "max_ns": 30, "output_bytes": 64, "output_unknown": 0},
         ])
     );
 }

@@ -3,7 +3,7 @@
 use candle_trace_schema::analysis::flops::efficiency;
 use candle_trace_schema::analysis::modules::{op_rows_by_path, ModulePaths};
 use candle_trace_schema::analysis::ops::{heaviest_ops, op_groups, OpGrouping};
-use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::units::{format_bytes, format_ns, format_output_bytes};
 use candle_trace_schema::format::document::TraceDocument;
 use serde_json::{json, Value};
 
@@ -39,7 +39,8 @@ pub(super) fn heaviest(doc: &TraceDocument, limit: usize) -> (Value, Table, Stri
             shape_text(op.shape),
             op.dtype.to_string(),
             op.device.to_string(),
-            format_bytes(op.output_bytes()),
+            op.known_output_bytes()
+                .map_or_else(|| String::from("–"), format_bytes),
             format_bytes(op.input_storage_bytes),
             format_ns(op.duration_ns),
             span.into(),
@@ -47,7 +48,7 @@ pub(super) fn heaviest(doc: &TraceDocument, limit: usize) -> (Value, Table, Stri
         ]);
         rows.push(json!({
             "op_name": op.op_name, "shape": op.shape, "dtype": op.dtype, "device": op.device,
-            "output_bytes": op.output_bytes(), "input_storage_bytes": op.input_storage_bytes,
+            "output_bytes": op.known_output_bytes(), "input_storage_bytes": op.input_storage_bytes,
             "duration_ns": op.duration_ns, "span_id": op.span_id, "line": op.line,
         }));
     }
@@ -76,11 +77,11 @@ pub(super) fn ops_by_path(doc: &TraceDocument, limit: usize) -> (Value, Table, S
             format_ns(r.total_ns),
             format_ns(r.mean_ns),
             format_ns(r.max_ns),
-            format_bytes(r.output_bytes),
+            format_output_bytes(r.output_bytes, r.output_unknown, r.count),
         ]);
         rows.push(json!({
             "path": r.path, "count": r.count, "total_ns": r.total_ns, "mean_ns": r.mean_ns,
-            "max_ns": r.max_ns, "output_bytes": r.output_bytes,
+            "max_ns": r.max_ns, "output_bytes": r.output_bytes, "output_unknown": r.output_unknown,
         }));
     }
     (json!({ "groups": rows }), table, String::new())
@@ -115,15 +116,16 @@ pub(super) fn ops(doc: &TraceDocument, limit: usize, by: OpsBy) -> (Value, Table
             format_ns(g.total_ns),
             format_ns(g.mean_ns),
             format_ns(g.max_ns),
-            format_bytes(g.output_bytes),
+            format_output_bytes(g.output_bytes, g.output_unknown, g.count),
             g.output_bytes_per_ns()
-                .map_or(String::new(), |r| format!("{r:.3}")),
+                .map_or_else(|| String::from("–"), |r| format!("{r:.3}")),
         ]);
         table.row(cells);
         rows.push(json!({
             "op_name": g.op_name, "shape": g.shape, "dtype": g.dtype, "count": g.count,
             "total_ns": g.total_ns, "mean_ns": g.mean_ns, "max_ns": g.max_ns, "min_ns": g.min_ns,
-            "output_bytes": g.output_bytes, "input_bytes": g.input_bytes,
+            "output_bytes": g.output_bytes, "output_unknown": g.output_unknown,
+            "input_bytes": g.input_bytes,
         }));
     }
     (json!({ "groups": rows }), table, String::new())

@@ -36,7 +36,8 @@
 //! # Rates
 //! `flops_per_s = flops · 10⁹ / duration_ns` (integer, over the estimated ops only; `None` when
 //! their time is 0). Bytes moved = `input_storage_bytes` + output bytes (`storage_bytes` or
-//! derived); `bytes_per_ns` = bytes moved / duration_ns as f64 (`None` when the time is 0).
+//! derived); `bytes_per_ns` = bytes moved / duration_ns as f64 (`None` when the time is 0 or
+//! an op's output bytes are unknown: no `storage_bytes` and no dtype of known size).
 //!
 //! # Ranges
 //! [`efficiency_in`] counts the ops inside a time range: an op crossing an edge with its time
@@ -288,9 +289,9 @@ pub struct OpEfficiency {
     pub estimated_ns: u64,
     /// `flops · 10⁹ / estimated_ns`.
     pub flops_per_s: Option<u64>,
-    /// Input plus output bytes of all the ops.
+    /// Input plus output bytes of all the ops (an output of unknown bytes adds none).
     pub bytes_moved: u64,
-    /// `bytes_moved / total_ns`.
+    /// `bytes_moved / total_ns`; `None` when an op's output bytes are unknown.
     pub bytes_per_ns: Option<f64>,
     /// (dtype lowercased, op count), most used first, then by name.
     pub dtypes: Vec<(String, u64)>,
@@ -374,6 +375,8 @@ pub fn efficiency_in_with(
     let mut rows: Vec<OpEfficiency> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut dtypes: Vec<Vec<(String, u64)>> = Vec::new();
+    // Per row: an op whose output bytes are unknown (its bytes moved are then unknown).
+    let mut unknown: Vec<bool> = Vec::new();
     let mut total = Efficiency {
         rows: Vec::new(),
         flops: 0,
@@ -403,13 +406,16 @@ pub fn efficiency_in_with(
                 formula: None,
             });
             dtypes.push(Vec::new());
+            unknown.push(false);
             rows.len() - 1
         });
         let row = &mut rows[r];
         row.count += 1;
         row.total_ns = row.total_ns.saturating_add(time);
+        let output = op.known_output_bytes();
+        unknown[r] |= output.is_none();
         row.bytes_moved = row.bytes_moved.saturating_add(part(
-            op.input_storage_bytes.saturating_add(op.output_bytes()),
+            op.input_storage_bytes.saturating_add(output.unwrap_or(0)),
         ));
         // Compared without case and lowercased once, when first seen.
         match dtypes[r]
@@ -432,13 +438,14 @@ pub fn efficiency_in_with(
             total.estimated_ns = total.estimated_ns.saturating_add(time);
         }
     }
-    for (row, mut d) in rows.iter_mut().zip(dtypes) {
+    for ((row, mut d), unknown) in rows.iter_mut().zip(dtypes).zip(unknown) {
         row.flops_per_s = if row.estimated_count > 0 {
             rate(row.flops, row.estimated_ns)
         } else {
             None
         };
-        row.bytes_per_ns = (row.total_ns > 0).then(|| row.bytes_moved as f64 / row.total_ns as f64);
+        row.bytes_per_ns =
+            (row.total_ns > 0 && !unknown).then(|| row.bytes_moved as f64 / row.total_ns as f64);
         sort::by(&mut d, |a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         row.dtypes = d;
     }

@@ -602,8 +602,11 @@ pub struct OpPathRow {
     pub mean_ns: u64,
     /// Longest op.
     pub max_ns: u64,
-    /// Sum of their output bytes ([`crate::format::events::Op::output_bytes`]).
+    /// Sum of their output bytes where the record says them
+    /// ([`crate::format::events::Op::known_output_bytes`]).
     pub output_bytes: u64,
+    /// Ops whose output bytes no field says: not in `output_bytes`.
+    pub output_unknown: u64,
 }
 
 /// `op` records grouped by the module key of their span; sorted by total time, largest
@@ -621,6 +624,7 @@ pub fn op_rows_by_path(doc: &TraceDocument, paths: &ModulePaths) -> Vec<OpPathRo
                 mean_ns: 0,
                 max_ns: 0,
                 output_bytes: 0,
+                output_unknown: 0,
             });
             rows.len() - 1
         });
@@ -628,7 +632,10 @@ pub fn op_rows_by_path(doc: &TraceDocument, paths: &ModulePaths) -> Vec<OpPathRo
         row.count += 1;
         row.total_ns = row.total_ns.saturating_add(op.duration_ns);
         row.max_ns = row.max_ns.max(op.duration_ns);
-        row.output_bytes = row.output_bytes.saturating_add(op.output_bytes());
+        match op.known_output_bytes() {
+            Some(b) => row.output_bytes = row.output_bytes.saturating_add(b),
+            None => row.output_unknown += 1,
+        }
     }
     for row in &mut rows {
         row.mean_ns = row.total_ns / row.count.max(1);

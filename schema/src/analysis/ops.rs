@@ -38,8 +38,11 @@ pub struct OpGroup {
     pub max_ns: u64,
     /// Shortest duration.
     pub min_ns: u64,
-    /// Sum of output bytes (`storage_bytes` or derived).
+    /// Sum of output bytes (`storage_bytes` or derived) of the ops whose record says them.
     pub output_bytes: u64,
+    /// Ops whose output bytes no field says (no `storage_bytes`, no dtype of known size: a
+    /// leaf layer's row): not in `output_bytes`.
+    pub output_unknown: u64,
     /// Sum of `input_storage_bytes`.
     pub input_bytes: u64,
     /// Indices into `TraceDocument::ops` of the group's ops, in file order.
@@ -47,9 +50,19 @@ pub struct OpGroup {
 }
 
 impl OpGroup {
-    /// Output bytes per ns of op time, `None` when the total time is 0.
+    /// Output bytes per ns of op time, `None` when the total time is 0 or an op's output bytes
+    /// are unknown.
     pub fn output_bytes_per_ns(&self) -> Option<f64> {
-        (self.total_ns > 0).then(|| self.output_bytes as f64 / self.total_ns as f64)
+        (self.total_ns > 0 && self.output_unknown == 0)
+            .then(|| self.output_bytes as f64 / self.total_ns as f64)
+    }
+
+    /// Add `bytes` (`None`: unknown) to the group's output.
+    pub(crate) fn add_output(&mut self, bytes: Option<u64>) {
+        match bytes {
+            Some(b) => self.output_bytes = self.output_bytes.saturating_add(b),
+            None => self.output_unknown += 1,
+        }
     }
 }
 
@@ -78,6 +91,7 @@ pub fn op_groups(ops: &OpTable, grouping: OpGrouping) -> Vec<OpGroup> {
                 max_ns: 0,
                 min_ns: u64::MAX,
                 output_bytes: 0,
+                output_unknown: 0,
                 input_bytes: 0,
                 op_indices: Vec::new(),
             });
@@ -90,7 +104,7 @@ pub fn op_groups(ops: &OpTable, grouping: OpGrouping) -> Vec<OpGroup> {
         group.total_ns = group.total_ns.saturating_add(op.duration_ns);
         group.max_ns = group.max_ns.max(op.duration_ns);
         group.min_ns = group.min_ns.min(op.duration_ns);
-        group.output_bytes = group.output_bytes.saturating_add(op.output_bytes());
+        group.add_output(op.known_output_bytes());
         group.input_bytes = group.input_bytes.saturating_add(op.input_storage_bytes);
         group.op_indices.push(i);
     }
@@ -114,13 +128,14 @@ pub(crate) fn sort_groups(groups: &mut [OpGroup]) {
     });
 }
 
-/// Op indices sorted by output bytes, largest first (ties by file order), at most `limit`.
+/// Op indices sorted by output bytes, largest first, those whose bytes are unknown last (ties
+/// by file order), at most `limit`.
 pub fn heaviest_ops(ops: &OpTable, limit: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..ops.len()).collect();
     order.sort_by(|&a, &b| {
         ops.row(b)
-            .output_bytes()
-            .cmp(&ops.row(a).output_bytes())
+            .known_output_bytes()
+            .cmp(&ops.row(a).known_output_bytes())
             .then(a.cmp(&b))
     });
     order.truncate(limit);
@@ -135,22 +150,23 @@ mod tests {
     use alloc::vec;
 
     fn op(name: &str, duration_ns: u64) -> Lined<Op> {
-        Lined::new(
-            1,
-            Op {
-                span_id: "s".into(),
-                op_name: name.into(),
-                inputs: vec![],
-                output: None,
-                shape: vec![2],
-                dtype: "f32".into(),
-                device: "cpu".into(),
-                duration_ns,
-                timestamp_ns: 0,
-                storage_bytes: None,
-                input_storage_bytes: 0,
-            },
-        )
+        Lined::new(1, plain_op(name, duration_ns))
+    }
+
+    fn plain_op(name: &str, duration_ns: u64) -> Op {
+        Op {
+            span_id: "s".into(),
+            op_name: name.into(),
+            inputs: vec![],
+            output: None,
+            shape: vec![2],
+            dtype: "f32".into(),
+            device: "cpu".into(),
+            duration_ns,
+            timestamp_ns: 0,
+            storage_bytes: None,
+            input_storage_bytes: 0,
+        }
     }
 
     #[test]
@@ -174,5 +190,39 @@ mod tests {
         for g in &groups {
             assert!(g.min_ns <= g.mean_ns && g.mean_ns <= g.max_ns);
         }
+    }
+
+    #[test]
+    fn a_leaf_layers_output_is_unknown_unless_its_record_says_it() {
+        // A leaf layer's rows carry no tensor (shape [], dtype ""): `linear` once with the
+        // 2048 bytes the allocator saw, once with none, `norm` never; `add` is shape [2] f32.
+        let layer = |name: &str, bytes: Option<u64>| {
+            let mut o = plain_op(name, 10);
+            o.shape = vec![];
+            o.dtype = "".into();
+            o.storage_bytes = bytes;
+            Lined::new(1, o)
+        };
+        let ops: OpTable = [
+            layer("linear", Some(2048)),
+            layer("linear", None),
+            layer("norm", None),
+            op("add", 10),
+        ]
+        .into_iter()
+        .collect();
+        let groups = op_groups(&ops, OpGrouping::Name);
+        let by = |name: &str| groups.iter().find(|g| g.op_name == name).unwrap();
+        assert_eq!(
+            (by("linear").output_bytes, by("linear").output_unknown),
+            (2048, 1)
+        );
+        assert_eq!((by("norm").output_bytes, by("norm").output_unknown), (0, 1));
+        assert_eq!((by("add").output_bytes, by("add").output_unknown), (8, 0));
+        assert_eq!(by("linear").output_bytes_per_ns(), None);
+        assert_eq!(by("norm").output_bytes_per_ns(), None);
+        assert_eq!(by("add").output_bytes_per_ns(), Some(0.8));
+        // The heaviest first, the unknown ones last in file order.
+        assert_eq!(heaviest_ops(&ops, 4), [0, 3, 1, 2]);
     }
 }

@@ -19,7 +19,8 @@
 //!   inside the range.
 //! - An op group's `count`, `total_ns`, `mean_ns`, `max_ns` and `min_ns` use the time inside
 //!   of the counted ops; `output_bytes` and `input_bytes` add the whole bytes of each counted
-//!   op (bytes cannot be split). Grouping and order are those of
+//!   op (bytes cannot be split), and `output_unknown` counts those whose output bytes no field
+//!   says. Grouping and order are those of
 //!   [`op_groups`](crate::analysis::ops::op_groups).
 //! - Op efficiency ([`efficiency_in`](crate::analysis::flops::efficiency_in)): the counted ops,
 //!   each with its time inside; an op crossing an edge brings the same fraction of its FLOP
@@ -204,6 +205,7 @@ impl GroupSums {
             max_ns: 0,
             min_ns: u64::MAX,
             output_bytes: 0,
+            output_unknown: 0,
             input_bytes: 0,
             op_indices: Vec::new(),
         });
@@ -219,7 +221,7 @@ impl GroupSums {
         group.total_ns = group.total_ns.saturating_add(time);
         group.max_ns = group.max_ns.max(time);
         group.min_ns = group.min_ns.min(time);
-        group.output_bytes = group.output_bytes.saturating_add(op.output_bytes());
+        group.add_output(op.known_output_bytes());
         group.input_bytes = group.input_bytes.saturating_add(op.input_storage_bytes);
         group.op_indices.push(i);
     }

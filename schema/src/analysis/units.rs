@@ -18,6 +18,19 @@ pub fn format_ns(ns: u64) -> String {
     format!("{ns} ns")
 }
 
+/// The output bytes of `count` ops of which `unknown` have no known size and the others add up
+/// to `bytes`: `–` when none is known, `≥ ` and the known sum when some are not, else the sum
+/// ([`format_bytes`]).
+pub fn format_output_bytes(bytes: u64, unknown: u64, count: u64) -> String {
+    if unknown == 0 {
+        format_bytes(bytes)
+    } else if unknown >= count {
+        String::from("–")
+    } else {
+        format!("≥ {}", format_bytes(bytes))
+    }
+}
+
 /// A size in bytes as `512 B`, `1.50 KiB`, `3.20 MiB`, `1.00 GiB` (binary units).
 pub fn format_bytes(bytes: u64) -> String {
     const UNITS: [(f64, &str); 4] = [
@@ -76,5 +89,13 @@ mod tests {
         assert_eq!(format_bytes(1_048_575), "1.00 MiB");
         assert_eq!(format_bytes(1_073_741_000), "1.00 GiB");
         assert_eq!(format_bytes(1023), "1023 B");
+    }
+
+    #[test]
+    fn output_sizes_say_what_is_unknown() {
+        assert_eq!(format_output_bytes(1536, 0, 3), "1.50 KiB");
+        assert_eq!(format_output_bytes(1536, 1, 3), "≥ 1.50 KiB");
+        assert_eq!(format_output_bytes(0, 3, 3), "–");
+        assert_eq!(format_output_bytes(0, 0, 0), "0 B");
     }
 }

@@ -315,6 +315,18 @@ impl Op {
         self.storage_bytes
             .unwrap_or_else(|| derived_storage_bytes(&self.shape, &self.dtype))
     }
+
+    /// [`Op::output_bytes`] where the record says it: `None` without `storage_bytes` and a
+    /// dtype of known size to derive it from (a leaf layer's row, which carries no tensor).
+    pub fn known_output_bytes(&self) -> Option<u64> {
+        known_output_bytes(self.storage_bytes, &self.shape, &self.dtype)
+    }
+}
+
+/// `storage_bytes`, or product(shape) × size(dtype) when absent and the dtype's size is known;
+/// `None` when neither says it.
+pub fn known_output_bytes(storage_bytes: Option<u64>, shape: &[u64], dtype: &str) -> Option<u64> {
+    storage_bytes.or_else(|| dtype_size(dtype).map(|_| derived_storage_bytes(shape, dtype)))
 }
 
 /// A tensor observed in a span.

@@ -676,6 +676,11 @@ impl<'a> OpRow<'a> {
             .unwrap_or_else(|| derived_storage_bytes(self.shape, self.dtype))
     }
 
+    /// The output's bytes where the record says them (as [`Op::known_output_bytes`]).
+    pub fn known_output_bytes(&self) -> Option<u64> {
+        crate::format::events::known_output_bytes(self.storage_bytes, self.shape, self.dtype)
+    }
+
     /// The record as an owned event.
     pub fn to_event(&self) -> Op {
         Op {

@@ -77,7 +77,7 @@ pub fn SpanDetailsPanel() -> impl IntoView {
                                                 <td>{o.shape}</td>
                                                 <td>{o.dtype}</td>
                                                 <td class="num">{format_ns(o.duration_ns)}</td>
-                                                <td class="num">{format_bytes(o.output_bytes)}</td>
+                                                <td class="num">{o.output_bytes.map_or_else(|| String::from("–"), format_bytes)}</td>
                                             </tr>
                                         }).collect_view()}
                                     </tbody>

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use leptos::prelude::*;
 
 use candle_trace_schema::analysis::ops::OpGrouping;
-use candle_trace_schema::analysis::units::{format_bytes, format_ns};
+use candle_trace_schema::analysis::units::format_ns;
 
 use super::capture::NotCapturedNote;
 use super::rows::{
@@ -169,7 +169,7 @@ pub fn OpTable() -> impl IntoView {
                                         <td class="num">{format_ns(r.total_ns)}</td>
                                         <td class="num">{format_ns(r.mean_ns)}</td>
                                         <td class="num">{format_ns(r.max_ns)}</td>
-                                        <td class="num">{format_bytes(r.output_bytes)}</td>
+                                        <td class="num">{r.output_text.clone()}</td>
                                         <td class="num">{rate_text(r.bytes_per_ns)}</td>
                                     </tr>
                                 }

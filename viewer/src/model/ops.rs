@@ -6,6 +6,7 @@ use core::cmp::Ordering;
 
 use candle_trace_schema::analysis::ops::{op_groups, OpGrouping};
 use candle_trace_schema::analysis::range::{op_groups_in_with, OpIndex, TimeRange};
+use candle_trace_schema::analysis::units::format_output_bytes;
 use candle_trace_schema::format::document::TraceDocument;
 
 /// One row of the op table.
@@ -25,9 +26,11 @@ pub struct OpRow {
     pub mean_ns: u64,
     /// Longest duration.
     pub max_ns: u64,
-    /// Sum of output bytes.
+    /// Sum of output bytes, of the ops whose record says them.
     pub output_bytes: u64,
-    /// Output bytes per ns of op time.
+    /// The output bytes as shown ([`format_output_bytes`]: `–` when no op's are known).
+    pub output_text: String,
+    /// Output bytes per ns of op time (`None` when an op's output bytes are unknown).
     pub bytes_per_ns: Option<f64>,
     /// Document indices of the spans the group's ops ran in (sorted, deduplicated).
     pub spans: Vec<u32>,
@@ -119,6 +122,7 @@ fn rows_of_groups(
                 mean_ns: g.mean_ns,
                 max_ns: g.max_ns,
                 output_bytes: g.output_bytes,
+                output_text: format_output_bytes(g.output_bytes, g.output_unknown, g.count),
                 spans,
             }
         })
@@ -208,6 +212,19 @@ mod tests {
                 ("relu", 100, &[2][..])
             ]
         );
+    }
+
+    #[test]
+    fn an_output_no_record_says_shows_as_unknown() {
+        // train_step's dequantize is dtype q4k (no size) without storage_bytes; its four
+        // matmuls say 512 + 32 + 64 + 256 = 864 bytes.
+        let d = doc();
+        let rows = op_rows(&d, &op_span_indices(&d), OpGrouping::Name);
+        let row = |name: &str| rows.iter().find(|r| r.op_name == name).unwrap();
+        assert_eq!(row("dequantize").output_text, "–");
+        assert_eq!(row("dequantize").bytes_per_ns, None);
+        assert_eq!(row("matmul").output_text, "864 B");
+        assert!(row("matmul").bytes_per_ns.is_some());
     }
 
     #[test]

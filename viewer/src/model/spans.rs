@@ -194,8 +194,8 @@ pub struct OpInSpan {
     pub dtype: String,
     /// Duration.
     pub duration_ns: u64,
-    /// Output bytes.
-    pub output_bytes: u64,
+    /// Output bytes, `None` where the record does not say them (a leaf layer's row).
+    pub output_bytes: Option<u64>,
 }
 
 /// Everything the details panel shows about one span.
@@ -286,7 +286,7 @@ pub fn span_details(doc: &TraceDocument, index: &SpanIndex, i: usize) -> Option<
                 shape: shape_text(op.shape),
                 dtype: op.dtype.to_string(),
                 duration_ns: op.duration_ns,
-                output_bytes: op.output_bytes(),
+                output_bytes: op.known_output_bytes(),
             }
         })
         .collect();
