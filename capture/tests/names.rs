@@ -81,6 +81,20 @@ fn expect(pairs: &[(&str, String)]) -> BTreeMap<(String, String), usize> {
     out
 }
 
+/// The kind and module key of every span called `name`, in document order.
+fn span_keys<'a>(
+    doc: &TraceDocument,
+    paths: &'a ModulePaths,
+    name: &str,
+) -> Vec<(SpanKind, &'a str)> {
+    doc.spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.name == name)
+        .map(|(i, s)| (s.span_kind, paths.path(i)))
+        .collect()
+}
+
 fn module_names_source(doc: &TraceDocument) -> (bool, u64) {
     let sources = &doc.capture_sources.as_ref().unwrap().event.sources;
     let s = sources
@@ -483,14 +497,7 @@ fn bert_output_blocks_are_modules_named_by_what_they_hold() {
         Ok(())
     });
     let paths = ModulePaths::new(&doc);
-    let keys = |name: &str| -> Vec<(SpanKind, &str)> {
-        doc.spans
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.name == name)
-            .map(|(i, s)| (s.span_kind, paths.path(i)))
-            .collect()
-    };
+    let keys = |name: &str| span_keys(&doc, &paths, name);
     assert_eq!(
         keys("self-out"),
         [
@@ -564,14 +571,7 @@ fn t5_blocks_are_the_modules_holding_their_numbered_layers() {
         Ok(())
     });
     let paths = ModulePaths::new(&doc);
-    let keys = |name: &str| -> Vec<(SpanKind, &str)> {
-        doc.spans
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.name == name)
-            .map(|(i, s)| (s.span_kind, paths.path(i)))
-            .collect()
-    };
+    let keys = |name: &str| span_keys(&doc, &paths, name);
     use SpanKind::Module;
     // The encoder runs first; each block is the module holding its list `layer`.
     assert_eq!(

@@ -50,6 +50,24 @@ pub struct OpGroup {
 }
 
 impl OpGroup {
+    /// A group of no ops yet, keyed by `key`.
+    pub(crate) fn empty(key: GroupKey<'_>) -> Self {
+        OpGroup {
+            op_name: key.0.to_string(),
+            shape: key.1.map(|(s, _)| s.to_vec()),
+            dtype: key.1.map(|(_, d)| String::from(d)),
+            count: 0,
+            total_ns: 0,
+            mean_ns: 0,
+            max_ns: 0,
+            min_ns: u64::MAX,
+            output_bytes: 0,
+            output_unknown: 0,
+            input_bytes: 0,
+            op_indices: Vec::new(),
+        }
+    }
+
     /// Output bytes per ns of op time, `None` when the total time is 0 or an op's output bytes
     /// are unknown.
     pub fn output_bytes_per_ns(&self) -> Option<f64> {
@@ -67,7 +85,7 @@ impl OpGroup {
 }
 
 /// (op name, (shape, dtype) when grouping by them).
-type GroupKey<'a> = (&'a str, Option<(&'a [u64], &'a str)>);
+pub(crate) type GroupKey<'a> = (&'a str, Option<(&'a [u64], &'a str)>);
 
 /// Group `ops`; groups are sorted by total time, largest first (ties by name, then first use).
 pub fn op_groups(ops: &OpTable, grouping: OpGrouping) -> Vec<OpGroup> {
@@ -81,20 +99,7 @@ pub fn op_groups(ops: &OpTable, grouping: OpGrouping) -> Vec<OpGroup> {
             OpGrouping::NameShapeDtype => (op.op_name, Some((op.shape, op.dtype))),
         };
         let g = *index.entry(key).or_insert_with(|| {
-            groups.push(OpGroup {
-                op_name: op.op_name.to_string(),
-                shape: key.1.map(|(s, _)| s.to_vec()),
-                dtype: key.1.map(|(_, d)| String::from(d)),
-                count: 0,
-                total_ns: 0,
-                mean_ns: 0,
-                max_ns: 0,
-                min_ns: u64::MAX,
-                output_bytes: 0,
-                output_unknown: 0,
-                input_bytes: 0,
-                op_indices: Vec::new(),
-            });
+            groups.push(OpGroup::empty(key));
             sums.push(0);
             groups.len() - 1
         });

@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::modules::{
     is_module_span, sort_module_rows, ModuleGrouping, ModulePaths, ModuleRow,
 };
-use crate::analysis::ops::{sort_groups, OpGroup, OpGrouping};
+use crate::analysis::ops::{sort_groups, GroupKey, OpGroup, OpGrouping};
 use crate::analysis::phases::{measured_region, sort_pairs, ModulePair, PhaseBreakdown};
 use crate::format::document::TraceDocument;
 use crate::format::events::{MemoryAction, Pass};
@@ -174,11 +174,8 @@ pub fn module_rows_in(
     rows
 }
 
-/// (op name, (shape, dtype) when grouping by them), as `op_groups` keys its groups.
-type OpKey<'a> = (&'a str, Option<(&'a [u64], &'a str)>);
-
 /// `op`'s group key under `grouping`.
-fn op_key<'a>(op: &OpRow<'a>, grouping: OpGrouping) -> OpKey<'a> {
+fn op_key<'a>(op: &OpRow<'a>, grouping: OpGrouping) -> GroupKey<'a> {
     match grouping {
         OpGrouping::Name => (op.op_name, None),
         OpGrouping::NameShapeDtype => (op.op_name, Some((op.shape, op.dtype))),
@@ -194,21 +191,8 @@ struct GroupSums {
 
 impl GroupSums {
     /// Open a group keyed by `key`; its number.
-    fn open(&mut self, key: OpKey<'_>) -> usize {
-        self.groups.push(OpGroup {
-            op_name: key.0.to_string(),
-            shape: key.1.map(|(s, _)| s.to_vec()),
-            dtype: key.1.map(|(_, d)| d.to_string()),
-            count: 0,
-            total_ns: 0,
-            mean_ns: 0,
-            max_ns: 0,
-            min_ns: u64::MAX,
-            output_bytes: 0,
-            output_unknown: 0,
-            input_bytes: 0,
-            op_indices: Vec::new(),
-        });
+    fn open(&mut self, key: GroupKey<'_>) -> usize {
+        self.groups.push(OpGroup::empty(key));
         self.sums.push(0);
         self.groups.len() - 1
     }
@@ -242,7 +226,7 @@ impl GroupSums {
 /// ops. Reads every op; [`op_groups_in_with`] gives the same groups range after range.
 pub fn op_groups_in(ops: &OpTable, grouping: OpGrouping, range: TimeRange) -> Vec<OpGroup> {
     let mut sums = GroupSums::default();
-    let mut index: HashMap<OpKey<'_>, usize> = HashMap::new();
+    let mut index: HashMap<GroupKey<'_>, usize> = HashMap::new();
     for (i, op) in ops.iter().enumerate() {
         let Some(time) = range.inside(op.timestamp_ns, op.duration_ns) else {
             continue;
@@ -280,7 +264,7 @@ impl OpIndex {
         // An op's group by the numbers of its stored strings and shape (cheap to hash), each
         // such triple's group by the texts once (two numbers may stand for one text).
         let numbers = |grouping: OpGrouping| {
-            let mut by_key: HashMap<OpKey<'_>, u32> = HashMap::new();
+            let mut by_key: HashMap<GroupKey<'_>, u32> = HashMap::new();
             let mut by_cells: HashMap<(u32, u32, u32), u32> = HashMap::new();
             let of_op: Vec<u32> = (0..ops.len())
                 .zip(ops.cells())
