@@ -48,7 +48,8 @@ pub(super) fn heaviest(doc: &TraceDocument, limit: usize) -> (Value, Table, Stri
         ]);
         rows.push(json!({
             "op_name": op.op_name, "shape": op.shape, "dtype": op.dtype, "device": op.device,
-            "output_bytes": op.known_output_bytes(), "input_storage_bytes": op.input_storage_bytes,
+            "output_bytes": op.output_bytes(), "output_known": op.known_output_bytes().is_some(),
+            "input_storage_bytes": op.input_storage_bytes,
             "duration_ns": op.duration_ns, "span_id": op.span_id, "line": op.line,
         }));
     }
