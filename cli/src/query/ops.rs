@@ -167,7 +167,11 @@ pub(super) fn flops(doc: &TraceDocument, limit: usize) -> (Value, Table, String)
             r.flops_per_s.map_or(String::from("–"), |v| v.to_string()),
             r.bytes_per_ns
                 .map_or(String::from("–"), |v| format!("{v:.3}")),
-            dtypes.join(", "),
+            if dtypes.is_empty() {
+                String::from("–")
+            } else {
+                dtypes.join(", ")
+            },
         ]);
     }
     (json!(e), table, preamble)

@@ -293,7 +293,8 @@ pub struct OpEfficiency {
     pub bytes_moved: u64,
     /// `bytes_moved / total_ns`; `None` when an op's output bytes are unknown.
     pub bytes_per_ns: Option<f64>,
-    /// (dtype lowercased, op count), most used first, then by name.
+    /// (dtype lowercased, op count) of the ops that name a dtype (a leaf layer's row names
+    /// none), most used first, then by name.
     pub dtypes: Vec<(String, u64)>,
     /// The formula of the first estimated op, if any.
     pub formula: Option<FlopFormula>,
@@ -418,12 +419,14 @@ pub fn efficiency_in_with(
             op.input_storage_bytes.saturating_add(output.unwrap_or(0)),
         ));
         // Compared without case and lowercased once, when first seen.
-        match dtypes[r]
-            .iter_mut()
-            .find(|(d, _)| d.eq_ignore_ascii_case(op.dtype))
-        {
-            Some((_, n)) => *n += 1,
-            None => dtypes[r].push((op.dtype.to_ascii_lowercase(), 1)),
+        if !op.dtype.is_empty() {
+            match dtypes[r]
+                .iter_mut()
+                .find(|(d, _)| d.eq_ignore_ascii_case(op.dtype))
+            {
+                Some((_, n)) => *n += 1,
+                None => dtypes[r].push((op.dtype.to_ascii_lowercase(), 1)),
+            }
         }
         total.count += 1;
         total.total_ns = total.total_ns.saturating_add(time);
@@ -602,6 +605,27 @@ mod tests {
         let part = efficiency_in_with(&doc, &estimates, TimeRange::new(125, 225));
         assert_eq!((part.count, part.flops, part.total_ns), (2, 10, 50));
         assert_eq!(part, efficiency_in(&doc, TimeRange::new(125, 225)));
+    }
+
+    #[test]
+    fn a_leaf_layers_row_names_no_dtype_and_moves_unknown_bytes() {
+        // A leaf layer's row (shape [], dtype "", no storage_bytes) and an f32 add of 10.
+        let lines = [
+            r#"{"kind":"meta","schema":"candle-graph/trace/6","run_id":"r","correlation_id":"c","entrypoint":"e","phase":"train","timestamp":"t","capture_step":1,"warmup_steps":0,"device":"cpu","timing_mode":"host","tags":{}}"#,
+            r#"{"kind":"span_start","id":"s","name":"s","start_ns":0,"span_kind":"function","measured":true}"#,
+            r#"{"kind":"op","span_id":"s","op_name":"linear","inputs":[],"shape":[],"dtype":"","device":"cpu","timestamp_ns":0,"duration_ns":40}"#,
+            r#"{"kind":"op","span_id":"s","op_name":"add","inputs":[],"shape":[10],"dtype":"f32","device":"cpu","timestamp_ns":50,"duration_ns":40}"#,
+            r#"{"kind":"span_end","id":"s","duration_ns":100}"#,
+        ];
+        let doc = TraceDocument::from_bytes(lines.join("\n").as_bytes());
+        assert!(doc.diagnostics.is_empty(), "{:?}", doc.diagnostics);
+        let e = efficiency_in(&doc, TimeRange::ALL);
+        let row = |name: &str| e.rows.iter().find(|r| r.op_name == name).unwrap();
+        assert_eq!(row("linear").dtypes, []);
+        assert_eq!(row("linear").bytes_per_ns, None);
+        // 10 f32 out, 40 ns: 1 byte a ns.
+        assert_eq!(row("add").dtypes, [(String::from("f32"), 1)]);
+        assert_eq!(row("add").bytes_per_ns, Some(1.0));
     }
 
     #[test]

@@ -126,12 +126,7 @@ impl EfficiencyPanel {
                 bytes_per_ns_text: r
                     .bytes_per_ns
                     .map_or_else(|| "—".into(), |v| format!("{v:.3}")),
-                dtypes: r
-                    .dtypes
-                    .iter()
-                    .map(|(d, n)| format!("{d}×{n}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                dtypes: dtype_mix(&r.dtypes),
                 formula: formula_name(r.formula, &r.op_name),
                 coverage: if r.estimated_count == r.count || r.estimated_count == 0 {
                     String::new()
@@ -159,6 +154,18 @@ impl EfficiencyPanel {
     }
 }
 
+/// A row's dtype mix as `bf16×1, f32×1`; `—` when no op of the row names a dtype.
+fn dtype_mix(dtypes: &[(String, u64)]) -> String {
+    if dtypes.is_empty() {
+        return "—".into();
+    }
+    dtypes
+        .iter()
+        .map(|(d, n)| format!("{d}×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +177,13 @@ mod tests {
         assert_eq!(si(512.0, "FLOP"), "512 FLOP");
         assert_eq!(si(12_345.0, "FLOP"), "12.3 kFLOP");
         assert_eq!(si(999_600.0, "B"), "1.00 MB");
+    }
+
+    #[test]
+    fn a_row_whose_ops_name_no_dtype_shows_a_dash() {
+        assert_eq!(dtype_mix(&[]), "—");
+        let mix = [(String::from("bf16"), 2), (String::from("f32"), 1)];
+        assert_eq!(dtype_mix(&mix), "bf16×2, f32×1");
     }
 
     #[test]
